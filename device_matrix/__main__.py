@@ -1,0 +1,5 @@
+import sys
+
+from device_matrix.cli import main
+
+sys.exit(main())

@@ -1,0 +1,356 @@
+"""The ``device-matrix`` command. Every error ends as an ERROR line, a TIP and its exit code."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+from device_matrix import __version__
+from device_matrix import config as config_mod
+from device_matrix.config import Config
+from device_matrix.devices import detect, install_hint
+from device_matrix.errors import (
+    EXIT_ENVIRONMENT,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_TESTS_FAILED,
+    EXIT_UNAVAILABLE,
+    EXIT_USAGE,
+    DeviceMatrixError,
+)
+from device_matrix.output import Output
+from device_matrix.results import RunRecord
+
+STATUS_EXIT = {
+    "passed": EXIT_OK,
+    "failed": EXIT_TESTS_FAILED,
+    "crashed": EXIT_TESTS_FAILED,
+    "unavailable": EXIT_UNAVAILABLE,
+    "error": EXIT_ENVIRONMENT,
+}
+# when rows end differently, the most serious code wins
+EXIT_SEVERITY = [EXIT_INTERNAL, EXIT_ENVIRONMENT, EXIT_TESTS_FAILED, EXIT_UNAVAILABLE, EXIT_OK]
+
+
+def combine_exit_codes(codes: Sequence[int]) -> int:
+    for code in EXIT_SEVERITY:
+        if code in codes:
+            return code
+    return max(codes) if codes else EXIT_OK
+
+
+def _load(args: argparse.Namespace) -> Config:
+    return config_mod.load(
+        Path(args.project) if args.project else None,
+        results_dir=getattr(args, "results", None),
+        container_engine=getattr(args, "engine", None),
+    )
+
+
+def _rows(cfg: Config, names: Sequence[str] | None) -> list[str]:
+    if not names:
+        return list(cfg.rows)
+    out = []
+    for name in names:
+        for part in name.split(","):
+            part = part.strip()
+            if part:
+                cfg.row(part)  # raises a ConfigError naming the allowed rows
+                out.append(part)
+    return out
+
+
+# --- run ------------------------------------------------------------------------------
+
+
+def cmd_run(args: argparse.Namespace, out: Output) -> int:
+    from device_matrix.runner import RowRunner, RunOptions, plan_row
+
+    cfg = _load(args)
+    force: Literal["local", "container"] | None = "local" if args.local else ("container" if args.container else None)
+    options = RunOptions(
+        suites=args.suite or None,
+        tests=args.test or (),
+        pytest_args=args.pytest_args,
+        python=args.python,
+        test_timeout=args.test_timeout,
+        run_timeout=args.run_timeout,
+        crash_reruns=args.reruns,
+        max_restarts=args.max_restarts,
+        use_gdb=not args.no_gdb,
+        keep_cores=args.keep_cores,
+        run_url=args.run_url or _actions_run_url(),
+    )
+    codes = []
+    records: list[RunRecord] = []
+    for name in _rows(cfg, args.device):
+        row = cfg.row(name)
+        plan = plan_row(cfg, row, force=force)
+        if plan.mode == "unavailable":
+            out.line(f"{name}: {out.paint('unavailable', 'UNAVAILABLE')} - {plan.reason}")
+        record = RowRunner(cfg, plan, options, out).run()
+        records.append(record)
+        code = STATUS_EXIT[record["status"]]
+        if record["status"] == "unavailable" and args.require_device:
+            code = EXIT_ENVIRONMENT
+        codes.append(code)
+    print_summary(out, records, cfg)
+    return combine_exit_codes(codes)
+
+
+def _actions_run_url() -> str | None:
+    env = os.environ
+    if env.get("GITHUB_ACTIONS") == "true" and env.get("GITHUB_RUN_ID") and env.get("GITHUB_REPOSITORY"):
+        server = env.get("GITHUB_SERVER_URL", "https://github.com")
+        return f"{server}/{env['GITHUB_REPOSITORY']}/actions/runs/{env['GITHUB_RUN_ID']}"
+    return None
+
+
+def print_summary(out: Output, records: Sequence[RunRecord], cfg: Config) -> None:
+    if not records:
+        return
+    out.line("")
+    header = f"{'row':<10} {'status':<12} {'passed':>6} {'failed':>6} {'crashed':>7} {'skipped':>7} {'xfailed':>7} {'time':>8}"
+    out.line(header)
+    out.line("-" * len(header))
+    for r in records:
+        s = r["summary"]
+        status = out.paint(r["status"], f"{r['status']:<12}")
+        out.line(
+            f"{r['row']:<10} {status} {s['passed']:>6} {s['failed'] + s['error'] + s['xpassed']:>6} "
+            f"{s['crashed'] + s['timeout']:>7} {s['skipped'] + s['not_run']:>7} {s['xfailed']:>7} {r['duration']:>7.1f}s"
+        )
+    for r in records:
+        if r["reason"]:
+            out.line(f"  {r['row']}: {r['reason']}")
+        for c in r["crashes"]:
+            d = c["diagnosis"]
+            what = d["signal_name"] or f"exit code {d['exit_code']}"
+            where = c["nodeid"] or f"({c['phase']})"
+            out.line(
+                f"  {r['row']}: {out.paint('crashed', c['kind'].upper())} {where}: {what}, "
+                f"{c['classification']}, fingerprint {d['fingerprint']}"
+            )
+            if d["hint"]:
+                out.line(f"      hint: {d['hint']}")
+            out.line(f"      repro: {c['repro'].splitlines()[0]}")
+        unlinked = [t for t in r["tests"] if t["skip"] and not t["skip"]["issue"] and t["skip"]["source"] != "pytest"]
+        if unlinked:
+            out.line(f"  {r['row']}: {len(unlinked)} device skip(s) cite no issue: run `device-matrix issues sync`")
+    out.line(f"results: {cfg.results_dir}")
+
+
+# --- plan / list / doctor / matrix ------------------------------------------------------
+
+
+def cmd_plan(args: argparse.Namespace, out: Output) -> int:
+    from device_matrix.runner import plan_row
+
+    cfg = _load(args)
+    force: Literal["local", "container"] | None = "local" if args.local else ("container" if args.container else None)
+    plans = []
+    for name in _rows(cfg, args.device):
+        plan = plan_row(cfg, cfg.row(name), force=force)
+        plans.append(
+            {
+                "row": name,
+                "mode": plan.mode,
+                "reason": plan.reason,
+                "engine": plan.engine,
+                "install": list(plan.row.install),
+                "install_args": list(plan.row.install_args),
+                "image": plan.row.image,
+            }
+        )
+    if args.json:
+        out.line(json.dumps(plans if len(plans) != 1 else plans[0]))
+    else:
+        for p in plans:
+            out.line(f"{p['row']:<10} {p['mode']:<12} {p['reason']}")
+    return EXIT_OK
+
+
+def cmd_list(args: argparse.Namespace, out: Output) -> int:
+    cfg = _load(args)
+    rows = []
+    for name, row in cfg.rows.items():
+        presence = detect(row)
+        rows.append(
+            {
+                "row": name,
+                "pjrt_device": row.pjrt_device,
+                "present": presence.present,
+                "presence": presence.reason,
+                "image": row.image,
+                "run_in": row.run_in,
+                "runner_labels": list(row.runner_labels),
+                "suites": list(row.suites),
+            }
+        )
+    if args.json:
+        out.line(json.dumps(rows, indent=1))
+        return EXIT_OK
+    out.line(f"configuration: {', '.join(cfg.sources)}")
+    for r in rows:
+        mark = out.paint("passed", "present") if r["present"] else out.paint("unavailable", "absent ")
+        out.line(f"{r['row']:<8} {r['pjrt_device']:<7} {mark}  {r['image'] or '(no image)'}")
+        out.line(f"{'':<17}suites: {', '.join(r['suites'])}; runner: {', '.join(r['runner_labels'])}")
+        out.line(f"{'':<17}{r['presence']}")
+    return EXIT_OK
+
+
+def cmd_doctor(args: argparse.Namespace, out: Output) -> int:
+    from device_matrix.executors.container import check_engine, find_engine
+
+    cfg = _load(args)
+    problems = 0
+    engine = find_engine(cfg.container_engine)
+    engine_problem = "no docker or podman on PATH" if engine is None else check_engine(engine)
+    out.line(f"container engine: {engine or 'none'}" + (f" ({engine_problem})" if engine_problem else " (answers)"))
+    out.line(f"gdb: {shutil.which('gdb') or 'missing (crash backtraces from core files are skipped)'}")
+    for name, row in cfg.rows.items():
+        presence = detect(row)
+        out.line(f"{name}:")
+        if presence.present:
+            out.line(f"  device: present ({presence.reason})")
+        else:
+            problems += 1
+            out.line(f"  device: absent - {presence.reason}")
+            out.line(f"  to get it: run on a host with a {row.pjrt_device} device, or set "
+                     f"DEVICE_MATRIX_{name.upper()}_PRESENT=1 if it is there but not detected")
+        missing = [s for s in row.suites if not cfg.suite_path(s).exists()]
+        if missing:
+            problems += 1
+            out.line(f"  suites missing: {', '.join(missing)} (looked in {cfg.suites_dir})")
+        if row.run_in != "host" and row.image and engine_problem:
+            out.line(f"  container: cannot run {row.image}: {engine_problem}")
+        software = _software_problem(row.install)
+        if software:
+            out.line(f"  software here: {software}; {install_hint(row)}")
+        else:
+            out.line("  software here: installed")
+    return EXIT_OK if problems == 0 else EXIT_UNAVAILABLE
+
+
+def _software_problem(requirements: Sequence[str]) -> str | None:
+    from importlib import metadata
+
+    missing = []
+    for req in requirements:
+        name = req.split(";")[0]
+        for sep in ("==", ">=", "<=", "~=", "!=", ">", "<", "["):
+            name = name.split(sep)[0]
+        name = name.strip()
+        if not name:
+            continue
+        try:
+            metadata.version(name)
+        except metadata.PackageNotFoundError:
+            missing.append(name)
+    return f"missing {', '.join(missing)}" if missing else None
+
+
+def cmd_matrix(args: argparse.Namespace, out: Output) -> int:
+    from device_matrix.workflow import actions_matrix
+
+    cfg = _load(args)
+    names = _rows(cfg, args.device)
+    out.line(json.dumps(actions_matrix(cfg, names), separators=(",", ":")))
+    return EXIT_OK
+
+
+# --- parser ---------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="device-matrix",
+        description="Run XLA test suites across a matrix of devices; diagnose crashes; link skips to issues.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--project", help="project folder (default: nearest pyproject.toml above cwd)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run device rows", description="Run the suites of one or more device rows.")
+    run.add_argument("--device", "-d", action="append", help="row name (repeat, or comma-separate); default all rows")
+    run.add_argument("--suite", "-s", action="append", help="run only this suite of the row (repeatable)")
+    run.add_argument("--test", "-t", action="append", help="run this nodeid or path instead of the suites (repeatable)")
+    where = run.add_mutually_exclusive_group()
+    where.add_argument("--local", action="store_true", help="run on this host even if the row has an image")
+    where.add_argument("--container", action="store_true", help="run in the row's image")
+    run.add_argument("--engine", choices=config_mod.ENGINE_CHOICES, help="container engine")
+    run.add_argument("--results", help="results folder (default from config: results)")
+    run.add_argument("--python", help="interpreter for local runs (default: this one)")
+    run.add_argument("--test-timeout", type=float, help="seconds one test may take before it is ended as hung")
+    run.add_argument("--run-timeout", type=float, help="seconds the whole row may take")
+    run.add_argument("--reruns", type=int, help="times each crashed test is rerun alone (default from config)")
+    run.add_argument("--max-restarts", type=int, help="resumes after crashes before giving up")
+    run.add_argument("--no-gdb", action="store_true", help="do not read core files with gdb")
+    run.add_argument("--keep-cores", action="store_true", help="keep core files (deleted once read by default)")
+    run.add_argument("--require-device", action="store_true",
+                     help="an absent device is an error (exit 5), as on a CI runner that should have it")
+    run.add_argument("--run-url", help="link to this CI run, quoted in issues")
+    run.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --: arguments for pytest")
+    run.set_defaults(func=cmd_run)
+
+    plan = sub.add_parser("plan", help="say where each row would run here (local, container, unavailable)")
+    plan.add_argument("--device", "-d", action="append")
+    plan.add_argument("--json", action="store_true")
+    where2 = plan.add_mutually_exclusive_group()
+    where2.add_argument("--local", action="store_true")
+    where2.add_argument("--container", action="store_true")
+    plan.add_argument("--engine", choices=config_mod.ENGINE_CHOICES)
+    plan.set_defaults(func=cmd_plan)
+
+    lst = sub.add_parser("list", help="rows, their images, and whether each device is present here")
+    lst.add_argument("--json", action="store_true")
+    lst.set_defaults(func=cmd_list)
+
+    doctor = sub.add_parser("doctor", help="what is missing for each row and how to get it")
+    doctor.set_defaults(func=cmd_doctor)
+
+    matrix = sub.add_parser("matrix", help="the GitHub Actions matrix (JSON) for the configured rows")
+    matrix.add_argument("--device", "-d", action="append")
+    matrix.set_defaults(func=cmd_matrix)
+
+    from device_matrix.commands import add_more_commands
+
+    add_more_commands(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "pytest_args", None) and args.pytest_args[:1] == ["--"]:
+        args.pytest_args = args.pytest_args[1:]
+    out = Output(verbose=False)
+    try:
+        code: int = args.func(args, out)
+    except DeviceMatrixError as exc:
+        out.error(exc.message, exc.tip)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        out.error("interrupted")
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: report, do not hide
+        import traceback
+
+        traceback.print_exc()
+        out.error(f"internal error: {exc!r}", "This is a bug in device-matrix; please report it with the traceback above.")
+        return EXIT_INTERNAL
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
+
+__all__ = ["EXIT_USAGE", "main"]

@@ -1,0 +1,12 @@
+"""Subcommands beyond running rows: skips, issues, triage."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def add_more_commands(sub: Any) -> None:
+    from device_matrix.skips_cli import add_skips_commands
+
+    add_skips_commands(sub)

@@ -1,0 +1,92 @@
+"""Is a row's device present on this host? An ordered list of checks decides.
+
+Each check is one of:
+
+``env:VAR``        decides when VAR is set: ``1/true/yes`` present, anything else absent
+``glob:PATTERN``   present when the pattern matches a path (``/dev/accel*``)
+``command:ARGV``   present when the command exits 0 within 10 s (``nvidia-smi -L``)
+``always``         present
+``never``          absent
+
+The first check that decides wins; an ``env`` check whose variable is unset, a glob
+that matches nothing and a command that fails or is missing do not decide, and the
+next check runs. When no check decides, the device is absent and the reason lists
+what was tried.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shlex
+import shutil
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from device_matrix.config import Row
+
+TRUTHY = frozenset({"1", "true", "yes", "on"})
+
+
+@dataclass(frozen=True)
+class Presence:
+    present: bool
+    reason: str
+
+
+def _command_succeeds(argv: list[str]) -> tuple[bool, str]:
+    if not argv or shutil.which(argv[0]) is None:
+        return False, f"{argv[0] if argv else '(empty)'} not found"
+    try:
+        proc = subprocess.run(
+            argv, capture_output=True, timeout=10, check=False, stdin=subprocess.DEVNULL
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"{argv[0]}: {exc}"
+    if proc.returncode == 0:
+        return True, f"`{shlex.join(argv)}` succeeded"
+    return False, f"`{shlex.join(argv)}` exited {proc.returncode}"
+
+
+def detect(row: Row, environ: Mapping[str, str] | None = None) -> Presence:
+    env = os.environ if environ is None else environ
+    tried: list[str] = []
+    for check in row.presence:
+        kind, _, arg = check.partition(":")
+        if kind == "always":
+            return Presence(True, "always present")
+        if kind == "never":
+            return Presence(False, "marked never present")
+        if kind == "env":
+            value = env.get(arg)
+            if value is None:
+                tried.append(f"${arg} unset")
+                continue
+            present = value.strip().lower() in TRUTHY
+            return Presence(present, f"${arg}={value}")
+        if kind == "glob":
+            matches = sorted(glob.glob(arg))
+            if matches:
+                return Presence(True, f"{arg} matches {', '.join(matches[:3])}")
+            tried.append(f"no {arg}")
+            continue
+        if kind == "command":
+            ok, why = _command_succeeds(shlex.split(arg))
+            if ok:
+                return Presence(True, why)
+            tried.append(why)
+            continue
+    reason = "; ".join(tried) if tried else "no presence checks configured"
+    return Presence(False, f"{row.pjrt_device} device not found ({reason})")
+
+
+def install_hint(row: Row) -> str:
+    """What a user does to get this row's device software, for `device-matrix doctor`."""
+    pieces = []
+    if row.install:
+        pip = " ".join(shlex.quote(x) for x in (*row.install, *row.install_args))
+        pieces.append(f"pip install {pip}")
+    if row.image:
+        pieces.append(f"or run in its image: {row.image}")
+    return "; ".join(pieces) or "nothing to install"

@@ -1,0 +1,154 @@
+"""Turn a dead child into a diagnosis: signal, stacks, fatal lines, fingerprint."""
+
+from __future__ import annotations
+
+import signal as _signal
+from pathlib import Path
+
+from device_matrix.diagnostics import core as core_files
+from device_matrix.diagnostics import fingerprint as fp
+from device_matrix.diagnostics.parse import (
+    FaulthandlerDump,
+    format_python_stack,
+    last_lines,
+    parse_faulthandler,
+    parse_fatal_lines,
+    parse_native_stacks,
+    parse_terminate,
+)
+from device_matrix.redact import Redactor
+from device_matrix.results import CrashDiagnosis
+
+SIGNAL_HINTS: dict[str, str] = {
+    "SIGSEGV": "invalid memory access in native code (a null or dangling pointer)",
+    "SIGABRT": "abort(): a failed CHECK or LOG(FATAL) in XLA, std::terminate, or a C assert",
+    "SIGBUS": "bad memory access: a truncated memory-mapped file, or /dev/shm too small in a container",
+    "SIGFPE": "arithmetic fault in native code (integer division by zero)",
+    "SIGILL": "illegal instruction: a binary built for a newer CPU (AVX-512...) or a corrupted build",
+    "SIGKILL": "killed from outside: usually the kernel's OOM killer (see `dmesg`), or a timeout",
+    "SIGTERM": "asked to stop from outside (a CI timeout or a cancelled job)",
+    "SIGTRAP": "a breakpoint or __builtin_trap() in native code",
+}
+
+
+def signal_from_returncode(returncode: int | None) -> int | None:
+    """The signal that ended a child: negative return codes, or 128+N from a shell or engine."""
+    if returncode is None:
+        return None
+    if returncode < 0:
+        return -returncode
+    if 128 < returncode < 128 + 65:
+        try:
+            _signal.Signals(returncode - 128)
+        except ValueError:
+            return None
+        return returncode - 128
+    return None
+
+
+def signal_name(signum: int | None) -> str | None:
+    if signum is None:
+        return None
+    try:
+        return _signal.Signals(signum).name
+    except ValueError:
+        return f"SIG{signum}"
+
+
+def _signal_from_fatal_error(text: str | None) -> str | None:
+    if not text:
+        return None
+    table = {
+        "Segmentation fault": "SIGSEGV",
+        "Aborted": "SIGABRT",
+        "Bus error": "SIGBUS",
+        "Floating-point exception": "SIGFPE",
+        "Floating point exception": "SIGFPE",
+        "Illegal instruction": "SIGILL",
+    }
+    return table.get(text)
+
+
+def diagnose(
+    *,
+    returncode: int | None,
+    fault_text: str,
+    output_text: str,
+    redactor: Redactor,
+    timed_out: bool = False,
+    executable: str | None = None,
+    workdir: Path | None = None,
+    pid: int | None = None,
+    use_gdb: bool = True,
+    keep_core: bool = False,
+) -> CrashDiagnosis:
+    """Everything we can say about one abnormal end.
+
+    ``fault_text`` is the faulthandler file of the attempt; ``output_text`` the child's
+    output from the start of the crashing test (or the whole attempt).
+    """
+    signum = signal_from_returncode(returncode)
+    dumps: list[FaulthandlerDump] = parse_faulthandler(fault_text) + parse_faulthandler(output_text)
+    fatal_dump = next((d for d in reversed(dumps) if d.fatal_error), None)
+    hang_dump = next((d for d in reversed(dumps) if not d.fatal_error), None) if timed_out else None
+    chosen = fatal_dump or hang_dump or (dumps[-1] if dumps else None)
+    name = signal_name(signum) or _signal_from_fatal_error(fatal_dump.fatal_error if fatal_dump else None)
+
+    natives = parse_native_stacks(output_text)
+    native = natives[-1] if natives else None
+    if name is None and native is not None:
+        name = native.signal_name or signal_name(native.signal)
+    fatals = parse_fatal_lines(output_text)
+    terminate = parse_terminate(output_text)
+
+    gdb_text: str | None = None
+    core_path: str | None = None
+    if workdir is not None and executable:
+        core = core_files.find_core(workdir, pid)
+        if core is not None:
+            core_path = str(core)
+            if use_gdb:
+                gdb_text = core_files.gdb_backtrace(executable, core)
+            if not keep_core:
+                # cores of XLA processes run to gigabytes; the backtrace is what we keep
+                core.unlink(missing_ok=True)
+                core_path = f"{core_path} (deleted after reading)"
+
+    # The fingerprint uses only what the process printed itself, never gdb's view:
+    # a host without gdb or core files must fingerprint the same crash the same way.
+    native_frames = list(native.frames) if native else []
+    current = chosen.current if chosen else None
+    py_frames = [(f.file, f.function) for f in current.frames] if current else []
+    fatal_message = None
+    if fatals:
+        last = fatals[-1]
+        fatal_message = f"{last.file.rsplit('/', 1)[-1]}] {last.message}"
+    kind_name = "SIGKILL" if timed_out and name is None else name
+    fingerprint, basis = fp.compute(
+        ("timeout" if timed_out else kind_name),
+        native_frames=native_frames,
+        fatal_message=fatal_message,
+        terminate=terminate,
+        python_frames=py_frames,
+        exit_code=returncode if signum is None else None,
+    )
+    python_stacks = [format_python_stack(t) for t in chosen.threads] if chosen else []
+    return CrashDiagnosis(
+        signal=signum,
+        signal_name=name,
+        hint=("hung past its timeout: every thread's stack was dumped, then the process group ended"
+              if timed_out else SIGNAL_HINTS.get(name or "", None)),
+        exit_code=returncode,
+        fatal_error=fatal_dump.fatal_error if fatal_dump else None,
+        python_stack=redactor.text("\n\n".join(python_stacks)) if python_stacks else None,
+        native_stack=redactor.text("\n".join(native.raw)) if native else None,
+        native_format=native.format if native else None,
+        fatal_lines=[redactor.text(f.raw) for f in fatals[-5:]],
+        terminate=redactor.text(terminate) if terminate else None,
+        gdb_backtrace=redactor.text(gdb_text[:20000]) if gdb_text else None,
+        core_file=core_path,
+        gdb_frames=core_files.gdb_frames(gdb_text)[:10] if gdb_text else [],
+        last_output=[redactor.text(x) for x in last_lines(output_text, 40)],
+        fingerprint=fingerprint,
+        fingerprint_basis=basis,
+    )

@@ -1,0 +1,116 @@
+"""A crash fingerprint: the signal and the top frames, normalised.
+
+Stable across runs and hosts: addresses, offsets, line numbers, hex, temporary paths,
+ABI tags and template/argument lists are stripped, so the same crash on two rows or two
+days hashes the same. Frames of the signal-handling machinery itself (the handler that
+printed the stack, ``raise``, ``abort``...) are skipped: they are the same in every crash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+
+TOP_FRAMES = 5
+
+# Frames that belong to whoever reported the crash, not to the crash.
+MACHINERY_RE = re.compile(
+    r"(CurrentStackTrace|StacktraceHandler|StackTrace::|FailureSignalHandler|WriteFailureInfo|"
+    r"ExecuteFailureCallbacks|__restore_rt|^killpg$|^raise$|^abort$|^gsignal$|^__GI_raise|"
+    r"^__GI_abort|^__pthread_kill|^pthread_kill|__libc_start|^_start$|LogMessage|"
+    r"^\(unknown\)$|^\?\?$|^$|__cxa_throw|__gxx_personality|std::terminate|"
+    r"__gnu_cxx::__verbose_terminate_handler|_Unwind_)"
+)
+
+# Python frames of the test runner itself: the same under every test.
+PYTHON_MACHINERY_RE = re.compile(r"[/\\](_pytest|pluggy|device_matrix)[/\\]")
+
+_HEX = re.compile(r"0x[0-9a-fA-F]+")
+_OFFSET = re.compile(r"\+0x[0-9a-fA-F]+|\+\d+")
+_ABI = re.compile(r"\[abi:[^\]]+\]")
+_TEMP = re.compile(r"(/tmp|/var/folders|/private/var)/[^\s:]*")
+_DIGITS = re.compile(r"\b\d+\b")
+
+
+def _strip_brackets(text: str, open_ch: str, close_ch: str) -> str:
+    out = []
+    depth = 0
+    for ch in text:
+        if ch == open_ch:
+            depth += 1
+            if depth == 1:
+                out.append(open_ch + close_ch)
+            continue
+        if ch == close_ch and depth:
+            depth -= 1
+            continue
+        if depth == 0:
+            out.append(ch)
+    return "".join(out)
+
+
+def normalize_native(frame: str) -> str:
+    text = _ABI.sub("", frame)
+    text = _OFFSET.sub("", text)
+    text = _HEX.sub("", text)
+    text = _strip_brackets(text, "<", ">")
+    text = _strip_brackets(text, "(", ")")
+    # "in libfoo.so" / module paths: keep the base name only
+    text = re.sub(r"\S*/([^/\s]+)", r"\1", text)
+    return " ".join(text.split())
+
+
+def normalize_python(file: str, function: str) -> str:
+    path = _TEMP.sub("<tmp>", file)
+    base = path.rsplit("/", 1)[-1]
+    return f"{base}:{function}"
+
+
+def normalize_message(text: str) -> str:
+    text = _TEMP.sub("<tmp>", text)
+    text = _HEX.sub("", text)
+    text = _DIGITS.sub("N", text)
+    return " ".join(text.split())[:200]
+
+
+def significant_native(frames: Sequence[str]) -> list[str]:
+    out = []
+    for frame in frames:
+        norm = normalize_native(frame)
+        core = norm.split(" ", 1)[0] if norm else norm
+        if MACHINERY_RE.search(norm) or MACHINERY_RE.search(core):
+            continue
+        out.append(norm)
+    return out
+
+
+def compute(
+    signal_name: str | None,
+    *,
+    native_frames: Sequence[str] = (),
+    fatal_message: str | None = None,
+    terminate: str | None = None,
+    python_frames: Sequence[tuple[str, str]] = (),
+    exit_code: int | None = None,
+) -> tuple[str, list[str]]:
+    """Return ``(fingerprint, the normalised parts it was computed from)``.
+
+    Preference: native frames, then the fatal log line, then the C++ exception type,
+    then Python frames (most recent first).
+    """
+    head = signal_name or (f"exit {exit_code}" if exit_code is not None else "unknown")
+    parts: list[str] = []
+    native = significant_native(native_frames)
+    if native:
+        parts = native[:TOP_FRAMES]
+    elif fatal_message:
+        parts = [normalize_message(fatal_message)]
+    elif terminate:
+        parts = [normalize_message(terminate.split(":", 1)[0])]
+    elif python_frames:
+        own = [(f, fn) for f, fn in python_frames if not PYTHON_MACHINERY_RE.search(f)]
+        parts = [normalize_python(f, fn) for f, fn in (own or list(python_frames))[:TOP_FRAMES]]
+    basis = [head, *parts]
+    digest = hashlib.sha256("\n".join(basis).encode()).hexdigest()[:16]
+    return digest, basis

@@ -1,0 +1,259 @@
+"""Parsers for what a dying XLA process leaves in its output.
+
+Formats understood (each has recorded samples in tests/fixtures/recorded/):
+
+* CPython ``faulthandler``: ``Fatal Python error: Segmentation fault`` and one block per
+  thread, ``File "...", line N in func``; also the ``Timeout (0:00:05)!`` hang dumps.
+* TSL's stack trace handler (torch_xla builds): ``*** Received signal 11 ***``, a
+  ``BEGIN MANGLED STACK TRACE`` block of ``lib.so(symbol+0x1f)[0x7f..]`` lines and a
+  ``Begin stack trace`` block of demangled frames.
+* absl's failure signal handler (libtpu): ``*** SIGSEGV (@0x..) ... received by PID ...``
+  then ``PC: @ 0x.. (unknown) func`` and ``@ 0x.. 976 func`` frames.
+* absl/glog fatal logs: ``F0531 07:47:31.003927 10044 file.cc:123] Check failed: ...``,
+  XLA's ``2026-11-29 19:00:02.050050: F external/xla/...cc:127] ...``, and the
+  ``*** Check failure stack trace: ***`` frames that follow.
+* libstdc++: ``terminate called after throwing an instance of 'T'`` / ``what():  ...``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+# --- Python stacks (faulthandler) -------------------------------------------------------
+
+FH_FATAL_RE = re.compile(r"^Fatal Python error: (.+)$")
+FH_TIMEOUT_RE = re.compile(r"^Timeout \((\d+:\d\d:\d\d(?:\.\d+)?)\)!$")
+FH_THREAD_RE = re.compile(r"^(Current thread|Thread) (0x[0-9a-fA-F]+)(?: \[[^\]]*\])? \(most recent call first\):$")
+FH_FRAME_RE = re.compile(r'^\s+File "(.+)", line (\d+|\?\?\?) in (.+)$')
+FH_GARBAGE_RE = re.compile(r"^\s+<(?:no Python frame|Garbage-collecting)>$")
+
+
+@dataclass
+class PyFrame:
+    file: str
+    line: int | None
+    function: str
+
+
+@dataclass
+class ThreadStack:
+    thread: str
+    current: bool
+    frames: list[PyFrame] = field(default_factory=list)
+
+
+@dataclass
+class FaulthandlerDump:
+    fatal_error: str | None = None  # "Segmentation fault", "Aborted", ...
+    timeout: str | None = None  # "0:00:05" for a dump_traceback_later
+    threads: list[ThreadStack] = field(default_factory=list)
+
+    @property
+    def current(self) -> ThreadStack | None:
+        for t in self.threads:
+            if t.current:
+                return t
+        return self.threads[0] if self.threads else None
+
+
+def parse_faulthandler(text: str) -> list[FaulthandlerDump]:
+    """Every faulthandler dump in ``text``, in order (a hang dump, then a fatal one...)."""
+    dumps: list[FaulthandlerDump] = []
+    current: FaulthandlerDump | None = None
+    thread: ThreadStack | None = None
+    for line in text.splitlines():
+        m = FH_FATAL_RE.match(line)
+        if m:
+            current = FaulthandlerDump(fatal_error=m.group(1).strip())
+            dumps.append(current)
+            thread = None
+            continue
+        m = FH_TIMEOUT_RE.match(line)
+        if m:
+            current = FaulthandlerDump(timeout=m.group(1))
+            dumps.append(current)
+            thread = None
+            continue
+        m = FH_THREAD_RE.match(line)
+        if m:
+            if current is None or (thread is not None and thread.current and m.group(1) == "Current thread"):
+                # a dump with no header (faulthandler.dump_traceback via a signal)
+                current = FaulthandlerDump()
+                dumps.append(current)
+            thread = ThreadStack(thread=m.group(2), current=m.group(1) == "Current thread")
+            current.threads.append(thread)
+            continue
+        m = FH_FRAME_RE.match(line)
+        if m and thread is not None:
+            lineno = int(m.group(2)) if m.group(2).isdigit() else None
+            thread.frames.append(PyFrame(m.group(1), lineno, m.group(3).strip()))
+            continue
+        if FH_GARBAGE_RE.match(line):
+            continue
+        if thread is not None and line.strip() == "":
+            continue
+        if thread is not None and not line.startswith(" "):
+            thread = None
+    return dumps
+
+
+def format_python_stack(stack: ThreadStack) -> str:
+    head = f"{'Current thread' if stack.current else 'Thread'} {stack.thread} (most recent call first):"
+    lines = [head] + [
+        f'  File "{f.file}", line {f.line if f.line is not None else "???"} in {f.function}'
+        for f in stack.frames
+    ]
+    return "\n".join(lines)
+
+
+# --- native stacks ----------------------------------------------------------------------
+
+TSL_SIGNAL_RE = re.compile(r"^\*\*\* Received signal (\d+) \*\*\*$")
+TSL_MANGLED_BEGIN = "*** BEGIN MANGLED STACK TRACE ***"
+TSL_MANGLED_END = "*** END MANGLED STACK TRACE ***"
+TSL_BEGIN = "*** Begin stack trace ***"
+TSL_END = "*** End stack trace ***"
+MANGLED_FRAME_RE = re.compile(r"^(?P<module>[^()\s][^()]*)\((?P<symbol>[^)+]*)(?:\+0x[0-9a-fA-F]+)?\)\s*\[0x[0-9a-fA-F]+\]$")
+ABSL_SIGNAL_RE = re.compile(
+    r"^\*\*\* (SIG[A-Z]+)(?: \(@[^)]*\))?.*received by PID (\d+) \(TID (\d+)\).*\*\*\*$"
+)
+ABSL_FRAME_RE = re.compile(r"^\s*(?:PC: )?@\s+0x[0-9a-fA-F]+\s+(?:\(unknown\)|\d+)\s+(.*)$")
+CHECK_TRACE = "*** Check failure stack trace: ***"
+
+FATAL_LINE_RE = re.compile(
+    r"^(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: F |F\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ )"
+    r"(?P<file>[^\s:]+\.(?:cc|cpp|cxx|h|hpp|c)):(?P<line>\d+)\] (?P<message>.*)$"
+)
+TERMINATE_RE = re.compile(r"terminate called after throwing an instance of '([^']+)'")
+WHAT_RE = re.compile(r"^\s*what\(\):\s*(.*)$")
+
+
+@dataclass
+class NativeStack:
+    format: str  # "tsl" | "absl" | "check_failure"
+    signal: int | None
+    signal_name: str | None
+    frames: list[str]  # demangled function names where known, most recent first
+    raw: list[str]  # the block as printed
+
+
+@dataclass
+class FatalLine:
+    file: str
+    line: int
+    message: str
+    raw: str
+
+
+def _demangled_from_tsl(line: str) -> str:
+    # the demangled block indents each frame with a tab
+    return line.strip()
+
+
+def parse_native_stacks(text: str) -> list[NativeStack]:
+    stacks: list[NativeStack] = []
+    lines = text.splitlines()
+    i = 0
+    n = len(lines)
+    while i < n:
+        line = lines[i].rstrip()
+        m = TSL_SIGNAL_RE.match(line.strip())
+        if m:
+            sig = int(m.group(1))
+            raw = [line]
+            mangled: list[str] = []
+            demangled: list[str] = []
+            i += 1
+            mode = None
+            while i < n:
+                cur = lines[i].rstrip()
+                s = cur.strip()
+                if s == TSL_MANGLED_BEGIN:
+                    mode = "mangled"
+                elif s == TSL_MANGLED_END or s == TSL_END:
+                    mode = None
+                    raw.append(cur)
+                    if s == TSL_END:
+                        i += 1
+                        break
+                    i += 1
+                    continue
+                elif s == TSL_BEGIN:
+                    mode = "demangled"
+                elif mode == "mangled":
+                    fm = MANGLED_FRAME_RE.match(s)
+                    if fm:
+                        sym = fm.group("symbol")
+                        mangled.append(sym or f"({fm.group('module').rsplit('/', 1)[-1]})")
+                    elif s:
+                        mode = None
+                        break
+                elif mode == "demangled":
+                    if s:
+                        demangled.append(_demangled_from_tsl(cur))
+                elif s and not s.startswith("***"):
+                    break
+                raw.append(cur)
+                i += 1
+            frames = demangled or mangled
+            stacks.append(NativeStack("tsl", sig, None, frames, raw))
+            continue
+        m = ABSL_SIGNAL_RE.match(line.strip())
+        if m or line.strip() == CHECK_TRACE:
+            fmt = "absl" if m else "check_failure"
+            name = m.group(1) if m else None
+            raw = [line]
+            frames: list[str] = []
+            i += 1
+            while i < n:
+                cur = lines[i].rstrip()
+                fm = ABSL_FRAME_RE.match(cur)
+                if fm:
+                    frames.append(fm.group(1).strip())
+                    raw.append(cur)
+                    i += 1
+                    continue
+                s = cur.strip()
+                if s.startswith("https://symbolize") or "RAW:" in s or s == "":
+                    raw.append(cur)
+                    i += 1
+                    if s == "" and i < n and not ABSL_FRAME_RE.match(lines[i]):
+                        break
+                    continue
+                break
+            stacks.append(NativeStack(fmt, None, name, frames, raw))
+            continue
+        i += 1
+    return stacks
+
+
+def parse_fatal_lines(text: str) -> list[FatalLine]:
+    out = []
+    for line in text.splitlines():
+        m = FATAL_LINE_RE.match(line.strip())
+        if m:
+            out.append(FatalLine(m.group("file"), int(m.group("line")), m.group("message").strip(), line.strip()))
+    return out
+
+
+def parse_terminate(text: str) -> str | None:
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        m = TERMINATE_RE.search(line)
+        if m:
+            what = None
+            for follow in lines[i + 1 : i + 3]:
+                wm = WHAT_RE.match(follow)
+                if wm:
+                    what = wm.group(1).strip()
+                    break
+            return f"{m.group(1)}: {what}" if what else m.group(1)
+    return None
+
+
+def last_lines(text: str, count: int = 40) -> list[str]:
+    lines = [line.rstrip() for line in text.splitlines()]
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines[-count:]

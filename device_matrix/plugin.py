@@ -1,0 +1,319 @@
+"""The pytest plugin: device markers, the disable list, the crash-proof journal.
+
+Loaded through the ``pytest11`` entry point (or ``-p device_matrix.plugin`` where the
+package is on ``sys.path`` but not installed, as inside a container). Everything it does
+beyond registering markers is opt-in through ``--dm-*`` options the runner passes, so an
+ordinary ``pytest`` run in a project that installs device-matrix is not slowed down.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import faulthandler
+import json
+import os
+import signal
+import stat
+import time
+import warnings
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+from device_matrix.errors import ConfigError
+from device_matrix.journal import JournalWriter
+from device_matrix.skips import (
+    DeviceSkip,
+    disable_matches,
+    find_issue_in_text,
+    from_marker,
+    load_disable_list,
+)
+
+ENV_DEVICE = "DEVICE_MATRIX_DEVICE"
+ENV_SETTINGS = "DEVICE_MATRIX_SETTINGS"
+ENV_DISABLE_LIST = "DEVICE_MATRIX_DISABLE_LIST"
+LONGREPR_LIMIT = 20_000
+
+_state_key = pytest.StashKey["_State"]()
+
+
+class _State:
+    def __init__(self) -> None:
+        self.journal: JournalWriter | None = None
+        self.select: list[str] | None = None
+        self.device: str | None = None
+        self.pjrt: str | None = os.environ.get("PJRT_DEVICE")
+        self.meta: dict[str, dict[str, Any]] = {}
+        self.fault_file: IO[str] | None = None
+
+
+def current_device() -> str | None:
+    """The row being run, for suites that need it (prefer markers and settings)."""
+    return os.environ.get(ENV_DEVICE)
+
+
+def current_settings() -> dict[str, Any]:
+    """The row's per-device settings, passed by the runner as JSON."""
+    raw = os.environ.get(ENV_SETTINGS)
+    if not raw:
+        return {}
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+@pytest.fixture
+def device_settings() -> dict[str, Any]:
+    """Per-device settings of the row (tolerances, feature flags) from the matrix."""
+    return current_settings()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("device-matrix")
+    group.addoption("--dm-journal", default=None, help="append-only journal of started/finished tests")
+    group.addoption("--dm-select", default=None, help="file of nodeids to run (others deselected)")
+    group.addoption("--dm-faulthandler", default=None, help="file for fatal-signal and hang stacks")
+    group.addoption(
+        "--dm-device",
+        default=None,
+        help=f"device row name for skip_device/xfail_device (default: ${ENV_DEVICE})",
+    )
+    group.addoption(
+        "--dm-disable-list",
+        default=None,
+        help=f"central disable list (default: ${ENV_DISABLE_LIST} or <rootdir>/device-matrix-disabled.toml)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "skip_device(*devices, issue, reason='', expires=None): skip on these device rows; "
+        "cite the issue that tracks it",
+    )
+    config.addinivalue_line(
+        "markers",
+        "xfail_device(*devices, issue, reason='', strict=True, raises=None, expires=None): "
+        "expected to fail on these device rows; cite the issue that tracks it",
+    )
+    state = _State()
+    config.stash[_state_key] = state
+    _STACK.append(state)
+    state.device = config.getoption("--dm-device") or os.environ.get(ENV_DEVICE)
+    journal = config.getoption("--dm-journal")
+    if journal:
+        state.journal = JournalWriter(Path(journal))
+        from device_matrix.diagnostics.environment import snapshot
+
+        state.journal.write(
+            "session", pid=os.getpid(), device=state.device, t=time.time(), env=snapshot()
+        )
+    select = config.getoption("--dm-select")
+    if select:
+        state.select = [
+            line for line in Path(select).read_text("utf-8").splitlines() if line.strip()
+        ]
+    fault = config.getoption("--dm-faulthandler")
+    if fault:
+        # Our own file, not stderr: a crash's Python stack must not depend on how
+        # output is captured. The runner passes -p no:faulthandler with this option.
+        state.fault_file = open(fault, "a", encoding="utf-8")  # noqa: SIM115 - lives until exit
+        faulthandler.enable(file=state.fault_file, all_threads=True)
+        # SIGUSR1: the runner asks for every thread's stack before ending a hung test.
+        faulthandler.register(signal.SIGUSR1, file=state.fault_file, all_threads=True)
+
+
+def _device_skips(item: pytest.Item, state: _State, disabled: list[DeviceSkip]) -> DeviceSkip | None:
+    """The first device skip/xfail that applies to this item on this row."""
+    if state.device is None:
+        return None
+    candidates: list[DeviceSkip] = []
+    for mark in item.iter_markers():
+        if mark.name not in ("skip_device", "xfail_device"):
+            continue
+        where = f"{item.nodeid} ({mark.name})"
+        mode = "skip" if mark.name == "skip_device" else "xfail"
+        skip = from_marker(mode, mark.args, mark.kwargs, where=where)
+        path, line, _ = item.location
+        candidates.append(
+            DeviceSkip(
+                mode=skip.mode,
+                devices=skip.devices,
+                issue=skip.issue,
+                reason=skip.reason,
+                source="marker",
+                expires=skip.expires,
+                strict=skip.strict,
+                file=path,
+                line=(line + 1) if line is not None else None,
+            )
+        )
+        if mark.kwargs.get("raises") is not None:
+            state.meta.setdefault(item.nodeid, {})["raises"] = mark.kwargs["raises"]
+    candidates.extend(d for d in disabled if disable_matches(d, item.nodeid))
+    today = dt.date.today()
+    for skip in candidates:
+        if not skip.applies_to(state.device, state.pjrt):
+            continue
+        if skip.expired(today):
+            warnings.warn(
+                f"{item.nodeid}: device {skip.mode} expired on {skip.expires}; the test runs "
+                f"again. Remove the marker or extend it (issue {skip.issue}).",
+                stacklevel=1,
+            )
+            continue
+        return skip
+    return None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    state = config.stash[_state_key]
+    if state.select is not None:
+        wanted = set(state.select)
+        keep = [i for i in items if i.nodeid in wanted]
+        dropped = [i for i in items if i.nodeid not in wanted]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+        # run in the order the runner asked for (resume keeps the first attempt's order)
+        position = {n: k for k, n in enumerate(state.select)}
+        keep.sort(key=lambda i: position[i.nodeid])
+        items[:] = keep
+
+    disable_path = (
+        config.getoption("--dm-disable-list")
+        or os.environ.get(ENV_DISABLE_LIST)
+        or str(config.rootpath / "device-matrix-disabled.toml")
+    )
+    try:
+        disabled = load_disable_list(Path(disable_path)) if state.device else []
+    except ConfigError as exc:
+        raise pytest.UsageError(f"device-matrix: {exc}") from exc
+
+    for item in items:
+        try:
+            skip = _device_skips(item, state, disabled)
+        except ConfigError as exc:
+            raise pytest.UsageError(f"device-matrix: {exc}") from exc
+        if skip is None:
+            continue
+        cite = skip.issue or "no issue cited"
+        text = f"[device-matrix] {skip.mode} on {state.device}: {skip.reason or 'no reason given'} ({cite})"
+        if skip.mode == "skip":
+            item.add_marker(pytest.mark.skip(reason=text))
+        else:
+            raises = state.meta.get(item.nodeid, {}).get("raises")
+            item.add_marker(pytest.mark.xfail(reason=text, strict=skip.strict, raises=raises))
+        state.meta[item.nodeid] = {"device_skip": skip.as_meta()}
+
+    if state.journal is not None:
+        state.journal.write("collected", nodeids=[i.nodeid for i in items], t=time.time())
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    if report.failed:
+        state = _journal_state(report)
+        if state is not None and state.journal is not None:
+            state.journal.write(
+                "collect_error", nodeid=report.nodeid, longrepr=_text(report.longrepr), t=time.time()
+            )
+
+
+# The states of the configs alive in this process, innermost last (an in-process
+# pytester run nests a second config inside the first).
+_STACK: list[_State] = []
+
+
+def _journal_state(_: object) -> _State | None:
+    return _STACK[-1] if _STACK else None
+
+
+def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) -> None:
+    state = _journal_state(None)
+    if state is not None and state.journal is not None:
+        meta = {k: v for k, v in state.meta.get(nodeid, {}).items() if k != "raises"}
+        state.journal.write("start", nodeid=nodeid, t=time.time(), meta=meta, out=_output_position())
+
+
+def _output_position() -> int | None:
+    """Size of the run log behind fd 1, so the runner can cut out one test's output."""
+    try:
+        st = os.fstat(1)
+    except OSError:
+        return None
+    return st.st_size if stat.S_ISREG(st.st_mode) else None
+
+
+def _text(longrepr: object) -> str | None:
+    if longrepr is None:
+        return None
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        text = str(longrepr[2])
+    else:
+        text = str(longrepr)
+    if len(text) > LONGREPR_LIMIT:
+        text = text[: LONGREPR_LIMIT // 2] + "\n...[truncated]...\n" + text[-LONGREPR_LIMIT // 2 :]
+    return text
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    state = _journal_state(report)
+    if state is None or state.journal is None:
+        return
+    skip_meta: dict[str, Any] | None = None
+    device_skip = state.meta.get(report.nodeid, {}).get("device_skip")
+    wasxfail = getattr(report, "wasxfail", None)
+    if report.skipped or wasxfail is not None:
+        if device_skip is not None:
+            skip_meta = dict(device_skip)
+        else:
+            text = _text(report.longrepr) if wasxfail is None else str(wasxfail)
+            issue = find_issue_in_text(text)
+            skip_meta = {
+                "mode": "xfail" if wasxfail is not None else "skip",
+                "devices": [],
+                "issue": issue,
+                "reason": text or "",
+                "source": "unittest" if issue else "pytest",
+            }
+    state.journal.write(
+        "report",
+        nodeid=report.nodeid,
+        when=report.when,
+        outcome=report.outcome,
+        duration=round(report.duration, 6),
+        longrepr=_text(report.longrepr) if report.failed or report.skipped else None,
+        wasxfail=wasxfail,
+        skip=skip_meta,
+    )
+
+
+def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str]) -> None:
+    state = _journal_state(None)
+    if state is not None and state.journal is not None:
+        state.journal.write("finish", nodeid=nodeid, t=time.time())
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    state = session.config.stash.get(_state_key, None)
+    if state is not None and state.journal is not None:
+        state.journal.write("end", exitstatus=int(exitstatus), t=time.time())
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(_state_key, None)
+    if state is None:
+        return
+    if state in _STACK:
+        _STACK.remove(state)
+    if state.journal is not None:
+        state.journal.close()
+    # The fault file stays open and faulthandler stays armed: a crash at interpreter
+    # exit (atexit handlers, C++ static destructors) is diagnosed too.

@@ -1,0 +1,218 @@
+"""The RunRecord: one versioned ``run.json`` per device row, written atomically.
+
+A reader must cope with a row that died: :func:`load_run` raises
+:class:`~device_matrix.errors.ResultsError` with what is wrong (missing, truncated, of
+another version) and triage reports that instead of failing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Literal, TypeAlias, TypedDict, cast, get_args
+
+from device_matrix.errors import ResultsError
+
+SCHEMA = "device-matrix/run"
+SCHEMA_VERSION = 1
+
+Outcome: TypeAlias = Literal[
+    "passed", "failed", "error", "skipped", "xfailed", "xpassed", "crashed", "timeout", "not_run"
+]
+OUTCOMES: tuple[str, ...] = get_args(Outcome)
+FAILING_OUTCOMES = frozenset({"failed", "error", "xpassed", "crashed", "timeout"})
+RowStatus: TypeAlias = Literal["passed", "failed", "crashed", "unavailable", "error"]
+CrashPhase: TypeAlias = Literal["test", "collection", "exit", "startup"]
+Classification: TypeAlias = Literal["deterministic", "flaky", "unknown"]
+
+
+class SkipInfo(TypedDict):
+    mode: str
+    devices: list[str]
+    issue: str | None
+    reason: str
+    source: str
+    expires: str | None
+    file: str | None
+    line: int | None
+
+
+class TestRecord(TypedDict):
+    nodeid: str
+    outcome: Outcome
+    duration: float
+    message: str | None
+    skip: SkipInfo | None
+    crash: str | None  # id of the crash record, for crashed/timeout tests
+    attempt: int
+
+
+class CrashDiagnosis(TypedDict):
+    signal: int | None
+    signal_name: str | None
+    hint: str | None
+    exit_code: int | None
+    fatal_error: str | None
+    python_stack: str | None
+    native_stack: str | None
+    native_format: str | None
+    fatal_lines: list[str]
+    terminate: str | None
+    gdb_backtrace: str | None
+    core_file: str | None
+    gdb_frames: list[str]
+    last_output: list[str]
+    fingerprint: str
+    fingerprint_basis: list[str]
+
+
+class RerunRecord(TypedDict):
+    outcome: Outcome
+    returncode: int | None
+    signal_name: str | None
+    fingerprint: str | None
+    duration: float
+
+
+class CrashRecord(TypedDict):
+    id: str
+    kind: Literal["crash", "timeout"]
+    phase: CrashPhase
+    nodeid: str | None
+    when: str | None  # setup | call | teardown, when known
+    attempt: int
+    diagnosis: CrashDiagnosis
+    classification: Classification
+    reruns: list[RerunRecord]
+    repro: str
+    issue: str | None
+
+
+class AttemptRecord(TypedDict):
+    index: int
+    purpose: Literal["run", "resume", "rerun"]
+    returncode: int | None
+    signal_name: str | None
+    duration: float
+    selected: int | None
+    finished: int
+    journal: str
+    log: str
+
+
+class Summary(TypedDict):
+    total: int
+    passed: int
+    failed: int
+    error: int
+    skipped: int
+    xfailed: int
+    xpassed: int
+    crashed: int
+    timeout: int
+    not_run: int
+
+
+class RunRecord(TypedDict):
+    schema: str
+    version: int
+    row: str
+    pjrt_device: str
+    status: RowStatus
+    reason: str | None
+    mode: Literal["local", "container", "none"]
+    image: str | None
+    suites: list[str]
+    started_at: str
+    finished_at: str
+    duration: float
+    command: list[str]
+    repro: str
+    environment: dict[str, Any]
+    tests: list[TestRecord]
+    crashes: list[CrashRecord]
+    attempts: list[AttemptRecord]
+    summary: Summary
+    run_url: str | None
+
+
+def summarize(tests: list[TestRecord]) -> Summary:
+    counts: dict[str, int] = dict.fromkeys(OUTCOMES, 0)
+    for t in tests:
+        counts[t["outcome"]] += 1
+    return Summary(
+        total=len(tests),
+        passed=counts["passed"],
+        failed=counts["failed"],
+        error=counts["error"],
+        skipped=counts["skipped"],
+        xfailed=counts["xfailed"],
+        xpassed=counts["xpassed"],
+        crashed=counts["crashed"],
+        timeout=counts["timeout"],
+        not_run=counts["not_run"],
+    )
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON so a reader sees the old file or the whole new one, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=1, sort_keys=False, default=str)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        Path(tmp).replace(path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        Path(tmp).replace(path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+_REQUIRED = ("row", "status", "tests", "crashes", "summary")
+
+
+def load_run(path: Path) -> RunRecord:
+    try:
+        text = path.read_text("utf-8")
+    except FileNotFoundError:
+        raise ResultsError(
+            f"{path}: missing", tip="The row did not finish writing its results; see its log."
+        ) from None
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot read: {exc}") from exc
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ResultsError(
+            f"{path}: truncated or not JSON ({exc})",
+            tip="The row died while writing; rerun it or read its log.",
+        ) from exc
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise ResultsError(f"{path}: not a device-matrix run record")
+    if data.get("version") != SCHEMA_VERSION:
+        raise ResultsError(
+            f"{path}: run record version {data.get('version')!r}, this tool reads {SCHEMA_VERSION}",
+            tip="Use the device-matrix version that wrote it, or rerun the row.",
+        )
+    missing = [k for k in _REQUIRED if k not in data]
+    if missing:
+        raise ResultsError(f"{path}: run record lacks {', '.join(missing)}")
+    return cast(RunRecord, data)

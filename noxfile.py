@@ -1,0 +1,118 @@
+"""Sessions: one per device row of the matrix, plus tests, lint, workflows and triage.
+
+    nox -s cpu                 # the cpu row (the main job)
+    nox -s tpu cpu neuron      # rows in that order; an absent device is reported, skipped
+    nox -s tests               # the library's own tests (fast, no torch_xla)
+    nox -s lint                # ruff + mypy --strict
+    nox -s triage              # report over results/ (md, html, json)
+
+Rows come from the configuration (packaged defaults + [tool.device-matrix] in
+pyproject.toml): a new row there is a new session here. Arguments after ``--`` go to
+``device-matrix run`` (e.g. ``nox -s cpu -- --suite mlp -- -k sanity``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+
+from device_matrix import config as dm_config  # noqa: E402 - stdlib-only module
+
+nox.options.download_python = "never"
+nox.options.reuse_venv = "yes"
+nox.options.sessions = ["tests", "lint"]
+nox.options.error_on_missing_interpreters = True
+
+EXIT_UNAVAILABLE = 4
+INSTALL_STAMP = ".device-matrix-install.json"
+
+
+def _install_once(session: nox.Session, requirements: list[str], extra: list[str]) -> None:
+    """Install the row's heavy packages (torch, torch_xla...) once per venv.
+
+    The venv is reused between runs; a stamp of what was installed skips the install
+    when nothing changed, and a changed list installs again.
+    """
+    wanted = {"requirements": requirements, "args": extra}
+    digest = hashlib.sha256(json.dumps(wanted, sort_keys=True).encode()).hexdigest()
+    stamp = Path(session.virtualenv.location) / INSTALL_STAMP
+    if stamp.is_file() and json.loads(stamp.read_text()).get("digest") == digest:
+        session.log(f"row packages already installed ({', '.join(requirements)})")
+        return
+    session.install(*requirements, *extra)
+    stamp.write_text(json.dumps({"digest": digest, **wanted}))
+
+
+def _make_row_session(name: str) -> None:
+    @nox.session(name=name, reuse_venv=True)
+    def row_session(session: nox.Session) -> None:
+        session.install("-e", ".", "pytest-json-report>=1.5")
+        raw = session.run(
+            "device-matrix", "plan", "--device", name, "--json", silent=True, external=False
+        )
+        plan = json.loads(str(raw).strip().splitlines()[-1])
+        if plan["mode"] == "local" and plan["install"]:
+            _install_once(session, plan["install"], plan["install_args"])
+        session.run(
+            "device-matrix",
+            "run",
+            "--device",
+            name,
+            *session.posargs,
+            success_codes=[0, EXIT_UNAVAILABLE] if plan["mode"] == "unavailable" else [0],
+        )
+        if plan["mode"] == "unavailable":
+            session.skip(f"{name} unavailable here: {plan['reason']}")
+
+    row_session.__doc__ = f"Run the {name} row of the device matrix."
+
+
+for _row in dm_config.load(ROOT).rows:
+    _make_row_session(_row)
+
+
+@nox.session(reuse_venv=True)
+def tests(session: nox.Session) -> None:
+    """The library's own tests: fast, no torch_xla."""
+    session.install("-e", ".[test]")
+    session.run("pytest", "-n", "2", "tests", *session.posargs)
+
+
+@nox.session(reuse_venv=True)
+def lint(session: nox.Session) -> None:
+    """ruff and mypy --strict on the library."""
+    session.install("-e", ".[lint]")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", "device_matrix")
+    session.run("mypy")
+
+
+@nox.session(reuse_venv=True)
+def workflows(session: nox.Session) -> None:
+    """Check the GitHub workflow: schema (offline) and a security audit (zizmor)."""
+    session.install("check-jsonschema", "zizmor")
+    files = sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.yml"))
+    session.run("check-jsonschema", "--builtin-schema", "vendor.github-workflows", *files)
+    session.run("zizmor", "--offline", *files)
+
+
+@nox.session(reuse_venv=True)
+def skips(session: nox.Session) -> None:
+    """Every device skip in the suites cites an issue and has not expired."""
+    session.install("-e", ".")
+    session.run("device-matrix", "skips", "check", *session.posargs)
+
+
+@nox.session(reuse_venv=True)
+def triage(session: nox.Session) -> None:
+    """Triage report over results/ (Markdown, HTML, JSON) and the issue ledger."""
+    session.install("-e", ".")
+    args = session.posargs or ["results"]
+    session.run("device-matrix", "triage", *args)
