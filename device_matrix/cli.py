@@ -101,7 +101,22 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
             code = EXIT_ENVIRONMENT
         codes.append(code)
     print_summary(out, records, cfg)
+    if cfg.tracker.kind == "ledger" and records:
+        _link_with_ledger(cfg, out)
     return combine_exit_codes(codes)
+
+
+def _link_with_ledger(cfg: Config, out: Output) -> None:
+    """The embedded ledger is local and offline: link findings at the end of every run."""
+    from device_matrix.issues import open_tracker
+    from device_matrix.issues.sync import sync
+    from device_matrix.issues_cli import load_records
+
+    records, _ = load_records(cfg.results_dir)
+    tracker = open_tracker(cfg, cfg.results_dir)
+    report = sync(records, tracker, apply=True, labels=cfg.tracker.labels, results_dir=cfg.results_dir)
+    for line in report.lines():
+        out.line(line)
 
 
 def _actions_run_url() -> str | None:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
 
 def add_more_commands(sub: Any) -> None:
+    from device_matrix.issues_cli import add_issues_commands
     from device_matrix.skips_cli import add_skips_commands
 
     add_skips_commands(sub)
+    add_issues_commands(sub)

@@ -78,6 +78,7 @@ class TrackerConfig:
     labels: tuple[str, ...] = ("device-matrix",)
     api_url: str = "https://api.github.com"
     write_interval: float = 1.0
+    ledger_seed: str = "device-matrix-issues.toml"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -184,6 +185,7 @@ _TRACKER_KEYS: dict[str, tuple[Check, str]] = {
     "labels": (_is_str_list, "a list of label names"),
     "api_url": (_is_str, "a URL"),
     "write_interval": (_is_number, "a number of seconds"),
+    "ledger_seed": (_is_str, "a path to the ledger's seed file (TOML)"),
 }
 
 
@@ -348,6 +350,7 @@ def load(
         labels=tuple(tracker_table.get("labels", ("device-matrix",))),
         api_url=tracker_table.get("api_url", "https://api.github.com").rstrip("/"),
         write_interval=float(tracker_table.get("write_interval", 1.0)),
+        ledger_seed=tracker_table.get("ledger_seed", "device-matrix-issues.toml"),
     )
     if tracker.kind == "github" and "/" not in tracker.repository:
         raise ConfigError(

@@ -236,9 +236,16 @@ class RowRunner:
             return self.options.json_report
         return self.plan.mode == "local" and self.options.python is None and find_spec("pytest_jsonreport") is not None
 
+    def _absolute(self, target: str) -> str:
+        """The child runs in its own folder: anchor relative paths and nodeids at the root."""
+        path, sep, rest = target.partition("::")
+        if Path(path).is_absolute() or path.startswith("-"):
+            return target
+        return str(self.cfg.project_root / path) + sep + rest
+
     def _base_args(self, targets: Sequence[str]) -> list[str]:
         return [
-            *targets,
+            *(self._absolute(t) for t in targets),
             "--rootdir",
             str(self.cfg.project_root),
             "-p",

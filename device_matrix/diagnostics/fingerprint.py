@@ -62,8 +62,8 @@ def normalize_native(frame: str) -> str:
 
 
 def normalize_python(file: str, function: str) -> str:
-    path = _TEMP.sub("<tmp>", file)
-    base = path.rsplit("/", 1)[-1]
+    # the file's base name only: folders differ between hosts, checkouts and temp dirs
+    base = file.replace("\\", "/").rsplit("/", 1)[-1]
     return f"{base}:{function}"
 
 

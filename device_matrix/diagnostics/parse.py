@@ -118,7 +118,8 @@ MANGLED_FRAME_RE = re.compile(r"^(?P<module>[^()\s][^()]*)\((?P<symbol>[^)+]*)(?
 ABSL_SIGNAL_RE = re.compile(
     r"^\*\*\* (SIG[A-Z]+)(?: \(@[^)]*\))?.*received by PID (\d+) \(TID (\d+)\).*\*\*\*$"
 )
-ABSL_FRAME_RE = re.compile(r"^\s*(?:PC: )?@\s+0x[0-9a-fA-F]+\s+(?:\(unknown\)|\d+)\s+(.*)$")
+# "@ 0x7f.. 976 func" (signal handler: with a frame size) or "@ 0x7f.. func" (check failure)
+ABSL_FRAME_RE = re.compile(r"^\s*(?:PC: )?@\s+0x[0-9a-fA-F]+\s+(?:(?:\(unknown\)|\d+)\s+)?(.*)$")
 CHECK_TRACE = "*** Check failure stack trace: ***"
 
 FATAL_LINE_RE = re.compile(

@@ -1,0 +1,44 @@
+"""Issue trackers: the embedded ledger (default) and GitHub."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from device_matrix.config import Config
+from device_matrix.errors import TrackerError
+from device_matrix.issues.base import Tracker
+
+LEDGER_FILE = "ledger.sqlite"
+
+
+def open_tracker(
+    cfg: Config, results_dir: Path, *, kind: str | None = None, environ: Mapping[str, str] | None = None
+) -> Tracker:
+    env = os.environ if environ is None else environ
+    choice = kind or cfg.tracker.kind
+    if choice == "ledger":
+        from device_matrix.issues.ledger import Ledger
+
+        return Ledger(results_dir / LEDGER_FILE, seed=cfg.project_root / cfg.tracker.ledger_seed)
+    from device_matrix.issues.github import GitHubTracker
+
+    if "/" not in cfg.tracker.repository:
+        raise TrackerError(
+            "the github tracker needs a repository",
+            tip="Set repository = 'owner/name' under [tool.device-matrix.tracker].",
+        )
+    token = env.get(cfg.tracker.token_env)
+    if not token:
+        raise TrackerError(
+            f"no token in ${cfg.tracker.token_env}",
+            tip=f"Export {cfg.tracker.token_env} (in Actions: env: {cfg.tracker.token_env}: ${{{{ secrets.GITHUB_TOKEN }}}}).",
+        )
+    return GitHubTracker(
+        cfg.tracker.repository,
+        token,
+        api_url=cfg.tracker.api_url,
+        labels=cfg.tracker.labels,
+        write_interval=cfg.tracker.write_interval,
+    )

@@ -1,0 +1,73 @@
+"""``device-matrix issues sync``: link or file an issue for every skip and crash."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from device_matrix import config as config_mod
+from device_matrix.errors import EXIT_OK, ResultsError
+from device_matrix.issues import open_tracker
+from device_matrix.issues.sync import sync
+from device_matrix.output import Output
+from device_matrix.results import RunRecord, load_run
+
+
+def load_records(results: Path, out: Output | None = None) -> tuple[list[RunRecord], list[tuple[str, str]]]:
+    """Every readable run.json under ``results``; unreadable ones are returned as problems."""
+    if not results.is_dir():
+        raise ResultsError(f"{results}: no such results folder", tip="Run a row first (nox -s cpu), or point at the downloaded artifacts.")
+    records: list[RunRecord] = []
+    problems: list[tuple[str, str]] = []
+    for row_dir in sorted(p for p in results.iterdir() if p.is_dir()):
+        path = row_dir / "run.json"
+        if not path.exists() and not (row_dir / "output.log").exists():
+            continue  # not a row folder
+        try:
+            records.append(load_run(path))
+        except ResultsError as exc:
+            problems.append((row_dir.name, exc.message))
+            if out is not None:
+                out.line(f"warning: {exc.message}")
+    # artifacts downloaded by actions/download-artifact land one level deeper
+    for path in sorted(results.glob("*/*/run.json")):
+        try:
+            rec = load_run(path)
+        except ResultsError as exc:
+            problems.append((path.parent.name, exc.message))
+            continue
+        if all(r["row"] != rec["row"] for r in records):
+            records.append(rec)
+    return records, problems
+
+
+def cmd_issues_sync(args: argparse.Namespace, out: Output) -> int:
+    cfg = config_mod.load(Path(args.project) if args.project else None)
+    results = Path(args.results) if args.results else cfg.results_dir
+    records, _ = load_records(results, out)
+    kind = args.tracker or cfg.tracker.kind
+    apply = args.apply if args.apply is not None else kind == "ledger"
+    tracker = open_tracker(cfg, results, kind=kind)
+    report = sync(records, tracker, apply=apply, labels=cfg.tracker.labels, results_dir=results)
+    for line in report.lines():
+        out.line(line)
+    if not apply and report.would_file:
+        out.line("dry run: pass --apply to file them")
+    return EXIT_OK
+
+
+def add_issues_commands(sub: Any) -> None:
+    issues = sub.add_parser("issues", help="link skips and crashes to issues")
+    issues_sub = issues.add_subparsers(dest="issues_command", required=True)
+    s = issues_sub.add_parser(
+        "sync",
+        help="file or link an issue for every skip and crash without one; read cited issues' states",
+        description="Dry run by default for GitHub (shows what it would file); the local ledger is written directly.",
+    )
+    s.add_argument("results", nargs="?", help="results folder (default from config)")
+    s.add_argument("--tracker", choices=("ledger", "github"), help="override tracker.kind")
+    group = s.add_mutually_exclusive_group()
+    group.add_argument("--apply", dest="apply", action="store_true", default=None, help="file and comment for real")
+    group.add_argument("--dry-run", dest="apply", action="store_false", help="only say what would be filed")
+    s.set_defaults(func=cmd_issues_sync)

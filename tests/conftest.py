@@ -1,0 +1,91 @@
+"""Helpers for the library's tests: throwaway projects over the fixture suites."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+FIXTURES = HERE / "fixtures"
+SUITES = FIXTURES / "suites"
+REPO = HERE.parent
+
+# the fixture suites crash on purpose; they run only inside throwaway projects
+collect_ignore = ["fixtures"]
+
+
+class Project:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.results = root / "results"
+
+    def run(self, *args: str, env: dict[str, str] | None = None, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+        full_env = clean_env()
+        if env:
+            full_env.update(env)
+        return subprocess.run(
+            [sys.executable, "-m", "device_matrix", "--project", str(self.root), *args],
+            cwd=self.root,
+            env=full_env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+    def record(self, row: str = "fixture") -> dict[str, Any]:
+        data: dict[str, Any] = json.loads((self.results / row / "run.json").read_text())
+        return data
+
+
+def clean_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "DEVICE_MATRIX_", "PYTEST_"))}
+    env.pop("CI", None)
+    env["PYTHONPATH"] = str(REPO)
+    return env
+
+
+def make_project(
+    root: Path,
+    suites: list[str],
+    *,
+    extra_rows: str = "",
+    top: str = "",
+    row: str = "",
+) -> Project:
+    dest = root / "suites"
+    for suite in suites:
+        shutil.copytree(SUITES / suite, dest / suite)
+    listed = ", ".join(f'"{s}"' for s in suites)
+    (root / "pyproject.toml").write_text(
+        f"""[tool.device-matrix]
+crash_reruns = 1
+{top}
+
+[tool.device-matrix.devices.fixture]
+pjrt_device = "CPU"
+run_in = "host"
+suites = [{listed}]
+presence = ["always"]
+test_timeout = 60
+{row}
+{extra_rows}
+"""
+    )
+    return Project(root)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Callable[..., Project]:
+    def factory(*suites: str, **kwargs: Any) -> Project:
+        return make_project(tmp_path, list(suites), **kwargs)
+
+    return factory

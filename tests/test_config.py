@@ -1,0 +1,128 @@
+"""Configuration: defaults, overrides, one precedence, clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from device_matrix import config
+from device_matrix.errors import EXIT_CONFIG, ConfigError
+
+
+def write(tmp_path: Path, body: str) -> Path:
+    (tmp_path / "pyproject.toml").write_text(body)
+    return tmp_path
+
+
+def test_packaged_defaults_have_the_four_rows(tmp_path: Path) -> None:
+    cfg = config.load(write(tmp_path, ""))
+    assert list(cfg.rows) == ["cpu", "tpu", "cuda", "neuron"]
+    tpu = cfg.row("tpu")
+    assert tpu.pjrt_device == "TPU"
+    assert "--privileged" in tpu.container_options and "--net=host" in tpu.container_options
+    assert cfg.row("cuda").container_options[:2] == ("--gpus", "all")
+    assert "--device=/dev/neuron*" in cfg.row("neuron").container_options
+    assert cfg.row("cpu").env["PJRT_DEVICE"] == "CPU"
+    assert cfg.row("cpu").presence[0] == "env:DEVICE_MATRIX_CPU_PRESENT"
+    assert cfg.results_dir == tmp_path / "results"
+
+
+def test_project_overrides_key_by_key_and_merges_env(tmp_path: Path) -> None:
+    cfg = config.load(
+        write(
+            tmp_path,
+            """
+[tool.device-matrix]
+crash_reruns = 5
+[tool.device-matrix.devices.tpu]
+image = "example.com/xla:tpu"
+[tool.device-matrix.devices.tpu.env]
+XLA_FLAGS = "--xla_dump_to=/tmp/d"
+[tool.device-matrix.devices.cpu.settings]
+accumulation_rtol = 1e-5
+""",
+        )
+    )
+    tpu = cfg.row("tpu")
+    assert tpu.image == "example.com/xla:tpu"
+    assert tpu.env["PJRT_DEVICE"] == "TPU" and tpu.env["XLA_FLAGS"] == "--xla_dump_to=/tmp/d"
+    assert tpu.runner_labels == ("self-hosted", "tpu")  # untouched keys keep the default
+    assert cfg.row("cpu").settings["accumulation_rtol"] == 1e-5
+    assert cfg.row("cpu").settings["spmd_devices"] == 4
+    assert cfg.crash_reruns == 5
+
+
+def test_new_row_is_added_and_disabled_rows_vanish(tmp_path: Path) -> None:
+    cfg = config.load(
+        write(
+            tmp_path,
+            """
+[tool.device-matrix.devices.cpu-bf16]
+pjrt_device = "CPU"
+suites = ["mlp"]
+[tool.device-matrix.devices.neuron]
+enabled = false
+""",
+        )
+    )
+    assert "cpu-bf16" in cfg.rows and "neuron" not in cfg.rows
+    assert cfg.row("cpu-bf16").suites == ("mlp",)
+
+
+def test_precedence_env_then_command_line(tmp_path: Path) -> None:
+    root = write(tmp_path, '[tool.device-matrix]\nresults_dir = "from-file"\n')
+    assert config.load(root, environ={}).results_dir == root / "from-file"
+    env = {"DEVICE_MATRIX_RESULTS_DIR": "from-env"}
+    assert config.load(root, environ=env).results_dir == root / "from-env"
+    assert config.load(root, environ=env, results_dir="from-cli").results_dir == root / "from-cli"
+
+
+@pytest.mark.parametrize(
+    ("body", "key", "allowed"),
+    [
+        ("[tool.device-matrix]\nresult_dir = 'x'\n", "tool.device-matrix.result_dir", "results_dir"),
+        ("[tool.device-matrix.devices.tpu]\nimage = 3\n", "tool.device-matrix.devices.tpu.image", "string"),
+        ("[tool.device-matrix.devices.tpu]\npjrt_device = 'GPU'\n", "pjrt_device", "CPU | TPU | CUDA | NEURON"),
+        ("[tool.device-matrix.devices.x]\nsuites = ['a']\n", "devices.x.pjrt_device", "CPU"),
+        ("[tool.device-matrix.devices.tpu]\npresence = ['file:/x']\n", "presence", "env:VAR"),
+        ("[tool.device-matrix]\ncrash_reruns = -1\n", "crash_reruns", None),
+        ("[tool.device-matrix]\ncrash_reruns = true\n", "crash_reruns", "whole number"),
+        ("[tool.device-matrix.tracker]\nkind = 'github'\n", "tracker.repository", "owner/name"),
+    ],
+)
+def test_bad_config_names_file_key_and_allowed(tmp_path: Path, body: str, key: str, allowed: str | None) -> None:
+    root = write(tmp_path, body)
+    with pytest.raises(ConfigError) as info:
+        config.load(root, environ={})
+    err = info.value
+    assert err.exit_code == EXIT_CONFIG
+    assert str(root / "pyproject.toml") in str(err)
+    assert key in str(err)
+    if allowed:
+        assert allowed in str(err)
+
+
+def test_broken_toml_is_a_config_error(tmp_path: Path) -> None:
+    root = write(tmp_path, "[tool.device-matrix\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        config.load(root)
+
+
+def test_unknown_row_lists_the_rows(tmp_path: Path) -> None:
+    cfg = config.load(write(tmp_path, ""))
+    with pytest.raises(ConfigError) as info:
+        cfg.row("gpu")
+    assert "cpu, tpu, cuda, neuron" in str(info.value)
+    assert info.value.tip and "device-matrix list" in info.value.tip
+
+
+def test_config_module_needs_only_the_standard_library() -> None:
+    import ast
+
+    tree = ast.parse(Path(config.__file__).read_text())
+    imported = {
+        (n.module or "").split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+    } | {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert imported <= {"__future__", "os", "sys", "collections", "dataclasses", "importlib", "pathlib",
+                        "types", "typing", "tomllib", "tomli", "device_matrix"}

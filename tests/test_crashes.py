@@ -1,0 +1,163 @@
+"""Integration: fixture suites that die in every way; nothing is lost, the culprit is named."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.conftest import Project
+
+pytestmark = pytest.mark.slow
+
+
+def _by_name(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {t["nodeid"].rsplit("::", 1)[-1]: t for t in record["tests"]}
+
+
+def _assert_neighbours_kept(record: dict[str, Any]) -> None:
+    tests = _by_name(record)
+    assert tests["test_a_before"]["outcome"] == "passed"
+    assert tests["test_b_before"]["outcome"] == "passed"
+    assert tests["test_d_after"]["outcome"] == "passed"
+    assert tests["test_e_after_fails"]["outcome"] == "failed"
+    assert "an ordinary failure after the crash" in tests["test_e_after_fails"]["message"]
+    assert record["summary"]["total"] == 5
+
+
+@pytest.mark.parametrize(
+    ("suite", "signal_name", "python_stack"),
+    [
+        ("segv", "SIGSEGV", True),
+        ("abort", "SIGABRT", True),
+        ("sigbus", "SIGBUS", True),
+        ("sigfpe", "SIGFPE", True),
+        ("sigill", "SIGILL", True),
+        ("sigkill", "SIGKILL", False),
+    ],
+)
+def test_signal_crash_is_named_and_the_run_completes(
+    project: Callable[..., Project], suite: str, signal_name: str, python_stack: bool
+) -> None:
+    p = project(suite)
+    proc = p.run("run", "--device", "fixture")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    record = p.record()
+    assert record["status"] == "crashed"
+    _assert_neighbours_kept(record)
+    dying = _by_name(record)["test_c_dies"]
+    assert dying["outcome"] == "crashed"
+    (crash,) = record["crashes"]
+    assert crash["nodeid"].endswith("::test_c_dies")
+    assert crash["phase"] == "test" and crash["when"] == "call"
+    d = crash["diagnosis"]
+    assert d["signal_name"] == signal_name
+    assert dying["crash"] == crash["id"]
+    if python_stack:
+        assert "in test_c_dies" in d["python_stack"]
+    else:
+        assert d["python_stack"] is None
+        assert "OOM" in d["hint"]
+    assert crash["classification"] == "deterministic"
+    assert len(crash["reruns"]) == 1 and crash["reruns"][0]["outcome"] == "crashed"
+    assert crash["reruns"][0]["fingerprint"] == d["fingerprint"]
+    assert f"test_{suite}.py::test_c_dies" in crash["repro"]
+    # the terminal summary names it too
+    assert "test_c_dies" in proc.stdout and signal_name in proc.stdout
+    # resumed, not rerun from scratch: the tests before the crash ran once
+    assert [a["purpose"] for a in record["attempts"]] == ["run", "resume", "rerun"]
+    assert record["attempts"][1]["selected"] == 2
+
+
+@pytest.mark.parametrize(
+    ("suite", "when", "code"),
+    [("exit_setup", "setup", 3), ("exit_call", "call", 0), ("exit_teardown", "teardown", 7)],
+)
+def test_os_exit_is_a_crash_with_its_exit_code(
+    project: Callable[..., Project], suite: str, when: str, code: int
+) -> None:
+    p = project(suite)
+    proc = p.run("run", "--device", "fixture")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    record = p.record()
+    _assert_neighbours_kept(record)
+    (crash,) = record["crashes"]
+    assert crash["when"] == when
+    assert crash["diagnosis"]["signal_name"] is None
+    assert crash["diagnosis"]["exit_code"] == code
+    assert _by_name(record)["test_c_dies"]["outcome"] == "crashed"
+
+
+def test_hang_is_ended_with_every_thread_stack(project: Callable[..., Project]) -> None:
+    p = project("hang")
+    proc = p.run("run", "--device", "fixture", "--test-timeout", "3")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    record = p.record()
+    _assert_neighbours_kept(record)
+    (crash,) = record["crashes"]
+    assert crash["kind"] == "timeout"
+    assert _by_name(record)["test_c_dies"]["outcome"] == "timeout"
+    stack = crash["diagnosis"]["python_stack"]
+    assert "in test_c_dies" in stack
+    assert crash["reruns"] == []  # hangs are not rerun: each costs a whole timeout
+    assert _by_name(record)["test_c_dies"]["duration"] >= 3
+
+
+def test_crash_during_collection_is_not_blamed_on_a_test(project: Callable[..., Project]) -> None:
+    p = project("collect_crash")
+    proc = p.run("run", "--device", "fixture")
+    assert proc.returncode == 1
+    record = p.record()
+    (crash,) = record["crashes"]
+    assert crash["phase"] == "collection"
+    assert crash["nodeid"] is None
+    assert crash["diagnosis"]["signal_name"] == "SIGSEGV"
+    assert "test_collect_crash.py" in crash["diagnosis"]["python_stack"]
+    assert "collecting" in record["reason"]
+
+
+def test_crash_at_exit_after_every_test_passed(project: Callable[..., Project]) -> None:
+    p = project("exit_crash")
+    proc = p.run("run", "--device", "fixture")
+    assert proc.returncode == 1
+    record = p.record()
+    assert [t["outcome"] for t in record["tests"]] == ["passed", "passed"]
+    (crash,) = record["crashes"]
+    assert crash["phase"] == "exit" and crash["nodeid"] is None
+    assert crash["diagnosis"]["signal_name"] == "SIGABRT"
+    assert "at exit" in record["reason"]
+
+
+def test_flaky_crash_is_classified_flaky(project: Callable[..., Project], tmp_path: Any) -> None:
+    p = project("skips_flaky")
+    marker = tmp_path / "flaky-marker"
+    proc = p.run("run", "--device", "fixture", "--reruns", "2", env={"FLAKY_MARKER": str(marker)})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    record = p.record()
+    (crash,) = record["crashes"]
+    assert crash["nodeid"].endswith("test_flaky_crash")
+    assert crash["classification"] == "flaky"
+    assert [r["outcome"] for r in crash["reruns"]] == ["passed"]
+
+
+def test_restart_cap_records_the_rest_as_not_run(project: Callable[..., Project]) -> None:
+    p = project("segv")
+    proc = p.run("run", "--device", "fixture", "--max-restarts", "0", "--reruns", "0")
+    assert proc.returncode == 1
+    record = p.record()
+    tests = _by_name(record)
+    assert tests["test_d_after"]["outcome"] == "not_run"
+    assert "max_restarts" in record["reason"]
+
+
+def test_junit_and_log_survive_the_crash(project: Callable[..., Project]) -> None:
+    p = project("segv")
+    p.run("run", "--device", "fixture", "--reruns", "0")
+    junit = (p.results / "fixture" / "junit.xml").read_text()
+    assert 'name="test_c_dies"' in junit and "SIGSEGV" in junit
+    assert 'tests="5"' in junit
+    log = (p.results / "fixture" / "output.log").read_text()
+    assert "attempt 2 (resume)" in log
+    report = (p.results / "fixture" / "report.json").read_text()
+    assert '"attempts_without_report": [\n  "01"' in report or '"01"' in report
