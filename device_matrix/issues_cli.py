@@ -46,6 +46,10 @@ def cmd_issues_sync(args: argparse.Namespace, out: Output) -> int:
     cfg = config_mod.load(Path(args.project) if args.project else None)
     results = Path(args.results) if args.results else cfg.results_dir
     records, _ = load_records(results, out)
+    if args.repository:
+        import dataclasses
+
+        cfg = dataclasses.replace(cfg, tracker=dataclasses.replace(cfg.tracker, repository=args.repository))
     kind = args.tracker or cfg.tracker.kind
     apply = args.apply if args.apply is not None else kind == "ledger"
     tracker = open_tracker(cfg, results, kind=kind)
@@ -67,6 +71,7 @@ def add_issues_commands(sub: Any) -> None:
     )
     s.add_argument("results", nargs="?", help="results folder (default from config)")
     s.add_argument("--tracker", choices=("ledger", "github"), help="override tracker.kind")
+    s.add_argument("--repository", help="owner/name for the github tracker (overrides tracker.repository)")
     group = s.add_mutually_exclusive_group()
     group.add_argument("--apply", dest="apply", action="store_true", default=None, help="file and comment for real")
     group.add_argument("--dry-run", dest="apply", action="store_false", help="only say what would be filed")

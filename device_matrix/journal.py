@@ -73,7 +73,7 @@ class PhaseReport:
 class TestState:
     nodeid: str
     started_at: float | None = None
-    out_offset: int | None = None
+    seq: int | None = None
     finished: bool = False
     reports: list[PhaseReport] = field(default_factory=list)
     meta: Mapping[str, Any] = field(default_factory=dict)
@@ -128,8 +128,8 @@ def summarize(events: Iterator[dict[str, Any]] | list[dict[str, Any]]) -> Journa
                 summary.order.append(nodeid)
             state.started_at = float(ev.get("t", 0.0))
             state.meta = ev.get("meta") or {}
-            out = ev.get("out")
-            state.out_offset = out if isinstance(out, int) else None
+            seq = ev.get("seq")
+            state.seq = seq if isinstance(seq, int) else None
         elif kind == "report":
             nodeid = str(ev.get("nodeid"))
             state = summary.tests.get(nodeid)

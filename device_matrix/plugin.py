@@ -13,7 +13,6 @@ import faulthandler
 import json
 import os
 import signal
-import stat
 import time
 import warnings
 from pathlib import Path
@@ -23,6 +22,7 @@ import pytest
 
 from device_matrix.errors import ConfigError
 from device_matrix.journal import JournalWriter
+from device_matrix.pump import marker
 from device_matrix.skips import (
     DeviceSkip,
     disable_matches,
@@ -34,6 +34,7 @@ from device_matrix.skips import (
 ENV_DEVICE = "DEVICE_MATRIX_DEVICE"
 ENV_SETTINGS = "DEVICE_MATRIX_SETTINGS"
 ENV_DISABLE_LIST = "DEVICE_MATRIX_DISABLE_LIST"
+ENV_MARKERS = "DEVICE_MATRIX_OUTPUT_MARKERS"  # set by the runner, which reads them out of the log
 LONGREPR_LIMIT = 20_000
 
 _state_key = pytest.StashKey["_State"]()
@@ -47,6 +48,8 @@ class _State:
         self.pjrt: str | None = os.environ.get("PJRT_DEVICE")
         self.meta: dict[str, dict[str, Any]] = {}
         self.fault_file: IO[str] | None = None
+        self.seq = 0
+        self.markers = os.environ.get(ENV_MARKERS) == "1"
 
 
 def current_device() -> str | None:
@@ -238,16 +241,14 @@ def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) 
     state = _journal_state(None)
     if state is not None and state.journal is not None:
         meta = {k: v for k, v in state.meta.get(nodeid, {}).items() if k != "raises"}
-        state.journal.write("start", nodeid=nodeid, t=time.time(), meta=meta, out=_output_position())
-
-
-def _output_position() -> int | None:
-    """Size of the run log behind fd 1, so the runner can cut out one test's output."""
-    try:
-        st = os.fstat(1)
-    except OSError:
-        return None
-    return st.st_size if stat.S_ISREG(st.st_mode) else None
+        state.seq += 1
+        state.journal.write("start", nodeid=nodeid, t=time.time(), meta=meta, seq=state.seq)
+        if state.markers:
+            # where this test's output begins in the run log (the runner strips the marker)
+            try:
+                os.write(1, marker(state.seq))
+            except OSError:
+                pass
 
 
 def _text(longrepr: object) -> str | None:

@@ -34,6 +34,7 @@ from device_matrix.executors.local import LocalExecutor
 from device_matrix.journal import JournalSummary, JournalTail, final_outcome, read_events, summarize
 from device_matrix.junit import write_junit
 from device_matrix.output import Output
+from device_matrix.pump import OutputPump
 from device_matrix.redact import Redactor
 from device_matrix.results import (
     FAILING_OUTCOMES,
@@ -135,6 +136,7 @@ class _Attempt:
     workdir: Path
     log_start: int
     pid: int | None
+    offsets: dict[int, int]
 
     @property
     def abnormal(self) -> bool:
@@ -229,6 +231,7 @@ class RowRunner:
         env["DEVICE_MATRIX_SETTINGS"] = json.dumps(dict(self.row.settings), sort_keys=True)
         env["DEVICE_MATRIX_DISABLE_LIST"] = str(self.cfg.disable_list)
         env["PYTHONUNBUFFERED"] = "1"
+        env["DEVICE_MATRIX_OUTPUT_MARKERS"] = "1"
         return env
 
     def _want_json_report(self) -> bool:
@@ -252,9 +255,10 @@ class RowRunner:
             "no:cacheprovider",
             "-p",
             "no:faulthandler",
-            # native code writes to fd 2: keep fd-level output in the run log, where a
-            # crash's native stack and fatal lines can be read after the process died
-            "--capture=sys",
+            # Native code writes to fd 2: fd-level output must reach the run log, where a
+            # crash's native stack and fatal lines can be read after the process died.
+            # tee-sys also passes print() output through while keeping it for reports.
+            "--capture=tee-sys",
             "-o",
             "console_output_style=classic",
             "--dm-device",
@@ -296,12 +300,20 @@ class RowRunner:
         )
         with self.log_path.open("ab") as log:
             header = f"\n=== device-matrix {self.row.name} attempt {index} ({purpose}): {shlex.join(self.executor.command_for(spec))}\n"
-            log.write(header.encode())
-            log.flush()
-            log_start = log.tell()
-            started = time.monotonic()
-            child = self.executor.launch(spec, log)
-            rc, timed_out = self._watch(child, journal, on_event_total)
+            log.write(self.redactor.text(header).encode())
+        read_fd, write_fd = os.pipe()
+        pump = OutputPump(read_fd, self.log_path, self.redactor)
+        log_start = pump.start
+        started = time.monotonic()
+        try:
+            with os.fdopen(write_fd, "wb", buffering=0) as child_out:
+                child = self.executor.launch(spec, child_out)
+        except BaseException:
+            pump.finish(0.0)
+            raise
+        pump.begin()
+        rc, timed_out = self._watch(child, journal, on_event_total)
+        pump.finish()
         summary = summarize(list(read_events(journal)))
         return _Attempt(
             index=index,
@@ -316,6 +328,7 @@ class RowRunner:
             workdir=adir,
             log_start=log_start,
             pid=summary.pid or child.pid,
+            offsets=dict(pump.offsets),
         )
 
     def _watch(self, child: Child, journal: Path, totals: list[int]) -> tuple[int | None, Literal["test", "run"] | None]:
@@ -414,7 +427,8 @@ class RowRunner:
 
     def _crash_from(self, attempt: _Attempt, nodeid: str | None, phase: CrashPhase) -> CrashRecord:
         state = attempt.summary.tests.get(nodeid) if nodeid else None
-        start = state.out_offset if state and state.out_offset is not None else attempt.log_start
+        seq = state.seq if state is not None else None
+        start = attempt.offsets.get(seq, attempt.log_start) if seq is not None else attempt.log_start
         output = self._read_output(max(start, attempt.log_start))
         try:
             fault_text = attempt.fault.read_text("utf-8", "replace")

@@ -65,18 +65,24 @@ def make_project(
     for suite in suites:
         shutil.copytree(SUITES / suite, dest / suite)
     listed = ", ".join(f'"{s}"' for s in suites)
+    keys = {
+        "pjrt_device": '"CPU"',
+        "run_in": '"host"',
+        "suites": f"[{listed}]",
+        "presence": '["always"]',
+        "test_timeout": "60",
+    }
+    for line in row.strip().splitlines():  # the test's own keys win
+        key, _, value = line.partition("=")
+        keys[key.strip()] = value.strip()
+    row_text = "\n".join(f"{k} = {v}" for k, v in keys.items())
     (root / "pyproject.toml").write_text(
         f"""[tool.device-matrix]
 crash_reruns = 1
 {top}
 
 [tool.device-matrix.devices.fixture]
-pjrt_device = "CPU"
-run_in = "host"
-suites = [{listed}]
-presence = ["always"]
-test_timeout = 60
-{row}
+{row_text}
 {extra_rows}
 """
     )

@@ -25,6 +25,9 @@ from device_matrix.executors.base import ExecutorName, LaunchSpec, PopenChild
 
 ENGINES = ("docker", "podman")
 CONTAINER_PYTHON = "python"
+# this package, mounted read-only so the plugin loads in images that lack device-matrix
+PACKAGE_MOUNT = "/opt/device-matrix"
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
 ENGINE_CHECK_TIMEOUT = 20.0
 
 
@@ -110,7 +113,7 @@ class ContainerExecutor:
         env.update(spec.env)
         env["DEVICE_MATRIX_IN_IMAGE"] = self.row.name
         env["DEVICE_MATRIX_IMAGE"] = self.row.image
-        env["PYTHONPATH"] = str(spec.project_root)
+        env["PYTHONPATH"] = f"{PACKAGE_MOUNT}:{spec.project_root}"
         return sorted(env.items())
 
     def argv(self, spec: LaunchSpec, *, name: str | None = None) -> list[str]:
@@ -122,6 +125,7 @@ class ContainerExecutor:
         if spec.core_limit is not None:
             argv += ["--ulimit", f"core={spec.core_limit}"]
         argv += ["-v", f"{root}:{root}"]
+        argv += ["-v", f"{PACKAGE_DIR}:{PACKAGE_MOUNT}/device_matrix:ro"]
         for mount in self.extra_mounts:
             argv += ["-v", f"{mount}:{mount}"]
         argv += ["-w", str(spec.workdir)]

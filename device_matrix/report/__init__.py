@@ -1,0 +1,1 @@
+"""Triage reports: Markdown (step summary), self-contained HTML, versioned JSON."""
