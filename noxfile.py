@@ -54,9 +54,7 @@ def _make_row_session(name: str) -> None:
     @nox.session(name=name, reuse_venv=True)
     def row_session(session: nox.Session) -> None:
         session.install("-e", ".", "pytest-json-report>=1.5")
-        raw = session.run(
-            "device-matrix", "plan", "--device", name, "--json", silent=True, external=False
-        )
+        raw = session.run("device-matrix", "plan", "--device", name, "--json", silent=True, external=False)
         plan = json.loads(str(raw).strip().splitlines()[-1])
         if plan["mode"] == "local" and plan["install"]:
             _install_once(session, plan["install"], plan["install_args"])

@@ -9,7 +9,7 @@ import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from device_matrix import __version__
 from device_matrix import config as config_mod
@@ -58,8 +58,8 @@ def _rows(cfg: Config, names: Sequence[str] | None) -> list[str]:
         return list(cfg.rows)
     out = []
     for name in names:
-        for part in name.split(","):
-            part = part.strip()
+        for raw in name.split(","):
+            part = raw.strip()
             if part:
                 cfg.row(part)  # raises a ConfigError naming the allowed rows
                 out.append(part)
@@ -131,15 +131,17 @@ def print_summary(out: Output, records: Sequence[RunRecord], cfg: Config) -> Non
     if not records:
         return
     out.line("")
-    header = f"{'row':<10} {'status':<12} {'passed':>6} {'failed':>6} {'crashed':>7} {'skipped':>7} {'xfailed':>7} {'time':>8}"
+    columns = ("passed", "failed", "crashed", "skipped", "xfailed")
+    header = f"{'row':<10} {'status':<12} " + " ".join(f"{c:>7}" for c in columns) + f" {'time':>8}"
     out.line(header)
     out.line("-" * len(header))
     for r in records:
         s = r["summary"]
         status = out.paint(r["status"], f"{r['status']:<12}")
         out.line(
-            f"{r['row']:<10} {status} {s['passed']:>6} {s['failed'] + s['error'] + s['xpassed']:>6} "
-            f"{s['crashed'] + s['timeout']:>7} {s['skipped'] + s['not_run']:>7} {s['xfailed']:>7} {r['duration']:>7.1f}s"
+            f"{r['row']:<10} {status} {s['passed']:>7} {s['failed'] + s['error'] + s['xpassed']:>7} "
+            f"{s['crashed'] + s['timeout']:>7} {s['skipped'] + s['not_run']:>7} {s['xfailed']:>7} "
+            f"{r['duration']:>7.1f}s"
         )
     for r in records:
         if r["reason"]:
@@ -193,7 +195,7 @@ def cmd_plan(args: argparse.Namespace, out: Output) -> int:
 
 def cmd_list(args: argparse.Namespace, out: Output) -> int:
     cfg = _load(args)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, row in cfg.rows.items():
         presence = detect(row)
         rows.append(
@@ -237,8 +239,10 @@ def cmd_doctor(args: argparse.Namespace, out: Output) -> int:
         else:
             problems += 1
             out.line(f"  device: absent - {presence.reason}")
-            out.line(f"  to get it: run on a host with a {row.pjrt_device} device, or set "
-                     f"DEVICE_MATRIX_{name.upper()}_PRESENT=1 if it is there but not detected")
+            out.line(
+                f"  to get it: run on a host with a {row.pjrt_device} device, or set "
+                f"DEVICE_MATRIX_{name.upper()}_PRESENT=1 if it is there but not detected"
+            )
         missing = [s for s in row.suites if not cfg.suite_path(s).exists()]
         if missing:
             problems += 1
@@ -293,9 +297,19 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run device rows", description="Run the suites of one or more device rows.")
-    run.add_argument("--device", "-d", action="append", help="row name (repeat, or comma-separate); default all rows")
+    run.add_argument(
+        "--device",
+        "-d",
+        action="append",
+        help="row name (repeat, or comma-separate); default all rows",
+    )
     run.add_argument("--suite", "-s", action="append", help="run only this suite of the row (repeatable)")
-    run.add_argument("--test", "-t", action="append", help="run this nodeid or path instead of the suites (repeatable)")
+    run.add_argument(
+        "--test",
+        "-t",
+        action="append",
+        help="run this nodeid or path instead of the suites (repeatable)",
+    )
     where = run.add_mutually_exclusive_group()
     where.add_argument("--local", action="store_true", help="run on this host even if the row has an image")
     where.add_argument("--container", action="store_true", help="run in the row's image")
@@ -308,8 +322,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-restarts", type=int, help="resumes after crashes before giving up")
     run.add_argument("--no-gdb", action="store_true", help="do not read core files with gdb")
     run.add_argument("--keep-cores", action="store_true", help="keep core files (deleted once read by default)")
-    run.add_argument("--require-device", action="store_true",
-                     help="an absent device is an error (exit 5), as on a CI runner that should have it")
+    run.add_argument(
+        "--require-device",
+        action="store_true",
+        help="an absent device is an error (exit 5), as on a CI runner that should have it",
+    )
     run.add_argument("--run-url", help="link to this CI run, quoted in issues")
     run.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --: arguments for pytest")
     run.set_defaults(func=cmd_run)
@@ -356,11 +373,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_OK
-    except Exception as exc:  # noqa: BLE001 - the last line of defence: report, do not hide
+    except Exception as exc:
         import traceback
 
         traceback.print_exc()
-        out.error(f"internal error: {exc!r}", "This is a bug in device-matrix; please report it with the traceback above.")
+        out.error(
+            f"internal error: {exc!r}",
+            "This is a bug in device-matrix; please report it with the traceback above.",
+        )
         return EXIT_INTERNAL
     return code
 

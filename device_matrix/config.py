@@ -74,7 +74,7 @@ class Row:
 class TrackerConfig:
     kind: TrackerKind = "ledger"
     repository: str = ""
-    token_env: str = "GITHUB_TOKEN"
+    token_env: str = "GITHUB_TOKEN"  # noqa: S105 - the variable's name, never a token
     labels: tuple[str, ...] = ("device-matrix",)
     api_url: str = "https://api.github.com"
     write_interval: float = 1.0
@@ -189,9 +189,7 @@ _TRACKER_KEYS: dict[str, tuple[Check, str]] = {
 }
 
 
-def _validate(
-    table: Mapping[str, Any], spec: Mapping[str, tuple[Check, str]], source: str, prefix: str
-) -> None:
+def _validate(table: Mapping[str, Any], spec: Mapping[str, tuple[Check, str]], source: str, prefix: str) -> None:
     for key, value in table.items():
         if key not in spec:
             raise ConfigError(
@@ -267,9 +265,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
         with path.open("rb") as fh:
             return tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(
-            f"not valid TOML: {exc}", source=str(path), tip="Fix the syntax error shown."
-        ) from exc
+        raise ConfigError(f"not valid TOML: {exc}", source=str(path), tip="Fix the syntax error shown.") from exc
 
 
 def packaged_defaults() -> dict[str, Any]:
@@ -338,10 +334,7 @@ def load(
         if merged.get(key, 0) < 0:
             raise ConfigError("must be >= 0", source=sources[-1], key=f"{TABLE}.{key}")
 
-    rows = {
-        name: _row_from_table(name, table)
-        for name, table in merged.get("devices", {}).items()
-    }
+    rows = {name: _row_from_table(name, table) for name, table in merged.get("devices", {}).items()}
     tracker_table = dict(merged.get("tracker", {}))
     tracker = TrackerConfig(
         kind=cast(TrackerKind, tracker_table.get("kind", "ledger")),

@@ -39,9 +39,7 @@ def _command_succeeds(argv: list[str]) -> tuple[bool, str]:
     if not argv or shutil.which(argv[0]) is None:
         return False, f"{argv[0] if argv else '(empty)'} not found"
     try:
-        proc = subprocess.run(
-            argv, capture_output=True, timeout=10, check=False, stdin=subprocess.DEVNULL
-        )
+        proc = subprocess.run(argv, capture_output=True, timeout=10, check=False, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, f"{argv[0]}: {exc}"
     if proc.returncode == 0:
@@ -66,7 +64,7 @@ def detect(row: Row, environ: Mapping[str, str] | None = None) -> Presence:
             present = value.strip().lower() in TRUTHY
             return Presence(present, f"${arg}={value}")
         if kind == "glob":
-            matches = sorted(glob.glob(arg))
+            matches = sorted(glob.glob(arg))  # noqa: PTH207 - absolute patterns (/dev/accel*)
             if matches:
                 return Presence(True, f"{arg} matches {', '.join(matches[:3])}")
             tried.append(f"no {arg}")

@@ -17,7 +17,10 @@ from device_matrix.results import RunRecord, load_run
 def load_records(results: Path, out: Output | None = None) -> tuple[list[RunRecord], list[tuple[str, str]]]:
     """Every readable run.json under ``results``; unreadable ones are returned as problems."""
     if not results.is_dir():
-        raise ResultsError(f"{results}: no such results folder", tip="Run a row first (nox -s cpu), or point at the downloaded artifacts.")
+        raise ResultsError(
+            f"{results}: no such results folder",
+            tip="Run a row first (nox -s cpu), or point at the downloaded artifacts.",
+        )
     records: list[RunRecord] = []
     problems: list[tuple[str, str]] = []
     for row_dir in sorted(p for p in results.iterdir() if p.is_dir()):

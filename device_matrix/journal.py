@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from device_matrix.results import Outcome
+
 
 class JournalWriter:
     def __init__(self, path: Path) -> None:
@@ -158,13 +160,13 @@ def summarize(events: Iterator[dict[str, Any]] | list[dict[str, Any]]) -> Journa
     return summary
 
 
-def final_outcome(state: TestState) -> tuple[str, str | None, Mapping[str, Any] | None]:
+def final_outcome(state: TestState) -> tuple[Outcome, str | None, Mapping[str, Any] | None]:
     """Fold the phase reports of one finished test into one outcome, as pytest counts it.
 
     Returns ``(outcome, message, skip_metadata)``. Outcomes: passed, failed, error,
     skipped, xfailed, xpassed.
     """
-    outcome = "passed"
+    outcome: Outcome = "passed"
     message: str | None = None
     skip: Mapping[str, Any] | None = None
     for rep in state.reports:

@@ -62,7 +62,12 @@ def junit_xml(record: RunRecord) -> str:
                     )
                     if x
                 )
-            ET.SubElement(case, "error", type=outcome, message=message.splitlines()[0][:500] if message else outcome).text = _clean(detail)
+            ET.SubElement(
+                case,
+                "error",
+                type=outcome,
+                message=message.splitlines()[0][:500] if message else outcome,
+            ).text = _clean(detail)
         elif outcome in ("skipped", "xfailed", "not_run"):
             ET.SubElement(case, "skipped", type=outcome, message=message[:500])
     return ET.tostring(suite, encoding="unicode", xml_declaration=True)

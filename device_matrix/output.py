@@ -85,7 +85,9 @@ class Output:
         self._write("\r\x1b[2K" + text[:width])
         self._status_shown = True
 
-    def test_result(self, row: str, nodeid: str, outcome: str, duration: float, done: int, total: int | None) -> None:
+    def test_result(
+        self, row: str, nodeid: str, outcome: str, *, duration: float, done: int, total: int | None
+    ) -> None:
         counter = f"[{done}/{total}]" if total else f"[{done}]"
         if self.tty:
             if outcome not in ("passed", "skipped", "xfailed") or self.verbose:
@@ -107,7 +109,15 @@ class Output:
             if self.github:
                 self.line("::endgroup::")
 
-    def annotate(self, level: str, message: str, *, title: str | None = None, file: str | None = None, line: int | None = None) -> bool:
+    def annotate(
+        self,
+        level: str,
+        message: str,
+        *,
+        title: str | None = None,
+        file: str | None = None,
+        line: int | None = None,
+    ) -> bool:
         """A GitHub annotation (``error``/``warning``/``notice``); False once the cap is hit."""
         if not self.github:
             return False

@@ -25,6 +25,7 @@ from device_matrix.journal import JournalWriter
 from device_matrix.pump import marker
 from device_matrix.skips import (
     DeviceSkip,
+    SkipMode,
     disable_matches,
     find_issue_in_text,
     from_marker,
@@ -112,19 +113,15 @@ def pytest_configure(config: pytest.Config) -> None:
         state.journal = JournalWriter(Path(journal))
         from device_matrix.diagnostics.environment import snapshot
 
-        state.journal.write(
-            "session", pid=os.getpid(), device=state.device, t=time.time(), env=snapshot()
-        )
+        state.journal.write("session", pid=os.getpid(), device=state.device, t=time.time(), env=snapshot())
     select = config.getoption("--dm-select")
     if select:
-        state.select = [
-            line for line in Path(select).read_text("utf-8").splitlines() if line.strip()
-        ]
+        state.select = [line for line in Path(select).read_text("utf-8").splitlines() if line.strip()]
     fault = config.getoption("--dm-faulthandler")
     if fault:
         # Our own file, not stderr: a crash's Python stack must not depend on how
         # output is captured. The runner passes -p no:faulthandler with this option.
-        state.fault_file = open(fault, "a", encoding="utf-8")  # noqa: SIM115 - lives until exit
+        state.fault_file = Path(fault).open("a", encoding="utf-8")  # noqa: SIM115 - open until exit
         faulthandler.enable(file=state.fault_file, all_threads=True)
         # SIGUSR1: the runner asks for every thread's stack before ending a hung test.
         faulthandler.register(signal.SIGUSR1, file=state.fault_file, all_threads=True)
@@ -139,7 +136,7 @@ def _device_skips(item: pytest.Item, state: _State, disabled: list[DeviceSkip]) 
         if mark.name not in ("skip_device", "xfail_device"):
             continue
         where = f"{item.nodeid} ({mark.name})"
-        mode = "skip" if mark.name == "skip_device" else "xfail"
+        mode: SkipMode = "skip" if mark.name == "skip_device" else "xfail"
         skip = from_marker(mode, mark.args, mark.kwargs, where=where)
         path, line, _ = item.location
         candidates.append(
@@ -174,9 +171,7 @@ def _device_skips(item: pytest.Item, state: _State, disabled: list[DeviceSkip]) 
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(
-    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
-) -> None:
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     state = config.stash[_state_key]
     if state.select is not None:
         wanted = set(state.select)
@@ -224,7 +219,10 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
         state = _journal_state(report)
         if state is not None and state.journal is not None:
             state.journal.write(
-                "collect_error", nodeid=report.nodeid, longrepr=_text(report.longrepr), t=time.time()
+                "collect_error",
+                nodeid=report.nodeid,
+                longrepr=_text(report.longrepr),
+                t=time.time(),
             )
 
 
@@ -254,10 +252,8 @@ def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) 
 def _text(longrepr: object) -> str | None:
     if longrepr is None:
         return None
-    if isinstance(longrepr, tuple) and len(longrepr) == 3:
-        text = str(longrepr[2])
-    else:
-        text = str(longrepr)
+    # a skip's longrepr is (path, line, reason); anything else prints itself
+    text = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
     if len(text) > LONGREPR_LIMIT:
         text = text[: LONGREPR_LIMIT // 2] + "\n...[truncated]...\n" + text[-LONGREPR_LIMIT // 2 :]
     return text

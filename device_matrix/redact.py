@@ -62,7 +62,10 @@ def redact_text(text: str, extra_secrets: Iterable[str] = ()) -> str:
             out = out.replace(value, REDACTED)
     for pattern in SECRET_VALUE_RES:
         if pattern.groups:
-            out = pattern.sub(lambda m: (m.group(1) or "") + REDACTED + (m.group(2) if m.lastindex and m.lastindex >= 2 else ""), out)
+            out = pattern.sub(
+                lambda m: (m.group(1) or "") + REDACTED + (m.group(2) if m.lastindex and m.lastindex >= 2 else ""),
+                out,
+            )
         else:
             out = pattern.sub(REDACTED, out)
     return out
@@ -70,9 +73,7 @@ def redact_text(text: str, extra_secrets: Iterable[str] = ()) -> str:
 
 def redact_env(env: Mapping[str, str], extra_secrets: Iterable[str] = ()) -> dict[str, str]:
     extra = list(extra_secrets)
-    return {
-        k: (REDACTED if is_secret_name(k) else redact_text(v, extra)) for k, v in sorted(env.items())
-    }
+    return {k: (REDACTED if is_secret_name(k) else redact_text(v, extra)) for k, v in sorted(env.items())}
 
 
 class Redactor:

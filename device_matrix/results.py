@@ -193,9 +193,7 @@ def load_run(path: Path) -> RunRecord:
     try:
         text = path.read_text("utf-8")
     except FileNotFoundError:
-        raise ResultsError(
-            f"{path}: missing", tip="The row did not finish writing its results; see its log."
-        ) from None
+        raise ResultsError(f"{path}: missing", tip="The row did not finish writing its results; see its log.") from None
     except OSError as exc:
         raise ResultsError(f"{path}: cannot read: {exc}") from exc
     try:

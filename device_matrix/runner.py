@@ -50,8 +50,10 @@ from device_matrix.results import (
     RunRecord,
     SkipInfo,
     TestRecord,
-    summarize as summarize_tests,
     write_json_atomic,
+)
+from device_matrix.results import (
+    summarize as summarize_tests,
 )
 
 Mode = Literal["local", "container", "unavailable"]
@@ -203,7 +205,11 @@ class RowRunner:
                     f"suite {suite!r} of row {self.row.name!r}: {path} does not exist",
                     tip="Create the suite folder, fix suites_dir, or remove the suite from the row.",
                 )
-            targets.append(str(path.relative_to(self.cfg.project_root)) if path.is_relative_to(self.cfg.project_root) else str(path))
+            targets.append(
+                str(path.relative_to(self.cfg.project_root))
+                if path.is_relative_to(self.cfg.project_root)
+                else str(path)
+            )
         if not targets:
             raise ConfigError(
                 f"row {self.row.name!r} has no suites to run",
@@ -220,7 +226,10 @@ class RowRunner:
             if not results.is_relative_to(root):
                 mounts.append(results)
             return ContainerExecutor(
-                self.plan.engine, self.row, env_allowlist=self.cfg.env_allowlist, extra_mounts=mounts
+                self.plan.engine,
+                self.row,
+                env_allowlist=self.cfg.env_allowlist,
+                extra_mounts=mounts,
             )
         return LocalExecutor(self.options.python)
 
@@ -284,13 +293,25 @@ class RowRunner:
         adir.mkdir(parents=True, exist_ok=True)
         journal = adir / "journal.jsonl"
         fault = adir / "faulthandler.txt"
-        args = [*self._base_args(targets), "--dm-journal", str(journal), "--dm-faulthandler", str(fault)]
+        args = [
+            *self._base_args(targets),
+            "--dm-journal",
+            str(journal),
+            "--dm-faulthandler",
+            str(fault),
+        ]
         if select is not None:
             select_file = adir / "select.txt"
             select_file.write_text("".join(n + "\n" for n in select), "utf-8")
             args += ["--dm-select", str(select_file)]
         if self._want_json_report():
-            args += ["--json-report", "--json-report-file", str(adir / "report.json"), "--json-report-omit", "log"]
+            args += [
+                "--json-report",
+                "--json-report-file",
+                str(adir / "report.json"),
+                "--json-report-omit",
+                "log",
+            ]
         spec = LaunchSpec(
             pytest_args=args,
             env=self._child_env(),
@@ -299,7 +320,8 @@ class RowRunner:
             core_limit=self.options.core_limit,
         )
         with self.log_path.open("ab") as log:
-            header = f"\n=== device-matrix {self.row.name} attempt {index} ({purpose}): {shlex.join(self.executor.command_for(spec))}\n"
+            command = shlex.join(self.executor.command_for(spec))
+            header = f"\n=== device-matrix {self.row.name} attempt {index} ({purpose}): {command}\n"
             log.write(self.redactor.text(header).encode())
         read_fd, write_fd = os.pipe()
         pump = OutputPump(read_fd, self.log_path, self.redactor)
@@ -331,7 +353,9 @@ class RowRunner:
             offsets=dict(pump.offsets),
         )
 
-    def _watch(self, child: Child, journal: Path, totals: list[int]) -> tuple[int | None, Literal["test", "run"] | None]:
+    def _watch(
+        self, child: Child, journal: Path, totals: list[int]
+    ) -> tuple[int | None, Literal["test", "run"] | None]:
         tail = JournalTail(journal)
         current: str | None = None
         since = 0.0
@@ -376,9 +400,9 @@ class RowRunner:
                 self.row.name,
                 str(ev.get("nodeid")),
                 shown,
-                float(str(ev.get("duration", 0.0))),
-                self._done,
-                totals[0] if totals else None,
+                duration=float(str(ev.get("duration", 0.0))),
+                done=self._done,
+                total=totals[0] if totals else None,
             )
 
     def _end_hung(self, child: Child) -> int:
@@ -470,19 +494,27 @@ class RowRunner:
         for nodeid in attempt.summary.finished_ids():
             state = attempt.summary.tests[nodeid]
             outcome, message, skip = final_outcome(state)
-            self._set_result(nodeid, outcome, sum(r.duration for r in state.reports), message, skip, None, attempt.index)
+            self._set_result(
+                nodeid,
+                outcome,
+                duration=sum(r.duration for r in state.reports),
+                message=message,
+                skip=skip,
+                attempt=attempt.index,
+            )
         for module, text in attempt.summary.collect_errors:
-            self._set_result(module or "<collection>", "error", 0.0, text, None, None, attempt.index)
+            self._set_result(module or "<collection>", "error", duration=0.0, message=text, attempt=attempt.index)
 
     def _set_result(
         self,
         nodeid: str,
         outcome: Outcome,
+        *,
         duration: float,
         message: str | None,
-        skip: Mapping[str, object] | None,
-        crash: str | None,
         attempt: int,
+        skip: Mapping[str, object] | None = None,
+        crash: str | None = None,
     ) -> None:
         if nodeid not in self.state.results and nodeid not in self.state.order:
             self.state.order.append(nodeid)
@@ -539,7 +571,10 @@ class RowRunner:
             sig = diagnostics.signal_from_returncode(attempt.returncode)
             if not attempt.summary.session_started and sig is None and not attempt.timed_out:
                 tail = " | ".join(self._read_output(attempt.log_start).strip().splitlines()[-3:])
-                return "error", f"pytest could not start (exit {attempt.returncode}): {self.redactor.text(tail)}"
+                return (
+                    "error",
+                    f"pytest could not start (exit {attempt.returncode}): {self.redactor.text(tail)}",
+                )
             if attempt.timed_out == "run":
                 if running:
                     crash = self._crash_from(attempt, running, "test")
@@ -583,7 +618,7 @@ class RowRunner:
 
     def _mark_not_run(self, collected: list[str] | None, why: str) -> None:
         for nodeid in self._remaining(collected):
-            self._set_result(nodeid, "not_run", 0.0, why, None, None, len(self.state.attempts))
+            self._set_result(nodeid, "not_run", duration=0.0, message=why, attempt=len(self.state.attempts))
 
     def _add_crash(self, crash: CrashRecord, nodeid: str | None, attempt: _Attempt) -> None:
         self.state.crashes.append(crash)
@@ -594,8 +629,19 @@ class RowRunner:
             state = attempt.summary.tests.get(nodeid)
             duration = 0.0
             if state is not None and state.started_at:
-                duration = max(0.0, time.time() - state.started_at) if crash["kind"] == "timeout" else sum(r.duration for r in state.reports)
-            self._set_result(nodeid, outcome, duration, f"{outcome}: {what} ({d['hint'] or ''})", None, crash["id"], attempt.index)
+                duration = (
+                    max(0.0, time.time() - state.started_at)
+                    if crash["kind"] == "timeout"
+                    else sum(r.duration for r in state.reports)
+                )
+            self._set_result(
+                nodeid,
+                outcome,
+                duration=duration,
+                message=f"{outcome}: {what} ({d['hint'] or ''})",
+                crash=crash["id"],
+                attempt=attempt.index,
+            )
             self.out.line(
                 f"{self.row.name} {self.out.paint(outcome, outcome.upper())} {nodeid}: {what} "
                 f"[fingerprint {d['fingerprint']}]"
@@ -682,7 +728,12 @@ class RowRunner:
         return "passed"
 
     def _finish(
-        self, started_iso: str, t0: float, status: RowStatus, reason: str | None, targets: Sequence[str]
+        self,
+        started_iso: str,
+        t0: float,
+        status: RowStatus,
+        reason: str | None,
+        targets: Sequence[str],
     ) -> RunRecord:
         tests = [self.state.results[n] for n in self.state.order if n in self.state.results]
         if status in ("passed", "failed") and self.state.crashes:

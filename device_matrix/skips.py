@@ -135,9 +135,7 @@ def _parse_date(value: Any, where: str) -> dt.date | None:
     raise ConfigError(f"bad expiry date {value!r}", source=where, allowed="YYYY-MM-DD")
 
 
-def from_marker(
-    mode: SkipMode, args: Sequence[Any], kwargs: Mapping[str, Any], *, where: str
-) -> DeviceSkip:
+def from_marker(mode: SkipMode, args: Sequence[Any], kwargs: Mapping[str, Any], *, where: str) -> DeviceSkip:
     devices: list[str] = []
     for a in args:
         if isinstance(a, str):
@@ -145,9 +143,7 @@ def from_marker(
         elif isinstance(a, list | tuple):
             devices.extend(str(x) for x in a)
         else:
-            raise ConfigError(
-                f"{mode}_device takes device names, got {a!r}", source=where, allowed="strings"
-            )
+            raise ConfigError(f"{mode}_device takes device names, got {a!r}", source=where, allowed="strings")
     if "devices" in kwargs:
         devices.extend(kwargs["devices"])
     if not devices:
@@ -209,7 +205,9 @@ def load_disable_list(path: Path) -> list[DeviceSkip]:
         unknown = set(entry) - _DISABLE_KEYS
         if unknown:
             raise ConfigError(
-                f"unknown key(s) {sorted(unknown)}", source=where, allowed=", ".join(sorted(_DISABLE_KEYS))
+                f"unknown key(s) {sorted(unknown)}",
+                source=where,
+                allowed=", ".join(sorted(_DISABLE_KEYS)),
             )
         test = entry.get("test")
         devices = entry.get("devices")
@@ -252,7 +250,7 @@ def disable_matches(entry: DeviceSkip, nodeid: str) -> bool:
     if entry.test == nodeid:
         return True
     # a prefix: a file, a class, or a parametrized test's base name
-    return nodeid.startswith(entry.test.rstrip(":") + "::") or nodeid.startswith(entry.test + "[")
+    return nodeid.startswith((entry.test.rstrip(":") + "::", entry.test + "["))
 
 
 # --- static scan, for `device-matrix skips check` ---------------------------------------
@@ -342,9 +340,7 @@ def scan_file(path: Path, rel: str) -> list[DeviceSkip]:
     return found
 
 
-def check(
-    declared: Iterable[DeviceSkip], today: dt.date | None = None
-) -> list[ScanFinding]:
+def check(declared: Iterable[DeviceSkip], today: dt.date | None = None) -> list[ScanFinding]:
     out = []
     for skip in declared:
         problem = None

@@ -22,7 +22,10 @@ DEFAULT_HISTORY = Path(".device-matrix") / "history.sqlite"
 def run_triage(results: Path, out_dir: Path, history_path: Path | None, label: str | None, out: Output) -> Triage:
     records, problems = load_records(results)
     if not records and not problems:
-        raise ResultsError(f"{results}: no run records", tip="Run a row first (nox -s cpu), or point at downloaded artifacts.")
+        raise ResultsError(
+            f"{results}: no run records",
+            tip="Run a row first (nox -s cpu), or point at downloaded artifacts.",
+        )
     triage = build(records, problems, load_links(results))
     if history_path is not None:
         history = History(history_path)
@@ -44,8 +47,10 @@ def _to_actions(t: Triage, md: str, out: Output) -> None:
     for r in t["rows"]:
         with out.group(f"{r['row']}: {r['status']}"):
             s = r["summary"]
-            out.line(f"{s.get('total', 0)} tests: {s.get('passed', 0)} passed, {s.get('failed', 0)} failed, "
-                     f"{s.get('crashed', 0)} crashed, {s.get('skipped', 0)} skipped")
+            out.line(
+                f"{s.get('total', 0)} tests: {s.get('passed', 0)} passed, {s.get('failed', 0)} failed, "
+                f"{s.get('crashed', 0)} crashed, {s.get('skipped', 0)} skipped"
+            )
             if r["reason"]:
                 out.line(r["reason"])
     for c in t["crashes"]:
@@ -57,7 +62,12 @@ def _to_actions(t: Triage, md: str, out: Output) -> None:
         )
     for f in t["failures"]:
         path = f["nodeid"].split("::", 1)[0]
-        out.annotate("error", f"{f['outcome']} on {f['row']}: {f['message'] or ''}", title=f["nodeid"][-200:], file=path)
+        out.annotate(
+            "error",
+            f"{f['outcome']} on {f['row']}: {f['message'] or ''}",
+            title=f["nodeid"][-200:],
+            file=path,
+        )
     for p in t["problems"]:
         out.annotate("warning", p["problem"], title=f"row {p['row']}")
     out.step_summary(md)

@@ -61,7 +61,11 @@ def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def run_worker(
-    module: str, args: Sequence[str] = (), *, env: Mapping[str, str] | None = None, timeout: float = WORKER_TIMEOUT
+    module: str,
+    args: Sequence[str] = (),
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout: float = WORKER_TIMEOUT,
 ) -> dict[str, Any]:
     """Run ``python -m module args`` and return the JSON object it prints last.
 

@@ -27,7 +27,9 @@ class Project:
         self.root = root
         self.results = root / "results"
 
-    def run(self, *args: str, env: dict[str, str] | None = None, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, *args: str, env: dict[str, str] | None = None, timeout: float = 240
+    ) -> subprocess.CompletedProcess[str]:
         full_env = clean_env()
         if env:
             full_env.update(env)

@@ -46,8 +46,14 @@ class FakeGitHub:
         self.lock = threading.Lock()
         self.url = ""
 
-    def add_issue(self, title: str, body: str = "", state: str = "open", labels: tuple[str, ...] = ("device-matrix",),
-                  pull_request: bool = False) -> int:
+    def add_issue(
+        self,
+        title: str,
+        body: str = "",
+        state: str = "open",
+        labels: tuple[str, ...] = ("device-matrix",),
+        pull_request: bool = False,
+    ) -> int:
         with self.lock:
             n = self.next_number
             self.next_number += 1
@@ -123,7 +129,8 @@ def _handler(gh: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                 per_page = int(q.get("per_page", ["30"])[0])
                 page = int(q.get("page", ["1"])[0])
                 items = [
-                    i for i in sorted(gh.issues.values(), key=lambda i: i["number"])
+                    i
+                    for i in sorted(gh.issues.values(), key=lambda i: i["number"])
                     if (state == "all" or i["state"] == state)
                     and (label is None or any(lbl["name"] == label for lbl in i["labels"]))
                 ]
@@ -141,7 +148,13 @@ def _handler(gh: FakeGitHub) -> type[BaseHTTPRequestHandler]:
             elif method == "POST" and route == "issues":
                 data = json.loads(raw or "{}")
                 if not data.get("title"):
-                    self._send(422, {"message": "Validation Failed", "errors": [{"resource": "Issue", "field": "title", "code": "missing_field"}]})
+                    self._send(
+                        422,
+                        {
+                            "message": "Validation Failed",
+                            "errors": [{"resource": "Issue", "field": "title", "code": "missing_field"}],
+                        },
+                    )
                     return
                 n = gh.add_issue(data["title"], data.get("body", ""), labels=tuple(data.get("labels", [])))
                 self._send(201, gh.issues[n])

@@ -14,7 +14,7 @@ def crash(
     *,
     index: int = 1,
     signal: str = "SIGSEGV",
-    python_stack: str = "Current thread 0x1 (most recent call first):\n  File \"t.py\", line 3 in test_x",
+    python_stack: str = 'Current thread 0x1 (most recent call first):\n  File "t.py", line 3 in test_x',
     last_output: list[str] | None = None,
     kind: str = "crash",
 ) -> dict[str, Any]:
@@ -50,8 +50,15 @@ def crash(
     }
 
 
-def test(nodeid: str, outcome: str = "passed", *, skip: dict[str, Any] | None = None, crash_id: str | None = None,
-         message: str | None = None, duration: float = 0.01) -> dict[str, Any]:
+def test(
+    nodeid: str,
+    outcome: str = "passed",
+    *,
+    skip: dict[str, Any] | None = None,
+    crash_id: str | None = None,
+    message: str | None = None,
+    duration: float = 0.01,
+) -> dict[str, Any]:
     return {
         "nodeid": nodeid,
         "outcome": outcome,
@@ -76,9 +83,16 @@ def skip_info(issue: str | None, *, mode: str = "skip", devices: tuple[str, ...]
     }
 
 
-def record(row: str, tests: list[dict[str, Any]], crashes: list[dict[str, Any]] | None = None, *,
-           status: str | None = None, reason: str | None = None, started: str = "2026-11-29T10:00:00+00:00",
-           run_url: str | None = None) -> dict[str, Any]:
+def record(
+    row: str,
+    tests: list[dict[str, Any]],
+    crashes: list[dict[str, Any]] | None = None,
+    *,
+    status: str | None = None,
+    reason: str | None = None,
+    started: str = "2026-11-29T10:00:00+00:00",
+    run_url: str | None = None,
+) -> dict[str, Any]:
     crashes = crashes or []
     if status is None:
         outcomes = {t["outcome"] for t in tests}
@@ -98,7 +112,11 @@ def record(row: str, tests: list[dict[str, Any]], crashes: list[dict[str, Any]] 
         "duration": 12.5,
         "command": ["device-matrix", "run", "--device", row],
         "repro": f"nox -s {row}",
-        "environment": {"python": "3.11.7", "packages": {"torch": "2.9.0", "torch_xla": "2.9.0"}, "host": "h"},
+        "environment": {
+            "python": "3.11.7",
+            "packages": {"torch": "2.9.0", "torch_xla": "2.9.0"},
+            "host": "h",
+        },
         "tests": tests,
         "crashes": crashes,
         "attempts": [],

@@ -81,9 +81,21 @@ def test_precedence_env_then_command_line(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("body", "key", "allowed"),
     [
-        ("[tool.device-matrix]\nresult_dir = 'x'\n", "tool.device-matrix.result_dir", "results_dir"),
-        ("[tool.device-matrix.devices.tpu]\nimage = 3\n", "tool.device-matrix.devices.tpu.image", "string"),
-        ("[tool.device-matrix.devices.tpu]\npjrt_device = 'GPU'\n", "pjrt_device", "CPU | TPU | CUDA | NEURON"),
+        (
+            "[tool.device-matrix]\nresult_dir = 'x'\n",
+            "tool.device-matrix.result_dir",
+            "results_dir",
+        ),
+        (
+            "[tool.device-matrix.devices.tpu]\nimage = 3\n",
+            "tool.device-matrix.devices.tpu.image",
+            "string",
+        ),
+        (
+            "[tool.device-matrix.devices.tpu]\npjrt_device = 'GPU'\n",
+            "pjrt_device",
+            "CPU | TPU | CUDA | NEURON",
+        ),
         ("[tool.device-matrix.devices.x]\nsuites = ['a']\n", "devices.x.pjrt_device", "CPU"),
         ("[tool.device-matrix.devices.tpu]\npresence = ['file:/x']\n", "presence", "env:VAR"),
         ("[tool.device-matrix]\ncrash_reruns = -1\n", "crash_reruns", None),
@@ -121,8 +133,20 @@ def test_config_module_needs_only_the_standard_library() -> None:
     import ast
 
     tree = ast.parse(Path(config.__file__).read_text())
-    imported = {
-        (n.module or "").split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
-    } | {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    assert imported <= {"__future__", "os", "sys", "collections", "dataclasses", "importlib", "pathlib",
-                        "types", "typing", "tomllib", "tomli", "device_matrix"}
+    imported = {(n.module or "").split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | {
+        a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+    }
+    assert imported <= {
+        "__future__",
+        "os",
+        "sys",
+        "collections",
+        "dataclasses",
+        "importlib",
+        "pathlib",
+        "types",
+        "typing",
+        "tomllib",
+        "tomli",
+        "device_matrix",
+    }

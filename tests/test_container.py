@@ -80,7 +80,9 @@ def test_crash_in_container_is_diagnosed(project: Callable[..., Project], engine
     assert "suites/segv/test_segv.py::test_c_dies" in crash["repro"]
 
 
-def test_hang_in_container_is_killed_through_the_engine(project: Callable[..., Project], engine: dict[str, str]) -> None:
+def test_hang_in_container_is_killed_through_the_engine(
+    project: Callable[..., Project], engine: dict[str, str]
+) -> None:
     p = project("hang", row=ROW)
     proc = p.run("run", "--device", "fixture", "--test-timeout", "3", env=engine)
     assert proc.returncode == 1
@@ -97,7 +99,9 @@ def test_engine_down_is_a_clear_environment_error(project: Callable[..., Project
     assert "--local" in proc.stderr  # the tip
 
 
-def test_auto_falls_back_to_the_host_and_in_image_runs_locally(project: Callable[..., Project], engine: dict[str, str]) -> None:
+def test_auto_falls_back_to_the_host_and_in_image_runs_locally(
+    project: Callable[..., Project], engine: dict[str, str]
+) -> None:
     p = project("passing", row=ROW.replace('run_in = "container"', 'run_in = "auto"'))
     down = p.run("plan", "--device", "fixture", "--json", env=engine_down(engine, True))
     plan = json.loads(down.stdout)
@@ -112,5 +116,9 @@ def test_device_globs_expand_on_the_host(tmp_path: Path) -> None:
     for n in (0, 1):
         (tmp_path / f"neuron{n}").touch()
     opts = expand_options([f"--device={tmp_path}/neuron*", "--cap-add=SYS_ADMIN"])
-    assert opts == [f"--device={tmp_path}/neuron0", f"--device={tmp_path}/neuron1", "--cap-add=SYS_ADMIN"]
+    assert opts == [
+        f"--device={tmp_path}/neuron0",
+        f"--device={tmp_path}/neuron1",
+        "--cap-add=SYS_ADMIN",
+    ]
     assert Row(name="n", pjrt_device="NEURON").container_options == ()

@@ -10,8 +10,8 @@ from device_matrix.diagnostics import diagnose, signal_from_returncode, signal_n
 from device_matrix.diagnostics import fingerprint as fp
 from device_matrix.diagnostics.core import gdb_frames
 from device_matrix.diagnostics.parse import (
-    parse_faulthandler,
     parse_fatal_lines,
+    parse_faulthandler,
     parse_native_stacks,
     parse_terminate,
 )
@@ -90,7 +90,12 @@ def test_gdb_frames_start_below_the_signal_handler() -> None:
 
 def test_same_crash_on_two_hosts_has_one_fingerprint() -> None:
     a = diagnose(returncode=-11, fault_text="", output_text=text("tsl_segfault.txt"), redactor=Redactor({}))
-    b = diagnose(returncode=139, fault_text="", output_text=text("tsl_segfault_other_host.txt"), redactor=Redactor({}))
+    b = diagnose(
+        returncode=139,
+        fault_text="",
+        output_text=text("tsl_segfault_other_host.txt"),
+        redactor=Redactor({}),
+    )
     assert a["signal_name"] == b["signal_name"] == "SIGSEGV"
     assert a["fingerprint"] == b["fingerprint"]
     assert a["fingerprint_basis"][1].startswith("torch_xla::XLATensor::GetIrValue")
@@ -100,7 +105,12 @@ def test_same_crash_on_two_hosts_has_one_fingerprint() -> None:
 
 def test_different_crashes_differ() -> None:
     a = diagnose(returncode=-11, fault_text="", output_text=text("tsl_segfault.txt"), redactor=Redactor({}))
-    c = diagnose(returncode=-11, fault_text="", output_text=text("absl_tpu_segfault.txt"), redactor=Redactor({}))
+    c = diagnose(
+        returncode=-11,
+        fault_text="",
+        output_text=text("absl_tpu_segfault.txt"),
+        redactor=Redactor({}),
+    )
     assert a["fingerprint"] != c["fingerprint"]
 
 
@@ -127,7 +137,8 @@ def test_python_only_fingerprint_skips_runner_frames() -> None:
 
 
 @pytest.mark.parametrize(
-    ("rc", "name"), [(-11, "SIGSEGV"), (139, "SIGSEGV"), (134, "SIGABRT"), (-9, "SIGKILL"), (1, None), (0, None)]
+    ("rc", "name"),
+    [(-11, "SIGSEGV"), (139, "SIGSEGV"), (134, "SIGABRT"), (-9, "SIGKILL"), (1, None), (0, None)],
 )
 def test_signal_from_return_codes(rc: int, name: str | None) -> None:
     assert signal_name(signal_from_returncode(rc)) == name

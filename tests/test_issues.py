@@ -9,7 +9,14 @@ from typing import Any
 import pytest
 
 from device_matrix.errors import TrackerError
-from device_matrix.issues.base import BODY_LIMIT, TITLE_LIMIT, clip_body, clip_title, code_block, neutralize
+from device_matrix.issues.base import (
+    BODY_LIMIT,
+    TITLE_LIMIT,
+    clip_body,
+    clip_title,
+    code_block,
+    neutralize,
+)
 from device_matrix.issues.github import GitHubTracker
 from device_matrix.issues.ledger import Ledger
 from device_matrix.issues.sync import sync
@@ -34,8 +41,15 @@ class FakeTime:
 
 def client(gh: FakeGitHub, t: FakeTime | None = None, **kw: Any) -> GitHubTracker:
     t = t or FakeTime()
-    return GitHubTracker(gh.repo, kw.pop("token", TOKEN), api_url=gh.url, sleep=t.sleep, clock=t.clock,
-                         wall_clock=lambda: 5000.0, **kw)
+    return GitHubTracker(
+        gh.repo,
+        kw.pop("token", TOKEN),
+        api_url=gh.url,
+        sleep=t.sleep,
+        clock=t.clock,
+        wall_clock=lambda: 5000.0,
+        **kw,
+    )
 
 
 def test_listing_follows_link_pagination_and_drops_pull_requests() -> None:
@@ -66,7 +80,11 @@ def test_create_comment_and_labels() -> None:
 
 def test_secondary_rate_limit_obeys_retry_after() -> None:
     with serve() as gh:
-        gh.fail_next("POST", "issues", Scripted(403, {"message": "You have exceeded a secondary rate limit"}, {"Retry-After": "7"}))
+        gh.fail_next(
+            "POST",
+            "issues",
+            Scripted(403, {"message": "You have exceeded a secondary rate limit"}, {"Retry-After": "7"}),
+        )
         t = FakeTime()
         issue = client(gh, t).create("t", "b", [])
         assert issue.number == 1
@@ -75,8 +93,15 @@ def test_secondary_rate_limit_obeys_retry_after() -> None:
 
 def test_primary_rate_limit_waits_for_reset() -> None:
     with serve() as gh:
-        gh.fail_next("GET", "issues", Scripted(403, {"message": "API rate limit exceeded"},
-                                               {"x-ratelimit-remaining": "0", "x-ratelimit-reset": "5030"}))
+        gh.fail_next(
+            "GET",
+            "issues",
+            Scripted(
+                403,
+                {"message": "API rate limit exceeded"},
+                {"x-ratelimit-remaining": "0", "x-ratelimit-reset": "5030"},
+            ),
+        )
         t = FakeTime()
         assert client(gh, t).list_issues() == []
         assert t.sleeps == [31.0]
@@ -93,7 +118,12 @@ def test_rate_limit_longer_than_max_wait_gives_up_cleanly() -> None:
 
 def test_server_errors_are_retried_with_backoff() -> None:
     with serve() as gh:
-        gh.fail_next("GET", "issues", Scripted(502, {"message": "Bad Gateway"}), Scripted(503, {"message": "down"}))
+        gh.fail_next(
+            "GET",
+            "issues",
+            Scripted(502, {"message": "Bad Gateway"}),
+            Scripted(503, {"message": "down"}),
+        )
         t = FakeTime()
         gh.add_issue("x")
         assert len(client(gh, t).list_issues()) == 1
@@ -111,7 +141,17 @@ def test_server_errors_are_retried_with_backoff() -> None:
 )
 def test_client_errors_say_what_to_do(status: int, needle: str, tip: str) -> None:
     with serve() as gh:
-        gh.fail_next("POST", "issues", Scripted(status, {"message": "nope", "errors": [{"resource": "Label", "field": "name", "code": "invalid"}]}))
+        gh.fail_next(
+            "POST",
+            "issues",
+            Scripted(
+                status,
+                {
+                    "message": "nope",
+                    "errors": [{"resource": "Label", "field": "name", "code": "invalid"}],
+                },
+            ),
+        )
         with pytest.raises(TrackerError) as info:
             client(gh).create("t", "b", ["bad label"])
         assert needle in info.value.message
@@ -142,8 +182,15 @@ def _records(token: str = "") -> list[dict[str, Any]]:
             R.test("suites/a/test_a.py::test_skip", "skipped", skip=R.skip_info(None)),
             R.test("suites/a/test_a.py::test_cited", "skipped", skip=R.skip_info("acme/xla#1")),
         ],
-        [R.crash("cpu", "suites/a/test_a.py::test_crash", "fp1111", last_output=leak,
-                 python_stack=f"File \"t.py\", line 1 in f  # {token}" if token else "File \"t.py\", line 1 in f")],
+        [
+            R.crash(
+                "cpu",
+                "suites/a/test_a.py::test_crash",
+                "fp1111",
+                last_output=leak,
+                python_stack=f'File "t.py", line 1 in f  # {token}' if token else 'File "t.py", line 1 in f',
+            )
+        ],
         run_url="https://github.com/acme/xla/actions/runs/1",
     )
     tpu = R.record(
@@ -190,7 +237,13 @@ def test_dry_run_files_nothing() -> None:
 def test_planted_token_never_reaches_the_server(tmp_path: Path) -> None:
     planted = "ghp_" + "PlantedSecret0" * 3
     with serve() as gh:
-        sync(_records(planted), client(gh), apply=True, labels=["device-matrix"], results_dir=tmp_path)  # type: ignore[arg-type]
+        sync(
+            _records(planted),
+            client(gh),
+            apply=True,
+            labels=["device-matrix"],
+            results_dir=tmp_path,
+        )  # type: ignore[arg-type]
         sent = "\n".join(r.body for r in gh.received)
         assert gh.writes() and planted not in sent
         assert "[redacted]" in sent

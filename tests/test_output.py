@@ -28,8 +28,8 @@ def test_pump_strips_markers_and_records_offsets(tmp_path: Path) -> None:
     pump.finish()
     text = log.read_bytes()
     assert b"\x1e" not in text and b"\x1f" not in text
-    assert text[pump.offsets[1]:].startswith(b".first test output")
-    assert text[pump.offsets[2]:].startswith(b"second password=[redacted]")
+    assert text[pump.offsets[1] :].startswith(b".first test output")
+    assert text[pump.offsets[2] :].startswith(b"second password=[redacted]")
     assert TOKEN.encode() not in text
 
 

@@ -31,7 +31,11 @@ def test_url_credentials() -> None:
 
 
 def test_env_by_name_and_known_values() -> None:
-    env = {"GITHUB_TOKEN": "opaque-value-1234", "PJRT_DEVICE": "CPU", "NOTE": "uses opaque-value-1234"}
+    env = {
+        "GITHUB_TOKEN": "opaque-value-1234",
+        "PJRT_DEVICE": "CPU",
+        "NOTE": "uses opaque-value-1234",
+    }
     r = Redactor(env)
     cleaned = r.env(env)
     assert cleaned["GITHUB_TOKEN"] == REDACTED

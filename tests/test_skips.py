@@ -150,7 +150,7 @@ def test_skips_check_fails_with_file_and_line(project: Callable[..., Project]) -
     p = project("skips_flaky")
     proc = p.run("skips", "check")
     assert proc.returncode == 1
-    assert "suites/skips_flaky/test_skips_flaky.py:16: skip_device(fixture) cites no issue" in proc.stdout
+    assert "suites/skips_flaky/test_skips_flaky.py:17: skip_device(fixture) cites no issue" in proc.stdout
 
 
 def test_plain_pytest_run_is_untouched(tmp_path: Path) -> None:
@@ -162,8 +162,20 @@ def test_plain_pytest_run_is_untouched(tmp_path: Path) -> None:
         "import pytest\n@pytest.mark.skip_device('cpu', issue='#1')\ndef test_x():\n    assert True\n"
     )
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "device_matrix.plugin", "--strict-markers", str(tmp_path), "-q"],
-        capture_output=True, text=True, cwd=tmp_path, check=False,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "device_matrix.plugin",
+            "--strict-markers",
+            str(tmp_path),
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "1 passed" in proc.stdout

@@ -33,8 +33,11 @@ def _records() -> list[dict[str, Any]]:
         ],
         [R.crash("cpu", "s/t.py::test_seg", "aaaa")],
     )
-    tpu = R.record("tpu", [R.test("s/t.py::test_ok"), R.test("s/t.py::test_seg", "crashed", crash_id="tpu-1")],
-                   [R.crash("tpu", "s/t.py::test_seg", "aaaa")])
+    tpu = R.record(
+        "tpu",
+        [R.test("s/t.py::test_ok"), R.test("s/t.py::test_seg", "crashed", crash_id="tpu-1")],
+        [R.crash("tpu", "s/t.py::test_seg", "aaaa")],
+    )
     neuron = R.record("neuron", [], status="unavailable", reason="NEURON device not found (no /dev/neuron*)")
     return [cpu, tpu, neuron]
 
@@ -116,7 +119,13 @@ def test_actions_annotations_groups_and_summary(tmp_path: Path) -> None:
 
 def test_html_escapes_everything() -> None:
     recs = _records()
-    recs[0]["tests"].append(R.test("s/t.py::test_x[<script>alert(1)</script>]", "failed", message="<img src=x onerror=alert(1)>"))
+    recs[0]["tests"].append(
+        R.test(
+            "s/t.py::test_x[<script>alert(1)</script>]",
+            "failed",
+            message="<img src=x onerror=alert(1)>",
+        )
+    )
     page = html.render(build(recs, [], {}))  # type: ignore[arg-type]
     assert "<script>alert(1)</script>" not in page and "<img src=x" not in page
     assert "http" not in re.sub(r"href='[^']*'", "", page).split("<main>")[0]  # nothing fetched
@@ -127,8 +136,14 @@ def _chromium() -> str | None:
 
 
 CHROME_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
     "--disable-quic",
 ]
 
@@ -146,18 +161,31 @@ def browser(tmp_path: Path) -> list[str]:
 def test_html_report_renders_in_a_real_browser(browser: list[str], tmp_path: Path) -> None:
     recs = []
     for row in ("cpu", "tpu", "cuda", "neuron"):
-        tests = [R.test(f"suites/s{i % 7}/test_m.py::test_{i}", "failed" if i % 97 == 0 else "passed") for i in range(400)]
+        tests = [
+            R.test(f"suites/s{i % 7}/test_m.py::test_{i}", "failed" if i % 97 == 0 else "passed") for i in range(400)
+        ]
         recs.append(R.record(row, tests))
     page = tmp_path / "triage.html"
     page.write_text(html.render(build(recs, [], {})))  # type: ignore[arg-type]
-    dom = subprocess.run([*browser, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120, check=True).stdout
+    dom = subprocess.run(
+        [*browser, "--dump-dom", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
     # the script ran: it filled in the number of rows shown
     assert re.search(r"<span id=\"shown\">400</span>", dom), dom[:500]
     assert dom.count("<tr data-id=") == 400
-    assert dom.count("class=\"o failed\"") == 4 * 5
+    assert dom.count('class="o failed"') == 4 * 5
     shot = tmp_path / "shot.png"
-    proc = subprocess.run([*browser, f"--screenshot={shot}", "--window-size=1400,1000", page.as_uri()],
-                          capture_output=True, text=True, timeout=120, check=False)
+    proc = subprocess.run(
+        [*browser, f"--screenshot={shot}", "--window-size=1400,1000", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert shot.exists() and shot.stat().st_size > 20_000, proc.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "Uncaught" not in proc.stderr

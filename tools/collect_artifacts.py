@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Lay downloaded row artifacts out as a results folder: artifacts/results-<row>/ -> results/<row>/.
 
-    python tools/collect_artifacts.py artifacts results
+python tools/collect_artifacts.py artifacts results
 """
 
 from __future__ import annotations
@@ -18,7 +18,10 @@ def main(argv: list[str]) -> int:
     src, dest = Path(argv[0]), Path(argv[1])
     dest.mkdir(parents=True, exist_ok=True)
     if not src.is_dir():
-        print(f"no artifacts in {src}: every row job may have failed before uploading", file=sys.stderr)
+        print(
+            f"no artifacts in {src}: every row job may have failed before uploading",
+            file=sys.stderr,
+        )
         return 0
     for folder in sorted(src.iterdir()):
         if folder.is_dir() and folder.name.startswith("results-"):

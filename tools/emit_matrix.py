@@ -29,11 +29,12 @@ def main(argv: list[str]) -> int:
     for e in full:
         if e["image"] and not e["image_pinned"]:
             # an annotation in the plan job: the image is a tag, not a digest
-            print(f"::warning title=unpinned image::row {e['row']} uses {e['image']}; "
-                  "pin it by digest (image@sha256:...) in pyproject.toml")
+            print(
+                f"::warning title=unpinned image::row {e['row']} uses {e['image']}; "
+                "pin it by digest (image@sha256:...) in pyproject.toml"
+            )
     lines = (
-        f"host={json.dumps(host, separators=(',', ':'))}\n"
-        f"container={json.dumps(container, separators=(',', ':'))}\n"
+        f"host={json.dumps(host, separators=(',', ':'))}\ncontainer={json.dumps(container, separators=(',', ':'))}\n"
     )
     if output is None:
         sys.stdout.write(lines)

@@ -11,8 +11,8 @@ from device_matrix.diagnostics.parse import (
     FaulthandlerDump,
     format_python_stack,
     last_lines,
-    parse_faulthandler,
     parse_fatal_lines,
+    parse_faulthandler,
     parse_native_stacks,
     parse_terminate,
 )
@@ -136,8 +136,11 @@ def diagnose(
     return CrashDiagnosis(
         signal=signum,
         signal_name=name,
-        hint=("hung past its timeout: every thread's stack was dumped, then the process group ended"
-              if timed_out else SIGNAL_HINTS.get(name or "", None)),
+        hint=(
+            "hung past its timeout: every thread's stack was dumped, then the process group ended"
+            if timed_out
+            else SIGNAL_HINTS.get(name or "")
+        ),
         exit_code=returncode,
         fatal_error=fatal_dump.fatal_error if fatal_dump else None,
         python_stack=redactor.text("\n\n".join(python_stacks)) if python_stacks else None,

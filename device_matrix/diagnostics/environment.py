@@ -16,6 +16,7 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from device_matrix.redact import Redactor
@@ -44,7 +45,11 @@ ENV_RE = re.compile(
 )
 
 DRIVER_TOOLS: dict[str, list[str]] = {
-    "nvidia-smi": ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+    "nvidia-smi": [
+        "nvidia-smi",
+        "--query-gpu=name,driver_version,memory.total",
+        "--format=csv,noheader",
+    ],
     "neuron-ls": ["neuron-ls", "--json-output"],
 }
 
@@ -66,7 +71,12 @@ def _drivers(timeout: float = 10.0) -> dict[str, str]:
             continue
         try:
             proc = subprocess.run(
-                argv, capture_output=True, text=True, timeout=timeout, check=False, stdin=subprocess.DEVNULL
+                argv,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+                stdin=subprocess.DEVNULL,
             )
             text = (proc.stdout or proc.stderr).strip()
             out[name] = text[:2000] if proc.returncode == 0 else f"exit {proc.returncode}: {text[:500]}"
@@ -90,5 +100,5 @@ def snapshot(environ: Mapping[str, str] | None = None, *, drivers: bool = True) 
         "drivers": _drivers() if drivers else {},
         "variables": redactor.env(variables),
         "container_image": env.get("DEVICE_MATRIX_IMAGE") or None,
-        "in_container": os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv"),
+        "in_container": Path("/.dockerenv").exists() or Path("/run/.containerenv").exists(),
     }

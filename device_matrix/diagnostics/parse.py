@@ -101,8 +101,7 @@ def parse_faulthandler(text: str) -> list[FaulthandlerDump]:
 def format_python_stack(stack: ThreadStack) -> str:
     head = f"{'Current thread' if stack.current else 'Thread'} {stack.thread} (most recent call first):"
     lines = [head] + [
-        f'  File "{f.file}", line {f.line if f.line is not None else "???"} in {f.function}'
-        for f in stack.frames
+        f'  File "{f.file}", line {f.line if f.line is not None else "???"} in {f.function}' for f in stack.frames
     ]
     return "\n".join(lines)
 
@@ -114,10 +113,10 @@ TSL_MANGLED_BEGIN = "*** BEGIN MANGLED STACK TRACE ***"
 TSL_MANGLED_END = "*** END MANGLED STACK TRACE ***"
 TSL_BEGIN = "*** Begin stack trace ***"
 TSL_END = "*** End stack trace ***"
-MANGLED_FRAME_RE = re.compile(r"^(?P<module>[^()\s][^()]*)\((?P<symbol>[^)+]*)(?:\+0x[0-9a-fA-F]+)?\)\s*\[0x[0-9a-fA-F]+\]$")
-ABSL_SIGNAL_RE = re.compile(
-    r"^\*\*\* (SIG[A-Z]+)(?: \(@[^)]*\))?.*received by PID (\d+) \(TID (\d+)\).*\*\*\*$"
+MANGLED_FRAME_RE = re.compile(
+    r"^(?P<module>[^()\s][^()]*)\((?P<symbol>[^)+]*)(?:\+0x[0-9a-fA-F]+)?\)\s*\[0x[0-9a-fA-F]+\]$"
 )
+ABSL_SIGNAL_RE = re.compile(r"^\*\*\* (SIG[A-Z]+)(?: \(@[^)]*\))?.*received by PID (\d+) \(TID (\d+)\).*\*\*\*$")
 # "@ 0x7f.. 976 func" (signal handler: with a frame size) or "@ 0x7f.. func" (check failure)
 ABSL_FRAME_RE = re.compile(r"^\s*(?:PC: )?@\s+0x[0-9a-fA-F]+\s+(?:(?:\(unknown\)|\d+)\s+)?(.*)$")
 CHECK_TRACE = "*** Check failure stack trace: ***"
@@ -154,6 +153,7 @@ def _demangled_from_tsl(line: str) -> str:
 
 def parse_native_stacks(text: str) -> list[NativeStack]:
     stacks: list[NativeStack] = []
+    frames: list[str]
     lines = text.splitlines()
     i = 0
     n = len(lines)
@@ -172,7 +172,7 @@ def parse_native_stacks(text: str) -> list[NativeStack]:
                 s = cur.strip()
                 if s == TSL_MANGLED_BEGIN:
                     mode = "mangled"
-                elif s == TSL_MANGLED_END or s == TSL_END:
+                elif s in (TSL_MANGLED_END, TSL_END):
                     mode = None
                     raw.append(cur)
                     if s == TSL_END:
@@ -197,15 +197,14 @@ def parse_native_stacks(text: str) -> list[NativeStack]:
                     break
                 raw.append(cur)
                 i += 1
-            frames = demangled or mangled
-            stacks.append(NativeStack("tsl", sig, None, frames, raw))
+            stacks.append(NativeStack("tsl", sig, None, demangled or mangled, raw))
             continue
         m = ABSL_SIGNAL_RE.match(line.strip())
         if m or line.strip() == CHECK_TRACE:
             fmt = "absl" if m else "check_failure"
             name = m.group(1) if m else None
             raw = [line]
-            frames: list[str] = []
+            frames = []
             i += 1
             while i < n:
                 cur = lines[i].rstrip()

@@ -71,7 +71,7 @@ def expand_options(options: Sequence[str]) -> list[str]:
         if opt.startswith("--device=") and any(c in opt for c in "*?["):
             pattern = opt.split("=", 1)[1]
             host_part = pattern.split(":", 1)[0]
-            matches = sorted(glob.glob(host_part))
+            matches = sorted(glob.glob(host_part))  # noqa: PTH207 - absolute patterns
             out.extend(f"--device={m}" for m in matches)
         else:
             out.append(opt)
@@ -142,8 +142,18 @@ class ContainerExecutor:
         client_env = {
             k: v
             for k, v in self.host_env.items()
-            if k in ("PATH", "HOME", "DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CONTEXT",
-                     "XDG_RUNTIME_DIR", "CONTAINER_HOST", "TMPDIR", "LANG")
+            if k
+            in (
+                "PATH",
+                "HOME",
+                "DOCKER_HOST",
+                "DOCKER_CONFIG",
+                "DOCKER_CONTEXT",
+                "XDG_RUNTIME_DIR",
+                "CONTAINER_HOST",
+                "TMPDIR",
+                "LANG",
+            )
         }
         proc = subprocess.Popen(
             self.argv(spec, name=self.container_name),

@@ -14,7 +14,11 @@ LEDGER_FILE = "ledger.sqlite"
 
 
 def open_tracker(
-    cfg: Config, results_dir: Path, *, kind: str | None = None, environ: Mapping[str, str] | None = None
+    cfg: Config,
+    results_dir: Path,
+    *,
+    kind: str | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> Tracker:
     env = os.environ if environ is None else environ
     choice = kind or cfg.tracker.kind
@@ -33,7 +37,8 @@ def open_tracker(
     if not token:
         raise TrackerError(
             f"no token in ${cfg.tracker.token_env}",
-            tip=f"Export {cfg.tracker.token_env} (in Actions: env: {cfg.tracker.token_env}: ${{{{ secrets.GITHUB_TOKEN }}}}).",
+            tip=f"Export {cfg.tracker.token_env} "
+            f"(in Actions: env: {cfg.tracker.token_env}: ${{{{ secrets.GITHUB_TOKEN }}}}).",
         )
     return GitHubTracker(
         cfg.tracker.repository,

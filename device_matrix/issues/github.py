@@ -97,8 +97,15 @@ class GitHubTracker:
             return 60.0
         return None
 
-    def _request(self, method: str, path: str, *, json: Mapping[str, Any] | None = None,
-                 params: Mapping[str, Any] | None = None, url: str | None = None) -> requests.Response:
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Mapping[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
+        url: str | None = None,
+    ) -> requests.Response:
         write = method != "GET"
         attempt_5xx = 0
         waited = 0.0
@@ -107,7 +114,11 @@ class GitHubTracker:
                 self._wait_for_write_slot()
             try:
                 resp = self.session.request(
-                    method, url or f"{self.api}{path}", json=json, params=params, timeout=self.timeout
+                    method,
+                    url or f"{self.api}{path}",
+                    json=json,
+                    params=params,
+                    timeout=self.timeout,
                 )
             except requests.RequestException as exc:
                 if attempt_5xx < MAX_5XX_RETRIES:
@@ -201,7 +212,7 @@ class GitHubTracker:
         params: dict[str, Any] = {"state": "all", "per_page": PER_PAGE}
         if self.labels:
             params["labels"] = self.labels[0]
-        out = []
+        out: list[Issue] = []
         for page in self._pages(f"/repos/{self.repository}/issues", params):
             out.extend(self._issue(d) for d in page if "pull_request" not in d)
         return out
@@ -228,7 +239,9 @@ class GitHubTracker:
 
     def create(self, title: str, body: str, labels: Sequence[str]) -> Issue:
         resp = self._request(
-            "POST", f"/repos/{self.repository}/issues", json={"title": title, "body": body, "labels": list(labels)}
+            "POST",
+            f"/repos/{self.repository}/issues",
+            json={"title": title, "body": body, "labels": list(labels)},
         )
         return self._issue(resp.json())
 

@@ -101,7 +101,15 @@ class Ledger:
                        VALUES (?, ?, ?, ?, ?, 1, ?, ?)
                        ON CONFLICT(id) DO UPDATE SET title=excluded.title, body=excluded.body,
                          state=excluded.state, labels=excluded.labels, seeded=1, updated=excluded.updated""",
-                    (e["id"], e["title"], body, e.get("state", "open"), json.dumps(e.get("labels", [])), now, now),
+                    (
+                        e["id"],
+                        e["title"],
+                        body,
+                        e.get("state", "open"),
+                        json.dumps(e.get("labels", [])),
+                        now,
+                        now,
+                    ),
                 )
 
     def _issue(self, row: tuple[Any, ...]) -> Issue:
@@ -125,7 +133,8 @@ class Ledger:
         if not ref.startswith("ledger:"):
             return None
         row = self.db.execute(
-            "SELECT id, title, body, state, labels FROM issues WHERE id = ?", (int(ref.split(":", 1)[1]),)
+            "SELECT id, title, body, state, labels FROM issues WHERE id = ?",
+            (int(ref.split(":", 1)[1]),),
         ).fetchone()
         return self._issue(row) if row else None
 
@@ -145,7 +154,8 @@ class Ledger:
     def comment(self, issue: Issue, body: str) -> None:
         with self.db:
             self.db.execute(
-                "INSERT INTO comments (issue_id, body, created) VALUES (?, ?, ?)", (issue.number, body, _now())
+                "INSERT INTO comments (issue_id, body, created) VALUES (?, ?, ?)",
+                (issue.number, body, _now()),
             )
 
     def comments(self, issue: Issue) -> list[str]:
@@ -157,5 +167,6 @@ class Ledger:
     def set_state(self, ref: str, state: IssueState) -> None:
         with self.db:
             self.db.execute(
-                "UPDATE issues SET state = ?, updated = ? WHERE id = ?", (state, _now(), int(ref.split(":", 1)[1]))
+                "UPDATE issues SET state = ?, updated = ? WHERE id = ?",
+                (state, _now(), int(ref.split(":", 1)[1])),
             )

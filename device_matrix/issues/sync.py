@@ -105,12 +105,21 @@ def collect(records: Sequence[RunRecord]) -> tuple[list[Finding], list[tuple[str
                     kind="crash",
                     title=clip_title(f"{'Hang' if crash['kind'] == 'timeout' else 'Crash'}: {what} in {where}"),
                     sections=[
-                        ("What happened", f"{crash['kind']} ({what}) during {crash['when'] or crash['phase']}"
-                         f" of `{where}`; {crash['classification']} over {len(crash['reruns'])} rerun(s). {d['hint'] or ''}", False),
+                        (
+                            "What happened",
+                            f"{crash['kind']} ({what}) during {crash['when'] or crash['phase']}"
+                            f" of `{where}`; {crash['classification']} over {len(crash['reruns'])} rerun(s). "
+                            f"{d['hint'] or ''}",
+                            False,
+                        ),
                         ("Fatal message", head, True),
                         ("Python stack", d["python_stack"], True),
                         ("Native stack", d["native_stack"], True),
-                        ("gdb backtrace (top frames)", "\n".join(d["gdb_frames"]) if d.get("gdb_frames") else None, True),
+                        (
+                            "gdb backtrace (top frames)",
+                            "\n".join(d["gdb_frames"]) if d.get("gdb_frames") else None,
+                            True,
+                        ),
                         ("Last output", "\n".join(d["last_output"][-25:]), True),
                         ("Reproduce", crash["repro"], True),
                         ("Fingerprint basis", "\n".join(d["fingerprint_basis"]), True),
@@ -138,10 +147,19 @@ def collect(records: Sequence[RunRecord]) -> tuple[list[Finding], list[tuple[str
                     kind="skip",
                     title=clip_title(f"Disabled ({skip['mode']}): {test['nodeid']}"),
                     sections=[
-                        ("Test", f"`{test['nodeid']}` is marked {skip['mode']} on {', '.join(skip['devices']) or 'some devices'}"
-                         f" ({skip['source']}{', ' + where if where else ''}) without an issue.", False),
+                        (
+                            "Test",
+                            f"`{test['nodeid']}` is marked {skip['mode']} on "
+                            f"{', '.join(skip['devices']) or 'some devices'}"
+                            f" ({skip['source']}{', ' + where if where else ''}) without an issue.",
+                            False,
+                        ),
                         ("Reason given", skip["reason"] or "(none)", False),
-                        ("To re-enable", "Fix the cause, then remove the marker or disable-list entry.", False),
+                        (
+                            "To re-enable",
+                            "Fix the cause, then remove the marker or disable-list entry.",
+                            False,
+                        ),
                     ],
                 )
                 findings[fp] = f
@@ -186,8 +204,8 @@ def sync(
         report.issues[issue.key] = {"state": issue.state, "title": issue.title, "url": issue.url}
 
     for f in findings:
-        issue = by_fp.get(f.fingerprint)
-        if issue is None:
+        found = by_fp.get(f.fingerprint)
+        if found is None:
             if not apply:
                 report.would_file.append((f.fingerprint, f.title))
                 continue
@@ -196,6 +214,7 @@ def sync(
             by_fp[f.fingerprint] = issue
             report.filed.append((f.fingerprint, issue.key))
         else:
+            issue = found
             report.linked.append((f.fingerprint, issue.key))
             if f.kind == "crash" and apply:
                 for row, run in f.runs:
@@ -212,16 +231,16 @@ def sync(
     for nodeid, _row, ref in cited:
         if ref not in checked:
             checked[ref] = tracker.get(ref)
-        issue = checked[ref]
-        report.cited[ref] = issue.state if issue else "unknown"
-        if issue is not None:
-            remember(issue)
-            if issue.state == "closed" and (nodeid, ref) not in report.reenable:
+        cited_issue = checked[ref]
+        report.cited[ref] = cited_issue.state if cited_issue else "unknown"
+        if cited_issue is not None:
+            remember(cited_issue)
+            if cited_issue.state == "closed" and (nodeid, ref) not in report.reenable:
                 report.reenable.append((nodeid, ref))
 
     if state_path is not None:
         links = dict(previous.get("links", {}))
-        links.update({fp: key for fp, key in report.linked + report.filed})
+        links.update(dict(report.linked + report.filed))
         write_json_atomic(
             state_path,
             {
@@ -248,4 +267,12 @@ def load_links(results_dir: Path) -> dict[str, Any]:
     return _load_state(results_dir / STATE_FILE)
 
 
-__all__ = ["Finding", "SyncReport", "code_block", "collect", "load_links", "skip_fingerprint", "sync"]
+__all__ = [
+    "Finding",
+    "SyncReport",
+    "code_block",
+    "collect",
+    "load_links",
+    "skip_fingerprint",
+    "sync",
+]

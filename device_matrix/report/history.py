@@ -42,7 +42,8 @@ class History:
         run_id, label = last
         changes["previous"] = label
         before = {
-            (r, n): o for r, n, o in self.db.execute("SELECT row, nodeid, outcome FROM outcomes WHERE run_id = ?", (run_id,))
+            (r, n): o
+            for r, n, o in self.db.execute("SELECT row, nodeid, outcome FROM outcomes WHERE run_id = ?", (run_id,))
         }
         rows_before = {r for r, _ in before}
         for t in triage["tests"]:
@@ -79,7 +80,9 @@ class History:
                 "INSERT INTO crashes (run_id, fingerprint, classification) VALUES (?, ?, ?)",
                 ((run_id, c["fingerprint"], c["classification"]) for c in triage["crashes"]),
             )
-            old = [r[0] for r in self.db.execute("SELECT id FROM runs ORDER BY id DESC LIMIT -1 OFFSET ?", (KEEP_RUNS,))]
+            old = [
+                r[0] for r in self.db.execute("SELECT id FROM runs ORDER BY id DESC LIMIT -1 OFFSET ?", (KEEP_RUNS,))
+            ]
             for rid in old:
                 self.db.execute("DELETE FROM outcomes WHERE run_id = ?", (rid,))
                 self.db.execute("DELETE FROM crashes WHERE run_id = ?", (rid,))

@@ -10,7 +10,8 @@ from device_matrix.report.model import Triage
 CSS = """
 :root { --ok:#1a7f37; --bad:#cf222e; --crash:#8250df; --skip:#9a6700; --muted:#6e7781; }
 * { box-sizing: border-box; }
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0; color: #1f2328; background: #f6f8fa; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0;
+       color: #1f2328; background: #f6f8fa; }
 header { background: #24292f; color: #fff; padding: 14px 24px; }
 header h1 { margin: 0; font-size: 20px; }
 main { padding: 16px 24px; max-width: 1400px; }
@@ -48,7 +49,8 @@ JS = """
   function apply() {
     var text = (q.value || '').toLowerCase(), shown = 0;
     rows.forEach(function (tr) {
-      var ok = tr.getAttribute('data-id').indexOf(text) !== -1 && (!only.checked || tr.getAttribute('data-bad') === '1');
+      var ok = tr.getAttribute('data-id').indexOf(text) !== -1 &&
+               (!only.checked || tr.getAttribute('data-bad') === '1');
       tr.style.display = ok ? '' : 'none';
       if (ok) shown++;
     });
@@ -74,7 +76,10 @@ def render(t: Triage) -> str:
     add("<meta name='viewport' content='width=device-width, initial-scale=1'>")
     add("<title>device-matrix triage</title>")
     add(f"<style>{CSS}</style></head><body>")
-    add(f"<header><h1>device-matrix triage</h1><div class='muted'>generated {_e(t['generated_at'])}</div></header><main>")
+    add(
+        "<header><h1>device-matrix triage</h1>"
+        f"<div class='muted'>generated {_e(t['generated_at'])}</div></header><main>"
+    )
 
     add("<section id='rows'><h2>Rows</h2><div class='cards'>")
     for r in t["rows"]:
@@ -84,7 +89,8 @@ def render(t: Triage) -> str:
             f"<div class='card status-{_e(r['status'])}' data-row='{_e(r['row'])}'><b>{_e(r['row'])}</b> "
             f"<span class='{_e(r['status'])}'>{_e(r['status'])}</span><br>"
             f"{s.get('passed', 0)} passed · {s.get('failed', 0) + s.get('error', 0)} failed · "
-            f"{s.get('crashed', 0) + s.get('timeout', 0)} crashed · {s.get('skipped', 0) + s.get('xfailed', 0)} skipped<br>"
+            f"{s.get('crashed', 0) + s.get('timeout', 0)} crashed · "
+            f"{s.get('skipped', 0) + s.get('xfailed', 0)} skipped<br>"
             f"<span class='muted'>{_e(r['mode'])} · {r['duration']:.0f}s · {_e(versions)}</span>"
         )
         if r["reason"]:
@@ -116,8 +122,10 @@ def render(t: Triage) -> str:
     for c in t["crashes"]:
         issue = f"{_e(c['issue'])} ({_e(c['issue_state'] or 'state unknown')})" if c["issue"] else "<b>no issue yet</b>"
         add(
-            f"<details class='crash' data-fingerprint='{_e(c['fingerprint'])}'><summary><span class='crashed'>{_e(c['signal'] or c['kind'])}</span> "
-            f"<code>{_e(', '.join(c['nodeids'][:3]))}</code> on {_e(', '.join(c['rows']))} · {_e(c['classification'])} · "
+            f"<details class='crash' data-fingerprint='{_e(c['fingerprint'])}'><summary>"
+            f"<span class='crashed'>{_e(c['signal'] or c['kind'])}</span> "
+            f"<code>{_e(', '.join(c['nodeids'][:3]))}</code> on {_e(', '.join(c['rows']))} · "
+            f"{_e(c['classification'])} · "
             f"<span class='tag'>{_e(c['fingerprint'])}</span> · {issue}</summary>"
         )
         if c["hint"]:
@@ -136,10 +144,12 @@ def render(t: Triage) -> str:
         add("<p class='muted'>none</p>")
     add("</section>")
 
-    add(f"<section id='matrix-section'><h2>Tests × devices ({len(t['tests'])} tests)</h2>")
-    add("<div class='controls'><input type='search' id='filter' placeholder='filter by test id' aria-label='filter'>"
+    add(f"<section id='matrix-section'><h2>Tests by device ({len(t['tests'])} tests)</h2>")
+    add(
+        "<div class='controls'><input type='search' id='filter' placeholder='filter by test id' aria-label='filter'>"
         "<label><input type='checkbox' id='only-problems'> only problems</label>"
-        "<span class='muted'><span id='shown'>0</span> shown</span></div>")
+        "<span class='muted'><span id='shown'>0</span> shown</span></div>"
+    )
     add("<table id='matrix'><thead><tr><th>test</th>")
     for d in t["devices"]:
         add(f"<th class='o'>{_e(d)}</th>")
@@ -154,17 +164,21 @@ def render(t: Triage) -> str:
         add("</tr>")
     add("</tbody></table></section>")
 
-    add(f"<section id='skips'><h2>Device skips ({len(t['skips'])})</h2><table><thead><tr><th>test</th><th>mode</th>"
-        "<th>rows</th><th>issue</th><th>reason</th></tr></thead><tbody>")
-    for s in t["skips"]:
-        if not s["issue"]:
+    add(
+        f"<section id='skips'><h2>Device skips ({len(t['skips'])})</h2><table><thead><tr><th>test</th><th>mode</th>"
+        "<th>rows</th><th>issue</th><th>reason</th></tr></thead><tbody>"
+    )
+    for sk in t["skips"]:
+        if not sk["issue"]:
             issue_html = "<span class='failed'>no issue</span>"
         else:
-            state = s["issue_state"] or "state unknown"
+            state = sk["issue_state"] or "state unknown"
             extra = " — can be re-enabled" if state == "closed" else ""
-            issue_html = f"{_e(s['issue'])} <span class='muted'>({_e(state)}{extra})</span>"
-        add(f"<tr><td><code>{_e(s['nodeid'])}</code></td><td>{_e(s['mode'])}</td><td>{_e(', '.join(s['rows']))}</td>"
-            f"<td>{issue_html}</td><td>{_e(s['reason'])}</td></tr>")
+            issue_html = f"{_e(sk['issue'])} <span class='muted'>({_e(state)}{extra})</span>"
+        add(
+            f"<tr><td><code>{_e(sk['nodeid'])}</code></td><td>{_e(sk['mode'])}</td><td>{_e(', '.join(sk['rows']))}</td>"
+            f"<td>{issue_html}</td><td>{_e(sk['reason'])}</td></tr>"
+        )
     add("</tbody></table></section>")
     add(f"<script type='application/json' id='triage-data'>{_json_for_script(t)}</script>")
     add(f"<script>{JS}</script></main></body></html>")

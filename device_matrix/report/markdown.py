@@ -36,9 +36,12 @@ def render(t: Triage, *, limit: int = STEP_SUMMARY_LIMIT) -> str:
     for r in t["rows"]:
         s = r["summary"]
         versions = ", ".join(f"{k} {v}" for k, v in r["versions"].items())
-        status = r["status"] + (f" ({_cell(r['reason'])})" if r["status"] in ("unavailable", "error") and r["reason"] else "")
+        status = r["status"] + (
+            f" ({_cell(r['reason'])})" if r["status"] in ("unavailable", "error") and r["reason"] else ""
+        )
         out.append(
-            f"| {r['row']} | {status} | {s.get('passed', 0)} | {s.get('failed', 0) + s.get('error', 0) + s.get('xpassed', 0)} "
+            f"| {r['row']} | {status} | {s.get('passed', 0)} "
+            f"| {s.get('failed', 0) + s.get('error', 0) + s.get('xpassed', 0)} "
             f"| {s.get('crashed', 0) + s.get('timeout', 0)} | {s.get('skipped', 0)} | {s.get('xfailed', 0)} "
             f"| {s.get('not_run', 0)} | {r['duration']:.0f}s | {_cell(versions)} |"
         )
@@ -89,16 +92,19 @@ def render(t: Triage, *, limit: int = STEP_SUMMARY_LIMIT) -> str:
     attention = [s for s in t["skips"] if not s["issue"] or s["issue_state"] == "closed"]
     out.append(f"## Device skips ({len(t['skips'])}, {len(attention)} need attention)")
     out.append("")
-    for s in attention[:MAX_LISTED]:
-        what = "cites no issue" if not s["issue"] else f"{s['issue']} is closed: can be re-enabled"
-        out.append(f"- `{s['nodeid']}` ({s['mode']} on {', '.join(s['rows'])}): {what}")
+    for sk in attention[:MAX_LISTED]:
+        what = "cites no issue" if not sk["issue"] else f"{sk['issue']} is closed: can be re-enabled"
+        out.append(f"- `{sk['nodeid']}` ({sk['mode']} on {', '.join(sk['rows'])}): {what}")
     cited = [s for s in t["skips"] if s["issue"] and s["issue_state"] != "closed"]
     if cited:
         out.append("")
         out.append("<details><summary>Skips with open issues</summary>")
         out.append("")
-        for s in cited[:200]:
-            out.append(f"- `{s['nodeid']}` ({s['mode']} on {', '.join(s['rows'])}): {s['issue']} ({s['issue_state'] or 'state unknown'})")
+        for sk in cited[:200]:
+            out.append(
+                f"- `{sk['nodeid']}` ({sk['mode']} on {', '.join(sk['rows'])}): "
+                f"{sk['issue']} ({sk['issue_state'] or 'state unknown'})"
+            )
         out.append("")
         out.append("</details>")
     out.append("")

@@ -120,25 +120,46 @@ def build(
                 reason=rec.get("reason"),
                 mode=rec.get("mode", "local"),
                 duration=float(rec.get("duration", 0.0)),
-                summary=dict(rec["summary"]),
+                summary={k: int(v) for k, v in rec["summary"].items()},  # type: ignore[call-overload]
                 run_url=rec.get("run_url"),
-                versions={k: str(v) for k, v in (packages or {}).items() if k in ("torch", "torch_xla", "libtpu", "jax", "torch_neuronx")},
+                versions={
+                    k: str(v)
+                    for k, v in (packages or {}).items()
+                    if k in ("torch", "torch_xla", "libtpu", "jax", "torch_neuronx")
+                },
                 image=rec.get("image"),
             )
         )
         for t in rec["tests"]:
             matrix.setdefault(t["nodeid"], {})[row] = t["outcome"]
             if t["outcome"] in FAILING_OUTCOMES and t["outcome"] not in ("crashed", "timeout"):
-                failures.append({"nodeid": t["nodeid"], "row": row, "outcome": t["outcome"], "message": _first_line(t["message"])})
+                failures.append(
+                    {
+                        "nodeid": t["nodeid"],
+                        "row": row,
+                        "outcome": t["outcome"],
+                        "message": _first_line(t["message"]),
+                    }
+                )
             skip = t.get("skip")
             if skip and skip["source"] in DEVICE_SKIP_SOURCES:
                 key = (t["nodeid"], skip["mode"])
                 view = skips.get(key)
                 issue = skip["issue"] or fp_links.get(skip_fingerprint(t["nodeid"], skip["mode"]))
                 if view is None:
-                    where = f"{skip['file']}:{skip['line']}" if skip.get("file") and skip.get("line") else skip.get("file")
-                    view = SkipView(nodeid=t["nodeid"], rows=[], mode=skip["mode"], reason=skip["reason"],
-                                    issue=issue, issue_state=state_of(issue), source=skip["source"], where=where)
+                    where = (
+                        f"{skip['file']}:{skip['line']}" if skip.get("file") and skip.get("line") else skip.get("file")
+                    )
+                    view = SkipView(
+                        nodeid=t["nodeid"],
+                        rows=[],
+                        mode=skip["mode"],
+                        reason=skip["reason"],
+                        issue=issue,
+                        issue_state=state_of(issue),
+                        source=skip["source"],
+                        where=where,
+                    )
                     skips[key] = view
                 view["rows"].append(row)
         for c in rec["crashes"]:
@@ -182,6 +203,9 @@ def build(
         tests=[{"nodeid": n, "outcomes": o} for n, o in sorted(matrix.items())],
         failures=failures,
         crashes=sorted(crashes.values(), key=lambda c: (-len(c["rows"]), c["fingerprint"])),
-        skips=sorted(skips.values(), key=lambda s: (s["issue"] is not None, s["issue_state"] != "closed", s["nodeid"])),
+        skips=sorted(
+            skips.values(),
+            key=lambda s: (s["issue"] is not None, s["issue_state"] != "closed", s["nodeid"]),
+        ),
         changes=Changes(previous=None, new_failures=[], fixed=[], new_crashes=[], newly_flaky=[]),
     )

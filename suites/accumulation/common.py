@@ -18,7 +18,11 @@ def make_model(device: Any, *, seed: int = 0, dropout: float = 0.0, frozen: Sequ
     layers: list[torch.nn.Module] = [torch.nn.Linear(IN_FEATURES, HIDDEN), torch.nn.Tanh()]
     if dropout:
         layers.append(torch.nn.Dropout(dropout))
-    layers += [torch.nn.Linear(HIDDEN, HIDDEN), torch.nn.Tanh(), torch.nn.Linear(HIDDEN, OUT_FEATURES)]
+    layers += [
+        torch.nn.Linear(HIDDEN, HIDDEN),
+        torch.nn.Tanh(),
+        torch.nn.Linear(HIDDEN, OUT_FEATURES),
+    ]
     model = torch.nn.Sequential(*layers)
     for name, param in model.named_parameters():
         if name in frozen:

@@ -13,7 +13,6 @@ import torch
 
 from suites.accumulation.common import clone_model, make_batches, make_model, ordinary_accumulation
 
-
 UNIQUE_MICRO_BATCH = 5
 
 

@@ -24,7 +24,12 @@ def main() -> None:
     import torch_xla.runtime as xr
     from torch_xla.experimental.gradient_accumulation import gradient_accumulation
 
-    from suites.accumulation.common import clone_model, make_batches, make_model, ordinary_accumulation
+    from suites.accumulation.common import (
+        clone_model,
+        make_batches,
+        make_model,
+        ordinary_accumulation,
+    )
 
     xr.use_spmd()
     n = xr.global_runtime_device_count()

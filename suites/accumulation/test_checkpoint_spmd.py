@@ -8,7 +8,12 @@ import pytest
 import torch
 
 from suites.accumulation.common import clone_model, make_batches, make_model, ordinary_accumulation
-from suites.accumulation.test_accumulation import DEFAULT_ATOL, DEFAULT_RTOL, assert_close, assert_same_grads
+from suites.accumulation.test_accumulation import (
+    DEFAULT_ATOL,
+    DEFAULT_RTOL,
+    assert_close,
+    assert_same_grads,
+)
 from suites.conftest import run_worker
 
 ga = pytest.importorskip("torch_xla.experimental.gradient_accumulation")

@@ -10,14 +10,15 @@ from suites.accumulation.compilation import measure
 STEPS = (2, 4, 8, 16)
 
 
-def test_compiled_graphs_do_not_grow_with_steps(
-    device: Any, record_property: Callable[[str, object], None]
-) -> None:
+def test_compiled_graphs_do_not_grow_with_steps(device: Any, record_property: Callable[[str, object], None]) -> None:
     costs = measure(device, STEPS)
     for c in costs:
         record_property(
             f"steps_{c.steps}",
-            {"while": [c.while_compiles, c.while_hlo_lines], "ordinary": [c.ordinary_compiles, c.ordinary_hlo_lines]},
+            {
+                "while": [c.while_compiles, c.while_hlo_lines],
+                "ordinary": [c.ordinary_compiles, c.ordinary_hlo_lines],
+            },
         )
     while_counts = {c.while_compiles for c in costs}
     while_sizes = {c.while_hlo_lines for c in costs}

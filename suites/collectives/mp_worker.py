@@ -22,7 +22,7 @@ def main() -> None:
     import torch.distributed as dist
     import torch_xla
     import torch_xla.core.xla_model as xm
-    import torch_xla.distributed.xla_backend  # noqa: F401 - registers the "xla" backend
+    import torch_xla.distributed.xla_backend
     import torch_xla.runtime as xr
 
     dist.init_process_group("xla", init_method=args.init_method)
@@ -37,7 +37,10 @@ def main() -> None:
     rank = dist.get_rank()
     gathered = xm.all_gather(torch.full((2,), float(rank), device=device), dim=0)
     scattered = xm.reduce_scatter(
-        xm.REDUCE_SUM, torch.ones(expected_world * 2, device=device), scale=1.0, scatter_dim=0,
+        xm.REDUCE_SUM,
+        torch.ones(expected_world * 2, device=device),
+        scale=1.0,
+        scatter_dim=0,
         shard_count=xr.world_size(),
     )
     torch_xla.sync()

@@ -20,7 +20,14 @@ from typing import Any
 
 import pytest
 
-from suites.conftest import ROOT, child_env, launch_concurrently, run_worker, settings, worker_result
+from suites.conftest import (
+    ROOT,
+    child_env,
+    launch_concurrently,
+    run_worker,
+    settings,
+    worker_result,
+)
 
 ITERATIONS = 50
 MP_WORLD = 2
@@ -135,7 +142,15 @@ def test_spawn_all_reduce_equals_world_size() -> None:
     pytest.importorskip("torch_xla")
     world = _world()
     proc = subprocess.run(
-        [sys.executable, "-X", "faulthandler", "-m", "suites.collectives.spawn_worker", "--iterations", "10"],
+        [
+            sys.executable,
+            "-X",
+            "faulthandler",
+            "-m",
+            "suites.collectives.spawn_worker",
+            "--iterations",
+            "10",
+        ],
         env=child_env({"CPU_NUM_DEVICES": str(world)}),
         cwd=ROOT,
         capture_output=True,
@@ -145,7 +160,10 @@ def test_spawn_all_reduce_equals_world_size() -> None:
     )
     output = proc.stdout + proc.stderr
     if proc.returncode != 0:
-        pytest.fail(f"xmp.spawn exited {proc.returncode}{_diagnosis(output, proc.returncode)}", pytrace=False)
+        pytest.fail(
+            f"xmp.spawn exited {proc.returncode}{_diagnosis(output, proc.returncode)}",
+            pytrace=False,
+        )
     results = [json.loads(line[7:]) for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     assert len(results) == results[0]["world"] >= 1
     for r in results:

@@ -57,7 +57,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     configs = _configs(dp, bool(s.get("skip_gradient_checkpointing", False)))
     out_dir = tmp_path_factory.mktemp("mlp_ab")
     commands = {
-        name: ([TRAIN, *args, "--output", str(out_dir / f"{name}.json")], {"CPU_NUM_DEVICES": str(max(dp, 1))})
+        name: (
+            [TRAIN, *args, "--output", str(out_dir / f"{name}.json")],
+            {"CPU_NUM_DEVICES": str(max(dp, 1))},
+        )
         for name, args in configs.items()
     }
     finished = launch_concurrently(commands)
@@ -81,7 +84,7 @@ def _sane(run: dict[str, Any], name: str) -> None:
 
 def _close(a: list[float], b: list[float], *, rtol: float, atol: float, what: str) -> None:
     assert len(a) == len(b), what
-    bad = [(i, x, y) for i, (x, y) in enumerate(zip(a, b)) if abs(x - y) > atol + rtol * abs(y)]
+    bad = [(i, x, y) for i, (x, y) in enumerate(zip(a, b, strict=True)) if abs(x - y) > atol + rtol * abs(y)]
     assert not bad, f"{what}: {len(bad)} value(s) differ beyond rtol={rtol} atol={atol}, first {bad[:3]}"
 
 

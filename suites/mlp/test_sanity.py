@@ -17,12 +17,25 @@ TRAIN = Path(__file__).with_name("train.py")
 
 def test_help_lists_every_flag() -> None:
     proc = subprocess.run(
-        [sys.executable, str(TRAIN), "--help"], capture_output=True, text=True, check=True, env=child_env()
+        [sys.executable, str(TRAIN), "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=child_env(),
     )
     for flag in (
-        "--batch-size", "--lr", "--num-steps", "--log-steps", "--input-dim", "--seed",
-        "--gradient-accumulation-steps", "--use-gradient-accumulation-loop",
-        "--use-gradient-checkpointing", "--skip-gradient-checkpointing", "--dp-degree", "--output",
+        "--batch-size",
+        "--lr",
+        "--num-steps",
+        "--log-steps",
+        "--input-dim",
+        "--seed",
+        "--gradient-accumulation-steps",
+        "--use-gradient-accumulation-loop",
+        "--use-gradient-checkpointing",
+        "--skip-gradient-checkpointing",
+        "--dp-degree",
+        "--output",
     ):
         assert flag in proc.stdout, flag
 
@@ -30,7 +43,10 @@ def test_help_lists_every_flag() -> None:
 def test_bad_flags_give_a_clear_error() -> None:
     proc = subprocess.run(
         [sys.executable, str(TRAIN), "--batch-size", "100", "--gradient-accumulation-steps", "3"],
-        capture_output=True, text=True, check=False, env=child_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+        env=child_env(),
     )
     assert proc.returncode == 2
     assert "must be a multiple of --gradient-accumulation-steps" in proc.stderr
@@ -41,7 +57,12 @@ def test_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "run.json"
     proc = subprocess.run(
         [sys.executable, str(TRAIN), "--num-steps", "6", "--log-steps", "3", "--output", str(out)],
-        capture_output=True, text=True, check=False, env=child_env(), cwd=ROOT, timeout=600,
+        capture_output=True,
+        text=True,
+        check=False,
+        env=child_env(),
+        cwd=ROOT,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "step     3  loss" in proc.stdout

@@ -183,7 +183,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(json.dumps(result, indent=1))
-    print(json.dumps({"final_loss": result["final_loss"], "output": str(args.output) if args.output else None}))
+    print(
+        json.dumps(
+            {
+                "final_loss": result["final_loss"],
+                "output": str(args.output) if args.output else None,
+            }
+        )
+    )
     return 0
 
 
