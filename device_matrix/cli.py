@@ -109,10 +109,13 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
 def _link_with_ledger(cfg: Config, out: Output) -> None:
     """The embedded ledger is local and offline: link findings at the end of every run."""
     from device_matrix.issues import open_tracker
-    from device_matrix.issues.sync import sync
+    from device_matrix.issues.sync import collect, sync
     from device_matrix.issues_cli import load_records
 
     records, _ = load_records(cfg.results_dir)
+    findings, cited = collect(records)
+    if not findings and not cited:
+        return  # nothing to link: no ledger to open
     tracker = open_tracker(cfg, cfg.results_dir)
     report = sync(records, tracker, apply=True, labels=cfg.tracker.labels, results_dir=cfg.results_dir)
     for line in report.lines():

@@ -1,15 +1,67 @@
-"""Subcommands beyond running rows: skips, issues, triage."""
+"""The subcommands beyond `run`: their arguments only. Implementations load on use."""
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Callable
+from importlib import import_module
 from typing import Any
+
+from device_matrix.output import Output
+
+
+def _lazy(target: str) -> Callable[[argparse.Namespace, Output], int]:
+    """Import ``module:function`` when the command runs, not when the parser is built."""
+
+    def call(args: argparse.Namespace, out: Output) -> int:
+        module, _, name = target.partition(":")
+        func: Callable[[argparse.Namespace, Output], int] = getattr(import_module(module), name)
+        return func(args, out)
+
+    return call
+
+
+def add_skips_commands(sub: Any) -> None:
+    skips = sub.add_parser("skips", help="device skips and xfails: check and list")
+    skips_sub = skips.add_subparsers(dest="skips_command", required=True)
+    chk = skips_sub.add_parser("check", help="fail on any device skip that cites no issue or has expired")
+    chk.add_argument("paths", nargs="*", help="files or folders to scan (default: suites_dir)")
+    chk.add_argument("--verbose", "-v", action="store_true")
+    chk.set_defaults(func=_lazy("device_matrix.skips_cli:cmd_skips_check"))
+    lst = skips_sub.add_parser("list", help="every declared device skip and xfail")
+    lst.add_argument("paths", nargs="*")
+    lst.add_argument("--json", action="store_true")
+    lst.set_defaults(func=_lazy("device_matrix.skips_cli:cmd_skips_list"))
+
+
+def add_issues_commands(sub: Any) -> None:
+    issues = sub.add_parser("issues", help="link skips and crashes to issues")
+    issues_sub = issues.add_subparsers(dest="issues_command", required=True)
+    s = issues_sub.add_parser(
+        "sync",
+        help="file or link an issue for every skip and crash without one; read cited issues' states",
+        description="Dry run by default for GitHub (shows what it would file); the local ledger is written directly.",
+    )
+    s.add_argument("results", nargs="?", help="results folder (default from config)")
+    s.add_argument("--tracker", choices=("ledger", "github"), help="override tracker.kind")
+    s.add_argument("--repository", help="owner/name for the github tracker (overrides tracker.repository)")
+    group = s.add_mutually_exclusive_group()
+    group.add_argument("--apply", dest="apply", action="store_true", default=None, help="file and comment for real")
+    group.add_argument("--dry-run", dest="apply", action="store_false", help="only say what would be filed")
+    s.set_defaults(func=_lazy("device_matrix.issues_cli:cmd_issues_sync"))
+
+
+def add_triage_command(sub: Any) -> None:
+    tr = sub.add_parser("triage", help="one report (md, html, json) over every row's run.json")
+    tr.add_argument("results", nargs="?", help="results folder (default from config), or downloaded artifacts")
+    tr.add_argument("--out", help="where to write the reports (default RESULTS/triage)")
+    tr.add_argument("--history", help="run history database (default .device-matrix/history.sqlite)")
+    tr.add_argument("--no-history", action="store_true", help="do not compare with or record into the history")
+    tr.add_argument("--label", help="name of this run in the history (default: the time)")
+    tr.set_defaults(func=_lazy("device_matrix.triage_cli:cmd_triage"))
 
 
 def add_more_commands(sub: Any) -> None:
-    from device_matrix.issues_cli import add_issues_commands
-    from device_matrix.skips_cli import add_skips_commands
-    from device_matrix.triage_cli import add_triage_command
-
     add_skips_commands(sub)
     add_issues_commands(sub)
     add_triage_command(sub)

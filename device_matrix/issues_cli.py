@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from device_matrix import config as config_mod
 from device_matrix.errors import EXIT_OK, ResultsError
@@ -62,20 +61,3 @@ def cmd_issues_sync(args: argparse.Namespace, out: Output) -> int:
     if not apply and report.would_file:
         out.line("dry run: pass --apply to file them")
     return EXIT_OK
-
-
-def add_issues_commands(sub: Any) -> None:
-    issues = sub.add_parser("issues", help="link skips and crashes to issues")
-    issues_sub = issues.add_subparsers(dest="issues_command", required=True)
-    s = issues_sub.add_parser(
-        "sync",
-        help="file or link an issue for every skip and crash without one; read cited issues' states",
-        description="Dry run by default for GitHub (shows what it would file); the local ledger is written directly.",
-    )
-    s.add_argument("results", nargs="?", help="results folder (default from config)")
-    s.add_argument("--tracker", choices=("ledger", "github"), help="override tracker.kind")
-    s.add_argument("--repository", help="owner/name for the github tracker (overrides tracker.repository)")
-    group = s.add_mutually_exclusive_group()
-    group.add_argument("--apply", dest="apply", action="store_true", default=None, help="file and comment for real")
-    group.add_argument("--dry-run", dest="apply", action="store_false", help="only say what would be filed")
-    s.set_defaults(func=cmd_issues_sync)

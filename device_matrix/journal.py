@@ -76,6 +76,7 @@ class TestState:
     nodeid: str
     started_at: float | None = None
     seq: int | None = None
+    location: tuple[str, int | None] | None = None
     finished: bool = False
     reports: list[PhaseReport] = field(default_factory=list)
     meta: Mapping[str, Any] = field(default_factory=dict)
@@ -132,6 +133,9 @@ def summarize(events: Iterator[dict[str, Any]] | list[dict[str, Any]]) -> Journa
             state.meta = ev.get("meta") or {}
             seq = ev.get("seq")
             state.seq = seq if isinstance(seq, int) else None
+            loc = ev.get("loc")
+            if isinstance(loc, list) and len(loc) == 2:
+                state.location = (str(loc[0]), loc[1] if isinstance(loc[1], int) else None)
         elif kind == "report":
             nodeid = str(ev.get("nodeid"))
             state = summary.tests.get(nodeid)

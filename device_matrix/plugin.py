@@ -81,6 +81,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--dm-journal", default=None, help="append-only journal of started/finished tests")
     group.addoption("--dm-select", default=None, help="file of nodeids to run (others deselected)")
     group.addoption("--dm-faulthandler", default=None, help="file for fatal-signal and hang stacks")
+    group.addoption("--dm-env", action="store_true", help="write an environment snapshot into the journal")
     group.addoption(
         "--dm-device",
         default=None,
@@ -111,9 +112,13 @@ def pytest_configure(config: pytest.Config) -> None:
     journal = config.getoption("--dm-journal")
     if journal:
         state.journal = JournalWriter(Path(journal))
-        from device_matrix.diagnostics.environment import snapshot
+        env = None
+        if config.getoption("--dm-env"):
+            # only when the runner cannot see this interpreter itself (a container, --python)
+            from device_matrix.diagnostics.environment import snapshot
 
-        state.journal.write("session", pid=os.getpid(), device=state.device, t=time.time(), env=snapshot())
+            env = snapshot()
+        state.journal.write("session", pid=os.getpid(), device=state.device, t=time.time(), env=env)
     select = config.getoption("--dm-select")
     if select:
         state.select = [line for line in Path(select).read_text("utf-8").splitlines() if line.strip()]
@@ -240,7 +245,8 @@ def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) 
     if state is not None and state.journal is not None:
         meta = {k: v for k, v in state.meta.get(nodeid, {}).items() if k != "raises"}
         state.seq += 1
-        state.journal.write("start", nodeid=nodeid, t=time.time(), meta=meta, seq=state.seq)
+        line = location[1] + 1 if location[1] is not None else None
+        state.journal.write("start", nodeid=nodeid, t=time.time(), meta=meta, seq=state.seq, loc=[location[0], line])
         if state.markers:
             # where this test's output begins in the run log (the runner strips the marker)
             try:

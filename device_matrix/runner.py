@@ -17,14 +17,14 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib.util import find_spec
 from pathlib import Path
 from typing import Literal
 
-from device_matrix import diagnostics
+from device_matrix import diagnostics, jsonreport
 from device_matrix.config import Config, Row
 from device_matrix.devices import detect
 from device_matrix.errors import ConfigError, EnvironmentProblem
@@ -121,7 +121,6 @@ class RunOptions:
     core_limit: int | None = DEFAULT_CORE_LIMIT
     poll_interval: float = 0.05
     run_url: str | None = None
-    json_report: bool | None = None  # None: when pytest-json-report is importable here
 
 
 @dataclass
@@ -157,6 +156,9 @@ class _State:
     attempts: list[AttemptRecord] = field(default_factory=list)
     environment: dict[str, object] = field(default_factory=dict)
     error: str | None = None
+    # per-phase reports and locations, for the pytest-json-report layout only
+    phases: dict[str, list[dict[str, object]]] = field(default_factory=dict)
+    locations: dict[str, tuple[str, int | None]] = field(default_factory=dict)
 
 
 def _now_iso() -> str:
@@ -183,6 +185,8 @@ class RowRunner:
         self.max_restarts = cfg.max_restarts if options.max_restarts is None else options.max_restarts
         self._run_deadline = 0.0
         self._done = 0
+        self._env_from_child = False
+        self._local_env: dict[str, object] = {}
 
     # --- setup ------------------------------------------------------------------------
 
@@ -243,11 +247,6 @@ class RowRunner:
         env["DEVICE_MATRIX_OUTPUT_MARKERS"] = "1"
         return env
 
-    def _want_json_report(self) -> bool:
-        if self.options.json_report is not None:
-            return self.options.json_report
-        return self.plan.mode == "local" and self.options.python is None and find_spec("pytest_jsonreport") is not None
-
     def _absolute(self, target: str) -> str:
         """The child runs in its own folder: anchor relative paths and nodeids at the root."""
         path, sep, rest = target.partition("::")
@@ -300,18 +299,12 @@ class RowRunner:
             "--dm-faulthandler",
             str(fault),
         ]
+        if self._env_from_child:
+            args.append("--dm-env")
         if select is not None:
             select_file = adir / "select.txt"
             select_file.write_text("".join(n + "\n" for n in select), "utf-8")
             args += ["--dm-select", str(select_file)]
-        if self._want_json_report():
-            args += [
-                "--json-report",
-                "--json-report-file",
-                str(adir / "report.json"),
-                "--json-report-omit",
-                "log",
-            ]
         spec = LaunchSpec(
             pytest_args=args,
             env=self._child_env(),
@@ -359,12 +352,20 @@ class RowRunner:
         tail = JournalTail(journal)
         current: str | None = None
         since = 0.0
+        # a thread blocks in wait(): the end of the child is seen at once, not at the
+        # next poll (Popen.wait with a timeout sleeps in steps of up to 50 ms)
+        exited = threading.Event()
+        status: list[int] = []
+
+        def reap() -> None:
+            status.append(child.wait())
+            exited.set()
+
+        threading.Thread(target=reap, name="device-matrix-reap", daemon=True).start()
         try:
             while True:
-                try:
-                    rc: int | None = child.wait(self.options.poll_interval)
-                except subprocess.TimeoutExpired:
-                    rc = None
+                exited.wait(self.options.poll_interval)
+                rc: int | None = status[0] if status else None
                 for ev in tail.read_new():
                     kind = ev["e"]
                     if kind == "collected" and not totals:
@@ -494,6 +495,12 @@ class RowRunner:
         for nodeid in attempt.summary.finished_ids():
             state = attempt.summary.tests[nodeid]
             outcome, message, skip = final_outcome(state)
+            self.state.phases[nodeid] = [
+                {"when": r.when, "outcome": r.outcome, "duration": r.duration, "longrepr": r.longrepr}
+                for r in state.reports
+            ]
+            if state.location is not None:
+                self.state.locations[nodeid] = state.location
             self._set_result(
                 nodeid,
                 outcome,
@@ -538,13 +545,29 @@ class RowRunner:
             return self._finish(started_iso, t0, "unavailable", self.plan.reason, [])
         targets = self._targets()
         self.executor = self._executor()
+        self._env_from_child = self.plan.mode == "container" or self.options.python is not None
+        env_thread = None
+        if not self._env_from_child:
+            # the child is this interpreter: take the snapshot here, on the other core,
+            # while the tests run, instead of in the child's critical path
+            env_thread = threading.Thread(target=self._snapshot_here, daemon=True)
+            env_thread.start()
         shutil.rmtree(self.dir / "attempts", ignore_errors=True)
         self.log_path.write_bytes(b"")
         self._run_deadline = time.monotonic() + self.run_timeout
         with self.out.group(f"{self.row.name}: {self.plan.mode} ({self.plan.reason})"):
             status_reason = self._run_attempts(targets)
             self._rerun_crashes(targets)
+        if env_thread is not None:
+            env_thread.join()
         return self._finish(started_iso, t0, *status_reason, targets)
+
+    def _snapshot_here(self) -> None:
+        from device_matrix.diagnostics.environment import snapshot
+
+        env = dict(os.environ)
+        env.update(self._child_env())
+        self._local_env = snapshot(env)
 
     def _run_attempts(self, targets: Sequence[str]) -> tuple[RowStatus, str | None]:
         collected: list[str] | None = None
@@ -738,7 +761,7 @@ class RowRunner:
         tests = [self.state.results[n] for n in self.state.order if n in self.state.results]
         if status in ("passed", "failed") and self.state.crashes:
             status = "crashed"
-        env = dict(self.state.environment)
+        env = dict(self.state.environment or self._local_env)
         env.setdefault("host_python", sys.version.split()[0])
         command = ["device-matrix", "run", "--device", self.row.name]
         record = RunRecord(
@@ -769,7 +792,10 @@ class RowRunner:
     def _write_outputs(self, record: RunRecord) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         write_junit(self.dir / "junit.xml", record)
-        merge_json_reports(self.dir)
+        jsonreport.write(
+            self.dir / "report.json",
+            jsonreport.build(record, self.state.phases, self.state.locations, self.cfg.project_root),
+        )
         write_json_atomic(self.dir / "run.json", record)
 
 
@@ -788,47 +814,3 @@ def _skip_info(skip: Mapping[str, object] | None) -> SkipInfo | None:
         file=str(skip["file"]) if skip.get("file") else None,
         line=line if isinstance(line, int) else None,
     )
-
-
-def merge_json_reports(row_dir: Path) -> Path | None:
-    """Merge the attempts' pytest-json-report files into ``report.json``.
-
-    pytest-json-report writes nothing for an attempt that died; the merged file says
-    which attempts it lacks. The run record is the complete account.
-    """
-    reports = sorted(row_dir.glob("attempts/*/report.json"))
-    attempts = sorted(p.name for p in row_dir.glob("attempts/*") if p.is_dir())
-    if not reports:
-        return None
-    tests: list[object] = []
-    collectors: list[object] = []
-    seen: dict[str, int] = {}
-    for path in reports:
-        try:
-            data = json.loads(path.read_text("utf-8"))
-        except (OSError, ValueError):
-            continue
-        for t in data.get("tests", []):
-            nodeid = t.get("nodeid") if isinstance(t, dict) else None
-            if isinstance(nodeid, str) and nodeid in seen:
-                tests[seen[nodeid]] = t  # a rerun's result replaces the first
-                continue
-            if isinstance(nodeid, str):
-                seen[nodeid] = len(tests)
-            tests.append(t)
-        collectors.extend(data.get("collectors", []))
-    have = {p.parent.name for p in reports}
-    counts: dict[str, int] = {}
-    for t in tests:
-        if isinstance(t, dict):
-            counts[str(t.get("outcome"))] = counts.get(str(t.get("outcome")), 0) + 1
-    merged = {
-        "merged_by": "device-matrix",
-        "attempts_without_report": [a for a in attempts if a not in have],
-        "summary": {**counts, "total": len(tests)},
-        "tests": tests,
-        "collectors": collectors,
-    }
-    out = row_dir / "report.json"
-    write_json_atomic(out, merged)
-    return out

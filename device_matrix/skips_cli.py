@@ -62,16 +62,3 @@ def cmd_skips_list(args: argparse.Namespace, out: Output) -> int:
             where = f"{r['file']}:{r['line']}" if r["line"] else f"{r['file']} ({r['test']})"
             out.line(f"{where}  {r['mode']} on {','.join(r['devices'])}  {r['issue'] or 'NO ISSUE'}  {r['reason']}")
     return EXIT_OK
-
-
-def add_skips_commands(sub: Any) -> None:
-    skips = sub.add_parser("skips", help="device skips and xfails: check and list")
-    skips_sub = skips.add_subparsers(dest="skips_command", required=True)
-    chk = skips_sub.add_parser("check", help="fail on any device skip that cites no issue or has expired")
-    chk.add_argument("paths", nargs="*", help="files or folders to scan (default: suites_dir)")
-    chk.add_argument("--verbose", "-v", action="store_true")
-    chk.set_defaults(func=cmd_skips_check)
-    lst = skips_sub.add_parser("list", help="every declared device skip and xfail")
-    lst.add_argument("paths", nargs="*")
-    lst.add_argument("--json", action="store_true")
-    lst.set_defaults(func=cmd_skips_list)

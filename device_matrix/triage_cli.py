@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from device_matrix import config as config_mod
 from device_matrix.errors import EXIT_OK, ResultsError
@@ -87,13 +86,3 @@ def cmd_triage(args: argparse.Namespace, out: Output) -> int:
     for name in ("triage.md", "triage.html", "triage.json"):
         out.line(f"  {out_dir / name}")
     return EXIT_OK
-
-
-def add_triage_command(sub: Any) -> None:
-    tr = sub.add_parser("triage", help="one report (md, html, json) over every row's run.json")
-    tr.add_argument("results", nargs="?", help="results folder (default from config), or downloaded artifacts")
-    tr.add_argument("--out", help="where to write the reports (default RESULTS/triage)")
-    tr.add_argument("--history", help=f"run history database (default {DEFAULT_HISTORY})")
-    tr.add_argument("--no-history", action="store_true", help="do not compare with or record into the history")
-    tr.add_argument("--label", help="name of this run in the history (default: the time)")
-    tr.set_defaults(func=cmd_triage)
