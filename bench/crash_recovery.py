@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import PY, clean_env, median_of, timed, write_project  # noqa: E402
 
-SUITE = '''
+SUITE = """
 import ctypes
 
 import pytest
@@ -38,7 +38,7 @@ def test_quick(i):
     if i in CRASH_AT:
         ctypes.string_at(0)
     assert i >= 0
-'''
+"""
 
 
 def junit_count(path: Path) -> int:
@@ -67,31 +67,54 @@ def main() -> int:
 
         def ours(reruns: int) -> tuple[float, int]:
             res = project / f"results-{reruns}"
-            t, rc, out = timed([PY, "-m", "device_matrix", "--project", str(project), "run", "--device", "bench",
-                                "--reruns", str(reruns), "--results", str(res)], cwd=project, env=env)
+            t, rc, out = timed(
+                [
+                    PY,
+                    "-m",
+                    "device_matrix",
+                    "--project",
+                    str(project),
+                    "run",
+                    "--device",
+                    "bench",
+                    "--reruns",
+                    str(reruns),
+                    "--results",
+                    str(res),
+                ],
+                cwd=project,
+                env=env,
+            )
             rec = json.loads((res / "bench" / "run.json").read_text())
             return t, sum(1 for x in rec["tests"] if x["outcome"] != "not_run")
 
         def bare() -> tuple[float, int]:
             xml = project / "bare.xml"
             xml.unlink(missing_ok=True)
-            t, _, _ = timed([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={xml}", target],
-                            cwd=project, env=env)
+            t, _, _ = timed(
+                [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={xml}", target], cwd=project, env=env
+            )
             return t, junit_count(xml)
 
         def xdist() -> tuple[float, int]:
             xml = project / "xdist.xml"
             xml.unlink(missing_ok=True)
-            t, _, _ = timed([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "1", f"--junitxml={xml}",
-                             target], cwd=project, env=env)
+            t, _, _ = timed(
+                [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "1", f"--junitxml={xml}", target],
+                cwd=project,
+                env=env,
+            )
             return t, junit_count(xml)
 
         def per_test() -> tuple[float, int]:
             total, kept = 0.0, 0
             for k, nodeid in enumerate(ids):
                 xml = project / f"one-{k}.xml"
-                t, _, _ = timed([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={xml}", nodeid],
-                                cwd=project, env=env)
+                t, _, _ = timed(
+                    [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={xml}", nodeid],
+                    cwd=project,
+                    env=env,
+                )
                 total += t
                 kept += junit_count(xml)
             return total, kept

@@ -19,14 +19,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, clean_env, median_of, timed, write_project  # noqa: E402
 
-QUICK = '''
+QUICK = """
 import pytest
 
 
 @pytest.mark.parametrize("i", range({n}))
 def test_quick(i):
     assert sum(range(i % 50)) >= 0
-'''
+"""
 
 
 def main() -> int:
@@ -46,8 +46,18 @@ def main() -> int:
             write_project(project, {"quick/test_quick.py": QUICK.format(n=args.tests)})
             row, targets, extra = "bench", ["suites/quick"], {}
         env = clean_env(**extra)
-        ours_cmd = [args.python, "-m", "device_matrix", "--project", str(project), "run", "--device", row,
-                    "--results", str(Path(tmp) / "results")]
+        ours_cmd = [
+            args.python,
+            "-m",
+            "device_matrix",
+            "--project",
+            str(project),
+            "run",
+            "--device",
+            row,
+            "--results",
+            str(Path(tmp) / "results"),
+        ]
         bare_cmd = [args.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *targets]
         ours, bare = [], []
         for i in range(args.rounds):

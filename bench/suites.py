@@ -46,29 +46,50 @@ def main() -> int:
         for suite in SUITES:
             start = time.perf_counter()
             proc = subprocess.run(
-                [args.python, "-m", "device_matrix", "--project", str(ROOT), "run", "--device", "cpu",
-                 "--suite", suite, "--results", f"{tmp}/{suite}"],
-                capture_output=True, text=True, check=False, env=env, cwd=ROOT,
+                [
+                    args.python,
+                    "-m",
+                    "device_matrix",
+                    "--project",
+                    str(ROOT),
+                    "run",
+                    "--device",
+                    "cpu",
+                    "--suite",
+                    suite,
+                    "--results",
+                    f"{tmp}/{suite}",
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
+                env=env,
+                cwd=ROOT,
             )
             wall = time.perf_counter() - start
             total += wall
             rec = json.loads((Path(tmp) / suite / "cpu" / "run.json").read_text())
             s = rec["summary"]
             slow = sorted(rec["tests"], key=lambda t: -t["duration"])[:3]
-            print(f"  {suite:<13} {wall:7.1f} s  exit {proc.returncode}  {s['passed']} passed, {s['xfailed']} xfailed,"
-                  f" {s['failed'] + s['error']} failed, {s['crashed']} crashed")
+            print(
+                f"  {suite:<13} {wall:7.1f} s  exit {proc.returncode}  {s['passed']} passed, {s['xfailed']} xfailed,"
+                f" {s['failed'] + s['error']} failed, {s['crashed']} crashed"
+            )
             for t in slow:
                 print(f"      {t['duration']:6.1f} s  {t['nodeid']}")
     print(f"  {'all':<13} {total:7.1f} s  (target < 600 s)")
-    proc = subprocess.run([args.python, "-c", TABLE.format(root=str(ROOT))], capture_output=True, text=True,
-                          check=True, env=env, cwd=ROOT)
+    proc = subprocess.run(
+        [args.python, "-c", TABLE.format(root=str(ROOT))], capture_output=True, text=True, check=True, env=env, cwd=ROOT
+    )
     rows = json.loads(proc.stdout.strip().splitlines()[-1])
     print()
     print("compilation per accumulation call (graphs compiled / HLO lines):")
     print(f"  {'steps':>5}  {'While loop':>16}  {'ordinary loop':>16}")
     for r in rows:
-        print(f"  {r['steps']:>5}  {r['while_compiles']:>5} / {r['while_hlo_lines']:>6}    "
-              f"{r['ordinary_compiles']:>5} / {r['ordinary_hlo_lines']:>6}")
+        print(
+            f"  {r['steps']:>5}  {r['while_compiles']:>5} / {r['while_hlo_lines']:>6}    "
+            f"{r['ordinary_compiles']:>5} / {r['ordinary_hlo_lines']:>6}"
+        )
     return 0
 
 

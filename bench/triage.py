@@ -35,10 +35,15 @@ def generate(results: Path, tests: int, crashes: int) -> None:
         recs, crs = [], []
         for i, nodeid in enumerate(ids):
             if i in crash_ids:
-                c = R.crash(row, nodeid, f"fp{i % 20:04d}", index=len(crs) + 1,
-                            python_stack="Current thread 0x1 (most recent call first):\n" + "\n".join(
-                                f'  File "/srv/x/mod{k}.py", line {k} in f{k}' for k in range(30)),
-                            last_output=[f"line {k} of output" for k in range(40)])
+                c = R.crash(
+                    row,
+                    nodeid,
+                    f"fp{i % 20:04d}",
+                    index=len(crs) + 1,
+                    python_stack="Current thread 0x1 (most recent call first):\n"
+                    + "\n".join(f'  File "/srv/x/mod{k}.py", line {k} in f{k}' for k in range(30)),
+                    last_output=[f"line {k} of output" for k in range(40)],
+                )
                 crs.append(c)
                 recs.append(R.test(nodeid, "crashed", crash_id=c["id"]))
             elif i % 53 == 0:
@@ -65,9 +70,20 @@ def main() -> int:
         for label in ("first (empty history)", "second (compares with the first)"):
             start = time.perf_counter()
             proc = subprocess.run(
-                [sys.executable, "-m", "device_matrix", "--project", str(ROOT), "triage", str(results),
-                 "--history", str(Path(tmp) / "history.sqlite")],
-                capture_output=True, text=True, check=False,
+                [
+                    sys.executable,
+                    "-m",
+                    "device_matrix",
+                    "--project",
+                    str(ROOT),
+                    "triage",
+                    str(results),
+                    "--history",
+                    str(Path(tmp) / "history.sqlite"),
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
                 env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
             )
             wall = time.perf_counter() - start

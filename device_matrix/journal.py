@@ -95,6 +95,7 @@ class JournalSummary:
     order: list[str] = field(default_factory=list)
     ended: bool = False
     exitstatus: int | None = None
+    collecting: dict[str, str] = field(default_factory=dict)  # module nodeid -> path, not yet done
 
     @property
     def running(self) -> str | None:
@@ -104,6 +105,14 @@ class JournalSummary:
             if not state.finished:
                 return nodeid
         return None
+
+    @property
+    def collect_culprit(self) -> tuple[str, str] | None:
+        """The module being imported when collection died: (nodeid, path)."""
+        if not self.collecting:
+            return None
+        nodeid = list(self.collecting)[-1]
+        return nodeid, self.collecting[nodeid]
 
     def finished_ids(self) -> list[str]:
         return [n for n in self.order if self.tests[n].finished]
@@ -120,8 +129,13 @@ def summarize(events: Iterator[dict[str, Any]] | list[dict[str, Any]]) -> Journa
             summary.env = env if isinstance(env, dict) else {}
         elif kind == "collected":
             summary.collected = [str(x) for x in ev.get("nodeids", [])]
+        elif kind == "collecting":
+            summary.collecting[str(ev.get("nodeid", ""))] = str(ev.get("path", ""))
+        elif kind == "collect_done":
+            summary.collecting.pop(str(ev.get("nodeid", "")), None)
         elif kind == "collect_error":
             summary.collect_errors.append((str(ev.get("nodeid", "")), str(ev.get("longrepr", ""))))
+            summary.collecting.pop(str(ev.get("nodeid", "")), None)
         elif kind == "start":
             nodeid = str(ev.get("nodeid"))
             state = summary.tests.get(nodeid)

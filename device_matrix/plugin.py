@@ -219,16 +219,21 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         state.journal.write("collected", nodeids=[i.nodeid for i in items], t=time.time())
 
 
+def pytest_collectstart(collector: pytest.Collector) -> None:
+    # a module is about to be imported: if the process dies now, this one did it
+    state = _journal_state(collector)
+    if state is not None and state.journal is not None and isinstance(collector, pytest.File):
+        state.journal.write("collecting", nodeid=collector.nodeid, path=str(collector.path))
+
+
 def pytest_collectreport(report: pytest.CollectReport) -> None:
+    state = _journal_state(report)
+    if state is None or state.journal is None:
+        return
     if report.failed:
-        state = _journal_state(report)
-        if state is not None and state.journal is not None:
-            state.journal.write(
-                "collect_error",
-                nodeid=report.nodeid,
-                longrepr=_text(report.longrepr),
-                t=time.time(),
-            )
+        state.journal.write("collect_error", nodeid=report.nodeid, longrepr=_text(report.longrepr), t=time.time())
+    elif report.nodeid.endswith(".py"):
+        state.journal.write("collect_done", nodeid=report.nodeid)
 
 
 # The states of the configs alive in this process, innermost last (an in-process

@@ -187,6 +187,7 @@ class RowRunner:
         self._done = 0
         self._env_from_child = False
         self._local_env: dict[str, object] = {}
+        self._ignored: list[str] = []  # modules whose import kills the process
 
     # --- setup ------------------------------------------------------------------------
 
@@ -275,6 +276,7 @@ class RowRunner:
             str(self.cfg.disable_list),
             *self.row.pytest_args,
             *self.options.pytest_args,
+            *(arg for path in self._ignored for arg in ("--ignore", path)),
         ]
 
     # --- one attempt ----------------------------------------------------------------
@@ -612,9 +614,16 @@ class RowRunner:
                 self._add_crash(crash, None, attempt)
                 return "crashed", "the test process died before pytest started: see the crash"
             elif attempt.summary.collected is None:
-                crash = self._crash_from(attempt, None, "collection")
-                self._add_crash(crash, None, attempt)
-                return "crashed", "the test process died while collecting tests"
+                culprit = attempt.summary.collect_culprit
+                crash = self._crash_from(attempt, culprit[0] if culprit else None, "collection")
+                self._add_crash(crash, culprit[0] if culprit else None, attempt)
+                if culprit is None or restarts >= self.max_restarts:
+                    return "crashed", "the test process died while collecting tests"
+                # leave the module that kills the process out, collect the rest again
+                self._ignored.append(culprit[1])
+                restarts += 1
+                self.out.line(f"{self.row.name}: collecting again without {culprit[0]}")
+                continue
             else:
                 remaining = self._remaining(collected)
                 if not remaining:

@@ -105,17 +105,23 @@ def test_hang_is_ended_with_every_thread_stack(project: Callable[..., Project]) 
     assert _by_name(record)["test_c_dies"]["duration"] >= 3
 
 
-def test_crash_during_collection_is_not_blamed_on_a_test(project: Callable[..., Project]) -> None:
+def test_crash_during_collection_blames_the_module_and_runs_the_rest(project: Callable[..., Project]) -> None:
     p = project("collect_crash")
     proc = p.run("run", "--device", "fixture")
-    assert proc.returncode == 1
+    assert proc.returncode == 1, proc.stdout + proc.stderr
     record = p.record()
     (crash,) = record["crashes"]
     assert crash["phase"] == "collection"
-    assert crash["nodeid"] is None
+    assert crash["nodeid"] == "suites/collect_crash/test_collect_crash.py"  # a module, not a test
     assert crash["diagnosis"]["signal_name"] == "SIGSEGV"
     assert "test_collect_crash.py" in crash["diagnosis"]["python_stack"]
-    assert "collecting" in record["reason"]
+    assert crash["reruns"] == []
+    outcomes = {t["nodeid"]: t["outcome"] for t in record["tests"]}
+    assert outcomes == {
+        "suites/collect_crash/test_collect_crash.py": "crashed",
+        "suites/collect_crash/test_fine.py::test_fine": "passed",
+    }
+    assert "collecting again without suites/collect_crash/test_collect_crash.py" in proc.stdout
 
 
 def test_crash_at_exit_after_every_test_passed(project: Callable[..., Project]) -> None:
