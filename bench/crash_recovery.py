@@ -23,7 +23,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import PY, clean_env, median_of, timed, write_project  # noqa: E402
+from _common import PY, clean_env, median_of, timed, write_project
 
 SUITE = """
 import ctypes

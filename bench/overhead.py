@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, clean_env, median_of, timed, write_project  # noqa: E402
+from _common import ROOT, clean_env, median_of, timed, write_project
 
 QUICK = """
 import pytest

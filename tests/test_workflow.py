@@ -69,7 +69,7 @@ def test_emitted_matrix_equals_the_configured_rows(tmp_path: Path) -> None:
         assert e["runs_on"] == list(row.runner_labels)
         assert e["image"] == row.image
         assert e["container_options"] == " ".join(row.container_options)
-    assert [e["row"] for e in host["include"]][0] == "cpu"
+    assert host["include"][0]["row"] == "cpu"
     # a row whose options need host globs runs on the host and starts its container there
     assert "neuron" in [e["row"] for e in host["include"]]
     assert {e["row"] for e in container["include"]} == {"tpu", "cuda"}
