@@ -67,7 +67,7 @@ def main() -> int:
 
         def ours(reruns: int) -> tuple[float, int]:
             res = project / f"results-{reruns}"
-            t, rc, out = timed(
+            t, _rc, _out = timed(
                 [
                     PY,
                     "-m",
