@@ -268,6 +268,25 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"not valid TOML: {exc}", source=str(path), tip="Fix the syntax error shown.") from exc
 
 
+def read_array_of_tables(path: Path, key: str) -> list[Any]:
+    """The ``[[key]]`` tables of a TOML file, [] when the file is missing.
+
+    Any other top-level key, or ``key`` not being an array of tables, is a ConfigError.
+    """
+    if not path.is_file():
+        return []
+    data = _read_toml(path)
+    entries = data.get(key, [])
+    extra = set(data) - {key}
+    if extra or not isinstance(entries, list):
+        raise ConfigError(
+            f"unknown top-level key(s) {sorted(extra)}" if extra else f"{key} must be [[{key}]] tables",
+            source=str(path),
+            allowed=f"[[{key}]] tables",
+        )
+    return entries
+
+
 def packaged_defaults() -> dict[str, Any]:
     text = resources.files("device_matrix").joinpath("defaults.toml").read_text("utf-8")
     return tomllib.loads(text)

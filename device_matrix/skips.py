@@ -34,12 +34,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from device_matrix.config import read_array_of_tables
 from device_matrix.errors import ConfigError
 
 if sys.version_info >= (3, 11):
-    import tomllib
+    pass
 else:  # pragma: no cover
-    import tomli as tomllib
+    pass
 
 SkipMode = Literal["skip", "xfail"]
 SkipSource = Literal["marker", "disable_list", "unittest", "pytest"]
@@ -183,20 +184,7 @@ _DISABLE_KEYS = {"test", "devices", "issue", "reason", "mode", "expires", "stric
 
 def load_disable_list(path: Path) -> list[DeviceSkip]:
     """Read the central disable list; a missing file is an empty list."""
-    if not path.is_file():
-        return []
-    try:
-        data = tomllib.loads(path.read_text("utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"not valid TOML: {exc}", source=str(path)) from exc
-    entries = data.get("disable", [])
-    extra = set(data) - {"disable"}
-    if extra or not isinstance(entries, list):
-        raise ConfigError(
-            f"unknown top-level key(s) {sorted(extra)}" if extra else "disable must be a list",
-            source=str(path),
-            allowed="[[disable]] tables",
-        )
+    entries = read_array_of_tables(path, "disable")
     out = []
     for i, entry in enumerate(entries):
         where = f"{path} [[disable]] #{i + 1}"

@@ -17,13 +17,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from device_matrix.config import read_array_of_tables
 from device_matrix.errors import ConfigError
 from device_matrix.issues.base import FINGERPRINT_MARKER, Issue, IssueState
 
 if sys.version_info >= (3, 11):
-    import tomllib
+    pass
 else:  # pragma: no cover
-    import tomli as tomllib
+    pass
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS issues (
@@ -51,15 +52,7 @@ def _now() -> str:
 
 
 def load_seed(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    try:
-        data = tomllib.loads(path.read_text("utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"not valid TOML: {exc}", source=str(path)) from exc
-    entries = data.get("issue", [])
-    if set(data) - {"issue"} or not isinstance(entries, list):
-        raise ConfigError("expected [[issue]] tables only", source=str(path), allowed="[[issue]]")
+    entries = read_array_of_tables(path, "issue")
     seen: set[int] = set()
     for i, entry in enumerate(entries):
         where = f"{path} [[issue]] #{i + 1}"
