@@ -28,7 +28,6 @@ from __future__ import annotations
 import ast
 import datetime as dt
 import re
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,11 +35,6 @@ from typing import Any, Literal
 
 from device_matrix.config import read_array_of_tables
 from device_matrix.errors import ConfigError
-
-if sys.version_info >= (3, 11):
-    pass
-else:  # pragma: no cover
-    pass
 
 SkipMode = Literal["skip", "xfail"]
 SkipSource = Literal["marker", "disable_list", "unittest", "pytest"]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,11 +19,6 @@ from typing import Any
 from device_matrix.config import read_array_of_tables
 from device_matrix.errors import ConfigError
 from device_matrix.issues.base import FINGERPRINT_MARKER, Issue, IssueState
-
-if sys.version_info >= (3, 11):
-    pass
-else:  # pragma: no cover
-    pass
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS issues (
