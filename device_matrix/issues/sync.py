@@ -50,6 +50,7 @@ class SyncReport:
     would_file: list[tuple[str, str]] = field(default_factory=list)  # (fingerprint, title)
     commented: list[tuple[str, str]] = field(default_factory=list)  # (issue key, row)
     cited: dict[str, str] = field(default_factory=dict)  # issue key -> state ("unknown" if not found)
+    cited_by: dict[str, set[str]] = field(default_factory=dict)  # issue key -> nodeids citing it
     reenable: list[tuple[str, str]] = field(default_factory=list)  # (nodeid, issue key)
     issues: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -69,6 +70,12 @@ class SyncReport:
             out.append(f"  would file: {title} [{fp}]")
         for nodeid, key in self.reenable:
             out.append(f"  can be re-enabled: {nodeid} ({key} is closed)")
+        if self.cited:
+            tests = sum(len(v) for v in self.cited_by.values())
+            listed = ", ".join(
+                f"{key} {state} ({len(self.cited_by.get(key, ()))})" for key, state in sorted(self.cited.items())
+            )
+            out.append(f"  {tests} skipped/xfailed test(s) cite {len(self.cited)} issue(s): {listed}")
         for key, state in sorted(self.cited.items()):
             if state == "unknown":
                 out.append(f"  cited {key}: not found in {self.tracker}")
@@ -233,6 +240,7 @@ def sync(
             checked[ref] = tracker.get(ref)
         cited_issue = checked[ref]
         report.cited[ref] = cited_issue.state if cited_issue else "unknown"
+        report.cited_by.setdefault(ref, set()).add(nodeid)
         if cited_issue is not None:
             remember(cited_issue)
             if cited_issue.state == "closed" and (nodeid, ref) not in report.reenable:
