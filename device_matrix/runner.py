@@ -9,6 +9,7 @@ its journal read as it may have been left (half a line, no end record).
 
 from __future__ import annotations
 
+import concurrent.futures
 import datetime as dt
 import json
 import os
@@ -27,6 +28,7 @@ from typing import Literal
 from device_matrix import diagnostics, jsonreport
 from device_matrix.config import Config, Row
 from device_matrix.devices import detect
+from device_matrix.diagnostics import core as core_files
 from device_matrix.errors import ConfigError, EnvironmentProblem
 from device_matrix.executors.base import Child, Executor, LaunchSpec, end_child
 from device_matrix.executors.container import ContainerExecutor, check_engine, find_engine
@@ -188,6 +190,9 @@ class RowRunner:
         self._env_from_child = False
         self._local_env: dict[str, object] = {}
         self._ignored: list[str] = []  # modules whose import kills the process
+        # gdb reads cores in the background while the run resumes
+        self._background = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="device-matrix-gdb")
+        self._core_jobs: list[concurrent.futures.Future[None]] = []
 
     # --- setup ------------------------------------------------------------------------
 
@@ -468,12 +473,20 @@ class RowRunner:
             output_text=output,
             redactor=self.redactor,
             timed_out=attempt.timed_out is not None,
-            executable=self.executor.interpreter() if self.plan.mode == "local" else None,
-            workdir=attempt.workdir,
-            pid=attempt.pid,
-            use_gdb=self.options.use_gdb,
-            keep_core=self.options.keep_cores,
         )
+        core = core_files.find_core(attempt.workdir, attempt.pid)
+        if core is not None and self.plan.mode == "local":
+            self._core_jobs.append(
+                self._background.submit(
+                    diagnostics.read_core,
+                    diag,
+                    core,
+                    executable=self.executor.interpreter(),
+                    redactor=self.redactor,
+                    use_gdb=self.options.use_gdb,
+                    keep=self.options.keep_cores,
+                )
+            )
         when = None
         if state is not None:
             phases = [r.when for r in state.reports]
@@ -562,6 +575,9 @@ class RowRunner:
             self._rerun_crashes(targets)
         if env_thread is not None:
             env_thread.join()
+        for job in self._core_jobs:
+            job.result()
+        self._background.shutdown()
         return self._finish(started_iso, t0, *status_reason, targets)
 
     def _snapshot_here(self) -> None:
@@ -737,7 +753,6 @@ class RowRunner:
                 output_text=self._read_output(attempt.log_start),
                 redactor=self.redactor,
                 timed_out=attempt.timed_out is not None,
-                use_gdb=False,
             )["fingerprint"]
         elif state is not None and state.finished:
             outcome = final_outcome(state)[0]

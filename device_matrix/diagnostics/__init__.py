@@ -76,11 +76,6 @@ def diagnose(
     output_text: str,
     redactor: Redactor,
     timed_out: bool = False,
-    executable: str | None = None,
-    workdir: Path | None = None,
-    pid: int | None = None,
-    use_gdb: bool = True,
-    keep_core: bool = False,
 ) -> CrashDiagnosis:
     """Everything we can say about one abnormal end.
 
@@ -100,19 +95,6 @@ def diagnose(
         name = native.signal_name or signal_name(native.signal)
     fatals = parse_fatal_lines(output_text)
     terminate = parse_terminate(output_text)
-
-    gdb_text: str | None = None
-    core_path: str | None = None
-    if workdir is not None and executable:
-        core = core_files.find_core(workdir, pid)
-        if core is not None:
-            core_path = str(core)
-            if use_gdb:
-                gdb_text = core_files.gdb_backtrace(executable, core)
-            if not keep_core:
-                # cores of XLA processes run to gigabytes; the backtrace is what we keep
-                core.unlink(missing_ok=True)
-                core_path = f"{core_path} (deleted after reading)"
 
     # The fingerprint uses only what the process printed itself, never gdb's view:
     # a host without gdb or core files must fingerprint the same crash the same way.
@@ -148,10 +130,35 @@ def diagnose(
         native_format=native.format if native else None,
         fatal_lines=[redactor.text(f.raw) for f in fatals[-5:]],
         terminate=redactor.text(terminate) if terminate else None,
-        gdb_backtrace=redactor.text(gdb_text[:20000]) if gdb_text else None,
-        core_file=core_path,
-        gdb_frames=core_files.gdb_frames(gdb_text)[:10] if gdb_text else [],
+        gdb_backtrace=None,  # filled in by read_core, off the critical path
+        core_file=None,
+        gdb_frames=[],
         last_output=[redactor.text(x) for x in last_lines(output_text, 40)],
         fingerprint=fingerprint,
         fingerprint_basis=basis,
     )
+
+
+def read_core(
+    diagnosis: CrashDiagnosis,
+    core: Path,
+    *,
+    executable: str,
+    redactor: Redactor,
+    use_gdb: bool = True,
+    keep: bool = False,
+) -> None:
+    """Add gdb's backtrace of ``core`` to ``diagnosis``, then delete the core unless ``keep``.
+
+    Slow (gdb loads every shared library's symbols), so the runner calls it in the
+    background while the run resumes.
+    """
+    text = core_files.gdb_backtrace(executable, core) if use_gdb else None
+    if text:
+        diagnosis["gdb_backtrace"] = redactor.text(text[:20000])
+        diagnosis["gdb_frames"] = core_files.gdb_frames(text)[:10]
+    diagnosis["core_file"] = str(core)
+    if not keep:
+        # cores of XLA processes run to gigabytes; the backtrace is what we keep
+        core.unlink(missing_ok=True)
+        diagnosis["core_file"] = f"{core} (deleted after reading)"
