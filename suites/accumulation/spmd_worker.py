@@ -10,8 +10,11 @@ import argparse
 import json
 from typing import Any
 
+from suites._limits import no_core_dumps
+
 
 def main() -> None:
+    no_core_dumps()
     parser = argparse.ArgumentParser()
     parser.add_argument("--devices", type=int, default=4)
     parser.add_argument("--steps", type=int, default=4)

@@ -11,8 +11,11 @@ import argparse
 import json
 import os
 
+from suites._limits import no_core_dumps
+
 
 def main() -> None:
+    no_core_dumps()
     parser = argparse.ArgumentParser()
     parser.add_argument("--iterations", type=int, default=20)
     parser.add_argument("--init-method", default="xla://")

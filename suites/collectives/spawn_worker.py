@@ -10,6 +10,8 @@ import argparse
 import json
 from typing import Any
 
+from suites._limits import no_core_dumps
+
 
 def _worker(index: int, iterations: int) -> dict[str, Any]:
     import torch
@@ -32,6 +34,7 @@ def _entry(index: int, iterations: int) -> None:
 
 
 def main() -> None:
+    no_core_dumps()
     parser = argparse.ArgumentParser()
     parser.add_argument("--iterations", type=int, default=10)
     args = parser.parse_args()

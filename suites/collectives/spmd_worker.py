@@ -15,10 +15,13 @@ import re
 import tempfile
 from pathlib import Path
 
+from suites._limits import no_core_dumps
+
 OPS_RE = re.compile(r"\b(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute)(?:-start)?\(")
 
 
 def main() -> None:
+    no_core_dumps()
     parser = argparse.ArgumentParser()
     parser.add_argument("--devices", type=int, default=4)
     parser.add_argument("--iterations", type=int, default=50)
