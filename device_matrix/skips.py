@@ -269,6 +269,22 @@ def scan_file(path: Path, rel: str) -> list[DeviceSkip]:
         tree = ast.parse(path.read_text("utf-8"), filename=str(path))
     except (SyntaxError, UnicodeDecodeError):
         return []
+    # module-level constants (ALL_DEVICES = ("cpu", "tpu")), for markers that use them
+    constants: dict[str, Any] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            value = _literal(stmt.value)
+            if value is not None:
+                constants[stmt.targets[0].id] = value
+
+    def evaluate(node: ast.AST) -> list[Any]:
+        if isinstance(node, ast.Starred) and isinstance(node.value, ast.Name):
+            value = constants.get(node.value.id)
+            return list(value) if isinstance(value, list | tuple) else [None]
+        if isinstance(node, ast.Name):
+            return [constants.get(node.id)]
+        return [_literal(node)]
+
     found: list[DeviceSkip] = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
@@ -276,8 +292,8 @@ def scan_file(path: Path, rel: str) -> list[DeviceSkip]:
         name = _marker_name(node.func) or ""
         last = name.rsplit(".", 1)[-1]
         if last in ("skip_device", "xfail_device") and "mark" in name:
-            args = [_literal(a) for a in node.args]
-            kwargs = {k.arg: _literal(k.value) for k in node.keywords if k.arg}
+            args = [v for a in node.args for v in evaluate(a)]
+            kwargs = {k.arg: evaluate(k.value)[0] for k in node.keywords if k.arg}
             mode: SkipMode = "skip" if last == "skip_device" else "xfail"
             where = f"{rel}:{node.lineno}"
             try:

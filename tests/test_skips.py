@@ -91,6 +91,12 @@ def test_static_scan_and_check(tmp_path: Path) -> None:
     src.write_text(
         """import pytest, unittest
 
+EVERYWHERE = ("cpu", "tpu")
+ISSUE = "#7"
+
+@pytest.mark.skip_device(*EVERYWHERE, issue=ISSUE, reason="from constants")
+def test_const(): pass
+
 @pytest.mark.skip_device("cuda", issue="#1", reason="ok")
 def test_a(): pass
 
@@ -107,13 +113,15 @@ class T(unittest.TestCase):
     )
     found = scan_file(src, "test_x.py")
     assert [(s.mode, s.line, s.issue) for s in found] == [
-        ("skip", 3, "#1"),
-        ("xfail", 6, None),
-        ("skip", 9, "#2"),
-        ("skip", 13, "o/r#3"),
+        ("skip", 6, "#7"),
+        ("skip", 9, "#1"),
+        ("xfail", 12, None),
+        ("skip", 15, "#2"),
+        ("skip", 19, "o/r#3"),
     ]
+    assert found[0].devices == ("cpu", "tpu")
     problems = {f.skip.line: f.problem for f in check(found, today=dt.date(2026, 6, 1))}
-    assert problems == {3: None, 6: "cites no issue", 9: "expired on 2020-01-01", 13: None}
+    assert problems == {6: None, 9: None, 12: "cites no issue", 15: "expired on 2020-01-01", 19: None}
 
 
 def test_runner_records_every_kind_of_skip(project: Callable[..., Project], tmp_path: Path) -> None:
