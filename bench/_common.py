@@ -28,6 +28,23 @@ def timed(argv: Sequence[str], *, cwd: Path, env: dict[str, str], timeout: float
     return time.perf_counter() - start, proc.returncode, proc.stdout + proc.stderr
 
 
+def run_command(python: str, project: Path, row: str, results: Path, *extra: str) -> list[str]:
+    """The `device-matrix run` command line the benchmarks time."""
+    return [
+        python,
+        "-m",
+        "device_matrix",
+        "--project",
+        str(project),
+        "run",
+        "--device",
+        row,
+        "--results",
+        str(results),
+        *extra,
+    ]
+
+
 def median_of(samples: list[float]) -> float:
     return statistics.median(samples)
 

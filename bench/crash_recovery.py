@@ -23,7 +23,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import PY, clean_env, median_of, timed, write_project
+from _common import PY, clean_env, median_of, run_command, timed, write_project
 
 SUITE = """
 import ctypes
@@ -67,24 +67,7 @@ def main() -> int:
 
         def ours(reruns: int) -> tuple[float, int]:
             res = project / f"results-{reruns}"
-            t, _rc, _out = timed(
-                [
-                    PY,
-                    "-m",
-                    "device_matrix",
-                    "--project",
-                    str(project),
-                    "run",
-                    "--device",
-                    "bench",
-                    "--reruns",
-                    str(reruns),
-                    "--results",
-                    str(res),
-                ],
-                cwd=project,
-                env=env,
-            )
+            t, _rc, _out = timed(run_command(PY, project, "bench", res, "--reruns", str(reruns)), cwd=project, env=env)
             rec = json.loads((res / "bench" / "run.json").read_text())
             return t, sum(1 for x in rec["tests"] if x["outcome"] != "not_run")
 

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, clean_env, median_of, timed, write_project
+from _common import ROOT, clean_env, median_of, run_command, timed, write_project
 
 QUICK = """
 import pytest
@@ -46,18 +46,7 @@ def main() -> int:
             write_project(project, {"quick/test_quick.py": QUICK.format(n=args.tests)})
             row, targets, extra = "bench", ["suites/quick"], {}
         env = clean_env(**extra)
-        ours_cmd = [
-            args.python,
-            "-m",
-            "device_matrix",
-            "--project",
-            str(project),
-            "run",
-            "--device",
-            row,
-            "--results",
-            str(Path(tmp) / "results"),
-        ]
+        ours_cmd = run_command(args.python, project, row, Path(tmp) / "results")
         bare_cmd = [args.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *targets]
         ours, bare = [], []
         for i in range(args.rounds):
