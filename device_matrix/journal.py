@@ -44,6 +44,17 @@ class JournalWriter:
             self._fd = -1
 
 
+def _parse(line: bytes) -> dict[str, Any] | None:
+    """One journal line as an event; None for a torn, garbled or blank line."""
+    if not line.strip():
+        return None
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) and isinstance(event.get("e"), str) else None
+
+
 def read_events(path: Path) -> Iterator[dict[str, Any]]:
     """Yield every whole event of a journal; a torn or garbled line is skipped."""
     try:
@@ -51,13 +62,8 @@ def read_events(path: Path) -> Iterator[dict[str, Any]]:
     except FileNotFoundError:
         return
     for line in raw.splitlines():
-        if not line.strip():
-            continue
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(event, dict) and isinstance(event.get("e"), str):
+        event = _parse(line)
+        if event is not None:
             yield event
 
 
@@ -228,15 +234,7 @@ class JournalTail:
             return []
         chunks = (self._pending + data).split(b"\n")
         self._pending = chunks.pop()
-        out = []
-        for line in chunks:
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(event, dict) and isinstance(event.get("e"), str):
-                out.append(event)
-        return out
+        return [event for event in map(_parse, chunks) if event is not None]
 
     def close(self) -> None:
         if self._fh is not None:

@@ -221,13 +221,13 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 def pytest_collectstart(collector: pytest.Collector) -> None:
     # a module is about to be imported: if the process dies now, this one did it
-    state = _journal_state(collector)
+    state = _journal_state()
     if state is not None and state.journal is not None and isinstance(collector, pytest.File):
         state.journal.write("collecting", nodeid=collector.nodeid, path=str(collector.path))
 
 
 def pytest_collectreport(report: pytest.CollectReport) -> None:
-    state = _journal_state(report)
+    state = _journal_state()
     if state is None or state.journal is None:
         return
     if report.failed:
@@ -241,12 +241,12 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
 _STACK: list[_State] = []
 
 
-def _journal_state(_: object) -> _State | None:
+def _journal_state() -> _State | None:
     return _STACK[-1] if _STACK else None
 
 
 def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) -> None:
-    state = _journal_state(None)
+    state = _journal_state()
     if state is not None and state.journal is not None:
         meta = {k: v for k, v in state.meta.get(nodeid, {}).items() if k != "raises"}
         state.seq += 1
@@ -271,7 +271,7 @@ def _text(longrepr: object) -> str | None:
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    state = _journal_state(report)
+    state = _journal_state()
     if state is None or state.journal is None:
         return
     skip_meta: dict[str, Any] | None = None
@@ -303,7 +303,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str]) -> None:
-    state = _journal_state(None)
+    state = _journal_state()
     if state is not None and state.journal is not None:
         state.journal.write("finish", nodeid=nodeid, t=time.time())
 

@@ -47,19 +47,18 @@ class OutputPump:
 
     def _feed(self, chunk: bytes, final: bool = False) -> None:
         buf = self._pending + chunk
-        out_upto = 0
         pos = 0
         while True:
             m = MARKER_RE.search(buf, pos)
             if m is None:
                 break
-            self._write_lines(buf[out_upto : m.start()], final=True)
+            self._emit(buf[pos : m.start()])
             self.log.flush()
             self.offsets[int(m.group(1))] = self.log.tell()
-            out_upto = pos = m.end()
-        rest = buf[out_upto:]
+            pos = m.end()
+        rest = buf[pos:]
         if final:
-            self._write_lines(rest, final=True)
+            self._emit(rest)
             self._pending = b""
             return
         # keep a possible half marker and the last partial line for the next read
@@ -68,11 +67,8 @@ class OutputPump:
         nl = rest.rfind(b"\n", 0, keep_from)
         if nl == -1 and keep_from == len(rest) and len(rest) > MAX_LINE:
             nl = len(rest) - 1
-        self._write_lines(rest[: nl + 1], final=True)
+        self._emit(rest[: nl + 1])
         self._pending = rest[nl + 1 :]
-
-    def _write_lines(self, data: bytes, final: bool) -> None:
-        self._emit(data)
 
     def _run(self) -> None:
         try:

@@ -424,7 +424,7 @@ class RowRunner:
 
     # --- crash bookkeeping ------------------------------------------------------------
 
-    def _read_output(self, start: int, end_hint: int | None = None) -> str:
+    def _read_output(self, start: int) -> str:
         try:
             with self.log_path.open("rb") as fh:
                 fh.seek(start)
