@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from device_matrix.results import SCHEMA, SCHEMA_VERSION, summarize
+from device_matrix.records.schema import SCHEMA, SCHEMA_VERSION, summarize
 
 
 def crash(

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from device_matrix.config import Row
-from device_matrix.executors.container import expand_options
+from device_matrix.run.executors.container import expand_options
 from tests.conftest import FIXTURES, Project
 
 pytestmark = pytest.mark.slow

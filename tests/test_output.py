@@ -6,8 +6,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from device_matrix.pump import OutputPump, marker
 from device_matrix.redact import Redactor
+from device_matrix.run.pump import OutputPump, marker
 from tests.conftest import Project
 
 TOKEN = "ghp_" + "L3akedT0kenValue" * 3

@@ -175,7 +175,7 @@ def test_plain_pytest_run_is_untouched(tmp_path: Path) -> None:
             "-m",
             "pytest",
             "-p",
-            "device_matrix.plugin",
+            "device_matrix.child.plugin",
             "--strict-markers",
             str(tmp_path),
             "-q",

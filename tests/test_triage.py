@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
+from device_matrix.cli.triage import run_triage
 from device_matrix.output import ANNOTATION_CAP, Output
 from device_matrix.report import html, markdown
 from device_matrix.report.history import History
 from device_matrix.report.model import build
-from device_matrix.triage_cli import run_triage
 from tests import records as R
 
 

@@ -16,8 +16,8 @@ from device_matrix.diagnostics.parse import (
     parse_native_stacks,
     parse_terminate,
 )
+from device_matrix.records.schema import CrashDiagnosis
 from device_matrix.redact import Redactor
-from device_matrix.results import CrashDiagnosis
 
 SIGNAL_HINTS: dict[str, str] = {
     "SIGSEGV": "invalid memory access in native code (a null or dangling pointer)",

@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from device_matrix.issues.base import Issue, Tracker, clip_title, code_block, neutralize, safe_body
+from device_matrix.records.atomic import write_json_atomic
+from device_matrix.records.schema import RunRecord
 from device_matrix.redact import Redactor
-from device_matrix.results import RunRecord, write_json_atomic
 
 STATE_FILE = "issues.json"
 STATE_VERSION = 1

@@ -6,8 +6,8 @@ import datetime as dt
 import sqlite3
 from pathlib import Path
 
+from device_matrix.records.schema import FAILING_OUTCOMES
 from device_matrix.report.model import Changes, Triage
-from device_matrix.results import FAILING_OUTCOMES
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY, created TEXT NOT NULL, label TEXT NOT NULL);

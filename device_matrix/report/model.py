@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
 from device_matrix.issues.sync import DEVICE_SKIP_SOURCES, skip_fingerprint
-from device_matrix.results import FAILING_OUTCOMES, RunRecord
+from device_matrix.records.schema import FAILING_OUTCOMES, RunRecord
 
 TRIAGE_SCHEMA = "device-matrix/triage"
 TRIAGE_VERSION = 1

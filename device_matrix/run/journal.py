@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from device_matrix.results import Outcome
+from device_matrix.records.schema import Outcome
 
 
 class JournalWriter:

@@ -25,20 +25,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from device_matrix import diagnostics, jsonreport
+from device_matrix import diagnostics
 from device_matrix.config import Config, Row
 from device_matrix.devices import detect
 from device_matrix.diagnostics import core as core_files
 from device_matrix.errors import ConfigError, EnvironmentProblem
-from device_matrix.executors.base import Child, Executor, LaunchSpec, end_child
-from device_matrix.executors.container import ContainerExecutor, check_engine, find_engine
-from device_matrix.executors.local import LocalExecutor
-from device_matrix.journal import JournalSummary, JournalTail, final_outcome, read_events, summarize
-from device_matrix.junit import write_junit
 from device_matrix.output import Output
-from device_matrix.pump import OutputPump
-from device_matrix.redact import Redactor
-from device_matrix.results import (
+from device_matrix.records import jsonreport
+from device_matrix.records.atomic import write_json_atomic
+from device_matrix.records.junit import write_junit
+from device_matrix.records.schema import (
     FAILING_OUTCOMES,
     SCHEMA,
     SCHEMA_VERSION,
@@ -52,11 +48,16 @@ from device_matrix.results import (
     RunRecord,
     SkipInfo,
     TestRecord,
-    write_json_atomic,
 )
-from device_matrix.results import (
+from device_matrix.records.schema import (
     summarize as summarize_tests,
 )
+from device_matrix.redact import Redactor
+from device_matrix.run.executors.base import Child, Executor, LaunchSpec, end_child
+from device_matrix.run.executors.container import ContainerExecutor, check_engine, find_engine
+from device_matrix.run.executors.local import LocalExecutor
+from device_matrix.run.journal import JournalSummary, JournalTail, final_outcome, read_events, summarize
+from device_matrix.run.pump import OutputPump
 
 Mode = Literal["local", "container", "unavailable"]
 PYTEST_NORMAL_EXITS = frozenset({0, 1, 5})  # ok, tests failed, nothing collected

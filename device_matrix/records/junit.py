@@ -10,7 +10,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from device_matrix.results import RunRecord, write_text_atomic
+from device_matrix.records.atomic import write_text_atomic
+from device_matrix.records.schema import RunRecord
 
 _ILLEGAL = {c: None for c in range(32) if c not in (9, 10, 13)}
 

@@ -27,11 +27,11 @@ def add_skips_commands(sub: Any) -> None:
     chk = skips_sub.add_parser("check", help="fail on any device skip that cites no issue or has expired")
     chk.add_argument("paths", nargs="*", help="files or folders to scan (default: suites_dir)")
     chk.add_argument("--verbose", "-v", action="store_true")
-    chk.set_defaults(func=_lazy("device_matrix.skips_cli:cmd_skips_check"))
+    chk.set_defaults(func=_lazy("device_matrix.cli.skips:cmd_skips_check"))
     lst = skips_sub.add_parser("list", help="every declared device skip and xfail")
     lst.add_argument("paths", nargs="*")
     lst.add_argument("--json", action="store_true")
-    lst.set_defaults(func=_lazy("device_matrix.skips_cli:cmd_skips_list"))
+    lst.set_defaults(func=_lazy("device_matrix.cli.skips:cmd_skips_list"))
 
 
 def add_issues_commands(sub: Any) -> None:
@@ -48,7 +48,7 @@ def add_issues_commands(sub: Any) -> None:
     group = s.add_mutually_exclusive_group()
     group.add_argument("--apply", dest="apply", action="store_true", default=None, help="file and comment for real")
     group.add_argument("--dry-run", dest="apply", action="store_false", help="only say what would be filed")
-    s.set_defaults(func=_lazy("device_matrix.issues_cli:cmd_issues_sync"))
+    s.set_defaults(func=_lazy("device_matrix.cli.issues:cmd_issues_sync"))
 
 
 def add_triage_command(sub: Any) -> None:
@@ -58,7 +58,7 @@ def add_triage_command(sub: Any) -> None:
     tr.add_argument("--history", help="run history database (default .device-matrix/history.sqlite)")
     tr.add_argument("--no-history", action="store_true", help="do not compare with or record into the history")
     tr.add_argument("--label", help="name of this run in the history (default: the time)")
-    tr.set_defaults(func=_lazy("device_matrix.triage_cli:cmd_triage"))
+    tr.set_defaults(func=_lazy("device_matrix.cli.triage:cmd_triage"))
 
 
 def add_more_commands(sub: Any) -> None:

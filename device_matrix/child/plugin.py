@@ -1,6 +1,6 @@
 """The pytest plugin: device markers, the disable list, the crash-proof journal.
 
-Loaded through the ``pytest11`` entry point (or ``-p device_matrix.plugin`` where the
+Loaded through the ``pytest11`` entry point (or ``-p device_matrix.child.plugin`` where the
 package is on ``sys.path`` but not installed, as inside a container). Everything it does
 beyond registering markers is opt-in through ``--dm-*`` options the runner passes, so an
 ordinary ``pytest`` run in a project that installs device-matrix is not slowed down.
@@ -21,8 +21,8 @@ from typing import IO, Any
 import pytest
 
 from device_matrix.errors import ConfigError
-from device_matrix.journal import JournalWriter
-from device_matrix.pump import marker
+from device_matrix.run.journal import JournalWriter
+from device_matrix.run.pump import marker
 from device_matrix.skips import (
     DeviceSkip,
     SkipMode,

@@ -6,14 +6,14 @@ import argparse
 from pathlib import Path
 
 from device_matrix import config as config_mod
+from device_matrix.cli.issues import load_records
 from device_matrix.errors import EXIT_OK, ResultsError
 from device_matrix.issues.sync import load_links
-from device_matrix.issues_cli import load_records
 from device_matrix.output import Output
+from device_matrix.records.atomic import write_json_atomic, write_text_atomic
 from device_matrix.report import html, markdown
 from device_matrix.report.history import History
 from device_matrix.report.model import Triage, build
-from device_matrix.results import write_json_atomic, write_text_atomic
 
 DEFAULT_HISTORY = Path(".device-matrix") / "history.sqlite"
 

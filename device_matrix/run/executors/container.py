@@ -21,13 +21,13 @@ from typing import BinaryIO
 
 from device_matrix.config import Row
 from device_matrix.errors import EnvironmentProblem
-from device_matrix.executors.base import ExecutorName, LaunchSpec, PopenChild
+from device_matrix.run.executors.base import ExecutorName, LaunchSpec, PopenChild
 
 ENGINES = ("docker", "podman")
 CONTAINER_PYTHON = "python"
 # this package, mounted read-only so the plugin loads in images that lack device-matrix
 PACKAGE_MOUNT = "/opt/device-matrix"
-PACKAGE_DIR = Path(__file__).resolve().parent.parent
+PACKAGE_DIR = Path(__file__).resolve().parents[2]
 ENGINE_CHECK_TIMEOUT = 20.0
 
 
@@ -131,7 +131,7 @@ class ContainerExecutor:
         argv += ["-w", str(spec.workdir)]
         for key, value in self._env_pairs(spec):
             argv += ["-e", f"{key}={value}"]
-        argv += [self.row.image, CONTAINER_PYTHON, "-m", "pytest", "-p", "device_matrix.plugin"]
+        argv += [self.row.image, CONTAINER_PYTHON, "-m", "pytest", "-p", "device_matrix.child.plugin"]
         argv += list(spec.pytest_args)
         return argv
 

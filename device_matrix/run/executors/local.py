@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from device_matrix.diagnostics.core import raise_core_limit
-from device_matrix.executors.base import ExecutorName, LaunchSpec, PopenChild
+from device_matrix.run.executors.base import ExecutorName, LaunchSpec, PopenChild
 
 
 def child_environment(spec: LaunchSpec, base: dict[str, str] | None = None) -> dict[str, str]:

@@ -25,7 +25,7 @@ from device_matrix.errors import (
     DeviceMatrixError,
 )
 from device_matrix.output import Output
-from device_matrix.results import RunRecord
+from device_matrix.records.schema import RunRecord
 
 STATUS_EXIT = {
     "passed": EXIT_OK,
@@ -70,7 +70,7 @@ def _rows(cfg: Config, names: Sequence[str] | None) -> list[str]:
 
 
 def cmd_run(args: argparse.Namespace, out: Output) -> int:
-    from device_matrix.runner import RowRunner, RunOptions, plan_row
+    from device_matrix.run.runner import RowRunner, RunOptions, plan_row
 
     cfg = _load(args)
     force: Literal["local", "container"] | None = "local" if args.local else ("container" if args.container else None)
@@ -108,9 +108,9 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
 
 def _link_with_ledger(cfg: Config, out: Output) -> None:
     """The embedded ledger is local and offline: link findings at the end of every run."""
+    from device_matrix.cli.issues import load_records
     from device_matrix.issues import open_tracker
     from device_matrix.issues.sync import collect, sync
-    from device_matrix.issues_cli import load_records
 
     records, _ = load_records(cfg.results_dir)
     findings, cited = collect(records)
@@ -170,7 +170,7 @@ def print_summary(out: Output, records: Sequence[RunRecord], cfg: Config) -> Non
 
 
 def cmd_plan(args: argparse.Namespace, out: Output) -> int:
-    from device_matrix.runner import plan_row
+    from device_matrix.run.runner import plan_row
 
     cfg = _load(args)
     force: Literal["local", "container"] | None = "local" if args.local else ("container" if args.container else None)
@@ -226,7 +226,7 @@ def cmd_list(args: argparse.Namespace, out: Output) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace, out: Output) -> int:
-    from device_matrix.executors.container import check_engine, find_engine
+    from device_matrix.run.executors.container import check_engine, find_engine
 
     cfg = _load(args)
     problems = 0
@@ -354,7 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
     matrix.add_argument("--device", "-d", action="append")
     matrix.set_defaults(func=cmd_matrix)
 
-    from device_matrix.commands import add_more_commands
+    from device_matrix.cli.commands import add_more_commands
 
     add_more_commands(sub)
     return parser

@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from device_matrix.results import RunRecord, write_json_atomic
+from device_matrix.records.atomic import write_json_atomic
+from device_matrix.records.schema import RunRecord
 
 JSON_REPORT_OUTCOME = {
     "passed": "passed",

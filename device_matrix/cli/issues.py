@@ -10,7 +10,7 @@ from device_matrix.errors import EXIT_OK, ResultsError
 from device_matrix.issues import open_tracker
 from device_matrix.issues.sync import sync
 from device_matrix.output import Output
-from device_matrix.results import RunRecord, load_run
+from device_matrix.records.schema import RunRecord, load_run
 
 
 def load_records(results: Path, out: Output | None = None) -> tuple[list[RunRecord], list[tuple[str, str]]]:

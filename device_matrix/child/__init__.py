@@ -1,0 +1,1 @@
+"""What runs inside the pytest child: device markers, the disable list, the journal."""

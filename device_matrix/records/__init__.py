@@ -1,0 +1,1 @@
+"""The run record and the files built from it: schema, junit.xml, report.json."""

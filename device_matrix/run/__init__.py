@@ -1,0 +1,1 @@
+"""Running one row: plan, executors, attempts, the journal, the record."""
