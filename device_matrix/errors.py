@@ -15,6 +15,8 @@ code  meaning
 6     the issue tracker refused or could not be reached
 7     a results file could not be read (missing, truncated, wrong version)
 70    an internal error in device-matrix itself (a bug: please report it)
+128+N the run was interrupted by signal N (130 SIGINT, 143 SIGTERM, 129 SIGHUP):
+      run.json says ``interrupted``; ``device-matrix run --resume`` continues
 ====  ==========================================================================
 """
 
@@ -31,6 +33,7 @@ EXIT_ENVIRONMENT = 5
 EXIT_TRACKER = 6
 EXIT_RESULTS = 7
 EXIT_INTERNAL = 70
+EXIT_INTERRUPTED = 130  # 128 + SIGINT; SIGTERM gives 143, SIGHUP 129
 
 
 class DeviceMatrixError(Exception):
@@ -77,6 +80,12 @@ class ConfigError(DeviceMatrixError):
         self.source = source
         self.key = key
         self.allowed = allowed
+
+
+class UsageProblem(DeviceMatrixError):
+    """The command line asks for something that cannot be done (as argparse's errors)."""
+
+    exit_code = EXIT_USAGE
 
 
 class EnvironmentProblem(DeviceMatrixError):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TextIO
 
@@ -95,6 +95,27 @@ class Output:
             self.status(f"{row} {counter} {nodeid}")
         else:
             self.line(f"{row} {counter} {outcome.upper()} {nodeid} ({duration:.2f}s)")
+
+    # --- the run listener (device_matrix.run.runner.RunListener) -------------------
+
+    def row_group(self, title: str) -> AbstractContextManager[None]:
+        return self.group(title)
+
+    def test_running(self, row: str, nodeid: str) -> None:
+        self.status(f"{row} {nodeid}")
+
+    def test_done(self, row: str, nodeid: str, outcome: str, *, duration: float, done: int, total: int | None) -> None:
+        self.test_result(row, nodeid, outcome, duration=duration, done=done, total=total)
+
+    def crash(self, row: str, nodeid: str | None, *, outcome: str, phase: str, what: str, fingerprint: str) -> None:
+        label = self.paint(outcome, outcome.upper())
+        where = (
+            nodeid if nodeid is not None and phase == "test" else f"during {phase}" + (f" ({nodeid})" if nodeid else "")
+        )
+        self.line(f"{row} {label} {where}: {what} [fingerprint {fingerprint}]")
+
+    def note(self, row: str, text: str) -> None:
+        self.line(f"{row}: {text}")
 
     @contextmanager
     def group(self, title: str) -> Iterator[None]:

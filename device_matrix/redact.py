@@ -87,3 +87,15 @@ class Redactor:
 
     def env(self, env: Mapping[str, str]) -> dict[str, str]:
         return redact_env(env, self._secrets)
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """Where secrets sit in ``text`` (start, end): a cut there would leave halves unredacted."""
+        found: list[tuple[int, int]] = []
+        for value in self._secrets:
+            start = text.find(value)
+            while start != -1:
+                found.append((start, start + len(value)))
+                start = text.find(value, start + 1)
+        for pattern in SECRET_VALUE_RES:
+            found.extend(m.span() for m in pattern.finditer(text))
+        return sorted(found)

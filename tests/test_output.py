@@ -7,7 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from device_matrix.redact import Redactor
-from device_matrix.run.pump import OutputPump, marker
+from device_matrix.run.pump import OutputPump
+from device_matrix.wire import marker
 from tests.conftest import Project
 
 TOKEN = "ghp_" + "L3akedT0kenValue" * 3

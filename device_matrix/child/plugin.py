@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import datetime as dt
 import faulthandler
+import fcntl
 import json
 import os
 import signal
+import stat
 import time
 import warnings
 from pathlib import Path
@@ -20,9 +22,8 @@ from typing import IO, Any
 
 import pytest
 
+from device_matrix import wire
 from device_matrix.errors import ConfigError
-from device_matrix.run.journal import JournalWriter
-from device_matrix.run.pump import marker
 from device_matrix.skips import (
     DeviceSkip,
     SkipMode,
@@ -32,11 +33,56 @@ from device_matrix.skips import (
     load_disable_list,
 )
 
-ENV_DEVICE = "DEVICE_MATRIX_DEVICE"
-ENV_SETTINGS = "DEVICE_MATRIX_SETTINGS"
-ENV_DISABLE_LIST = "DEVICE_MATRIX_DISABLE_LIST"
-ENV_MARKERS = "DEVICE_MATRIX_OUTPUT_MARKERS"  # set by the runner, which reads them out of the log
+ENV_DEVICE = wire.ENV_DEVICE
+ENV_SETTINGS = wire.ENV_SETTINGS
+ENV_DISABLE_LIST = wire.ENV_DISABLE_LIST
 LONGREPR_LIMIT = 20_000
+# the journal's descriptor is moved this high, out of the range a test's own files get
+JOURNAL_FD_MIN = 1000
+
+
+class JournalWriter:
+    """Events into the runner's FIFO, one ``os.write`` each, numbered 1, 2, 3...
+
+    The FIFO's name is removed once it is open: a test cannot find it, truncate it or
+    delete it. A write that fails (the runner is gone, a test closed the descriptor)
+    ends the journal; the runner reads a journal without its ``end`` as a death.
+    """
+
+    def __init__(self, path: Path) -> None:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            self._fd = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, JOURNAL_FD_MIN)
+        except OSError:
+            self._fd = os.dup(fd)
+        finally:
+            os.close(fd)
+        if stat.S_ISFIFO(os.fstat(self._fd).st_mode):
+            try:
+                path.unlink()
+            except OSError:
+                pass
+        self._n = 0
+
+    def write(self, event: str, **fields: Any) -> None:
+        if self._fd < 0:
+            return
+        self._n += 1
+        record = {"e": event, "n": self._n, **fields}
+        data = (json.dumps(record, default=str, separators=(",", ":")) + "\n").encode()
+        try:
+            os.write(self._fd, data)
+        except OSError:
+            self._fd = -1
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+            self._fd = -1
+
 
 _state_key = pytest.StashKey["_State"]()
 
@@ -50,7 +96,7 @@ class _State:
         self.meta: dict[str, dict[str, Any]] = {}
         self.fault_file: IO[str] | None = None
         self.seq = 0
-        self.markers = os.environ.get(ENV_MARKERS) == "1"
+        self.markers = os.environ.get(wire.ENV_MARKERS) == "1"
 
 
 def current_device() -> str | None:
@@ -78,17 +124,17 @@ def device_settings() -> dict[str, Any]:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("device-matrix")
-    group.addoption("--dm-journal", default=None, help="append-only journal of started/finished tests")
-    group.addoption("--dm-select", default=None, help="file of nodeids to run (others deselected)")
-    group.addoption("--dm-faulthandler", default=None, help="file for fatal-signal and hang stacks")
-    group.addoption("--dm-env", action="store_true", help="write an environment snapshot into the journal")
+    group.addoption(wire.OPT_JOURNAL, default=None, help="the runner's FIFO for started/finished tests")
+    group.addoption(wire.OPT_SELECT, default=None, help="file of nodeids to run (others deselected)")
+    group.addoption(wire.OPT_FAULTHANDLER, default=None, help="file for fatal-signal and hang stacks")
+    group.addoption(wire.OPT_ENV, action="store_true", help="write an environment snapshot into the journal")
     group.addoption(
-        "--dm-device",
+        wire.OPT_DEVICE,
         default=None,
         help=f"device row name for skip_device/xfail_device (default: ${ENV_DEVICE})",
     )
     group.addoption(
-        "--dm-disable-list",
+        wire.OPT_DISABLE_LIST,
         default=None,
         help=f"central disable list (default: ${ENV_DISABLE_LIST} or <rootdir>/device-matrix-disabled.toml)",
     )
@@ -108,21 +154,30 @@ def pytest_configure(config: pytest.Config) -> None:
     state = _State()
     config.stash[_state_key] = state
     _STACK.append(state)
-    state.device = config.getoption("--dm-device") or os.environ.get(ENV_DEVICE)
-    journal = config.getoption("--dm-journal")
+    state.device = config.getoption(wire.OPT_DEVICE) or os.environ.get(ENV_DEVICE)
+    journal = config.getoption(wire.OPT_JOURNAL)
     if journal:
+        numprocesses = config.getoption("numprocesses", None) if config.pluginmanager.hasplugin("xdist") else None
+        if numprocesses:
+            # a crashed xdist worker is replaced and its test reported as an ordinary
+            # failure: the runner could not name the signal or resume; refuse instead
+            raise pytest.UsageError(
+                "device-matrix: pytest-xdist (-n) cannot run under device-matrix run; "
+                "remove -n/--numprocesses (crashes are isolated by the runner itself)"
+            )
         state.journal = JournalWriter(Path(journal))
+        _follow_chdir(state.journal)
         env = None
-        if config.getoption("--dm-env"):
+        if config.getoption(wire.OPT_ENV):
             # only when the runner cannot see this interpreter itself (a container, --python)
             from device_matrix.diagnostics.environment import snapshot
 
             env = snapshot()
         state.journal.write("session", pid=os.getpid(), device=state.device, t=time.time(), env=env)
-    select = config.getoption("--dm-select")
+    select = config.getoption(wire.OPT_SELECT)
     if select:
         state.select = [line for line in Path(select).read_text("utf-8").splitlines() if line.strip()]
-    fault = config.getoption("--dm-faulthandler")
+    fault = config.getoption(wire.OPT_FAULTHANDLER)
     if fault:
         # Our own file, not stderr: a crash's Python stack must not depend on how
         # output is captured. The runner passes -p no:faulthandler with this option.
@@ -130,6 +185,17 @@ def pytest_configure(config: pytest.Config) -> None:
         faulthandler.enable(file=state.fault_file, all_threads=True)
         # SIGUSR1: the runner asks for every thread's stack before ending a hung test.
         faulthandler.register(signal.SIGUSR1, file=state.fault_file, all_threads=True)
+
+
+def _follow_chdir(journal: JournalWriter) -> None:
+    """Journal every directory change: a core file lands where the process was."""
+    chdir = os.chdir
+
+    def journaled_chdir(path: Any) -> None:
+        chdir(path)
+        journal.write("cwd", path=str(Path.cwd()))
+
+    os.chdir = journaled_chdir
 
 
 def _device_skips(item: pytest.Item, state: _State, disabled: list[DeviceSkip]) -> DeviceSkip | None:
@@ -190,7 +256,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         items[:] = keep
 
     disable_path = (
-        config.getoption("--dm-disable-list")
+        config.getoption(wire.OPT_DISABLE_LIST)
         or os.environ.get(ENV_DISABLE_LIST)
         or str(config.rootpath / "device-matrix-disabled.toml")
     )
@@ -255,7 +321,7 @@ def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) 
         if state.markers:
             # where this test's output begins in the run log (the runner strips the marker)
             try:
-                os.write(1, marker(state.seq))
+                os.write(1, wire.marker(state.seq))
             except OSError:
                 pass
 

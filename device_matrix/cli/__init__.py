@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,11 +20,13 @@ from device_matrix.devices import detect, install_hint
 from device_matrix.errors import (
     EXIT_ENVIRONMENT,
     EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_TESTS_FAILED,
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
     DeviceMatrixError,
+    UsageProblem,
 )
 from device_matrix.output import Output
 from device_matrix.records.schema import RunRecord
@@ -33,12 +37,18 @@ STATUS_EXIT = {
     "crashed": EXIT_TESTS_FAILED,
     "unavailable": EXIT_UNAVAILABLE,
     "error": EXIT_ENVIRONMENT,
+    "running": EXIT_INTERNAL,  # never the status of a finished run
+    "interrupted": EXIT_INTERRUPTED,
 }
 # when rows end differently, the most serious code wins
 EXIT_SEVERITY = [EXIT_INTERNAL, EXIT_ENVIRONMENT, EXIT_TESTS_FAILED, EXIT_UNAVAILABLE, EXIT_OK]
+INTERRUPT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def combine_exit_codes(codes: Sequence[int]) -> int:
+    interrupted = [c for c in codes if c > 128]
+    if interrupted:
+        return interrupted[0]
     for code in EXIT_SEVERITY:
         if code in codes:
             return code
@@ -54,7 +64,7 @@ def _load(args: argparse.Namespace) -> Config:
 
 
 def _rows(cfg: Config, names: Sequence[str] | None) -> list[str]:
-    if not names:
+    if names is None:
         return list(cfg.rows)
     out = []
     for name in names:
@@ -63,14 +73,42 @@ def _rows(cfg: Config, names: Sequence[str] | None) -> list[str]:
             if part:
                 cfg.row(part)  # raises a ConfigError naming the allowed rows
                 out.append(part)
+    if not out:
+        raise UsageProblem(
+            f"--device {' '.join(map(repr, names))} names no row",
+            tip=f"Name one or more of: {', '.join(cfg.rows)} (or leave --device out for every row).",
+        )
     return out
+
+
+@contextlib.contextmanager
+def _interrupts_raise() -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGHUP end the run cleanly: the child is ended, a record written."""
+    from device_matrix.run.attempt import Interrupted
+
+    fired: list[int] = []
+
+    def handler(signum: int, frame: object) -> None:
+        if fired:
+            return  # already stopping: let the cleanup finish
+        fired.append(signum)
+        raise Interrupted(signum)
+
+    previous = {sig: signal.signal(sig, handler) for sig in INTERRUPT_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 # --- run ------------------------------------------------------------------------------
 
 
 def cmd_run(args: argparse.Namespace, out: Output) -> int:
-    from device_matrix.run.runner import RowRunner, RunOptions, plan_row
+    from device_matrix.run.attempt import Interrupted
+    from device_matrix.run.plan import plan_row
+    from device_matrix.run.runner import RowRunner, RunOptions
 
     cfg = _load(args)
     force: Literal["local", "container"] | None = "local" if args.local else ("container" if args.container else None)
@@ -86,20 +124,29 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
         use_gdb=not args.no_gdb,
         keep_cores=args.keep_cores,
         run_url=args.run_url or _actions_run_url(),
+        resume=args.resume,
     )
     codes = []
     records: list[RunRecord] = []
-    for name in _rows(cfg, args.device):
-        row = cfg.row(name)
-        plan = plan_row(cfg, row, force=force)
-        if plan.mode == "unavailable":
-            out.line(f"{name}: {out.paint('unavailable', 'UNAVAILABLE')} - {plan.reason}")
-        record = RowRunner(cfg, plan, options, out).run()
-        records.append(record)
-        code = STATUS_EXIT[record["status"]]
-        if record["status"] == "unavailable" and args.require_device:
-            code = EXIT_ENVIRONMENT
-        codes.append(code)
+    with _interrupts_raise():
+        for name in _rows(cfg, args.device):
+            row = cfg.row(name)
+            plan = plan_row(cfg, row, force=force)
+            if plan.mode == "unavailable":
+                out.line(f"{name}: {out.paint('unavailable', 'UNAVAILABLE')} - {plan.reason}")
+            try:
+                record = RowRunner(cfg, plan, options, out).run()
+            except Interrupted as exc:
+                out.error(
+                    f"{name}: interrupted by {exc}; what finished is in {cfg.results_dir / name / 'run.json'}",
+                    "Continue with `device-matrix run --resume` and the same rows.",
+                )
+                return 128 + exc.signum
+            records.append(record)
+            code = STATUS_EXIT[record["status"]]
+            if record["status"] == "unavailable" and args.require_device:
+                code = EXIT_ENVIRONMENT
+            codes.append(code)
     print_summary(out, records, cfg)
     if cfg.tracker.kind == "ledger" and records:
         _link_with_ledger(cfg, out)
@@ -170,7 +217,7 @@ def print_summary(out: Output, records: Sequence[RunRecord], cfg: Config) -> Non
 
 
 def cmd_plan(args: argparse.Namespace, out: Output) -> int:
-    from device_matrix.run.runner import plan_row
+    from device_matrix.run.plan import plan_row
 
     cfg = _load(args)
     force: Literal["local", "container"] | None = "local" if args.local else ("container" if args.container else None)
@@ -331,6 +378,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="an absent device is an error (exit 5), as on a CI runner that should have it",
     )
     run.add_argument("--run-url", help="link to this CI run, quoted in issues")
+    run.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the last run of each row (interrupted, or stopped by crashes): run its not_run tests",
+    )
     run.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --: arguments for pytest")
     run.set_defaults(func=cmd_run)
 

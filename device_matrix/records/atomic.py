@@ -1,4 +1,9 @@
-"""Atomic writes: a reader sees the old file or the whole new one, never half."""
+"""Atomic writes: a reader sees the old file or the whole new one, never half.
+
+Every results file goes through here, and so through redaction: whatever a record
+holds (a nodeid built from a parametrize id, an assertion message, a skip reason), no
+secret of this environment reaches the disk.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,8 @@ import os
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from device_matrix.redact import Redactor
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -20,8 +27,13 @@ def write_json_atomic(path: Path, data: Any) -> None:
     write_text_atomic(path, json.dumps(data, separators=(",", ":"), default=str) + "\n")
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write text through a temporary file renamed over ``path`` (see write_json_atomic)."""
+def write_text_atomic(path: Path, text: str, redactor: Redactor | None = None) -> None:
+    """Write text, redacted, through a temporary file renamed over ``path``.
+
+    See :func:`write_json_atomic`. Redaction replaces a secret by ``[redacted]``, which
+    needs no escaping in JSON, XML, Markdown or HTML text.
+    """
+    text = (redactor or Redactor()).text(text)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

@@ -21,8 +21,11 @@ Outcome: TypeAlias = Literal[
 ]
 OUTCOMES: tuple[str, ...] = get_args(Outcome)
 FAILING_OUTCOMES = frozenset({"failed", "error", "xpassed", "crashed", "timeout"})
-RowStatus: TypeAlias = Literal["passed", "failed", "crashed", "unavailable", "error"]
-CrashPhase: TypeAlias = Literal["test", "collection", "exit", "startup"]
+# running: written when a run starts; a record still "running" whose runner is gone
+# was cut off (SIGKILL, a lost machine). interrupted: the runner was told to stop.
+RowStatus: TypeAlias = Literal["passed", "failed", "crashed", "unavailable", "error", "interrupted", "running"]
+# session: the process died between tests, outside any test
+CrashPhase: TypeAlias = Literal["test", "collection", "exit", "startup", "session"]
 Classification: TypeAlias = Literal["deterministic", "flaky", "unknown"]
 
 
@@ -134,6 +137,7 @@ class RunRecord(TypedDict):
     attempts: list[AttemptRecord]
     summary: Summary
     run_url: str | None
+    runner_pid: int | None  # the device-matrix process that wrote it (see status "running")
 
 
 def summarize(tests: list[TestRecord]) -> Summary:

@@ -1,70 +1,28 @@
-"""The append-only journal a pytest child writes and the runner reads.
+"""The one fold of journal events: what a pytest child did, live and after it died.
 
-One JSON object per line, written with a single ``os.write`` on an ``O_APPEND``
-descriptor, so a line is either whole or (at a crash mid-write) a torn last line the
-reader drops. The nodeid of a test is written *before* the test runs: after any death
-the runner knows who was running.
+The child writes events (see :mod:`device_matrix.wire`) into a FIFO; a reader thread of
+the runner feeds each line to :meth:`Fold.feed`. The watcher asks the same object what
+is running now (for deadlines and progress), and once the child is gone the runner
+reads the outcome of every test from it. Nothing else interprets events.
 
-Events (key ``e``):
-
-``session``     the child started (pid, device)
-``collected``   the final selection, in run order
-``collect_error`` a collection error (nodeid of the module, text)
-``start``       a test is about to run (nodeid, skip metadata)
-``report``      a phase report (when, outcome, duration, longrepr, skip metadata)
-``finish``      a test's phases are all done
-``end``         pytest finished its session (exitstatus)
+Every event is checked (kind, numbering, field types, and the order pytest keeps: a
+report or finish only for the test that started). The first that fails marks the
+journal broken; what came before stays, nothing after it is believed.
 """
 
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator, Mapping
+import threading
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from device_matrix import wire
 from device_matrix.records.schema import Outcome
 
-
-class JournalWriter:
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-
-    def write(self, event: str, **fields: Any) -> None:
-        record = {"e": event, **fields}
-        data = (json.dumps(record, default=str, separators=(",", ":")) + "\n").encode()
-        os.write(self._fd, data)
-
-    def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-
-
-def _parse(line: bytes) -> dict[str, Any] | None:
-    """One journal line as an event; None for a torn, garbled or blank line."""
-    if not line.strip():
-        return None
-    try:
-        event = json.loads(line)
-    except ValueError:
-        return None
-    return event if isinstance(event, dict) and isinstance(event.get("e"), str) else None
-
-
-def read_events(path: Path) -> Iterator[dict[str, Any]]:
-    """Yield every whole event of a journal; a torn or garbled line is skipped."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return
-    for line in raw.splitlines():
-        event = _parse(line)
-        if event is not None:
-            yield event
+Activity = Literal["startup", "collecting", "test", "between", "exit"]
 
 
 @dataclass
@@ -88,100 +46,171 @@ class TestState:
     meta: Mapping[str, Any] = field(default_factory=dict)
 
 
-@dataclass
-class JournalSummary:
-    """What one child process left behind."""
+class Fold:
+    """The state of one child process, built event by event (thread-safe)."""
 
-    session_started: bool = False
-    pid: int | None = None
-    env: Mapping[str, Any] = field(default_factory=dict)
-    collected: list[str] | None = None
-    collect_errors: list[tuple[str, str]] = field(default_factory=list)
-    tests: dict[str, TestState] = field(default_factory=dict)
-    order: list[str] = field(default_factory=list)
-    ended: bool = False
-    exitstatus: int | None = None
-    collecting: dict[str, str] = field(default_factory=dict)  # module nodeid -> path, not yet done
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._n = 0
+        self.session_started = False
+        self.pid: int | None = None
+        self.env: Mapping[str, Any] = {}
+        self.collected: list[str] | None = None
+        self._collected_set: frozenset[str] = frozenset()
+        self.collect_errors: list[tuple[str, str]] = []
+        self.collecting: dict[str, str] = {}  # module nodeid -> path, not yet done
+        self.tests: dict[str, TestState] = {}
+        self.order: list[str] = []
+        self.running: str | None = None  # the test that started and did not finish
+        self.ended = False
+        self.exitstatus: int | None = None
+        self.cwds: list[str] = []  # directories the process changed into
+        self.broken: str | None = None  # why the journal stopped being believed
+        self.frozen = False  # a deadline passed: later events describe nothing we record
+        self._since = time.monotonic()
+        self._activity: tuple[Activity, str | None] = ("startup", None)
 
-    @property
-    def running(self) -> str | None:
-        """The test that started and did not finish (the one to blame for a death)."""
-        for nodeid in reversed(self.order):
-            state = self.tests[nodeid]
-            if not state.finished:
-                return nodeid
+    # --- feeding ----------------------------------------------------------------------
+
+    def feed(self, line: bytes) -> dict[str, Any] | None:
+        """Check and apply one journal line; the event, or None when it was not applied."""
+        if not line.strip():
+            return None
+        with self._lock:
+            if self.broken is not None or self.frozen:
+                return None
+            try:
+                event = json.loads(line)
+            except ValueError:
+                event = None
+                problem: str | None = "a line that is not JSON"
+            else:
+                problem = wire.check_event(event, self._n + 1)
+            if problem is None:
+                problem = self._apply(event)
+            if problem is not None:
+                self.broken = problem
+                return None
+            self._n += 1
+            self._touch()
+            return event  # type: ignore[no-any-return]
+
+    def freeze(self) -> tuple[Activity, str | None, float]:
+        """Stop believing events (a deadline passed); what was going on, and for how long."""
+        with self._lock:
+            self.frozen = True
+            kind, name = self._activity
+            return kind, name, time.monotonic() - self._since
+
+    def activity(self) -> tuple[Activity, str | None, float]:
+        """What the child is doing now, and since when (monotonic seconds)."""
+        with self._lock:
+            kind, name = self._activity
+            return kind, name, self._since
+
+    def _touch(self) -> None:
+        if not self.session_started:
+            now: tuple[Activity, str | None] = ("startup", None)
+        elif self.ended:
+            now = ("exit", None)
+        elif self.running is not None:
+            now = ("test", self.running)
+        elif self.collected is None and self.collecting:
+            now = ("collecting", next(reversed(self.collecting)))
+        elif self.collected is None:
+            now = ("collecting", None)
+        else:
+            now = ("between", None)
+        if now != self._activity:
+            self._activity = now
+            self._since = time.monotonic()
+
+    def _apply(self, ev: dict[str, Any]) -> str | None:
+        kind = ev["e"]
+        if kind != "session" and not self.session_started:
+            return f"event {kind!r} before the session started"
+        if kind == "session":
+            if self.session_started:
+                return "a second session event"
+            self.session_started = True
+            self.pid = ev["pid"]
+            self.env = ev.get("env") or {}
+        elif self.ended and kind != "cwd":
+            return f"event {kind!r} after the session ended"
+        elif kind == "collecting":
+            self.collecting[ev["nodeid"]] = ev["path"]
+        elif kind == "collect_done":
+            self.collecting.pop(ev["nodeid"], None)
+        elif kind == "collect_error":
+            self.collect_errors.append((ev["nodeid"], ev.get("longrepr") or ""))
+            self.collecting.pop(ev["nodeid"], None)
+        elif kind == "collected":
+            if self.collected is not None:
+                return "a second collected event"
+            self.collected = list(ev["nodeids"])
+            self._collected_set = frozenset(self.collected)
+            self.collecting.clear()
+        elif kind == "start":
+            return self._start(ev)
+        elif kind == "report":
+            if ev["nodeid"] != self.running:
+                return f"a report for {ev['nodeid']!r}, which is not the running test"
+            meta = ev.get("skip")
+            self.tests[ev["nodeid"]].reports.append(
+                PhaseReport(
+                    when=ev["when"],
+                    outcome=ev["outcome"],
+                    duration=float(ev["duration"]),
+                    longrepr=ev.get("longrepr"),
+                    wasxfail=ev.get("wasxfail"),
+                    skip=meta,
+                )
+            )
+        elif kind == "finish":
+            if ev["nodeid"] != self.running:
+                return f"a finish for {ev['nodeid']!r}, which is not the running test"
+            self.tests[ev["nodeid"]].finished = True
+            self.running = None
+        elif kind == "cwd":
+            self.cwds.append(ev["path"])
+        elif kind == "end":
+            self.ended = True
+            self.exitstatus = ev["exitstatus"]
         return None
+
+    def _start(self, ev: dict[str, Any]) -> str | None:
+        nodeid = ev["nodeid"]
+        if self.collected is None or nodeid not in self._collected_set:
+            return f"a start for {nodeid!r}, which was not collected"
+        if self.running is not None:
+            return f"a start for {nodeid!r} while {self.running!r} runs"
+        if nodeid in self.tests:
+            return f"a second start for {nodeid!r}"
+        loc = ev["loc"]
+        state = TestState(
+            nodeid,
+            started_at=float(ev["t"]),
+            seq=ev["seq"],
+            meta=ev["meta"],
+            location=(str(loc[0]), loc[1] if type(loc[1]) is int else None) if len(loc) == 2 else None,
+        )
+        self.tests[nodeid] = state
+        self.order.append(nodeid)
+        self.running = nodeid
+        return None
+
+    # --- reading ----------------------------------------------------------------------
 
     @property
     def collect_culprit(self) -> tuple[str, str] | None:
-        """The module being imported when collection died: (nodeid, path)."""
-        if not self.collecting:
+        """The module being imported when the process died: (nodeid, path)."""
+        if self.collected is not None or not self.collecting:
             return None
-        nodeid = list(self.collecting)[-1]
+        nodeid = next(reversed(self.collecting))
         return nodeid, self.collecting[nodeid]
 
     def finished_ids(self) -> list[str]:
         return [n for n in self.order if self.tests[n].finished]
-
-
-def summarize(events: Iterator[dict[str, Any]] | list[dict[str, Any]]) -> JournalSummary:
-    summary = JournalSummary()
-    for ev in events:
-        kind = ev["e"]
-        if kind == "session":
-            summary.session_started = True
-            summary.pid = ev.get("pid") if isinstance(ev.get("pid"), int) else None
-            env = ev.get("env")
-            summary.env = env if isinstance(env, dict) else {}
-        elif kind == "collected":
-            summary.collected = [str(x) for x in ev.get("nodeids", [])]
-        elif kind == "collecting":
-            summary.collecting[str(ev.get("nodeid", ""))] = str(ev.get("path", ""))
-        elif kind == "collect_done":
-            summary.collecting.pop(str(ev.get("nodeid", "")), None)
-        elif kind == "collect_error":
-            summary.collect_errors.append((str(ev.get("nodeid", "")), str(ev.get("longrepr", ""))))
-            summary.collecting.pop(str(ev.get("nodeid", "")), None)
-        elif kind == "start":
-            nodeid = str(ev.get("nodeid"))
-            state = summary.tests.get(nodeid)
-            if state is None:
-                state = TestState(nodeid)
-                summary.tests[nodeid] = state
-                summary.order.append(nodeid)
-            state.started_at = float(ev.get("t", 0.0))
-            state.meta = ev.get("meta") or {}
-            seq = ev.get("seq")
-            state.seq = seq if isinstance(seq, int) else None
-            loc = ev.get("loc")
-            if isinstance(loc, list) and len(loc) == 2:
-                state.location = (str(loc[0]), loc[1] if isinstance(loc[1], int) else None)
-        elif kind == "report":
-            nodeid = str(ev.get("nodeid"))
-            state = summary.tests.get(nodeid)
-            if state is None:  # a report without a start: keep it anyway
-                state = TestState(nodeid)
-                summary.tests[nodeid] = state
-                summary.order.append(nodeid)
-            state.reports.append(
-                PhaseReport(
-                    when=str(ev.get("when")),
-                    outcome=str(ev.get("outcome")),
-                    duration=float(ev.get("duration", 0.0)),
-                    longrepr=ev.get("longrepr"),
-                    wasxfail=ev.get("wasxfail"),
-                    skip=ev.get("skip"),
-                )
-            )
-        elif kind == "finish":
-            nodeid = str(ev.get("nodeid"))
-            if nodeid in summary.tests:
-                summary.tests[nodeid].finished = True
-        elif kind == "end":
-            summary.ended = True
-            status = ev.get("exitstatus")
-            summary.exitstatus = int(status) if isinstance(status, int) else None
-    return summary
 
 
 def final_outcome(state: TestState) -> tuple[Outcome, str | None, Mapping[str, Any] | None]:
@@ -213,30 +242,3 @@ def final_outcome(state: TestState) -> tuple[Outcome, str | None, Mapping[str, A
                 outcome, message = "skipped", rep.longrepr
             skip = rep.skip
     return outcome, message, skip
-
-
-class JournalTail:
-    """Read a growing journal incrementally (the runner polls it while the child runs)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._fh: Any = None
-        self._pending = b""
-
-    def read_new(self) -> list[dict[str, Any]]:
-        if self._fh is None:
-            try:
-                self._fh = self.path.open("rb")
-            except FileNotFoundError:
-                return []
-        data = self._fh.read()
-        if not data:
-            return []
-        chunks = (self._pending + data).split(b"\n")
-        self._pending = chunks.pop()
-        return [event for event in map(_parse, chunks) if event is not None]
-
-    def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None

@@ -4,34 +4,41 @@ The child writes into a pipe; this thread reads it, removes the plugin's start m
 (``\\x1edm:<seq>\\x1f``, written with one ``os.write`` right before each test), redacts
 every line, and appends to the log. So no secret reaches the disk, and the log offset
 of each test's first byte is exact even when the process dies a moment later.
+
+The pipe is always drained, whatever happens to the log: a log that cannot be written
+(a full disk) or that reached ``max_bytes`` must never block the child, which would
+then look hung. What could not be written is counted and said at the end of the log.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import threading
+from collections import deque
 from pathlib import Path
+from typing import BinaryIO
 
 from device_matrix.redact import Redactor
+from device_matrix.wire import MARKER_RE, MARKER_START
 
-MARKER_RE = re.compile(rb"\x1edm:(\d+)\x1f")
-MARKER_START = b"\x1edm:"
 READ_SIZE = 65536
-MAX_LINE = 1 << 20  # a line longer than this is written in pieces (redaction per piece)
-
-
-def marker(seq: int) -> bytes:
-    return b"\x1edm:%d\x1f" % seq
+MAX_LINE = 1 << 20  # a longer line is written in pieces (split where no secret spans)
+TAIL_KEEP = 256 << 10  # after the cap, the last bytes kept for the end of the log
 
 
 class OutputPump:
-    def __init__(self, read_fd: int, log_path: Path, redactor: Redactor) -> None:
+    def __init__(self, read_fd: int, log_path: Path, redactor: Redactor, *, max_bytes: int | None = None) -> None:
         self.fd = read_fd
-        self.log = log_path.open("ab")
+        self.log: BinaryIO = log_path.open("ab")
         self.redactor = redactor
         self.offsets: dict[int, int] = {}
         self.start = self.log.tell()
+        self.max_bytes = max_bytes
+        self.error: OSError | None = None  # the first write error (ENOSPC, EFBIG, EIO)
+        self.cut = 0  # bytes of output not in the log (over the cap)
+        self._tail: deque[bytes] = deque()
+        self._tail_size = 0
+        self._written = 0
         self._pending = b""
         self._thread = threading.Thread(target=self._run, name="device-matrix-output", daemon=True)
         self._stop = False
@@ -39,11 +46,46 @@ class OutputPump:
     def begin(self) -> None:
         self._thread.start()
 
+    def position(self) -> int:
+        """The log offset the next byte goes to (the tail's place once over the cap)."""
+        return self.start + self._written
+
+    def _write(self, data: bytes) -> None:
+        if self.error is not None:
+            return
+        try:
+            self.log.write(data)
+            self.log.flush()
+        except OSError as exc:
+            self.error = exc
+            return
+        self._written += len(data)
+
     def _emit(self, data: bytes) -> None:
         if not data:
             return
-        text = data.decode("utf-8", "replace")
-        self.log.write(self.redactor.text(text).encode("utf-8"))
+        out = self.redactor.text(data.decode("utf-8", "replace")).encode("utf-8")
+        if self.max_bytes is not None and self._written + len(out) > self.max_bytes:
+            # over the cap: keep only a tail, written with a note at the end
+            self.cut += len(out)
+            self._tail.append(out)
+            self._tail_size += len(out)
+            while self._tail_size - len(self._tail[0]) >= TAIL_KEEP:
+                self._tail_size -= len(self._tail.popleft())
+            return
+        self._write(out)
+
+    def _split_point(self, rest: bytes) -> int:
+        """Where to cut a line longer than MAX_LINE: never inside a secret."""
+        cut = MAX_LINE
+        window_from = max(0, cut - 4096)
+        spans = self.redactor.spans(rest[window_from : cut + 4096].decode("utf-8", "replace"))
+        for start, end in reversed(spans):  # latest first: a cut moved back is checked again
+            # spans are character offsets of a decoded window; bytes and chars agree
+            # for the ASCII a token is made of, and a cut earlier than needed is harmless
+            if window_from + start < cut < window_from + end:
+                cut = window_from + start
+        return max(cut, 1)
 
     def _feed(self, chunk: bytes, final: bool = False) -> None:
         buf = self._pending + chunk
@@ -53,8 +95,7 @@ class OutputPump:
             if m is None:
                 break
             self._emit(buf[pos : m.start()])
-            self.log.flush()
-            self.offsets[int(m.group(1))] = self.log.tell()
+            self.offsets[int(m.group(1))] = self.position()
             pos = m.end()
         rest = buf[pos:]
         if final:
@@ -66,7 +107,7 @@ class OutputPump:
         keep_from = cut if cut != -1 else len(rest)
         nl = rest.rfind(b"\n", 0, keep_from)
         if nl == -1 and keep_from == len(rest) and len(rest) > MAX_LINE:
-            nl = len(rest) - 1
+            nl = self._split_point(rest) - 1
         self._emit(rest[: nl + 1])
         self._pending = rest[nl + 1 :]
 
@@ -77,18 +118,17 @@ class OutputPump:
                 if not chunk:
                     break
                 self._feed(chunk)
-                self.log.flush()
         except OSError:
             pass
         finally:
             self._feed(b"", final=True)
-            self.log.flush()
 
     def finish(self, timeout: float = 5.0) -> None:
         """Wait for the pipe to drain (every writer gone), at most ``timeout`` seconds."""
-        self._thread.join(timeout)
+        if self._thread.ident is not None:
+            self._thread.join(timeout)
         if self._thread.is_alive():
-            # a grandchild still holds the pipe open: stop reading, keep what we have
+            # something still holds the pipe open: stop reading, keep what we have
             self._stop = True
             try:
                 os.close(self.fd)
@@ -100,4 +140,14 @@ class OutputPump:
                 os.close(self.fd)
             except OSError:
                 pass
-        self.log.close()
+        if self.cut:
+            tail = b"".join(self._tail)
+            note = (
+                f"\n[device-matrix: output over the {self.max_bytes} byte cap of this log: "
+                f"{self.cut - len(tail)} bytes left out; its last {len(tail)} bytes follow]\n"
+            )
+            self._write(note.encode() + tail)
+        try:
+            self.log.close()
+        except OSError as exc:
+            self.error = self.error or exc

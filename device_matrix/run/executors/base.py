@@ -1,16 +1,28 @@
-"""What the runner needs from a place to run a pytest child: one Protocol."""
+"""What the runner needs from a place to run a pytest child: one Protocol.
+
+A child is a context manager: leaving the ``with`` block, by any path (a normal end, an
+exception, an interrupt of the runner), ends its whole process group (SIGTERM, a grace
+period, then SIGKILL) and then every process that still carries the attempt's token in
+its environment, so a grandchild that ignores SIGTERM or left the group with setsid()
+does not outlive the attempt.
+"""
 
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
 from typing import BinaryIO, Literal, Protocol
 
+from device_matrix.wire import ENV_ATTEMPT
+
 ExecutorName = Literal["local", "container"]
+TERM_GRACE = 3.0  # seconds between SIGTERM and SIGKILL
 
 
 @dataclass(frozen=True)
@@ -19,9 +31,10 @@ class LaunchSpec:
 
     pytest_args: Sequence[str]
     env: Mapping[str, str]  # the row's variables plus the runner's DEVICE_MATRIX_* ones
-    workdir: Path  # the child's own working directory (cores land here)
+    workdir: Path  # the child's working directory: the project root, as under plain pytest
     project_root: Path
     core_limit: int | None  # bytes; None leaves the limit as it is
+    token: str = ""  # DEVICE_MATRIX_ATTEMPT of this attempt's processes
 
 
 class Child(Protocol):
@@ -32,9 +45,16 @@ class Child(Protocol):
     def wait(self, timeout: float | None = None) -> int: ...
 
     def send(self, sig: int) -> None:
-        """Send ``sig`` to the test process (and, for ends, its whole group)."""
+        """Send ``sig`` to the test process only."""
 
-    def kill_group(self, sig: int) -> None: ...
+    def end(self) -> int:
+        """End the child, its group and every process of the attempt; its exit status."""
+
+    def __enter__(self) -> Child: ...
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
 
 
 class Executor(Protocol):
@@ -48,12 +68,40 @@ class Executor(Protocol):
     def interpreter(self) -> str: ...
 
 
+def tagged_processes(token: str, proc_root: Path = Path("/proc")) -> list[int]:
+    """Processes whose environment carries ``DEVICE_MATRIX_ATTEMPT=token``."""
+    needle = f"{ENV_ATTEMPT}={token}".encode()
+    found = []
+    me = os.getpid()
+    try:
+        entries = list(proc_root.iterdir())
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0"):
+            found.append(int(entry.name))
+    return found
+
+
 class PopenChild:
     """A child in its own process group (session): signals reach it and its children."""
 
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], token: str) -> None:
         self.proc = proc
         self.pid = proc.pid
+        self.token = token
+
+    def __enter__(self) -> PopenChild:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.end()
 
     def poll(self) -> int | None:
         return self.proc.poll()
@@ -74,12 +122,26 @@ class PopenChild:
         except (ProcessLookupError, PermissionError):
             pass
 
+    def end(self) -> int:
+        if self.proc.poll() is None:
+            self.kill_group(signal.SIGTERM)
+            try:
+                self.proc.wait(TERM_GRACE)
+            except subprocess.TimeoutExpired:
+                pass
+        # whatever answered SIGTERM or not: nothing of the attempt is left running
+        self.kill_group(signal.SIGKILL)
+        self._sweep()
+        return self.proc.wait()
 
-def end_child(child: Child, *, term_grace: float = 3.0) -> int:
-    """SIGTERM the group, then SIGKILL it if it does not go; return the exit status."""
-    child.kill_group(signal.SIGTERM)
-    try:
-        return child.wait(term_grace)
-    except subprocess.TimeoutExpired:
-        child.kill_group(signal.SIGKILL)
-        return child.wait()
+    def _sweep(self) -> None:
+        for _ in range(3):  # a process may fork while it is being looked for
+            pids = tagged_processes(self.token)
+            if not pids:
+                return
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            time.sleep(0.01)

@@ -164,7 +164,7 @@ class ContainerExecutor:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        return ContainerChild(proc, self.engine, self.container_name)
+        return ContainerChild(proc, spec.token, self.engine, self.container_name)
 
     def command_for(self, spec: LaunchSpec) -> list[str]:
         argv = self.argv(spec)
@@ -175,8 +175,8 @@ class ContainerExecutor:
 class ContainerChild(PopenChild):
     """The engine client in its own group; signals also go to the container by name."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], engine: str, name: str) -> None:
-        super().__init__(proc)
+    def __init__(self, proc: subprocess.Popen[bytes], token: str, engine: str, name: str) -> None:
+        super().__init__(proc, token)
         self.engine = engine
         self.name = name
 

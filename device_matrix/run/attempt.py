@@ -1,0 +1,327 @@
+"""Launch and watch one pytest process: the journal, the output, the deadlines.
+
+One attempt is one child. Its journal arrives through a FIFO in the attempt's folder
+whose name the child removes once it has opened it; a reader thread feeds every line
+to the attempt's :class:`~device_matrix.run.journal.Fold` and keeps a redacted copy in
+``journal.jsonl``. The output goes through the redacting pump into the row's log.
+
+Deadlines: whatever the child is doing (starting, importing a test module, running a
+test, exiting after its session) may last ``test_timeout`` seconds; the row as a whole
+``run_timeout``. When one passes, the fold is frozen first, so the test (or module)
+that was running at that moment is the one recorded whatever the child does in the
+moments after; then every thread's stack is asked for (SIGUSR1) and the child ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import queue
+import secrets
+import shlex
+import signal
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from device_matrix import diagnostics
+from device_matrix.redact import Redactor
+from device_matrix.run.executors.base import Child, Executor, LaunchSpec
+from device_matrix.run.journal import Activity, Fold
+from device_matrix.run.pump import OutputPump
+from device_matrix.wire import ENV_ATTEMPT, OPT_FAULTHANDLER, OPT_JOURNAL, OPT_SELECT, option
+
+Purpose = Literal["run", "resume", "rerun"]
+HANG_DUMP_GRACE = 2.0  # seconds for faulthandler to write every thread's stack
+PIPE_SIZE = 1 << 20  # the journal FIFO's buffer: a fast child never waits for the reader
+
+
+class Interrupted(BaseException):
+    """The runner got SIGINT, SIGTERM or SIGHUP (raised by the handler of ``cli run``)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+        self.attempt: AttemptResult | None = None
+
+
+class Progress(Protocol):
+    """Where an attempt reports what it sees while the child runs."""
+
+    def journal_event(self, event: dict[str, Any]) -> None: ...
+
+
+@dataclass(frozen=True)
+class Overrun:
+    """A deadline that passed: what was going on, and for how long."""
+
+    activity: Activity | Literal["run"]
+    name: str | None  # the test's nodeid, or the module being imported
+    seconds: float
+
+
+@dataclass
+class AttemptResult:
+    index: int
+    purpose: Purpose
+    returncode: int
+    fold: Fold
+    overrun: Overrun | None
+    duration: float
+    selected: int | None
+    folder: Path
+    fault: Path
+    log_start: int
+    log_end: int
+    offsets: dict[int, int]
+    started_at: float  # wall clock, for the age of core files
+    command: str
+    output_error: OSError | None = None
+    cut: int = 0
+
+    @property
+    def signal(self) -> int | None:
+        return diagnostics.signal_from_returncode(self.returncode)
+
+    @property
+    def abnormal(self) -> bool:
+        """Not a process that ran its session to the end and exited by itself."""
+        return (
+            self.overrun is not None or self.fold.broken is not None or not self.fold.ended or self.signal is not None
+        )
+
+
+@dataclass(frozen=True)
+class AttemptSpec:
+    index: int
+    purpose: Purpose
+    args: Sequence[str]  # pytest arguments shared by every attempt of the row
+    env: dict[str, str]
+    select: Sequence[str] | None
+
+
+@dataclass(frozen=True)
+class Limits:
+    test_timeout: float
+    run_deadline: float  # monotonic
+    poll: float = 0.05
+    core_limit: int | None = None
+    max_log_bytes: int | None = None
+
+
+@contextlib.contextmanager
+def _journal_fifo(path: Path) -> Iterator[tuple[int, int]]:
+    """A FIFO at ``path``: (read end, a write end of our own that keeps it from EOF)."""
+    path.unlink(missing_ok=True)
+    os.mkfifo(path, 0o600)
+    read_fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    keep_fd = os.open(path, os.O_WRONLY)
+    os.set_blocking(read_fd, True)
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(read_fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
+    try:
+        yield read_fd, keep_fd
+    finally:
+        for fd in (read_fd, keep_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        path.unlink(missing_ok=True)
+
+
+class _JournalReader:
+    """Reads the FIFO until every writer is gone; feeds the fold; keeps a redacted copy."""
+
+    def __init__(self, fd: int, fold: Fold, copy: Path, redactor: Redactor) -> None:
+        self.fd = fd
+        self.fold = fold
+        self.redactor = redactor
+        self.events: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
+        self.error: OSError | None = None
+        try:
+            self._copy: Any = copy.open("w", encoding="utf-8")
+        except OSError as exc:
+            self.error, self._copy = exc, None
+        self._thread = threading.Thread(target=self._run, name="device-matrix-journal", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        pending = b""
+        try:
+            while True:
+                chunk = os.read(self.fd, 65536)
+                if not chunk:
+                    break
+                lines = (pending + chunk).split(b"\n")
+                pending = lines.pop()  # a torn last line (a death mid-write) is never fed
+                for line in lines:
+                    self._keep(line)
+                    event = self.fold.feed(line)
+                    if event is not None:
+                        self.events.put(event)
+        except OSError:
+            pass
+        finally:
+            if self._copy is not None:
+                with contextlib.suppress(OSError):
+                    self._copy.close()
+
+    def _keep(self, line: bytes) -> None:
+        if self._copy is None or self.error is not None:
+            return
+        try:
+            self._copy.write(self.redactor.text(line.decode("utf-8", "replace")) + "\n")
+        except OSError as exc:
+            self.error = exc
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+
+
+def run_attempt(
+    executor: Executor,
+    spec: AttemptSpec,
+    *,
+    project_root: Path,
+    folder: Path,
+    log_path: Path,
+    redactor: Redactor,
+    limits: Limits,
+    progress: Progress,
+) -> AttemptResult:
+    """Run one pytest child to its end (or its deadline) and say what happened."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fifo = folder / "journal.fifo"
+    fault = folder / "faulthandler.txt"
+    fault.write_bytes(b"")
+    args = [*spec.args, option(OPT_JOURNAL, str(fifo)), option(OPT_FAULTHANDLER, str(fault))]
+    select_file = folder / ".select"
+    if spec.select is not None:
+        # the real nodeids, which may hold anything a parametrize id holds: removed after
+        select_file.write_text("".join(n + "\n" for n in spec.select), "utf-8")
+        args.append(option(OPT_SELECT, str(select_file)))
+    env = dict(spec.env)
+    token = secrets.token_hex(8)
+    env[ENV_ATTEMPT] = token
+    launch = LaunchSpec(
+        pytest_args=args,
+        env=env,
+        workdir=project_root,
+        project_root=project_root,
+        core_limit=limits.core_limit,
+        token=token,
+    )
+    command = shlex.join(executor.command_for(launch))
+    fold = Fold()
+    with log_path.open("ab") as log:
+        header = f"\n=== device-matrix attempt {spec.index} ({spec.purpose}): {command}\n"
+        log.write(redactor.text(header).encode())
+    read_out, write_out = os.pipe()
+    pump = OutputPump(read_out, log_path, redactor, max_bytes=limits.max_log_bytes)
+    started, started_wall = time.monotonic(), time.time()
+    overrun: Overrun | None = None
+    interrupted: Interrupted | None = None
+    child: Child | None = None
+    with _journal_fifo(fifo) as (read_fd, keep_fd):
+        reader = _JournalReader(read_fd, fold, folder / "journal.jsonl", redactor)
+        try:
+            with os.fdopen(write_out, "wb", buffering=0) as child_out:
+                child = executor.launch(launch, child_out)
+            pump.begin()
+            with child:
+                overrun = _watch(child, fold, reader, limits=limits, progress=progress, fault=fault)
+        except Interrupted as exc:
+            interrupted = exc
+        finally:
+            # every writer is gone (the child's group was ended): let the reader drain
+            with contextlib.suppress(OSError):
+                os.close(keep_fd)
+            reader.join(5.0)
+            _drain(reader, progress)
+            pump.finish(2.0)
+            select_file.unlink(missing_ok=True)
+    result = AttemptResult(
+        index=spec.index,
+        purpose=spec.purpose,
+        returncode=child.wait() if child is not None else -1,
+        fold=fold,
+        overrun=overrun,
+        duration=time.monotonic() - started,
+        selected=len(spec.select) if spec.select is not None else None,
+        folder=folder,
+        fault=fault,
+        log_start=pump.start,
+        log_end=pump.position(),
+        offsets=dict(pump.offsets),
+        started_at=started_wall,
+        command=command,
+        output_error=pump.error or reader.error,
+        cut=pump.cut,
+    )
+    if interrupted is not None:
+        interrupted.attempt = result
+        raise interrupted
+    return result
+
+
+def _drain(reader: _JournalReader, progress: Progress) -> None:
+    while True:
+        try:
+            event = reader.events.get_nowait()
+        except queue.Empty:
+            return
+        progress.journal_event(event)
+
+
+def _watch(
+    child: Child, fold: Fold, reader: _JournalReader, *, limits: Limits, progress: Progress, fault: Path
+) -> Overrun | None:
+    # a thread blocks in wait(): the end of the child is seen at once, not at the next poll
+    exited = threading.Event()
+
+    def reap() -> None:
+        child.wait()
+        exited.set()
+
+    threading.Thread(target=reap, name="device-matrix-reap", daemon=True).start()
+    while not exited.wait(limits.poll):
+        _drain(reader, progress)
+        since = fold.activity()[2]
+        now = time.monotonic()
+        if now - since > limits.test_timeout:
+            return _end_overrun(child, fold, fault, exited, run=None)
+        if now > limits.run_deadline:
+            return _end_overrun(child, fold, fault, exited, run="run")
+        if fold.broken is not None:
+            # nothing the child says can be believed any more: it has to end
+            child.end()
+            break
+    _drain(reader, progress)
+    return None
+
+
+def _end_overrun(
+    child: Child, fold: Fold, fault: Path, exited: threading.Event, *, run: Literal["run"] | None
+) -> Overrun:
+    kind, name, seconds = fold.freeze()  # from now on the child's events change nothing
+    # every thread's Python stack (faulthandler on SIGUSR1), then the whole group
+    size = _size(fault)
+    child.send(signal.SIGUSR1)
+    deadline = time.monotonic() + HANG_DUMP_GRACE
+    while time.monotonic() < deadline and not exited.wait(0.05):
+        grown = _size(fault)
+        if grown > size:
+            exited.wait(0.2)  # the rest of the dump: every thread
+            break
+    child.end()
+    return Overrun(run or kind, name, seconds)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0

@@ -1,0 +1,167 @@
+"""From an abnormal attempt to a CrashRecord: diagnosis, core file, repro command."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from device_matrix import diagnostics
+from device_matrix.records.schema import CrashDiagnosis, CrashRecord
+from device_matrix.redact import Redactor
+from device_matrix.run.attempt import AttemptResult
+from device_matrix.run.policy import CrashAt
+
+OUTPUT_TAIL = 2_000_000  # bytes of output a diagnosis reads: the end is where a crash speaks
+ET_CORE = 4
+
+
+def read_log(log: Path, start: int, end: int | None = None) -> str:
+    """The log from ``start`` to ``end`` (its last OUTPUT_TAIL bytes)."""
+    try:
+        with log.open("rb") as fh:
+            fh.seek(start)
+            data = fh.read() if end is None else fh.read(max(0, end - start))
+    except OSError:
+        return ""
+    return data[-OUTPUT_TAIL:].decode("utf-8", "replace")
+
+
+def output_of(attempt: AttemptResult, log: Path, nodeid: str | None) -> str:
+    """The output of ``nodeid`` in this attempt (from its start marker), or all of it."""
+    state = attempt.fold.tests.get(nodeid) if nodeid else None
+    start = attempt.log_start
+    if state is not None and state.seq is not None:
+        start = max(start, attempt.offsets.get(state.seq, start))
+    return read_log(log, start, attempt.log_end)
+
+
+def is_core(path: Path) -> bool:
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(18)
+    except OSError:
+        return False
+    return head[:4] == b"\x7fELF" and int.from_bytes(head[16:18], "little") == ET_CORE
+
+
+def new_cores(folders: Iterable[Path], since: float) -> list[Path]:
+    """Core files written in ``folders`` since ``since`` (wall clock), newest first."""
+    found: dict[Path, float] = {}
+    for folder in folders:
+        try:
+            entries = list(folder.glob("core*"))
+        except OSError:
+            continue
+        for path in entries:
+            try:
+                mtime = path.stat().st_mtime
+            except OSError:
+                continue
+            if mtime >= since - 1 and path.is_file() and is_core(path):
+                found[path.resolve()] = mtime
+    return sorted(found, key=lambda p: found[p], reverse=True)
+
+
+def repro(
+    nodeid: str | None,
+    *,
+    row: str,
+    env: Mapping[str, str],
+    project_root: Path,
+    command: Sequence[str],
+    targets: Sequence[str],
+) -> str:
+    """A command that runs the same test the same way, and the nox line that does."""
+    target = [nodeid] if nodeid else list(targets)
+    assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env.items()))
+    direct = " ".join(x for x in (assigns, shlex.join([*command, *target])) if x)
+    nox = f"nox -s {row} -- " + (f"--test {shlex.quote(nodeid)}" if nodeid else "")
+    return f"cd {shlex.quote(str(project_root))} && {direct}\n# or: {nox.strip()}"
+
+
+class CoreReader:
+    """gdb reads cores in the background while the run resumes; cores never stay."""
+
+    def __init__(self, *, interpreter: str, redactor: Redactor, use_gdb: bool, keep: bool) -> None:
+        self.interpreter = interpreter
+        self.redactor = redactor
+        self.use_gdb = use_gdb
+        self.keep = keep
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="device-matrix-gdb")
+        self._jobs: list[concurrent.futures.Future[None]] = []
+
+    def attach(self, diagnosis: CrashDiagnosis | None, cores: list[Path]) -> None:
+        """The first core goes with ``diagnosis``; any others (descendants') are removed."""
+        if not cores:
+            return
+        first, rest = cores[0], cores[1:]
+        if not self.keep:
+            for path in rest:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+        if diagnosis is None:
+            if not self.keep:
+                with contextlib.suppress(OSError):
+                    first.unlink()
+            return
+        self._jobs.append(
+            self._pool.submit(
+                diagnostics.read_core,
+                diagnosis,
+                first,
+                executable=self.interpreter,
+                redactor=self.redactor,
+                use_gdb=self.use_gdb,
+                keep=self.keep,
+            )
+        )
+
+    def close(self) -> None:
+        for job in self._jobs:
+            with contextlib.suppress(Exception):
+                job.result()
+        self._pool.shutdown()
+
+
+def diagnose(attempt: AttemptResult, at: CrashAt, log: Path, redactor: Redactor) -> CrashDiagnosis:
+    try:
+        fault_text = attempt.fault.read_text("utf-8", "replace")
+    except OSError:
+        fault_text = ""
+    diagnosis = diagnostics.diagnose(
+        returncode=attempt.returncode,
+        fault_text=fault_text,
+        output_text=output_of(attempt, log, at.nodeid if at.phase == "test" else None),
+        redactor=redactor,
+        timed_out=at.kind == "timeout",
+    )
+    if attempt.fold.broken is not None and at.kind == "crash":
+        note = f"the journal broke: {attempt.fold.broken}"
+        diagnosis["hint"] = f"{diagnosis['hint']}; {note}" if diagnosis["hint"] else note
+    return diagnosis
+
+
+def crash_record(
+    crash_id: str, attempt: AttemptResult, at: CrashAt, diagnosis: CrashDiagnosis, repro_text: str
+) -> CrashRecord:
+    state = attempt.fold.tests.get(at.nodeid) if at.nodeid and at.phase == "test" else None
+    when = None
+    if state is not None:
+        phases = [r.when for r in state.reports]
+        when = "setup" if not phases else {"setup": "call", "call": "teardown"}.get(phases[-1], "teardown")
+    return CrashRecord(
+        id=crash_id,
+        kind=at.kind,
+        phase=at.phase,
+        nodeid=at.nodeid,
+        when=when,
+        attempt=attempt.index,
+        diagnosis=diagnosis,
+        classification="unknown",
+        reruns=[],
+        repro=repro_text,
+        issue=None,
+    )

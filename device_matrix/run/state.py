@@ -1,0 +1,172 @@
+"""The run's tests, crashes and attempts, and the RunRecord made of them."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from device_matrix.records.schema import (
+    FAILING_OUTCOMES,
+    SCHEMA,
+    SCHEMA_VERSION,
+    AttemptRecord,
+    CrashRecord,
+    Outcome,
+    RowStatus,
+    RunRecord,
+    SkipInfo,
+    TestRecord,
+    summarize,
+)
+from device_matrix.redact import Redactor
+from device_matrix.run.attempt import AttemptResult
+from device_matrix.run.journal import final_outcome
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass
+class RunState:
+    redactor: Redactor
+    results: dict[str, TestRecord] = field(default_factory=dict)
+    expected: list[str] = field(default_factory=list)  # every test pytest collected, in order
+    crashes: list[CrashRecord] = field(default_factory=list)
+    attempts: list[AttemptRecord] = field(default_factory=list)
+    environment: dict[str, Any] = field(default_factory=dict)
+    # per-phase reports and locations, for the pytest-json-report layout only
+    phases: dict[str, list[dict[str, object]]] = field(default_factory=dict)
+    locations: dict[str, tuple[str, int | None]] = field(default_factory=dict)
+    pytest_exit: int | None = None  # the exit status of the last attempt that ended normally
+
+    def expect(self, nodeids: list[str]) -> None:
+        known = set(self.expected)
+        self.expected.extend(n for n in nodeids if n not in known)
+
+    def remaining(self) -> list[str]:
+        return [n for n in self.expected if n not in self.results]
+
+    def set(
+        self,
+        nodeid: str,
+        outcome: Outcome,
+        *,
+        duration: float,
+        message: str | None,
+        attempt: int,
+        skip: Mapping[str, object] | None = None,
+        crash: str | None = None,
+    ) -> None:
+        if nodeid not in self.expected:
+            self.expected.append(nodeid)
+        self.results[nodeid] = TestRecord(
+            nodeid=nodeid,
+            outcome=outcome,
+            duration=round(duration, 6),
+            message=self.redactor.text(message) if message else None,
+            skip=_skip_info(skip, self.redactor),
+            crash=crash,
+            attempt=attempt,
+        )
+
+    def record_finished(self, attempt: AttemptResult) -> None:
+        """Every test the attempt finished, and its collection errors."""
+        fold = attempt.fold
+        if fold.collected is not None:
+            self.expect(fold.collected)
+        for nodeid in fold.finished_ids():
+            state = fold.tests[nodeid]
+            outcome, message, skip = final_outcome(state)
+            self.phases[nodeid] = [
+                {"when": r.when, "outcome": r.outcome, "duration": r.duration, "longrepr": r.longrepr}
+                for r in state.reports
+            ]
+            if state.location is not None:
+                self.locations[nodeid] = state.location
+            self.set(
+                nodeid,
+                outcome,
+                duration=sum(r.duration for r in state.reports),
+                message=message,
+                skip=skip,
+                attempt=attempt.index,
+            )
+        for module, text in fold.collect_errors:
+            self.set(module or "<collection>", "error", duration=0.0, message=text, attempt=attempt.index)
+
+    def mark_not_run(self, why: str) -> None:
+        attempt = len(self.attempts)
+        for nodeid in self.remaining():
+            self.set(nodeid, "not_run", duration=0.0, message=why, attempt=attempt)
+
+    def status(self) -> RowStatus:
+        outcomes = {t["outcome"] for t in self.results.values()}
+        if self.crashes or outcomes & {"crashed", "timeout"}:
+            return "crashed"
+        if outcomes & FAILING_OUTCOMES or "not_run" in outcomes:
+            # a collected test that never ran is never green
+            return "failed"
+        return "passed"
+
+    def to_record(
+        self,
+        *,
+        row: str,
+        pjrt_device: str,
+        status: RowStatus,
+        reason: str | None,
+        mode: str,
+        image: str | None,
+        suites: list[str],
+        started_at: str,
+        duration: float,
+        run_url: str | None,
+        runner_pid: int | None,
+    ) -> RunRecord:
+        tests = [self.results[n] for n in self.expected if n in self.results]
+        env = dict(self.environment)
+        env.setdefault("host_python", sys.version.split()[0])
+        return RunRecord(
+            schema=SCHEMA,
+            version=SCHEMA_VERSION,
+            row=row,
+            pjrt_device=pjrt_device,
+            status=status,
+            reason=self.redactor.text(reason) if reason else None,
+            mode="none" if mode == "unavailable" else mode,  # type: ignore[typeddict-item]
+            image=image,
+            suites=suites,
+            started_at=started_at,
+            finished_at=now_iso(),
+            duration=round(duration, 3),
+            command=["device-matrix", "run", "--device", row],
+            repro=f"nox -s {row}",
+            environment=env,
+            tests=tests,
+            crashes=self.crashes,
+            attempts=self.attempts,
+            summary=summarize(tests),
+            run_url=run_url,
+            runner_pid=runner_pid,
+        )
+
+
+def _skip_info(skip: Mapping[str, object] | None, redactor: Redactor) -> SkipInfo | None:
+    if not skip:
+        return None
+    devices = skip.get("devices")
+    line = skip.get("line")
+    return SkipInfo(
+        mode=str(skip.get("mode", "skip")),
+        devices=[str(d) for d in devices] if isinstance(devices, list) else [],
+        issue=str(skip["issue"]) if skip.get("issue") else None,
+        reason=redactor.text(str(skip.get("reason") or "")),
+        source=str(skip.get("source", "pytest")),
+        expires=str(skip["expires"]) if skip.get("expires") else None,
+        file=str(skip["file"]) if skip.get("file") else None,
+        line=line if type(line) is int else None,
+    )

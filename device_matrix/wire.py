@@ -1,0 +1,103 @@
+"""The contract between the runner and the pytest child, in one place.
+
+The runner starts ``python -m pytest`` with ``--dm-*`` options and ``DEVICE_MATRIX_*``
+variables; the plugin in the child writes journal events into a FIFO the runner reads,
+and start markers into its own stdout. Both sides import their names from here.
+
+Journal events are JSON objects, one a line, each with ``e`` (the kind) and ``n`` (1, 2,
+3... in the order written). The runner validates every event against :data:`EVENTS`;
+the first that does not fit marks the journal as broken, which the runner treats as
+evidence that the process misbehaved, never as a reason to believe later lines.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+# --- variables the runner sets in the child's environment ---------------------------
+ENV_DEVICE: Final = "DEVICE_MATRIX_DEVICE"
+ENV_SETTINGS: Final = "DEVICE_MATRIX_SETTINGS"
+ENV_DISABLE_LIST: Final = "DEVICE_MATRIX_DISABLE_LIST"
+ENV_MARKERS: Final = "DEVICE_MATRIX_OUTPUT_MARKERS"  # "1": write start markers to stdout
+# a token every process of one attempt inherits: what the runner ends after the attempt
+ENV_ATTEMPT: Final = "DEVICE_MATRIX_ATTEMPT"
+
+# --- options of the child's pytest ----------------------------------------------------
+OPT_JOURNAL: Final = "--dm-journal"
+OPT_SELECT: Final = "--dm-select"
+OPT_FAULTHANDLER: Final = "--dm-faulthandler"
+OPT_ENV: Final = "--dm-env"
+OPT_DEVICE: Final = "--dm-device"
+OPT_DISABLE_LIST: Final = "--dm-disable-list"
+
+
+def option(name: str, value: str) -> str:
+    """``--dm-x=value`` as one word.
+
+    Two words would let pytest's early argument pass, which does not know our options
+    yet, take the value for a test path and search for configuration files beside it.
+    """
+    return f"{name}={value}"
+
+
+# --- the start marker in the child's output -------------------------------------------
+MARKER_START: Final = b"\x1edm:"
+MARKER_RE: Final = re.compile(rb"\x1edm:(\d+)\x1f")
+
+
+def marker(seq: int) -> bytes:
+    """Written to fd 1 right before test number ``seq`` starts; the runner strips it."""
+    return b"\x1edm:%d\x1f" % seq
+
+
+# --- journal events -------------------------------------------------------------------
+# kind -> {field: allowed types}; a field of type NoneType may be absent or null
+_NONE = type(None)
+_NUM = (int, float)
+EVENTS: Final[Mapping[str, Mapping[str, tuple[type, ...]]]] = {
+    "session": {"pid": (int,), "device": (str, _NONE), "t": _NUM, "env": (dict, _NONE)},
+    "collecting": {"nodeid": (str,), "path": (str,)},
+    "collect_done": {"nodeid": (str,)},
+    "collect_error": {"nodeid": (str,), "longrepr": (str, _NONE)},
+    "collected": {"nodeids": (list,), "t": _NUM},
+    "start": {"nodeid": (str,), "t": _NUM, "meta": (dict,), "seq": (int,), "loc": (list,)},
+    "report": {
+        "nodeid": (str,),
+        "when": (str,),
+        "outcome": (str,),
+        "duration": _NUM,
+        "longrepr": (str, _NONE),
+        "wasxfail": (str, _NONE),
+        "skip": (dict, _NONE),
+    },
+    "finish": {"nodeid": (str,), "t": _NUM},
+    "cwd": {"path": (str,)},
+    "end": {"exitstatus": (int,), "t": _NUM},
+}
+PHASES: Final = frozenset({"setup", "call", "teardown"})
+REPORT_OUTCOMES: Final = frozenset({"passed", "failed", "skipped"})
+
+
+def check_event(event: Any, expected_n: int) -> str | None:
+    """Why ``event`` is not a well-formed event number ``expected_n``; None when it is."""
+    if not isinstance(event, dict):
+        return "not a JSON object"
+    kind = event.get("e")
+    if not isinstance(kind, str) or kind not in EVENTS:
+        return f"unknown event kind {kind!r}"
+    n = event.get("n")
+    if type(n) is not int or n != expected_n:
+        return f"event {kind!r} numbered {n!r}, expected {expected_n}"
+    for name, types in EVENTS[kind].items():
+        value = event.get(name)
+        if value is None and _NONE in types:
+            continue
+        if type(value) is bool or not isinstance(value, types):
+            return f"event {kind!r}: field {name!r} is {type(value).__name__}"
+    if kind == "report" and (event["when"] not in PHASES or event["outcome"] not in REPORT_OUTCOMES):
+        return f"event 'report': phase {event['when']!r} / outcome {event['outcome']!r}"
+    if kind == "collected" and not all(isinstance(x, str) for x in event["nodeids"]):
+        return "event 'collected': a nodeid is not a string"
+    return None
