@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from device_matrix import diagnostics
 from device_matrix.config import Config
-from device_matrix.errors import ConfigError, EnvironmentProblem, ResultsError
+from device_matrix.errors import ConfigError, EnvironmentProblem, ResultsError, UsageProblem
 from device_matrix.records import jsonreport
 from device_matrix.records.atomic import write_json_atomic
 from device_matrix.records.junit import write_junit
@@ -118,7 +118,7 @@ def refuse_xdist(args: Sequence[str]) -> None:
     for arg in args:
         name = arg.split("=", 1)[0]
         if name in XDIST_OPTIONS or (arg.startswith("-n") and arg[2:].isalnum() and not arg.startswith("--")):
-            raise ConfigError(
+            raise UsageProblem(
                 f"pytest argument {arg!r}: pytest-xdist cannot run under device-matrix run",
                 tip="Remove -n/--dist: the runner isolates crashes itself. To spread a row, run rows in parallel.",
             )
