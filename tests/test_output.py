@@ -47,3 +47,49 @@ def test_planted_token_reaches_no_file(project: Callable[..., Project]) -> None:
     leaked = [str(f) for f in p.root.rglob("*") if f.is_file() and TOKEN.encode() in f.read_bytes()]
     assert leaked == []
     assert TOKEN not in proc.stdout + proc.stderr
+
+
+def _pump_through(tmp_path: Path, chunks: list[bytes], **kwargs: object) -> tuple[OutputPump, Path]:
+    r, w = os.pipe()
+    log = tmp_path / "log"
+    pump = OutputPump(r, log, Redactor({"HF_TOKEN": "hf_" + "s3cretvalue" * 4}), **kwargs)  # type: ignore[arg-type]
+    pump.begin()
+    for chunk in chunks:
+        os.write(w, chunk)
+    os.close(w)
+    pump.finish()
+    return pump, log
+
+
+def test_a_secret_across_the_long_line_split_is_redacted(tmp_path: Path) -> None:
+    # a 2 MiB line with no newline, the secret straddling the 1 MiB mark
+    secret = ("hf_" + "s3cretvalue" * 4).encode()
+    line = b"x" * ((1 << 20) - 20) + secret + b"y" * (1 << 20) + b"\n"
+    _, log = _pump_through(tmp_path, [line[i : i + 65536] for i in range(0, len(line), 65536)])
+    text = log.read_bytes()
+    assert secret not in text
+    assert secret[:20] not in text and secret[-20:] not in text  # no half left either
+    assert b"[redacted]" in text
+
+
+def test_output_over_the_cap_is_cut_with_a_note_and_its_tail_kept(tmp_path: Path) -> None:
+    lines = [b"line %06d\n" % i for i in range(20000)]
+    pump, log = _pump_through(tmp_path, lines, max_bytes=10000)
+    text = log.read_bytes()
+    assert text.startswith(b"line 000000\n")
+    assert b"output over the 10000 byte cap" in text
+    assert text.rstrip().endswith(b"line 019999")  # the end, where a crash speaks, is kept
+    assert pump.cut > 0 and len(text) < 300_000
+
+
+def test_a_log_that_cannot_be_written_never_blocks_the_child(tmp_path: Path) -> None:
+    r, w = os.pipe()
+    log = tmp_path / "log"
+    log.symlink_to("/dev/full")  # every write fails with ENOSPC
+    pump = OutputPump(r, log, Redactor({}))
+    pump.begin()
+    for _ in range(64):  # 4 MiB: far more than a pipe holds, so a stopped reader would block here
+        os.write(w, b"z" * 65535 + b"\n")
+    os.close(w)
+    pump.finish()
+    assert pump.error is not None and pump.error.errno == 28

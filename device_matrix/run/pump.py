@@ -66,7 +66,11 @@ class OutputPump:
             return
         out = self.redactor.text(data.decode("utf-8", "replace")).encode("utf-8")
         if self.max_bytes is not None and self._written + len(out) > self.max_bytes:
-            # over the cap: keep only a tail, written with a note at the end
+            if not self.cut:
+                # what fits, up to a line end; then only a tail, written with a note at the end
+                room = out.rfind(b"\n", 0, max(0, self.max_bytes - self._written)) + 1
+                self._write(out[:room])
+                out = out[room:]
             self.cut += len(out)
             self._tail.append(out)
             self._tail_size += len(out)

@@ -1,0 +1,125 @@
+"""The journal fold: every event checked; the first that does not fit ends belief."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from device_matrix.run.journal import Fold, final_outcome
+
+
+def _line(n: int, e: str, **fields: Any) -> bytes:
+    return json.dumps({"e": e, "n": n, **fields}).encode()
+
+
+def _session(fold: Fold, nodeids: list[str]) -> int:
+    fold.feed(_line(1, "session", pid=42, device="cpu", t=1.0, env=None))
+    fold.feed(_line(2, "collected", nodeids=nodeids, t=1.0))
+    return 3
+
+
+def _run(fold: Fold, n: int, nodeid: str, outcome: str = "passed") -> int:
+    fold.feed(_line(n, "start", nodeid=nodeid, t=1.0, meta={}, seq=n, loc=["t.py", 1]))
+    for when in ("setup", "call", "teardown"):
+        n += 1
+        fold.feed(
+            _line(
+                n,
+                "report",
+                nodeid=nodeid,
+                when=when,
+                outcome=outcome if when == "call" else "passed",
+                duration=0.1,
+                longrepr=None,
+                wasxfail=None,
+                skip=None,
+            )
+        )
+    fold.feed(_line(n + 1, "finish", nodeid=nodeid, t=2.0))
+    return n + 2
+
+
+def test_a_well_formed_journal_folds_to_outcomes() -> None:
+    fold = Fold()
+    n = _session(fold, ["t.py::a", "t.py::b"])
+    n = _run(fold, n, "t.py::a")
+    n = _run(fold, n, "t.py::b", "failed")
+    fold.feed(_line(n, "end", exitstatus=1, t=3.0))
+    assert fold.broken is None and fold.ended and fold.exitstatus == 1
+    assert fold.finished_ids() == ["t.py::a", "t.py::b"]
+    assert [final_outcome(fold.tests[x])[0] for x in fold.finished_ids()] == ["passed", "failed"]
+    assert fold.activity()[0] == "exit"
+
+
+@pytest.mark.parametrize(
+    ("bad", "why"),
+    [
+        (b"not json", "not JSON"),
+        (_line(3, "finish", nodeid="t.py::a", t=1.0), "not the running test"),  # a forged finish
+        (_line(99, "start", nodeid="t.py::a", t=1.0, meta={}, seq=1, loc=["t.py", 1]), "numbered 99"),
+        (_line(3, "start", nodeid="t.py::zzz", t=1.0, meta={}, seq=1, loc=["t.py", 1]), "not collected"),
+        (_line(3, "start", nodeid=["t.py::a"], t=1.0, meta={}, seq=1, loc=["t.py", 1]), "field 'nodeid'"),
+        (_line(3, "end", exitstatus="0", t=1.0), "field 'exitstatus'"),
+        (_line(3, "end", exitstatus=True, t=1.0), "field 'exitstatus'"),
+        (_line(3, "explode"), "unknown event kind"),
+        (_line(3, "session", pid=1, device=None, t=1.0, env=None), "second session"),
+        (b"[1, 2]", "not a JSON object"),
+    ],
+)
+def test_the_first_bad_event_breaks_the_journal(bad: bytes, why: str) -> None:
+    fold = Fold()
+    n = _session(fold, ["t.py::a"])
+    assert fold.feed(bad) is None
+    assert fold.broken is not None and why in fold.broken
+    # nothing after it is believed, however well formed
+    _run(fold, n, "t.py::a")
+    assert fold.finished_ids() == []
+
+
+def test_a_report_for_another_test_breaks_the_journal() -> None:
+    fold = Fold()
+    n = _session(fold, ["t.py::a", "t.py::b"])
+    fold.feed(_line(n, "start", nodeid="t.py::a", t=1.0, meta={}, seq=1, loc=["t.py", 1]))
+    fold.feed(
+        _line(
+            n + 1,
+            "report",
+            nodeid="t.py::b",
+            when="call",
+            outcome="passed",
+            duration=0.0,
+            longrepr=None,
+            wasxfail=None,
+            skip=None,
+        )
+    )
+    assert fold.broken is not None and "not the running test" in fold.broken
+    assert fold.running == "t.py::a"
+
+
+def test_a_frozen_fold_keeps_the_test_that_overran() -> None:
+    fold = Fold()
+    n = _session(fold, ["t.py::a", "t.py::b"])
+    fold.feed(_line(n, "start", nodeid="t.py::a", t=1.0, meta={}, seq=1, loc=["t.py", 1]))
+    kind, name, _ = fold.freeze()
+    assert (kind, name) == ("test", "t.py::a")
+    # the test finishes during the stack-dump grace period and the next one starts
+    fold.feed(_line(n + 1, "finish", nodeid="t.py::a", t=2.0))
+    fold.feed(_line(n + 2, "start", nodeid="t.py::b", t=2.0, meta={}, seq=2, loc=["t.py", 2]))
+    assert fold.running == "t.py::a"
+    assert fold.finished_ids() == []
+
+
+def test_activity_follows_the_child() -> None:
+    fold = Fold()
+    assert fold.activity()[0] == "startup"
+    fold.feed(_line(1, "session", pid=1, device=None, t=1.0, env=None))
+    fold.feed(_line(2, "collecting", nodeid="m.py", path="/p/m.py"))
+    assert fold.activity()[:2] == ("collecting", "m.py")
+    assert fold.collect_culprit == ("m.py", "/p/m.py")
+    fold.feed(_line(3, "collect_done", nodeid="m.py"))
+    fold.feed(_line(4, "collected", nodeids=["m.py::t"], t=1.0))
+    assert fold.activity()[0] == "between"
+    assert fold.collect_culprit is None
