@@ -44,7 +44,8 @@ def cmd_ci_matrix(args: argparse.Namespace, out: Output) -> int:
     for name, why in plan.skipped.items():
         out.line(f"::notice title=row {name} not run::{why}")
     for e in plan.host + plan.container:
-        if e["image"] and not e["image_pinned"]:
+        # a host-only row never starts its image
+        if e["image"] and not e["image_pinned"] and cfg.row(e["row"]).run_in != "host":
             out.line(
                 f"::warning title=unpinned image::row {e['row']} uses {e['image']}; "
                 "pin it by digest (image@sha256:...) in pyproject.toml"
