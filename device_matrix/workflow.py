@@ -37,9 +37,8 @@ def rejected_job_container_options(options: Sequence[str]) -> list[str]:
 def job_container_ok(row: Row) -> bool:
     # a glob in --device=/dev/neuron* is expanded on the runner itself, not by GitHub
     static = not any(c in opt for opt in row.container_options for c in "*?[")
-    return (
-        row.run_in != "host" and bool(row.image) and static and not rejected_job_container_options(row.container_options)
-    )
+    allowed = not rejected_job_container_options(row.container_options)
+    return row.run_in != "host" and bool(row.image) and static and allowed
 
 
 def self_hosted(row: Row) -> bool:
@@ -79,7 +78,7 @@ def row_runs(row: Row, event: Event, gate_label: str = GATE_LABEL) -> tuple[bool
         return False, "ci = schedule"
     if event.name.startswith("pull_request") and self_hosted(row):
         if event.from_fork and not (event.action == "labeled" and event.added_label == gate_label):
-            return False, f"self-hosted row on a fork pull request: a maintainer adds the {gate_label!r} label to run it"
+            return False, f"self-hosted row on a fork's pull request: a maintainer adds {gate_label!r} to run it"
         if not event.from_fork and gate_label not in event.labels:
             return False, f"self-hosted row on a pull request: add the {gate_label!r} label to run it"
     return True, ""

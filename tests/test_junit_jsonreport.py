@@ -53,6 +53,10 @@ MIXED = textwrap.dedent(
 )
 
 
+PYTEST = [sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "suites"]
+JUNIT_XUNIT1 = ["--junitxml=junit.xml", "-o", "junit_family=xunit1"]
+
+
 @pytest.fixture(scope="module")
 def real(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """pytest's own junit.xml (xunit1: with file and line) and pytest-json-report's file."""
@@ -60,8 +64,7 @@ def real(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     (root / "suites" / "x").mkdir(parents=True)
     (root / "suites" / "x" / "test_mixed.py").write_text(MIXED)
     subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-p", "no:randomly", "suites"]
-        + ["--junitxml=junit.xml", "-o", "junit_family=xunit1", "--json-report", "--json-report-file=report.json"],
+        [*PYTEST, *JUNIT_XUNIT1, "--json-report", "--json-report-file=report.json"],
         cwd=root,
         capture_output=True,
         check=False,

@@ -442,6 +442,9 @@ def test_self_hosted_rows_are_gated_on_pull_requests(tmp_path: Path) -> None:
     assert deleted_fork.from_fork
 
 
+DM = [sys.executable, "-m", "device_matrix"]
+
+
 def test_ci_matrix_command(tmp_path: Path) -> None:
     cfg_dir = tmp_path / "p"
     cfg_dir.mkdir()
@@ -449,9 +452,9 @@ def test_ci_matrix_command(tmp_path: Path) -> None:
     event = tmp_path / "event.json"
     event.write_text(json.dumps({"action": "labeled", "label": {"name": GATE_LABEL}, "pull_request": {"labels": []}}))
     out = tmp_path / "github_output"
+    args = ["--event-name", "pull_request", "--event-path", str(event), "--rows", "cpu,tpu", "--rows", "neuron"]
     proc = subprocess.run(
-        [sys.executable, "-m", "device_matrix", "--project", str(cfg_dir), "ci", "matrix", "--output", str(out)]
-        + ["--event-name", "pull_request", "--event-path", str(event), "--rows", "cpu,tpu", "--rows", "neuron"],
+        [*DM, "--project", str(cfg_dir), "ci", "matrix", "--output", str(out), *args],
         capture_output=True,
         text=True,
         check=True,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from device_matrix.cli import main  # noqa: E402
+from device_matrix.cli import main
 
 if __name__ == "__main__":
     sys.exit(main(["ci", "collect", *sys.argv[1:]]))

@@ -1,8 +1,8 @@
 """``device-matrix ci``: the steps of the GitHub workflow, so a caller needs no scripts.
 
-    device-matrix ci matrix --output "$GITHUB_OUTPUT"    # the plan job
-    device-matrix ci install --device cpu                # a row job on the runner itself
-    device-matrix ci collect artifacts results           # triage and issues jobs
+device-matrix ci matrix --output "$GITHUB_OUTPUT"    # the plan job
+device-matrix ci install --device cpu                # a row job on the runner itself
+device-matrix ci collect artifacts results           # triage and issues jobs
 """
 
 from __future__ import annotations

@@ -49,8 +49,8 @@ def junit_xml(record: RunRecord, locations: Mapping[str, tuple[str, int | None]]
         "time": f"{record['duration']:.3f}",
     }
     # a <testsuites> root, as pytest writes it: some readers only look under it
-    root = ET.Element("testsuites", name="device-matrix", **counts)
-    suite = ET.SubElement(root, "testsuite", name=f"device-matrix.{record['row']}", **counts)
+    root = ET.Element("testsuites", {"name": "device-matrix", **counts})
+    suite = ET.SubElement(root, "testsuite", {"name": f"device-matrix.{record['row']}", **counts})
     suite.set("timestamp", record["started_at"])
     crashes = {c["id"]: c for c in record["crashes"]}
     for t in record["tests"]:
