@@ -504,3 +504,20 @@ def test_collect_lays_out_rows_and_issue_links(tmp_path: Path) -> None:
         check=False,
     )
     assert proc.returncode == 0 and "no artifacts" in proc.stdout
+
+
+def test_ci_install_installs_only_for_a_local_row(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.device-matrix.devices.here]\n"
+        'pjrt_device = "CPU"\nrun_in = "host"\npresence = ["always"]\n'
+        'install = ["./no-such-package-folder"]\n'
+        "[tool.device-matrix.devices.nothing]\n"
+        'pjrt_device = "CPU"\nrun_in = "host"\npresence = ["always"]\n'
+    )
+    base = [*DM, "--project", str(tmp_path), "ci", "install", "--device"]
+    ok = subprocess.run([*base, "nothing"], capture_output=True, text=True, check=False, cwd=tmp_path)
+    assert ok.returncode == 0 and "nothing to install" in ok.stdout
+    bad = subprocess.run([*base, "here"], capture_output=True, text=True, check=False, cwd=tmp_path)
+    assert bad.returncode == 5, bad.stdout + bad.stderr
+    assert "pip install ./no-such-package-folder" in bad.stdout
+    assert "installing the here row's packages failed" in bad.stderr
