@@ -7,7 +7,8 @@ Which rows get a CI job for an event, and what kind of job:
 - A row on self-hosted runners runs for a pull request only with the gate label
   (``ciflow/devices``): a pull request from a fork only on the event of a maintainer adding
   it (one approved run of the head that was reviewed), one from the repository itself
-  while the label is on it. Fork code never reaches a self-hosted runner unapproved.
+  while the label is on it. Fork code never reaches a self-hosted runner unapproved. The
+  labelling event runs only the rows the label unlocks.
 - A row gets a job container only when GitHub accepts every one of its options there;
   otherwise (``--net=host``, host globs) its job runs on the runner, which starts the
   row's container itself.
@@ -78,15 +79,23 @@ def row_runs(row: Row, event: Event, gate_label: str = GATE_LABEL) -> tuple[bool
         return False, "ci = schedule"
     if event.name.startswith("pull_request") and self_hosted(row):
         if event.from_fork and not (event.action == "labeled" and event.added_label == gate_label):
-            return False, f"self-hosted row on a fork's pull request: a maintainer adds {gate_label!r} to run it"
+            return False, f"self-hosted row, a fork's pull request: a maintainer adds {gate_label!r} to run it"
         if not event.from_fork and gate_label not in event.labels:
             return False, f"self-hosted row on a pull request: add the {gate_label!r} label to run it"
     return True, ""
 
 
-def relevant(event: Event, gate_label: str = GATE_LABEL) -> bool:
-    """False for a pull request's ``labeled`` event with another label: nothing to run again."""
-    return not (event.action == "labeled" and event.added_label != gate_label)
+def relabel_skip(row: Row, event: Event, gate_label: str = GATE_LABEL) -> str:
+    """Why a ``labeled`` event leaves the row out ('' when it does not).
+
+    Labelling runs only what the label unlocks: the self-hosted rows for the gate label,
+    nothing for any other label; the pull request's own run has the rest.
+    """
+    if event.action != "labeled":
+        return ""
+    if event.added_label != gate_label:
+        return f"labeled {event.added_label!r}, not {gate_label!r}"
+    return "" if self_hosted(row) else "runs in the pull request's own run"
 
 
 def entry(name: str, row: Row) -> dict[str, Any]:
@@ -135,8 +144,8 @@ def plan_jobs(cfg: Config, event: Event, rows: Sequence[str] = (), gate_label: s
     for name in names:
         row = cfg.row(name)
         runs, why = row_runs(row, event, gate_label)
-        if not relevant(event, gate_label):
-            runs, why = False, f"labeled {event.added_label!r}, not {gate_label!r}"
+        if runs and (relabelled := relabel_skip(row, event, gate_label)):
+            runs, why = False, relabelled
         if not runs:
             skipped[name] = why
             continue

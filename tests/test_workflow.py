@@ -435,7 +435,9 @@ def test_self_hosted_rows_are_gated_on_pull_requests(tmp_path: Path) -> None:
     assert _planned(cfg, _pr(fork=False, labels=(GATE_LABEL,))) == {"cpu", "tpu"}
     # a fork: only the maintainer's act of labelling runs them, never a later push
     assert _planned(cfg, _pr(fork=True, labels=(GATE_LABEL,))) == {"cpu"}
-    assert _planned(cfg, _pr(fork=True, labels=(GATE_LABEL,), action="labeled", added=GATE_LABEL)) == {"cpu", "tpu"}
+    # labelling runs what the label unlocks; the PR's own run has the rest
+    assert _planned(cfg, _pr(fork=True, labels=(GATE_LABEL,), action="labeled", added=GATE_LABEL)) == {"tpu"}
+    assert _planned(cfg, _pr(fork=False, labels=(GATE_LABEL,), action="labeled", added=GATE_LABEL)) == {"tpu"}
     # another label: nothing to run again
     assert _planned(cfg, _pr(fork=False, action="labeled", added="documentation")) == set()
     deleted_fork = Event.from_payload("pull_request", {"pull_request": {"head": {"repo": None}, "base": {}}})
@@ -461,9 +463,10 @@ def test_ci_matrix_command(tmp_path: Path) -> None:
     )
     values = dict(line.split("=", 1) for line in out.read_text().splitlines())
     host = json.loads(values["host"])["include"]
-    assert [e["row"] for e in host] == ["cpu", "tpu"]
+    assert [e["row"] for e in host] == ["tpu"]
     assert values["has_host"] == "true" and values["has_container"] == "false"
     assert "::notice title=row neuron not run::ci = off" in proc.stdout
+    assert "::notice title=row cpu not run::runs in the pull request's own run" in proc.stdout
     assert "::warning title=unpinned image::row tpu" in proc.stdout
 
 
