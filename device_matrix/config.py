@@ -38,12 +38,16 @@ PjrtDevice: TypeAlias = Literal["CPU", "TPU", "CUDA", "NEURON"]
 RunIn: TypeAlias = Literal["host", "container", "auto"]
 EngineChoice: TypeAlias = Literal["auto", "docker", "podman"]
 TrackerKind: TypeAlias = Literal["ledger", "github"]
+# when the row's CI job runs: every event, the nightly schedule (and manual runs) only, or
+# never (the nox session stays). A row whose runners do not exist must not stall CI.
+CiSwitch: TypeAlias = Literal["always", "schedule", "off"]
 Scalar: TypeAlias = str | int | float | bool
 
 PJRT_DEVICES: tuple[str, ...] = get_args(PjrtDevice)
 RUN_IN_CHOICES: tuple[str, ...] = get_args(RunIn)
 ENGINE_CHOICES: tuple[str, ...] = get_args(EngineChoice)
 TRACKER_KINDS: tuple[str, ...] = get_args(TrackerKind)
+CI_SWITCHES: tuple[str, ...] = get_args(CiSwitch)
 PRESENCE_KINDS = ("env", "glob", "command", "always", "never")
 TABLE = "tool.device-matrix"
 
@@ -68,6 +72,7 @@ class Row:
     run_timeout: float = 3600.0
     presence: tuple[str, ...] = ()
     enabled: bool = True
+    ci: CiSwitch = "always"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -164,6 +169,7 @@ _ROW_KEYS: dict[str, tuple[Check, str]] = {
     "run_timeout": (_is_number, "a number of seconds"),
     "presence": (_is_str_list, "a list like ['env:VAR', 'glob:/dev/x*', 'command:tool', 'always']"),
     "enabled": (_is_bool, "true or false"),
+    "ci": (_one_of(CI_SWITCHES), " | ".join(CI_SWITCHES)),
 }
 
 _TOP_KEYS: dict[str, tuple[Check, str]] = {

@@ -51,7 +51,9 @@ class Output:
         env = os.environ if environ is None else environ
         self.github = env.get("GITHUB_ACTIONS") == "true"
         self.tty = (self.stream.isatty() if tty is None else tty) and not self.github
-        self.color = self.tty and "NO_COLOR" not in env
+        # NO_COLOR (https://no-color.org) when non-empty turns colour off; any non-empty
+        # FORCE_COLOR, "0" included, turns it on, as it does in pytest and most tools
+        self.color = not env.get("NO_COLOR") and (bool(env.get("FORCE_COLOR")) or self.tty)
         self.verbose = verbose
         self.summary_path = Path(env["GITHUB_STEP_SUMMARY"]) if env.get("GITHUB_STEP_SUMMARY") else None
         self._annotations: dict[str, int] = {}

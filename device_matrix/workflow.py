@@ -1,32 +1,154 @@
-"""The GitHub Actions matrix the workflow's plan job emits, from the configuration."""
+"""The GitHub Actions matrices the workflow's plan job emits, from the configuration.
+
+Which rows get a CI job for an event, and what kind of job:
+
+- ``ci = "off"`` rows never get one (their nox session stays); ``"schedule"`` rows only on
+  ``schedule`` and ``workflow_dispatch``; ``"always"`` rows on every event.
+- A row on self-hosted runners runs for a pull request only with the gate label
+  (``ciflow/devices``): a pull request from a fork only on the event of a maintainer adding
+  it (one approved run of the head that was reviewed), one from the repository itself
+  while the label is on it. Fork code never reaches a self-hosted runner unapproved. The
+  labelling event runs only the rows the label unlocks.
+- A row gets a job container only when GitHub accepts every one of its options there;
+  otherwise (``--net=host``, host globs) its job runs on the runner, which starts the
+  row's container itself.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from device_matrix.config import Config
+from device_matrix.config import Config, Row
+
+# GitHub documents --network and --entrypoint as unsupported in jobs.<id>.container.options
+# (the runner sets both itself); --net is docker's alias of --network.
+JOB_CONTAINER_REJECTED = ("--network", "--net", "--entrypoint")
+GATE_LABEL = "ciflow/devices"
+SCHEDULED_EVENTS = ("schedule", "workflow_dispatch")
+
+
+def rejected_job_container_options(options: Sequence[str]) -> list[str]:
+    """The options GitHub would refuse in a job container's ``options`` (``--net=host``, ``--network x``)."""
+    return [opt for opt in options if opt.split("=", 1)[0] in JOB_CONTAINER_REJECTED]
+
+
+def job_container_ok(row: Row) -> bool:
+    # a glob in --device=/dev/neuron* is expanded on the runner itself, not by GitHub
+    static = not any(c in opt for opt in row.container_options for c in "*?[")
+    allowed = not rejected_job_container_options(row.container_options)
+    return row.run_in != "host" and bool(row.image) and static and allowed
+
+
+def self_hosted(row: Row) -> bool:
+    return "self-hosted" in row.runner_labels
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    """What the plan needs from the GitHub event (``GITHUB_EVENT_NAME`` and its payload)."""
+
+    name: str
+    action: str = ""
+    labels: tuple[str, ...] = ()
+    added_label: str = ""
+    from_fork: bool = False
+
+    @classmethod
+    def from_payload(cls, name: str, payload: Mapping[str, Any]) -> Event:
+        pr = payload.get("pull_request") or {}
+        head_repo = ((pr.get("head") or {}).get("repo") or {}).get("full_name")
+        base_repo = ((pr.get("base") or {}).get("repo") or {}).get("full_name")
+        return cls(
+            name=name,
+            action=str(payload.get("action") or ""),
+            labels=tuple(str(lb.get("name", "")) for lb in pr.get("labels") or ()),
+            added_label=str((payload.get("label") or {}).get("name") or ""),
+            # a deleted fork has no head repository: treat it as a fork
+            from_fork=bool(pr) and (head_repo is None or head_repo != base_repo),
+        )
+
+
+def row_runs(row: Row, event: Event, gate_label: str = GATE_LABEL) -> tuple[bool, str]:
+    """Whether the row gets a CI job for this event, and why not."""
+    if row.ci == "off":
+        return False, "ci = off"
+    if row.ci == "schedule" and event.name not in SCHEDULED_EVENTS:
+        return False, "ci = schedule"
+    if event.name.startswith("pull_request") and self_hosted(row):
+        if event.from_fork and not (event.action == "labeled" and event.added_label == gate_label):
+            return False, f"self-hosted row, a fork's pull request: a maintainer adds {gate_label!r} to run it"
+        if not event.from_fork and gate_label not in event.labels:
+            return False, f"self-hosted row on a pull request: add the {gate_label!r} label to run it"
+    return True, ""
+
+
+def relabel_skip(row: Row, event: Event, gate_label: str = GATE_LABEL) -> str:
+    """Why a ``labeled`` event leaves the row out ('' when it does not).
+
+    Labelling runs only what the label unlocks: the self-hosted rows for the gate label,
+    nothing for any other label; the pull request's own run has the rest.
+    """
+    if event.action != "labeled":
+        return ""
+    if event.added_label != gate_label:
+        return f"labeled {event.added_label!r}, not {gate_label!r}"
+    return "" if self_hosted(row) else "runs in the pull request's own run"
+
+
+def entry(name: str, row: Row) -> dict[str, Any]:
+    return {
+        "row": name,
+        "runs_on": list(row.runner_labels),
+        "image": row.image,
+        "container_options": " ".join(row.container_options),
+        "in_container": job_container_ok(row),
+        "image_pinned": "@sha256:" in row.image,
+        "timeout_minutes": int(row.run_timeout // 60) + 15,
+    }
 
 
 def actions_matrix(cfg: Config, names: Sequence[str]) -> dict[str, Any]:
     """``{"include": [...]}``: one entry per row, with everything its job needs."""
-    include = []
+    return {"include": [entry(name, cfg.row(name)) for name in names]}
+
+
+@dataclass(frozen=True)
+class Plan:
+    host: list[dict[str, Any]]
+    container: list[dict[str, Any]]
+    skipped: dict[str, str]
+
+    def outputs(self) -> dict[str, str]:
+        """GITHUB_OUTPUT values: two matrices and whether anything runs."""
+
+        def dump(v: object) -> str:
+            return json.dumps(v, separators=(",", ":"))
+
+        return {
+            "host": dump({"include": self.host}),
+            "container": dump({"include": self.container}),
+            "has_host": dump(bool(self.host)),
+            "has_container": dump(bool(self.container)),
+        }
+
+
+def plan_jobs(cfg: Config, event: Event, rows: Sequence[str] = (), gate_label: str = GATE_LABEL) -> Plan:
+    """The row jobs for this event: host jobs, container jobs, and the rows left out with why."""
+    names = list(rows) or list(cfg.rows)
+    host: list[dict[str, Any]] = []
+    container: list[dict[str, Any]] = []
+    skipped: dict[str, str] = {}
     for name in names:
         row = cfg.row(name)
-        # Options with a host glob (--device=/dev/neuron*) can only be expanded on the
-        # runner itself: such a row's job runs on the host and starts its container there.
-        static_options = not any(c in opt for opt in row.container_options for c in "*?[")
-        include.append(
-            {
-                "row": name,
-                "runs_on": list(row.runner_labels),
-                "image": row.image,
-                "container_options": " ".join(row.container_options),
-                # a row whose image must be used runs its job inside that image;
-                # host rows run on the runner directly
-                "in_container": row.run_in != "host" and bool(row.image) and static_options,
-                "image_pinned": "@sha256:" in row.image,
-                "timeout_minutes": int(row.run_timeout // 60) + 15,
-            }
-        )
-    return {"include": include}
+        runs, why = row_runs(row, event, gate_label)
+        if runs and (relabelled := relabel_skip(row, event, gate_label)):
+            runs, why = False, relabelled
+        if not runs:
+            skipped[name] = why
+            continue
+        e = entry(name, row)
+        (container if e["in_container"] else host).append(e)
+    return Plan(host=host, container=container, skipped=skipped)

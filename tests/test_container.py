@@ -122,3 +122,32 @@ def test_device_globs_expand_on_the_host(tmp_path: Path) -> None:
         "--cap-add=SYS_ADMIN",
     ]
     assert Row(name="n", pjrt_device="NEURON").container_options == ()
+
+
+def test_container_runs_as_the_invoking_user(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from device_matrix.run.executors.base import LaunchSpec
+    from device_matrix.run.executors.container import ContainerExecutor, user_options
+
+    spec = LaunchSpec(pytest_args=[], env={}, workdir=tmp_path, project_root=tmp_path, core_limit=None)
+    row = Row(name="r", pjrt_device="CPU", image="img", container_options=("--shm-size=1g",))
+    monkeypatch.setattr(os, "getuid", lambda: 1001)
+    monkeypatch.setattr(os, "getgid", lambda: 1002)
+    argv = ContainerExecutor("/usr/bin/docker", row, host_env={}).argv(spec)
+    assert argv[argv.index("--user") + 1] == "1001:1002" and "HOME=/tmp" in argv
+    assert argv.index("--user") < argv.index("img")  # an engine option, not the command's
+    # rootless engines map the invoking user to the container's root already
+    assert user_options("/usr/bin/podman", (), {}, 1001, 1002) == []
+    assert user_options("docker", (), {"DOCKER_HOST": "unix:///run/user/1001/docker.sock"}, 1001, 1002) == []
+    # root stays root; a row's own --user wins
+    assert user_options("docker", (), {}, 0, 0) == []
+    assert user_options("docker", ("--user=0:0",), {}, 1001, 1002) == []
+    assert user_options("docker", ("-u", "5"), {}, 1001, 1002) == []
+
+
+def test_fake_engine_run_as_root_passes_no_user(project: Callable[..., Project], engine: dict[str, str]) -> None:
+    p = project("passing", row=ROW)
+    assert p.run("run", "--device", "fixture", env=engine).returncode == 0
+    run = calls(engine)[1]
+    assert ("--user" in run) is (os.getuid() != 0)
+    if os.getuid() != 0:
+        assert run[run.index("--user") + 1] == f"{os.getuid()}:{os.getgid()}"

@@ -1,75 +1,526 @@
-"""The GitHub workflow: parses, emits the configured rows, keeps least privilege."""
+"""The GitHub workflows: the rules GitHub applies beyond the schema, on both files.
+
+device-matrix.yml calls reusable.yml as an adopting repository would; every job lives in
+the reusable one.
+"""
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from device_matrix import config
+from device_matrix.config import Row
+from device_matrix.workflow import (
+    GATE_LABEL,
+    JOB_CONTAINER_REJECTED,
+    Event,
+    job_container_ok,
+    plan_jobs,
+    rejected_job_container_options,
+)
 from tests.conftest import REPO
 
-WORKFLOW = REPO / ".github" / "workflows" / "device-matrix.yml"
+WORKFLOWS = REPO / ".github" / "workflows"
+CALLER = WORKFLOWS / "device-matrix.yml"
+REUSABLE = WORKFLOWS / "reusable.yml"
+
+# Current majors (node24 runtime) and the commits their release tags point to.
+PINS = {
+    "actions/checkout": ("3d3c42e5aac5ba805825da76410c181273ba90b1", "v7.0.1"),
+    "actions/setup-python": ("5fda3b95a4ea91299a34e894583c3862153e4b97", "v7.0.0"),
+    "actions/upload-artifact": ("bbbca2ddaa5d8feaa63e36b76fdaad77386f024f", "v7.0.0"),
+    "actions/download-artifact": ("3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c", "v8.0.1"),
+    "actions/cache": ("27d5ce7f107fe9357f9df03efb73ab90386fccae", "v5.0.5"),
+}
 
 
-def load() -> dict[Any, Any]:
-    data = yaml.safe_load(WORKFLOW.read_text())
+def load(path: Path) -> dict[Any, Any]:
+    data = yaml.safe_load(path.read_text())
     assert isinstance(data, dict)
     return data
 
 
-def test_workflow_shape_and_least_privilege() -> None:
-    wf = load()
-    on = wf[True] if True in wf else wf["on"]  # YAML 1.1 reads `on` as true
-    assert "pull_request_target" not in on
-    assert wf["permissions"] == {"contents": "read"}
-    jobs = wf["jobs"]
-    assert set(jobs) == {"plan", "rows-host", "rows-container", "triage", "issues"}
-    writers = {name for name, job in jobs.items() if "issues" in (job.get("permissions") or {})}
+def triggers(wf: dict[Any, Any]) -> Any:
+    return wf[True] if True in wf else wf["on"]  # YAML 1.1 reads `on` as true
+
+
+def jobs() -> dict[str, Any]:
+    return load(REUSABLE)["jobs"]
+
+
+def steps(job: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(job.get("steps", []))
+
+
+# --- a small evaluator of GitHub expressions, enough for the workflows' `if:` ----------
+
+_TOKEN = re.compile(r"\s*(?:(\|\||&&|==|!=|[()!,])|'((?:[^']|'')*)'|([A-Za-z_][\w.-]*)|(\d+(?:\.\d+)?))")
+
+
+def _tokens(text: str) -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    pos = 0
+    text = text.strip()
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        assert m, f"cannot read {text[pos:]!r}"
+        op, string, name, number = m.groups()
+        if op:
+            out.append(("op", op))
+        elif string is not None:
+            out.append(("str", string.replace("''", "'")))
+        elif name:
+            out.append(("name", name))
+        else:
+            out.append(("num", float(number)))
+        pos = m.end()
+    return out
+
+
+def _num(v: Any) -> float:
+    if v is None:
+        return 0.0
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, int | float):
+        return float(v)
+    try:
+        return float(v) if str(v).strip() else 0.0
+    except ValueError:
+        return math.nan
+
+
+def _eq(a: Any, b: Any) -> bool:
+    # GitHub: strings compare ignoring case; other mixed types compare as numbers
+    if isinstance(a, str) and isinstance(b, str):
+        return a.lower() == b.lower()
+    if type(a) is type(b):
+        return bool(a == b)
+    return _num(a) == _num(b)
+
+
+def evaluate(expr: str, context: dict[str, Any]) -> Any:
+    toks = _tokens(expr.removeprefix("${{").removesuffix("}}"))
+    pos = 0
+
+    def peek() -> tuple[str, Any] | None:
+        return toks[pos] if pos < len(toks) else None
+
+    def take() -> tuple[str, Any]:
+        nonlocal pos
+        pos += 1
+        return toks[pos - 1]
+
+    def lookup(path: str) -> Any:
+        value: Any = context
+        for part in path.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        return value
+
+    def primary() -> Any:
+        kind, value = take()
+        if (kind, value) == ("op", "("):
+            v = or_()
+            assert take() == ("op", ")")
+            return v
+        if kind in ("str", "num"):
+            return value
+        assert kind == "name", value
+        if value in ("true", "false"):
+            return value == "true"
+        if value == "null":
+            return None
+        if peek() == ("op", "("):
+            take()
+            args = []
+            while peek() != ("op", ")"):
+                args.append(or_())
+                if peek() == ("op", ","):
+                    take()
+            take()
+            return call(value, args)
+        return lookup(value)
+
+    def call(name: str, args: list[Any]) -> Any:
+        if name in ("always", "success"):
+            return True
+        if name == "format":
+            text = str(args[0])
+            for i, a in enumerate(args[1:]):
+                text = text.replace("{" + str(i) + "}", "" if a is None else str(a))
+            return text
+        raise AssertionError(f"function {name} not modelled")
+
+    def not_() -> Any:
+        if peek() == ("op", "!"):
+            take()
+            return not truthy(not_())
+        left = primary()
+        if peek() in (("op", "=="), ("op", "!=")):
+            op = take()[1]
+            right = primary()
+            return _eq(left, right) if op == "==" else not _eq(left, right)
+        return left
+
+    def truthy(v: Any) -> bool:
+        return v not in (None, False, 0, "", 0.0)
+
+    def and_() -> Any:
+        v = not_()
+        while peek() == ("op", "&&"):
+            take()
+            right = not_()
+            v = right if truthy(v) else v
+        return v
+
+    def or_() -> Any:
+        v = and_()
+        while peek() == ("op", "||"):
+            take()
+            right = and_()
+            v = v if truthy(v) else right
+        return v
+
+    result = or_()
+    assert pos == len(toks), f"left over: {toks[pos:]}"
+    return truthy(result)
+
+
+def context(event_name: str, ref: str, event: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "github": {"event_name": event_name, "ref": ref, "event": event},
+        "inputs": {"file-issues": True, "tracker": "github"},
+        "needs": {"plan": {"result": "success"}},
+    }
+
+
+PUSH = {"repository": {"default_branch": "main", "full_name": "o/r"}}
+
+
+def test_the_evaluator_reads_github_semantics() -> None:
+    ctx = context("push", "refs/heads/main", PUSH)
+    assert evaluate("github.ref == format('refs/heads/{0}', github.event.repository.default_branch)", ctx)
+    assert not evaluate("github.ref == format('refs/heads/{0}', github.event.nothing)", ctx)
+    assert evaluate("github.event.nothing == ''", ctx)  # null and '' are both 0
+    assert not evaluate("!always() || github.event_name == 'schedule'", ctx)
+
+
+@pytest.mark.parametrize(
+    ("event_name", "ref", "event", "files"),
+    [
+        # schedule payloads carry no repository object; schedules run on the default branch
+        ("schedule", "refs/heads/main", {"schedule": "17 3 * * *"}, True),
+        ("push", "refs/heads/main", PUSH, True),
+        ("push", "refs/heads/feature", PUSH, False),
+        ("pull_request", "refs/pull/7/merge", {**PUSH, "pull_request": {}}, False),
+        ("workflow_dispatch", "refs/heads/main", PUSH, False),
+    ],
+)
+def test_issues_are_filed_on_schedules_and_default_branch_pushes_only(
+    event_name: str, ref: str, event: dict[str, Any], files: bool
+) -> None:
+    condition = jobs()["issues"]["if"]
+    assert evaluate(condition, context(event_name, ref, event)) is files
+
+
+def test_shape_and_least_privilege() -> None:
+    caller, reusable = load(CALLER), load(REUSABLE)
+    for wf in (caller, reusable):
+        assert "pull_request_target" not in triggers(wf)
+        assert wf["permissions"] == {"contents": "read"}
+    assert set(triggers(reusable)) == {"workflow_call"}
+    j = reusable["jobs"]
+    assert set(j) == {"plan", "rows-host", "rows-container", "issues", "triage"}
+    writers = {name for name, job in j.items() if (job.get("permissions") or {}).get("issues") == "write"}
     assert writers == {"issues"}
-    assert jobs["issues"]["permissions"]["issues"] == "write"
-    assert "pull_request" not in jobs["issues"]["if"] and "default_branch" in jobs["issues"]["if"]
-    assert "github.ref" in wf["concurrency"]["group"]
-    for name in ("rows-host", "rows-container"):
-        upload = next(s for s in jobs[name]["steps"] if "upload-artifact" in s.get("uses", ""))
-        assert upload["if"] == "always()"
-    assert jobs["triage"]["if"] == "always()"
+    assert j["triage"]["permissions"] == {"contents": "read", "issues": "read"}
+    assert "github.ref" in caller["concurrency"]["group"]
+    assert j["triage"]["if"].startswith("always()")
+
+
+def test_triage_runs_after_the_issues_job_and_reads_its_links() -> None:
+    j = jobs()
+    assert "issues" in j["triage"]["needs"]
+    assert any(s.get("with", {}).get("name") == "issue-links" for s in steps(j["issues"]))
+    downloads = [s["with"]["pattern"] for s in steps(j["triage"]) if "download-artifact" in s.get("uses", "")]
+    assert downloads == ["results-*", "issue-links"]
+    run = next(s for s in steps(j["triage"]) if s.get("name") == "Triage")
+    assert run["run"].index("ci collect") < run["run"].index("--dry-run") < run["run"].index("triage results")
+
+
+def test_the_caller_is_ten_lines_of_jobs() -> None:
+    caller = load(CALLER)
+    (job,) = caller["jobs"].values()
+    assert job["uses"] == "./.github/workflows/reusable.yml"
+    assert set(job["with"]) <= set(triggers(load(REUSABLE))["workflow_call"]["inputs"])
+    assert job["permissions"] == {"contents": "read", "issues": "write"}
+    text = CALLER.read_text()
+    jobs_block = text[text.index("jobs:") :].strip().splitlines()
+    assert len(jobs_block) <= 10, jobs_block
+    # a labelling run gets its own concurrency group: labels do not cancel the PR's run
+    assert "labeled" in triggers(caller)["pull_request"]["types"]
+    assert "github.event.label.name" in caller["concurrency"]["group"]
+
+
+def test_reusable_inputs() -> None:
+    inputs = triggers(load(REUSABLE))["workflow_call"]["inputs"]
+    assert {"package", "rows", "tracker", "file-issues", "gate-label", "python-version"} <= set(inputs)
+    assert inputs["gate-label"]["default"] == GATE_LABEL
 
 
 def test_no_expression_is_interpolated_into_a_script() -> None:
-    for job in load()["jobs"].values():
-        for step in job.get("steps", []):
-            assert "${{" not in step.get("run", ""), step
+    for path in (CALLER, REUSABLE):
+        for job in load(path)["jobs"].values():
+            for step in steps(job):
+                assert "${{" not in step.get("run", ""), step
 
 
-def test_actions_are_pinned_by_commit() -> None:
-    for job in load()["jobs"].values():
-        for step in job.get("steps", []):
-            if "uses" in step:
-                assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", step["uses"]), step["uses"]
+def test_uploads_overwrite_and_run_always() -> None:
+    uploads = [(name, s) for name, job in jobs().items() for s in steps(job) if "upload-artifact" in s.get("uses", "")]
+    assert {name for name, _ in uploads} == {"rows-host", "rows-container", "issues", "triage"}
+    for _, s in uploads:
+        assert s["if"] == "always()"
+        assert s["with"]["overwrite"] is True
 
 
-def test_emitted_matrix_equals_the_configured_rows(tmp_path: Path) -> None:
+def test_row_jobs_are_named_by_the_row() -> None:
+    for name in ("rows-host", "rows-container"):
+        assert jobs()[name]["name"] == "${{ matrix.row }}"
+
+
+def test_plan_is_made_from_the_base_branch_on_a_pull_request() -> None:
+    checkout = steps(jobs()["plan"])[0]
+    assert checkout["with"]["ref"] == "${{ github.event.pull_request.base.sha || github.sha }}"
+
+
+def test_container_job_leaves_nothing_root_owned() -> None:
+    last = steps(jobs()["rows-container"])[-1]
+    assert last["if"] == "always()"
+    assert last["run"].startswith('chown -R "$(stat -c') and "$GITHUB_WORKSPACE" in last["run"]
+
+
+def test_actions_are_on_current_majors_pinned_by_commit() -> None:
+    seen = set()
+    for path in (CALLER, REUSABLE):
+        for line in path.read_text().splitlines():
+            m = re.search(r"uses: ([\w.-]+/[\w.-]+)@(\S+)(?: # (\S+))?", line)
+            if not m or m.group(1).startswith("./"):
+                continue
+            action, ref, comment = m.groups()
+            assert action in PINS, action
+            assert (ref, comment) == PINS[action], line
+            seen.add(action)
+    assert seen == set(PINS)
+
+
+def test_dependabot_keeps_the_actions_current() -> None:
+    data = load(REPO / ".github" / "dependabot.yml")
+    assert data["version"] == 2
+    assert any(u["package-ecosystem"] == "github-actions" and u["directory"] == "/" for u in data["updates"])
+
+
+def test_nothing_sets_force_color() -> None:
+    # any non-empty FORCE_COLOR, "0" included, turns colour on in pytest and others
+    shipped = [*WORKFLOWS.glob("*.yml"), REPO / "noxfile.py", *(REPO / "device_matrix").rglob("*.py")]
+    shipped += [*(REPO / "device_matrix").rglob("*.toml"), *(REPO / "tools").glob("*.py")]
+    for path in shipped:
+        text = path.read_text()
+        for m in re.finditer(r"FORCE_COLOR", text):
+            line = text[text.rfind("\n", 0, m.start()) + 1 : text.find("\n", m.end())]
+            # reading it (colour detection) is allowed; setting it is not
+            assert not re.search(r"FORCE_COLOR\W*[:=]\s*\S|\[.FORCE_COLOR.\]\s*=", line), f"{path}: {line}"
+
+
+# --- the rows' jobs ---------------------------------------------------------------------
+
+
+def test_no_job_container_gets_an_option_github_rejects() -> None:
+    cfg = config.load(REPO)
+    every = Event(name="schedule")
+    plan = plan_jobs(cfg, every, list(cfg.rows))
+    for e in plan.container:
+        assert not rejected_job_container_options(e["container_options"].split()), e
+    for name in cfg.rows:
+        row = cfg.row(name)
+        if job_container_ok(row):
+            assert not rejected_job_container_options(row.container_options)
+    # literal options in any workflow file
+    for path in (CALLER, REUSABLE):
+        for job in load(path)["jobs"].values():
+            options = str((job.get("container") or {}).get("options", ""))
+            if "${{" not in options:
+                assert not rejected_job_container_options(options.split()), options
+
+
+@pytest.mark.parametrize("opt", ["--net=host", "--network=host", "--network", "--entrypoint=/bin/sh", "--net"])
+def test_rejected_options_make_a_host_job(opt: str) -> None:
+    assert rejected_job_container_options([opt]) == [opt]
+    row = Row(name="x", pjrt_device="TPU", image="img", container_options=("--privileged", opt))
+    assert not job_container_ok(row)
+    assert job_container_ok(Row(name="x", pjrt_device="TPU", image="img", container_options=("--privileged",)))
+    assert {o.split("=")[0] for o in JOB_CONTAINER_REJECTED} == {"--network", "--net", "--entrypoint"}
+
+
+def test_packaged_rows_as_they_run_in_the_field() -> None:
+    cfg = config.load(REPO)
+    plan = plan_jobs(cfg, Event(name="schedule"), ["cpu"])
+    assert [e["row"] for e in plan.host] == ["cpu"]
+    # every self-hosted row is off until a project says it has the runners
+    assert {n: r.ci for n, r in cfg.rows.items()} == {"cpu": "always", "tpu": "off", "cuda": "off", "neuron": "off"}
+    tpu, cuda = cfg.row("tpu"), cfg.row("cuda")
+    assert "--net=host" in tpu.container_options and not job_container_ok(tpu)  # a host job, as pytorch/xla runs TPU
+    # torch_xla 2.7 is the last release with CUDA
+    assert cuda.image.endswith("/xla:r2.7.0_3.10_cuda_12.6")
+    assert cuda.image.startswith("us-central1-docker.pkg.dev/tpu-pytorch-releases/docker/")
+    assert "torch==2.7.0" in cuda.install and any("torch_xla-2.7.0-cp310" in r for r in cuda.install)
+    assert cuda.env["PJRT_DEVICE"] == "CUDA" and job_container_ok(cuda)
+
+
+def _cfg(tmp_path: Path, rows: str) -> config.Config:
+    (tmp_path / "pyproject.toml").write_text("[tool.device-matrix]\n" + rows)
+    return config.load(tmp_path)
+
+
+ROWS = """
+[tool.device-matrix.devices.tpu]
+ci = "always"
+[tool.device-matrix.devices.cuda]
+ci = "schedule"
+[tool.device-matrix.devices.neuron]
+ci = "off"
+"""
+
+
+def _planned(cfg: config.Config, event: Event) -> set[str]:
+    plan = plan_jobs(cfg, event)
+    return {e["row"] for e in plan.host + plan.container}
+
+
+def _pr(*, fork: bool, labels: tuple[str, ...] = (), action: str = "synchronize", added: str = "") -> Event:
+    payload: dict[str, Any] = {
+        "action": action,
+        "pull_request": {
+            "head": {"repo": {"full_name": "someone/r" if fork else "o/r"}},
+            "base": {"repo": {"full_name": "o/r"}},
+            "labels": [{"name": n} for n in labels],
+        },
+    }
+    if added:
+        payload["label"] = {"name": added}
+    return Event.from_payload("pull_request", payload)
+
+
+def test_the_ci_switch(tmp_path: Path) -> None:
+    cfg = _cfg(tmp_path, ROWS)
+    assert _planned(cfg, Event(name="push")) == {"cpu", "tpu"}
+    assert _planned(cfg, Event(name="schedule")) == {"cpu", "tpu", "cuda"}
+    assert _planned(cfg, Event(name="workflow_dispatch")) == {"cpu", "tpu", "cuda"}
+    # off: no job, but the row is still there for `nox -s neuron`
+    assert "neuron" in cfg.rows
+    assert plan_jobs(cfg, Event(name="push")).skipped["neuron"] == "ci = off"
+
+
+def test_self_hosted_rows_are_gated_on_pull_requests(tmp_path: Path) -> None:
+    cfg = _cfg(tmp_path, ROWS)
+    assert _planned(cfg, _pr(fork=False)) == {"cpu"}
+    assert _planned(cfg, _pr(fork=False, labels=(GATE_LABEL,))) == {"cpu", "tpu"}
+    # a fork: only the maintainer's act of labelling runs them, never a later push
+    assert _planned(cfg, _pr(fork=True, labels=(GATE_LABEL,))) == {"cpu"}
+    # labelling runs what the label unlocks; the PR's own run has the rest
+    assert _planned(cfg, _pr(fork=True, labels=(GATE_LABEL,), action="labeled", added=GATE_LABEL)) == {"tpu"}
+    assert _planned(cfg, _pr(fork=False, labels=(GATE_LABEL,), action="labeled", added=GATE_LABEL)) == {"tpu"}
+    # another label: nothing to run again
+    assert _planned(cfg, _pr(fork=False, action="labeled", added="documentation")) == set()
+    deleted_fork = Event.from_payload("pull_request", {"pull_request": {"head": {"repo": None}, "base": {}}})
+    assert deleted_fork.from_fork
+
+
+DM = [sys.executable, "-m", "device_matrix"]
+
+
+def test_ci_matrix_command(tmp_path: Path) -> None:
+    cfg_dir = tmp_path / "p"
+    cfg_dir.mkdir()
+    _cfg(cfg_dir, ROWS)
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"action": "labeled", "label": {"name": GATE_LABEL}, "pull_request": {"labels": []}}))
     out = tmp_path / "github_output"
-    subprocess.run(
-        [sys.executable, str(REPO / "tools" / "emit_matrix.py"), "--output", str(out)], check=True, capture_output=True
+    args = ["--event-name", "pull_request", "--event-path", str(event), "--rows", "cpu,tpu", "--rows", "neuron"]
+    proc = subprocess.run(
+        [*DM, "--project", str(cfg_dir), "ci", "matrix", "--output", str(out), *args],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     values = dict(line.split("=", 1) for line in out.read_text().splitlines())
-    host, container = json.loads(values["host"]), json.loads(values["container"])
+    host = json.loads(values["host"])["include"]
+    assert [e["row"] for e in host] == ["tpu"]
+    assert values["has_host"] == "true" and values["has_container"] == "false"
+    assert "::notice title=row neuron not run::ci = off" in proc.stdout
+    assert "::notice title=row cpu not run::runs in the pull request's own run" in proc.stdout
+    assert "::warning title=unpinned image::row tpu" in proc.stdout
+
+
+def test_emit_matrix_tool_is_the_subcommand(tmp_path: Path) -> None:
+    out = tmp_path / "github_output"
+    subprocess.run(
+        [sys.executable, str(REPO / "tools" / "emit_matrix.py"), "--output", str(out), "--event-name", "schedule"],
+        check=True,
+        capture_output=True,
+        cwd=REPO,
+    )
+    values = dict(line.split("=", 1) for line in out.read_text().splitlines())
     cfg = config.load(REPO)
-    emitted = {e["row"]: e for e in host["include"] + container["include"]}
-    assert sorted(emitted) == sorted(cfg.rows)
-    for name, row in cfg.rows.items():
-        e = emitted[name]
+    host = json.loads(values["host"])["include"]
+    assert [e["row"] for e in host] == [n for n, r in cfg.rows.items() if r.ci != "off"]
+    for e in host:
+        row = cfg.row(e["row"])
         assert e["runs_on"] == list(row.runner_labels)
         assert e["image"] == row.image
         assert e["container_options"] == " ".join(row.container_options)
-    assert host["include"][0]["row"] == "cpu"
-    # a row whose options need host globs runs on the host and starts its container there
-    assert "neuron" in [e["row"] for e in host["include"]]
-    assert {e["row"] for e in container["include"]} == {"tpu", "cuda"}
+
+
+def test_collect_lays_out_rows_and_issue_links(tmp_path: Path) -> None:
+    art = tmp_path / "artifacts"
+    (art / "results-cpu").mkdir(parents=True)
+    (art / "results-cpu" / "run.json").write_text("{}")
+    (art / "issue-links").mkdir()
+    (art / "issue-links" / "issues.json").write_text("[]")
+    (art / "triage-report").mkdir()
+    res = tmp_path / "results"
+    subprocess.run([sys.executable, str(REPO / "tools" / "collect_artifacts.py"), str(art), str(res)], check=True)
+    assert sorted(p.relative_to(res).as_posix() for p in res.rglob("*")) == ["cpu", "cpu/run.json", "issues.json"]
+    # no artifacts at all: nothing to lay out, not an error
+    proc = subprocess.run(
+        [sys.executable, "-m", "device_matrix", "ci", "collect", str(tmp_path / "none"), str(res)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0 and "no artifacts" in proc.stdout
+
+
+def test_ci_install_installs_only_for_a_local_row(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.device-matrix.devices.here]\n"
+        'pjrt_device = "CPU"\nrun_in = "host"\npresence = ["always"]\n'
+        'install = ["./no-such-package-folder"]\n'
+        "[tool.device-matrix.devices.nothing]\n"
+        'pjrt_device = "CPU"\nrun_in = "host"\npresence = ["always"]\n'
+    )
+    base = [*DM, "--project", str(tmp_path), "ci", "install", "--device"]
+    ok = subprocess.run([*base, "nothing"], capture_output=True, text=True, check=False, cwd=tmp_path)
+    assert ok.returncode == 0 and "nothing to install" in ok.stdout
+    bad = subprocess.run([*base, "here"], capture_output=True, text=True, check=False, cwd=tmp_path)
+    assert bad.returncode == 5, bad.stdout + bad.stderr
+    assert "pip install ./no-such-package-folder" in bad.stdout
+    assert "installing the here row's packages failed" in bad.stderr

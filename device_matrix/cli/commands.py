@@ -65,3 +65,6 @@ def add_more_commands(sub: Any) -> None:
     add_skips_commands(sub)
     add_issues_commands(sub)
     add_triage_command(sub)
+    from device_matrix.cli.ci import add_ci_commands
+
+    add_ci_commands(sub)

@@ -1,9 +1,10 @@
 """A report in pytest-json-report's layout, built from the journal: complete after crashes.
 
 The pytest-json-report plugin writes nothing for a process that dies. This file has the
-same shape (created, duration, exitcode, root, environment, summary, tests with their
-setup/call/teardown phases) and every test of the run, a crashed one as an ``error``
-whose ``device_matrix`` entry says crashed or timeout, with its crash id.
+same shape (created, duration, exitcode, root, environment, summary, collectors, tests
+with their setup/call/teardown phases, ``lineno`` 0-based as pytest's locations are) and
+every test of the run, a crashed one as an ``error`` whose ``device_matrix`` entry says
+crashed or timeout, with its crash id.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from device_matrix.records.atomic import write_json_atomic
 from device_matrix.records.schema import RunRecord
@@ -29,20 +30,113 @@ JSON_REPORT_OUTCOME = {
 }
 
 
+class _Item(TypedDict):
+    nodeid: str
+    type: str  # the node's class name: Module, Class, Function, UnitTestCase, TestCaseFunction, Dir...
+
+
+class CollectedItem(_Item, total=False):
+    lineno: int  # 0-based, items with a location only
+
+
+class _Report(TypedDict):
+    nodeid: str
+    outcome: str  # passed | failed
+    result: list[CollectedItem]
+
+
+class Collector(_Report, total=False):
+    """One ``pytest_collectreport``, as pytest-json-report writes it."""
+
+    longrepr: str
+
+
+def _lineno(locations: Mapping[str, tuple[str, int | None]], nodeid: str) -> int | None:
+    """The journal's 1-based line as pytest's 0-based ``location[1]``."""
+    line = (locations.get(nodeid) or ("", None))[1]
+    return None if line is None else line - 1
+
+
+def derive_collectors(record: RunRecord, locations: Mapping[str, tuple[str, int | None]]) -> list[Collector]:
+    """Collectors rebuilt from the recorded nodeids when the child's reports are not at hand.
+
+    The tree and order are pytest's (the session first, then each node after its
+    children); a node's type is read from its nodeid (``Dir``, ``Module``, ``Class``,
+    ``Function``), so unittest's ``UnitTestCase``/``TestCaseFunction`` read as
+    ``Class``/``Function``. A module that failed to collect is a failed collector.
+    """
+    children: dict[str, list[str]] = {}
+    failed: dict[str, str] = {}
+
+    def add(parent: str, child: str) -> None:
+        kids = children.setdefault(parent, [])
+        if child not in kids:
+            kids.append(child)
+
+    for t in record["tests"]:
+        nodeid = t["nodeid"]
+        path, _, rest = nodeid.partition("::")
+        if not rest and t["outcome"] == "error":
+            failed[path] = t["message"] or ""
+        parts = path.split("/")
+        for i in range(len(parts)):
+            add("/".join(parts[:i]), "/".join(parts[: i + 1]))
+        names = rest.partition("[")[0].split("::") if rest else []
+        for i in range(len(names) - 1):
+            add(f"{path}::{'::'.join(names[:i])}" if i else path, f"{path}::{'::'.join(names[: i + 1])}")
+        if rest:
+            parent = f"{path}::{'::'.join(names[:-1])}" if len(names) > 1 else path
+            add(parent, nodeid)
+
+    def kind(nodeid: str) -> str:
+        if "::" not in nodeid:
+            return "Module" if nodeid.endswith(".py") else "Dir"
+        return "Class" if nodeid in children else "Function"
+
+    def item(nodeid: str) -> CollectedItem:
+        entry = CollectedItem(nodeid=nodeid, type=kind(nodeid))
+        line = _lineno(locations, nodeid)
+        if line is not None and entry["type"] == "Function":
+            entry["lineno"] = line
+        return entry
+
+    out: list[Collector] = [Collector(nodeid="", outcome="passed", result=[item(c) for c in children.get("", [])])]
+
+    def visit(nodeid: str) -> None:
+        for child in children.get(nodeid, []):
+            if child in children or child in failed:
+                visit(child)
+        if nodeid in failed:
+            out.append(Collector(nodeid=nodeid, outcome="failed", result=[], longrepr=failed[nodeid]))
+        else:
+            out.append(Collector(nodeid=nodeid, outcome="passed", result=[item(c) for c in children.get(nodeid, [])]))
+
+    for top in children.get("", []):
+        visit(top)
+    return out
+
+
 def build(
     record: RunRecord,
     phases: Mapping[str, Sequence[Mapping[str, Any]]],
     locations: Mapping[str, tuple[str, int | None]],
     root: Path,
+    collectors: Sequence[Collector] | None = None,
 ) -> dict[str, Any]:
+    """``locations``: nodeid -> (file, 1-based line) as journaled; ``collectors``: the child's
+    collect reports in pytest-json-report's shape, else rebuilt by :func:`derive_collectors`."""
     counts: dict[str, int] = {}
     tests = []
+    collected = 0
     for t in record["tests"]:
+        if "::" not in t["nodeid"] and t["outcome"] == "error":
+            continue  # a collection error is a failed collector, not a test
+        collected += 1
         outcome = JSON_REPORT_OUTCOME[t["outcome"]]
         counts[outcome] = counts.get(outcome, 0) + 1
         entry: dict[str, Any] = {
             "nodeid": t["nodeid"],
-            "lineno": (locations.get(t["nodeid"]) or ("", None))[1],
+            "lineno": _lineno(locations, t["nodeid"]),
             "outcome": outcome,
             "keywords": [part for part in t["nodeid"].replace("::", "/").split("/") if part],
         }
@@ -65,7 +159,8 @@ def build(
             "Platform": record["environment"].get("platform"),
             "Packages": record["environment"].get("packages"),
         },
-        "summary": {**counts, "total": len(tests), "collected": len(tests)},
+        "summary": {**counts, "total": len(tests), "collected": collected},
+        "collectors": list(collectors) if collectors is not None else derive_collectors(record, locations),
         "tests": tests,
         "device_matrix": {"row": record["row"], "status": record["status"], "run": "run.json"},
     }

@@ -7,7 +7,9 @@ signal and fingerprint.
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from pathlib import Path
 
 from device_matrix.records.atomic import write_text_atomic
@@ -20,28 +22,44 @@ def _clean(text: str | None) -> str:
     return (text or "").translate(_ILLEGAL)
 
 
-def junit_xml(record: RunRecord) -> str:
+def pytest_names(nodeid: str) -> tuple[str, str]:
+    """(classname, name) as pytest's junitxml writes them.
+
+    ``suites/x/test_m.py::TestUnit::test_a[1]`` -> (``suites.x.test_m.TestUnit``, ``test_a[1]``);
+    a module-level function's classname is the dotted module path.
+    """
+    path, bracket, params = nodeid.partition("[")
+    names = path.split("::")
+    names[0] = re.sub(r"\.py$", "", names[0].replace("/", "."))
+    names[-1] += bracket + params
+    if len(names) == 1:  # a collection error: pytest leaves the classname empty
+        return "", names[0]
+    return ".".join(names[:-1]), names[-1]
+
+
+def junit_xml(record: RunRecord, locations: Mapping[str, tuple[str, int | None]] | None = None) -> str:
+    """``locations``: nodeid -> (file, 1-based line) as the plugin journals them; written as
+    pytest does (``line`` 0-based). Without one, ``file`` comes from the nodeid and no line."""
     s = record["summary"]
-    suite = ET.Element(
-        "testsuite",
-        name=f"device-matrix.{record['row']}",
-        tests=str(s["total"]),
-        failures=str(s["failed"] + s["xpassed"]),
-        errors=str(s["error"] + s["crashed"] + s["timeout"]),
-        skipped=str(s["skipped"] + s["xfailed"] + s["not_run"]),
-        time=f"{record['duration']:.3f}",
-        timestamp=record["started_at"],
-    )
+    counts = {
+        "tests": str(s["total"]),
+        "failures": str(s["failed"] + s["xpassed"]),
+        "errors": str(s["error"] + s["crashed"] + s["timeout"]),
+        "skipped": str(s["skipped"] + s["xfailed"] + s["not_run"]),
+        "time": f"{record['duration']:.3f}",
+    }
+    # a <testsuites> root, as pytest writes it: some readers only look under it
+    root = ET.Element("testsuites", {"name": "device-matrix", **counts})
+    suite = ET.SubElement(root, "testsuite", {"name": f"device-matrix.{record['row']}", **counts})
+    suite.set("timestamp", record["started_at"])
     crashes = {c["id"]: c for c in record["crashes"]}
     for t in record["tests"]:
-        classname, _, name = t["nodeid"].rpartition("::")
-        case = ET.SubElement(
-            suite,
-            "testcase",
-            classname=classname.replace("/", ".").removesuffix(".py") or t["nodeid"],
-            name=name or t["nodeid"],
-            time=f"{t['duration']:.3f}",
-        )
+        classname, name = pytest_names(t["nodeid"])
+        file, line = (locations or {}).get(t["nodeid"]) or (t["nodeid"].split("::", 1)[0], None)
+        case = ET.SubElement(suite, "testcase", classname=classname, name=name, file=file)
+        if line is not None:
+            case.set("line", str(line - 1))
+        case.set("time", f"{t['duration']:.3f}")
         outcome = t["outcome"]
         message = _clean(t["message"])
         if outcome in ("failed", "xpassed"):
@@ -71,8 +89,8 @@ def junit_xml(record: RunRecord) -> str:
             ).text = _clean(detail)
         elif outcome in ("skipped", "xfailed", "not_run"):
             ET.SubElement(case, "skipped", type=outcome, message=message[:500])
-    return ET.tostring(suite, encoding="unicode", xml_declaration=True)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True)
 
 
-def write_junit(path: Path, record: RunRecord) -> None:
-    write_text_atomic(path, junit_xml(record))
+def write_junit(path: Path, record: RunRecord, locations: Mapping[str, tuple[str, int | None]] | None = None) -> None:
+    write_text_atomic(path, junit_xml(record, locations))

@@ -78,6 +78,22 @@ def expand_options(options: Sequence[str]) -> list[str]:
     return out
 
 
+def user_options(engine: str, options: Sequence[str], host_env: Mapping[str, str], uid: int, gid: int) -> list[str]:
+    """Run as the invoking user, so files written into the mounted project are not root's.
+
+    Nothing when the invoking user is root, when the row sets its own ``--user``/``-u``, or
+    when the engine is rootless (podman, or docker on a per-user socket): there the
+    container's root already is the invoking user, and ``--user`` would map to a
+    subordinate id that owns the files instead. HOME points somewhere writable, since the
+    image has no home for an unknown id.
+    """
+    if uid == 0 or any(o in ("--user", "-u") or o.startswith(("--user=", "-u=")) for o in options):
+        return []
+    if Path(engine).name == "podman" or "/run/user/" in host_env.get("DOCKER_HOST", ""):
+        return []
+    return ["--user", f"{uid}:{gid}", "-e", "HOME=/tmp"]
+
+
 class ContainerExecutor:
     name: ExecutorName = "container"
 
@@ -122,6 +138,7 @@ class ContainerExecutor:
         if name:
             argv += ["--name", name]
         argv += expand_options(self.row.container_options)
+        argv += user_options(self.engine, self.row.container_options, self.host_env, os.getuid(), os.getgid())
         if spec.core_limit is not None:
             argv += ["--ulimit", f"core={spec.core_limit}"]
         argv += ["-v", f"{root}:{root}"]

@@ -1,0 +1,120 @@
+"""``device-matrix ci``: the steps of the GitHub workflow, so a caller needs no scripts.
+
+device-matrix ci matrix --output "$GITHUB_OUTPUT"    # the plan job
+device-matrix ci install --device cpu                # a row job on the runner itself
+device-matrix ci collect artifacts results           # triage and issues jobs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from device_matrix import config as config_mod
+from device_matrix.errors import EXIT_OK, EnvironmentProblem
+from device_matrix.output import Output
+from device_matrix.workflow import GATE_LABEL, Event, plan_jobs
+
+
+def _event(args: argparse.Namespace) -> Event:
+    name = args.event_name or os.environ.get("GITHUB_EVENT_NAME", "workflow_dispatch")
+    path = args.event_path or os.environ.get("GITHUB_EVENT_PATH")
+    payload: dict[str, Any] = {}
+    if path:
+        try:
+            payload = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise EnvironmentProblem(
+                f"cannot read the event payload {path}: {exc}",
+                tip="Pass --event-path to a GitHub event JSON file, or leave GITHUB_EVENT_PATH unset.",
+            ) from exc
+    return Event.from_payload(name, payload)
+
+
+def cmd_ci_matrix(args: argparse.Namespace, out: Output) -> int:
+    cfg = config_mod.load(Path(args.project) if args.project else None)
+    rows = [r for part in args.rows or () for r in part.split(",") if r.strip()]
+    plan = plan_jobs(cfg, _event(args), [r.strip() for r in rows], gate_label=args.label)
+    for name, why in plan.skipped.items():
+        out.line(f"::notice title=row {name} not run::{why}")
+    for e in plan.host + plan.container:
+        # a host-only row never starts its image
+        if e["image"] and not e["image_pinned"] and cfg.row(e["row"]).run_in != "host":
+            out.line(
+                f"::warning title=unpinned image::row {e['row']} uses {e['image']}; "
+                "pin it by digest (image@sha256:...) in pyproject.toml"
+            )
+    lines = "".join(f"{k}={v}\n" for k, v in plan.outputs().items())
+    if args.output:
+        with Path(args.output).open("a", encoding="utf-8") as fh:
+            fh.write(lines)
+    else:
+        out.line(lines.rstrip("\n"))
+    return EXIT_OK
+
+
+def cmd_ci_collect(args: argparse.Namespace, out: Output) -> int:
+    """artifacts/results-<row>/ -> results/<row>/; other artifacts' files go to results/."""
+    src, dest = Path(args.artifacts), Path(args.results)
+    dest.mkdir(parents=True, exist_ok=True)
+    if not src.is_dir():
+        out.line(f"no artifacts in {src}: every row job may have failed before uploading")
+        return EXIT_OK
+    for folder in sorted(p for p in src.iterdir() if p.is_dir()):
+        if folder.name.startswith("results-"):
+            target = dest / folder.name.removeprefix("results-")
+            if target.exists():
+                shutil.rmtree(target)
+            shutil.copytree(folder, target)
+            out.line(f"{folder} -> {target}")
+        elif folder.name == "issue-links":
+            # the issues job's links and states, read by triage
+            for f in folder.iterdir():
+                if f.is_file():
+                    shutil.copy2(f, dest / f.name)
+                    out.line(f"{f} -> {dest / f.name}")
+    return EXIT_OK
+
+
+def cmd_ci_install(args: argparse.Namespace, out: Output) -> int:
+    """pip-install the row's packages when the row runs here without its image."""
+    from device_matrix.run.runner import plan_row
+
+    cfg = config_mod.load(Path(args.project) if args.project else None)
+    plan = plan_row(cfg, cfg.row(args.device))
+    if plan.mode != "local" or not plan.row.install:
+        out.line(f"{args.device}: nothing to install ({plan.mode}: {plan.reason})")
+        return EXIT_OK
+    argv = [sys.executable, "-m", "pip", "install", *plan.row.install, *plan.row.install_args]
+    out.line("$ " + " ".join(argv))
+    if subprocess.run(argv, check=False).returncode != 0:
+        raise EnvironmentProblem(
+            f"installing the {args.device} row's packages failed",
+            tip="Read pip's error above; the row's `install` and `install_args` are in the configuration.",
+        )
+    return EXIT_OK
+
+
+def add_ci_commands(sub: Any) -> None:
+    ci = sub.add_parser("ci", help="steps of the GitHub workflow: matrix, install, collect")
+    ci_sub = ci.add_subparsers(dest="ci_command", required=True)
+    m = ci_sub.add_parser("matrix", help="the row jobs for this event, as GITHUB_OUTPUT lines")
+    m.add_argument("--output", help="append to this file (the job's $GITHUB_OUTPUT) instead of stdout")
+    m.add_argument("--rows", action="append", help="only these rows (comma-separated; default: every row)")
+    m.add_argument("--label", default=GATE_LABEL, help=f"pull request label that runs self-hosted rows ({GATE_LABEL})")
+    m.add_argument("--event-name", help="default $GITHUB_EVENT_NAME")
+    m.add_argument("--event-path", help="default $GITHUB_EVENT_PATH")
+    m.set_defaults(func=cmd_ci_matrix)
+    i = ci_sub.add_parser("install", help="install a row's packages when it runs here without its image")
+    i.add_argument("--device", "-d", required=True)
+    i.set_defaults(func=cmd_ci_install)
+    c = ci_sub.add_parser("collect", help="lay downloaded artifacts out as a results folder")
+    c.add_argument("artifacts")
+    c.add_argument("results")
+    c.set_defaults(func=cmd_ci_collect)

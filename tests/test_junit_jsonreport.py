@@ -1,0 +1,141 @@
+"""junit.xml and report.json against what pytest --junitxml and pytest-json-report write
+for the same tests."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import junitparser
+import pytest
+
+from device_matrix.records import jsonreport
+from device_matrix.records.junit import junit_xml, pytest_names
+from tests import records
+
+MIXED = textwrap.dedent(
+    """\
+    import unittest
+
+    import pytest
+
+
+    def test_function():
+        pass
+
+
+    @pytest.mark.parametrize("n", [1, 2])
+    def test_param(n):
+        assert n == 1
+
+
+    class TestPlain:
+        def test_method(self):
+            pass
+
+        @pytest.mark.skip(reason="not here")
+        def test_skipped(self):
+            pass
+
+
+    class TestUnit(unittest.TestCase):
+        def test_unit(self):
+            self.assertTrue(True)
+
+        @pytest.mark.xfail(reason="known")
+        def test_xfail(self):
+            raise ValueError("boom")
+    """
+)
+
+
+PYTEST = [sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "suites"]
+JUNIT_XUNIT1 = ["--junitxml=junit.xml", "-o", "junit_family=xunit1"]
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """pytest's own junit.xml (xunit1: with file and line) and pytest-json-report's file."""
+    root = tmp_path_factory.mktemp("real")
+    (root / "suites" / "x").mkdir(parents=True)
+    (root / "suites" / "x" / "test_mixed.py").write_text(MIXED)
+    subprocess.run(
+        [*PYTEST, *JUNIT_XUNIT1, "--json-report", "--json-report-file=report.json"],
+        cwd=root,
+        capture_output=True,
+        check=False,
+    )
+    report = json.loads((root / "report.json").read_text())
+    return {"junit": junitparser.JUnitXml.fromfile(str(root / "junit.xml")), "report": report}
+
+
+def _ours(real: dict[str, Any]) -> tuple[dict[str, Any], dict[str, tuple[str, int | None]]]:
+    """A run record of the same tests, and locations as the plugin journals them (1-based)."""
+    outcome = {"passed": "passed", "failed": "failed", "skipped": "skipped", "xfailed": "xfailed"}
+    tests = [records.test(t["nodeid"], outcome[t["outcome"]]) for t in real["report"]["tests"]]
+    locations = {t["nodeid"]: (t["nodeid"].split("::")[0], t["lineno"] + 1) for t in real["report"]["tests"]}
+    return records.record("cpu", tests), locations
+
+
+def _cases(xml: junitparser.JUnitXml) -> dict[tuple[str, str], junitparser.TestCase]:
+    return {(c.classname, c.name): c for suite in xml for c in suite}
+
+
+def test_junit_root_classnames_file_and_line_are_pytests(real: dict[str, Any], tmp_path: Path) -> None:
+    record, locations = _ours(real)
+    path = tmp_path / "junit.xml"
+    path.write_text(junit_xml(record, locations))  # type: ignore[arg-type]
+    ours = junitparser.JUnitXml.fromfile(str(path))
+    assert isinstance(ours, junitparser.JUnitXml)  # a <testsuites> root, read as such
+    theirs = _cases(real["junit"])
+    mine = _cases(ours)
+    assert set(mine) == set(theirs)
+    assert ("suites.x.test_mixed.TestUnit", "test_unit") in mine
+    assert ("suites.x.test_mixed", "test_param[2]") in mine
+    for key, case in theirs.items():
+        for attr in ("file", "line"):
+            assert mine[key]._elem.get(attr) == case._elem.get(attr), (key, attr)
+    assert ours.tests == real["junit"].tests
+    assert ours.failures == real["junit"].failures
+
+
+def test_junit_without_locations_still_names_the_file() -> None:
+    xml = junit_xml(records.record("cpu", [records.test("suites/x/test_m.py::TestU::test_a")]))  # type: ignore[arg-type]
+    assert 'file="suites/x/test_m.py"' in xml and "line=" not in xml
+    assert pytest_names("suites/x/test_m.py") == ("", "suites.x.test_m")  # a collection error
+    assert pytest_names("a/test_m.py::test_b[x::y]") == ("a.test_m", "test_b[x::y]")
+
+
+def test_report_json_is_pytest_json_reports_layout(real: dict[str, Any]) -> None:
+    record, locations = _ours(real)
+    ours = jsonreport.build(record, {}, locations, Path("/p"))  # type: ignore[arg-type]
+    theirs = real["report"]
+    assert set(theirs) <= set(ours)
+    assert {t["nodeid"]: t["lineno"] for t in ours["tests"]} == {t["nodeid"]: t["lineno"] for t in theirs["tests"]}
+    assert ours["summary"] == theirs["summary"] | {"collected": len(theirs["tests"])}
+
+    def normal(collectors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        # the nodeid alone cannot tell unittest's node types from pytest's
+        kinds = {"UnitTestCase": "Class", "TestCaseFunction": "Function"}
+        return [
+            {**c, "result": [{**r, "type": kinds.get(r["type"], r["type"])} for r in c["result"]]} for c in collectors
+        ]
+
+    assert normal(ours["collectors"]) == normal(theirs["collectors"])
+
+
+def test_report_json_takes_the_childs_collectors_and_reports_collection_errors() -> None:
+    given: list[jsonreport.Collector] = [
+        {"nodeid": "", "outcome": "passed", "result": [{"nodeid": "s", "type": "Dir"}]},
+    ]
+    record = records.record("cpu", [records.test("s/test_b.py", "error", message="ImportError: x")])
+    report = jsonreport.build(record, {}, {}, Path("/p"), given)  # type: ignore[arg-type]
+    assert report["collectors"] == given
+    derived = jsonreport.build(record, {}, {}, Path("/p"))  # type: ignore[arg-type]
+    failed = [c for c in derived["collectors"] if c["outcome"] == "failed"]
+    assert failed == [{"nodeid": "s/test_b.py", "outcome": "failed", "result": [], "longrepr": "ImportError: x"}]
+    assert derived["tests"] == [] and derived["summary"]["collected"] == 0
