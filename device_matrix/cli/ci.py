@@ -84,7 +84,7 @@ def cmd_ci_collect(args: argparse.Namespace, out: Output) -> int:
 
 def cmd_ci_install(args: argparse.Namespace, out: Output) -> int:
     """pip-install the row's packages when the row runs here without its image."""
-    from device_matrix.run.runner import plan_row
+    from device_matrix.run.plan import plan_row
 
     cfg = config_mod.load(Path(args.project) if args.project else None)
     plan = plan_row(cfg, cfg.row(args.device))

@@ -662,7 +662,7 @@ class RowRunner:
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             if final:
-                write_junit(self.dir / "junit.xml", record)
+                write_junit(self.dir / "junit.xml", record, self.state.locations)
                 jsonreport.write(
                     self.dir / "report.json",
                     jsonreport.build(record, self.state.phases, self.state.locations, self.cfg.project_root),
