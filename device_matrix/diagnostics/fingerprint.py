@@ -19,12 +19,14 @@ MACHINERY_RE = re.compile(
     r"(CurrentStackTrace|StacktraceHandler|StackTrace::|FailureSignalHandler|WriteFailureInfo|"
     r"ExecuteFailureCallbacks|__restore_rt|^killpg$|^raise$|^abort$|^gsignal$|^__GI_raise|"
     r"^__GI_abort|^__pthread_kill|^pthread_kill|__libc_start|^_start$|LogMessage|"
-    r"^\(unknown\)$|^\?\?$|^$|__cxa_throw|__gxx_personality|std::terminate|"
-    r"__gnu_cxx::__verbose_terminate_handler|_Unwind_)"
+    r"^\(unknown\)$|^\(\)$|^\?\?$|^$|__cxa_throw|__gxx_personality|std::terminate|"
+    r"__gnu_cxx::__verbose_terminate_handler|_Unwind_|"
+    # the interpreter's own frames between a test and the native call: in every crash
+    r"^_?Py[A-Z][A-Za-z]*_|^_PyEval|^cfunction_|^method_vectorcall|^slot_tp_)"
 )
 
 # Python frames of the test runner itself: the same under every test.
-PYTHON_MACHINERY_RE = re.compile(r"[/\\](_pytest|pluggy|device_matrix)[/\\]")
+PYTHON_MACHINERY_RE = re.compile(r"[/\\](_pytest|pytest|pluggy|device_matrix)[/\\]|^<frozen runpy>$|[/\\]runpy\.py$")
 
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
 _OFFSET = re.compile(r"\+0x[0-9a-fA-F]+|\+\d+")

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 LINE_PREFIX_RE = re.compile(
     r"^(?:\ufeff)?(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z(?: |$)"
     r"|\[(?:rank|default)\d+\]:"
-    r"|[A-Za-z0-9][A-Za-z0-9_.-]*\s+\| ?(?=\S|$))"
+    r"|[A-Za-z0-9][A-Za-z0-9_.-]*\s+\| ?)"
 )
 
 # Where a crash report starts. Anything before one of these on the same line is output
