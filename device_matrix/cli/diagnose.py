@@ -16,6 +16,7 @@ from typing import Any
 
 from device_matrix import config as config_mod
 from device_matrix import diagnostics
+from device_matrix.diagnostics.parse import clean_lines
 from device_matrix.errors import EXIT_OK, EXIT_TESTS_FAILED, DeviceMatrixError, ResultsError
 from device_matrix.output import Output
 from device_matrix.records.schema import CrashDiagnosis
@@ -35,21 +36,24 @@ SHELL_SIGNALS = {
     "Quit": 3,
     "Killed": 9,
 }
-SHELL_RE = re.compile(r"(?:^|\s)(" + "|".join(map(re.escape, SHELL_SIGNALS)) + r")(?: \(core dumped\))?\s*(?:\S+.*)?$")
+_NAMES = "|".join(map(re.escape, SHELL_SIGNALS))
+# bash: "run.sh: line 3:  4242 Segmentation fault      (core dumped) python train.py";
+# sh and others: the message alone on its line
+SHELL_RE = re.compile(rf": line \d+: +\d+ ({_NAMES})(?:\s|$)|^({_NAMES})(?: \(core dumped\))?$")
 STACK_LINES = 25
 
 
 def returncode_from_log(text: str) -> int | None:
     """The exit status a log reports for its process, when it reports one."""
     found: int | None = None
-    for line in text.splitlines():
+    for line in clean_lines(text):
         m = ACTIONS_EXIT_RE.search(line)
         if m:
             found = int(m.group(1))
             continue
-        m = SHELL_RE.search(line)
-        if m and "core dumped" in line or (m and line.rstrip().endswith(m.group(1))):
-            found = -SHELL_SIGNALS[m.group(1)]
+        m = SHELL_RE.search(line.strip())
+        if m:
+            found = -SHELL_SIGNALS[m.group(1) or m.group(2)]
     return found
 
 
