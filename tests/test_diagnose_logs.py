@@ -156,7 +156,12 @@ def test_torch_xla_no_newline_before_faulthandler() -> None:
     assert "step 1/10 ok [2.0, 2.0]...Fatal Python error" in out
     d = run_diag(out, -11)
     assert d["fatal_error"] == "Segmentation fault"
-    assert d["fingerprint_basis"] == ["SIGSEGV", "__init__.py:string_at", "crash.py:test_string_at_null", "crash.py:<module>"]
+    assert d["fingerprint_basis"] == [
+        "SIGSEGV",
+        "__init__.py:string_at",
+        "crash.py:test_string_at_null",
+        "crash.py:<module>",
+    ]
 
 
 # --- one fingerprint across hosts, reruns and processes ---------------------------------------

@@ -127,7 +127,10 @@ def _print(out: Output, log: str, diag: CrashDiagnosis | None, issues: list[dict
         out.line(f"  fatal: {line}")
     if diag["terminate"]:
         out.line(f"  exception: {diag['terminate']}")
-    for title, stack in ((f"native stack ({diag['native_format']})", diag["native_stack"]), ("python stack", diag["python_stack"])):
+    for title, stack in (
+        (f"native stack ({diag['native_format']})", diag["native_stack"]),
+        ("python stack", diag["python_stack"]),
+    ):
         if stack:
             out.line(f"  {title}:")
             lines = stack.splitlines()

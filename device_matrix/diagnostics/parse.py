@@ -124,7 +124,8 @@ class FaulthandlerDump:
             if t.current:
                 return t
         busy = [t for t in self.threads if not is_idle(t)]
-        return (busy or self.threads or [None])[0]
+        candidates = busy or self.threads
+        return candidates[0] if candidates else None
 
 
 # Top frames of threads that only wait for work: the same in every crash of a program.
