@@ -314,3 +314,14 @@ def test_worker_thread_segfault_without_current_thread_blames_the_busy_thread() 
     assert d["python_stack"] is not None
     assert "test_loader_thread_crash" in d["python_stack"].split("\n\n")[0]
     assert d["python_stack"].count("(most recent call first)") == 3  # every thread is kept
+
+
+def test_real_torchrun_rank_prefixes() -> None:
+    out = text("torchrun_rank_terminate.txt")
+    assert "[default1]:terminate called after throwing" in out
+    d = diagnose_output(out, redactor=Redactor({}))
+    assert d is not None
+    assert d["fatal_error"] == "Aborted"
+    assert d["python_stack"] is not None and "test_restore_on_rank" in d["python_stack"]
+    # the worker under torchrun and the test's own process: one crash, one fingerprint
+    assert d["fingerprint"] == run_diag(text("terminate_runtime_error.txt"), -6)["fingerprint"]
