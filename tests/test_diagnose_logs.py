@@ -83,6 +83,11 @@ def after_unterminated(output: str, before: str) -> str:
     return before + output
 
 
+def coloured(output: str) -> str:
+    """A terminal (or CI with colour forced): every line in red, progress dots in green."""
+    return "\x1b[32m.\x1b[0m\x1b[32m.\x1b[0m" + "\n".join(f"\x1b[31m{line}\x1b[0m" for line in output.splitlines())
+
+
 TRANSFORMS = {
     "actions": actions_timestamps,
     "rank": rank_prefix,
@@ -90,6 +95,7 @@ TRANSFORMS = {
     "progress_dots": lambda out: after_unterminated(out, "tests/test_a.py ....sx.F"),
     "no_newline": lambda out: after_unterminated(out, "step 1/10 ok..."),
     "actions_over_rank": lambda out: actions_timestamps(rank_prefix(out, 3), seed=7),
+    "coloured": coloured,
 }
 
 
@@ -118,7 +124,7 @@ def test_prefixes_change_neither_parse_nor_fingerprint(sample: str, transform: s
 @settings(max_examples=60, deadline=None)
 @given(
     sample=st.sampled_from(sorted(CRASHES)),
-    layers=st.lists(st.sampled_from(["actions", "rank", "container"]), max_size=3),
+    layers=st.lists(st.sampled_from(["actions", "rank", "container", "coloured"]), max_size=3),
     before=st.text(alphabet=".sFEx okstep/0123456789", max_size=40),
     seed=st.integers(0, 1000),
 )

@@ -53,6 +53,10 @@ MARKER_RE = re.compile(
 )
 
 
+# colour and cursor codes: pytest colours its progress characters, CI keeps the codes
+ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
 def strip_prefixes(line: str) -> str:
     """``line`` without the prefixes log collectors put before it (any number, any order)."""
     while True:
@@ -65,12 +69,12 @@ def strip_prefixes(line: str) -> str:
 def clean_lines(text: str) -> list[str]:
     """The lines of ``text`` as the crashing process printed them.
 
-    Collector prefixes are stripped from every line, and a crash marker found inside a
-    line starts a line of its own.
+    Terminal colour codes and collector prefixes are stripped from every line, and a
+    crash marker found inside a line starts a line of its own.
     """
     out: list[str] = []
     for raw in text.splitlines():
-        line = strip_prefixes(raw)
+        line = strip_prefixes(ANSI_RE.sub("", raw) if "\x1b" in raw else raw)
         m = MARKER_RE.search(line)
         if m is not None and m.start() > 0:
             out.append(line[: m.start()])
