@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from device_matrix.diagnostics import diagnose, diagnose_output, has_native_evidence
 from device_matrix.diagnostics import fingerprint as fp
 from device_matrix.diagnostics.parse import (
+    MARKER_RE,
     clean_lines,
     parse_fatal_lines,
     parse_faulthandler,
@@ -88,6 +89,18 @@ def coloured(output: str) -> str:
     return "\x1b[32m.\x1b[0m\x1b[32m.\x1b[0m" + "\n".join(f"\x1b[31m{line}\x1b[0m" for line in output.splitlines())
 
 
+def glued_markers(output: str) -> str:
+    """Each line that starts a crash report printed right after the line before it."""
+    lines = output.splitlines()
+    out = lines[:1]
+    for line in lines[1:]:
+        if MARKER_RE.match(line):
+            out[-1] += line
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
 TRANSFORMS = {
     "actions": actions_timestamps,
     "rank": rank_prefix,
@@ -96,6 +109,7 @@ TRANSFORMS = {
     "no_newline": lambda out: after_unterminated(out, "step 1/10 ok..."),
     "actions_over_rank": lambda out: actions_timestamps(rank_prefix(out, 3), seed=7),
     "coloured": coloured,
+    "glued": glued_markers,
 }
 
 
@@ -124,7 +138,7 @@ def test_prefixes_change_neither_parse_nor_fingerprint(sample: str, transform: s
 @settings(max_examples=60, deadline=None)
 @given(
     sample=st.sampled_from(sorted(CRASHES)),
-    layers=st.lists(st.sampled_from(["actions", "rank", "container", "coloured"]), max_size=3),
+    layers=st.lists(st.sampled_from(["actions", "rank", "container", "coloured", "glued"]), max_size=3),
     before=st.text(alphabet=".sFEx okstep/0123456789", max_size=40),
     seed=st.integers(0, 1000),
 )
@@ -331,3 +345,25 @@ def test_real_torchrun_rank_prefixes() -> None:
     assert d["python_stack"] is not None and "test_restore_on_rank" in d["python_stack"]
     # the worker under torchrun and the test's own process: one crash, one fingerprint
     assert d["fingerprint"] == run_diag(text("terminate_runtime_error.txt"), -6)["fingerprint"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "lines"),
+    [
+        ("2025-05-06T12:34:56.1234567Z", [""]),  # Actions stamps empty lines too
+        (
+            "2025-05-06T12:34:56Z [rank3]:[W1130 00:18:30.106 26164 run.py:803] slow",
+            ["[W1130 00:18:30.106 26164 run.py:803] slow"],
+        ),
+        ('trainer-1    | [default0]:  File "a.py", line 3 in f', ['  File "a.py", line 3 in f']),
+        ("step 1/10 ok...*** Received signal 11 ***", ["step 1/10 ok...", "*** Received signal 11 ***"]),
+        (
+            ".F0506 12:34:56.789012 123 a.cc:9] Check failed: x",
+            [".", "F0506 12:34:56.789012 123 a.cc:9] Check failed: x"],
+        ),
+        ("E   assert a | b", ["E   assert a | b"]),  # not a container prefix
+        ("web | *** Received signal 6 ***", ["*** Received signal 6 ***"]),  # the longest name: one space
+    ],
+)
+def test_clean_lines(raw: str, lines: list[str]) -> None:
+    assert clean_lines(raw) == lines

@@ -75,8 +75,8 @@ def clean_lines(text: str) -> list[str]:
     out: list[str] = []
     for raw in text.splitlines():
         line = strip_prefixes(ANSI_RE.sub("", raw) if "\x1b" in raw else raw)
-        m = MARKER_RE.search(line)
-        if m is not None and m.start() > 0:
+        # every marker after the line's start begins a line: two reports can be glued too
+        while (m := MARKER_RE.search(line, 1)) is not None:
             out.append(line[: m.start()])
             line = line[m.start() :]
         out.append(line)
