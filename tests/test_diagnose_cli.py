@@ -127,3 +127,18 @@ def test_unreadable_log_exits_7(tmp_path: Path, capsys: pytest.CaptureFixture[st
 )
 def test_returncode_from_log(log: str, rc: int | None) -> None:
     assert returncode_from_log(log) == rc
+
+
+def test_names_a_seeded_issue_of_the_project(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[project]\nname = "p"\n')
+    fingerprint = runner_fingerprint("sigquit_from_outside.txt", -3)
+    (project / "device-matrix-issues.toml").write_text(
+        f'[[issue]]\nid = 9\ntitle = "peer never answers"\nfingerprint = "crash-{fingerprint}"\n'
+    )
+    log = tmp_path / "job.log"
+    log.write_text(actions_log((RECORDED / "sigquit_from_outside.txt").read_text(), 131))
+    assert main(["--project", str(project), "diagnose", str(log)]) == EXIT_OK
+    assert "issue: ledger:9 [open] peer never answers" in capsys.readouterr().out
+    assert not (project / "results").exists()  # looking up wrote nothing

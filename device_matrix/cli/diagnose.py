@@ -65,9 +65,10 @@ def diagnose_log(text: str, *, redactor: Redactor, returncode: int | None = None
     return diagnostics.diagnose_output(text, redactor=redactor)
 
 
-def known_issues(fingerprint: str, results: Path) -> list[dict[str, str]]:
-    """Issues that already carry ``fingerprint``: issues.json links, then the ledger."""
+def known_issues(fingerprint: str, results: Path, seed: Path | None = None) -> list[dict[str, str]]:
+    """Issues that already carry ``fingerprint``: issues.json links, the ledger, its seed."""
     from device_matrix.issues import LEDGER_FILE
+    from device_matrix.issues.ledger import Ledger, load_seed
     from device_matrix.issues.sync import load_links
 
     key = "crash-" + fingerprint
@@ -78,9 +79,7 @@ def known_issues(fingerprint: str, results: Path) -> list[dict[str, str]]:
         info = state.get("issues", {}).get(linked, {})
         found[linked] = {"issue": linked, "title": str(info.get("title", "")), "state": str(info.get("state", ""))}
     ledger_path = results / LEDGER_FILE
-    if ledger_path.is_file():
-        from device_matrix.issues.ledger import Ledger
-
+    if ledger_path.is_file():  # never create one: this command only reads
         try:
             ledger = Ledger(ledger_path)
             try:
@@ -91,16 +90,22 @@ def known_issues(fingerprint: str, results: Path) -> list[dict[str, str]]:
                 ledger.close()
         except sqlite3.Error:
             pass  # not a ledger (or a damaged one): the links above still count
+    if seed is not None and seed.is_file():
+        for entry in load_seed(seed):
+            ref = f"ledger:{entry['id']}"
+            if entry.get("fingerprint") == key and ref not in found:
+                found[ref] = {"issue": ref, "title": entry["title"], "state": str(entry.get("state", "open"))}
     return list(found.values())
 
 
-def _results_dir(args: argparse.Namespace) -> Path:
-    if args.results:
-        return Path(args.results)
+def _places(args: argparse.Namespace) -> tuple[Path, Path | None]:
+    """The results folder to search, and the ledger's seed file when in a project."""
     try:
-        return config_mod.load(Path(args.project) if args.project else None).results_dir
+        cfg = config_mod.load(Path(args.project) if args.project else None)
     except DeviceMatrixError:
-        return Path("results")  # outside a project: the default folder name
+        # outside a project (a log downloaded anywhere): the default folder, no seed
+        return Path(args.results or "results"), None
+    return Path(args.results) if args.results else cfg.results_dir, cfg.project_root / cfg.tracker.ledger_seed
 
 
 def _read(path: Path) -> str:
@@ -150,12 +155,12 @@ def _print(out: Output, log: str, diag: CrashDiagnosis | None, issues: list[dict
 
 def cmd_diagnose(args: argparse.Namespace, out: Output) -> int:
     texts = [(name, _read(Path(name))) for name in args.logs]
-    results = _results_dir(args)
+    results, seed = _places(args)
     redactor = Redactor()
     report: list[dict[str, Any]] = []
     for name, text in texts:
         diag = diagnose_log(text, redactor=redactor, returncode=args.returncode)
-        issues = known_issues(diag["fingerprint"], results) if diag else []
+        issues = known_issues(diag["fingerprint"], results, seed) if diag else []
         report.append({"log": name, "diagnosis": diag, "issues": issues})
         if not args.json:
             _print(out, name, diag, issues)

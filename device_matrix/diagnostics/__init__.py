@@ -82,7 +82,7 @@ WORKER_CRASH = "worker_crash"
 _ABORT_EVIDENCE = "SIGABRT"
 
 
-def test_slice(output_text: str, start: int = 0, end: int | None = None) -> str:
+def output_slice(output_text: str, start: int = 0, end: int | None = None) -> str:
     """One test's part of an attempt's output: ``output_text[start:end]``.
 
     A rerun must be diagnosed from its own test's start, like the original: output of
@@ -108,7 +108,7 @@ def diagnose(
     output, of which ``[start:end]`` (characters) is the crashing test's part. Any log
     shape is accepted: see :func:`parse.clean_lines`.
     """
-    lines = clean_lines(test_slice(output_text, start, end))
+    lines = clean_lines(output_slice(output_text, start, end))
     return _diagnose(
         returncode=returncode,
         fault_lines=clean_lines(fault_text),
@@ -143,7 +143,7 @@ def diagnose_output(
     fingerprint is the one the same crash gets in the test's own process. The runner
     records it as a crash of kind :data:`WORKER_CRASH`.
     """
-    lines = clean_lines(test_slice(text, start, end))
+    lines = clean_lines(output_slice(text, start, end))
     if not has_native_evidence(lines):
         return None
     return _diagnose(returncode=None, fault_lines=[], lines=lines, redactor=redactor, timed_out=False)
