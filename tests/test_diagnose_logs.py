@@ -367,3 +367,13 @@ def test_real_torchrun_rank_prefixes() -> None:
 )
 def test_clean_lines(raw: str, lines: list[str]) -> None:
     assert clean_lines(raw) == lines
+
+
+def test_python_frames_skip_the_pool_that_started_a_worker() -> None:
+    # a forked pool worker's stack: its function, the pool's plumbing, then the test
+    (dump,) = parse_faulthandler(text("pytest_worker_terminate.txt"))
+    assert dump.current is not None
+    frames = [(f.file, f.function) for f in dump.current.frames]
+    assert "_process_worker" in [fn for _, fn in frames]
+    _, basis = fp.compute("SIGABRT", python_frames=frames)
+    assert basis == ["SIGABRT", "test_shards.py:_restore", "test_shards.py:test_restore_in_worker"]

@@ -25,8 +25,12 @@ MACHINERY_RE = re.compile(
     r"^_?Py[A-Z][A-Za-z]*_|^_PyEval|^cfunction_|^method_vectorcall|^slot_tp_)"
 )
 
-# Python frames of the test runner itself: the same under every test.
-PYTHON_MACHINERY_RE = re.compile(r"[/\\](_pytest|pytest|pluggy|device_matrix)[/\\]|^<frozen runpy>$|[/\\]runpy\.py$")
+# Python frames of the test runner, and of the pools that start workers: the same under
+# every test, and a forked worker's stack holds its parent's frames below its own.
+PYTHON_MACHINERY_RE = re.compile(
+    r"[/\\](_pytest|pytest|pluggy|device_matrix|multiprocessing|concurrent[/\\]futures)[/\\]"
+    r"|^<frozen runpy>$|[/\\]runpy\.py$"
+)
 
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
 _OFFSET = re.compile(r"\+0x[0-9a-fA-F]+|\+\d+")
