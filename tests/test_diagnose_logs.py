@@ -377,3 +377,12 @@ def test_python_frames_skip_the_pool_that_started_a_worker() -> None:
     assert "_process_worker" in [fn for _, fn in frames]
     _, basis = fp.compute("SIGABRT", python_frames=frames)
     assert basis == ["SIGABRT", "test_shards.py:_restore", "test_shards.py:test_restore_in_worker"]
+
+
+def test_a_check_failure_trace_alone_means_abort() -> None:
+    out = text("check_failure_abort.txt")
+    trace = out[out.index("*** Check failure stack trace: ***") :]
+    trace = trace[: trace.index("*** SIGABRT")]  # the check's own trace, without abort's handler
+    d = diagnose_output(trace, redactor=Redactor({}))
+    assert d is not None and d["signal_name"] == "SIGABRT"
+    assert d["fatal_lines"] == []

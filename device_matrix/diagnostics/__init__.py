@@ -171,7 +171,7 @@ def _diagnose(
         signal_name(signum)
         or _signal_from_fatal_error(fatal_dump.fatal_error if fatal_dump else None)
         or (native.signal_name or signal_name(native.signal) if native else None)
-        or (_ABORT_EVIDENCE if fatals or terminate else None)
+        or (_ABORT_EVIDENCE if fatals or terminate or any(n.format == "check_failure" for n in natives) else None)
     )
 
     # The fingerprint uses only what the process printed itself, never gdb's view:
