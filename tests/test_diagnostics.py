@@ -70,9 +70,11 @@ def test_xla_fatal_line_with_date_prefix_from_a_real_abort() -> None:
 
 
 def test_terminate_message() -> None:
-    msg = parse_terminate(text("terminate_abort.txt"))
-    assert msg is not None
-    assert msg.startswith("std::runtime_error: NRT: nrt_load failed")
+    exc = parse_terminate(text("terminate_abort.txt"))
+    assert exc is not None
+    assert exc.type == "std::runtime_error"
+    assert exc.what is not None and exc.what.startswith("NRT: nrt_load failed")
+    assert str(exc).startswith("std::runtime_error: NRT: nrt_load failed")
 
 
 def test_faulthandler_hang_dump_without_header() -> None:

@@ -201,7 +201,7 @@ def test_nothing_of_an_attempt_outlives_it(project: Callable[..., Project], tmp_
 
 
 def test_a_hang_at_exit_is_named_and_ended(project: Callable[..., Project]) -> None:
-    p = project("atexit_hang", row="test_timeout = 3")
+    p = project("atexit_hang", row="test_timeout = 8")
     proc = p.run("run", "--device", "fixture")
     record = p.record()
     assert proc.returncode == 1
@@ -213,7 +213,7 @@ def test_a_hang_at_exit_is_named_and_ended(project: Callable[..., Project]) -> N
 
 
 def test_a_hang_while_importing_a_module_keeps_the_healthy_module(project: Callable[..., Project]) -> None:
-    p = project("import_hang", row="test_timeout = 3")
+    p = project("import_hang", row="test_timeout = 8")
     proc = p.run("run", "--device", "fixture")
     record = p.record()
     assert proc.returncode == 1
@@ -276,3 +276,18 @@ def test_a_full_disk_is_an_environment_error_not_a_timeout(project: Callable[...
     assert "could not be written" in proc.stderr or "cannot write" in proc.stderr
     assert "TIMEOUT" not in proc.stdout
     assert "Traceback" not in proc.stderr
+
+
+def test_a_crash_in_a_process_the_test_started_is_diagnosed(project: Callable[..., Project]) -> None:
+    p = project("worker_crash")
+    proc = p.run("run", "--device", "fixture")
+    record = p.record()
+    assert proc.returncode == 1
+    outcomes = _outcomes(record)
+    assert outcomes == {"test_a_fine": "passed", "test_b_worker_dies": "failed", "test_c_plain_failure": "failed"}
+    (crash,) = record["crashes"]  # the plain failure is not a crash
+    assert crash["kind"] == "worker_crash" and crash["nodeid"].endswith("::test_b_worker_dies")
+    assert crash["diagnosis"]["signal_name"] == "SIGSEGV"
+    assert record["status"] == "crashed"
+    tests = {t["nodeid"].rsplit("::", 1)[-1]: t for t in record["tests"]}
+    assert tests["test_b_worker_dies"]["crash"] == crash["id"]

@@ -185,6 +185,9 @@ def pytest_configure(config: pytest.Config) -> None:
         faulthandler.enable(file=state.fault_file, all_threads=True)
         # SIGUSR1: the runner asks for every thread's stack before ending a hung test.
         faulthandler.register(signal.SIGUSR1, file=state.fault_file, all_threads=True)
+        # fatal signals faulthandler.enable() leaves alone: their stack too, then the default action
+        for sig in (signal.SIGTRAP, signal.SIGXCPU, signal.SIGQUIT):
+            faulthandler.register(sig, file=state.fault_file, all_threads=True, chain=True)
 
 
 def _follow_chdir(journal: JournalWriter) -> None:

@@ -61,6 +61,18 @@ def add_triage_command(sub: Any) -> None:
     tr.set_defaults(func=_lazy("device_matrix.cli.triage:cmd_triage"))
 
 
+def add_diagnose_command(sub: Any) -> None:
+    dg = sub.add_parser(
+        "diagnose",
+        help="diagnose the crash in a log (a CI job log, a pasted log, output.log) and name its issue",
+    )
+    dg.add_argument("logs", nargs="+", metavar="LOG", help="log files to read")
+    dg.add_argument("--results", help="results folder whose issue links and ledger to search (default from config)")
+    dg.add_argument("--returncode", type=int, help="the process's exit status, when the log does not say it")
+    dg.add_argument("--json", action="store_true")
+    dg.set_defaults(func=_lazy("device_matrix.cli.diagnose:cmd_diagnose"))
+
+
 def add_more_commands(sub: Any) -> None:
     add_skips_commands(sub)
     add_issues_commands(sub)
@@ -68,3 +80,4 @@ def add_more_commands(sub: Any) -> None:
     from device_matrix.cli.ci import add_ci_commands
 
     add_ci_commands(sub)
+    add_diagnose_command(sub)

@@ -9,6 +9,7 @@ from device_matrix.diagnostics import core as core_files
 from device_matrix.diagnostics import fingerprint as fp
 from device_matrix.diagnostics.parse import (
     FaulthandlerDump,
+    clean_lines,
     format_python_stack,
     last_lines,
     parse_fatal_lines,
@@ -28,6 +29,8 @@ SIGNAL_HINTS: dict[str, str] = {
     "SIGKILL": "killed from outside: usually the kernel's OOM killer (see `dmesg`), or a timeout",
     "SIGTERM": "asked to stop from outside (a CI timeout or a cancelled job)",
     "SIGTRAP": "a breakpoint or __builtin_trap() in native code",
+    "SIGXCPU": "the CPU-time limit (ulimit -t, RLIMIT_CPU) ran out",
+    "SIGQUIT": "asked to quit from outside (kill -QUIT, or Ctrl-\\ on a terminal); this also writes a core",
 }
 
 
@@ -65,8 +68,28 @@ def _signal_from_fatal_error(text: str | None) -> str | None:
         "Floating-point exception": "SIGFPE",
         "Floating point exception": "SIGFPE",
         "Illegal instruction": "SIGILL",
+        "Trace/breakpoint trap": "SIGTRAP",
     }
     return table.get(text)
+
+
+# A failed test whose output holds a native crash of a process it started (xmp.spawn,
+# multiprocessing, a subprocess): filed and deduplicated like a crash, under this kind.
+WORKER_CRASH = "worker_crash"
+
+# Evidence that a process died of abort(): the fatal log line, a CHECK's trace, or an
+# uncaught C++ exception, each printed just before abort() raises SIGABRT.
+_ABORT_EVIDENCE = "SIGABRT"
+
+
+def output_slice(output_text: str, start: int = 0, end: int | None = None) -> str:
+    """One test's part of an attempt's output: ``output_text[start:end]``.
+
+    A rerun must be diagnosed from its own test's start, like the original: output of
+    earlier tests (their warnings, dumps, even crashes of their workers) is not this
+    crash's evidence, and would give the rerun a fingerprint of its own (issue 10).
+    """
+    return output_text[start:end]
 
 
 def diagnose(
@@ -76,25 +99,80 @@ def diagnose(
     output_text: str,
     redactor: Redactor,
     timed_out: bool = False,
+    start: int = 0,
+    end: int | None = None,
 ) -> CrashDiagnosis:
     """Everything we can say about one abnormal end.
 
     ``fault_text`` is the faulthandler file of the attempt; ``output_text`` the child's
-    output from the start of the crashing test (or the whole attempt).
+    output, of which ``[start:end]`` (characters) is the crashing test's part. Any log
+    shape is accepted: see :func:`parse.clean_lines`.
     """
+    lines = clean_lines(output_slice(output_text, start, end))
+    return _diagnose(
+        returncode=returncode,
+        fault_lines=clean_lines(fault_text),
+        lines=lines,
+        redactor=redactor,
+        timed_out=timed_out,
+    )
+
+
+def has_native_evidence(text: str | list[str]) -> bool:
+    """Whether ``text`` shows a process dying in native code (any process, any format)."""
+    lines = clean_lines(text) if isinstance(text, str) else text
+    return bool(
+        parse_native_stacks(lines)
+        or parse_fatal_lines(lines)
+        or parse_terminate(lines)
+        or any(_signal_from_fatal_error(d.fatal_error) for d in parse_faulthandler(lines))
+    )
+
+
+def diagnose_output(
+    text: str,
+    *,
+    redactor: Redactor,
+    start: int = 0,
+    end: int | None = None,
+) -> CrashDiagnosis | None:
+    """The crash of a process a failed test started, from the test's output; else None.
+
+    The test itself ended normally (a failure such as ``BrokenProcessPool``), so there is
+    no return code: the signal comes from what the dying process printed. The
+    fingerprint is the one the same crash gets in the test's own process. The runner
+    records it as a crash of kind :data:`WORKER_CRASH`.
+    """
+    lines = clean_lines(output_slice(text, start, end))
+    if not has_native_evidence(lines):
+        return None
+    return _diagnose(returncode=None, fault_lines=[], lines=lines, redactor=redactor, timed_out=False)
+
+
+def _diagnose(
+    *,
+    returncode: int | None,
+    fault_lines: list[str],
+    lines: list[str],
+    redactor: Redactor,
+    timed_out: bool,
+) -> CrashDiagnosis:
     signum = signal_from_returncode(returncode)
-    dumps: list[FaulthandlerDump] = parse_faulthandler(fault_text) + parse_faulthandler(output_text)
+    dumps: list[FaulthandlerDump] = parse_faulthandler(fault_lines) + parse_faulthandler(lines)
     fatal_dump = next((d for d in reversed(dumps) if d.fatal_error), None)
     hang_dump = next((d for d in reversed(dumps) if not d.fatal_error), None) if timed_out else None
     chosen = fatal_dump or hang_dump or (dumps[-1] if dumps else None)
-    name = signal_name(signum) or _signal_from_fatal_error(fatal_dump.fatal_error if fatal_dump else None)
 
-    natives = parse_native_stacks(output_text)
+    natives = parse_native_stacks(lines)
     native = natives[-1] if natives else None
-    if name is None and native is not None:
-        name = native.signal_name or signal_name(native.signal)
-    fatals = parse_fatal_lines(output_text)
-    terminate = parse_terminate(output_text)
+    fatals = parse_fatal_lines(lines)
+    terminate = parse_terminate(lines)
+    name = (
+        signal_name(signum)
+        or _signal_from_fatal_error(fatal_dump.fatal_error if fatal_dump else None)
+        or (native.signal_name or signal_name(native.signal) if native else None)
+        or (_ABORT_EVIDENCE if fatals or terminate or any(n.format == "check_failure" for n in natives) else None)
+    )
 
     # The fingerprint uses only what the process printed itself, never gdb's view:
     # a host without gdb or core files must fingerprint the same crash the same way.
@@ -110,11 +188,13 @@ def diagnose(
         ("timeout" if timed_out else kind_name),
         native_frames=native_frames,
         fatal_message=fatal_message,
-        terminate=terminate,
+        exception=(terminate.type, terminate.what) if terminate else None,
         python_frames=py_frames,
         exit_code=returncode if signum is None else None,
     )
-    python_stacks = [format_python_stack(t) for t in chosen.threads] if chosen else []
+    # the thread to blame first, then the others as printed
+    threads = ([current] if current else []) + [t for t in (chosen.threads if chosen else []) if t is not current]
+    python_stacks = [format_python_stack(t) for t in threads]
     return CrashDiagnosis(
         signal=signum,
         signal_name=name,
@@ -129,11 +209,11 @@ def diagnose(
         native_stack=redactor.text("\n".join(native.raw)) if native else None,
         native_format=native.format if native else None,
         fatal_lines=[redactor.text(f.raw) for f in fatals[-5:]],
-        terminate=redactor.text(terminate) if terminate else None,
+        terminate=redactor.text(str(terminate)) if terminate else None,
         gdb_backtrace=None,  # filled in by read_core, off the critical path
         core_file=None,
         gdb_frames=[],
-        last_output=[redactor.text(x) for x in last_lines(output_text, 40)],
+        last_output=[redactor.text(x) for x in last_lines(lines, 40)],
         fingerprint=fingerprint,
         fingerprint_basis=basis,
     )
@@ -155,7 +235,7 @@ def read_core(
     """
     text = core_files.gdb_backtrace(executable, core) if use_gdb else None
     if text:
-        diagnosis["gdb_backtrace"] = redactor.text(text[:20000])
+        diagnosis["gdb_backtrace"] = redactor.text(core_files.bound_backtrace(text))
         diagnosis["gdb_frames"] = core_files.gdb_frames(text)[:10]
     diagnosis["core_file"] = str(core)
     if not keep:

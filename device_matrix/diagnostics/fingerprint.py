@@ -19,18 +19,30 @@ MACHINERY_RE = re.compile(
     r"(CurrentStackTrace|StacktraceHandler|StackTrace::|FailureSignalHandler|WriteFailureInfo|"
     r"ExecuteFailureCallbacks|__restore_rt|^killpg$|^raise$|^abort$|^gsignal$|^__GI_raise|"
     r"^__GI_abort|^__pthread_kill|^pthread_kill|__libc_start|^_start$|LogMessage|"
-    r"^\(unknown\)$|^\?\?$|^$|__cxa_throw|__gxx_personality|std::terminate|"
-    r"__gnu_cxx::__verbose_terminate_handler|_Unwind_)"
+    r"^\(unknown\)$|^\(\)$|^\?\?$|^$|__cxa_throw|__gxx_personality|std::terminate|"
+    r"__gnu_cxx::__verbose_terminate_handler|_Unwind_|"
+    # the interpreter's own frames between a test and the native call: in every crash
+    r"^_?Py[A-Z][A-Za-z]*_|^_PyEval|^cfunction_|^method_vectorcall|^slot_tp_)"
 )
 
-# Python frames of the test runner itself: the same under every test.
-PYTHON_MACHINERY_RE = re.compile(r"[/\\](_pytest|pluggy|device_matrix)[/\\]")
+# Python frames of the test runner, and of the pools that start workers: the same under
+# every test, and a forked worker's stack holds its parent's frames below its own.
+PYTHON_MACHINERY_RE = re.compile(
+    r"[/\\](_pytest|pytest|pluggy|device_matrix|multiprocessing|concurrent[/\\]futures)[/\\]"
+    r"|^<frozen runpy>$|[/\\]runpy\.py$"
+)
 
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
 _OFFSET = re.compile(r"\+0x[0-9a-fA-F]+|\+\d+")
 _ABI = re.compile(r"\[abi:[^\]]+\]")
 _TEMP = re.compile(r"(/tmp|/var/folders|/private/var)/[^\s:]*")
-_DIGITS = re.compile(r"\b\d+\b")
+# an absolute or ./relative path: keep its last part, the folders differ between hosts
+_PATH = re.compile(r"(?<![\w.])(?:\.{1,2})?(?:/[^\s/:'\"`()\[\]]+)+/([^\s/:'\"`()\[\]]+)")
+_DIGITS = re.compile(r"\d+")
+
+# Said in the basis when the process printed nothing but its end: deterministic, and
+# visibly not a stack, so such crashes are known to be told apart by the signal alone.
+NOTHING_PRINTED = "(no stack, fatal line or exception was printed)"
 
 
 def _strip_brackets(text: str, open_ch: str, close_ch: str) -> str:
@@ -68,8 +80,9 @@ def normalize_python(file: str, function: str) -> str:
 
 
 def normalize_message(text: str) -> str:
-    text = _TEMP.sub("<tmp>", text)
-    text = _HEX.sub("", text)
+    """A message without what changes between runs and hosts: paths, addresses, numbers."""
+    text = _PATH.sub(r"\1", text)
+    text = _HEX.sub("<hex>", text)
     text = _DIGITS.sub("N", text)
     return " ".join(text.split())[:200]
 
@@ -90,27 +103,32 @@ def compute(
     *,
     native_frames: Sequence[str] = (),
     fatal_message: str | None = None,
-    terminate: str | None = None,
+    exception: tuple[str, str | None] | None = None,
     python_frames: Sequence[tuple[str, str]] = (),
     exit_code: int | None = None,
 ) -> tuple[str, list[str]]:
     """Return ``(fingerprint, the normalised parts it was computed from)``.
 
-    Preference: native frames, then the fatal log line, then the C++ exception type,
-    then Python frames (most recent first).
+    The basis is the signal (or exit code), then every kind of evidence the process
+    printed itself: the fatal log line, the uncaught C++ exception's type and ``what()``,
+    and the top native frames. Python frames are used only when there is no native
+    evidence at all: the same native crash reached from two tests (or from a worker
+    process and from the test's own) must hash the same. When nothing was printed the
+    basis says so, rather than hashing the signal name as if it were a stack.
     """
     head = signal_name or (f"exit {exit_code}" if exit_code is not None else "unknown")
     parts: list[str] = []
-    native = significant_native(native_frames)
-    if native:
-        parts = native[:TOP_FRAMES]
-    elif fatal_message:
-        parts = [normalize_message(fatal_message)]
-    elif terminate:
-        parts = [normalize_message(terminate.split(":", 1)[0])]
-    elif python_frames:
+    if fatal_message:
+        parts.append(normalize_message(fatal_message))
+    if exception is not None:
+        type_name, what = exception
+        parts.append(f"throw {type_name}")
+        if what:
+            parts.append(f"what {normalize_message(what)}")
+    parts.extend(significant_native(native_frames)[:TOP_FRAMES])
+    if not parts and python_frames:
         own = [(f, fn) for f, fn in python_frames if not PYTHON_MACHINERY_RE.search(f)]
         parts = [normalize_python(f, fn) for f, fn in (own or list(python_frames))[:TOP_FRAMES]]
-    basis = [head, *parts]
+    basis = [head, *(parts or [NOTHING_PRINTED])]
     digest = hashlib.sha256("\n".join(basis).encode()).hexdigest()[:16]
     return digest, basis

@@ -13,12 +13,79 @@ Formats understood (each has recorded samples in tests/fixtures/recorded/):
   XLA's ``2026-11-29 19:00:02.050050: F external/xla/...cc:127] ...``, and the
   ``*** Check failure stack trace: ***`` frames that follow.
 * libstdc++: ``terminate called after throwing an instance of 'T'`` / ``what():  ...``.
+
+Real logs wrap these: GitHub Actions puts a timestamp before every line, torchrun and
+multi-process workers ``[rank0]:``, container logs the container's name, and a crash is
+often printed right after text with no newline (progress dots, ``step 1/10 ok...``).
+:func:`clean_lines` undoes all of that first, so every parser reads the same lines from
+every shape of log (issue 10).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+# --- line prefixes and markers inside a line ---------------------------------------------
+
+# "2025-05-06T12:34:56.1234567Z " (GitHub Actions raw logs), "[rank3]:" / "[default0]:"
+# (torchrun, torch's distributed workers), "trainer-1  | " (docker compose, kubectl).
+LINE_PREFIX_RE = re.compile(
+    r"^(?:\ufeff)?(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z(?: |$)"
+    r"|\[(?:rank|default)\d+\]:"
+    r"|[A-Za-z0-9][A-Za-z0-9_.-]*\s+\| ?)"
+)
+
+# Where a crash report starts. Anything before one of these on the same line is output
+# that had no newline yet (progress characters, a partial message): split it off.
+MARKER_RE = re.compile(
+    r"\*\*\* Received signal \d+ \*\*\*"
+    r"|\*\*\* BEGIN MANGLED STACK TRACE \*\*\*"
+    r"|\*\*\* SIG[A-Z]+(?: \(@[^)]*\))?.*received by PID"
+    r"|\*\*\* Check failure stack trace: \*\*\*"
+    r"|Fatal Python error: "
+    r"|terminate called after throwing an instance of "
+    r"|(?:Current thread|Thread) 0x[0-9a-fA-F]+(?: \[[^\]]*\])? \(most recent call first\):"
+    r"|Timeout \(\d+:\d\d:\d\d(?:\.\d+)?\)!"
+    r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: F \S+:\d+\]"
+    r"|F\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ \S+:\d+\]"
+)
+
+
+# colour and cursor codes: pytest colours its progress characters, CI keeps the codes
+ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def strip_prefixes(line: str) -> str:
+    """``line`` without the prefixes log collectors put before it (any number, any order)."""
+    while True:
+        m = LINE_PREFIX_RE.match(line)
+        if m is None or m.end() == 0:
+            return line
+        line = line[m.end() :]
+
+
+def clean_lines(text: str) -> list[str]:
+    """The lines of ``text`` as the crashing process printed them.
+
+    Terminal colour codes and collector prefixes are stripped from every line, and a
+    crash marker found inside a line starts a line of its own.
+    """
+    out: list[str] = []
+    for raw in text.splitlines():
+        line = strip_prefixes(ANSI_RE.sub("", raw) if "\x1b" in raw else raw)
+        # every marker after the line's start begins a line: two reports can be glued too
+        while (m := MARKER_RE.search(line, 1)) is not None:
+            out.append(line[: m.start()])
+            line = line[m.start() :]
+        out.append(line)
+    return out
+
+
+def _lines(text: str | Iterable[str]) -> list[str]:
+    return clean_lines(text) if isinstance(text, str) else list(text)
+
 
 # --- Python stacks (faulthandler) -------------------------------------------------------
 
@@ -51,18 +118,50 @@ class FaulthandlerDump:
 
     @property
     def current(self) -> ThreadStack | None:
+        """The thread to blame: faulthandler's "Current thread", else the first busy one.
+
+        A signal in a thread without Python state (an XLA worker, a loader written in
+        C++) leaves no "Current thread"; the first thread listed is then often a pool
+        idling in ``threading.wait``, which says nothing about the crash (issue 10).
+        """
         for t in self.threads:
             if t.current:
                 return t
-        return self.threads[0] if self.threads else None
+        busy = [t for t in self.threads if not is_idle(t)]
+        candidates = busy or self.threads
+        return candidates[0] if candidates else None
 
 
-def parse_faulthandler(text: str) -> list[FaulthandlerDump]:
+# Top frames of threads that only wait for work: the same in every crash of a program.
+IDLE_TOP_FRAMES = frozenset(
+    {
+        ("threading.py", "wait"),
+        ("threading.py", "_wait_for_tstate_lock"),
+        ("threading.py", "join"),
+        ("queue.py", "get"),
+        ("selectors.py", "select"),
+        ("connection.py", "poll"),
+        ("connection.py", "wait"),
+        ("connection.py", "_recv"),
+        ("thread.py", "_worker"),
+        ("socket.py", "accept"),
+    }
+)
+
+
+def is_idle(stack: ThreadStack) -> bool:
+    if not stack.frames:
+        return True
+    top = stack.frames[0]
+    return (top.file.replace("\\", "/").rsplit("/", 1)[-1], top.function) in IDLE_TOP_FRAMES
+
+
+def parse_faulthandler(text: str | Iterable[str]) -> list[FaulthandlerDump]:
     """Every faulthandler dump in ``text``, in order (a hang dump, then a fatal one...)."""
     dumps: list[FaulthandlerDump] = []
     current: FaulthandlerDump | None = None
     thread: ThreadStack | None = None
-    for line in text.splitlines():
+    for line in _lines(text):
         m = FH_FATAL_RE.match(line)
         if m:
             current = FaulthandlerDump(fatal_error=m.group(1).strip())
@@ -151,10 +250,10 @@ def _demangled_from_tsl(line: str) -> str:
     return line.strip()
 
 
-def parse_native_stacks(text: str) -> list[NativeStack]:
+def parse_native_stacks(text: str | Iterable[str]) -> list[NativeStack]:
     stacks: list[NativeStack] = []
     frames: list[str]
-    lines = text.splitlines()
+    lines = _lines(text)
     i = 0
     n = len(lines)
     while i < n:
@@ -228,17 +327,30 @@ def parse_native_stacks(text: str) -> list[NativeStack]:
     return stacks
 
 
-def parse_fatal_lines(text: str) -> list[FatalLine]:
+def parse_fatal_lines(text: str | Iterable[str]) -> list[FatalLine]:
     out = []
-    for line in text.splitlines():
+    for line in _lines(text):
         m = FATAL_LINE_RE.match(line.strip())
         if m:
             out.append(FatalLine(m.group("file"), int(m.group("line")), m.group("message").strip(), line.strip()))
     return out
 
 
-def parse_terminate(text: str) -> str | None:
-    lines = text.splitlines()
+@dataclass
+class Terminate:
+    """An uncaught C++ exception, as libstdc++'s verbose terminate handler prints it."""
+
+    type: str  # "std::runtime_error"
+    what: str | None  # its what(), when the type has one
+
+    def __str__(self) -> str:
+        return f"{self.type}: {self.what}" if self.what is not None else self.type
+
+
+def parse_terminate(text: str | Iterable[str]) -> Terminate | None:
+    """The last uncaught C++ exception in ``text`` (the one that ended the process)."""
+    lines = _lines(text)
+    found = None
     for i, line in enumerate(lines):
         m = TERMINATE_RE.search(line)
         if m:
@@ -248,12 +360,12 @@ def parse_terminate(text: str) -> str | None:
                 if wm:
                     what = wm.group(1).strip()
                     break
-            return f"{m.group(1)}: {what}" if what else m.group(1)
-    return None
+            found = Terminate(m.group(1), what)
+    return found
 
 
-def last_lines(text: str, count: int = 40) -> list[str]:
-    lines = [line.rstrip() for line in text.splitlines()]
+def last_lines(text: str | Iterable[str], count: int = 40) -> list[str]:
+    lines = [line.rstrip() for line in _lines(text)]
     while lines and not lines[-1]:
         lines.pop()
     return lines[-count:]

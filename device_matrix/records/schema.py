@@ -79,7 +79,7 @@ class RerunRecord(TypedDict):
 
 class CrashRecord(TypedDict):
     id: str
-    kind: Literal["crash", "timeout"]
+    kind: Literal["crash", "timeout", "worker_crash"]  # worker_crash: a process the test started
     phase: CrashPhase
     nodeid: str | None
     when: str | None  # setup | call | teardown, when known

@@ -38,6 +38,9 @@ from device_matrix.wire import ENV_ATTEMPT, OPT_FAULTHANDLER, OPT_JOURNAL, OPT_S
 Purpose = Literal["run", "resume", "rerun"]
 HANG_DUMP_GRACE = 2.0  # seconds for faulthandler to write every thread's stack
 PIPE_SIZE = 1 << 20  # the journal FIFO's buffer: a fast child never waits for the reader
+# starting pytest (imports, plugins, conftest.py importing torch_xla) on a busy host may
+# take longer than a short test_timeout; it is never given less than this
+STARTUP_MIN = 30.0
 
 
 class Interrupted(BaseException):
@@ -289,9 +292,10 @@ def _watch(
     threading.Thread(target=reap, name="device-matrix-reap", daemon=True).start()
     while not exited.wait(limits.poll):
         _drain(reader, progress)
-        since = fold.activity()[2]
+        activity, _, since = fold.activity()
         now = time.monotonic()
-        if now - since > limits.test_timeout:
+        limit = max(limits.test_timeout, STARTUP_MIN) if activity == "startup" else limits.test_timeout
+        if now - since > limit:
             return _end_overrun(child, fold, fault, exited, run=None)
         if now > limits.run_deadline:
             return _end_overrun(child, fold, fault, exited, run="run")

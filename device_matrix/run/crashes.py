@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 
 from device_matrix import diagnostics
@@ -63,23 +62,6 @@ def new_cores(folders: Iterable[Path], since: float) -> list[Path]:
             if mtime >= since - 1 and path.is_file() and is_core(path):
                 found[path.resolve()] = mtime
     return sorted(found, key=lambda p: found[p], reverse=True)
-
-
-def repro(
-    nodeid: str | None,
-    *,
-    row: str,
-    env: Mapping[str, str],
-    project_root: Path,
-    command: Sequence[str],
-    targets: Sequence[str],
-) -> str:
-    """A command that runs the same test the same way, and the nox line that does."""
-    target = [nodeid] if nodeid else list(targets)
-    assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env.items()))
-    direct = " ".join(x for x in (assigns, shlex.join([*command, *target])) if x)
-    nox = f"nox -s {row} -- " + (f"--test {shlex.quote(nodeid)}" if nodeid else "")
-    return f"cd {shlex.quote(str(project_root))} && {direct}\n# or: {nox.strip()}"
 
 
 class CoreReader:

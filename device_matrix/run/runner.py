@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 from device_matrix import diagnostics
 from device_matrix.config import Config
+from device_matrix.diagnostics.repro import Container, repro_command
 from device_matrix.errors import ConfigError, EnvironmentProblem, ResultsError, UsageProblem
 from device_matrix.records import jsonreport
 from device_matrix.records.atomic import write_json_atomic
@@ -37,6 +38,7 @@ from device_matrix.records.junit import write_junit
 from device_matrix.records.schema import (
     AttemptRecord,
     Classification,
+    CrashRecord,
     Outcome,
     RerunRecord,
     RowStatus,
@@ -46,8 +48,8 @@ from device_matrix.records.schema import (
 from device_matrix.redact import Redactor
 from device_matrix.run import crashes
 from device_matrix.run.attempt import AttemptResult, AttemptSpec, Interrupted, Limits, Purpose, run_attempt
-from device_matrix.run.executors.base import Executor, LaunchSpec
-from device_matrix.run.executors.container import ContainerExecutor
+from device_matrix.run.executors.base import Executor
+from device_matrix.run.executors.container import CONTAINER_PYTHON, ContainerExecutor
 from device_matrix.run.executors.local import LocalExecutor
 from device_matrix.run.journal import final_outcome
 from device_matrix.run.plan import RowPlan
@@ -275,6 +277,7 @@ class RowRunner:
         while True:
             attempt = self._attempt(executor, purpose, targets, select, deadline)
             self.state.record_finished(attempt)
+            self._worker_crashes(attempt, targets)
             if attempt.fold.ended and not attempt.abnormal:
                 self.state.pytest_exit = attempt.returncode
             decision = decide(self._observe(attempt, restarts))
@@ -461,6 +464,49 @@ class RowRunner:
             self.row.name, at.nodeid, outcome=outcome, phase=at.phase, what=what, fingerprint=diagnosis["fingerprint"]
         )
 
+    def _worker_crashes(self, attempt: AttemptResult, targets: Sequence[str]) -> None:
+        """A failed test whose output shows a process dying in native code: a crash too.
+
+        The test's own process ended normally (``BrokenProcessPool``, a failed assert on a
+        worker's exit code); the worker's signal line, native stack or fatal line is in the
+        test's slice of the output, and gets the fingerprint the same crash gets anywhere.
+        """
+        fold = attempt.fold
+        started = sorted((state.seq, n) for n, state in fold.tests.items() if state.seq is not None)
+        for k, (seq, nodeid) in enumerate(started):
+            record = self.state.results.get(nodeid)
+            begin = attempt.offsets.get(seq)
+            if record is None or record["outcome"] not in ("failed", "error") or begin is None:
+                continue
+            end = attempt.offsets.get(started[k + 1][0], attempt.log_end) if k + 1 < len(started) else attempt.log_end
+            diagnosis = diagnostics.diagnose_output(crashes.read_log(self.log_path, begin, end), redactor=self.redactor)
+            if diagnosis is None:
+                continue
+            crash = CrashRecord(
+                id=f"{self.row.name}-{len(self.state.crashes) + 1}",
+                kind="worker_crash",
+                phase="test",
+                nodeid=nodeid,
+                when=None,
+                attempt=attempt.index,
+                diagnosis=diagnosis,
+                classification="unknown",
+                reruns=[],
+                repro=self._repro(nodeid, targets),
+                issue=None,
+            )
+            self.state.crashes.append(crash)
+            record["crash"] = crash["id"]
+            what = diagnosis["signal_name"] or "a native crash"
+            self.listener.crash(
+                self.row.name,
+                nodeid,
+                outcome="worker_crash",
+                phase="test",
+                what=f"{what} in a process it started",
+                fingerprint=diagnosis["fingerprint"],
+            )
+
     def _cores(self, attempt: AttemptResult) -> list[Path]:
         folders = {self.cfg.project_root, attempt.folder, *(Path(p) for p in attempt.fold.cwds)}
         return crashes.new_cores(folders, attempt.started_at)
@@ -598,31 +644,25 @@ class RowRunner:
         ]
 
     def _repro(self, nodeid: str | None, targets: Sequence[str]) -> str:
-        env = dict(self.row.env)
+        env: dict[str, str | None] = dict(self.row.env)
         env.setdefault("PJRT_DEVICE", self.row.pjrt_device)
         env[ENV_DEVICE] = self.row.name
-        if self.plan.mode == "container":
-            executor = self._executor()
-            root = self.cfg.project_root
-            spec = LaunchSpec(
-                pytest_args=["-p", "no:cacheprovider"], env=env, workdir=root, project_root=root, core_limit=None
-            )
-            # allowlisted variables come from the host: name them, never their values
-            allowed = set(self.cfg.env_allowlist)
-            argv = executor.command_for(spec)
-            command = [
-                a.split("=", 1)[0] if i and argv[i - 1] == "-e" and a.split("=", 1)[0] in allowed else a
-                for i, a in enumerate(argv)
-            ]
-            return crashes.repro(nodeid, row=self.row.name, env={}, project_root=root, command=command, targets=targets)
+        root = str(self.cfg.project_root)
+        container = None
         python = self.options.python or sys.executable
-        return crashes.repro(
-            nodeid,
-            row=self.row.name,
+        if self.plan.mode == "container":
+            assert self.plan.engine is not None
+            python = CONTAINER_PYTHON
+            container = Container(Path(self.plan.engine).name, self.row.image, (f"{root}:{root}",))
+            # allowlisted variables come from the host: named, never their values
+            env.update(dict.fromkeys(self.cfg.env_allowlist))
+        return repro_command(
+            [nodeid] if nodeid else list(targets),
+            python=python,
+            workdir=root,
             env=env,
-            project_root=self.cfg.project_root,
-            command=[python, "-m", "pytest", "-p", "no:cacheprovider"],
-            targets=targets,
+            container=container,
+            nox_session=self.row.name,
         )
 
     def _snapshot_environment(self) -> threading.Thread | None:

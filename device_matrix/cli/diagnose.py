@@ -1,0 +1,169 @@
+"""``device-matrix diagnose LOG...``: what a crash in a log is, and which issue has it.
+
+Any shape of log is read (a downloaded GitHub Actions job log, one pasted into an
+issue, a row's output.log) and gets the diagnosis and fingerprint the runner gives the
+same crash. The tracker is only read: issues.json links and the embedded ledger.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from device_matrix import config as config_mod
+from device_matrix import diagnostics
+from device_matrix.diagnostics.parse import clean_lines
+from device_matrix.errors import EXIT_OK, EXIT_TESTS_FAILED, DeviceMatrixError, ResultsError
+from device_matrix.output import Output
+from device_matrix.records.schema import CrashDiagnosis
+from device_matrix.redact import Redactor
+
+# How a log says the process's exit status when nothing else did: the runner step's
+# "Process completed with exit code 139." or a shell's "Segmentation fault (core dumped)".
+ACTIONS_EXIT_RE = re.compile(r"Process completed with exit code (\d+)\.")
+SHELL_SIGNALS = {
+    "Segmentation fault": 11,
+    "Aborted": 6,
+    "Bus error": 7,
+    "Illegal instruction": 4,
+    "Floating point exception": 8,
+    "Trace/breakpoint trap": 5,
+    "CPU time limit exceeded": 24,
+    "Quit": 3,
+    "Killed": 9,
+}
+_NAMES = "|".join(map(re.escape, SHELL_SIGNALS))
+# bash: "run.sh: line 3:  4242 Segmentation fault      (core dumped) python train.py";
+# sh and others: the message alone on its line
+SHELL_RE = re.compile(rf": line \d+: +\d+ ({_NAMES})(?:\s|$)|^({_NAMES})(?: \(core dumped\))?$")
+STACK_LINES = 25
+
+
+def returncode_from_log(text: str) -> int | None:
+    """The exit status a log reports for its process, when it reports one."""
+    found: int | None = None
+    for line in clean_lines(text):
+        m = ACTIONS_EXIT_RE.search(line)
+        if m:
+            found = int(m.group(1))
+            continue
+        m = SHELL_RE.search(line.strip())
+        if m:
+            found = -SHELL_SIGNALS[m.group(1) or m.group(2)]
+    return found
+
+
+def diagnose_log(text: str, *, redactor: Redactor, returncode: int | None = None) -> CrashDiagnosis | None:
+    """The runner's diagnosis of the crash ``text`` shows, or None when it shows none."""
+    rc = returncode if returncode is not None else returncode_from_log(text)
+    if diagnostics.signal_from_returncode(rc) is not None:
+        return diagnostics.diagnose(returncode=rc, fault_text="", output_text=text, redactor=redactor)
+    return diagnostics.diagnose_output(text, redactor=redactor)
+
+
+def known_issues(fingerprint: str, results: Path, seed: Path | None = None) -> list[dict[str, str]]:
+    """Issues that already carry ``fingerprint``: issues.json links, the ledger, its seed."""
+    from device_matrix.issues import LEDGER_FILE
+    from device_matrix.issues.ledger import Ledger, load_seed
+    from device_matrix.issues.sync import load_links
+
+    key = "crash-" + fingerprint
+    found: dict[str, dict[str, str]] = {}
+    state = load_links(results)
+    linked = state.get("links", {}).get(key)
+    if isinstance(linked, str):
+        info = state.get("issues", {}).get(linked, {})
+        found[linked] = {"issue": linked, "title": str(info.get("title", "")), "state": str(info.get("state", ""))}
+    ledger_path = results / LEDGER_FILE
+    if ledger_path.is_file():  # never create one: this command only reads
+        try:
+            ledger = Ledger(ledger_path)
+            try:
+                for issue in ledger.list_issues():
+                    if issue.fingerprint == key:
+                        found[issue.key] = {"issue": issue.key, "title": issue.title, "state": issue.state}
+            finally:
+                ledger.close()
+        except sqlite3.Error:
+            pass  # not a ledger (or a damaged one): the links above still count
+    if seed is not None and seed.is_file():
+        for entry in load_seed(seed):
+            ref = f"ledger:{entry['id']}"
+            if entry.get("fingerprint") == key and ref not in found:
+                found[ref] = {"issue": ref, "title": entry["title"], "state": str(entry.get("state", "open"))}
+    return list(found.values())
+
+
+def _places(args: argparse.Namespace) -> tuple[Path, Path | None]:
+    """The results folder to search, and the ledger's seed file when in a project."""
+    try:
+        cfg = config_mod.load(Path(args.project) if args.project else None)
+    except DeviceMatrixError:
+        # outside a project (a log downloaded anywhere): the default folder, no seed
+        return Path(args.results or "results"), None
+    return Path(args.results) if args.results else cfg.results_dir, cfg.project_root / cfg.tracker.ledger_seed
+
+
+def _read(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ResultsError(
+            f"{path}: cannot read the log ({exc.strerror or exc})",
+            tip="Pass a log file: a downloaded job log, a log pasted into a file, or RESULTS/<row>/output.log.",
+        ) from exc
+    return data.decode("utf-8", "replace")
+
+
+def _print(out: Output, log: str, diag: CrashDiagnosis | None, issues: list[dict[str, str]]) -> None:
+    out.line(f"{log}:")
+    if diag is None:
+        out.line("  no native crash found (no signal, fatal line, native stack or uncaught exception)")
+        return
+    hint = f" ({diag['hint']})" if diag["hint"] else ""
+    out.line(f"  signal: {diag['signal_name'] or 'unknown'}{hint}")
+    if diag["fatal_error"]:
+        out.line(f"  fatal error: {diag['fatal_error']}")
+    for line in diag["fatal_lines"]:
+        out.line(f"  fatal: {line}")
+    if diag["terminate"]:
+        out.line(f"  exception: {diag['terminate']}")
+    for title, stack in (
+        (f"native stack ({diag['native_format']})", diag["native_stack"]),
+        ("python stack", diag["python_stack"]),
+    ):
+        if stack:
+            out.line(f"  {title}:")
+            lines = stack.splitlines()
+            for line in lines[:STACK_LINES]:
+                out.line(f"    {line}")
+            if len(lines) > STACK_LINES:
+                out.line(f"    ... {len(lines) - STACK_LINES} more line(s)")
+    out.line(f"  fingerprint: {diag['fingerprint']}")
+    for part in diag["fingerprint_basis"]:
+        out.line(f"    {part}")
+    if issues:
+        for issue in issues:
+            out.line(f"  issue: {issue['issue']} [{issue['state']}] {issue['title']}")
+    else:
+        out.line("  issue: none has this fingerprint yet (device-matrix issues sync files one from a run)")
+
+
+def cmd_diagnose(args: argparse.Namespace, out: Output) -> int:
+    texts = [(name, _read(Path(name))) for name in args.logs]
+    results, seed = _places(args)
+    redactor = Redactor()
+    report: list[dict[str, Any]] = []
+    for name, text in texts:
+        diag = diagnose_log(text, redactor=redactor, returncode=args.returncode)
+        issues = known_issues(diag["fingerprint"], results, seed) if diag else []
+        report.append({"log": name, "diagnosis": diag, "issues": issues})
+        if not args.json:
+            _print(out, name, diag, issues)
+    if args.json:
+        out.line(json.dumps(report, indent=2))
+    return EXIT_OK if any(r["diagnosis"] for r in report) else EXIT_TESTS_FAILED

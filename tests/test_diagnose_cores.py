@@ -1,0 +1,161 @@
+"""gdb's crashing thread, bounded backtraces, cores of descendants, repro commands."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+from device_matrix.diagnostics import core as core_files
+from device_matrix.diagnostics import diagnose, read_core
+from device_matrix.diagnostics.repro import Container, repro_command
+from device_matrix.redact import Redactor
+
+RECORDED = Path(__file__).parent / "fixtures" / "recorded"
+GDB = (RECORDED / "worker_thread_segfault_gdb.txt").read_text()
+
+
+def test_the_thread_that_received_the_signal_leads() -> None:
+    # gdb prints thread 6 (the main thread, in pthread_join) first; thread 1 crashed
+    _, threads = core_files.gdb_threads(GDB)
+    assert [t.number for t in threads] == [6, 5, 4, 3, 2, 1]
+    lead = core_files.crashing_thread(GDB)
+    assert lead is not None and lead.number == 1
+    assert core_files.gdb_frames(GDB)[:3] == [
+        "dm_fixture::read_shard_header",
+        "dm_fixture::load_shard",
+        "dm_fixture::shard_loader_main",
+    ]
+
+
+def test_without_a_signal_frame_gdbs_current_thread_leads() -> None:
+    # the same core read as if no handler had run: the kernel's thread is gdb's current
+    lines = [line for line in GDB.splitlines() if "<signal handler called>" not in line]
+    lead = core_files.crashing_thread("\n".join(lines))
+    assert lead is not None and lead.number == 1
+
+
+def test_function_names_keep_template_arguments() -> None:
+    frames = core_files.gdb_frames(GDB)
+    assert "std::__invoke<void (*)(int), int>" in frames
+
+
+def test_a_cut_backtrace_keeps_the_crashing_thread() -> None:
+    lead = core_files.crashing_thread(GDB)
+    assert lead is not None
+    block = "\n".join(lead.lines)
+    limit = len(block) + 400
+    assert len(GDB) > 4 * limit  # the others would not fit
+    bounded = core_files.bound_backtrace(GDB, limit)
+    assert len(bounded) <= limit + 200
+    assert block in bounded
+    assert bounded.index("Thread 1 (") < bounded.index("more thread(s) left out")
+    assert "Program terminated with signal SIGSEGV" in bounded
+    # with room, every thread is kept, the crashing one first
+    full = core_files.bound_backtrace(GDB, 10 * len(GDB))
+    heads = [line.split(" (", 1)[0] for line in full.splitlines() if line.startswith("Thread ")]
+    assert heads == ["Thread 1", "Thread 6", "Thread 5", "Thread 4", "Thread 3", "Thread 2"]
+
+
+def test_read_core_records_the_crashing_thread(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    core = tmp_path / "core"
+    core.write_bytes(core_files.ELF_MAGIC + b"\0" * 64)
+    monkeypatch.setattr(core_files, "gdb_backtrace", lambda executable, path: GDB)
+    diag = diagnose(
+        returncode=-11,
+        fault_text="",
+        output_text=(RECORDED / "worker_thread_segfault.txt").read_text(),
+        redactor=Redactor({}),
+    )
+    before = diag["fingerprint"]
+    read_core(diag, core, executable=sys.executable, redactor=Redactor({}))
+    assert diag["gdb_frames"][0] == "dm_fixture::read_shard_header"
+    assert diag["gdb_backtrace"] is not None and diag["gdb_backtrace"].index("Thread 1 (") < 400
+    assert diag["fingerprint"] == before  # gdb's view never changes the fingerprint
+    assert not core.exists()
+
+
+def test_sweep_cores_reads_small_ones_and_removes_all(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    work, test_dir = tmp_path / "work", tmp_path / "test"
+    work.mkdir()
+    test_dir.mkdir()
+    small = work / "core"
+    small.write_bytes(core_files.ELF_MAGIC + b"\0" * 16)
+    big = test_dir / "core.4242"
+    big.write_bytes(core_files.ELF_MAGIC + b"\0" * 4096)
+    not_a_core = test_dir / "core.py"
+    not_a_core.write_text("print('a module named core')\n")
+    read: list[Path] = []
+
+    def fake_gdb(executable: str, path: Path) -> str:
+        read.append(path)
+        return GDB
+
+    monkeypatch.setattr(core_files, "gdb_backtrace", fake_gdb)
+    reports = core_files.sweep_cores([work, test_dir], executable=sys.executable, read_limit=1024)
+    assert {r.path.name for r in reports} == {"core", "core.4242"}
+    assert read == [small.resolve()]  # the big one is removed unread
+    by_name = {r.path.name: r for r in reports}
+    assert by_name["core"].frames[0] == "dm_fixture::read_shard_header"
+    assert by_name["core.4242"].backtrace is None and by_name["core.4242"].size > 4096
+    assert not small.exists() and not big.exists()
+    assert not_a_core.exists()
+
+
+def test_sweep_cores_keeps_them_when_asked(tmp_path: Path) -> None:
+    core = tmp_path / "core.1"
+    core.write_bytes(core_files.ELF_MAGIC)
+    (report,) = core_files.sweep_cores([tmp_path], executable=sys.executable, read_limit=0, use_gdb=False, keep=True)
+    assert core.exists() and not report.removed and report.backtrace is None
+
+
+def test_repro_names_the_interpreter_and_folder() -> None:
+    cmd = repro_command(
+        ["suites/mlp/test_mlp.py::test_step"],
+        python="/opt/venvs/xla 2.9/bin/python",
+        workdir="/srv/project",
+        env={"PJRT_DEVICE": "CPU", "DEVICE_MATRIX_DEVICE": "cpu"},
+        nox_session="cpu",
+    )
+    first, second = cmd.splitlines()
+    assert first.startswith("cd /srv/project && DEVICE_MATRIX_DEVICE=cpu PJRT_DEVICE=CPU ")
+    argv = shlex.split(first.split(" && ", 1)[1])
+    assert argv[2:] == [
+        "/opt/venvs/xla 2.9/bin/python",
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "suites/mlp/test_mlp.py::test_step",
+    ]
+    assert second == "# or: nox -s cpu -- --test suites/mlp/test_mlp.py::test_step"
+
+
+def test_repro_in_a_container() -> None:
+    cmd = repro_command(
+        ["suites/mlp"],
+        python="/usr/bin/python3",
+        workdir="/srv/project",
+        env={"PJRT_DEVICE": "TPU"},
+        container=Container("podman", "ghcr.io/org/xla:tpu", ("/home/ci/project:/srv/project",)),
+    )
+    assert shlex.split(cmd) == [
+        "podman",
+        "run",
+        "--rm",
+        "-w",
+        "/srv/project",
+        "-v",
+        "/home/ci/project:/srv/project",
+        "-e",
+        "PJRT_DEVICE=TPU",
+        "ghcr.io/org/xla:tpu",
+        "/usr/bin/python3",
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "suites/mlp",
+    ]
