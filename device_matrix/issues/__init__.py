@@ -46,4 +46,5 @@ def open_tracker(
         api_url=cfg.tracker.api_url,
         labels=cfg.tracker.labels,
         write_interval=cfg.tracker.write_interval,
+        writes_per_hour=cfg.tracker.writes_per_hour,
     )

@@ -7,10 +7,14 @@ another version) and triage reports that instead of failing.
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 from pathlib import Path
-from typing import Any, Literal, TypeAlias, TypedDict, cast, get_args
+from types import UnionType
+from typing import Any, Literal, TypeAlias, TypedDict, Union, cast, get_args, get_origin, get_type_hints, is_typeddict
 
+from device_matrix.config import ROW_NAME_RE
 from device_matrix.errors import ResultsError
 
 SCHEMA = "device-matrix/run"
@@ -154,31 +158,84 @@ def summarize(tests: list[TestRecord]) -> Summary:
     )
 
 
-_REQUIRED = ("row", "status", "tests", "crashes", "summary")
+def _problem(value: Any, tp: Any, where: str) -> str | None:
+    """Where ``value`` does not have type ``tp`` (a RunRecord annotation), or None."""
+    origin = get_origin(tp)
+    if tp is Any:
+        return None
+    if origin is Literal:
+        return None if value in get_args(tp) else f"{where}: {value!r} is not one of {', '.join(map(str, get_args(tp)))}"
+    if origin in (Union, UnionType):
+        problems = [_problem(value, arm, where) for arm in get_args(tp)]
+        return None if any(p is None for p in problems) else next(p for p in problems if p)
+    if tp is type(None):
+        return None if value is None else f"{where}: should be null"
+    if origin is list:
+        if not isinstance(value, list):
+            return f"{where}: should be a list"
+        (item,) = get_args(tp)
+        for i, v in enumerate(value):
+            p = _problem(v, item, f"{where}[{i}]")
+            if p:
+                return p
+        return None
+    if origin is dict:
+        return None if isinstance(value, dict) else f"{where}: should be an object"
+    if is_typeddict(tp):
+        if not isinstance(value, dict):
+            return f"{where}: should be an object"
+        for key, sub in _hints(tp).items():
+            if key not in value:
+                return f"{where}.{key}: missing"
+            p = _problem(value[key], sub, f"{where}.{key}")
+            if p:
+                return p
+        return None
+    if tp is float:
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        return None if ok else f"{where}: should be a finite number"
+    if tp is int:
+        return None if isinstance(value, int) and not isinstance(value, bool) else f"{where}: should be a whole number"
+    if tp is str:
+        return None if isinstance(value, str) else f"{where}: should be a string"
+    if tp is bool:
+        return None if isinstance(value, bool) else f"{where}: should be true or false"
+    raise TypeError(f"no check for {tp!r}")  # a new annotation in the schema needs a case here
+
+
+@functools.cache
+def _hints(tp: Any) -> dict[str, Any]:
+    return get_type_hints(tp)
 
 
 def load_run(path: Path) -> RunRecord:
+    """Read and check one run.json: every field of the schema, of its type."""
+    tip = "Rerun the row, or read its output.log; the file was not written by this device-matrix version."
     try:
-        text = path.read_text("utf-8")
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise ResultsError(f"{path}: missing", tip="The row did not finish writing its results; see its log.") from None
     except OSError as exc:
-        raise ResultsError(f"{path}: cannot read: {exc}") from exc
+        raise ResultsError(f"{path}: cannot read: {exc.strerror or exc}", tip="Check the file's permissions.") from None
     try:
-        data = json.loads(text)
-    except ValueError as exc:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ResultsError(f"{path}: not UTF-8 text (byte {exc.start})", tip=tip) from None
+    except (ValueError, RecursionError) as exc:
         raise ResultsError(
-            f"{path}: truncated or not JSON ({exc})",
+            f"{path}: truncated or not JSON ({str(exc)[:200]})",
             tip="The row died while writing; rerun it or read its log.",
-        ) from exc
+        ) from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        raise ResultsError(f"{path}: not a device-matrix run record")
+        raise ResultsError(f"{path}: not a device-matrix run record", tip=tip)
     if data.get("version") != SCHEMA_VERSION:
         raise ResultsError(
             f"{path}: run record version {data.get('version')!r}, this tool reads {SCHEMA_VERSION}",
             tip="Use the device-matrix version that wrote it, or rerun the row.",
         )
-    missing = [k for k in _REQUIRED if k not in data]
-    if missing:
-        raise ResultsError(f"{path}: run record lacks {', '.join(missing)}")
+    problem = _problem(data, RunRecord, "run")
+    if problem is None and not ROW_NAME_RE.fullmatch(data["row"]):
+        problem = f"run.row: {data['row']!r} is not a row name"
+    if problem:
+        raise ResultsError(f"{path}: {problem}", tip=tip)
     return cast(RunRecord, data)
