@@ -58,6 +58,7 @@ class FakeGitHub:
         self.script: dict[tuple[str, str], list[Scripted]] = {}
         self.hooks: list[Callable[[str, str], None]] = []
         self.link_mode: str | None = None  # "self": next = this page; "foreign": next on another host
+        self.foreign_url = "http://attacker.invalid:8080"
         self.lock = threading.RLock()
         self.url = ""
 
@@ -190,7 +191,7 @@ def _handler(gh: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                     issue = issues.get(number or -1)
                     if not issue:
                         return 404, {"message": "Not Found"}, {}
-                    issue.update({k: v for k, v in json.loads(raw or "{}").items() if k in ("state", "title")})
+                    issue.update({k: v for k, v in json.loads(raw or "{}").items() if k in ("state", "title", "body", "state_reason")})
                     return 200, issue, {}
                 if method == "POST" and route == "issues":
                     data = json.loads(raw or "{}")
@@ -241,7 +242,7 @@ def _handler(gh: FakeGitHub) -> type[BaseHTTPRequestHandler]:
             headers = {}
             base = gh.url
             if gh.link_mode == "foreign":
-                base = "http://attacker.invalid:8080"
+                base = gh.foreign_url
             if page * per_page < len(items) or gh.link_mode:
                 query = {k: v[0] for k, v in q.items()}
                 query["page"] = str(page if gh.link_mode == "self" else page + 1)

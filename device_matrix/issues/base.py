@@ -74,6 +74,10 @@ class Tracker(Protocol):
 
     def create(self, title: str, body: str, labels: Sequence[str]) -> Issue: ...
 
+    def settle(self, issue: Issue) -> Issue:
+        """After filing ``issue``: the issue to link. Where a concurrent sync filed the same
+        fingerprint first, ``issue`` is closed as its duplicate and the first one returned."""
+
     def comment(self, issue: Issue, body: str) -> None: ...
 
     def comments(self, issue: Issue) -> list[str]: ...

@@ -89,7 +89,8 @@ class GitHubTracker:
         self._last_write: float | None = None
         self._writes: deque[float] = deque()
         self._token = token
-        self._high_water: int | None = None
+        self._high_water: int | None = None  # the newest issue number seen so far
+        self._baseline: int | None = None  # the newest issue number when this sync began
         self.session = requests.Session()
         self.session.headers.update(
             {
@@ -255,18 +256,28 @@ class GitHubTracker:
     # --- reading --------------------------------------------------------------------
 
     def _pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
+        """Pages of ``path``; a loop (a link back to a page already read, by address or by
+        content) ends the listing, and more than ``MAX_PAGES`` pages is an error."""
         resp = self._request("GET", path, params=params)
-        seen = {resp.url}
+        seen_urls = {resp.url}
+        seen_items: set[Any] = set()
         for _ in range(MAX_PAGES):
             data = self._json(resp, "GET", path)
             items = data.get("items") if isinstance(data, dict) and "items" in data else data
             if not isinstance(items, list):
-                raise TrackerError(f"unexpected answer from GET {path}: not a list")
-            yield items
+                raise TrackerError(
+                    f"unexpected answer from GET {path}: not a list",
+                    tip=f"Check api_url under [tool.device-matrix.tracker] ({self.api}).",
+                )
+            keys = {_item_key(x) for x in items}
+            if items and keys <= seen_items:
+                return  # the same items again: a page read before under another address
+            seen_items |= keys
+            yield [x for x in items if isinstance(x, dict)]
             nxt = resp.links.get("next", {}).get("url")
-            if not nxt or nxt in seen:
-                return  # the last page, or a link back to a page already read
-            seen.add(nxt)
+            if not nxt or nxt in seen_urls:
+                return
+            seen_urls.add(nxt)
             resp = self._request("GET", path, url=nxt)
         raise TrackerError(
             f"GET {path}: more than {MAX_PAGES} pages",
@@ -348,6 +359,7 @@ class GitHubTracker:
                 out.setdefault(fp, []).append(issue)
 
         self._newest(None)  # the high-water mark for the re-checks before each create
+        self._baseline = self._high_water or 0
         for issue in self.list_issues():
             add(issue)
         rest = sorted(wanted - set(out))
@@ -362,6 +374,26 @@ class GitHubTracker:
             if issue.fingerprint == fingerprint:
                 return issue
         return None
+
+    def settle(self, issue: Issue) -> Issue:
+        """Lowest number wins: every sync that raced to file the same fingerprint agrees."""
+        fingerprint = issue.fingerprint
+        rivals = [
+            i
+            for i in self._newest(self._baseline or 0)
+            if i.fingerprint == fingerprint and i.state == "open" and i.number < issue.number
+        ]
+        if not rivals:
+            return issue
+        first = min(rivals, key=lambda i: i.number)
+        # closed without its marker, so no later sync links or reopens the duplicate
+        path = f"/repos/{self.repository}/issues/{issue.number}"
+        self._request(
+            "PATCH",
+            path,
+            json={"state": "closed", "state_reason": "duplicate", "body": f"Duplicate of {first.key}."},
+        )
+        return first
 
     def transaction(self) -> AbstractContextManager[None]:
         # GitHub has no transactions: concurrent syncs are kept apart by the workflow's
@@ -453,6 +485,12 @@ class GitHubTracker:
         path = f"/repos/{self.repository}/issues/{issue.number}"
         resp = self._request("PATCH", path, json={"state": "open"})
         return self._issue(self._json(resp, "PATCH", path))
+
+
+def _item_key(item: Any) -> Any:
+    if isinstance(item, dict):
+        return item.get("id", item.get("number", item.get("body")))
+    return repr(item)
 
 
 def _github_ref(ref: str, default_repo: str) -> tuple[str, str, int] | None:

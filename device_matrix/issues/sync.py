@@ -346,9 +346,11 @@ def _file(
         if again is not None and (previous is None or again.number != previous.number):
             return again, False
         try:
-            return tracker.create(f.title, body, labels), True
+            issue = tracker.create(f.title, body, labels)
         except AmbiguousWrite:
             continue
+        first = tracker.settle(issue)
+        return first, first is issue
     raise TrackerError(
         f"filing {f.fingerprint!r}: {MAX_CREATE_TRIES} unclear answers from {tracker.name}",
         tip="Run the sync again later: an issue that was created after all is found and linked.",
