@@ -125,7 +125,7 @@ Check: TypeAlias = Callable[[Any], bool]
 
 ROW_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # a row name is a folder name under results/
 VAR_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-REPOSITORY_RE = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+REPOSITORY_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}/(?!\.\.?$)[A-Za-z0-9_.-]{1,100}")  # GitHub's rules
 
 
 def _is_str(v: Any) -> bool:
@@ -187,7 +187,6 @@ def _is_str_map(v: Any) -> bool:
 
 def _is_scalar_map(v: Any) -> bool:
     return isinstance(v, dict) and all(isinstance(x, str | int | float | bool) for x in v.values())
-
 
 
 def _one_of(choices: tuple[str, ...]) -> Check:

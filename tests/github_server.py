@@ -191,7 +191,13 @@ def _handler(gh: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                     issue = issues.get(number or -1)
                     if not issue:
                         return 404, {"message": "Not Found"}, {}
-                    issue.update({k: v for k, v in json.loads(raw or "{}").items() if k in ("state", "title", "body", "state_reason")})
+                    issue.update(
+                        {
+                            k: v
+                            for k, v in json.loads(raw or "{}").items()
+                            if k in ("state", "title", "body", "state_reason")
+                        }
+                    )
                     return 200, issue, {}
                 if method == "POST" and route == "issues":
                     data = json.loads(raw or "{}")

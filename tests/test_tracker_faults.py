@@ -173,7 +173,7 @@ def test_a_create_by_another_sync_meanwhile_is_linked_by_the_recheck() -> None:
 
         gh.hooks.append(other_sync)
         report = run_sync(records(), client(gh))
-        assert (f"crash-fp1111", f"acme/xla#{injected[0]}") in report.linked
+        assert ("crash-fp1111", f"acme/xla#{injected[0]}") in report.linked
         assert per_fingerprint(gh) == {"crash-fp1111": 1, SKIP_FP: 1}
 
 
@@ -205,7 +205,7 @@ def test_three_concurrent_syncs_leave_one_open_issue_per_finding() -> None:
             barrier.wait()
             try:
                 run_sync(records(), c)
-            except BaseException as exc:  # noqa: BLE001 - reported by the assert below
+            except BaseException as exc:
                 errors.append(exc)
 
         threads = [threading.Thread(target=one) for _ in range(3)]
@@ -314,10 +314,8 @@ def test_cited_issues_in_any_repository_in_one_graphql_query() -> None:
         upstream = gh.add_issue("fixed upstream", state="closed", repo="pytorch/pytorch")
         xla = gh.add_issue("open in xla", repo="openxla/xla", locked=True)
         ours = gh.add_issue("ours", state="closed")
-        cited = ["pytorch/pytorch#%d" % upstream, "openxla/xla#%d" % xla, "#%d" % ours, "pytorch/pytorch#999"]
-        tests = [
-            R.test(f"s/t.py::test_{i}", "skipped", skip=R.skip_info(ref)) for i, ref in enumerate(cited)
-        ]
+        cited = [f"pytorch/pytorch#{upstream}", f"openxla/xla#{xla}", f"#{ours}", "pytorch/pytorch#999"]
+        tests = [R.test(f"s/t.py::test_{i}", "skipped", skip=R.skip_info(ref)) for i, ref in enumerate(cited)]
         report = run_sync([R.record("cpu", tests)], client(gh))
         graphql = [r for r in gh.received if r.path == "/graphql"]
         assert len(graphql) == 1

@@ -222,7 +222,9 @@ class GitHubTracker:
             message = resp.text[:200]
         where = f"{method} {path}"
         if code in (404, 410):
-            raise GoneError(code, f"not found ({code}) on {where}: {message}",
+            raise GoneError(
+                code,
+                f"not found ({code}) on {where}: {message}",
                 tip=f"Check tracker.repository ({self.repository}) and that the token can see it.",
             )
         if code == 401:

@@ -10,8 +10,8 @@ free id in the SQLite file.
 from __future__ import annotations
 
 import datetime as dt
-import re
 import json
+import re
 import sqlite3
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
@@ -189,7 +189,9 @@ class Ledger:
     def get(self, ref: str) -> Issue | None:
         if not ref.startswith("ledger:") or not ref[7:].isdigit():
             return None
-        row = self._execute("SELECT id, title, body, state, labels FROM issues WHERE id = ?", (int(ref[7:]),)).fetchone()
+        row = self._execute(
+            "SELECT id, title, body, state, labels FROM issues WHERE id = ?", (int(ref[7:]),)
+        ).fetchone()
         return self._issue(row) if row else None
 
     def lookup(self, refs: Sequence[str]) -> dict[str, Cited]:

@@ -265,9 +265,7 @@ def sync(
             for f in findings:
                 existing = found.get(f.fingerprint)
                 previous_issue = pick(existing) if existing else None
-                recurring_closed = (
-                    previous_issue is not None and previous_issue.state == "closed" and f.kind == "crash"
-                )
+                recurring_closed = previous_issue is not None and previous_issue.state == "closed" and f.kind == "crash"
                 if previous_issue is None or (recurring_closed and on_recurrence == "new"):
                     if not apply:
                         report.would_file.append((f.fingerprint, f.title))

@@ -164,7 +164,9 @@ def _problem(value: Any, tp: Any, where: str) -> str | None:
     if tp is Any:
         return None
     if origin is Literal:
-        return None if value in get_args(tp) else f"{where}: {value!r} is not one of {', '.join(map(str, get_args(tp)))}"
+        return (
+            None if value in get_args(tp) else f"{where}: {value!r} is not one of {', '.join(map(str, get_args(tp)))}"
+        )
     if origin in (Union, UnionType):
         problems = [_problem(value, arm, where) for arm in get_args(tp)]
         return None if any(p is None for p in problems) else next(p for p in problems if p)
