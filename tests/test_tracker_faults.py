@@ -281,6 +281,14 @@ def test_the_token_never_goes_to_a_host_named_in_a_link() -> None:
         assert all(r.headers.get("Authorization") == f"Bearer {TOKEN}" for r in gh.received)
 
 
+def test_a_redirect_to_another_host_carries_no_token() -> None:
+    with serve() as gh, serve() as other:
+        gh.fail_next("GET", "issues", Scripted(302, {}, {"Location": f"{other.url}/repos/acme/xla/issues"}))
+        with pytest.raises(TrackerError, match="401"):  # the other host never saw the token
+            client(gh).list_issues()
+        assert len(other.received) == 1 and "Authorization" not in other.received[0].headers
+
+
 def test_a_recurring_crash_reopens_its_closed_issue_with_a_comment_naming_the_run() -> None:
     with serve() as gh:
         run_sync(records(), client(gh))
@@ -315,7 +323,8 @@ def test_cited_issues_in_any_repository_in_one_graphql_query() -> None:
         xla = gh.add_issue("open in xla", repo="openxla/xla", locked=True)
         ours = gh.add_issue("ours", state="closed")
         cited = [f"pytorch/pytorch#{upstream}", f"openxla/xla#{xla}", f"#{ours}", "pytorch/pytorch#999"]
-        tests = [R.test(f"s/t.py::test_{i}", "skipped", skip=R.skip_info(ref)) for i, ref in enumerate(cited)]
+        url = f"https://github.com/pytorch/pytorch/issues/{upstream}"
+        tests = [R.test(f"s/t.py::test_{i}", "skipped", skip=R.skip_info(ref)) for i, ref in enumerate([*cited, url])]
         report = run_sync([R.record("cpu", tests)], client(gh))
         graphql = [r for r in gh.received if r.path == "/graphql"]
         assert len(graphql) == 1
@@ -325,7 +334,11 @@ def test_cited_issues_in_any_repository_in_one_graphql_query() -> None:
             cited[2]: "closed",
             cited[3]: "missing",
         }
-        assert sorted(report.reenable) == [("s/t.py::test_0", cited[0]), ("s/t.py::test_2", cited[2])]
+        assert sorted(report.reenable) == [
+            ("s/t.py::test_0", cited[0]),
+            ("s/t.py::test_2", cited[2]),
+            ("s/t.py::test_4", cited[0]),  # the URL names the same issue
+        ]
         assert report.issues[cited[1]]["locked"] is True
         assert any("can be re-enabled: s/t.py::test_0" in line for line in report.lines())
 

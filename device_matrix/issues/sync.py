@@ -47,6 +47,7 @@ from device_matrix.issues.base import (
 from device_matrix.records.atomic import write_json_atomic
 from device_matrix.records.schema import RunRecord
 from device_matrix.redact import Redactor
+from device_matrix.skips import normalize_issue
 
 STATE_FILE = "issues.json"
 STATE_VERSION = 1
@@ -131,7 +132,8 @@ def collect(records: Sequence[RunRecord]) -> tuple[list[Finding], list[tuple[str
             d = crash["diagnosis"]
             fp = "crash-" + d["fingerprint"]
             if crash.get("issue"):
-                cited.append((crash["nodeid"] or crash["phase"], row, str(crash["issue"])))
+                ref = str(crash["issue"])
+                cited.append((crash["nodeid"] or crash["phase"], row, normalize_issue(ref) or ref))
                 continue
             f = findings.get(fp)
             if f is None:
@@ -174,7 +176,7 @@ def collect(records: Sequence[RunRecord]) -> tuple[list[Finding], list[tuple[str
             if not skip or skip["source"] not in DEVICE_SKIP_SOURCES:
                 continue
             if skip["issue"]:
-                cited.append((test["nodeid"], row, skip["issue"]))
+                cited.append((test["nodeid"], row, normalize_issue(skip["issue"]) or skip["issue"]))
                 continue
             fp = skip_fingerprint(test["nodeid"], skip["mode"])
             f = findings.get(fp)
@@ -285,7 +287,7 @@ def sync(
                         _seen_again(tracker, issue, f, redactor, report)
                 remember(issue.key, issue.state, issue.title, issue.url, issue.locked)
 
-            refs = list(dict.fromkeys(ref for _, _, ref in cited))
+            refs = list(dict.fromkeys(ref for _, _, ref in cited))  # each looked up once, in one batch
             states = tracker.lookup(refs) if refs else {}
             for nodeid, _row, ref in cited:
                 c = states.get(ref, Cited(ref, "unknown"))
