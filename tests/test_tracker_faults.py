@@ -302,6 +302,9 @@ def test_a_recurring_crash_reopens_its_closed_issue_with_a_comment_naming_the_ru
         # the same results again: nothing more
         again = run_sync(records(RUN2), client(gh))
         assert again.reopened == [] and again.commented == [] and len(gh.comments[crash["number"]]) == 1
+        # closed by a maintainer after seeing that run: the same results do not reopen it
+        crash["state"] = "closed"
+        assert run_sync(records(RUN2), client(gh)).reopened == [] and crash["state"] == "closed"
 
 
 def test_on_recurrence_new_files_a_new_issue_linking_the_old_one() -> None:

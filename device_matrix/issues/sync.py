@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from device_matrix.config import OnRecurrence
 from device_matrix.errors import EnvironmentProblem, TrackerError
 from device_matrix.issues.base import (
     SEEN_MARKER,
@@ -53,7 +54,6 @@ STATE_FILE = "issues.json"
 STATE_VERSION = 1
 DEVICE_SKIP_SOURCES = frozenset({"marker", "disable_list", "unittest"})
 MAX_CREATE_TRIES = 3
-ON_RECURRENCE = ("reopen", "new")
 
 
 @dataclass
@@ -250,7 +250,7 @@ def sync(
     labels: Sequence[str],
     results_dir: Path | None = None,
     redactor: Redactor | None = None,
-    on_recurrence: str = "reopen",
+    on_recurrence: OnRecurrence = "reopen",
 ) -> SyncReport:
     redactor = redactor or Redactor()
     report = SyncReport(tracker=tracker.name, applied=apply)
@@ -266,25 +266,24 @@ def sync(
             found = tracker.find([f.fingerprint for f in findings]) if findings else {}
             for f in findings:
                 existing = found.get(f.fingerprint)
-                previous_issue = pick(existing) if existing else None
-                recurring_closed = previous_issue is not None and previous_issue.state == "closed" and f.kind == "crash"
-                if previous_issue is None or (recurring_closed and on_recurrence == "new"):
-                    if not apply:
-                        report.would_file.append((f.fingerprint, f.title))
-                        continue
-                    issue, filed = _file(tracker, f, labels, redactor, previous_issue)
+                issue = pick(existing) if existing else None
+                if issue is None and not apply:
+                    report.would_file.append((f.fingerprint, f.title))
+                    continue
+                # runs of a crash that its issue does not mention yet (read only when writing)
+                new_runs = _new_runs(tracker, issue, f) if issue is not None and apply and f.kind == "crash" else {}
+                if issue is None or (issue.state == "closed" and new_runs and on_recurrence == "new"):
+                    issue, filed = _file(tracker, f, labels, redactor, issue)
                     (report.filed if filed else report.linked).append((f.fingerprint, issue.key))
-                    if not filed:
-                        _seen_again(tracker, issue, f, redactor, report)
+                    if not filed and f.kind == "crash":
+                        _comment(tracker, issue, f, _new_runs(tracker, issue, f), redactor=redactor, report=report)
                 else:
-                    issue = previous_issue
                     report.linked.append((f.fingerprint, issue.key))
-                    if apply and recurring_closed:
+                    reopen = issue.state == "closed" and bool(new_runs)
+                    if reopen:
                         issue = tracker.reopen(issue)
                         report.reopened.append(issue.key)
-                        _seen_again(tracker, issue, f, redactor, report, reopened=True)
-                    elif apply and f.kind == "crash":
-                        _seen_again(tracker, issue, f, redactor, report)
+                    _comment(tracker, issue, f, new_runs, redactor=redactor, report=report, reopened=reopen)
                 remember(issue.key, issue.state, issue.title, issue.url, issue.locked)
 
             refs = list(dict.fromkeys(ref for _, _, ref in cited))  # each looked up once, in one batch
@@ -357,24 +356,29 @@ def _file(
     )
 
 
-def _seen_again(
+def _new_runs(tracker: Tracker, issue: Issue, f: Finding) -> dict[str, list[str]]:
+    """The runs of ``f`` (run -> rows) whose marker is in neither the body nor a comment."""
+    runs = _runs_of(f.runs)
+    if not runs:
+        return {}
+    known = "\n".join([issue.body, *tracker.comments(issue)])
+    return {run: rows for run, rows in runs.items() if SEEN_MARKER.format(f.fingerprint, _run_hash(run)) not in known}
+
+
+def _comment(
     tracker: Tracker,
     issue: Issue,
     f: Finding,
+    runs: dict[str, list[str]],
+    *,
     redactor: Redactor,
     report: SyncReport,
-    *,
     reopened: bool = False,
 ) -> None:
-    """One comment per run that the issue does not mention yet (its markers say which)."""
-    runs = _runs_of(f.runs)
-    if not runs:
-        return
-    known = "\n".join([issue.body, *tracker.comments(issue)])
+    """One "seen again" comment per run, with the run's marker; an unclear answer is
+    checked against the issue's comments before anything is sent again."""
     for run, rows in runs.items():
         marker = SEEN_MARKER.format(f.fingerprint, _run_hash(run))
-        if marker in known:
-            continue
         verb = "Reopened: seen again" if reopened else "Seen again"
         text = neutralize(redactor.text(f"{verb} in {_run_text(run)} on {', '.join(rows)}."))
         for _ in range(MAX_CREATE_TRIES):
@@ -389,9 +393,7 @@ def _seen_again(
                 f"commenting on {issue.key}: {MAX_CREATE_TRIES} unclear answers from {tracker.name}",
                 tip="Run the sync again later; a comment that was made after all is not repeated.",
             )
-        known += "\n" + marker
-        for row in rows:
-            report.commented.append((issue.key, row))
+        report.commented.extend((issue.key, row) for row in rows)
         reopened = False
 
 
