@@ -366,3 +366,16 @@ def test_html_instead_of_json_is_a_tracker_error_naming_api_url() -> None:
             run_sync(records(), client(gh))
         assert "api_url" in (info.value.tip or "")
         assert gh.writes() == []
+
+
+@pytest.mark.parametrize("token", ["ghp_abc\n", "ghp_\u00e9t\u00e9", "two words"])
+def test_a_malformed_token_is_a_tracker_error_that_does_not_echo_it(tmp_path: Path, token: str) -> None:
+    from device_matrix.config import load
+    from device_matrix.issues import open_tracker
+
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.device-matrix.tracker]\nkind = 'github'\nrepository = 'acme/xla'\n"
+    )
+    with pytest.raises(TrackerError) as info:
+        open_tracker(load(tmp_path, environ={}), tmp_path, environ={"GITHUB_TOKEN": token})
+    assert "GITHUB_TOKEN" in info.value.message and token.strip() not in info.value.message

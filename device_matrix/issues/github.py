@@ -322,7 +322,8 @@ class GitHubTracker:
     def _newest(self, since: int | None) -> list[Issue]:
         """Issues and pull requests numbered above ``since``, newest first, any label."""
         path = f"/repos/{self.repository}/issues"
-        params = {"state": "all", "sort": "created", "direction": "desc", "per_page": 30 if since else 1}
+        # a full page, so that issues filed meanwhile (which shift the pages) stay on it
+        params = {"state": "all", "sort": "created", "direction": "desc", "per_page": 1 if since is None else PER_PAGE}
         found: list[Issue] = []
         for page in self._pages(path, params):
             for item in page:
