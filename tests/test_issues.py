@@ -171,6 +171,9 @@ def test_safe_bodies() -> None:
     assert len(clip_title("x" * 1000)) == TITLE_LIMIT
     big = clip_body("y" * (BODY_LIMIT * 2) + "\n<!-- device-matrix:fingerprint=abc -->")
     assert len(big) <= BODY_LIMIT and big.endswith("<!-- device-matrix:fingerprint=abc -->")
+    tail = "<!-- device-matrix:seen=abc run=0f0f -->\n<!-- device-matrix:fingerprint=abc -->"
+    big = clip_body("y" * (BODY_LIMIT * 2) + "\n\n" + tail)
+    assert len(big) <= BODY_LIMIT and big.endswith("\n" + tail)
 
 
 def _records(token: str = "") -> list[dict[str, Any]]:

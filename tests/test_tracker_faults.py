@@ -373,9 +373,7 @@ def test_a_malformed_token_is_a_tracker_error_that_does_not_echo_it(tmp_path: Pa
     from device_matrix.config import load
     from device_matrix.issues import open_tracker
 
-    (tmp_path / "pyproject.toml").write_text(
-        "[tool.device-matrix.tracker]\nkind = 'github'\nrepository = 'acme/xla'\n"
-    )
+    (tmp_path / "pyproject.toml").write_text("[tool.device-matrix.tracker]\nkind = 'github'\nrepository = 'acme/xla'\n")
     with pytest.raises(TrackerError) as info:
         open_tracker(load(tmp_path, environ={}), tmp_path, environ={"GITHUB_TOKEN": token})
     assert "GITHUB_TOKEN" in info.value.message and token.strip() not in info.value.message

@@ -21,6 +21,10 @@ FINGERPRINT_MARKER = "<!-- device-matrix:fingerprint={} -->"
 # finding's issue (#11: two new issues every run).
 FINGERPRINT_END_RE = re.compile(r"<!-- device-matrix:fingerprint=([A-Za-z0-9:_-]+) -->\s*\Z")
 SEEN_MARKER = "<!-- device-matrix:seen={} run={} -->"
+# the block of our markers that ends a body: kept whole when a long body is clipped
+_MARKER_TAIL_RE = re.compile(
+    r"(?:<!-- device-matrix:seen=[A-Za-z0-9:_-]+ run=[0-9a-f]+ -->\n)*" + FINGERPRINT_END_RE.pattern
+)
 TITLE_LIMIT = 256  # GitHub's limit on issue titles
 BODY_LIMIT = 65_536  # GitHub's limit on issue and comment bodies (characters)
 
@@ -122,8 +126,9 @@ def clip_body(body: str, limit: int = BODY_LIMIT) -> str:
     if len(body) <= limit:
         return body
     note = "\n\n_(truncated by device-matrix: the full text is in the run's artifacts)_\n"
-    # keep the hidden marker that ends the body: it is how the issue is found again
-    marker = FINGERPRINT_END_RE.search(body)
+    # keep the hidden markers that end the body: they are how the issue and the runs it
+    # already names are found again
+    marker = _MARKER_TAIL_RE.search(body)
     tail = "\n" + marker.group(0).strip() if marker else ""
     return body[: limit - len(note) - len(tail) - 10] + note + tail
 

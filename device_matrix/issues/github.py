@@ -99,7 +99,6 @@ class GitHubTracker:
                 "User-Agent": USER_AGENT,
             }
         )
-        self.requests_made = 0
 
     # --- transport ------------------------------------------------------------------
 
@@ -189,7 +188,6 @@ class GitHubTracker:
                 ) from None
             if not read:
                 self._last_write = self._clock()
-            self.requests_made += 1
             wait = self._rate_limit_wait(resp, strikes)
             if wait is not None:
                 if waited + wait > self.max_wait:
