@@ -24,8 +24,7 @@ from device_matrix.errors import EXIT_INTERNAL
 from tests import records as R
 
 DOCUMENTED = {0, 1, 2, 3, 4, 5, 6, 7}
-# no example database: the fuzz leaves no files in the checkout
-FUZZ = settings(max_examples=40, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 scalars = st.one_of(
     st.none(),
