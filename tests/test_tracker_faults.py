@@ -8,6 +8,7 @@ links to other hosts, recurring crashes on closed issues, cited issues elsewhere
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 from collections import Counter
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from device_matrix.errors import TrackerError
+from device_matrix.errors import EXIT_TRACKER, TrackerError
 from device_matrix.issues.base import FINGERPRINT_MARKER
 from device_matrix.issues.github import RATE_LIMIT_FLOOR, GitHubTracker
 from device_matrix.issues.sync import SyncReport, skip_fingerprint, sync
@@ -377,3 +378,72 @@ def test_a_malformed_token_is_a_tracker_error_that_does_not_echo_it(tmp_path: Pa
     with pytest.raises(TrackerError) as info:
         open_tracker(load(tmp_path, environ={}), tmp_path, environ={"GITHUB_TOKEN": token})
     assert "GITHUB_TOKEN" in info.value.message and token.strip() not in info.value.message
+
+
+def _github_project(tmp_path: Path, gh: FakeGitHub) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        f"[tool.device-matrix.tracker]\nkind = 'github'\nrepository = '{gh.repo}'\napi_url = '{gh.url}'\n"
+        "write_interval = 0\n"
+    )
+    for rec in records():
+        (tmp_path / "results" / rec["row"]).mkdir(parents=True)
+        (tmp_path / "results" / rec["row"] / "run.json").write_text(json.dumps(rec))
+
+
+@pytest.mark.parametrize(
+    ("fault", "needle"),
+    [
+        (Scripted(200, raw=b"<html><body>Sign in</body></html>", content_type="text/html"), "not JSON"),
+        (Scripted(200, {"message": "a dict, not a list"}), "not a list"),
+    ],
+    ids=["html", "wrong-shape"],
+)
+def test_a_bad_answer_through_the_command_line_is_exit_6_with_a_tip(
+    tmp_path: Path,
+    fault: Scripted,
+    needle: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from device_matrix.cli import main
+
+    with serve() as gh:
+        _github_project(tmp_path, gh)
+        gh.fail_next("GET", "issues", fault)
+        monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+        code = main(["--project", str(tmp_path), "issues", "sync", "--apply"])
+        err = capsys.readouterr().err
+        assert code == EXIT_TRACKER, err
+        assert needle in err and "TIP" in err and "api_url" in err and "Traceback" not in err
+        assert gh.writes() == []
+
+
+def test_the_command_line_sync_files_once_across_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from device_matrix.cli import main
+
+    with serve() as gh:
+        _github_project(tmp_path, gh)
+        monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+        for _ in range(2):
+            assert main(["--project", str(tmp_path), "issues", "sync", "--apply"]) == 0, capsys.readouterr().err
+        assert per_fingerprint(gh) == {"crash-fp1111": 1, SKIP_FP: 1} and not any(gh.comments.values())
+        assert TOKEN not in (tmp_path / "results" / "issues.json").read_text()
+
+
+def test_the_workflow_runs_one_sync_at_a_time() -> None:
+    """README promises it: the issues job runs on the default branch only, in one concurrency
+    group that does not cancel a running sync."""
+    import yaml
+
+    workflow = yaml.safe_load((Path(__file__).parent.parent / ".github/workflows/device-matrix.yml").read_text())
+    job = workflow["jobs"]["issues"]
+    group = job.get("concurrency", workflow.get("concurrency"))
+    assert group, "no concurrency group over the issues job"
+    text = group if isinstance(group, str) else group["group"]
+    assert "github.ref" in text or "${{" not in text  # one group for every run on the same branch
+    cancel = "" if isinstance(group, str) else str(group.get("cancel-in-progress", False))
+    assert "push" not in cancel and "schedule" not in cancel and cancel.lower() != "true"
+    condition = " ".join(str(job["if"]).split())
+    assert "default_branch" in condition and "pull_request" not in condition
