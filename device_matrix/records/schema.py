@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from types import UnionType
 from typing import Any, Literal, TypeAlias, TypedDict, Union, cast, get_args, get_origin, get_type_hints, is_typeddict
@@ -158,56 +159,74 @@ def summarize(tests: list[TestRecord]) -> Summary:
     )
 
 
-def _problem(value: Any, tp: Any, where: str) -> str | None:
-    """Where ``value`` does not have type ``tp`` (a RunRecord annotation), or None."""
-    origin = get_origin(tp)
-    if tp is Any:
-        return None
-    if origin is Literal:
-        return (
-            None if value in get_args(tp) else f"{where}: {value!r} is not one of {', '.join(map(str, get_args(tp)))}"
-        )
-    if origin in (Union, UnionType):
-        problems = [_problem(value, arm, where) for arm in get_args(tp)]
-        return None if any(p is None for p in problems) else next(p for p in problems if p)
-    if tp is type(None):
-        return None if value is None else f"{where}: should be null"
-    if origin is list:
-        if not isinstance(value, list):
-            return f"{where}: should be a list"
-        (item,) = get_args(tp)
-        for i, v in enumerate(value):
-            p = _problem(v, item, f"{where}[{i}]")
-            if p:
-                return p
-        return None
-    if origin is dict:
-        return None if isinstance(value, dict) else f"{where}: should be an object"
-    if is_typeddict(tp):
-        if not isinstance(value, dict):
-            return f"{where}: should be an object"
-        for key, sub in _hints(tp).items():
-            if key not in value:
-                return f"{where}.{key}: missing"
-            p = _problem(value[key], sub, f"{where}.{key}")
-            if p:
-                return p
-        return None
-    if tp is float:
-        ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-        return None if ok else f"{where}: should be a finite number"
-    if tp is int:
-        return None if isinstance(value, int) and not isinstance(value, bool) else f"{where}: should be a whole number"
-    if tp is str:
-        return None if isinstance(value, str) else f"{where}: should be a string"
-    if tp is bool:
-        return None if isinstance(value, bool) else f"{where}: should be true or false"
-    raise TypeError(f"no check for {tp!r}")  # a new annotation in the schema needs a case here
+Checker: TypeAlias = Callable[[Any], str | None]
 
 
 @functools.cache
-def _hints(tp: Any) -> dict[str, Any]:
-    return get_type_hints(tp)
+def _checker(tp: Any) -> Checker:
+    """A function that says what is wrong with a value of annotation ``tp`` ("" prefix
+    of a path, then ": " and the problem), or None. Built once per annotation: a run
+    record holds thousands of tests."""
+    origin = get_origin(tp)
+    if tp is Any:
+        return lambda v: None
+    if origin is Literal:
+        choices = get_args(tp)
+        allowed = ", ".join(map(str, choices))
+        return lambda v: None if v in choices and not isinstance(v, bool) else f": {v!r} is not one of {allowed}"
+    if origin in (Union, UnionType):
+        arms = [_checker(arm) for arm in get_args(tp)]
+
+        def union(v: Any) -> str | None:
+            problems = [arm(v) for arm in arms]
+            return None if any(p is None for p in problems) else next(p for p in problems if p)
+
+        return union
+    if tp is type(None):
+        return lambda v: None if v is None else ": should be null"
+    if origin is list:
+        item = _checker(get_args(tp)[0])
+
+        def listed(v: Any) -> str | None:
+            if not isinstance(v, list):
+                return ": should be a list"
+            for i, x in enumerate(v):
+                p = item(x)
+                if p is not None:
+                    return f"[{i}]{p}"
+            return None
+
+        return listed
+    if origin is dict:
+        return lambda v: None if isinstance(v, dict) else ": should be an object"
+    if is_typeddict(tp):
+        fields = [(key, _checker(sub)) for key, sub in get_type_hints(tp).items()]
+
+        def typed(v: Any) -> str | None:
+            if not isinstance(v, dict):
+                return ": should be an object"
+            for key, check in fields:
+                if key not in v:
+                    return f".{key}: missing"
+                p = check(v[key])
+                if p is not None:
+                    return f".{key}{p}"
+            return None
+
+        return typed
+    if tp is float:
+        return lambda v: (
+            None
+            if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+            else ": should be a finite number"
+        )
+    if tp is int:
+        return lambda v: None if isinstance(v, int) and not isinstance(v, bool) else ": should be a whole number"
+    if tp is str:
+        return lambda v: None if isinstance(v, str) else ": should be a string"
+    if tp is bool:
+        return lambda v: None if isinstance(v, bool) else ": should be true or false"
+    raise TypeError(f"no check for {tp!r}")  # a new annotation in the schema needs a case here
 
 
 def load_run(path: Path) -> RunRecord:
@@ -235,9 +254,9 @@ def load_run(path: Path) -> RunRecord:
             f"{path}: run record version {data.get('version')!r}, this tool reads {SCHEMA_VERSION}",
             tip="Use the device-matrix version that wrote it, or rerun the row.",
         )
-    problem = _problem(data, RunRecord, "run")
+    problem = _checker(RunRecord)(data)
     if problem is None and not ROW_NAME_RE.fullmatch(data["row"]):
-        problem = f"run.row: {data['row']!r} is not a row name"
+        problem = f".row: {data['row']!r} is not a row name"
     if problem:
-        raise ResultsError(f"{path}: {problem}", tip=tip)
+        raise ResultsError(f"{path}: run{problem}", tip=tip)
     return cast(RunRecord, data)
