@@ -18,7 +18,10 @@ interpreter to generate one session per row.
 
 from __future__ import annotations
 
+import math
 import os
+import re
+import shlex
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -26,8 +29,9 @@ from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, TypeAlias, cast, get_args
+from urllib.parse import urlsplit
 
-from device_matrix.errors import ConfigError
+from device_matrix.errors import ConfigError, EnvironmentProblem
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -41,6 +45,7 @@ TrackerKind: TypeAlias = Literal["ledger", "github"]
 # when the row's CI job runs: every event, the nightly schedule (and manual runs) only, or
 # never (the nox session stays). A row whose runners do not exist must not stall CI.
 CiSwitch: TypeAlias = Literal["always", "schedule", "off"]
+OnRecurrence: TypeAlias = Literal["reopen", "new"]
 Scalar: TypeAlias = str | int | float | bool
 
 PJRT_DEVICES: tuple[str, ...] = get_args(PjrtDevice)
@@ -48,6 +53,7 @@ RUN_IN_CHOICES: tuple[str, ...] = get_args(RunIn)
 ENGINE_CHOICES: tuple[str, ...] = get_args(EngineChoice)
 TRACKER_KINDS: tuple[str, ...] = get_args(TrackerKind)
 CI_SWITCHES: tuple[str, ...] = get_args(CiSwitch)
+ON_RECURRENCE: tuple[str, ...] = get_args(OnRecurrence)
 PRESENCE_KINDS = ("env", "glob", "command", "always", "never")
 TABLE = "tool.device-matrix"
 
@@ -83,6 +89,8 @@ class TrackerConfig:
     labels: tuple[str, ...] = ("device-matrix",)
     api_url: str = "https://api.github.com"
     write_interval: float = 1.0
+    writes_per_hour: int = 400  # GitHub allows about 500 content-creating requests an hour
+    on_recurrence: OnRecurrence = "reopen"  # a closed issue's crash is back: reopen it, or file "new"
     ledger_seed: str = "device-matrix-issues.toml"
 
 
@@ -120,20 +128,58 @@ class Config:
 Check: TypeAlias = Callable[[Any], bool]
 
 
+ROW_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # a row name is a folder name under results/
+VAR_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+REPOSITORY_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}/(?!\.\.?$)[A-Za-z0-9_.-]{1,100}")  # GitHub's rules
+
+
 def _is_str(v: Any) -> bool:
-    return isinstance(v, str)
+    # NUL is never valid: not in a path, an argument or an environment value
+    return isinstance(v, str) and "\0" not in v
+
+
+def _is_path(v: Any) -> bool:
+    return _is_str(v) and bool(v.strip())
 
 
 def _is_str_list(v: Any) -> bool:
-    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+    return isinstance(v, list) and all(_is_str(x) for x in v)
 
 
-def _is_number(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
+def _is_var_list(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) and VAR_NAME_RE.fullmatch(x) for x in v)
 
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+def _is_label_list(v: Any) -> bool:
+    return _is_str_list(v) and all(x.strip() for x in v)
+
+
+def _is_seconds(v: Any) -> bool:
+    """A finite number of seconds above zero: nan or inf would disable the timeout."""
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+
+
+def _is_interval(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and 0 <= v <= 3600
+
+
+def _is_count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 10_000
+
+
+def _is_positive_int(v: Any) -> bool:
+    return _is_count(v) and v > 0
+
+
+def _is_repository(v: Any) -> bool:
+    return isinstance(v, str) and (v == "" or bool(REPOSITORY_RE.fullmatch(v)))
+
+
+def _is_api_url(v: Any) -> bool:
+    if not _is_str(v):
+        return False
+    parts = urlsplit(v)
+    return parts.scheme in ("http", "https") and bool(parts.hostname) and not parts.username
 
 
 def _is_bool(v: Any) -> bool:
@@ -141,7 +187,7 @@ def _is_bool(v: Any) -> bool:
 
 
 def _is_str_map(v: Any) -> bool:
-    return isinstance(v, dict) and all(isinstance(x, str) for x in v.values())
+    return isinstance(v, dict) and all(VAR_NAME_RE.fullmatch(k) and _is_str(x) for k, x in v.items())
 
 
 def _is_scalar_map(v: Any) -> bool:
@@ -162,36 +208,38 @@ _ROW_KEYS: dict[str, tuple[Check, str]] = {
     "suites": (_is_str_list, "a list of suite names (folders under suites_dir)"),
     "install": (_is_str_list, "a list of pip requirement strings"),
     "install_args": (_is_str_list, "a list of extra pip arguments"),
-    "env": (_is_str_map, "a table of string values"),
+    "env": (_is_str_map, "a table of variable names (letters, digits, _) to strings"),
     "settings": (_is_scalar_map, "a table of strings, numbers or booleans"),
     "pytest_args": (_is_str_list, "a list of strings"),
-    "test_timeout": (_is_number, "a number of seconds"),
-    "run_timeout": (_is_number, "a number of seconds"),
+    "test_timeout": (_is_seconds, "a finite number of seconds > 0"),
+    "run_timeout": (_is_seconds, "a finite number of seconds > 0"),
     "presence": (_is_str_list, "a list like ['env:VAR', 'glob:/dev/x*', 'command:tool', 'always']"),
     "enabled": (_is_bool, "true or false"),
     "ci": (_one_of(CI_SWITCHES), " | ".join(CI_SWITCHES)),
 }
 
 _TOP_KEYS: dict[str, tuple[Check, str]] = {
-    "results_dir": (_is_str, "a path (string)"),
-    "suites_dir": (_is_str, "a path (string)"),
+    "results_dir": (_is_path, "a non-empty path (string)"),
+    "suites_dir": (_is_path, "a non-empty path (string)"),
     "container_engine": (_one_of(ENGINE_CHOICES), " | ".join(ENGINE_CHOICES)),
-    "crash_reruns": (_is_int, "a whole number >= 0"),
-    "max_restarts": (_is_int, "a whole number >= 0"),
-    "disable_list": (_is_str, "a path (string)"),
-    "env_allowlist": (_is_str_list, "a list of variable names"),
+    "crash_reruns": (_is_count, "a whole number from 0 to 10000"),
+    "max_restarts": (_is_count, "a whole number from 0 to 10000"),
+    "disable_list": (_is_path, "a non-empty path (string)"),
+    "env_allowlist": (_is_var_list, "a list of variable names (letters, digits, _)"),
     "tracker": (lambda v: isinstance(v, dict), "a table"),
     "devices": (lambda v: isinstance(v, dict), "a table of device rows"),
 }
 
 _TRACKER_KEYS: dict[str, tuple[Check, str]] = {
     "kind": (_one_of(TRACKER_KINDS), " | ".join(TRACKER_KINDS)),
-    "repository": (_is_str, "owner/name"),
-    "token_env": (_is_str, "the name of an environment variable"),
-    "labels": (_is_str_list, "a list of label names"),
-    "api_url": (_is_str, "a URL"),
-    "write_interval": (_is_number, "a number of seconds"),
-    "ledger_seed": (_is_str, "a path to the ledger's seed file (TOML)"),
+    "repository": (_is_repository, "owner/name"),
+    "token_env": (lambda v: isinstance(v, str) and bool(VAR_NAME_RE.fullmatch(v)), "a variable name"),
+    "labels": (_is_label_list, "a list of label names"),
+    "api_url": (_is_api_url, "an http(s) URL without credentials (https://api.github.com)"),
+    "write_interval": (_is_interval, "a finite number of seconds from 0 to 3600"),
+    "writes_per_hour": (_is_positive_int, "a whole number from 1 to 10000"),
+    "on_recurrence": (_one_of(ON_RECURRENCE), " | ".join(ON_RECURRENCE)),
+    "ledger_seed": (_is_path, "a path to the ledger's seed file (TOML)"),
 }
 
 
@@ -215,15 +263,37 @@ def _validate(table: Mapping[str, Any], spec: Mapping[str, tuple[Check, str]], s
             )
 
 
+def presence_problem(item: str) -> str | None:
+    """Why a presence check cannot be used, or None when it can."""
+    kind, sep, arg = item.partition(":")
+    if kind not in PRESENCE_KINDS:
+        return "unknown kind"
+    if kind in ("always", "never"):
+        return "takes no argument" if sep else None
+    if not arg.strip():
+        return f"{kind}: needs an argument"
+    if kind == "env" and not VAR_NAME_RE.fullmatch(arg):
+        return "env: needs a variable name (letters, digits, _)"
+    if kind == "command":
+        try:
+            argv = shlex.split(arg)
+        except ValueError as exc:
+            return f"command: cannot be split like a shell line ({exc})"
+        if not argv:
+            return "command: needs a program"
+    return None
+
+
 def _validate_presence(checks: list[str], source: str, key: str) -> None:
     for item in checks:
-        kind = item.split(":", 1)[0]
-        if kind not in PRESENCE_KINDS or (kind in ("env", "glob", "command") and ":" not in item):
+        problem = presence_problem(item)
+        if problem:
             raise ConfigError(
-                f"bad presence check {item!r}",
+                f"bad presence check {item!r}: {problem}",
                 source=source,
                 key=key,
                 allowed="env:VAR, glob:PATTERN, command:ARGV, always, never",
+                tip='Write e.g. presence = ["env:DEVICE_MATRIX_TPU_PRESENT", "command:nvidia-smi -L", "never"].',
             )
 
 
@@ -234,6 +304,14 @@ def _merge(base: dict[str, Any], overlay: Mapping[str, Any], source: str) -> dic
         if key == "devices":
             rows: dict[str, Any] = dict(out.get("devices", {}))
             for name, row in value.items():
+                if not ROW_NAME_RE.fullmatch(name):
+                    raise ConfigError(
+                        f"bad row name {name!r}",
+                        source=source,
+                        key=f"{TABLE}.devices",
+                        allowed="letters, digits, '_', '.', '-'; starting with a letter or digit; at most 64",
+                        tip="A row's name is its folder under results/ and its nox session: no '/' or '..'.",
+                    )
                 if not isinstance(row, dict):
                     raise ConfigError(
                         "a device row must be a table",
@@ -272,6 +350,16 @@ def _read_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"not valid TOML: {exc}", source=str(path), tip="Fix the syntax error shown.") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"not UTF-8 text (byte {exc.start})", source=str(path), tip="TOML files are UTF-8; save it as UTF-8."
+        ) from None
+    except RecursionError:
+        raise ConfigError("nested too deeply", source=str(path), tip="Flatten the arrays and tables.") from None
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read: {exc.strerror or exc}", source=str(path), tip="Check that the file is readable."
+        ) from None
 
 
 def read_array_of_tables(path: Path, key: str) -> list[Any]:
@@ -337,7 +425,10 @@ def load(
     pyproject = root / "pyproject.toml"
     if pyproject.is_file():
         data = _read_toml(pyproject)
-        table = data.get("tool", {}).get("device-matrix")
+        tool = data.get("tool", {})
+        if not isinstance(tool, dict):
+            raise ConfigError("must be a table", source=str(pyproject), key="tool")
+        table = tool.get("device-matrix")
         if table is not None:
             if not isinstance(table, dict):
                 raise ConfigError("must be a table", source=str(pyproject), key=TABLE)
@@ -355,10 +446,6 @@ def load(
         if value is not None:
             merged = _merge(merged, _checked_top({key: value}, "command line"), "command line")
 
-    for key in ("crash_reruns", "max_restarts"):
-        if merged.get(key, 0) < 0:
-            raise ConfigError("must be >= 0", source=sources[-1], key=f"{TABLE}.{key}")
-
     rows = {name: _row_from_table(name, table) for name, table in merged.get("devices", {}).items()}
     tracker_table = dict(merged.get("tracker", {}))
     tracker = TrackerConfig(
@@ -368,6 +455,8 @@ def load(
         labels=tuple(tracker_table.get("labels", ("device-matrix",))),
         api_url=tracker_table.get("api_url", "https://api.github.com").rstrip("/"),
         write_interval=float(tracker_table.get("write_interval", 1.0)),
+        writes_per_hour=int(tracker_table.get("writes_per_hour", 400)),
+        on_recurrence=cast(OnRecurrence, tracker_table.get("on_recurrence", "reopen")),
         ledger_seed=tracker_table.get("ledger_seed", "device-matrix-issues.toml"),
     )
     if tracker.kind == "github" and "/" not in tracker.repository:
@@ -390,6 +479,41 @@ def load(
         tracker=tracker,
         rows=MappingProxyType({n: r for n, r in rows.items() if r.enabled}),
     )
+
+
+PSEUDO_FILESYSTEMS = (Path("/proc"), Path("/sys"), Path("/dev"))
+
+
+def check_results_dir(path: Path) -> None:
+    """Raise :class:`EnvironmentProblem` (exit 5) unless results can be written under ``path``.
+
+    ``path`` need not exist yet: then its nearest existing ancestor must be a writable folder.
+    """
+    tip = "Set results_dir in [tool.device-matrix] (or $DEVICE_MATRIX_RESULTS_DIR, or --results) to a writable folder."
+    try:
+        resolved = path.resolve()
+    except (OSError, RuntimeError) as exc:
+        raise EnvironmentProblem(f"results folder {path}: cannot be resolved ({exc})", tip=tip) from None
+    if any(resolved == p or p in resolved.parents for p in PSEUDO_FILESYSTEMS):
+        raise EnvironmentProblem(
+            f"results folder {path}: under /{resolved.parts[1]}, a kernel file system, not a place for files",
+            tip=tip,
+        )
+    existing = resolved
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        what = "is a file" if existing == resolved else f"lies under {existing}, which is a file"
+        raise EnvironmentProblem(f"results folder {path}: {what}", tip=tip)
+    try:
+        read_only_mount = bool(os.statvfs(existing).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only_mount = False
+    if read_only_mount or not os.access(existing, os.W_OK | os.X_OK):
+        raise EnvironmentProblem(
+            f"results folder {path}: {existing} is read-only" + (" (a read-only mount)" if read_only_mount else ""),
+            tip=tip,
+        )
 
 
 def _checked_top(table: Mapping[str, Any], source: str) -> Mapping[str, Any]:

@@ -57,7 +57,7 @@ def detect(row: Row, environ: Mapping[str, str] | None = None) -> Presence:
         if kind == "never":
             return Presence(False, "marked never present")
         if kind == "env":
-            value = env.get(arg)
+            value = env.get(arg) if arg else None
             if value is None:
                 tried.append(f"${arg} unset")
                 continue
@@ -70,7 +70,12 @@ def detect(row: Row, environ: Mapping[str, str] | None = None) -> Presence:
             tried.append(f"no {arg}")
             continue
         if kind == "command":
-            ok, why = _command_succeeds(shlex.split(arg))
+            try:
+                argv = shlex.split(arg)
+            except ValueError as exc:  # the configuration rejects these; a Row built in code may not
+                tried.append(f"`{arg}` cannot be split ({exc})")
+                continue
+            ok, why = _command_succeeds(argv)
             if ok:
                 return Presence(True, why)
             tried.append(why)

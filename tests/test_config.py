@@ -138,8 +138,12 @@ def test_config_module_needs_only_the_standard_library() -> None:
     }
     assert imported <= {
         "__future__",
+        "math",
         "os",
+        "re",
+        "shlex",
         "sys",
+        "urllib",
         "collections",
         "dataclasses",
         "importlib",

@@ -171,6 +171,9 @@ def test_safe_bodies() -> None:
     assert len(clip_title("x" * 1000)) == TITLE_LIMIT
     big = clip_body("y" * (BODY_LIMIT * 2) + "\n<!-- device-matrix:fingerprint=abc -->")
     assert len(big) <= BODY_LIMIT and big.endswith("<!-- device-matrix:fingerprint=abc -->")
+    tail = "<!-- device-matrix:seen=abc run=0f0f -->\n<!-- device-matrix:fingerprint=abc -->"
+    big = clip_body("y" * (BODY_LIMIT * 2) + "\n\n" + tail)
+    assert len(big) <= BODY_LIMIT and big.endswith("\n" + tail)
 
 
 def _records(token: str = "") -> list[dict[str, Any]]:
@@ -218,10 +221,19 @@ def test_sync_files_once_links_after_and_never_duplicates(tmp_path: Path) -> Non
         second = sync(recs, c, apply=True, labels=["device-matrix"], results_dir=tmp_path)  # type: ignore[arg-type]
         assert second.filed == []
         assert sorted(k for _, k in second.linked) == sorted(k for _, k in first.filed)
-        # seen again: one comment per row and run, not per sync
-        assert sorted(second.commented) == [(crash_issue, "cpu"), (crash_issue, "tpu")]
-        third = sync(recs, c, apply=True, labels=["device-matrix"], results_dir=tmp_path)  # type: ignore[arg-type]
-        assert third.commented == [] and third.filed == []
+        # the same results again: the body already names this run, so no "seen again"
+        assert second.commented == []
+        # a new run: one comment for the finding and the run, naming both rows
+        again = _records()
+        for rec in again:
+            rec["run_url"] = "https://github.com/acme/xla/actions/runs/2"
+        third = sync(again, c, apply=True, labels=["device-matrix"], results_dir=tmp_path)  # type: ignore[arg-type]
+        assert sorted(third.commented) == [(crash_issue, "cpu"), (crash_issue, "tpu")]
+        number = int(crash_issue.split("#")[1])
+        assert len(gh.comments[number]) == 1 and "cpu, tpu" in gh.comments[number][0]
+        fourth = sync(again, c, apply=True, labels=["device-matrix"], results_dir=tmp_path)  # type: ignore[arg-type]
+        assert fourth.commented == [] and fourth.filed == []
+        assert len(gh.comments[number]) == 1
         assert len(gh.issues) == 3
         state = json.loads((tmp_path / "issues.json").read_text())
         assert state["links"]["crash-fp1111"] == crash_issue

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import shutil
 import signal
@@ -15,7 +16,7 @@ from typing import Any, Literal
 
 from device_matrix import __version__
 from device_matrix import config as config_mod
-from device_matrix.config import Config
+from device_matrix.config import Config, check_results_dir
 from device_matrix.devices import detect, install_hint
 from device_matrix.errors import (
     EXIT_ENVIRONMENT,
@@ -111,6 +112,7 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
     from device_matrix.run.runner import RowRunner, RunOptions
 
     cfg = _load(args)
+    check_results_dir(cfg.results_dir)
     force: Literal["local", "container"] | None = "local" if args.local else ("container" if args.container else None)
     options = RunOptions(
         suites=args.suite or None,
@@ -149,7 +151,11 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
             codes.append(code)
     print_summary(out, records, cfg)
     if cfg.tracker.kind == "ledger" and records:
-        _link_with_ledger(cfg, out)
+        try:
+            _link_with_ledger(cfg, out)
+        except DeviceMatrixError as exc:
+            # the tests ran and their exit code stands; the ledger's problem is reported
+            out.error(f"issues not linked: {exc.message}", exc.tip)
     return combine_exit_codes(codes)
 
 
@@ -164,9 +170,38 @@ def _link_with_ledger(cfg: Config, out: Output) -> None:
     if not findings and not cited:
         return  # nothing to link: no ledger to open
     tracker = open_tracker(cfg, cfg.results_dir)
-    report = sync(records, tracker, apply=True, labels=cfg.tracker.labels, results_dir=cfg.results_dir)
+    report = sync(
+        records,
+        tracker,
+        apply=True,
+        labels=cfg.tracker.labels,
+        results_dir=cfg.results_dir,
+        on_recurrence=cfg.tracker.on_recurrence,
+    )
     for line in report.lines():
         out.line(line)
+
+
+def _count(text: str) -> int:
+    """An argparse type: a whole number >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is negative; give 0 or more")
+    return value
+
+
+def _seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds > 0 (nan or inf would disable a timeout)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a finite number of seconds above 0")
+    return value
 
 
 def _actions_run_url() -> str | None:
@@ -366,10 +401,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--engine", choices=config_mod.ENGINE_CHOICES, help="container engine")
     run.add_argument("--results", help="results folder (default from config: results)")
     run.add_argument("--python", help="interpreter for local runs (default: this one)")
-    run.add_argument("--test-timeout", type=float, help="seconds one test may take before it is ended as hung")
-    run.add_argument("--run-timeout", type=float, help="seconds the whole row may take")
-    run.add_argument("--reruns", type=int, help="times each crashed test is rerun alone (default from config)")
-    run.add_argument("--max-restarts", type=int, help="resumes after crashes before giving up")
+    run.add_argument("--test-timeout", type=_seconds, help="seconds one test may take before it is ended as hung")
+    run.add_argument("--run-timeout", type=_seconds, help="seconds the whole row may take")
+    run.add_argument("--reruns", type=_count, help="times each crashed test is rerun alone (default from config)")
+    run.add_argument("--max-restarts", type=_count, help="resumes after crashes before giving up")
     run.add_argument("--no-gdb", action="store_true", help="do not read core files with gdb")
     run.add_argument("--keep-cores", action="store_true", help="keep core files (deleted once read by default)")
     run.add_argument(

@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 
 from device_matrix import config as config_mod
-from device_matrix.errors import EXIT_OK, ResultsError
+from device_matrix.config import REPOSITORY_RE
+from device_matrix.errors import EXIT_OK, ConfigError, ResultsError
 from device_matrix.issues import open_tracker
 from device_matrix.issues.sync import sync
 from device_matrix.output import Output
@@ -22,7 +23,14 @@ def load_records(results: Path, out: Output | None = None) -> tuple[list[RunReco
         )
     records: list[RunRecord] = []
     problems: list[tuple[str, str]] = []
-    for row_dir in sorted(p for p in results.iterdir() if p.is_dir()):
+    try:
+        row_dirs = sorted(p for p in results.iterdir() if p.is_dir())
+    except OSError as exc:
+        raise ResultsError(
+            f"{results}: cannot list the results folder ({exc.strerror or exc})",
+            tip="Check its permissions, or point at another folder.",
+        ) from None
+    for row_dir in row_dirs:
         path = row_dir / "run.json"
         if not path.exists() and not (row_dir / "output.log").exists():
             continue  # not a row folder
@@ -47,15 +55,31 @@ def load_records(results: Path, out: Output | None = None) -> tuple[list[RunReco
 def cmd_issues_sync(args: argparse.Namespace, out: Output) -> int:
     cfg = config_mod.load(Path(args.project) if args.project else None)
     results = Path(args.results) if args.results else cfg.results_dir
-    records, _ = load_records(results, out)
+    records, problems = load_records(results, out)
+    if problems and not records:
+        raise ResultsError(
+            f"{results}: no readable run.json ({len(problems)} unreadable: {problems[0][1]})",
+            tip="Rerun the rows, or point at the folder the row jobs uploaded.",
+        )
     if args.repository:
         import dataclasses
 
+        if not REPOSITORY_RE.fullmatch(args.repository):
+            raise ConfigError(
+                f"--repository {args.repository!r} is not owner/name", tip="Write e.g. --repository acme/xla."
+            )
         cfg = dataclasses.replace(cfg, tracker=dataclasses.replace(cfg.tracker, repository=args.repository))
     kind = args.tracker or cfg.tracker.kind
     apply = args.apply if args.apply is not None else kind == "ledger"
     tracker = open_tracker(cfg, results, kind=kind)
-    report = sync(records, tracker, apply=apply, labels=cfg.tracker.labels, results_dir=results)
+    report = sync(
+        records,
+        tracker,
+        apply=apply,
+        labels=cfg.tracker.labels,
+        results_dir=results,
+        on_recurrence=cfg.tracker.on_recurrence,
+    )
     for line in report.lines():
         out.line(line)
     if not apply and report.would_file:

@@ -40,10 +40,17 @@ def open_tracker(
             tip=f"Export {cfg.tracker.token_env} "
             f"(in Actions: env: {cfg.tracker.token_env}: ${{{{ secrets.GITHUB_TOKEN }}}}).",
         )
+    if not token.isascii() or not token.isprintable() or any(c.isspace() for c in token):
+        # a pasted token with a newline or a quote character would fail inside the HTTP library
+        raise TrackerError(
+            f"the token in ${cfg.tracker.token_env} holds spaces, line breaks or non-ASCII characters",
+            tip=f"Set {cfg.tracker.token_env} to the token alone, without quotes or a trailing newline.",
+        )
     return GitHubTracker(
         cfg.tracker.repository,
         token,
         api_url=cfg.tracker.api_url,
         labels=cfg.tracker.labels,
         write_interval=cfg.tracker.write_interval,
+        writes_per_hour=cfg.tracker.writes_per_hour,
     )

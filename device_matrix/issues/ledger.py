@@ -11,14 +11,19 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from device_matrix.config import read_array_of_tables
-from device_matrix.errors import ConfigError
-from device_matrix.issues.base import FINGERPRINT_MARKER, Issue, IssueState
+from device_matrix.errors import ConfigError, TrackerError
+from device_matrix.issues.base import FINGERPRINT_MARKER, Cited, Issue, IssueState
+
+T = TypeVar("T")
+BUSY_TIMEOUT = 120.0  # seconds a sync waits for another sync holding the ledger
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS issues (
@@ -38,6 +43,7 @@ CREATE TABLE IF NOT EXISTS comments (
 );
 """
 
+FINGERPRINT_OK = re.compile(r"[A-Za-z0-9:_-]+")
 SEED_KEYS = {"id", "title", "body", "state", "fingerprint", "labels"}
 
 
@@ -58,102 +64,173 @@ def load_seed(path: Path) -> list[dict[str, Any]]:
             raise ConfigError("needs a title", source=where, key="title")
         if entry.get("state", "open") not in ("open", "closed"):
             raise ConfigError("bad state", source=where, key="state", allowed="open | closed")
+        for key in ("body", "fingerprint"):
+            if not isinstance(entry.get(key, ""), str):
+                raise ConfigError("must be a string", source=where, key=key)
+        if entry.get("fingerprint") and not FINGERPRINT_OK.fullmatch(entry["fingerprint"]):
+            raise ConfigError("bad fingerprint", source=where, key="fingerprint", allowed="letters, digits, : _ -")
+        labels = entry.get("labels", [])
+        if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
+            raise ConfigError("must be a list of strings", source=where, key="labels")
         seen.add(entry["id"])
     return entries
 
 
 class Ledger:
+    """The SQLite ledger. A sync holds it in one ``BEGIN IMMEDIATE`` transaction, so two
+    syncs at once run one after the other and the second links what the first filed."""
+
     name = "ledger"
 
     def __init__(self, path: Path, seed: Path | None = None) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self.db = sqlite3.connect(path)
-        self.db.executescript(SCHEMA)
-        if seed is not None:
-            self._apply_seed(load_seed(seed))
+        self._depth = 0
+        entries = load_seed(seed) if seed is not None else []
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise TrackerError(
+                f"{path.parent}: cannot create the ledger's folder ({exc.strerror})",
+                tip="Point results_dir at a writable folder.",
+            ) from None
+        self.db = self._guard(lambda: sqlite3.connect(path, timeout=BUSY_TIMEOUT, isolation_level=None))
+        self._guard(lambda: self.db.executescript(SCHEMA))
+        if entries:
+            with self.transaction():
+                self._apply_seed(entries)
+
+    def _guard(self, op: Callable[[], T]) -> T:
+        """SQLite errors (a corrupt or unreadable file) as a TrackerError naming the file."""
+        try:
+            return op()
+        except sqlite3.Error as exc:
+            raise TrackerError(
+                f"{self.path}: the issue ledger cannot be used ({exc})",
+                tip=f"Move {self.path} aside and run again: it is rebuilt from the seed file "
+                "(device-matrix-issues.toml); issues filed only in the ledger are in the moved file.",
+            ) from None
 
     def close(self) -> None:
         self.db.close()
 
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        if self._depth:
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+        self._guard(lambda: self.db.execute("BEGIN IMMEDIATE"))
+        self._depth = 1
+        try:
+            yield
+        except BaseException:
+            self._depth = 0
+            self._guard(lambda: self.db.execute("ROLLBACK"))
+            raise
+        self._depth = 0
+        self._guard(lambda: self.db.execute("COMMIT"))
+
+    def _execute(self, sql: str, args: Sequence[Any] = ()) -> sqlite3.Cursor:
+        return self._guard(lambda: self.db.execute(sql, args))
+
     def _apply_seed(self, entries: Sequence[dict[str, Any]]) -> None:
         now = _now()
-        with self.db:
-            for e in entries:
-                body = str(e.get("body", "")).rstrip()
-                if e.get("fingerprint"):
-                    body += "\n\n" + FINGERPRINT_MARKER.format(e["fingerprint"])
-                self.db.execute(
-                    """INSERT INTO issues (id, title, body, state, labels, seeded, created, updated)
-                       VALUES (?, ?, ?, ?, ?, 1, ?, ?)
-                       ON CONFLICT(id) DO UPDATE SET title=excluded.title, body=excluded.body,
-                         state=excluded.state, labels=excluded.labels, seeded=1, updated=excluded.updated""",
-                    (
-                        e["id"],
-                        e["title"],
-                        body,
-                        e.get("state", "open"),
-                        json.dumps(e.get("labels", [])),
-                        now,
-                        now,
-                    ),
-                )
+        for e in entries:
+            body = str(e.get("body", "")).rstrip()
+            if e.get("fingerprint"):
+                body += "\n\n" + FINGERPRINT_MARKER.format(e["fingerprint"])
+            self._execute(
+                """INSERT INTO issues (id, title, body, state, labels, seeded, created, updated)
+                   VALUES (?, ?, ?, ?, ?, 1, ?, ?)
+                   ON CONFLICT(id) DO UPDATE SET title=excluded.title, body=excluded.body,
+                     state=excluded.state, labels=excluded.labels, seeded=1, updated=excluded.updated""",
+                (e["id"], e["title"], body, e.get("state", "open"), json.dumps(e.get("labels", [])), now, now),
+            )
 
-    def _issue(self, row: tuple[Any, ...]) -> Issue:
+    def _issue(self, row: Sequence[Any]) -> Issue:
         id_, title, body, state, labels = row
-        state_value: IssueState = "closed" if state == "closed" else "open"
+        try:
+            label_list = json.loads(labels)
+        except (TypeError, ValueError):
+            label_list = []
         return Issue(
             key=f"ledger:{id_}",
             number=int(id_),
-            title=title,
-            body=body,
-            state=state_value,
+            title=str(title),
+            body=str(body),
+            state="closed" if state == "closed" else "open",
             url=f"ledger:{id_}",
-            labels=json.loads(labels),
+            labels=[str(x) for x in label_list] if isinstance(label_list, list) else [],
         )
 
     def list_issues(self) -> list[Issue]:
-        rows = self.db.execute("SELECT id, title, body, state, labels FROM issues ORDER BY id").fetchall()
+        rows = self._execute("SELECT id, title, body, state, labels FROM issues ORDER BY id").fetchall()
         return [self._issue(r) for r in rows]
 
+    def find(self, fingerprints: Collection[str]) -> dict[str, list[Issue]]:
+        wanted = set(fingerprints)
+        out: dict[str, list[Issue]] = {}
+        for issue in self.list_issues():
+            fp = issue.fingerprint
+            if fp in wanted:
+                out.setdefault(fp, []).append(issue)
+        return out
+
+    def recheck(self, fingerprint: str) -> Issue | None:
+        # inside the sync's transaction nobody else can have filed anything
+        return None
+
+    def settle(self, issue: Issue) -> Issue:
+        return issue  # filed inside the sync's transaction: nobody else can have filed it
+
     def get(self, ref: str) -> Issue | None:
-        if not ref.startswith("ledger:"):
+        if not ref.startswith("ledger:") or not ref[7:].isdigit():
             return None
-        row = self.db.execute(
-            "SELECT id, title, body, state, labels FROM issues WHERE id = ?",
-            (int(ref.split(":", 1)[1]),),
+        row = self._execute(
+            "SELECT id, title, body, state, labels FROM issues WHERE id = ?", (int(ref[7:]),)
         ).fetchone()
         return self._issue(row) if row else None
 
+    def lookup(self, refs: Sequence[str]) -> dict[str, Cited]:
+        out: dict[str, Cited] = {}
+        for ref in refs:
+            if not ref.startswith("ledger:"):
+                out[ref] = Cited(ref, "unknown")  # a GitHub issue: the offline ledger cannot say
+                continue
+            issue = self.get(ref)
+            out[ref] = Cited(ref, issue.state, title=issue.title, url=issue.url) if issue else Cited(ref, "missing")
+        return out
+
     def create(self, title: str, body: str, labels: Sequence[str]) -> Issue:
         now = _now()
-        with self.db:
-            cur = self.db.execute(
+        with self.transaction():
+            cur = self._execute(
                 "INSERT INTO issues (title, body, state, labels, created, updated) VALUES (?, ?, 'open', ?, ?, ?)",
                 (title, body, json.dumps(list(labels)), now, now),
             )
-        new_id = cur.lastrowid
-        assert new_id is not None
-        issue = self.get(f"ledger:{new_id}")
-        assert issue is not None
+            issue = self.get(f"ledger:{cur.lastrowid}")
+        if issue is None:  # pragma: no cover - the row was inserted in this transaction
+            raise TrackerError(f"{self.path}: the new issue vanished")
         return issue
 
     def comment(self, issue: Issue, body: str) -> None:
-        with self.db:
-            self.db.execute(
+        with self.transaction():
+            self._execute(
                 "INSERT INTO comments (issue_id, body, created) VALUES (?, ?, ?)",
                 (issue.number, body, _now()),
             )
 
     def comments(self, issue: Issue) -> list[str]:
-        return [
-            r[0]
-            for r in self.db.execute("SELECT body FROM comments WHERE issue_id = ? ORDER BY rowid", (issue.number,))
-        ]
+        rows = self._execute("SELECT body FROM comments WHERE issue_id = ? ORDER BY rowid", (issue.number,))
+        return [str(r[0]) for r in rows.fetchall()]
+
+    def reopen(self, issue: Issue) -> Issue:
+        self.set_state(issue.key, "open")
+        return self.get(issue.key) or issue
 
     def set_state(self, ref: str, state: IssueState) -> None:
-        with self.db:
-            self.db.execute(
-                "UPDATE issues SET state = ?, updated = ? WHERE id = ?",
-                (state, _now(), int(ref.split(":", 1)[1])),
-            )
+        with self.transaction():
+            self._execute("UPDATE issues SET state = ?, updated = ? WHERE id = ?", (state, _now(), int(ref[7:])))

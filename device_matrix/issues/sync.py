@@ -1,14 +1,25 @@
 """Link every skip and crash to an issue: file what has none, never twice.
 
 Each finding has a fingerprint: a crash's diagnosis fingerprint, or for a device skip
-that cites no issue, a hash of its test and mode. Every issue the tool files carries
-the fingerprint in a hidden marker in its body. Before filing, the tracker's issues are
-listed (listing, not search: search lags behind writes) and matched by marker, so a
-second sync, or two rows with the same crash, link the existing issue instead; a crash
-seen again adds one comment per row and run.
+that cites no issue, a hash of its test and mode. Every issue the tool files ends its
+body with the fingerprint in a hidden marker; only that closing marker counts, so the
+same text quoted in a skip reason or in crash output matches nothing. What the sync
+guarantees:
 
-Cited issues (skips that name one) are looked up for their state: a skip whose issue is
-closed is reported as "can be re-enabled".
+* idempotent: the tracker is searched by marker, whatever the issue's labels, before
+  anything is filed; a create is never retried blindly: after an unclear answer (5xx,
+  reset, timeout) the tracker is read again and what is there is linked;
+* one "seen again" comment per finding and run: each carries a hidden marker naming the
+  run, and the issue's body and comments are read before commenting;
+* concurrent syncs: the ledger is held in one ``BEGIN IMMEDIATE`` transaction; on
+  GitHub the newest issues are re-read right before each create (and the workflow's
+  issues job runs in one concurrency group);
+* a crash whose issue was closed reopens it with a comment naming the run, or, with
+  ``tracker.on_recurrence = "new"``, files a new issue that links the old one.
+
+Cited issues (skips and crashes that name one, in any repository) are looked up in one
+batched query; a closed one is reported as "can be re-enabled", and a missing or deleted
+one is a state, not an error.
 """
 
 from __future__ import annotations
@@ -20,14 +31,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from device_matrix.issues.base import Issue, Tracker, clip_title, code_block, neutralize, safe_body
+from device_matrix.config import OnRecurrence
+from device_matrix.errors import EnvironmentProblem, TrackerError
+from device_matrix.issues.base import (
+    SEEN_MARKER,
+    AmbiguousWrite,
+    Cited,
+    Issue,
+    Tracker,
+    clip_title,
+    code_block,
+    neutralize,
+    pick,
+    safe_body,
+)
 from device_matrix.records.atomic import write_json_atomic
 from device_matrix.records.schema import RunRecord
 from device_matrix.redact import Redactor
+from device_matrix.skips import normalize_issue
 
 STATE_FILE = "issues.json"
 STATE_VERSION = 1
 DEVICE_SKIP_SOURCES = frozenset({"marker", "disable_list", "unittest"})
+MAX_CREATE_TRIES = 3
 
 
 @dataclass
@@ -50,6 +76,7 @@ class SyncReport:
     filed: list[tuple[str, str]] = field(default_factory=list)
     would_file: list[tuple[str, str]] = field(default_factory=list)  # (fingerprint, title)
     commented: list[tuple[str, str]] = field(default_factory=list)  # (issue key, row)
+    reopened: list[str] = field(default_factory=list)  # issue keys
     cited: dict[str, str] = field(default_factory=dict)  # issue key -> state ("unknown" if not found)
     cited_by: dict[str, set[str]] = field(default_factory=dict)  # issue key -> nodeids citing it
     reenable: list[tuple[str, str]] = field(default_factory=list)  # (nodeid, issue key)
@@ -67,6 +94,8 @@ class SyncReport:
             out.append(f"  filed {key} for {fp}")
         for fp, key in self.linked:
             out.append(f"  linked {fp} -> {key}")
+        for key in self.reopened:
+            out.append(f"  reopened {key}: its crash is back")
         for fp, title in self.would_file:
             out.append(f"  would file: {title} [{fp}]")
         for nodeid, key in self.reenable:
@@ -79,7 +108,9 @@ class SyncReport:
             out.append(f"  {tests} skipped/xfailed test(s) cite {len(self.cited)} issue(s): {listed}")
         for key, state in sorted(self.cited.items()):
             if state == "unknown":
-                out.append(f"  cited {key}: not found in {self.tracker}")
+                out.append(f"  cited {key}: {self.tracker} cannot look it up")
+            elif state in ("missing", "deleted"):
+                out.append(f"  cited {key}: {state} in {self.tracker}; cite an existing issue")
         return out
 
 
@@ -101,7 +132,8 @@ def collect(records: Sequence[RunRecord]) -> tuple[list[Finding], list[tuple[str
             d = crash["diagnosis"]
             fp = "crash-" + d["fingerprint"]
             if crash.get("issue"):
-                cited.append((crash["nodeid"] or crash["phase"], row, str(crash["issue"])))
+                ref = str(crash["issue"])
+                cited.append((crash["nodeid"] or crash["phase"], row, normalize_issue(ref) or ref))
                 continue
             f = findings.get(fp)
             if f is None:
@@ -144,7 +176,7 @@ def collect(records: Sequence[RunRecord]) -> tuple[list[Finding], list[tuple[str
             if not skip or skip["source"] not in DEVICE_SKIP_SOURCES:
                 continue
             if skip["issue"]:
-                cited.append((test["nodeid"], row, skip["issue"]))
+                cited.append((test["nodeid"], row, normalize_issue(skip["issue"]) or skip["issue"]))
                 continue
             fp = skip_fingerprint(test["nodeid"], skip["mode"])
             f = findings.get(fp)
@@ -179,11 +211,35 @@ def collect(records: Sequence[RunRecord]) -> tuple[list[Finding], list[tuple[str
 
 
 def _load_state(path: Path) -> dict[str, Any]:
+    """The last sync's links; an unreadable or foreign file counts as none (it is a cache)."""
     try:
         data = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
-    return data if isinstance(data, dict) and data.get("version") == STATE_VERSION else {}
+    if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
+        return {}
+    for key in ("links", "issues"):
+        if not isinstance(data.get(key, {}), dict):
+            data[key] = {}
+    return data
+
+
+def _run_hash(run: str) -> str:
+    return hashlib.sha256(run.encode()).hexdigest()[:16]
+
+
+def _runs_of(runs: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
+    """Each distinct run -> the rows it covers."""
+    out: dict[str, list[str]] = {}
+    for row, run in runs:
+        rows = out.setdefault(run, [])
+        if row not in rows:
+            rows.append(row)
+    return out
+
+
+def _run_text(run: str) -> str:
+    return run if run.startswith(("http://", "https://")) else f"the run of {run}"
 
 
 def sync(
@@ -194,76 +250,151 @@ def sync(
     labels: Sequence[str],
     results_dir: Path | None = None,
     redactor: Redactor | None = None,
+    on_recurrence: OnRecurrence = "reopen",
 ) -> SyncReport:
     redactor = redactor or Redactor()
     report = SyncReport(tracker=tracker.name, applied=apply)
     findings, cited = collect(records)
     state_path = results_dir / STATE_FILE if results_dir else None
     previous = _load_state(state_path) if state_path else {}
-    done_comments = {tuple(x) for x in previous.get("comments", [])}
 
-    by_fp: dict[str, Issue] = {}
-    for issue in tracker.list_issues():
-        fp = issue.fingerprint
-        if fp and fp not in by_fp:
-            by_fp[fp] = issue
+    def remember(key: str, state: str, title: str, url: str | None, locked: bool = False) -> None:
+        report.issues[key] = {"state": state, "title": title, "url": url, "locked": locked}
 
-    def remember(issue: Issue) -> None:
-        report.issues[issue.key] = {"state": issue.state, "title": issue.title, "url": issue.url}
+    try:
+        with tracker.transaction():
+            found = tracker.find([f.fingerprint for f in findings]) if findings else {}
+            for f in findings:
+                existing = found.get(f.fingerprint)
+                issue = pick(existing) if existing else None
+                if issue is None and not apply:
+                    report.would_file.append((f.fingerprint, f.title))
+                    continue
+                # runs of a crash that its issue does not mention yet (read only when writing)
+                new_runs = _new_runs(tracker, issue, f) if issue is not None and apply and f.kind == "crash" else {}
+                if issue is None or (issue.state == "closed" and new_runs and on_recurrence == "new"):
+                    issue, filed = _file(tracker, f, labels, redactor, issue)
+                    (report.filed if filed else report.linked).append((f.fingerprint, issue.key))
+                    if not filed and f.kind == "crash":
+                        _comment(tracker, issue, f, _new_runs(tracker, issue, f), redactor=redactor, report=report)
+                else:
+                    report.linked.append((f.fingerprint, issue.key))
+                    reopen = issue.state == "closed" and bool(new_runs)
+                    if reopen:
+                        issue = tracker.reopen(issue)
+                        report.reopened.append(issue.key)
+                    _comment(tracker, issue, f, new_runs, redactor=redactor, report=report, reopened=reopen)
+                remember(issue.key, issue.state, issue.title, issue.url, issue.locked)
 
-    for f in findings:
-        found = by_fp.get(f.fingerprint)
-        if found is None:
-            if not apply:
-                report.would_file.append((f.fingerprint, f.title))
-                continue
-            sections = [*f.sections, ("Seen on", ", ".join(f.rows) + _runs_text(f.runs), False)]
-            issue = tracker.create(f.title, safe_body(sections, f.fingerprint, redactor), labels)
-            by_fp[f.fingerprint] = issue
-            report.filed.append((f.fingerprint, issue.key))
-        else:
-            issue = found
-            report.linked.append((f.fingerprint, issue.key))
-            if f.kind == "crash" and apply:
-                for row, run in f.runs:
-                    mark = (issue.key, row, run)
-                    if mark in done_comments:
-                        continue
-                    body = neutralize(f"Seen again on `{row}`, {run}.")
-                    tracker.comment(issue, redactor.text(body))
-                    done_comments.add(mark)
-                    report.commented.append((issue.key, row))
-        remember(issue)
+            refs = list(dict.fromkeys(ref for _, _, ref in cited))  # each looked up once, in one batch
+            states = tracker.lookup(refs) if refs else {}
+            for nodeid, _row, ref in cited:
+                c = states.get(ref, Cited(ref, "unknown"))
+                report.cited[ref] = c.state
+                report.cited_by.setdefault(ref, set()).add(nodeid)
+                if c.state in ("open", "closed"):
+                    remember(ref, c.state, c.title, c.url, c.locked)
+                if c.state == "closed" and (nodeid, ref) not in report.reenable:
+                    report.reenable.append((nodeid, ref))
+    finally:
+        # what was filed before a failure is recorded, so the next sync starts from there
+        if state_path is not None:
+            _write_state(state_path, tracker.name, previous, report)
+    return report
 
-    checked: dict[str, Issue | None] = {}
-    for nodeid, _row, ref in cited:
-        if ref not in checked:
-            checked[ref] = tracker.get(ref)
-        cited_issue = checked[ref]
-        report.cited[ref] = cited_issue.state if cited_issue else "unknown"
-        report.cited_by.setdefault(ref, set()).add(nodeid)
-        if cited_issue is not None:
-            remember(cited_issue)
-            if cited_issue.state == "closed" and (nodeid, ref) not in report.reenable:
-                report.reenable.append((nodeid, ref))
 
-    if state_path is not None:
-        links = dict(previous.get("links", {}))
-        links.update(dict(report.linked + report.filed))
+def _write_state(path: Path, tracker: str, previous: dict[str, Any], report: SyncReport) -> None:
+    links = dict(previous.get("links", {}))
+    links.update(dict(report.linked + report.filed))
+    try:
         write_json_atomic(
-            state_path,
+            path,
             {
                 "version": STATE_VERSION,
-                "tracker": tracker.name,
+                "tracker": tracker,
                 "links": links,
                 "issues": {**previous.get("issues", {}), **report.issues},
                 "cited": report.cited,
                 "reenable": report.reenable,
                 "would_file": report.would_file,
-                "comments": sorted(done_comments),
             },
         )
-    return report
+    except OSError as exc:
+        raise EnvironmentProblem(
+            f"{path}: cannot write the issue links ({exc.strerror or exc})",
+            tip="Make the results folder writable, or pass another one.",
+        ) from None
+
+
+def _file(
+    tracker: Tracker,
+    f: Finding,
+    labels: Sequence[str],
+    redactor: Redactor,
+    previous: Issue | None,
+) -> tuple[Issue, bool]:
+    """File ``f``, unless a fresh look finds it filed; (issue, True when filed here)."""
+    sections = [*f.sections, ("Seen on", ", ".join(f.rows) + _runs_text(f.runs), False)]
+    if previous is not None:
+        sections.append(("Earlier issue", f"{previous.key} ({previous.state}) had the same fingerprint.", False))
+    seen = [SEEN_MARKER.format(f.fingerprint, _run_hash(run)) for run in _runs_of(f.runs)]
+    body = safe_body(sections, f.fingerprint, redactor, seen)
+    for _ in range(MAX_CREATE_TRIES):
+        # right before each create (and again after an unclear answer): filed meanwhile?
+        again = tracker.recheck(f.fingerprint)
+        if again is not None and (previous is None or again.number != previous.number):
+            return again, False
+        try:
+            issue = tracker.create(f.title, body, labels)
+        except AmbiguousWrite:
+            continue
+        first = tracker.settle(issue)
+        return first, first is issue
+    raise TrackerError(
+        f"filing {f.fingerprint!r}: {MAX_CREATE_TRIES} unclear answers from {tracker.name}",
+        tip="Run the sync again later: an issue that was created after all is found and linked.",
+    )
+
+
+def _new_runs(tracker: Tracker, issue: Issue, f: Finding) -> dict[str, list[str]]:
+    """The runs of ``f`` (run -> rows) whose marker is in neither the body nor a comment."""
+    runs = _runs_of(f.runs)
+    if not runs:
+        return {}
+    known = "\n".join([issue.body, *tracker.comments(issue)])
+    return {run: rows for run, rows in runs.items() if SEEN_MARKER.format(f.fingerprint, _run_hash(run)) not in known}
+
+
+def _comment(
+    tracker: Tracker,
+    issue: Issue,
+    f: Finding,
+    runs: dict[str, list[str]],
+    *,
+    redactor: Redactor,
+    report: SyncReport,
+    reopened: bool = False,
+) -> None:
+    """One "seen again" comment per run, with the run's marker; an unclear answer is
+    checked against the issue's comments before anything is sent again."""
+    for run, rows in runs.items():
+        marker = SEEN_MARKER.format(f.fingerprint, _run_hash(run))
+        verb = "Reopened: seen again" if reopened else "Seen again"
+        text = neutralize(redactor.text(f"{verb} in {_run_text(run)} on {', '.join(rows)}."))
+        for _ in range(MAX_CREATE_TRIES):
+            try:
+                tracker.comment(issue, f"{text}\n\n{marker}")
+                break
+            except AmbiguousWrite:
+                if marker in "\n".join(tracker.comments(issue)):
+                    break
+        else:
+            raise TrackerError(
+                f"commenting on {issue.key}: {MAX_CREATE_TRIES} unclear answers from {tracker.name}",
+                tip="Run the sync again later; a comment that was made after all is not repeated.",
+            )
+        report.commented.extend((issue.key, row) for row in rows)
+        reopened = False
 
 
 def _runs_text(runs: Sequence[tuple[str, str]]) -> str:

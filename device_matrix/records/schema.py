@@ -7,10 +7,15 @@ another version) and triage reports that instead of failing.
 
 from __future__ import annotations
 
+import functools
 import json
+import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, TypeAlias, TypedDict, cast, get_args
+from types import UnionType
+from typing import Any, Literal, TypeAlias, TypedDict, Union, cast, get_args, get_origin, get_type_hints, is_typeddict
 
+from device_matrix.config import ROW_NAME_RE
 from device_matrix.errors import ResultsError
 
 SCHEMA = "device-matrix/run"
@@ -158,31 +163,104 @@ def summarize(tests: list[TestRecord]) -> Summary:
     )
 
 
-_REQUIRED = ("row", "status", "tests", "crashes", "summary")
+Checker: TypeAlias = Callable[[Any], str | None]
+
+
+@functools.cache
+def _checker(tp: Any) -> Checker:
+    """A function that says what is wrong with a value of annotation ``tp`` ("" prefix
+    of a path, then ": " and the problem), or None. Built once per annotation: a run
+    record holds thousands of tests."""
+    origin = get_origin(tp)
+    if tp is Any:
+        return lambda v: None
+    if origin is Literal:
+        choices = get_args(tp)
+        allowed = ", ".join(map(str, choices))
+        return lambda v: None if v in choices and not isinstance(v, bool) else f": {v!r} is not one of {allowed}"
+    if origin in (Union, UnionType):
+        arms = [_checker(arm) for arm in get_args(tp)]
+
+        def union(v: Any) -> str | None:
+            problems = [arm(v) for arm in arms]
+            return None if any(p is None for p in problems) else next(p for p in problems if p)
+
+        return union
+    if tp is type(None):
+        return lambda v: None if v is None else ": should be null"
+    if origin is list:
+        item = _checker(get_args(tp)[0])
+
+        def listed(v: Any) -> str | None:
+            if not isinstance(v, list):
+                return ": should be a list"
+            for i, x in enumerate(v):
+                p = item(x)
+                if p is not None:
+                    return f"[{i}]{p}"
+            return None
+
+        return listed
+    if origin is dict:
+        return lambda v: None if isinstance(v, dict) else ": should be an object"
+    if is_typeddict(tp):
+        fields = [(key, _checker(sub)) for key, sub in get_type_hints(tp).items()]
+
+        def typed(v: Any) -> str | None:
+            if not isinstance(v, dict):
+                return ": should be an object"
+            for key, check in fields:
+                if key not in v:
+                    return f".{key}: missing"
+                p = check(v[key])
+                if p is not None:
+                    return f".{key}{p}"
+            return None
+
+        return typed
+    if tp is float:
+        return lambda v: (
+            None
+            if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+            else ": should be a finite number"
+        )
+    if tp is int:
+        return lambda v: None if isinstance(v, int) and not isinstance(v, bool) else ": should be a whole number"
+    if tp is str:
+        return lambda v: None if isinstance(v, str) else ": should be a string"
+    if tp is bool:
+        return lambda v: None if isinstance(v, bool) else ": should be true or false"
+    raise TypeError(f"no check for {tp!r}")  # a new annotation in the schema needs a case here
 
 
 def load_run(path: Path) -> RunRecord:
+    """Read and check one run.json: every field of the schema, of its type."""
+    tip = "Rerun the row, or read its output.log; the file was not written by this device-matrix version."
     try:
-        text = path.read_text("utf-8")
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise ResultsError(f"{path}: missing", tip="The row did not finish writing its results; see its log.") from None
     except OSError as exc:
-        raise ResultsError(f"{path}: cannot read: {exc}") from exc
+        raise ResultsError(f"{path}: cannot read: {exc.strerror or exc}", tip="Check the file's permissions.") from None
     try:
-        data = json.loads(text)
-    except ValueError as exc:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ResultsError(f"{path}: not UTF-8 text (byte {exc.start})", tip=tip) from None
+    except (ValueError, RecursionError) as exc:
         raise ResultsError(
-            f"{path}: truncated or not JSON ({exc})",
+            f"{path}: truncated or not JSON ({str(exc)[:200]})",
             tip="The row died while writing; rerun it or read its log.",
-        ) from exc
+        ) from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        raise ResultsError(f"{path}: not a device-matrix run record")
+        raise ResultsError(f"{path}: not a device-matrix run record", tip=tip)
     if data.get("version") != SCHEMA_VERSION:
         raise ResultsError(
             f"{path}: run record version {data.get('version')!r}, this tool reads {SCHEMA_VERSION}",
             tip="Use the device-matrix version that wrote it, or rerun the row.",
         )
-    missing = [k for k in _REQUIRED if k not in data]
-    if missing:
-        raise ResultsError(f"{path}: run record lacks {', '.join(missing)}")
+    problem = _checker(RunRecord)(data)
+    if problem is None and not ROW_NAME_RE.fullmatch(data["row"]):
+        problem = f".row: {data['row']!r} is not a row name"
+    if problem:
+        raise ResultsError(f"{path}: run{problem}", tip=tip)
     return cast(RunRecord, data)
