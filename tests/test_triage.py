@@ -67,7 +67,7 @@ def test_model_merges_rows_and_links_issue_states() -> None:
 
 
 def test_history_reports_what_changed(tmp_path: Path) -> None:
-    h = History(tmp_path / "h.sqlite")
+    h = History.open(tmp_path / "h.sqlite")
     first = build(_records(), [], {})  # type: ignore[arg-type]
     assert h.compare(first)["previous"] is None
     h.record(first, "run 1")
@@ -113,7 +113,7 @@ def test_actions_annotations_groups_and_summary(tmp_path: Path) -> None:
     for name in ("triage.md", "triage.html", "triage.json"):
         assert (tmp_path / "out" / name).stat().st_size > 0
     data = json.loads((tmp_path / "out" / "triage.json").read_text())
-    assert data["schema"] == "device-matrix/triage" and data["version"] == 1
+    assert data["schema"] == "device-matrix/triage" and data["version"] == 2
     assert data["problems"][0]["row"] == "cuda"
 
 

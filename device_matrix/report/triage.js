@@ -1,0 +1,24 @@
+// The test matrix filters: text, "only problems" and one outcome. No library, no network.
+(function () {
+  var q = document.getElementById('filter');
+  var only = document.getElementById('only-problems');
+  var outcome = document.getElementById('outcome');
+  var counter = document.getElementById('shown');
+  if (!q || !only || !outcome || !counter) { return; }
+  var rows = Array.prototype.slice.call(document.querySelectorAll('#matrix tbody tr'));
+  function apply() {
+    var text = (q.value || '').toLowerCase(), want = outcome.value, shown = 0;
+    rows.forEach(function (tr) {
+      var ok = tr.getAttribute('data-id').indexOf(text) !== -1 &&
+               (!only.checked || tr.getAttribute('data-bad') === '1') &&
+               (!want || (' ' + tr.getAttribute('data-outcomes') + ' ').indexOf(' ' + want + ' ') !== -1);
+      tr.hidden = !ok;
+      if (ok) { shown++; }
+    });
+    counter.textContent = String(shown);
+  }
+  q.addEventListener('input', apply);
+  only.addEventListener('change', apply);
+  outcome.addEventListener('change', apply);
+  apply();
+})();
