@@ -1,12 +1,13 @@
 """Run history (SQLite): what changed since the previous triage, and the trends over many.
 
 One triage is one run of the history. Per run it keeps each row's counts (from the one
-fold), wall time and label, each test's outcome and duration per row, and each crash's
-fingerprint, headline and issue per row. Flips are found by SQLite itself (a window
-function over the per-test sequence), so 30 runs of 4 rows x 5,000 tests are read in a
-fraction of a second.
+fold), wall time and label, and each crash's fingerprint, headline and issue per row. Per
+test and row it keeps one *series*: a character per kept run for the outcome (``P``
+passed, ``F`` failed, ``-`` absent, see ``CODE``) and a float32 per run for the duration.
+Reading 30 runs of 4 rows x 5,000 tests is then 20,000 short rows, not 600,000, and a
+flip is a string test.
 
-Schema versions (``PRAGMA user_version``): 0 is the first layout (runs, outcomes,
+Schema versions (``PRAGMA user_version``): 0 is the first layout (runs, outcomes and
 crashes without rows, durations or counts); it is migrated in place to 2. A file that is
 not a SQLite database, or a damaged one, is moved aside with a warning and a new history
 is started; a history written by a newer device-matrix is left alone (exit 7).
@@ -15,9 +16,12 @@ is started; a history written by a newer device-matrix is left alone (exit 7).
 from __future__ import annotations
 
 import datetime as dt
-import json
+import itertools
+import math
 import sqlite3
 import statistics
+import struct
+from array import array
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -46,49 +50,48 @@ SLOWER_FLOOR_S = 1.0
 SLOWER_LISTED = 50
 FLIPS_KEPT = 5
 
-# For flips a test either passed (passed, xfailed) or failed (failed, error, xpassed,
-# crashed, timeout); a skip or a test that never ran says nothing about flakiness.
-PASS_CLASS = 0
-FAIL_CLASS = 1
-CLASS_OF: Mapping[str, int] = {
-    **dict.fromkeys(FAILING_OUTCOMES, FAIL_CLASS),
-    "passed": PASS_CLASS,
-    "xfailed": PASS_CLASS,
+CODE: Mapping[str, str] = {
+    "passed": "P",
+    "failed": "F",
+    "error": "E",
+    "xpassed": "X",
+    "crashed": "C",
+    "timeout": "T",
+    "skipped": "S",
+    "xfailed": "x",
+    "not_run": "N",
 }
+OUTCOME_OF: Mapping[str, str] = {c: o for o, c in CODE.items()}
+ABSENT = "-"
+# durations: float32, +inf where the test has none (absent, or kept by the first layout),
+# so that min() over a series ignores those runs without a filter
+_F32 = 4
+_NO_DURATION = struct.pack("<f", math.inf)
+# For flips a test either passed (passed, xfailed) or failed (failed, error, xpassed,
+# crashed, timeout); a skip, a test that never ran or an absent one says nothing.
+PASS_CODES = frozenset("Px")
+FAIL_CODES = frozenset(CODE[o] for o in FAILING_OUTCOMES)
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY, created TEXT NOT NULL, label TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS names (id INTEGER PRIMARY KEY, nodeid TEXT NOT NULL UNIQUE);
 CREATE TABLE IF NOT EXISTS row_runs (run_id INTEGER NOT NULL, row TEXT NOT NULL, label TEXT NOT NULL,
     duration REAL, {", ".join(f"{b} INTEGER NOT NULL" for b in BUCKETS)}, PRIMARY KEY (run_id, row));
-CREATE TABLE IF NOT EXISTS results (row TEXT NOT NULL, test_id INTEGER NOT NULL, run_id INTEGER NOT NULL,
-    outcome TEXT NOT NULL, cls INTEGER, duration REAL, PRIMARY KEY (row, test_id, run_id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS series (row TEXT NOT NULL, nodeid TEXT NOT NULL, outcomes TEXT NOT NULL,
+    durations BLOB NOT NULL, PRIMARY KEY (row, nodeid)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS crash_seen (run_id INTEGER NOT NULL, fingerprint TEXT NOT NULL, row TEXT NOT NULL,
     classification TEXT NOT NULL, headline TEXT NOT NULL, issue TEXT);
 CREATE INDEX IF NOT EXISTS crash_seen_run ON crash_seen(run_id);
 """
 
-
-def _case(mapping: Mapping[str, str] | Mapping[str, int], column: str, default: str) -> str:
-    whens = " ".join(f"WHEN '{k}' THEN {v!r}" for k, v in mapping.items())
-    return f"CASE {column} {whens} ELSE {default} END"
-
-
-_BUCKET_SQL = _case(BUCKET_OF, "outcome", "''")
-# The first layout, as written by device-matrix before per-test durations were kept.
+_BUCKET_SQL = "CASE outcome " + " ".join(f"WHEN '{o}' THEN '{b}'" for o, b in BUCKET_OF.items()) + " ELSE '' END"
+# The first layout's per-run tables, as written before per-test durations were kept; the
+# series are rebuilt from its outcomes table in Python (History._migrate_from_0).
 _MIGRATE_FROM_0 = f"""
-INSERT OR IGNORE INTO names (nodeid) SELECT DISTINCT nodeid FROM outcomes;
-INSERT OR REPLACE INTO results (row, test_id, run_id, outcome, cls, duration)
-    SELECT o.row, n.id, o.run_id, o.outcome, {_case(CLASS_OF, "o.outcome", "NULL")}, NULL
-    FROM outcomes o JOIN names n ON n.nodeid = o.nodeid;
 INSERT OR REPLACE INTO row_runs (run_id, row, label, duration, {", ".join(BUCKETS)})
-    SELECT run_id, row, 'unknown', NULL,
-    {", ".join(f"SUM({_BUCKET_SQL} = '{b}')" for b in BUCKETS)}
+    SELECT run_id, row, 'unknown', NULL, {", ".join(f"SUM({_BUCKET_SQL} = '{b}')" for b in BUCKETS)}
     FROM outcomes GROUP BY run_id, row;
 INSERT INTO crash_seen (run_id, fingerprint, row, classification, headline, issue)
     SELECT run_id, fingerprint, '', classification, 'crash ' || fingerprint, NULL FROM crashes;
-DROP TABLE outcomes;
-DROP TABLE crashes;
 """  # noqa: S608 - built from constants only
 
 _COLUMNS = ", ".join(BUCKETS)
@@ -114,6 +117,7 @@ class History:
 
     def __init__(self, db: sqlite3.Connection) -> None:
         self.db = db
+        self._cached: list[tuple[str, str, str, bytes]] | None = None
 
     @classmethod
     def open(cls, path: Path, warn: Callable[[str], None] = lambda _: None) -> History:
@@ -155,7 +159,7 @@ class History:
             with db:
                 db.executescript(SCHEMA)
                 if version == 0 and "outcomes" in tables:
-                    db.executescript(_MIGRATE_FROM_0)
+                    _migrate_from_0(db)
                 db.execute(f"PRAGMA user_version = {VERSION}")
         except BaseException:
             db.close()
@@ -169,6 +173,15 @@ class History:
         row = self.db.execute("SELECT id, label FROM runs ORDER BY id DESC LIMIT 1").fetchone()
         return (int(row[0]), str(row[1])) if row else None
 
+    def _run_ids(self) -> list[int]:
+        return [int(r[0]) for r in self.db.execute("SELECT id FROM runs ORDER BY id")]
+
+    def _series(self) -> list[tuple[str, str, str, bytes]]:
+        # read once per triage: compare, record and view each walk every series
+        if self._cached is None:
+            self._cached = self.db.execute("SELECT row, nodeid, outcomes, durations FROM series").fetchall()
+        return self._cached
+
     def compare(self, triage: Triage, unreadable: frozenset[str] = frozenset()) -> Changes:
         """This triage against the last one recorded. Rows in ``unreadable`` are not called gone."""
         last = self._last_run()
@@ -176,13 +189,11 @@ class History:
             return no_changes()
         run_id, label = last
         changes = no_changes(label)
-        before: dict[tuple[str, str], str] = {
-            (r, n): o
-            for r, n, o in self.db.execute(
-                "SELECT r.row, n.nodeid, r.outcome FROM results r JOIN names n ON n.id = r.test_id WHERE r.run_id = ?",
-                (run_id,),
-            )
-        }
+        before: dict[tuple[str, str], str] = {}
+        for row, nodeid, outcomes, _ in self._series():
+            code = outcomes[-1:]
+            if code and code != ABSENT:
+                before[(row, nodeid)] = OUTCOME_OF.get(code, "")
         rows_before = {str(r[0]) for r in self.db.execute("SELECT row FROM row_runs WHERE run_id = ?", (run_id,))}
         rows_now = set(triage["devices"])
         changes["rows_added"] = sorted(rows_now - rows_before)
@@ -209,10 +220,9 @@ class History:
         for fp, cls_, headline, row in self.db.execute(
             "SELECT fingerprint, classification, headline, row FROM crash_seen WHERE run_id = ?", (run_id,)
         ):
-            entry = crashes_before.setdefault(fp, (cls_, headline, set()))
-            entry[2].add(row)
-            if cls_ == "flaky":
-                crashes_before[fp] = ("flaky", headline, entry[2])
+            prev_cls, _, rows = crashes_before.setdefault(fp, (cls_, headline, set()))
+            rows.add(row)
+            crashes_before[fp] = ("flaky" if "flaky" in (cls_, prev_cls) else cls_, headline, rows)
         crashes_now = {c["fingerprint"] for c in triage["crashes"]}
         for c in triage["crashes"]:
             if c["fingerprint"] not in crashes_before:
@@ -228,21 +238,36 @@ class History:
 
     def record(self, triage: Triage, label: str, *, keep: int = KEEP_RUNS) -> int:
         """Add this triage as the newest run; drop runs beyond the newest ``keep``."""
+        keep = max(keep, 1)
         with self.db:
             cur = self.db.execute("INSERT INTO runs (created, label) VALUES (?, ?)", (_now(), label))
             run_id = int(cur.lastrowid or 0)
-            self.db.executemany(
-                "INSERT OR IGNORE INTO names (nodeid) VALUES (?)", ((t["nodeid"],) for t in triage["tests"])
-            )
-            ids = dict(self.db.execute("SELECT nodeid, id FROM names"))
-            self.db.executemany(
-                "INSERT INTO results (row, test_id, run_id, outcome, cls, duration) VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    (row, ids[t["nodeid"]], run_id, o, CLASS_OF.get(o), t["durations"].get(row))
-                    for t in triage["tests"]
-                    for row, o in t["outcomes"].items()
-                ),
-            )
+            ids = self._run_ids()
+            oldest_kept = ids[-keep:][0]
+            length = min(len(ids), keep)
+            now: dict[tuple[str, str], tuple[str, float]] = {
+                (row, t["nodeid"]): (CODE.get(o, ABSENT), t["durations"].get(row, math.inf))
+                for t in triage["tests"]
+                for row, o in t["outcomes"].items()
+            }
+            rows: list[tuple[str, str, str, bytes]] = []
+            for row, nodeid, outcomes, blob in self._series():
+                code, duration = now.pop((row, nodeid), (ABSENT, math.inf))
+                text, durations = _align(outcomes, blob, length - 1)
+                if (text + code).strip(ABSENT):  # a test absent from every kept run is forgotten
+                    rows.append((row, nodeid, text + code, durations + struct.pack("<f", duration)))
+            for (row, nodeid), (code, duration) in now.items():
+                rows.append(
+                    (
+                        row,
+                        nodeid,
+                        ABSENT * (length - 1) + code,
+                        _NO_DURATION * (length - 1) + struct.pack("<f", duration),
+                    )
+                )
+            self.db.execute("DELETE FROM series")
+            self.db.executemany("INSERT INTO series (row, nodeid, outcomes, durations) VALUES (?, ?, ?, ?)", rows)
+            self._cached = rows
             self.db.executemany(
                 _INSERT_ROW_RUN,
                 (
@@ -259,10 +284,6 @@ class History:
                     for row in c["rows"]
                 ),
             )
-            oldest_kept = self.db.execute(
-                "SELECT MIN(id) FROM (SELECT id FROM runs ORDER BY id DESC LIMIT ?)", (max(keep, 1),)
-            ).fetchone()[0]
-            self.db.execute("DELETE FROM results WHERE run_id < ?", (oldest_kept,))
             self.db.execute("DELETE FROM row_runs WHERE run_id < ?", (oldest_kept,))
             self.db.execute("DELETE FROM crash_seen WHERE run_id < ?", (oldest_kept,))
             self.db.execute("DELETE FROM runs WHERE id < ?", (oldest_kept,))
@@ -273,118 +294,50 @@ class History:
 
         Call after :meth:`record`: the newest run is this triage.
         """
-        runs = self.db.execute(
-            "SELECT id, label, created FROM runs ORDER BY id DESC LIMIT ?", (max(window, 1),)
-        ).fetchall()[::-1]
+        runs = self.db.execute("SELECT id, label, created FROM runs ORDER BY id").fetchall()
         if not runs:
             return HistoryView(window=window, runs=[], trends={}, flaky=[], slower=[], crashes=[])
-        first, current = int(runs[0][0]), int(runs[-1][0])
-        labels = {int(i): str(lb) for i, lb, _ in runs}
+        shown = runs[-max(window, 1) :]
+        labels = [str(lb) for _, lb, _ in shown]
+        current = {t["nodeid"]: t["outcomes"] for t in triage["tests"]}
+        flaky: list[FlakyTest] = []
+        slower: list[SlowTest] = []
+        for row, nodeid, outcomes, blob in self._series():
+            text, durations = _align(outcomes, blob, len(shown))
+            kinds = set(text)
+            if kinds & PASS_CODES and kinds & FAIL_CODES:
+                found = _flaky(text, labels, nodeid, row)
+                if found is not None:
+                    found["current"] = current.get(nodeid, {}).get(row)
+                    flaky.append(found)
+            if text[-1] == "P" and struct.unpack_from("<f", durations, len(durations) - _F32)[0] >= SLOWER_FLOOR_S:
+                slow = _slower(text, durations, nodeid, row)
+                if slow is not None:
+                    slower.append(slow)
+        flaky.sort(key=lambda f: (-f["flip_rate"], -f["flips"], f["nodeid"], f["row"]))
+        slower.sort(key=lambda s: (-(s["ratio"] or 0.0), s["nodeid"], s["row"]))
         return HistoryView(
             window=window,
-            runs=[str(lb) for _, lb, _ in runs],
-            trends=self._trends(first, labels, {int(i): str(c) for i, _, c in runs}),
-            flaky=self._flaky(first, labels, triage),
-            slower=self._slower(first, current, triage),
-            crashes=self._crashes(current, set(triage["devices"])),
+            runs=labels,
+            trends=self._trends(int(shown[0][0]), {int(i): (str(lb), str(c)) for i, lb, c in shown}),
+            flaky=flaky,
+            slower=slower[:SLOWER_LISTED],
+            crashes=self._crashes(int(runs[-1][0]), set(triage["devices"])),
         )
 
-    def _trends(self, first: int, labels: Mapping[int, str], created: Mapping[int, str]) -> dict[str, list[TrendPoint]]:
+    def _trends(self, first: int, runs: Mapping[int, tuple[str, str]]) -> dict[str, list[TrendPoint]]:
         trends: dict[str, list[TrendPoint]] = {}
         for run_id, row, label, duration, *counts in self.db.execute(_SELECT_TRENDS, (first,)):
             trends.setdefault(row, []).append(
                 TrendPoint(
-                    run=labels[run_id],
-                    created=created[run_id],
+                    run=runs[run_id][0],
+                    created=runs[run_id][1],
                     label=label,
                     counts=dict(zip(BUCKETS, (int(n) for n in counts), strict=True)),
                     duration=duration,
                 )
             )
         return trends
-
-    def _flaky(self, first: int, labels: Mapping[int, str], triage: Triage) -> list[FlakyTest]:
-        flips: dict[tuple[str, int], list[Flip]] = {}
-        runs_of: dict[tuple[str, int], int] = {}
-        for row, test_id, run_id, before, after, n in self.db.execute(
-            """
-            SELECT row, test_id, run_id, prev_outcome, outcome, n FROM (
-                SELECT row, test_id, run_id, outcome, cls,
-                    LAG(cls) OVER w AS prev_cls, LAG(outcome) OVER w AS prev_outcome,
-                    COUNT(*) OVER (PARTITION BY row, test_id) AS n
-                FROM results WHERE run_id >= ? AND cls IS NOT NULL
-                WINDOW w AS (PARTITION BY row, test_id ORDER BY run_id)
-            ) WHERE prev_cls IS NOT NULL AND prev_cls != cls
-            """,
-            (first,),
-        ):
-            flips.setdefault((row, test_id), []).append(Flip(run=labels[run_id], before=before, after=after))
-            runs_of[(row, test_id)] = int(n)
-        # one flip is a change (a regression or a fix, in "what changed"); flaky goes both ways
-        flaky_keys = [k for k, f in flips.items() if len(f) >= 2]
-        if not flaky_keys:
-            return []
-        names = self._names({k[1] for k in flaky_keys})
-        current = {t["nodeid"]: t["outcomes"] for t in triage["tests"]}
-        out = [
-            FlakyTest(
-                nodeid=names[test_id],
-                row=row,
-                flips=len(flips[(row, test_id)]),
-                runs=runs_of[(row, test_id)],
-                flip_rate=round(len(flips[(row, test_id)]) / max(runs_of[(row, test_id)] - 1, 1), 3),
-                last_flips=flips[(row, test_id)][-FLIPS_KEPT:][::-1],
-                current=current.get(names[test_id], {}).get(row),
-            )
-            for row, test_id in flaky_keys
-        ]
-        return sorted(out, key=lambda f: (-f["flip_rate"], -f["flips"], f["nodeid"], f["row"]))
-
-    def _names(self, ids: set[int]) -> dict[int, str]:
-        return dict(
-            self.db.execute(
-                "SELECT id, nodeid FROM names WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(ids)),)
-            )
-        )
-
-    def _slower(self, first: int, current: int, triage: Triage) -> list[SlowTest]:
-        # only tests above the floor now can qualify, so only their history is read
-        candidates = [
-            (t["nodeid"], row, d)
-            for t in triage["tests"]
-            for row, d in t["durations"].items()
-            if d >= SLOWER_FLOOR_S and t["outcomes"].get(row) == "passed"
-        ]
-        if not candidates:
-            return []
-        ids = dict(
-            self.db.execute(
-                "SELECT nodeid, id FROM names WHERE nodeid IN (SELECT value FROM json_each(?))",
-                (json.dumps(sorted({n for n, _, _ in candidates})),),
-            )
-        )
-        out: list[SlowTest] = []
-        for nodeid, row, duration in candidates:
-            earlier = [
-                float(r[0])
-                for r in self.db.execute(
-                    # durations of passes only: a failure stops early, a timeout is the deadline
-                    "SELECT duration FROM results WHERE row = ? AND test_id = ? AND run_id >= ? AND run_id < ? "
-                    "AND duration IS NOT NULL AND outcome = 'passed'",
-                    (row, ids.get(nodeid, -1), first, current),
-                )
-            ]
-            if not earlier:
-                continue
-            median = statistics.median(earlier)
-            if median > 0 and duration >= SLOWER_RATIO * median:
-                out.append(
-                    SlowTest(
-                        nodeid=nodeid, row=row, duration=duration, median=median, ratio=round(duration / median, 2)
-                    )
-                )
-        out.sort(key=lambda s: (-(s["ratio"] or 0.0), s["nodeid"], s["row"]))
-        return out[:SLOWER_LISTED]
 
     def _crashes(self, current: int, rows_now: set[str]) -> list[CrashHistory]:
         labels = dict(self.db.execute("SELECT id, label FROM runs"))
@@ -424,6 +377,84 @@ class History:
             )
         order = {"current": 0, "stopped": 1, "row not run": 2}
         return sorted(out, key=lambda c: (order[c["state"]], -c["runs"], c["fingerprint"]))
+
+
+def _align(outcomes: str, blob: bytes, length: int) -> tuple[str, bytes]:
+    """A stored series aligned to the newest ``length`` runs: padded with absent on the left, or cut."""
+    size = len(outcomes)
+    if size == length and len(blob) == _F32 * length:  # the usual case: nothing to do
+        return outcomes, blob
+    if len(blob) != _F32 * size:  # a damaged row: trust neither
+        return ABSENT * length, _NO_DURATION * length
+    if length == 0:
+        return "", b""
+    if len(outcomes) >= length:
+        return outcomes[-length:], blob[-_F32 * length :]
+    pad = length - len(outcomes)
+    return ABSENT * pad + outcomes, _NO_DURATION * pad + blob
+
+
+def _flaky(text: str, labels: list[str], nodeid: str, row: str) -> FlakyTest | None:
+    """Flips between pass and fail, skipping runs that say nothing; two or more are flaky.
+
+    One flip is a change (a regression or a fix, in "what changed"); flaky goes both ways.
+    """
+    ran = [(i, c) for i, c in enumerate(text) if c in PASS_CODES or c in FAIL_CODES]
+    flips = [
+        Flip(run=labels[i], before=OUTCOME_OF[a], after=OUTCOME_OF[b])
+        for (_, a), (i, b) in itertools.pairwise(ran)
+        if (a in PASS_CODES) != (b in PASS_CODES)
+    ]
+    if len(flips) < 2:
+        return None
+    return FlakyTest(
+        nodeid=nodeid,
+        row=row,
+        flips=len(flips),
+        runs=len(ran),
+        flip_rate=round(len(flips) / (len(ran) - 1), 3),
+        last_flips=flips[-FLIPS_KEPT:][::-1],
+        current=None,
+    )
+
+
+def _slower(text: str, blob: bytes, nodeid: str, row: str) -> SlowTest | None:
+    durations = array("f")
+    durations.frombytes(blob)
+    now = durations[-1]
+    earlier = durations[:-1]
+    # the median of the passes is at least the least of every earlier duration: most
+    # tests are cut here, by one min() in C
+    if not earlier or now < SLOWER_RATIO * min(earlier):
+        return None
+    # durations of passes only: a failure stops early, a timeout is the deadline
+    passes = [d for c, d in zip(text[:-1], earlier, strict=True) if c == "P" and d != math.inf]
+    if not passes:
+        return None
+    median = statistics.median(passes)
+    if median <= 0 or now < SLOWER_RATIO * median:
+        return None
+    return SlowTest(
+        nodeid=nodeid, row=row, duration=round(now, 3), median=round(median, 3), ratio=round(now / median, 2)
+    )
+
+
+def _migrate_from_0(db: sqlite3.Connection) -> None:
+    db.executescript(_MIGRATE_FROM_0)
+    ids = [int(r[0]) for r in db.execute("SELECT id FROM runs ORDER BY id")]
+    position = {run_id: i for i, run_id in enumerate(ids)}
+    texts: dict[tuple[str, str], list[str]] = {}
+    for run_id, row, nodeid, outcome in db.execute("SELECT run_id, row, nodeid, outcome FROM outcomes"):
+        if run_id in position:
+            text = texts.setdefault((row, nodeid), [ABSENT] * len(ids))
+            text[position[run_id]] = CODE.get(outcome, ABSENT)
+    none = _NO_DURATION * len(ids)  # the first layout kept no durations
+    db.executemany(
+        "INSERT OR REPLACE INTO series (row, nodeid, outcomes, durations) VALUES (?, ?, ?, ?)",
+        ((row, nodeid, "".join(text), none) for (row, nodeid), text in texts.items()),
+    )
+    db.execute("DROP TABLE outcomes")
+    db.execute("DROP TABLE crashes")
 
 
 def _version(db: sqlite3.Connection, path: Path) -> int:

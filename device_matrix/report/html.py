@@ -343,6 +343,9 @@ def _matrix(t: Triage) -> str:
     for d in t["devices"]:
         out.append(f"<th class='o'>{_e(d)}</th>")
     out.append("</tr></thead><tbody>")
+    # 20,000 cells on a big matrix: each outcome's cell is escaped once, each nodeid once
+    cell = {o: f"<td class='o {_e(o)}'>{_e(o)}" for o in BUCKET_OF}
+    devices = t["devices"]
     for test in t["tests"]:
         outcomes = test["outcomes"]
         durations = test.get("durations", {})
@@ -350,16 +353,20 @@ def _matrix(t: Triage) -> str:
         tags = {BUCKET_OF.get(o, o) for o in outcomes.values()}
         if any(d >= SLOW_S for d in durations.values()):
             tags.add("slow")
-        out.append(
-            f"<tr data-id='{_e(test['nodeid'].lower())}' data-bad='{bad}' data-outcomes='{_e(' '.join(sorted(tags)))}'>"
-            f"<td><code>{_e(test['nodeid'])}</code></td>"
-        )
-        for d in t["devices"]:
+        nodeid = _e(test["nodeid"])
+        # html.escape only writes lower-case entities, so lowering after escaping is the same
+        row = [f"<tr data-id='{nodeid.lower()}' data-bad='{bad}' data-outcomes='{_e(' '.join(sorted(tags)))}'>"]
+        row.append(f"<td><code>{nodeid}</code></td>")
+        for d in devices:
             o = outcomes.get(d)
+            if o is None:
+                row.append("<td class='o absent'>—</td>")
+                continue
             secs = durations.get(d)
-            small = f"<small>{_e(_seconds(secs))}</small>" if o and secs is not None and secs >= SLOW_S else ""
-            out.append(f"<td class='o {_e(o or 'absent')}'>{_e(o or '—')}{small}</td>")
-        out.append("</tr>")
+            small = f"<small>{_seconds(secs)}</small>" if secs is not None and secs >= SLOW_S else ""
+            row.append(f"{cell.get(o) or f'<td class=o>{_e(o)}'}{small}</td>")
+        row.append("</tr>")
+        out.append("".join(row))
     out.append("</tbody></table></div></section>")
     return "".join(out)
 
