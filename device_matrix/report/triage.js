@@ -1,4 +1,5 @@
 // The test matrix filters: text, "only problems" and one outcome. No library, no network.
+// The filters can be given in the address (#q=mlp&only=1&outcome=failed): a link to a view.
 (function () {
   var q = document.getElementById('filter');
   var only = document.getElementById('only-problems');
@@ -17,8 +18,16 @@
     });
     counter.textContent = String(shown);
   }
+  function fromAddress() {
+    var params = new URLSearchParams(window.location.hash.slice(1));
+    if (params.has('q')) { q.value = params.get('q'); }
+    if (params.has('only')) { only.checked = params.get('only') === '1'; }
+    if (params.has('outcome')) { outcome.value = params.get('outcome'); }
+    apply();
+  }
   q.addEventListener('input', apply);
   only.addEventListener('change', apply);
   outcome.addEventListener('change', apply);
-  apply();
+  window.addEventListener('hashchange', fromAddress);
+  fromAddress();
 })();
