@@ -32,8 +32,8 @@ COLUMN = {"not_run": "not run"}
 
 
 def _cell(text: str | None) -> str:
-    """Run text outside code: one line, no table break, no HTML, no @mention or #N link."""
-    flat = (text or "").replace("\r", " ").replace("\n", " ")
+    """Run text outside code: one line, no table break, no HTML, no code span, no @mention or #N link."""
+    flat = (text or "").replace("\r", " ").replace("\n", " ").replace("\\", "\\\\").replace("`", "\\`")
     return neutralize(flat.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;"))
 
 
