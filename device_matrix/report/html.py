@@ -21,10 +21,11 @@ LABEL = {"not_run": "not run"}
 SLOW_S = 1.0  # the "slow" filter and the duration shown in a cell: seconds that matter
 
 # the chart's drawing box (user units; the SVG scales to its container)
-CHART_W = 600
-BARS_H = 110
-WALL_H = 40
-GAP = 18
+CHART_W = 300
+BARS_H = 90
+WALL_H = 30
+GAP = 20
+AXIS_W = 64  # room right of the bars for the scale's words
 
 
 def _e(text: object) -> str:
@@ -77,15 +78,15 @@ def trend_svg(row: str, points: Sequence[TrendPoint]) -> str:
     top = max((sum(p["counts"].values()) for p in points), default=0) or 1
     walls = [p["duration"] for p in points if p["duration"] is not None]
     wall_top = max(walls, default=0.0) or 1.0
-    height = BARS_H + GAP + WALL_H + 14
+    height = BARS_H + GAP + WALL_H + 16
     latest = points[-1] if points else None
     desc = f"{row}: {len(points)} runs" + (
         f"; latest {', '.join(f'{v} {LABEL.get(k, k)}' for k, v in latest['counts'].items() if v)}" if latest else ""
     )
     out = [
-        f"<svg class='trend' data-row='{_e(row)}' viewBox='0 0 {CHART_W + 70} {height}' role='img' "
+        f"<svg class='trend' data-row='{_e(row)}' viewBox='0 0 {CHART_W + AXIS_W} {height}' role='img' "
         f"aria-label='{_e(desc)}' xmlns='http://www.w3.org/2000/svg'>",
-        f"<text x='{CHART_W + 4}' y='10'>{top} tests</text>",
+        f"<text x='{CHART_W + 4}' y='12'>{top} tests</text>",
         f"<text x='{CHART_W + 4}' y='{BARS_H}'>0</text>",
         f"<text x='{CHART_W + 4}' y='{BARS_H + GAP + 10}'>{_e(_seconds(wall_top if walls else None))}</text>",
         f"<text x='{CHART_W + 4}' y='{BARS_H + GAP + WALL_H}'>wall time</text>",
