@@ -12,9 +12,10 @@ import pytest
 
 from device_matrix.cli import main
 from device_matrix.cli.triage import run_triage
-from device_matrix.errors import EXIT_RESULTS, ResultsError
+from device_matrix.errors import EXIT_RESULTS, EnvironmentProblem, ResultsError
 from device_matrix.output import Output
 from device_matrix.records.summary import fold
+from device_matrix.report import history as history_mod
 from device_matrix.report import html, markdown
 from device_matrix.report.history import SLOWER_FLOOR_S, History
 from device_matrix.report.model import Triage, build
@@ -289,3 +290,30 @@ def test_history_runs_must_be_a_positive_number(tmp_path: Path, capsys: pytest.C
         main(["--project", str(tmp_path), "triage", str(tmp_path), "--history-runs", "0"])
     assert exc.value.code == 2
     assert "0 is not at least 1" in capsys.readouterr().err
+
+
+def test_an_unusable_history_path_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results = _results(tmp_path)
+    (tmp_path / "afile").write_text("x")
+    for history in (tmp_path / "afile" / "h.sqlite", tmp_path):  # under a file; a folder
+        code = main(["--project", str(tmp_path), "triage", str(results), "--history", str(history)])
+        assert code == 5
+        err = capsys.readouterr().err
+        assert "ERROR" in err and str(history) in err and "TIP" in err and "Traceback" not in err
+
+
+def test_a_locked_history_is_a_clear_error_and_is_not_moved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(history_mod, "LOCK_WAIT_S", 0.05)
+    path = tmp_path / "h.sqlite"
+    results = _results(tmp_path)
+    run_triage(results, tmp_path / "out", path, "run 1", Output(io.StringIO(), environ={}))
+    holder = sqlite3.connect(path)
+    holder.execute("BEGIN EXCLUSIVE")  # another triage writing
+    try:
+        with pytest.raises(EnvironmentProblem, match="cannot"):
+            run_triage(results, tmp_path / "out", path, "run 2", Output(io.StringIO(), environ={}))
+    finally:
+        holder.rollback()
+        holder.close()
+    assert not list(tmp_path.glob("*.corrupt-*"))
+    assert History.open(path).db.execute("SELECT label FROM runs").fetchall() == [("run 1",)]

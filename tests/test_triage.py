@@ -280,7 +280,10 @@ def _screenshot(browser: list[str], page: Path, shot: Path, size: str) -> None:
     assert "Uncaught" not in proc.stderr
 
 
-ARTIFACTS = Path(os.environ.get("DEVICE_MATRIX_TEST_ARTIFACTS", Path(__file__).parent.parent / "build" / "test-artifacts"))
+# where the browser test leaves its screenshots (CI uploads the folder)
+ARTIFACTS = Path(
+    os.environ.get("DEVICE_MATRIX_TEST_ARTIFACTS", Path(__file__).parent.parent / "build" / "test-artifacts")
+)
 
 
 def test_trend_charts_filters_and_narrow_screen_in_a_real_browser(browser: list[str], tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from device_matrix import config as config_mod
 from device_matrix.cli.issues import load_records
-from device_matrix.errors import EXIT_OK, EXIT_RESULTS, ResultsError
+from device_matrix.errors import EXIT_OK, EXIT_RESULTS, EnvironmentProblem, ResultsError
 from device_matrix.issues.sync import load_links
 from device_matrix.output import Output
 from device_matrix.records.atomic import write_json_atomic, write_text_atomic
@@ -61,8 +61,12 @@ def _with_history(
             triage["changes"] = history.compare(triage, frozenset(unreadable))
             history.record(triage, label or triage["generated_at"], keep=max(KEEP_RUNS, window))
             triage["history"] = history.view(triage, window)
-        except sqlite3.OperationalError:
-            raise
+        except sqlite3.OperationalError as exc:
+            # locked, read-only, disk full: the file may be fine, so it is never moved
+            raise EnvironmentProblem(
+                f"{path}: cannot write the history: {exc}",
+                tip="Free space or permissions for it, wait for the other triage, or pass --no-history.",
+            ) from exc
         except sqlite3.DatabaseError as exc:
             # damage that only shows when a page is read: set aside like an unreadable file
             if last_try:

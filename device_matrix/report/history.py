@@ -49,6 +49,7 @@ SLOWER_RATIO = 2.0
 SLOWER_FLOOR_S = 1.0
 SLOWER_LISTED = 50
 FLIPS_KEPT = 5
+LOCK_WAIT_S = 5.0  # how long to wait for another triage writing the same history
 
 CODE: Mapping[str, str] = {
     "passed": "P",
@@ -130,9 +131,19 @@ class History:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise EnvironmentProblem(
-                f"{path.parent}: cannot create the history folder: {exc}",
+                f"{path}: cannot create the history's folder: {exc}",
                 tip="Pass --history PATH in a writable folder, or --no-history.",
             ) from exc
+        try:
+            return cls._open_or_set_aside(path, warn)
+        except OSError as exc:
+            raise EnvironmentProblem(
+                f"{path}: cannot use the history: {exc}",
+                tip="Pass --history PATH naming a file in a writable folder, or --no-history.",
+            ) from exc
+
+    @classmethod
+    def _open_or_set_aside(cls, path: Path, warn: Callable[[str], None]) -> History:
         try:
             return cls._open(path)
         except sqlite3.OperationalError as exc:
@@ -152,7 +163,7 @@ class History:
             with path.open("rb") as fh:
                 if fh.read(len(SQLITE_MAGIC)) != SQLITE_MAGIC:
                     raise sqlite3.DatabaseError("file is not a database")
-        db = sqlite3.connect(path)
+        db = sqlite3.connect(path, timeout=LOCK_WAIT_S)
         try:
             version = _version(db, path)
             tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}

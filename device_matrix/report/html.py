@@ -18,7 +18,7 @@ from device_matrix.report.model import HistoryView, RowView, TrendPoint, Triage,
 
 BAD = {"failed", "error", "xpassed", "crashed", "timeout", "not_run"}
 LABEL = {"not_run": "not run"}
-SLOW_S = 1.0  # the "slow" filter and the duration shown in a cell: seconds that matter
+SLOW_S = 1.0  # the "slow" filter: seconds that matter
 
 # the chart's drawing box (user units; the SVG scales to its container)
 CHART_W = 300
@@ -364,7 +364,7 @@ def _matrix(t: Triage) -> str:
                 row.append("<td class='o absent'>—</td>")
                 continue
             secs = durations.get(d)
-            small = f"<small>{_seconds(secs)}</small>" if secs is not None and secs >= SLOW_S else ""
+            small = "" if secs is None else f"<small>{_seconds(secs)}</small>"
             row.append(f"{cell.get(o) or f'<td class=o>{_e(o)}'}{small}</td>")
         row.append("</tr>")
         out.append("".join(row))
