@@ -163,7 +163,9 @@ def _card(r: RowView, h: HistoryView | None) -> str:
     if safe_href(r["run_url"]):
         parts.append(f"<br>{_link(r['run_url'], 'CI run')}")
     points = h["trends"].get(r["row"], []) if h else []
-    if points:
+    if points and not any(sum(p["counts"].values()) for p in points):
+        parts.append(f"<p class='muted'>no tests in the last {len(points)} run(s)</p>")
+    elif points:
         parts.append(trend_svg(r["row"], points))
         parts.append(_legend(points[-1]["counts"]))
         parts.append(_trend_table(points))

@@ -267,7 +267,8 @@ def render(t: Triage, *, limit: int = STEP_SUMMARY_LIMIT) -> str:
         out.append(f"## Failures ({len(failures)})")
         out.append("")
         for f in failures[:MAX_LISTED]:
-            out.append(f"- **{_cell(f['row'])}** {f['outcome']} {code(f['nodeid'])}: {_cell(f['message'])[:200]}")
+            message = f": {_cell(f['message'])[:200]}" if f["message"] else ""
+            out.append(f"- **{_cell(f['row'])}** {f['outcome']} {code(f['nodeid'])}{message}")
         if len(failures) > MAX_LISTED:
             out.append(f"- … and {len(failures) - MAX_LISTED} more (see the HTML report)")
         out.append("")
