@@ -86,7 +86,7 @@ CREATE INDEX IF NOT EXISTS crash_seen_run ON crash_seen(run_id);
 
 _BUCKET_SQL = "CASE outcome " + " ".join(f"WHEN '{o}' THEN '{b}'" for o, b in BUCKET_OF.items()) + " ELSE '' END"
 # The first layout's per-run tables, as written before per-test durations were kept; the
-# series are rebuilt from its outcomes table in Python (History._migrate_from_0).
+# series are rebuilt from its outcomes table in Python (_migrate_from_0).
 _MIGRATE_FROM_0 = f"""
 INSERT OR REPLACE INTO row_runs (run_id, row, label, duration, {", ".join(BUCKETS)})
     SELECT run_id, row, 'unknown', NULL, {", ".join(f"SUM({_BUCKET_SQL} = '{b}')" for b in BUCKETS)}

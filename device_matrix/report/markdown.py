@@ -201,7 +201,7 @@ def _flaky(t: Triage, h: HistoryView) -> list[str]:
             flips = "; ".join(f"{_cell(x['run'])}: {x['before']}→{x['after']}" for x in f["last_flips"][:3])
             out.append(
                 f"| {code(f['nodeid'], in_table=True)} | {_cell(f['row'])} | {f['flips']} of {f['runs'] - 1} "
-                f"| {f['flip_rate']:.0%} | {flips} | {f['current'] or 'absent'} |"
+                f"| {f['flip_rate']:.0%} | {flips} | {_cell(f['current'] or 'absent')} |"
             )
         if len(h["flaky"]) > MAX_LISTED:
             out.append(f"\n… and {len(h['flaky']) - MAX_LISTED} more (see the HTML report)")
