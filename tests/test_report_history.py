@@ -317,3 +317,28 @@ def test_a_locked_history_is_a_clear_error_and_is_not_moved(tmp_path: Path, monk
         holder.close()
     assert not list(tmp_path.glob("*.corrupt-*"))
     assert History.open(path).db.execute("SELECT label FROM runs").fetchall() == [("run 1",)]
+
+
+def test_crashes_classified_flaky_have_their_place_in_the_flaky_section(tmp_path: Path) -> None:
+    h = History.open(tmp_path / "h.sqlite")
+    flaky = R.crash("cpu", "s/t.py::test_a", "ffff")
+    flaky["classification"] = "flaky"
+    steady = R.crash("cpu", "s/t.py::test_b", "dddd", index=2)
+    recs = [
+        R.record(
+            "cpu",
+            [
+                R.test("s/t.py::test_a", "crashed", crash_id="cpu-1"),
+                R.test("s/t.py::test_b", "crashed", crash_id="cpu-2"),
+            ],
+            [flaky, steady],
+        )
+    ]
+    t = _record_runs(h, [recs])
+    t["history"] = h.view(t)
+    assert {c["fingerprint"]: c["flaky"] for c in t["history"]["crashes"]} == {"ffff": True, "dddd": False}
+    md = markdown.render(t)
+    assert "## Flaky tests (0) and flaky crashes (1)" in md
+    assert "- 🎲 SIGSEGV in test_a (flaky), fingerprint `ffff`, seen in 1 run(s)" in md
+    page = html.render(t)
+    assert "<h3>Crashes classified flaky</h3><ul><li>SIGSEGV in test_a (flaky) <code>ffff</code>" in page
