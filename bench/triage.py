@@ -33,15 +33,17 @@ ROWS = ("cpu", "tpu", "cuda", "neuron")
 CRASHES = 50
 FLAKY = 40
 
-# Runs the command given as arguments and prints its wall time and peak RSS (MB) as JSON:
-# RUSAGE_CHILDREN of this small wrapper is the command's own peak, not an earlier one's.
+# Runs the command given as arguments and prints its wall time, CPU time and peak RSS (MB)
+# as JSON: RUSAGE_CHILDREN of this small wrapper is the command's own, not an earlier one's.
+# CPU time is printed beside wall time because on a busy machine wall time is mostly waiting.
 MEASURE = """
 import json, resource, subprocess, sys, time
 start = time.perf_counter()
 rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
 wall = time.perf_counter() - start
-peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-print(json.dumps({"rc": rc.returncode, "wall": wall, "peak_mb": peak, "stderr": rc.stderr.decode()[-2000:]}))
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"rc": rc.returncode, "wall": wall, "cpu": usage.ru_utime + usage.ru_stime,
+                  "peak_mb": usage.ru_maxrss / 1024, "stderr": rc.stderr.decode()[-2000:]}))
 """
 
 
@@ -137,10 +139,12 @@ def main() -> int:
         rows = ((f"with a history of {args.runs} runs", with_history), ("without history", without))
         for label, samples in rows:
             wall = statistics.median(s["wall"] for s in samples)
+            cpu = statistics.median(s["cpu"] for s in samples)
             peak = max(s["peak_mb"] for s in samples)
-            print(f"  {label:<28} {wall:6.2f} s   peak RSS {peak:6.1f} MB")
-        ratio = statistics.median(s["wall"] for s in with_history) / statistics.median(s["wall"] for s in without)
-        print(f"  with history / without: {ratio:.2f}x wall time")
+            print(f"  {label:<28} {wall:6.2f} s wall   {cpu:6.2f} s CPU   peak RSS {peak:6.1f} MB")
+        for what in ("wall", "cpu"):
+            ratio = statistics.median(s[what] for s in with_history) / statistics.median(s[what] for s in without)
+            print(f"  with history / without: {ratio:.2f}x {what} time")
         html = (results / "triage" / "triage.html").stat().st_size / 1e6
         md = (results / "triage" / "triage.md").stat().st_size / 1e3
         print(f"  report sizes (with history): html {html:.1f} MB, markdown {md:.0f} kB")
