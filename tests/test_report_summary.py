@@ -10,6 +10,7 @@ from typing import Any
 
 from device_matrix.cli.triage import run_triage
 from device_matrix.output import Output
+from device_matrix.records.schema import OUTCOMES
 from device_matrix.records.summary import BUCKETS, count, crash_headline, fold, row_label, short_name
 from device_matrix.report import html, markdown
 from device_matrix.report.model import build
@@ -104,6 +105,8 @@ def _md_counts(md: str, row: str) -> list[int]:
 
 def test_markdown_html_actions_and_json_agree_with_the_fold(tmp_path: Path) -> None:
     recs = [_mixed(), _xfail_only()]
+    # a record whose own summary disagrees with its tests: the tests are counted, once
+    recs[0]["summary"]["passed"] = 99
     results = tmp_path / "results"
     for rec in recs:
         (results / rec["row"]).mkdir(parents=True)
@@ -128,6 +131,7 @@ def test_markdown_html_actions_and_json_agree_with_the_fold(tmp_path: Path) -> N
         (row_view,) = [r for r in data["rows"] if r["row"] == rec["row"]]
         assert [row_view["counts"][b] for b in BUCKETS] == expected
         assert row_view["label"] == f.label and row_view["headlines"] == list(f.headlines)
+        assert row_view["summary"] == {"total": f.counts.total, **{o: f.counts.outcome(o) for o in OUTCOMES}}
     # the hung test is a TIMEOUT with its deadline everywhere, never the SIGTERM we sent
     for text in (md, page, actions):
         assert "TIMEOUT after 302 s in test_hang" in text

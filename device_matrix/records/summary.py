@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias, get_args
 
-from device_matrix.records.schema import OUTCOMES, CrashRecord, Outcome, RunRecord, TestRecord
+from device_matrix.records.schema import OUTCOMES, CrashRecord, RunRecord, TestRecord
 
 Bucket: TypeAlias = Literal["passed", "failed", "crashed", "timeout", "skipped", "xfailed", "not_run"]
 BUCKETS: tuple[Bucket, ...] = get_args(Bucket)
@@ -49,7 +49,7 @@ class Counts:
     def total(self) -> int:
         return sum(self.by_outcome.values())
 
-    def outcome(self, name: Outcome) -> int:
+    def outcome(self, name: str) -> int:
         return self.by_outcome.get(name, 0)
 
     def bucket(self, name: Bucket) -> int:

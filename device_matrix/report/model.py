@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
 from device_matrix.issues.sync import DEVICE_SKIP_SOURCES, skip_fingerprint
-from device_matrix.records.schema import FAILING_OUTCOMES, RunRecord
+from device_matrix.records.schema import FAILING_OUTCOMES, OUTCOMES, RunRecord
 from device_matrix.records.summary import crash_headline, crash_kind_label, fold
 
 TRIAGE_SCHEMA = "device-matrix/triage"
@@ -22,7 +22,7 @@ class RowView(TypedDict):
     reason: str | None
     mode: str
     duration: float
-    summary: dict[str, int]
+    summary: dict[str, int]  # total and per outcome
     label: str  # the row's status in words, from the one fold (records/summary.py)
     counts: dict[str, int]  # per bucket: passed, failed, crashed, timeout, skipped, xfailed, not_run
     phrase: str  # "3 passed, 6 xfailed"
@@ -223,7 +223,9 @@ def build(
                 reason=rec.get("reason"),
                 mode=rec.get("mode", "local"),
                 duration=float(rec.get("duration", 0.0)),
-                summary={k: int(v) for k, v in rec["summary"].items()},  # type: ignore[call-overload]
+                # per outcome, counted from the tests by the one fold: never the record's own
+                # summary, which a renderer could otherwise show beside different numbers
+                summary={"total": folded.counts.total, **{o: folded.counts.outcome(o) for o in OUTCOMES}},
                 label=folded.label,
                 counts=dict(folded.counts.buckets()),
                 phrase=folded.counts.phrase(),
