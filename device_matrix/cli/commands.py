@@ -51,6 +51,16 @@ def add_issues_commands(sub: Any) -> None:
     s.set_defaults(func=_lazy("device_matrix.cli.issues:cmd_issues_sync"))
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not at least 1")
+    return value
+
+
 def add_triage_command(sub: Any) -> None:
     tr = sub.add_parser("triage", help="one report (md, html, json) over every row's run.json")
     tr.add_argument("results", nargs="?", help="results folder (default from config), or downloaded artifacts")
@@ -58,6 +68,9 @@ def add_triage_command(sub: Any) -> None:
     tr.add_argument("--history", help="run history database (default .device-matrix/history.sqlite)")
     tr.add_argument("--no-history", action="store_true", help="do not compare with or record into the history")
     tr.add_argument("--label", help="name of this run in the history (default: the time)")
+    tr.add_argument(
+        "--history-runs", type=_positive_int, default=30, help="runs of the history the trends cover (default 30)"
+    )
     tr.set_defaults(func=_lazy("device_matrix.cli.triage:cmd_triage"))
 
 

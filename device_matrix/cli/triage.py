@@ -1,24 +1,33 @@
-"""``device-matrix triage RESULTS``: one report over every row, and what changed."""
+"""``device-matrix triage RESULTS``: one report over every row, what changed, and the trends."""
 
 from __future__ import annotations
 
 import argparse
+import sqlite3
 from pathlib import Path
 
 from device_matrix import config as config_mod
 from device_matrix.cli.issues import load_records
-from device_matrix.errors import EXIT_OK, ResultsError
+from device_matrix.errors import EXIT_OK, EXIT_RESULTS, EnvironmentProblem, ResultsError
 from device_matrix.issues.sync import load_links
 from device_matrix.output import Output
 from device_matrix.records.atomic import write_json_atomic, write_text_atomic
 from device_matrix.report import html, markdown
-from device_matrix.report.history import History
+from device_matrix.report.history import DEFAULT_WINDOW, KEEP_RUNS, History, set_aside
 from device_matrix.report.model import Triage, build
 
 DEFAULT_HISTORY = Path(".device-matrix") / "history.sqlite"
 
 
-def run_triage(results: Path, out_dir: Path, history_path: Path | None, label: str | None, out: Output) -> Triage:
+def run_triage(
+    results: Path,
+    out_dir: Path,
+    history_path: Path | None,
+    label: str | None,
+    out: Output,
+    *,
+    window: int = DEFAULT_WINDOW,
+) -> Triage:
     records, problems = load_records(results)
     if not records and not problems:
         raise ResultsError(
@@ -26,13 +35,10 @@ def run_triage(results: Path, out_dir: Path, history_path: Path | None, label: s
             tip="Run a row first (nox -s cpu), or point at downloaded artifacts.",
         )
     triage = build(records, problems, load_links(results))
-    if history_path is not None:
-        history = History(history_path)
-        try:
-            triage["changes"] = history.compare(triage)
-            history.record(triage, label or triage["generated_at"])
-        finally:
-            history.close()
+    # a triage where no row could be read is not a run: recording it would read as every
+    # test having disappeared
+    if history_path is not None and records:
+        _with_history(triage, history_path, label=label, window=window, unreadable={r for r, _ in problems}, out=out)
     out_dir.mkdir(parents=True, exist_ok=True)
     md = markdown.render(triage)
     write_text_atomic(out_dir / "triage.md", md)
@@ -42,22 +48,52 @@ def run_triage(results: Path, out_dir: Path, history_path: Path | None, label: s
     return triage
 
 
+def _with_history(
+    triage: Triage, path: Path, *, label: str | None, window: int, unreadable: set[str], out: Output
+) -> None:
+    def warn(message: str) -> None:
+        out.line(f"warning: {message}")
+        out.annotate("warning", message, title="history")
+
+    for last_try in (False, True):
+        history = History.open(path, warn)
+        try:
+            triage["changes"] = history.compare(triage, frozenset(unreadable))
+            history.record(triage, label or triage["generated_at"], keep=max(KEEP_RUNS, window))
+            triage["history"] = history.view(triage, window)
+        except sqlite3.OperationalError as exc:
+            # locked, read-only, disk full: the file may be fine, so it is never moved
+            raise EnvironmentProblem(
+                f"{path}: cannot write the history: {exc}",
+                tip="Free space or permissions for it, wait for the other triage, or pass --no-history.",
+            ) from exc
+        except sqlite3.DatabaseError as exc:
+            # damage that only shows when a page is read: set aside like an unreadable file
+            if last_try:
+                raise ResultsError(f"{path}: history database is damaged: {exc}", tip="Pass --no-history.") from exc
+            history.close()
+            aside = set_aside(path)
+            warn(f"{path}: history database is damaged ({exc}); moved to {aside.name} and started a new history")
+        else:
+            return
+        finally:
+            history.close()
+
+
 def _to_actions(t: Triage, md: str, out: Output) -> None:
     for r in t["rows"]:
-        with out.group(f"{r['row']}: {r['status']}"):
-            s = r["summary"]
-            out.line(
-                f"{s.get('total', 0)} tests: {s.get('passed', 0)} passed, {s.get('failed', 0)} failed, "
-                f"{s.get('crashed', 0)} crashed, {s.get('skipped', 0)} skipped"
-            )
+        with out.group(f"{r['row']}: {r['label']}"):
+            out.line(f"{sum(r['counts'].values())} tests: {r['phrase']}")
+            for headline in r["headlines"]:
+                out.line(headline)
             if r["reason"]:
                 out.line(r["reason"])
     for c in t["crashes"]:
         out.annotate(
             "error",
-            f"{c['signal'] or c['kind']} in {', '.join(c['nodeids'][:3])} on {', '.join(c['rows'])} "
-            f"({c['classification']}); fingerprint {c['fingerprint']}; repro: {c['repro'].splitlines()[0]}",
-            title=f"crash: {c['signal'] or c['kind']}",
+            f"{c['headline']} on {', '.join(c['rows'])}; tests {', '.join(c['nodeids'][:3])}; "
+            f"fingerprint {c['fingerprint']}; repro: {c['repro'].splitlines()[0]}",
+            title=f"crash: {c['label']}",
         )
     for f in t["failures"]:
         path = f["nodeid"].split("::", 1)[0]
@@ -77,7 +113,8 @@ def cmd_triage(args: argparse.Namespace, out: Output) -> int:
     results = Path(args.results) if args.results else cfg.results_dir
     out_dir = Path(args.out) if args.out else results / "triage"
     history = None if args.no_history else (Path(args.history) if args.history else cfg.project_root / DEFAULT_HISTORY)
-    t = run_triage(results, out_dir, history, args.label, out)
+    window = int(getattr(args, "history_runs", DEFAULT_WINDOW))
+    t = run_triage(results, out_dir, history, args.label, out, window=window)
     crashes = len(t["crashes"])
     out.line(
         f"triage: {len(t['rows'])} row(s), {len(t['tests'])} tests, {len(t['failures'])} failure(s), "
@@ -85,4 +122,10 @@ def cmd_triage(args: argparse.Namespace, out: Output) -> int:
     )
     for name in ("triage.md", "triage.html", "triage.json"):
         out.line(f"  {out_dir / name}")
+    if not t["rows"]:
+        out.error(
+            f"{results}: no row's run.json could be read ({len(t['problems'])} unreadable)",
+            tip="See the problems listed above and in the report; rerun the rows or download their artifacts again.",
+        )
+        return EXIT_RESULTS
     return EXIT_OK

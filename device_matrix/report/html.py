@@ -1,191 +1,450 @@
-"""A self-contained HTML report: no network at view time, everything inline."""
+"""A self-contained HTML report: no network at view time, everything inline.
+
+Charts are inline SVG drawn here; the one script (triage.js) only filters the test table.
+Every colour has a text label beside it (cards, legends, cells), every number a chart
+shows is also in a table, and links are made only for http(s) URLs (issue 11).
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from html import escape
+from importlib import resources
+from urllib.parse import urlsplit
 
-from device_matrix.report.model import Triage
-
-CSS = """
-:root { --ok:#1a7f37; --bad:#cf222e; --crash:#8250df; --skip:#9a6700; --muted:#6e7781; }
-* { box-sizing: border-box; }
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0;
-       color: #1f2328; background: #f6f8fa; }
-header { background: #24292f; color: #fff; padding: 14px 24px; }
-header h1 { margin: 0; font-size: 20px; }
-main { padding: 16px 24px; max-width: 1400px; }
-section { background: #fff; border: 1px solid #d0d7de; border-radius: 6px; margin: 0 0 16px; padding: 12px 16px; }
-h2 { font-size: 16px; margin: 4px 0 10px; }
-.cards { display: flex; flex-wrap: wrap; gap: 10px; }
-.card { border: 1px solid #d0d7de; border-radius: 6px; padding: 8px 12px; min-width: 180px; }
-.card b { font-size: 15px; }
-.status-passed { border-left: 5px solid var(--ok); }
-.status-failed, .status-error { border-left: 5px solid var(--bad); }
-.status-crashed { border-left: 5px solid var(--crash); }
-.status-unavailable { border-left: 5px solid var(--muted); }
-table { border-collapse: collapse; width: 100%; }
-th, td { border-bottom: 1px solid #eaeef2; padding: 3px 6px; text-align: left; vertical-align: top; }
-th { position: sticky; top: 0; background: #f6f8fa; }
-td.o { text-align: center; width: 90px; font-size: 12px; }
-.passed { color: var(--ok); } .failed, .error, .xpassed { color: var(--bad); font-weight: 600; }
-.crashed, .timeout { color: var(--crash); font-weight: 700; } .skipped, .xfailed { color: var(--skip); }
-.not_run, .absent { color: var(--muted); }
-code, pre { font: 12px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; }
-pre { background: #f6f8fa; padding: 8px; overflow-x: auto; max-height: 360px; white-space: pre; }
-.muted { color: var(--muted); }
-.controls { margin: 0 0 8px; display: flex; gap: 12px; align-items: center; }
-.controls input[type=search] { width: 360px; padding: 4px 6px; }
-details { margin: 6px 0; }
-summary { cursor: pointer; }
-.tag { display: inline-block; padding: 0 6px; border-radius: 10px; background: #eaeef2; font-size: 12px; }
-"""
-
-JS = """
-(function () {
-  var q = document.getElementById('filter'), only = document.getElementById('only-problems');
-  var rows = Array.prototype.slice.call(document.querySelectorAll('#matrix tbody tr'));
-  var counter = document.getElementById('shown');
-  function apply() {
-    var text = (q.value || '').toLowerCase(), shown = 0;
-    rows.forEach(function (tr) {
-      var ok = tr.getAttribute('data-id').indexOf(text) !== -1 &&
-               (!only.checked || tr.getAttribute('data-bad') === '1');
-      tr.style.display = ok ? '' : 'none';
-      if (ok) shown++;
-    });
-    counter.textContent = shown;
-  }
-  q.addEventListener('input', apply);
-  only.addEventListener('change', apply);
-  apply();
-})();
-"""
+from device_matrix.records.summary import BUCKET_OF, BUCKETS
+from device_matrix.report.model import HistoryView, RowView, TrendPoint, Triage, nothing_changed
 
 BAD = {"failed", "error", "xpassed", "crashed", "timeout", "not_run"}
+LABEL = {"not_run": "not run"}
+SLOW_S = 1.0  # the "slow" filter: seconds that matter
+
+# the chart's drawing box (user units; the SVG scales to its container)
+CHART_W = 300
+BARS_H = 90
+WALL_H = 30
+GAP = 20
+AXIS_W = 64  # room right of the bars for the scale's words
 
 
 def _e(text: object) -> str:
     return escape(str(text if text is not None else ""), quote=True)
 
 
-def render(t: Triage) -> str:
-    parts: list[str] = []
-    add = parts.append
-    add("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>")
-    add("<meta name='viewport' content='width=device-width, initial-scale=1'>")
-    add("<title>device-matrix triage</title>")
-    add(f"<style>{CSS}</style></head><body>")
-    add(
-        "<header><h1>device-matrix triage</h1>"
-        f"<div class='muted'>generated {_e(t['generated_at'])}</div></header><main>"
+def safe_href(url: str | None) -> str | None:
+    """The URL if it is http(s) with a host; anything else (javascript:, data:, relative) is not a link."""
+    if not url:
+        return None
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+        return None
+    return url.strip()
+
+
+def _link(url: str | None, text: str) -> str:
+    href = safe_href(url)
+    return f"<a href='{_e(href)}' rel='noopener noreferrer'>{_e(text)}</a>" if href else _e(text)
+
+
+def _asset(name: str) -> str:
+    return resources.files("device_matrix.report").joinpath(name).read_text("utf-8")
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "?"
+    return f"{value:.0f} s" if value >= 10 else f"{value:.2f} s"
+
+
+def _issue(issue: str | None, state: str | None) -> str:
+    if not issue:
+        return "<b class='failed'>no issue yet</b>"
+    return f"{_link(issue, issue)} <span class='muted'>({_e(state or 'state unknown')})</span>"
+
+
+def trend_svg(row: str, points: Sequence[TrendPoint]) -> str:
+    """Stacked test counts per run (bars) and wall time (a line below), oldest on the left.
+
+    Each bar segment carries ``data-outcome`` and ``data-count``, and a ``<title>`` with the
+    same words, so the numbers can be read back without the colours.
+    """
+    n = max(len(points), 1)
+    step = CHART_W / n
+    bar_w = max(step * 0.8, 1.0)
+    top = max((sum(p["counts"].values()) for p in points), default=0) or 1
+    walls = [p["duration"] for p in points if p["duration"] is not None]
+    wall_top = max(walls, default=0.0) or 1.0
+    height = BARS_H + GAP + WALL_H + 16
+    latest = points[-1] if points else None
+    desc = f"{row}: {len(points)} runs" + (
+        f"; latest {', '.join(f'{v} {LABEL.get(k, k)}' for k, v in latest['counts'].items() if v)}" if latest else ""
+    )
+    out = [
+        f"<svg class='trend' data-row='{_e(row)}' viewBox='0 0 {CHART_W + AXIS_W} {height}' role='img' "
+        f"aria-label='{_e(desc)}' xmlns='http://www.w3.org/2000/svg'>",
+        f"<text x='{CHART_W + 4}' y='12'>{top} tests</text>",
+        f"<text x='{CHART_W + 4}' y='{BARS_H}'>0</text>",
+        f"<text x='{CHART_W + 4}' y='{BARS_H + GAP + 10}'>{_e(_seconds(wall_top if walls else None))}</text>",
+        f"<text x='{CHART_W + 4}' y='{BARS_H + GAP + WALL_H}'>wall time</text>",
+    ]
+    line: list[str] = []
+    for i, p in enumerate(points):
+        x = i * step + (step - bar_w) / 2
+        dur = "" if p["duration"] is None else f"{p['duration']:.3f}"
+        out.append(f"<g class='run' data-run='{_e(p['run'])}' data-duration='{dur}'>")
+        y = float(BARS_H)
+        for b in BUCKETS:
+            count = p["counts"].get(b, 0)
+            if not count:
+                continue
+            h = count / top * BARS_H
+            y -= h
+            out.append(
+                f"<rect class='fill-{b}' data-outcome='{b}' data-count='{count}' x='{x:.2f}' y='{y:.2f}' "
+                f"width='{bar_w:.2f}' height='{max(h, 0.5):.2f}'><title>{_e(p['run'])}: {count} "
+                f"{LABEL.get(b, b)}</title></rect>"
+            )
+        if p["duration"] is not None:
+            cy = BARS_H + GAP + WALL_H - p["duration"] / wall_top * WALL_H
+            cx = x + bar_w / 2
+            line.append(f"{cx:.2f},{cy:.2f}")
+            out.append(
+                f"<circle class='wall-dot' cx='{cx:.2f}' cy='{cy:.2f}' r='2'><title>{_e(p['run'])}: wall time "
+                f"{_e(_seconds(p['duration']))}</title></circle>"
+            )
+        out.append("</g>")
+    if len(line) > 1:
+        out.append(f"<polyline class='wall' points='{' '.join(line)}'/>")
+    if points:
+        out.append(f"<text x='0' y='{height - 2}'>{_e(points[0]['run'])}</text>")
+        out.append(f"<text x='{CHART_W}' y='{height - 2}' text-anchor='end'>{_e(points[-1]['run'])}</text>")
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _legend(counts: dict[str, int]) -> str:
+    items = "".join(
+        f"<li><span class='swatch bg-{b}'></span>{_e(LABEL.get(b, b))} {counts.get(b, 0)}</li>" for b in BUCKETS
+    )
+    return f"<ul class='legend'>{items}</ul>"
+
+
+def _trend_table(points: Sequence[TrendPoint]) -> str:
+    head = "".join(f"<th class='num'>{_e(LABEL.get(b, b))}</th>" for b in BUCKETS)
+    body = "".join(
+        f"<tr><td>{_e(p['run'])}</td><td>{_e(p['label'])}</td>"
+        + "".join(f"<td class='num'>{p['counts'].get(b, 0)}</td>" for b in BUCKETS)
+        + f"<td class='num'>{_e(_seconds(p['duration']))}</td></tr>"
+        for p in reversed(points)
+    )
+    return (
+        "<details><summary>the numbers, newest first</summary><div class='scroll'><table class='trend-table'>"
+        f"<thead><tr><th>run</th><th>status</th>{head}<th class='num'>wall time</th></tr></thead>"
+        f"<tbody>{body}</tbody></table></div></details>"
     )
 
-    add("<section id='rows'><h2>Rows</h2><div class='cards'>")
-    for r in t["rows"]:
-        s = r["summary"]
-        versions = ", ".join(f"{k} {v}" for k, v in r["versions"].items())
-        add(
-            f"<div class='card status-{_e(r['status'])}' data-row='{_e(r['row'])}'><b>{_e(r['row'])}</b> "
-            f"<span class='{_e(r['status'])}'>{_e(r['status'])}</span><br>"
-            f"{s.get('passed', 0)} passed · {s.get('failed', 0) + s.get('error', 0)} failed · "
-            f"{s.get('crashed', 0) + s.get('timeout', 0)} crashed · "
-            f"{s.get('skipped', 0) + s.get('xfailed', 0)} skipped<br>"
-            f"<span class='muted'>{_e(r['mode'])} · {r['duration']:.0f}s · {_e(versions)}</span>"
-        )
-        if r["reason"]:
-            add(f"<br><span class='muted'>{_e(r['reason'])}</span>")
-        if r["run_url"]:
-            add(f"<br><a href='{_e(r['run_url'])}'>CI run</a>")
-        add("</div>")
-    add("</div>")
-    for p in t["problems"]:
-        add(f"<p class='error'>⚠ {_e(p['row'])}: {_e(p['problem'])}</p>")
-    add("</section>")
 
+def _card(r: RowView, h: HistoryView | None) -> str:
+    versions = ", ".join(f"{k} {v}" for k, v in r["versions"].items())
+    parts = [
+        f"<div class='card status-{_e(r['label'].replace(' ', '-'))}' data-row='{_e(r['row'])}'>"
+        f"<b>{_e(r['row'])}</b> <span class='label'>{_e(r['label'])}</span><br>"
+        f"<span class='counts'>{_e(r['phrase'])}</span><br>"
+        f"<span class='muted'>{_e(r['mode'])} · {_e(_seconds(r['duration']))} · {_e(versions)}</span>"
+    ]
+    if r["headlines"]:
+        parts.append("<ul class='headlines'>" + "".join(f"<li>{_e(x)}</li>" for x in r["headlines"]) + "</ul>")
+    if r["reason"]:
+        parts.append(f"<br><span class='muted'>{_e(r['reason'])}</span>")
+    if safe_href(r["run_url"]):
+        parts.append(f"<br>{_link(r['run_url'], 'CI run')}")
+    points = h["trends"].get(r["row"], []) if h else []
+    if points and not any(sum(p["counts"].values()) for p in points):
+        parts.append(f"<p class='muted'>no tests in the last {len(points)} run(s)</p>")
+    elif points:
+        parts.append(trend_svg(r["row"], points))
+        parts.append(_legend(points[-1]["counts"]))
+        parts.append(_trend_table(points))
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _changes(t: Triage) -> str:
     ch = t["changes"]
-    if ch["previous"] is not None:
-        add(f"<section id='changes'><h2>What changed since {_e(ch['previous'])}</h2><ul>")
-        for nodeid, row in ch["new_failures"]:
-            add(f"<li class='failed'>new failure on {_e(row)}: <code>{_e(nodeid)}</code></li>")
-        for nodeid, row in ch["fixed"]:
-            add(f"<li class='passed'>fixed on {_e(row)}: <code>{_e(nodeid)}</code></li>")
-        for fp in ch["new_crashes"]:
-            add(f"<li class='crashed'>new crash <code>{_e(fp)}</code></li>")
-        for fp in ch["newly_flaky"]:
-            add(f"<li>newly flaky crash <code>{_e(fp)}</code></li>")
-        if not any((ch["new_failures"], ch["fixed"], ch["new_crashes"], ch["newly_flaky"])):
-            add("<li class='muted'>nothing changed</li>")
-        add("</ul></section>")
+    headline = {c["fingerprint"]: c["headline"] for c in t["crashes"]}
+    out = [
+        f"<section id='changes'><h2>What changed since {_e(ch['previous'])}</h2>"
+        "<p class='answers'>What is different from the previous triage in the history.</p><ul>"
+    ]
+    for row in ch["rows_added"]:
+        out.append(f"<li>new row <b>{_e(row)}</b></li>")
+    for row in ch["rows_gone"]:
+        out.append(f"<li>row <b>{_e(row)}</b> is gone (no results this time)</li>")
+    for nodeid, row in ch["new_failures"]:
+        out.append(f"<li><span class='failed'>new failure</span> on {_e(row)}: <code>{_e(nodeid)}</code></li>")
+    for nodeid, row in ch["fixed"]:
+        out.append(f"<li><span class='passed'>fixed</span> on {_e(row)}: <code>{_e(nodeid)}</code></li>")
+    for fp in ch["new_crashes"]:
+        out.append(f"<li><span class='crashed'>new crash</span> {_e(headline.get(fp, fp))} <code>{_e(fp)}</code></li>")
+    for fp, text in ch["stopped_crashes"]:
+        out.append(f"<li><span class='passed'>crash stopped</span> {_e(text)} <code>{_e(fp)}</code></li>")
+    for fp in ch["newly_flaky"]:
+        out.append(f"<li>newly flaky crash {_e(headline.get(fp, fp))} <code>{_e(fp)}</code></li>")
+    for key, what in (("appeared", "new test"), ("disappeared", "test gone")):
+        items = ch[key]  # type: ignore[literal-required]
+        for nodeid, row in items[:200]:
+            out.append(f"<li>{what} on {_e(row)}: <code>{_e(nodeid)}</code></li>")
+        if len(items) > 200:
+            out.append(f"<li>… {len(items) - 200} more ({what}; see triage.json)</li>")
+    if nothing_changed(ch):
+        out.append("<li class='muted'>nothing changed: same results as last time</li>")
+    out.append("</ul></section>")
+    return "".join(out)
 
-    add(f"<section id='crashes'><h2>Crashes ({len(t['crashes'])})</h2>")
+
+def _crashes(t: Triage) -> str:
+    out = [
+        f"<section id='crashes'><h2>Crashes ({len(t['crashes'])})</h2>"
+        "<p class='answers'>What died in this run, where, how to reproduce it, and its issue.</p>"
+    ]
     for c in t["crashes"]:
-        issue = f"{_e(c['issue'])} ({_e(c['issue_state'] or 'state unknown')})" if c["issue"] else "<b>no issue yet</b>"
-        add(
+        out.append(
             f"<details class='crash' data-fingerprint='{_e(c['fingerprint'])}'><summary>"
-            f"<span class='crashed'>{_e(c['signal'] or c['kind'])}</span> "
+            f"<span class='crashed'>{_e(c['headline'])}</span> "
             f"<code>{_e(', '.join(c['nodeids'][:3]))}</code> on {_e(', '.join(c['rows']))} · "
-            f"{_e(c['classification'])} · "
-            f"<span class='tag'>{_e(c['fingerprint'])}</span> · {issue}</summary>"
+            f"<span class='tag'>{_e(c['fingerprint'])}</span> · {_issue(c['issue'], c['issue_state'])}</summary>"
         )
         if c["hint"]:
-            add(f"<p class='muted'>{_e(c['hint'])}</p>")
+            out.append(f"<p class='muted'>{_e(c['hint'])}</p>")
         if c["fatal"]:
-            add(f"<p><b>Fatal:</b> <code>{_e(c['fatal'])}</code></p>")
-        add(f"<p><b>Reproduce:</b></p><pre>{_e(c['repro'])}</pre>")
+            out.append(f"<p><b>Fatal:</b> <code>{_e(c['fatal'])}</code></p>")
+        out.append(f"<p><b>Reproduce:</b></p><pre>{_e(c['repro'])}</pre>")
         if c["python_stack"]:
-            add(f"<p><b>Python stack</b></p><pre>{_e(c['python_stack'])}</pre>")
+            out.append(f"<p><b>Python stack</b></p><pre>{_e(c['python_stack'])}</pre>")
         if c["native_stack"]:
-            add(f"<p><b>Native stack</b></p><pre>{_e(c['native_stack'])}</pre>")
+            out.append(f"<p><b>Native stack</b></p><pre>{_e(c['native_stack'])}</pre>")
         if c["gdb_frames"]:
-            add(f"<p><b>gdb (top frames)</b></p><pre>{_e(chr(10).join(c['gdb_frames']))}</pre>")
-        add("</details>")
+            out.append(f"<p><b>gdb (top frames)</b></p><pre>{_e(chr(10).join(c['gdb_frames']))}</pre>")
+        out.append("</details>")
     if not t["crashes"]:
-        add("<p class='muted'>none</p>")
-    add("</section>")
+        out.append("<p class='muted'>none</p>")
+    out.append("</section>")
+    return "".join(out)
 
-    add(f"<section id='matrix-section'><h2>Tests by device ({len(t['tests'])} tests)</h2>")
-    add(
+
+def _crash_history(h: HistoryView) -> str:
+    out = [
+        f"<section id='crash-history'><h2>Crash history ({len(h['crashes'])})</h2>"
+        "<p class='answers'>Which crash keeps coming back, since when, on which rows; which stopped.</p>"
+        "<div class='scroll'><table><thead><tr><th>crash</th><th>now</th><th>first seen</th><th>last seen</th>"
+        "<th class='num'>runs</th><th>rows</th><th>issue</th></tr></thead><tbody>"
+    ]
+    for c in h["crashes"]:
+        flaky = " <span class='tag'>flaky</span>" if c["flaky"] else ""
+        out.append(
+            f"<tr data-fingerprint='{_e(c['fingerprint'])}' data-state='{_e(c['state'])}'>"
+            f"<td>{_e(c['headline'])} <code>{_e(c['fingerprint'])}</code></td>"
+            f"<td><span class='tag state-{_e(c['state'].replace(' ', '-'))}'>{_e(c['state'])}</span>{flaky}</td>"
+            f"<td>{_e(c['first_seen'])}</td><td>{_e(c['last_seen'])}</td><td class='num'>{c['runs']}</td>"
+            f"<td>{_e(', '.join(c['rows']))}</td><td>{_link(c['issue'], c['issue']) if c['issue'] else 'none'}</td>"
+            "</tr>"
+        )
+    out.append("</tbody></table></div></section>")
+    return "".join(out)
+
+
+def _flaky(h: HistoryView) -> str:
+    crashes = [c for c in h["crashes"] if c["flaky"]]
+    out = [
+        f"<section id='flaky'><h2>Flaky tests ({len(h['flaky'])}) and flaky crashes ({len(crashes)})</h2>"
+        f"<p class='answers'>Which tests went from pass to fail and back in the last {len(h['runs'])} runs, "
+        "how often, and when they last flipped.</p>"
+    ]
+    if h["flaky"]:
+        out.append(
+            "<div class='scroll'><table id='flaky-tests'><thead><tr><th>test</th><th>row</th>"
+            "<th class='num'>flips</th><th class='num'>flip rate</th><th>last flips (newest first)</th>"
+            "<th>now</th></tr></thead><tbody>"
+        )
+        for f in h["flaky"]:
+            flips = "<br>".join(
+                f"{_e(x['run'])}: <span class='{_e(x['before'])}'>{_e(x['before'])}</span> → "
+                f"<span class='{_e(x['after'])}'>{_e(x['after'])}</span>"
+                for x in f["last_flips"]
+            )
+            out.append(
+                f"<tr data-nodeid='{_e(f['nodeid'])}' data-row='{_e(f['row'])}' data-flips='{f['flips']}'>"
+                f"<td><code>{_e(f['nodeid'])}</code></td><td>{_e(f['row'])}</td>"
+                f"<td class='num'>{f['flips']} of {f['runs'] - 1}</td><td class='num'>{f['flip_rate']:.0%}</td>"
+                f"<td>{flips}</td><td class='{_e(f['current'] or 'absent')}'>{_e(f['current'] or 'absent')}</td></tr>"
+            )
+        out.append("</tbody></table></div>")
+    if crashes:
+        out.append("<h3>Crashes classified flaky</h3><ul>")
+        for c in crashes:
+            out.append(
+                f"<li>{_e(c['headline'])} <code>{_e(c['fingerprint'])}</code>: seen in {c['runs']} run(s), "
+                f"now {_e(c['state'])}</li>"
+            )
+        out.append("</ul>")
+    if not h["flaky"] and not crashes:
+        out.append("<p class='muted'>none in this window</p>")
+    out.append("</section>")
+    return "".join(out)
+
+
+def _durations(t: Triage) -> str:
+    out = [
+        "<section id='durations'><h2>Durations</h2>"
+        "<p class='answers'>What is slow, and what got slower than it usually is.</p>"
+        "<h3>Slowest tests in this run</h3><div class='scroll'><table id='slowest'><thead><tr><th>test</th>"
+        "<th>row</th><th class='num'>time</th></tr></thead><tbody>"
+    ]
+    for s in t["slowest"]:
+        out.append(
+            f"<tr><td><code>{_e(s['nodeid'])}</code></td><td>{_e(s['row'])}</td>"
+            f"<td class='num'>{_e(_seconds(s['duration']))}</td></tr>"
+        )
+    out.append("</tbody></table></div>")
+    h = t["history"]
+    if h is not None:
+        out.append("<h3>At least 2x slower than their median over the earlier runs (and over 1 s)</h3>")
+        if h["slower"]:
+            out.append(
+                "<div class='scroll'><table id='slower'><thead><tr><th>test</th><th>row</th><th class='num'>now</th>"
+                "<th class='num'>median</th><th class='num'>ratio</th></tr></thead><tbody>"
+            )
+            for s in h["slower"]:
+                out.append(
+                    f"<tr><td><code>{_e(s['nodeid'])}</code></td><td>{_e(s['row'])}</td>"
+                    f"<td class='num'>{_e(_seconds(s['duration']))}</td><td class='num'>{_e(_seconds(s['median']))}"
+                    f"</td><td class='num'>{_e(s['ratio'])}x</td></tr>"
+                )
+            out.append("</tbody></table></div>")
+        else:
+            out.append("<p class='muted'>none</p>")
+    out.append("</section>")
+    return "".join(out)
+
+
+def _matrix(t: Triage) -> str:
+    out = [
+        f"<section id='matrix-section'><h2>Tests by device ({len(t['tests'])} tests)</h2>"
+        "<p class='answers'>Every test's outcome and duration on every row.</p>"
         "<div class='controls'><input type='search' id='filter' placeholder='filter by test id' aria-label='filter'>"
         "<label><input type='checkbox' id='only-problems'> only problems</label>"
+        "<label>outcome <select id='outcome'><option value=''>any</option>"
+        + "".join(f"<option value='{b}'>{_e(LABEL.get(b, b))}</option>" for b in BUCKETS)
+        + "<option value='slow'>slow (1 s or more)</option></select></label>"
         "<span class='muted'><span id='shown'>0</span> shown</span></div>"
-    )
-    add("<table id='matrix'><thead><tr><th>test</th>")
+        "<div class='scroll'><table id='matrix'><thead><tr><th>test</th>"
+    ]
     for d in t["devices"]:
-        add(f"<th class='o'>{_e(d)}</th>")
-    add("</tr></thead><tbody>")
+        out.append(f"<th class='o'>{_e(d)}</th>")
+    out.append("</tr></thead><tbody>")
+    # 20,000 cells on a big matrix: each outcome's cell is escaped once, each nodeid once
+    cell = {o: f"<td class='o {_e(o)}'>{_e(o)}" for o in BUCKET_OF}
+    devices = t["devices"]
     for test in t["tests"]:
         outcomes = test["outcomes"]
+        durations = test.get("durations", {})
         bad = "1" if any(o in BAD for o in outcomes.values()) else "0"
-        add(f"<tr data-id='{_e(test['nodeid'].lower())}' data-bad='{bad}'><td><code>{_e(test['nodeid'])}</code></td>")
-        for d in t["devices"]:
+        tags = {BUCKET_OF.get(o, o) for o in outcomes.values()}
+        if any(d >= SLOW_S for d in durations.values()):
+            tags.add("slow")
+        nodeid = _e(test["nodeid"])
+        # html.escape only writes lower-case entities, so lowering after escaping is the same
+        row = [f"<tr data-id='{nodeid.lower()}' data-bad='{bad}' data-outcomes='{_e(' '.join(sorted(tags)))}'>"]
+        row.append(f"<td><code>{nodeid}</code></td>")
+        for d in devices:
             o = outcomes.get(d)
-            add(f"<td class='o {_e(o or 'absent')}'>{_e(o or '—')}</td>")
-        add("</tr>")
-    add("</tbody></table></section>")
+            if o is None:
+                row.append("<td class='o absent'>—</td>")
+                continue
+            secs = durations.get(d)
+            small = "" if secs is None else f"<small>{_seconds(secs)}</small>"
+            row.append(f"{cell.get(o) or f'<td class=o>{_e(o)}'}{small}</td>")
+        row.append("</tr>")
+        out.append("".join(row))
+    out.append("</tbody></table></div></section>")
+    return "".join(out)
 
-    add(
-        f"<section id='skips'><h2>Device skips ({len(t['skips'])})</h2><table><thead><tr><th>test</th><th>mode</th>"
+
+def _skips(t: Triage) -> str:
+    out = [
+        f"<section id='skips'><h2>Device skips ({len(t['skips'])})</h2>"
+        "<p class='answers'>Which tests are disabled on a device, and whether their issue allows re-enabling.</p>"
+        "<div class='scroll'><table><thead><tr><th>test</th><th>mode</th>"
         "<th>rows</th><th>issue</th><th>reason</th></tr></thead><tbody>"
-    )
+    ]
     for sk in t["skips"]:
         if not sk["issue"]:
             issue_html = "<span class='failed'>no issue</span>"
         else:
             state = sk["issue_state"] or "state unknown"
             extra = " — can be re-enabled" if state == "closed" else ""
-            issue_html = f"{_e(sk['issue'])} <span class='muted'>({_e(state)}{extra})</span>"
-        add(
+            issue_html = f"{_link(sk['issue'], sk['issue'])} <span class='muted'>({_e(state)}{extra})</span>"
+        out.append(
             f"<tr><td><code>{_e(sk['nodeid'])}</code></td><td>{_e(sk['mode'])}</td><td>{_e(', '.join(sk['rows']))}</td>"
             f"<td>{issue_html}</td><td>{_e(sk['reason'])}</td></tr>"
         )
-    add("</tbody></table></section>")
+    out.append("</tbody></table></div></section>")
+    return "".join(out)
+
+
+def render(t: Triage) -> str:
+    h = t["history"]
+    sections = [("rows", "Rows")]
+    if t["changes"]["previous"] is not None:
+        sections.append(("changes", "What changed"))
+    sections.append(("crashes", "Crashes"))
+    if h is not None:
+        sections += [("crash-history", "Crash history"), ("flaky", "Flaky")]
+    sections += [("durations", "Durations"), ("matrix-section", "Tests"), ("skips", "Skips")]
+    parts: list[str] = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<title>device-matrix triage</title><style>{_asset('triage.css')}</style></head><body>"
+        f"<header><h1>device-matrix triage</h1><div class='muted'>generated {_e(t['generated_at'])}"
+        + (f" · trends over the last {len(h['runs'])} run(s)" if h else " · no history")
+        + "</div><nav>"
+        + "".join(f"<a href='#{i}'>{_e(n)}</a>" for i, n in sections)
+        + "</nav></header><main>"
+    ]
+    add = parts.append
+    add(
+        "<section id='rows'><h2>Rows</h2>"
+        "<p class='answers'>Is each row green, and is it getting better or worse.</p><div class='cards'>"
+    )
+    for r in t["rows"]:
+        add(_card(r, h))
+    add("</div>")
+    for p in t["problems"]:
+        add(f"<p class='error'>⚠ unreadable row {_e(p['row'])}: {_e(p['problem'])}</p>")
+    add("</section>")
+    if t["changes"]["previous"] is not None:
+        add(_changes(t))
+    add(_crashes(t))
+    if h is not None:
+        add(_crash_history(h))
+        add(_flaky(h))
+    add(_durations(t))
+    add(_matrix(t))
+    add(_skips(t))
     add(f"<script type='application/json' id='triage-data'>{_json_for_script(t)}</script>")
-    add(f"<script>{JS}</script></main></body></html>")
+    add(f"<script>{_asset('triage.js')}</script></main></body></html>")
     return "".join(parts)
 
 
 def _json_for_script(t: Triage) -> str:
     """The summary numbers as JSON, safe inside a <script> element."""
-    data = {"rows": [{"row": r["row"], "status": r["status"], "summary": r["summary"]} for r in t["rows"]]}
+    data = {
+        "rows": [
+            {"row": r["row"], "status": r["status"], "label": r["label"], "counts": r["counts"]} for r in t["rows"]
+        ]
+    }
     return json.dumps(data).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import datetime as dt
+import heapq
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
 from device_matrix.issues.sync import DEVICE_SKIP_SOURCES, skip_fingerprint
-from device_matrix.records.schema import FAILING_OUTCOMES, RunRecord
+from device_matrix.records.schema import FAILING_OUTCOMES, OUTCOMES, RunRecord
+from device_matrix.records.summary import crash_headline, crash_kind_label, fold
 
 TRIAGE_SCHEMA = "device-matrix/triage"
-TRIAGE_VERSION = 1
+TRIAGE_VERSION = 2
+SLOWEST_LISTED = 20
 
 
 class RowView(TypedDict):
@@ -19,7 +22,11 @@ class RowView(TypedDict):
     reason: str | None
     mode: str
     duration: float
-    summary: dict[str, int]
+    summary: dict[str, int]  # total and per outcome
+    label: str  # the row's status in words, from the one fold (records/summary.py)
+    counts: dict[str, int]  # per bucket: passed, failed, crashed, timeout, skipped, xfailed, not_run
+    phrase: str  # "3 passed, 6 xfailed"
+    headlines: list[str]  # one per crash: "SIGSEGV in test_x (deterministic)"
     run_url: str | None
     versions: dict[str, str]
     image: str | None
@@ -28,6 +35,8 @@ class RowView(TypedDict):
 class CrashView(TypedDict):
     fingerprint: str
     kind: str
+    label: str  # "SIGSEGV", "TIMEOUT after 300 s": what happened, not the signal we sent
+    headline: str
     signal: str | None
     hint: str | None
     rows: list[str]
@@ -60,6 +69,96 @@ class Changes(TypedDict):
     fixed: list[list[str]]
     new_crashes: list[str]  # fingerprints
     newly_flaky: list[str]
+    stopped_crashes: list[list[str]]  # [fingerprint, headline]: seen last time, gone now
+    appeared: list[list[str]]  # [nodeid, row]: tests not there last time
+    disappeared: list[list[str]]  # [nodeid, row]: tests there last time, absent now
+    rows_added: list[str]
+    rows_gone: list[str]
+
+
+def no_changes(previous: str | None = None) -> Changes:
+    return Changes(
+        previous=previous,
+        new_failures=[],
+        fixed=[],
+        new_crashes=[],
+        newly_flaky=[],
+        stopped_crashes=[],
+        appeared=[],
+        disappeared=[],
+        rows_added=[],
+        rows_gone=[],
+    )
+
+
+CHANGE_KEYS = (
+    "new_failures",
+    "fixed",
+    "new_crashes",
+    "newly_flaky",
+    "stopped_crashes",
+    "appeared",
+    "disappeared",
+    "rows_added",
+    "rows_gone",
+)
+
+
+def nothing_changed(ch: Changes) -> bool:
+    return not any(ch[k] for k in CHANGE_KEYS)  # type: ignore[literal-required]
+
+
+class SlowTest(TypedDict):
+    nodeid: str
+    row: str
+    duration: float
+    median: float | None  # over the earlier runs of the history window
+    ratio: float | None
+
+
+class TrendPoint(TypedDict):
+    run: str
+    created: str
+    label: str
+    counts: dict[str, int]
+    duration: float | None
+
+
+class Flip(TypedDict):
+    run: str
+    before: str
+    after: str
+
+
+class FlakyTest(TypedDict):
+    nodeid: str
+    row: str
+    flips: int
+    runs: int  # runs in the window where the test passed or failed
+    flip_rate: float  # flips / (runs - 1)
+    last_flips: list[Flip]
+    current: str | None
+
+
+class CrashHistory(TypedDict):
+    fingerprint: str
+    headline: str
+    first_seen: str
+    last_seen: str
+    runs: int
+    rows: list[str]
+    issue: str | None
+    flaky: bool
+    state: str  # "current" | "stopped" | "row not run"
+
+
+class HistoryView(TypedDict):
+    window: int
+    runs: list[str]  # labels, oldest first; the last is this run
+    trends: dict[str, list[TrendPoint]]  # per row, oldest first
+    flaky: list[FlakyTest]
+    slower: list[SlowTest]
+    crashes: list[CrashHistory]
 
 
 class Triage(TypedDict):
@@ -74,6 +173,8 @@ class Triage(TypedDict):
     crashes: list[CrashView]
     skips: list[SkipView]
     changes: Changes
+    slowest: list[SlowTest]
+    history: HistoryView | None
 
 
 def _first_line(text: str | None, limit: int = 300) -> str | None:
@@ -108,11 +209,13 @@ def build(
     failures: list[dict[str, Any]] = []
     crashes: dict[str, CrashView] = {}
     skips: dict[tuple[str, str], SkipView] = {}
+    durations: dict[str, dict[str, float]] = {}
     for rec in records:
         row = rec["row"]
         devices.append(row)
         env = rec.get("environment") or {}
         packages = env.get("packages") if isinstance(env, dict) else None
+        folded = fold(rec)
         rows.append(
             RowView(
                 row=row,
@@ -120,7 +223,13 @@ def build(
                 reason=rec.get("reason"),
                 mode=rec.get("mode", "local"),
                 duration=float(rec.get("duration", 0.0)),
-                summary={k: int(v) for k, v in rec["summary"].items()},  # type: ignore[call-overload]
+                # per outcome, counted from the tests by the one fold: never the record's own
+                # summary, which a renderer could otherwise show beside different numbers
+                summary={"total": folded.counts.total, **{o: folded.counts.outcome(o) for o in OUTCOMES}},
+                label=folded.label,
+                counts=dict(folded.counts.buckets()),
+                phrase=folded.counts.phrase(),
+                headlines=list(folded.headlines),
                 run_url=rec.get("run_url"),
                 versions={
                     k: str(v)
@@ -132,6 +241,7 @@ def build(
         )
         for t in rec["tests"]:
             matrix.setdefault(t["nodeid"], {})[row] = t["outcome"]
+            durations.setdefault(t["nodeid"], {})[row] = round(float(t["duration"]), 3)
             if t["outcome"] in FAILING_OUTCOMES and t["outcome"] not in ("crashed", "timeout"):
                 failures.append(
                     {
@@ -171,6 +281,8 @@ def build(
                 view_c = CrashView(
                     fingerprint=fp,
                     kind=c["kind"],
+                    label=crash_kind_label(c, rec["tests"]),
+                    headline=crash_headline(c, rec["tests"]),
                     signal=d["signal_name"] or (f"exit {d['exit_code']}" if d["exit_code"] is not None else None),
                     hint=d["hint"],
                     rows=[],
@@ -200,12 +312,20 @@ def build(
         rows=rows,
         problems=[{"row": r, "problem": p} for r, p in problems],
         devices=devices,
-        tests=[{"nodeid": n, "outcomes": o} for n, o in sorted(matrix.items())],
+        tests=[{"nodeid": n, "outcomes": o, "durations": durations[n]} for n, o in sorted(matrix.items())],
         failures=failures,
         crashes=sorted(crashes.values(), key=lambda c: (-len(c["rows"]), c["fingerprint"])),
         skips=sorted(
             skips.values(),
             key=lambda s: (s["issue"] is not None, s["issue_state"] != "closed", s["nodeid"]),
         ),
-        changes=Changes(previous=None, new_failures=[], fixed=[], new_crashes=[], newly_flaky=[]),
+        changes=no_changes(),
+        slowest=slowest(durations),
+        history=None,
     )
+
+
+def slowest(durations: Mapping[str, Mapping[str, float]], limit: int = SLOWEST_LISTED) -> list[SlowTest]:
+    every = ((d, n, r) for n, by_row in durations.items() for r, d in by_row.items() if d > 0)
+    top = heapq.nsmallest(limit, every, key=lambda x: (-x[0], x[1], x[2]))
+    return [SlowTest(nodeid=n, row=r, duration=d, median=None, ratio=None) for d, n, r in top]

@@ -1,0 +1,165 @@
+"""The one fold from a run record to what every renderer shows.
+
+The terminal, the Markdown and HTML reports, the Actions groups and JUnit each used to
+count a record their own way, so one record with a pass, an xpass, an error, a timeout and
+a not_run read four different ways (issue 9). Every renderer now takes its numbers, the
+row's label and the crash headlines from here:
+
+    fold(record).counts.phrase()   -> "1 passed, 2 failed (1 error, 1 xpassed), 1 timeout, 1 not run"
+    fold(record).label             -> "timed out"
+    fold(record).headlines         -> ("TIMEOUT after 300 s in test_y",)
+    crash_headline(crash_record)   -> "SIGSEGV in test_x (deterministic)"
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal, TypeAlias, get_args
+
+from device_matrix.records.schema import OUTCOMES, CrashRecord, RunRecord, TestRecord
+
+Bucket: TypeAlias = Literal["passed", "failed", "crashed", "timeout", "skipped", "xfailed", "not_run"]
+BUCKETS: tuple[Bucket, ...] = get_args(Bucket)
+
+# error and xpassed are failures a maintainer acts on like a failed assert; a strict xfail
+# that passed (xpassed) means the expectation is stale. They are named inside the bucket.
+BUCKET_OF: Mapping[str, Bucket] = {
+    "passed": "passed",
+    "failed": "failed",
+    "error": "failed",
+    "xpassed": "failed",
+    "crashed": "crashed",
+    "timeout": "timeout",
+    "skipped": "skipped",
+    "xfailed": "xfailed",
+    "not_run": "not_run",
+}
+BAD_BUCKETS: frozenset[Bucket] = frozenset({"failed", "crashed", "timeout", "not_run"})
+_LABEL: Mapping[Bucket, str] = {"not_run": "not run"}
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Tests per outcome; ``bucket`` groups them the way every report shows them."""
+
+    by_outcome: Mapping[str, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_outcome.values())
+
+    def outcome(self, name: str) -> int:
+        return self.by_outcome.get(name, 0)
+
+    def bucket(self, name: Bucket) -> int:
+        return sum(n for o, n in self.by_outcome.items() if BUCKET_OF.get(o) == name)
+
+    def buckets(self) -> dict[str, int]:
+        return {b: self.bucket(b) for b in BUCKETS}
+
+    @property
+    def bad(self) -> int:
+        """Tests a maintainer must look at: failed, errored, xpassed, crashed, timed out, never ran."""
+        return sum(self.bucket(b) for b in BAD_BUCKETS)
+
+    def phrase(self) -> str:
+        """Every non-zero bucket in a fixed order, with the outcomes folded into "failed" named."""
+        parts: list[str] = []
+        for b in BUCKETS:
+            n = self.bucket(b)
+            if not n:
+                continue
+            text = f"{n} {_LABEL.get(b, b)}"
+            if b == "failed":
+                inner = [f"{self.outcome(o)} {o}" for o in ("error", "xpassed") if self.outcome(o)]
+                if inner:
+                    text += f" ({', '.join(inner)})"
+            parts.append(text)
+        return ", ".join(parts) if parts else "no tests"
+
+
+def count(tests: Iterable[TestRecord]) -> Counts:
+    by: dict[str, int] = dict.fromkeys(OUTCOMES, 0)
+    for t in tests:
+        by[t["outcome"]] = by.get(t["outcome"], 0) + 1
+    return Counts({o: n for o, n in by.items() if n})
+
+
+def short_name(nodeid: str) -> str:
+    """The test function (with its parameters) of a nodeid: ``a/b.py::C::test_x[1]`` -> ``test_x[1]``."""
+    head, sep, params = nodeid.partition("[")
+    return head.rsplit("::", 1)[-1] + sep + params
+
+
+def _deadline(crash: CrashRecord, tests: Sequence[TestRecord]) -> float | None:
+    # A record that carries the deadline says it; older records only have the test's
+    # wall time up to the kill, which is the deadline plus the stack-dump grace.
+    explicit = dict(crash).get("deadline")
+    if isinstance(explicit, (int, float)) and not isinstance(explicit, bool) and explicit > 0:
+        return float(explicit)
+    for t in tests:
+        if t.get("crash") == crash["id"] and t["duration"] > 0:
+            return t["duration"]
+    return None
+
+
+def crash_headline(crash: CrashRecord, tests: Sequence[TestRecord] = ()) -> str:
+    """What happened, in the words a maintainer looks for.
+
+    A timeout is headed ``TIMEOUT after N s``, never by the SIGTERM the runner sent.
+    """
+    d = crash["diagnosis"]
+    if crash["kind"] == "timeout":
+        seconds = _deadline(crash, tests)
+        what = f"TIMEOUT after {seconds:.0f} s" if seconds is not None else "TIMEOUT"
+    else:
+        what = d["signal_name"] or (f"exit code {d['exit_code']}" if d["exit_code"] is not None else "crash")
+    where = f"in {short_name(crash['nodeid'])}" if crash["nodeid"] else f"during {crash['phase']}"
+    return f"{what} {where} ({crash['classification']})"
+
+
+def crash_kind_label(crash: CrashRecord, tests: Sequence[TestRecord] = ()) -> str:
+    """The headline's first words: ``SIGSEGV``, ``TIMEOUT after 300 s``, ``exit code 3``."""
+    return crash_headline(crash, tests).split(" in ", 1)[0].split(" during ", 1)[0]
+
+
+@dataclass(frozen=True)
+class RowFold:
+    row: str
+    status: str
+    label: str
+    counts: Counts
+    headlines: tuple[str, ...]
+
+    def line(self) -> str:
+        """``cpu: crashed: 3 passed, 1 crashed`` for a group title or a terminal summary."""
+        return f"{self.row}: {self.label}: {self.counts.phrase()}"
+
+
+def row_label(status: str, counts: Counts, crashes: Sequence[CrashRecord]) -> str:
+    """The row's status in words; never "passed" when a test failed, crashed or never ran."""
+    if status in ("unavailable", "error"):
+        return status
+    if crashes and all(c["kind"] == "timeout" for c in crashes):
+        return "timed out"
+    if crashes or counts.bucket("crashed") or status == "crashed":
+        return "crashed"
+    if counts.bucket("timeout"):
+        return "timed out"
+    if counts.bad or status == "failed":
+        return "failed"
+    return "passed"
+
+
+def fold(record: RunRecord) -> RowFold:
+    tests = record["tests"]
+    counts = count(tests)
+    crashes = record["crashes"]
+    return RowFold(
+        row=record["row"],
+        status=record["status"],
+        label=row_label(record["status"], counts, crashes),
+        counts=counts,
+        headlines=tuple(crash_headline(c, tests) for c in crashes),
+    )

@@ -1,0 +1,33 @@
+// The test matrix filters: text, "only problems" and one outcome. No library, no network.
+// The filters can be given in the address (#q=mlp&only=1&outcome=failed): a link to a view.
+(function () {
+  var q = document.getElementById('filter');
+  var only = document.getElementById('only-problems');
+  var outcome = document.getElementById('outcome');
+  var counter = document.getElementById('shown');
+  if (!q || !only || !outcome || !counter) { return; }
+  var rows = Array.prototype.slice.call(document.querySelectorAll('#matrix tbody tr'));
+  function apply() {
+    var text = (q.value || '').toLowerCase(), want = outcome.value, shown = 0;
+    rows.forEach(function (tr) {
+      var ok = tr.getAttribute('data-id').indexOf(text) !== -1 &&
+               (!only.checked || tr.getAttribute('data-bad') === '1') &&
+               (!want || (' ' + tr.getAttribute('data-outcomes') + ' ').indexOf(' ' + want + ' ') !== -1);
+      tr.hidden = !ok;
+      if (ok) { shown++; }
+    });
+    counter.textContent = String(shown);
+  }
+  function fromAddress() {
+    var params = new URLSearchParams(window.location.hash.slice(1));
+    if (params.has('q')) { q.value = params.get('q'); }
+    if (params.has('only')) { only.checked = params.get('only') === '1'; }
+    if (params.has('outcome')) { outcome.value = params.get('outcome'); }
+    apply();
+  }
+  q.addEventListener('input', apply);
+  only.addEventListener('change', apply);
+  outcome.addEventListener('change', apply);
+  window.addEventListener('hashchange', fromAddress);
+  fromAddress();
+})();

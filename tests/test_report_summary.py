@@ -1,0 +1,148 @@
+"""The one fold (records/summary.py): counts, labels and crash headlines, and every report renderer agrees."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from device_matrix.cli.triage import run_triage
+from device_matrix.output import Output
+from device_matrix.records.schema import OUTCOMES
+from device_matrix.records.summary import BUCKETS, count, crash_headline, fold, row_label, short_name
+from device_matrix.report import html, markdown
+from device_matrix.report.model import build
+from tests import records as R
+
+
+def _mixed() -> dict[str, Any]:
+    """The record issue 9 saw counted four ways: a pass, an xpass, an error, a timeout and a not_run."""
+    timeout = R.crash("mixed", "s/t.py::test_hang", "tttt", signal="SIGTERM", kind="timeout")
+    return R.record(
+        "mixed",
+        [
+            R.test("s/t.py::test_ok"),
+            R.test("s/t.py::test_xpass", "xpassed"),
+            R.test("s/t.py::test_err", "error", message="fixture boom"),
+            R.test("s/t.py::test_hang", "timeout", crash_id=timeout["id"], duration=301.7),
+            R.test("s/t.py::test_later", "not_run", message="pytest ended early"),
+        ],
+        [timeout],
+    )
+
+
+def _xfail_only() -> dict[str, Any]:
+    tests = [R.test(f"s/t.py::test_p{i}") for i in range(3)]
+    tests += [R.test(f"s/t.py::test_x{i}", "xfailed") for i in range(6)]
+    return R.record("cpu", tests)
+
+
+def test_fold_counts_each_outcome_once_and_names_what_failed() -> None:
+    f = fold(_mixed())  # type: ignore[arg-type]
+    assert f.counts.buckets() == {
+        "passed": 1,
+        "failed": 2,
+        "crashed": 0,
+        "timeout": 1,
+        "skipped": 0,
+        "xfailed": 0,
+        "not_run": 1,
+    }
+    assert f.counts.total == 5 == sum(f.counts.buckets().values())
+    assert f.counts.phrase() == "1 passed, 2 failed (1 error, 1 xpassed), 1 timeout, 1 not run"
+    assert f.label == "timed out"
+    assert f.line() == "mixed: timed out: 1 passed, 2 failed (1 error, 1 xpassed), 1 timeout, 1 not run"
+
+
+def test_xfailed_is_not_called_skipped() -> None:
+    f = fold(_xfail_only())  # type: ignore[arg-type]
+    assert f.counts.phrase() == "3 passed, 6 xfailed"
+    assert f.counts.bucket("skipped") == 0
+    assert f.label == "passed"
+
+
+def test_timeout_headline_says_timeout_with_its_deadline_not_the_signal_sent() -> None:
+    rec = _mixed()
+    (crash,) = rec["crashes"]
+    # an older record: the deadline is read from the timed-out test's wall time
+    assert crash_headline(crash, rec["tests"]) == "TIMEOUT after 302 s in test_hang (deterministic)"
+    # a record that carries its deadline says exactly that
+    crash["deadline"] = 300.0
+    assert crash_headline(crash, rec["tests"]) == "TIMEOUT after 300 s in test_hang (deterministic)"
+    assert fold(rec).headlines == ("TIMEOUT after 300 s in test_hang (deterministic)",)  # type: ignore[arg-type]
+    # nothing to go by: still TIMEOUT, never SIGTERM
+    assert crash_headline(crash | {"deadline": None}, []) == "TIMEOUT in test_hang (deterministic)"  # type: ignore[arg-type]
+
+
+def test_crash_headlines_for_signals_exit_codes_and_phases() -> None:
+    seg = R.crash("cpu", "s/t.py::TestA::test_x[2-cpu]", "aaaa")
+    assert crash_headline(seg) == "SIGSEGV in test_x[2-cpu] (deterministic)"  # type: ignore[arg-type]
+    at_exit = R.crash("cpu", None, "bbbb", signal="SIGABRT")
+    at_exit["classification"] = "flaky"
+    assert crash_headline(at_exit) == "SIGABRT during exit (flaky)"  # type: ignore[arg-type]
+    coded = R.crash("cpu", "s/t.py::test_y", "cccc")
+    coded["diagnosis"]["signal_name"] = None
+    coded["diagnosis"]["exit_code"] = 3
+    assert crash_headline(coded) == "exit code 3 in test_y (deterministic)"  # type: ignore[arg-type]
+    assert short_name("a/b.py::C::test_x[a::b]") == "test_x[a::b]"
+
+
+def test_row_label_is_never_passed_when_a_test_did_not_pass() -> None:
+    bad = count([R.test("a", "not_run")])  # type: ignore[list-item]
+    assert row_label("passed", bad, []) == "failed"
+    assert row_label("unavailable", count([]), []) == "unavailable"
+    assert row_label("crashed", count([R.test("a", "crashed")]), []) == "crashed"  # type: ignore[list-item]
+    assert count([]).phrase() == "no tests"
+
+
+def _md_counts(md: str, row: str) -> list[int]:
+    (line,) = [x for x in md.splitlines() if x.startswith(f"| {row} |")]
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    return [int(c) for c in cells[2 : 2 + len(BUCKETS)]]
+
+
+def test_markdown_html_actions_and_json_agree_with_the_fold(tmp_path: Path) -> None:
+    recs = [_mixed(), _xfail_only()]
+    # a record whose own summary disagrees with its tests: the tests are counted, once
+    recs[0]["summary"]["passed"] = 99
+    results = tmp_path / "results"
+    for rec in recs:
+        (results / rec["row"]).mkdir(parents=True)
+        (results / rec["row"] / "run.json").write_text(json.dumps(rec))
+    stream = io.StringIO()
+    out = Output(stream, environ={"GITHUB_ACTIONS": "true"})
+    t = run_triage(results, tmp_path / "out", None, None, out)
+    md = (tmp_path / "out" / "triage.md").read_text()
+    page = (tmp_path / "out" / "triage.html").read_text()
+    data = json.loads((tmp_path / "out" / "triage.json").read_text())
+    actions = stream.getvalue()
+    for rec in recs:
+        f = fold(rec)  # type: ignore[arg-type]
+        expected = [f.counts.bucket(b) for b in BUCKETS]
+        assert _md_counts(md, rec["row"]) == expected
+        assert f"**{rec['row']}** {f.label}: {f.counts.phrase()}" in md
+        card = re.search(rf"<div class='card [^']*' data-row='{rec['row']}'>(.*?)</div>", page, re.S)
+        assert card is not None
+        assert f"<span class='label'>{f.label}</span>" in card.group(1)
+        assert f"<span class='counts'>{f.counts.phrase()}</span>" in card.group(1)
+        assert f"::group::{rec['row']}: {f.label}\n{f.counts.total} tests: {f.counts.phrase()}\n" in actions
+        (row_view,) = [r for r in data["rows"] if r["row"] == rec["row"]]
+        assert [row_view["counts"][b] for b in BUCKETS] == expected
+        assert row_view["label"] == f.label and row_view["headlines"] == list(f.headlines)
+        assert row_view["summary"] == {"total": f.counts.total, **{o: f.counts.outcome(o) for o in OUTCOMES}}
+    # the hung test is a TIMEOUT with its deadline everywhere, never the SIGTERM we sent
+    for text in (md, page, actions):
+        assert "TIMEOUT after 302 s in test_hang" in text
+        assert "SIGTERM" not in text
+    assert "6 xfailed" in page and "6 skipped" not in page
+    assert {r["row"]: r["phrase"] for r in t["rows"]}["cpu"] == "3 passed, 6 xfailed"
+
+
+def test_renderers_take_labels_from_the_model_not_the_raw_status() -> None:
+    t = build([_mixed()], [], {})  # type: ignore[list-item]
+    (row,) = t["rows"]
+    assert row["status"] == "crashed" and row["label"] == "timed out"
+    assert "⏱️ **mixed** timed out" in markdown.render(t)
+    assert "status-timed-out" in html.render(t)
