@@ -35,7 +35,9 @@ def test_quick(i):
 SUITES = ["suites/accumulation", "suites/mlp", "suites/collectives"]
 
 
-def _compare(label: str, project: Path, row: str, targets: list[str], python: str, rounds: int, env: dict[str, str]):
+def _compare(
+    label: str, project: Path, row: str, targets: list[str], *, python: str, rounds: int, env: dict[str, str]
+) -> tuple[float, float]:
     with tempfile.TemporaryDirectory(prefix="dm-overhead-") as tmp:
         ours_cmd = run_command(python, project, row, Path(tmp) / "results")
         bare_cmd = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={tmp}/junit.xml", *targets]
@@ -76,11 +78,13 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="dm-quick-") as tmp:
         project = Path(tmp)
         write_project(project, {"quick/test_quick.py": QUICK.format(n=args.tests)})
-        b, o = _compare("quick", project, "bench", ["suites/quick"], args.python, args.rounds, clean_env())
+        b, o = _compare(
+            "quick", project, "bench", ["suites/quick"], python=args.python, rounds=args.rounds, env=clean_env()
+        )
         rows.append((f"{args.tests} trivial tests", b, o, 1.10))
     if Path(args.suites_python).exists() and _has_torch_xla(args.suites_python):
         env = clean_env(PJRT_DEVICE="CPU", CPU_NUM_DEVICES="4")
-        b, o = _compare("suites", ROOT, "cpu", SUITES, args.suites_python, args.suite_rounds, env)
+        b, o = _compare("suites", ROOT, "cpu", SUITES, python=args.suites_python, rounds=args.suite_rounds, env=env)
         rows.append(("the cpu suites", b, o, 1.02))
     else:
         rows.append((f"the cpu suites: skipped, no torch_xla in {args.suites_python}", 0.0, 0.0, 1.02))

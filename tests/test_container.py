@@ -77,7 +77,7 @@ def test_crash_in_container_is_diagnosed(project: Callable[..., Project], engine
     assert crash["diagnosis"]["exit_code"] == 139
     assert "in test_c_dies" in crash["diagnosis"]["python_stack"]
     assert crash["repro"].startswith("docker run --rm -w ")  # the container, its folder and image
-    assert "fixture-image" in crash["repro"].splitlines()[0] or "image" in crash["repro"].splitlines()[0]
+    assert "registry.example/xla:r2.9@sha256:abc python -m pytest" in crash["repro"].splitlines()[0]
     assert "suites/segv/test_segv.py::test_c_dies" in crash["repro"]
 
 

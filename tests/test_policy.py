@@ -70,14 +70,14 @@ TABLE: list[tuple[str, Observation, Decision]] = [
     ),
     (
         "a hang before pytest started",
-        replace(NORMAL, abnormal=True, signal=9, overrun="startup", session_started=False, collected=False, ended=False),
+        replace(
+            NORMAL, abnormal=True, signal=9, overrun="startup", session_started=False, collected=False, ended=False
+        ),
         Decision(CrashAt("startup", None, "timeout"), "stop", "crashed", "the test process hung while starting"),
     ),
     (
         "a crash importing a module: collect again without it",
-        replace(
-            NORMAL, abnormal=True, signal=11, collected=False, ended=False, collect_culprit=("m.py", "/p/m.py")
-        ),
+        replace(NORMAL, abnormal=True, signal=11, collected=False, ended=False, collect_culprit=("m.py", "/p/m.py")),
         Decision(CrashAt("collection", "m.py", "crash"), "collect_again", reason="/p/m.py"),
     ),
     (
@@ -96,17 +96,23 @@ TABLE: list[tuple[str, Observation, Decision]] = [
     (
         "a crash while collecting, no module to blame",
         replace(NORMAL, abnormal=True, signal=11, collected=False, ended=False),
-        Decision(CrashAt("collection", None, "crash"), "stop", "crashed", "the test process died while collecting tests"),
+        Decision(
+            CrashAt("collection", None, "crash"), "stop", "crashed", "the test process died while collecting tests"
+        ),
     ),
     (
         "a crash at exit after the session ended",
         replace(NORMAL, abnormal=True, signal=6, returncode=-6),
-        Decision(CrashAt("exit", None, "crash"), "done", reason="the test process died at exit, after its session ended"),
+        Decision(
+            CrashAt("exit", None, "crash"), "done", reason="the test process died at exit, after its session ended"
+        ),
     ),
     (
         "a hang at exit",
         replace(NORMAL, abnormal=True, signal=9, overrun="exit"),
-        Decision(CrashAt("exit", None, "timeout"), "done", reason="the test process hung at exit, after its session ended"),
+        Decision(
+            CrashAt("exit", None, "timeout"), "done", reason="the test process hung at exit, after its session ended"
+        ),
     ),
     (
         "a death between tests, tests left",

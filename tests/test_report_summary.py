@@ -146,3 +146,35 @@ def test_renderers_take_labels_from_the_model_not_the_raw_status() -> None:
     assert row["status"] == "crashed" and row["label"] == "timed out"
     assert "⏱️ **mixed** timed out" in markdown.render(t)
     assert "status-timed-out" in html.render(t)
+
+
+def test_the_terminal_and_junit_agree_with_the_fold(tmp_path: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    from device_matrix.cli import print_summary
+    from device_matrix.config import load
+    from device_matrix.records.junit import junit_xml
+
+    recs = [_mixed(), _xfail_only()]
+    recs[0]["summary"]["passed"] = 99  # a lying summary is never what is shown
+    stream = io.StringIO()
+    (tmp_path / "pyproject.toml").write_text("[tool.device-matrix]\n")
+    print_summary(Output(stream, environ={}, tty=False), recs, load(tmp_path))  # type: ignore[arg-type]
+    terminal = stream.getvalue()
+    for rec in recs:
+        f = fold(rec)  # type: ignore[arg-type]
+        (line,) = [x for x in terminal.splitlines() if x.startswith(f"{rec['row']} ")]
+        cells = line.split()
+        assert cells[1] == f.label.split()[0]
+        numbers = [int(c) for c in cells[-1 - len(BUCKETS) : -1]]
+        assert numbers == [f.counts.bucket(b) for b in BUCKETS]
+        for headline in f.headlines:
+            assert headline in terminal
+        suite = ET.fromstring(junit_xml(rec)).find("testsuite")  # type: ignore[arg-type]
+        assert suite is not None
+        c = f.counts
+        assert int(suite.get("tests", "-1")) == c.total
+        assert int(suite.get("failures", "-1")) == c.outcome("failed") + c.outcome("xpassed")
+        assert int(suite.get("errors", "-1")) == sum(c.outcome(o) for o in ("error", "crashed", "timeout", "not_run"))
+        assert int(suite.get("skipped", "-1")) == c.outcome("skipped") + c.outcome("xfailed")
+    assert "TIMEOUT after 302 s in test_hang" in terminal and "SIGTERM" not in terminal

@@ -213,32 +213,27 @@ def _actions_run_url() -> str | None:
 
 
 def print_summary(out: Output, records: Sequence[RunRecord], cfg: Config) -> None:
+    """The terminal's table: counts, labels and crash headlines from the one fold."""
+    from device_matrix.records.summary import BUCKETS, fold
+
     if not records:
         return
     out.line("")
-    columns = ("passed", "failed", "crashed", "skipped", "xfailed")
-    header = f"{'row':<10} {'status':<12} " + " ".join(f"{c:>7}" for c in columns) + f" {'time':>8}"
+    names = [b.replace("_", " ") for b in BUCKETS]
+    header = f"{'row':<10} {'status':<12} " + " ".join(f"{n:>8}" for n in names) + f" {'time':>8}"
     out.line(header)
     out.line("-" * len(header))
-    for r in records:
-        s = r["summary"]
-        status = out.paint(r["status"], f"{r['status']:<12}")
-        out.line(
-            f"{r['row']:<10} {status} {s['passed']:>7} {s['failed'] + s['error'] + s['xpassed']:>7} "
-            f"{s['crashed'] + s['timeout']:>7} {s['skipped'] + s['not_run']:>7} {s['xfailed']:>7} "
-            f"{r['duration']:>7.1f}s"
-        )
-    for r in records:
+    folds = [fold(r) for r in records]
+    for r, f in zip(records, folds, strict=True):
+        label = out.paint(r["status"], f"{f.label:<12}")
+        cells = " ".join(f"{f.counts.bucket(b):>8}" for b in BUCKETS)
+        out.line(f"{r['row']:<10} {label} {cells} {r['duration']:>7.1f}s")
+    for r, f in zip(records, folds, strict=True):
         if r["reason"]:
             out.line(f"  {r['row']}: {r['reason']}")
-        for c in r["crashes"]:
+        for c, headline in zip(r["crashes"], f.headlines, strict=True):
             d = c["diagnosis"]
-            what = d["signal_name"] or f"exit code {d['exit_code']}"
-            where = c["nodeid"] or f"({c['phase']})"
-            out.line(
-                f"  {r['row']}: {out.paint('crashed', c['kind'].upper())} {where}: {what}, "
-                f"{c['classification']}, fingerprint {d['fingerprint']}"
-            )
+            out.line(f"  {r['row']}: {out.paint('crashed', headline)}, fingerprint {d['fingerprint']}")
             if d["hint"]:
                 out.line(f"      hint: {d['hint']}")
             out.line(f"      repro: {c['repro'].splitlines()[0]}")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from device_matrix.records.atomic import write_text_atomic
 from device_matrix.records.schema import RunRecord
+from device_matrix.records.summary import fold
 
 _ILLEGAL = {c: None for c in range(32) if c not in (9, 10, 13)}
 
@@ -40,12 +41,13 @@ def pytest_names(nodeid: str) -> tuple[str, str]:
 def junit_xml(record: RunRecord, locations: Mapping[str, tuple[str, int | None]] | None = None) -> str:
     """``locations``: nodeid -> (file, 1-based line) as the plugin journals them; written as
     pytest does (``line`` 0-based). Without one, ``file`` comes from the nodeid and no line."""
-    s = record["summary"]
+    c = fold(record).counts
     counts = {
-        "tests": str(s["total"]),
-        "failures": str(s["failed"] + s["xpassed"]),
-        "errors": str(s["error"] + s["crashed"] + s["timeout"]),
-        "skipped": str(s["skipped"] + s["xfailed"] + s["not_run"]),
+        "tests": str(c.total),
+        "failures": str(c.outcome("failed") + c.outcome("xpassed")),
+        # a test that never ran is an error: a reader that shows skips as green must not
+        "errors": str(c.outcome("error") + c.outcome("crashed") + c.outcome("timeout") + c.outcome("not_run")),
+        "skipped": str(c.outcome("skipped") + c.outcome("xfailed")),
         "time": f"{record['duration']:.3f}",
     }
     # a <testsuites> root, as pytest writes it: some readers only look under it
@@ -87,7 +89,9 @@ def junit_xml(record: RunRecord, locations: Mapping[str, tuple[str, int | None]]
                 type=outcome,
                 message=message.splitlines()[0][:500] if message else outcome,
             ).text = _clean(detail)
-        elif outcome in ("skipped", "xfailed", "not_run"):
+        elif outcome == "not_run":
+            ET.SubElement(case, "error", type=outcome, message=message.splitlines()[0][:500] if message else outcome)
+        elif outcome in ("skipped", "xfailed"):
             ET.SubElement(case, "skipped", type=outcome, message=message[:500])
     return ET.tostring(root, encoding="unicode", xml_declaration=True)
 

@@ -13,7 +13,18 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 from types import UnionType
-from typing import Any, Literal, TypeAlias, TypedDict, Union, cast, get_args, get_origin, get_type_hints, is_typeddict
+from typing import (
+    Any,
+    Literal,
+    TypeAlias,
+    TypedDict,
+    Union,
+    cast,
+    get_args,
+    get_origin,
+    get_type_hints,
+    is_typeddict,
+)
 
 from device_matrix.config import ROW_NAME_RE
 from device_matrix.errors import ResultsError
@@ -82,7 +93,7 @@ class RerunRecord(TypedDict):
     duration: float
 
 
-class CrashRecord(TypedDict):
+class _CrashFields(TypedDict):
     id: str
     kind: Literal["crash", "timeout", "worker_crash"]  # worker_crash: a process the test started
     phase: CrashPhase
@@ -94,6 +105,11 @@ class CrashRecord(TypedDict):
     reruns: list[RerunRecord]
     repro: str
     issue: str | None
+
+
+class CrashRecord(_CrashFields, total=False):
+    # fields added after the first records were written: older records lack them
+    deadline: float | None  # seconds, for a timeout: the deadline that passed
 
 
 class AttemptRecord(TypedDict):
@@ -121,7 +137,7 @@ class Summary(TypedDict):
     not_run: int
 
 
-class RunRecord(TypedDict):
+class _RunFields(TypedDict):
     schema: str
     version: int
     row: str
@@ -142,6 +158,9 @@ class RunRecord(TypedDict):
     attempts: list[AttemptRecord]
     summary: Summary
     run_url: str | None
+
+
+class RunRecord(_RunFields, total=False):
     runner_pid: int | None  # the device-matrix process that wrote it (see status "running")
 
 
@@ -205,12 +224,15 @@ def _checker(tp: Any) -> Checker:
         return lambda v: None if isinstance(v, dict) else ": should be an object"
     if is_typeddict(tp):
         fields = [(key, _checker(sub)) for key, sub in get_type_hints(tp).items()]
+        required = tp.__required_keys__
 
         def typed(v: Any) -> str | None:
             if not isinstance(v, dict):
                 return ": should be an object"
             for key, check in fields:
                 if key not in v:
+                    if key not in required:
+                        continue  # a field later versions added: older records lack it
                     return f".{key}: missing"
                 p = check(v[key])
                 if p is not None:

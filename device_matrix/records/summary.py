@@ -139,7 +139,7 @@ class RowFold:
 
 def row_label(status: str, counts: Counts, crashes: Sequence[CrashRecord]) -> str:
     """The row's status in words; never "passed" when a test failed, crashed or never ran."""
-    if status in ("unavailable", "error"):
+    if status in ("unavailable", "error", "interrupted", "running"):
         return status
     if crashes and all(c["kind"] == "timeout" for c in crashes):
         return "timed out"

@@ -127,7 +127,13 @@ def diagnose(attempt: AttemptResult, at: CrashAt, log: Path, redactor: Redactor)
 
 
 def crash_record(
-    crash_id: str, attempt: AttemptResult, at: CrashAt, diagnosis: CrashDiagnosis, repro_text: str
+    crash_id: str,
+    attempt: AttemptResult,
+    at: CrashAt,
+    diagnosis: CrashDiagnosis,
+    repro_text: str,
+    *,
+    deadline: float | None,
 ) -> CrashRecord:
     state = attempt.fold.tests.get(at.nodeid) if at.nodeid and at.phase == "test" else None
     when = None
@@ -146,4 +152,5 @@ def crash_record(
         reruns=[],
         repro=repro_text,
         issue=None,
+        deadline=deadline if at.kind == "timeout" else None,
     )

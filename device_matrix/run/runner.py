@@ -45,9 +45,18 @@ from device_matrix.records.schema import (
     RunRecord,
     load_run,
 )
+from device_matrix.records.summary import crash_kind_label
 from device_matrix.redact import Redactor
 from device_matrix.run import crashes
-from device_matrix.run.attempt import AttemptResult, AttemptSpec, Interrupted, Limits, Purpose, run_attempt
+from device_matrix.run.attempt import (
+    STARTUP_MIN,
+    AttemptResult,
+    AttemptSpec,
+    Interrupted,
+    Limits,
+    Purpose,
+    run_attempt,
+)
 from device_matrix.run.executors.base import Executor
 from device_matrix.run.executors.container import CONTAINER_PYTHON, ContainerExecutor
 from device_matrix.run.executors.local import LocalExecutor
@@ -441,12 +450,11 @@ class RowRunner:
             at,
             diagnosis,
             self._repro(at.nodeid if at.phase == "test" else None, targets),
+            deadline=self._deadline(attempt),
         )
         self.state.crashes.append(crash)
-        what = diagnosis["signal_name"] or f"exit code {diagnosis['exit_code']}"
-        if at.kind == "timeout" and attempt.overrun is not None:
-            what = f"no progress for {attempt.overrun.seconds:.0f} s ({attempt.overrun.activity})"
         outcome: Outcome = "timeout" if at.kind == "timeout" else "crashed"
+        what = crash_kind_label(crash)
         if at.nodeid is not None:
             state = attempt.fold.tests.get(at.nodeid)
             duration = attempt.overrun.seconds if attempt.overrun and at.kind == "timeout" else 0.0
@@ -463,6 +471,16 @@ class RowRunner:
         self.listener.crash(
             self.row.name, at.nodeid, outcome=outcome, phase=at.phase, what=what, fingerprint=diagnosis["fingerprint"]
         )
+
+    def _deadline(self, attempt: AttemptResult) -> float | None:
+        """The deadline that passed, as the headline says it: TIMEOUT after N s."""
+        if attempt.overrun is None:
+            return None
+        if attempt.overrun.activity == "run":
+            return self.run_timeout
+        if attempt.overrun.activity == "startup":
+            return max(self.test_timeout, STARTUP_MIN)
+        return self.test_timeout
 
     def _worker_crashes(self, attempt: AttemptResult, targets: Sequence[str]) -> None:
         """A failed test whose output shows a process dying in native code: a crash too.
