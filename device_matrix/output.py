@@ -14,6 +14,8 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TextIO
 
+from device_matrix.redact import Redactor
+
 ANNOTATION_CAP = 10
 
 _COLORS = {
@@ -57,10 +59,12 @@ class Output:
         self.verbose = verbose
         self.summary_path = Path(env["GITHUB_STEP_SUMMARY"]) if env.get("GITHUB_STEP_SUMMARY") else None
         self._annotations: dict[str, int] = {}
+        self._redactor = Redactor(env)
         self._status_shown = False
 
     def _write(self, text: str) -> None:
-        self.stream.write(text)
+        # a CI log is a file too: nothing secret is printed (a nodeid, a reason, a repro)
+        self.stream.write(self._redactor.text(text))
         self.stream.flush()
 
     def paint(self, outcome: str, text: str | None = None) -> str:

@@ -178,7 +178,7 @@ def test_a_second_run_into_the_same_folder_is_refused(project: Callable[..., Pro
 
 
 def test_a_test_finishing_in_the_grace_period_is_the_one_timed_out(project: Callable[..., Project]) -> None:
-    p = project("late_finish", row="test_timeout = 2")
+    p = project("late_finish", row="test_timeout = 4")
     proc = p.run("run", "--device", "fixture", "--reruns", "0")
     record = p.record()
     outcomes = _outcomes(record)
@@ -291,3 +291,49 @@ def test_a_crash_in_a_process_the_test_started_is_diagnosed(project: Callable[..
     assert record["status"] == "crashed"
     tests = {t["nodeid"].rsplit("::", 1)[-1]: t for t in record["tests"]}
     assert tests["test_b_worker_dies"]["crash"] == crash["id"]
+
+
+CANARIES = {
+    "CANARY_HF": "hf_" + "CanaryHuggingFaceToken" * 2,
+    "CANARY_AWS": "AKIA" + "CANARYKEY0123456",
+    "CANARY_URL": "https://canary-user:canary-pass-9x7@example.invalid/x",
+    # an opaque value: caught only because its variable's name says token
+    "CANARY_OPAQUE_TOKEN": "opaque-canary-value-31337",
+}
+
+
+def test_a_planted_secret_reaches_no_file_and_no_request(project: Callable[..., Project]) -> None:
+    from tests.github_server import serve
+
+    p = project("canary")
+    with serve() as gh:
+        (p.root / "pyproject.toml").write_text(
+            (p.root / "pyproject.toml").read_text()
+            + f"\n[tool.device-matrix.tracker]\nkind = 'github'\nrepository = '{gh.repo}'\n"
+            f"api_url = '{gh.url}'\nwrite_interval = 0\n"
+        )
+        env = {**CANARIES, "GITHUB_TOKEN": gh.token}
+        run = p.run("run", "--device", "fixture", "--reruns", "1", env=env)
+        assert run.returncode == 1, run.stdout + run.stderr
+        record = p.record()
+        assert {t["outcome"] for t in record["tests"]} >= {"passed", "failed", "skipped", "xfailed", "crashed"}
+        assert any(t["nodeid"].endswith("[id-[redacted]]") for t in record["tests"])
+        assert "id-[redacted]" in run.stdout
+        sync = p.run("issues", "sync", "--apply", env=env)
+        assert sync.returncode == 0, sync.stdout + sync.stderr
+        tri = p.run("triage", env=env)
+        assert tri.returncode in (0, 1), tri.stdout + tri.stderr
+        sent = [f"{r.method} {r.path} {r.headers} {r.body}" for r in gh.received]
+    assert gh.received  # the sync did talk to the tracker
+    secrets = [v for v in CANARIES.values()] + ["canary-pass-9x7"]
+    outputs = {"run stdout": run.stdout + run.stderr, "sync": sync.stdout + sync.stderr, "triage": tri.stdout}
+    for name, text in outputs.items():
+        assert [s for s in secrets if s in text] == [], name
+    for request in sent:
+        assert [s for s in secrets if s in request] == [], request[:200]
+    leaked = []
+    for f in p.root.rglob("*"):
+        if f.is_file() and "suites" not in f.relative_to(p.root).parts:
+            data = f.read_bytes()
+            leaked += [f"{f}: {s[:12]}..." for s in secrets if s.encode() in data]
+    assert leaked == []

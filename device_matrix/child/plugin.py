@@ -176,7 +176,9 @@ def pytest_configure(config: pytest.Config) -> None:
         state.journal.write("session", pid=os.getpid(), device=state.device, t=time.time(), env=env)
     select = config.getoption(wire.OPT_SELECT)
     if select:
-        state.select = [line for line in Path(select).read_text("utf-8").splitlines() if line.strip()]
+        select_path = Path(select)
+        state.select = [line for line in select_path.read_text("utf-8").splitlines() if line.strip()]
+        select_path.unlink(missing_ok=True)  # raw nodeids: not left on disk
     fault = config.getoption(wire.OPT_FAULTHANDLER)
     if fault:
         # Our own file, not stderr: a crash's Python stack must not depend on how

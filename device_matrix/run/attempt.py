@@ -201,9 +201,10 @@ def run_attempt(
     fault = folder / "faulthandler.txt"
     fault.write_bytes(b"")
     args = [*spec.args, option(OPT_JOURNAL, str(fifo)), option(OPT_FAULTHANDLER, str(fault))]
+    # the real nodeids, which may hold anything a parametrize id holds: the child removes
+    # the file once read (and the runner after the attempt), so it never stays in results
     select_file = folder / ".select"
     if spec.select is not None:
-        # the real nodeids, which may hold anything a parametrize id holds: removed after
         select_file.write_text("".join(n + "\n" for n in spec.select), "utf-8")
         args.append(option(OPT_SELECT, str(select_file)))
     env = dict(spec.env)
