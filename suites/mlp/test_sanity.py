@@ -40,6 +40,29 @@ def test_help_lists_every_flag() -> None:
         assert flag in proc.stdout, flag
 
 
+def test_upstream_flag_spellings_set_the_same_options() -> None:
+    """Command lines written for upstream's scripts (underscores) parse like ours (dashes)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("mlp_train", TRAIN)
+    assert spec is not None and spec.loader is not None
+    train = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train)
+    ours = train.parse_args(
+        ["--batch-size", "64", "--gradient-accumulation-steps", "4", "--use-gradient-accumulation-loop"]
+        + ["--use-gradient-checkpointing", "--skip-gradient-checkpointing", "--input-dim", "8"]
+        + ["--num-steps", "3", "--dp-degree", "2", "--num-classes", "3", "--loss", "cross_entropy"]
+    )
+    upstream = train.parse_args(
+        ["--batch_size", "64", "--gradient_accumulation_steps", "4", "--use_gradient_accumulation_loop"]
+        + ["--use_gradient_checkpointing", "--skip_gradient_checkpointing", "--input_dim", "8"]
+        + ["--num_steps", "3", "--dp_degree", "2", "--num_classes", "3", "--loss", "cross_entropy"]
+    )
+    assert vars(upstream) == vars(ours)
+    assert ours.gradient_accumulation_steps == 4 and ours.use_gradient_accumulation_loop
+    assert ours.skip_gradient_checkpointing and ours.dp_degree == 2 and ours.num_classes == 3
+
+
 def test_bad_flags_give_a_clear_error() -> None:
     proc = subprocess.run(
         [sys.executable, str(TRAIN), "--batch-size", "100", "--gradient-accumulation-steps", "3"],
