@@ -158,6 +158,8 @@ class _Resolver:
         if depth > _RESOLVE_DEPTH:
             return False
         if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute) and node.func.attr in ("lower", "upper", "strip", "casefold"):
+                return self.is_device(mod, node.func.value, depth + 1)
             name = mod.dotted(node.func) or ""
             last = name.rsplit(".", 1)[-1]
             if last in ("device_type", "xla_device_hw") or name.endswith("runtime.device_type"):
@@ -166,8 +168,6 @@ class _Resolver:
                 first = node.args[0]
                 if isinstance(first, ast.Constant) and first.value == "PJRT_DEVICE":
                     return last != "get" or name.endswith("environ.get")
-            if last in ("lower", "upper", "strip", "casefold") and isinstance(node.func, ast.Attribute):
-                return self.is_device(mod, node.func.value, depth + 1)
             found = self.helper(mod, node)
             return found is not None and self.is_device(found[0], found[1], depth + 1)
         if isinstance(node, ast.Subscript):
@@ -553,10 +553,21 @@ def scan_source(source: str, rel: str, path: Path | None = None, resolver: _Reso
     except (RecursionError, MemoryError):
         return [replace(unreadable, problem="cannot scan: an expression is nested too deeply for Python's parser")]
     scanner = _Scanner(mod, rel, resolver or _Resolver())
-    try:
-        scanner.visit(mod.tree)
-    except (RecursionError, MemoryError):
-        scanner.found.append(replace(unreadable, problem="cannot scan: an expression is nested too deeply to read"))
+    for stmt in mod.tree.body:
+        # one statement at a time: a monster expression costs its own statement only
+        try:
+            scanner.visit(stmt)
+        except (RecursionError, MemoryError):
+            scanner.scope.clear()
+            scanner.conditions.clear()
+            scanner.decorating = None
+            scanner.found.append(
+                replace(
+                    unreadable,
+                    line=min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", [])]),
+                    problem="cannot scan this statement: an expression is nested too deeply to read",
+                )
+            )
     return scanner.found
 
 

@@ -341,7 +341,7 @@ def test_carried_int64_tensor(device: Any, xla: Any, tol: dict[str, float]) -> N
     e_loss, (e_count, e_pos) = ordinary_accumulation(step_for(b), (x, y), [count, positives])
     xla.sync()
     assert got_count.dtype == torch.int64 and got_pos.dtype == torch.int64, (got_count.dtype, got_pos.dtype)
-    assert got_count.item() == steps
+    assert got_count.item() == e_count.item() == steps
     assert got_pos.item() == e_pos.item() == int((y > 0).sum().item())
     assert_close(loss, e_loss, "accumulated loss", tol)
     assert_same_grads(a, b, tol)

@@ -4,8 +4,8 @@ All at upstream's scale for its linear-model test (a wide input layer of 16384 f
 cross entropy over 10 classes, SGD at lr 0.1) and the same effective batch size of 128:
 at this width the full batch and the accumulated micro-batches sum in different orders
 (measured on the XLA CPU backend of torch_xla 2.9: losses differ by up to 2.4e-7,
-outputs by up to 9e-8), so the tolerances below are exercised, not met by construction. The configurations start together as
-subprocesses (one module-scoped launch) and each test compares one pair:
+outputs by up to 9e-8), so the tolerances below are exercised, not met by construction. The configurations
+start together as subprocesses (one module-scoped launch) and each test compares one pair:
 
 (a) accumulation in a Python loop vs (b) in the XLA While loop;
 (c) data-parallel SPMD over several devices vs the single-device run;
