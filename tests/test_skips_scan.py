@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import unittest
+from pathlib import Path
 
 import pytest
 
@@ -68,6 +69,9 @@ def test_every_issue_citing_form_is_found() -> None:
 
         def test_raise():
             raise unittest.SkipTest("ledger:10")
+
+        @pytest.mark.skip
+        def test_bare_mark(): pass
         """
     )
     by_line = {line: (s.form, s.issue, s.mode) for line, s in found.items()}
@@ -82,6 +86,7 @@ def test_every_issue_citing_form_is_found() -> None:
         30: ("unittest.skip", "ledger:8", "skip"),
         34: ("pytest.mark.xfail", "ledger:9", "xfail"),
         38: ("unittest.SkipTest", "ledger:10", "skip"),
+        40: ("pytest.mark.skip", None, "skip"),
     }
     assert found[30].test == "test_x.py::TestWholeClass"
     assert found[22].test == "test_x.py::T::test_skiptest"
@@ -274,9 +279,22 @@ def test_deeply_nested_expressions_are_problems_not_crashes() -> None:
     assert [f.problem is not None for f in check([deep, fine])] == [True, False]
 
 
-def test_a_file_that_does_not_parse_is_a_problem() -> None:
+def test_a_file_that_does_not_parse_is_a_problem(tmp_path: Path) -> None:
     (entry,) = scan_source("def broken(:\n", "bad.py")
     assert entry.line == 1 and entry.problem is not None and entry.problem.startswith("cannot scan:")
+    (tmp_path / "suites").mkdir()
+    (tmp_path / "suites" / "test_bad.py").write_text("x = " + "-" * 200_000 + "1\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "device_matrix", "--project", str(tmp_path), "skips", "check"],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        check=False,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "suites/test_bad.py: cannot scan: an expression is nested too deeply" in proc.stdout
+    assert "TIP: fix or simplify the file" in proc.stdout
+    assert "Traceback" not in proc.stderr
 
 
 # --- an upstream-shaped project ------------------------------------------------------------

@@ -53,7 +53,8 @@ def cmd_skips_check(args: argparse.Namespace, out: Output) -> int:
     for f in findings:
         s = f.skip
         if f.problem:
-            out.line(f"{_where(s)}: {_label(s)} {f.problem}")
+            what = "" if s.form == "unreadable" else f"{_label(s)} "
+            out.line(f"{_where(s)}: {what}{f.problem}")
             out.annotate("error", f"device {s.mode} {f.problem}", file=s.file, line=s.line)
         elif args.verbose:
             cite = "by design" if s.by_design and not s.issue else s.issue

@@ -305,6 +305,7 @@ _CALLS = {
     "unittest.SkipTest": _Form("unittest.SkipTest", "skip", "unittest", None, False, 0, ()),
     "unittest.case.SkipTest": _Form("unittest.SkipTest", "skip", "unittest", None, False, 0, ()),
 }
+_BARE_DECORATORS = frozenset({"pytest.mark.skip", "pytest.mark.xfail"})
 _SKIP_TEST = _Form("self.skipTest", "skip", "unittest", None, False, 0, ("reason",))
 _INSIDE_TESTS = frozenset({*_CALLS, "self.skipTest"})
 # aliases pytest and unittest re-export under other names
@@ -347,7 +348,11 @@ class _Scanner(ast.NodeVisitor):
     def _scoped(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
         for deco in node.decorator_list:
             self.decorating = "::".join([*self.scope, node.name])
-            self.visit(deco)
+            if isinstance(deco, ast.Attribute) and self.mod.dotted(deco) in _BARE_DECORATORS:
+                # @pytest.mark.skip without parentheses: the same as with no arguments
+                self.visit(ast.copy_location(ast.Call(func=deco, args=[], keywords=[]), deco))
+            else:
+                self.visit(deco)
         self.decorating = None
         self.scope.append(node.name)
         outer, self.conditions = self.conditions, []
