@@ -1,4 +1,9 @@
-"""``device-matrix skips check|list``: every device skip cites an issue and has not expired."""
+"""``device-matrix skips check|list``: every device skip cites an issue and has not expired.
+
+A skip is "disabled because broken" (it must cite the issue that tracks it) unless it is
+marked as by design ("not applicable here": ``only_on``, or a ``# device-matrix:
+by-design`` comment in files that cannot import device-matrix).
+"""
 
 from __future__ import annotations
 
@@ -10,15 +15,35 @@ from typing import Any
 from device_matrix import config as config_mod
 from device_matrix.errors import EXIT_OK, EXIT_TESTS_FAILED
 from device_matrix.output import Output
-from device_matrix.skips import check, load_disable_list, scan_tree
+from device_matrix.skips import BY_DESIGN_COMMENT, DeviceSkip, check, load_disable_list, scan_tree
+
+TIP_NO_ISSUE = (
+    "TIP: a test disabled because it is broken cites the issue that tracks it: issue='#N' "
+    "(or a URL, or ledger:N) on skip_device/xfail_device, an issue URL or ledger:N in a "
+    "unittest/pytest skip message; `device-matrix issues sync` can file one. A test that "
+    "does not apply on a device is by design: @only_on('tpu', reason=...) from "
+    f"device_matrix.skips, or a '# {BY_DESIGN_COMMENT}' comment on the skip's line."
+)
+TIP_UNREADABLE = "TIP: fix or simplify the file; skips in it are not checked until it can be read."
 
 
-def _declared(args: argparse.Namespace) -> tuple[Any, list[Any]]:
+def _declared(args: argparse.Namespace) -> tuple[Any, list[DeviceSkip]]:
     cfg = config_mod.load(Path(args.project) if args.project else None)
     paths = [Path(p) for p in args.paths] if args.paths else [cfg.suites_dir]
     declared = scan_tree(cfg.project_root, [p if p.is_absolute() else cfg.project_root / p for p in paths])
     declared.extend(load_disable_list(cfg.disable_list))
     return cfg, declared
+
+
+def _where(s: DeviceSkip) -> str:
+    if s.line:
+        return f"{s.file}:{s.line}"
+    return f"{s.file} ({s.test})" if s.test else str(s.file)
+
+
+def _label(s: DeviceSkip) -> str:
+    form = s.form or f"{s.mode}_device"
+    return f"{form}({', '.join(s.devices)})"
 
 
 def cmd_skips_check(args: argparse.Namespace, out: Output) -> int:
@@ -27,38 +52,45 @@ def cmd_skips_check(args: argparse.Namespace, out: Output) -> int:
     bad = [f for f in findings if f.problem]
     for f in findings:
         s = f.skip
-        where = f"{s.file}:{s.line}" if s.line else f"{s.file} ({s.test})"
         if f.problem:
-            out.line(f"{where}: {s.mode}_device({', '.join(s.devices)}) {f.problem}")
+            what = "" if s.form == "unreadable" else f"{_label(s)} "
+            out.line(f"{_where(s)}: {what}{f.problem}")
             out.annotate("error", f"device {s.mode} {f.problem}", file=s.file, line=s.line)
         elif args.verbose:
-            out.line(f"{where}: {s.mode}_device({', '.join(s.devices)}) -> {s.issue}")
+            cite = "by design" if s.by_design and not s.issue else s.issue
+            out.line(f"{_where(s)}: {_label(s)} -> {cite}")
     out.line(f"{len(findings)} device skip(s)/xfail(s), {len(bad)} problem(s)")
-    if bad:
-        out.line("Cite an issue with issue='#N' (or a URL, or ledger:N), or let `device-matrix issues sync` file one.")
+    if any(f.problem == "cites no issue" for f in bad):
+        out.line(TIP_NO_ISSUE)
+    if any(f.skip.form == "unreadable" for f in bad):
+        out.line(TIP_UNREADABLE)
     return EXIT_TESTS_FAILED if bad else EXIT_OK
 
 
 def cmd_skips_list(args: argparse.Namespace, out: Output) -> int:
     _, declared = _declared(args)
+    problems = {id(f.skip): f.problem for f in check(declared)}
     rows = [
         {
             "file": s.file,
             "line": s.line,
             "test": s.test,
+            "form": s.form,
             "mode": s.mode,
             "devices": list(s.devices),
             "issue": s.issue,
+            "by_design": s.by_design,
             "reason": s.reason,
             "source": s.source,
             "expires": s.expires.isoformat() if s.expires else None,
+            "problem": problems[id(s)],
         }
         for s in declared
     ]
     if args.json:
         out.line(json.dumps(rows, indent=1))
     else:
-        for r in rows:
-            where = f"{r['file']}:{r['line']}" if r["line"] else f"{r['file']} ({r['test']})"
-            out.line(f"{where}  {r['mode']} on {','.join(r['devices'])}  {r['issue'] or 'NO ISSUE'}  {r['reason']}")
+        for s, r in zip(declared, rows, strict=True):
+            cite = r["issue"] or ("by design" if r["by_design"] else "NO ISSUE")
+            out.line(f"{_where(s)}  {s.form} {s.mode} on {','.join(s.devices)}  {cite}  {r['reason']}")
     return EXIT_OK

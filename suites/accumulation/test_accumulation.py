@@ -257,21 +257,91 @@ def test_mismatched_leading_dimensions_raise_value_error(device: Any) -> None:
         ga.gradient_accumulation(_step_for(model, 0), (x, y[:2]), model)
 
 
-@pytest.mark.xfail_device(
-    *ALL_DEVICES,
-    issue="ledger:3",
-    reason="the in-place mutation check is a bare assert: AssertionError with no message, "
-    "and no check at all under python -O",
-    strict=True,
-)
-def test_in_place_mutation_is_rejected_with_a_message(device: Any) -> None:
-    """The docstring promises an error for an impure train_step; the error must say why."""
+class MessageLessError(AssertionError):
+    """The purity check fired, but its exception says nothing: the failure ledger:3 expects."""
+
+
+def _reject_in_place_mutation_with_a_message(device: Any) -> None:
     model, x, y = _simple(device)
 
     def impure(xi: torch.Tensor, yi: torch.Tensor) -> torch.Tensor:
         xi.add_(1.0)
         return torch.nn.functional.mse_loss(model(xi), yi)
 
-    with pytest.raises(Exception) as info:
+    # no raise at all (the check removed) fails with pytest's "DID NOT RAISE" instead
+    with pytest.raises(AssertionError) as info:
         ga.gradient_accumulation(impure, (x, y), model)
-    assert str(info.value).strip(), f"{type(info.value).__name__} raised without a message"
+    if not str(info.value).strip():
+        raise MessageLessError(f"{type(info.value).__name__} raised without a message")
+
+
+@pytest.mark.xfail_device(
+    *ALL_DEVICES,
+    issue="ledger:3",
+    reason="the in-place mutation check is a bare assert: AssertionError with no message, "
+    "and no check at all under python -O",
+    strict=True,
+    raises=MessageLessError,
+)
+def test_in_place_mutation_is_rejected_with_a_message(device: Any) -> None:
+    """The docstring promises an error for an impure train_step; the error must say why."""
+    _reject_in_place_mutation_with_a_message(device)
+
+
+def test_expected_failure_needs_the_purity_check(device: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the purity check the test above fails outright instead of xfailing.
+
+    Its ``raises=MessageLessError`` admits only the message-less assert; with the check
+    patched away the mutation goes through and pytest's "DID NOT RAISE" is what comes out.
+    """
+    import torch_xla
+
+    monkeypatch.setattr(
+        torch_xla._XLAC,
+        "_check_tensor_need_materialization",
+        lambda tensors: [False] * len(tensors),
+    )
+    with pytest.raises(pytest.fail.Exception, match="DID NOT RAISE"):
+        _reject_in_place_mutation_with_a_message(device)
+
+
+def test_in_place_mutation_of_a_carried_tensor_is_rejected(device: Any) -> None:
+    """A carried tensor changed in place inside the step: the While loop would replay the
+    traced step without that side effect, so the purity check must refuse it."""
+    model, x, y = _simple(device)
+    total = torch.zeros((), device=device)
+
+    def impure(xi: torch.Tensor, yi: torch.Tensor, acc: torch.Tensor) -> Any:
+        loss = torch.nn.functional.mse_loss(model(xi), yi)
+        acc.add_(loss.detach())
+        return loss, acc
+
+    with pytest.raises(AssertionError):
+        ga.gradient_accumulation(impure, (x, y), model, total)
+
+
+def test_carried_int64_tensor(device: Any, xla: Any, tol: dict[str, float]) -> None:
+    """An integer step counter and an integer sum of labels' signs, carried as int64."""
+    steps = 4
+    a = make_model(device)
+    b = clone_model(a, device)
+    x, y = make_batches(device, steps)
+
+    def step_for(model: torch.nn.Module) -> Any:
+        def step(xi: torch.Tensor, yi: torch.Tensor, count: torch.Tensor, positives: torch.Tensor) -> Any:
+            loss = torch.nn.functional.mse_loss(model(xi), yi)
+            return loss, count + 1, positives + (yi > 0).sum()
+
+        return step
+
+    count = torch.zeros((), dtype=torch.int64, device=device)
+    positives = torch.zeros((), dtype=torch.int64, device=device)
+    xla.sync()
+    loss, got_count, got_pos = ga.gradient_accumulation(step_for(a), (x, y), a, count, positives)
+    e_loss, (e_count, e_pos) = ordinary_accumulation(step_for(b), (x, y), [count, positives])
+    xla.sync()
+    assert got_count.dtype == torch.int64 and got_pos.dtype == torch.int64, (got_count.dtype, got_pos.dtype)
+    assert got_count.item() == e_count.item() == steps
+    assert got_pos.item() == e_pos.item() == int((y > 0).sum().item())
+    assert_close(loss, e_loss, "accumulated loss", tol)
+    assert_same_grads(a, b, tol)

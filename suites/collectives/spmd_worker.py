@@ -2,8 +2,9 @@
 
 ``python -m suites.collectives.spmd_worker --devices 4 --iterations 50`` prints one JSON
 object: per collective, the values each device holds after every iteration, and the
-collective instructions found in XLA's optimised HLO (dumped to a temporary folder), so
-a result computed without any collective cannot pass for one.
+collective instructions found in XLA's optimised HLO of that collective's own step
+(dumped to a temporary folder), so a result computed without any collective cannot pass
+for one.
 """
 
 from __future__ import annotations
@@ -45,6 +46,17 @@ def main() -> None:
     mesh = xs.Mesh(np.arange(n), (n,), ("x",))
     device = torch_xla.device()
 
+    seen: set[Path] = set()
+
+    def new_hlo_ops() -> list[str]:
+        """Collectives in the optimised HLO modules compiled since the last call."""
+        ops: set[str] = set()
+        for f in sorted(Path(dump).glob("*after_optimizations.txt")):
+            if f not in seen:
+                seen.add(f)
+                ops.update(m.group(1) for m in OPS_RE.finditer(f.read_text(errors="replace")))
+        return sorted(ops)
+
     def local(t: torch.Tensor) -> list[list[float]]:
         # the step's execution is asynchronous: wait before reading device buffers
         xm.wait_device_ops()
@@ -58,6 +70,7 @@ def main() -> None:
         total = ones.sum(0)
         torch_xla.sync()
         all_reduce.append(local(total))
+    hlo = {"all_reduce": new_hlo_ops()}
 
     # all-gather: device i holds [i, i]; replicating gathers every device's part
     ranks = torch.arange(n, dtype=torch.float32).repeat_interleave(2).to(device)
@@ -66,6 +79,7 @@ def main() -> None:
     xs.mark_sharding(gathered, mesh, (None,))
     torch_xla.sync()
     all_gather = local(gathered)
+    hlo["all_gather"] = new_hlo_ops()
 
     # reduce-scatter: sum over rows, the result split across devices
     rows = torch.ones(n, n * 2, device=device)
@@ -74,10 +88,7 @@ def main() -> None:
     xs.mark_sharding(scattered, mesh, ("x",))
     torch_xla.sync()
     reduce_scatter = local(scattered)
-
-    ops: set[str] = set()
-    for f in Path(dump).glob("*after_optimizations.txt"):
-        ops.update(m.group(1) for m in OPS_RE.finditer(f.read_text(errors="replace")))
+    hlo["reduce_scatter"] = new_hlo_ops()
     print(
         json.dumps(
             {
@@ -85,7 +96,7 @@ def main() -> None:
                 "all_reduce": all_reduce,
                 "all_gather": all_gather,
                 "reduce_scatter": reduce_scatter,
-                "hlo_collectives": sorted(ops),
+                "hlo_collectives": hlo,
             }
         )
     )

@@ -59,20 +59,27 @@ def test_spmd_all_reduce_equals_world_size_everywhere(spmd: dict[str, Any]) -> N
         assert len(per_device) == world, f"iteration {i}: {len(per_device)} device(s) hold a result"
         for d, values in enumerate(per_device):
             assert values == [float(world)] * 8, f"iteration {i}, device {d}: {values}"
-    assert "all-reduce" in spmd["hlo_collectives"], spmd["hlo_collectives"]
+    assert "all-reduce" in spmd["hlo_collectives"]["all_reduce"], spmd["hlo_collectives"]
 
 
 def test_spmd_all_gather(spmd: dict[str, Any]) -> None:
     world = spmd["world"]
     expected = [float(r) for r in range(world) for _ in range(2)]
     assert spmd["all_gather"] == [expected] * world
-    assert "all-gather" in spmd["hlo_collectives"], spmd["hlo_collectives"]
+    assert "all-gather" in spmd["hlo_collectives"]["all_gather"], spmd["hlo_collectives"]
 
 
 def test_spmd_reduce_scatter(spmd: dict[str, Any]) -> None:
     world = spmd["world"]
     # each device holds its own part of the sum, and every element is the world size
     assert spmd["reduce_scatter"] == [[float(world)] * 2] * world
+    # the sum is reduced across devices in that step's own HLO: a reduce-scatter, or on
+    # backends without XLA's reduce-scatter creator pass (the CPU pipeline of torch_xla
+    # 2.9 emits ['all-reduce'] and a dynamic-slice) the all-reduce it is made from; never
+    # a gather, which would mean every device computed the whole sum itself
+    ops = spmd["hlo_collectives"]["reduce_scatter"]
+    assert {"reduce-scatter", "all-reduce"} & set(ops), spmd["hlo_collectives"]
+    assert "all-gather" not in ops, spmd["hlo_collectives"]
 
 
 def _free_port() -> int:

@@ -7,6 +7,7 @@ import math
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,6 +30,8 @@ def test_help_lists_every_flag() -> None:
         "--num-steps",
         "--log-steps",
         "--input-dim",
+        "--loss",
+        "--num-classes",
         "--seed",
         "--gradient-accumulation-steps",
         "--use-gradient-accumulation-loop",
@@ -38,6 +41,31 @@ def test_help_lists_every_flag() -> None:
         "--output",
     ):
         assert flag in proc.stdout, flag
+        if "-" in flag[2:]:
+            assert "--" + flag[2:].replace("-", "_") in proc.stdout, flag
+
+
+def test_upstream_flag_spellings_set_the_same_options() -> None:
+    """Command lines written for upstream's scripts (underscores) parse like ours (dashes)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("mlp_train", TRAIN)
+    assert spec is not None and spec.loader is not None
+    train = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train)
+    values = {"batch-size": "64", "gradient-accumulation-steps": "4", "input-dim": "8", "num-steps": "3"}
+    values |= {"dp-degree": "2", "num-classes": "3", "loss": "cross_entropy"}
+    switches = ["use-gradient-accumulation-loop", "use-gradient-checkpointing", "skip-gradient-checkpointing"]
+
+    def argv(spell: Any) -> list[str]:
+        pairs = [[f"--{spell(k)}", v] for k, v in values.items()]
+        return [a for pair in pairs for a in pair] + [f"--{spell(s)}" for s in switches]
+
+    ours = train.parse_args(argv(lambda k: k))
+    upstream = train.parse_args(argv(lambda k: k.replace("-", "_")))
+    assert vars(upstream) == vars(ours)
+    assert ours.gradient_accumulation_steps == 4 and ours.use_gradient_accumulation_loop
+    assert ours.skip_gradient_checkpointing and ours.dp_degree == 2 and ours.num_classes == 3
 
 
 def test_bad_flags_give_a_clear_error() -> None:

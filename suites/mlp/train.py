@@ -8,8 +8,14 @@ Run by hand on any XLA device (the device comes from PJRT_DEVICE):
         --use-gradient-accumulation-loop --output loop.json
     PJRT_DEVICE=CPU CPU_NUM_DEVICES=4 python suites/mlp/train.py --dp-degree 4 --output dp4.json
 
+Every multi-word flag is also accepted in upstream's spelling with underscores
+(``--gradient_accumulation_steps 4 --use_gradient_accumulation_loop``), so command lines
+written for torch_xla's own training scripts run unchanged.
+
 The data are generated from --seed (a fixed random teacher network): no download, no
-network. The effective batch is always --batch-size: with accumulation over k steps
+network. ``--loss cross_entropy`` labels each sample with the teacher's top class among
+``--num-classes`` (upstream's linear-model setup: a wide ``--input-dim``, cross entropy,
+``--lr 0.1``). The effective batch is always --batch-size: with accumulation over k steps
 each micro-batch holds batch-size/k samples; with --dp-degree d each device holds
 batch-size/d of them.
 """
@@ -30,35 +36,50 @@ PROBE_SAMPLES = 16
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--batch-size", type=int, default=128, help="effective batch size (default 128)")
-    p.add_argument("--lr", type=float, default=0.05, help="SGD learning rate")
-    p.add_argument("--num-steps", type=int, default=20, help="optimizer steps")
-    p.add_argument("--log-steps", type=int, default=5, help="print the loss every N steps")
-    p.add_argument("--input-dim", type=int, default=32, help="input features")
-    p.add_argument("--seed", type=int, default=0, help="seed of the data and the weights")
-    p.add_argument("--gradient-accumulation-steps", type=int, default=1, help="micro-batches per step")
-    p.add_argument(
+
+    def flag(name: str, **kwargs: Any) -> None:
+        # upstream's scripts spell flags with underscores; both spellings set one option
+        words = name[2:]
+        spellings = [name] + (["--" + words.replace("-", "_")] if "-" in words else [])
+        p.add_argument(*spellings, **kwargs)
+
+    flag("--batch-size", type=int, default=128, help="effective batch size (default 128)")
+    flag("--lr", type=float, default=0.05, help="SGD learning rate")
+    flag("--num-steps", type=int, default=20, help="optimizer steps")
+    flag("--log-steps", type=int, default=5, help="print the loss every N steps")
+    flag("--input-dim", type=int, default=32, help="input features")
+    flag("--loss", choices=("mse", "cross_entropy"), default="mse", help="regression or classification")
+    flag("--num-classes", type=int, default=10, help="classes for --loss cross_entropy")
+    flag("--seed", type=int, default=0, help="seed of the data and the weights")
+    flag("--gradient-accumulation-steps", type=int, default=1, help="micro-batches per step")
+    flag(
         "--use-gradient-accumulation-loop",
         action="store_true",
         help="accumulate with torch_xla's XLA While loop instead of a Python loop",
     )
-    p.add_argument("--use-gradient-checkpointing", action="store_true", help="checkpoint the hidden layers")
-    p.add_argument(
+    flag("--use-gradient-checkpointing", action="store_true", help="checkpoint the hidden layers")
+    flag(
         "--skip-gradient-checkpointing",
         action="store_true",
         help="ignore --use-gradient-checkpointing (for devices that cannot do it)",
     )
-    p.add_argument("--dp-degree", type=int, default=1, help="data-parallel SPMD over this many devices")
-    p.add_argument("--output", type=Path, help="write losses and final outputs here as JSON")
+    flag("--dp-degree", type=int, default=1, help="data-parallel SPMD over this many devices")
+    flag("--output", type=Path, help="write losses and final outputs here as JSON")
     args = p.parse_args(argv)
     k = args.gradient_accumulation_steps
     if k < 1 or args.batch_size % k:
         p.error(f"--batch-size {args.batch_size} must be a multiple of --gradient-accumulation-steps {k}")
     if args.dp_degree < 1 or (args.batch_size // k) % args.dp_degree:
         p.error(f"each micro-batch ({args.batch_size // k}) must split evenly over --dp-degree {args.dp_degree}")
+    if args.loss == "cross_entropy" and args.num_classes < 2:
+        p.error("--num-classes must be at least 2")
     if args.num_steps < 1 or args.log_steps < 1:
         p.error("--num-steps and --log-steps must be at least 1")
     return args
+
+
+def n_outputs(args: argparse.Namespace) -> int:
+    return args.num_classes if args.loss == "cross_entropy" else 1
 
 
 def build(args: argparse.Namespace, device: Any) -> tuple[Any, Any, Any]:
@@ -70,10 +91,10 @@ def build(args: argparse.Namespace, device: Any) -> tuple[Any, Any, Any]:
         torch.nn.ReLU(),
         torch.nn.Linear(HIDDEN, HIDDEN),
         torch.nn.ReLU(),
-        torch.nn.Linear(HIDDEN, 1),
+        torch.nn.Linear(HIDDEN, n_outputs(args)),
     ).to(device)
     g = torch.Generator().manual_seed(args.seed + 1)
-    teacher = torch.randn(args.input_dim, 1, generator=g) / math.sqrt(args.input_dim)
+    teacher = torch.randn(args.input_dim, n_outputs(args), generator=g) / math.sqrt(args.input_dim)
     probe = torch.randn(PROBE_SAMPLES, args.input_dim, generator=g)
     return model, teacher, probe
 
@@ -83,6 +104,8 @@ def batch(args: argparse.Namespace, step: int, teacher: Any) -> tuple[Any, Any]:
 
     g = torch.Generator().manual_seed(args.seed * 100_003 + step)
     x = torch.randn(args.batch_size, args.input_dim, generator=g)
+    if args.loss == "cross_entropy":
+        return x, (x @ teacher).argmax(dim=1)
     y = torch.tanh(x @ teacher) + 0.01 * torch.randn(args.batch_size, 1, generator=g)
     return x, y
 
@@ -124,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
         return layers[4](h)
 
     def train_step(x: Any, y: Any) -> Any:
+        if args.loss == "cross_entropy":
+            return torch.nn.functional.cross_entropy(forward(x), y)
         return torch.nn.functional.mse_loss(forward(x), y)
 
     def shard(t: Any, batch_dim: int) -> Any:
@@ -147,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
             from torch_xla.experimental.gradient_accumulation import gradient_accumulation
 
             x = shard(x_cpu.view(k, micro, -1).to(device), 1)
-            y = shard(y_cpu.view(k, micro, -1).to(device), 1)
+            y = shard(y_cpu.view(k, micro, *y_cpu.shape[1:]).to(device), 1)
             loss = gradient_accumulation(train_step, (x, y), model)
         else:
             total = torch.zeros((), device=device)

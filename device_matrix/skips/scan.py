@@ -1,0 +1,630 @@
+"""Static scan for ``device-matrix skips list`` and ``skips check``.
+
+It finds, without importing anything, every skip the run-time recorder would record:
+
+- ``skip_device`` / ``xfail_device`` marks and ``only_on`` (by design);
+- ``unittest.skip/skipIf/skipUnless`` (also imported by name), on tests and classes;
+- ``pytest.mark.skip/skipif/xfail``, and ``pytest.skip``, ``pytest.xfail``,
+  ``self.skipTest`` and ``raise SkipTest`` inside tests, under the ``if`` they sit in.
+
+Messages are read from literals, f-strings, ``reason=`` and module constants. Devices
+come from the conditions it understands: ``xr.device_type()``, ``xm.xla_device_hw()``,
+``xu.getenv_as('PJRT_DEVICE', ...)``, ``os.environ.get('PJRT_DEVICE')`` and friends
+compared with device names, through ``not``/``and``/``or``, module constants and
+one-line helper functions (also in a sibling module imported by bare name, as upstream's
+``import test_utils``). A skip whose condition says nothing about the device and cites
+no issue is not a device skip and is not listed.
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime as dt
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from device_matrix.errors import ConfigError
+from device_matrix.skips.by_design import BY_DESIGN_COMMENT, BY_DESIGN_CONSTANT_PREFIX
+from device_matrix.skips.model import BY_DESIGN_MARK, DeviceSkip, SkipMode, SkipSource, from_marker
+from device_matrix.skips.refs import find_issue_in_text
+
+KNOWN_DEVICES = frozenset({"cpu", "tpu", "cuda", "neuron"})
+_ALIASES = {"gpu": "cuda"}
+EVERYWHERE = ("*",)
+_RESOLVE_DEPTH = 12  # constants and helpers that refer to each other, cycles included
+_SKIPPED_DIRS = frozenset({".nox", ".venv", "venv", "node_modules", ".git", "__pycache__"})
+
+Devices = frozenset[str] | None  # where a condition holds; None when it is not understood
+
+
+@dataclass(frozen=True)
+class ScanFinding:
+    skip: DeviceSkip
+    problem: str | None  # None when the declaration is fine
+
+
+# --- one module: its constants, helpers and imports -------------------------------------
+
+
+@dataclass
+class _Module:
+    path: Path | None
+    tree: ast.Module
+    lines: list[str]
+    constants: dict[str, ast.expr] = field(default_factory=dict)
+    functions: dict[str, ast.FunctionDef] = field(default_factory=dict)
+    # local name -> dotted origin: `import unittest as ut` -> ut: unittest,
+    # `from unittest import skipIf` -> skipIf: unittest.skipIf
+    imports: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, source: str, path: Path | None) -> _Module:
+        tree = ast.parse(source, filename=str(path or "<string>"))
+        mod = cls(path, tree, source.splitlines())
+        for stmt in tree.body:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                mod.constants[stmt.targets[0].id] = stmt.value
+            elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+                mod.constants[stmt.target.id] = stmt.value
+            elif isinstance(stmt, ast.FunctionDef):
+                mod.functions[stmt.name] = stmt
+            elif isinstance(stmt, ast.Import):
+                for alias in stmt.names:
+                    mod.imports[alias.asname or alias.name.split(".")[0]] = (
+                        alias.name if alias.asname else alias.name.split(".")[0]
+                    )
+            elif isinstance(stmt, ast.ImportFrom) and stmt.module and not stmt.level:
+                for alias in stmt.names:
+                    mod.imports[alias.asname or alias.name] = f"{stmt.module}.{alias.name}"
+        return mod
+
+    def dotted(self, node: ast.AST) -> str | None:
+        """``ut.skipIf`` -> ``unittest.skipIf``, ``skipIf`` -> ``unittest.skipIf``."""
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        parts.append(self.imports.get(node.id, node.id))
+        return ".".join(reversed(parts))
+
+
+class _Resolver:
+    """Looks names up in a module and in sibling modules imported by bare name."""
+
+    def __init__(self) -> None:
+        self._siblings: dict[Path, _Module | None] = {}
+
+    def sibling(self, mod: _Module, name: str) -> _Module | None:
+        if mod.path is None or "." in name:
+            return None
+        path = mod.path.parent / f"{name}.py"
+        if path not in self._siblings:
+            self._siblings[path] = None  # a module that imports itself back stops here
+            try:
+                self._siblings[path] = _Module.parse(path.read_text("utf-8"), path)
+            except (OSError, SyntaxError, UnicodeDecodeError, ValueError, RecursionError, MemoryError):
+                pass
+        return self._siblings[path]
+
+    def constant(self, mod: _Module, node: ast.expr) -> tuple[_Module, ast.expr, str] | None:
+        """The expression a module constant stands for, the module it lives in, its name."""
+        if isinstance(node, ast.Name):
+            if node.id in mod.constants:
+                return mod, mod.constants[node.id], node.id
+            origin = mod.imports.get(node.id, "")
+            if origin.count(".") == 1:
+                other = self.sibling(mod, origin.split(".")[0])
+                name = origin.split(".")[1]
+                if other is not None and name in other.constants:
+                    return other, other.constants[name], name
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            other = self.sibling(mod, mod.imports.get(node.value.id, ""))
+            if other is not None and node.attr in other.constants:
+                return other, other.constants[node.attr], node.attr
+        return None
+
+    def helper(self, mod: _Module, node: ast.expr) -> tuple[_Module, ast.expr] | None:
+        """The returned expression of a one-statement helper function called without arguments."""
+        if not isinstance(node, ast.Call) or node.args or node.keywords:
+            return None
+        func: ast.FunctionDef | None = None
+        where = mod
+        if isinstance(node.func, ast.Name):
+            func = mod.functions.get(node.func.id)
+            origin = mod.imports.get(node.func.id, "")
+            if func is None and origin.count(".") == 1:
+                other = self.sibling(mod, origin.split(".")[0])
+                if other is not None:
+                    where, func = other, other.functions.get(origin.split(".")[1])
+        elif isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+            other = self.sibling(mod, mod.imports.get(node.func.value.id, ""))
+            if other is not None:
+                where, func = other, other.functions.get(node.func.attr)
+        if func is None:
+            return None
+        body = [s for s in func.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+        if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
+            return where, body[0].value
+        return None
+
+    # --- conditions -> devices ------------------------------------------------------
+
+    def is_device(self, mod: _Module, node: ast.expr, depth: int = 0) -> bool:
+        """Whether ``node`` evaluates to the name of the device the test runs on."""
+        if depth > _RESOLVE_DEPTH:
+            return False
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute) and node.func.attr in ("lower", "upper", "strip", "casefold"):
+                return self.is_device(mod, node.func.value, depth + 1)
+            name = mod.dotted(node.func) or ""
+            last = name.rsplit(".", 1)[-1]
+            if last in ("device_type", "xla_device_hw") or name.endswith("runtime.device_type"):
+                return True
+            if last in ("getenv_as", "getenv", "get") and node.args:
+                first = node.args[0]
+                if isinstance(first, ast.Constant) and first.value == "PJRT_DEVICE":
+                    return last != "get" or name.endswith("environ.get")
+            found = self.helper(mod, node)
+            return found is not None and self.is_device(found[0], found[1], depth + 1)
+        if isinstance(node, ast.Subscript):
+            key = node.slice
+            return (
+                (mod.dotted(node.value) or "").endswith("environ")
+                and isinstance(key, ast.Constant)
+                and key.value == "PJRT_DEVICE"
+            )
+        const = self.constant(mod, node)
+        return const is not None and self.is_device(const[0], const[1], depth + 1)
+
+    def names(self, mod: _Module, node: ast.expr, depth: int = 0) -> frozenset[str] | None:
+        """Device names in a string or a tuple/list/set of strings."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            name = node.value.strip().lower()
+            return frozenset({_ALIASES.get(name, name)})
+        if isinstance(node, ast.Tuple | ast.List | ast.Set):
+            out: set[str] = set()
+            for elt in node.elts:
+                part = self.names(mod, elt, depth + 1)
+                if part is None:
+                    return None
+                out |= part
+            return frozenset(out)
+        const = self.constant(mod, node) if depth < _RESOLVE_DEPTH else None
+        return self.names(const[0], const[1], depth + 1) if const else None
+
+    def devices(self, mod: _Module, node: ast.expr, depth: int = 0) -> Devices:
+        """The devices on which the condition ``node`` is true, or None if not understood."""
+        if depth > _RESOLVE_DEPTH:
+            return None
+        if isinstance(node, ast.Constant) and isinstance(node.value, bool):
+            return KNOWN_DEVICES if node.value else frozenset()
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            inner = self.devices(mod, node.operand, depth + 1)
+            return None if inner is None else KNOWN_DEVICES - inner
+        if isinstance(node, ast.BoolOp):
+            parts = [self.devices(mod, v, depth + 1) for v in node.values]
+            if isinstance(node.op, ast.And):
+                # an unknown conjunct only narrows: the known ones bound where it holds
+                known = [p for p in parts if p is not None]
+                return frozenset.intersection(*known) if known else None
+            if any(p is None for p in parts):
+                return None
+            return frozenset().union(*(p for p in parts if p is not None))
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            left, right, op = node.left, node.comparators[0], node.ops[0]
+            if self.is_device(mod, right, depth + 1) and isinstance(op, ast.Eq | ast.NotEq):
+                left, right = right, left
+            if not self.is_device(mod, left, depth + 1):
+                return None
+            values = self.names(mod, right)
+            if values is None:
+                return None
+            if isinstance(op, ast.Eq | ast.In):
+                return values
+            if isinstance(op, ast.NotEq | ast.NotIn):
+                return KNOWN_DEVICES - values
+            return None
+        found = self.helper(mod, node)
+        if found is not None:
+            return self.devices(found[0], found[1], depth + 1)
+        const = self.constant(mod, node)
+        if const is not None:
+            return self.devices(const[0], const[1], depth + 1)
+        return None
+
+    # --- messages -------------------------------------------------------------------
+
+    def text(self, mod: _Module, node: ast.expr | None, depth: int = 0) -> tuple[str | None, str | None]:
+        """A message's text (placeholders for what is not known) and the constant it came from."""
+        if node is None or depth > _RESOLVE_DEPTH:
+            return None, None
+        if isinstance(node, ast.Constant):
+            return (node.value if isinstance(node.value, str) else str(node.value)), None
+        if isinstance(node, ast.JoinedStr):
+            pieces = []
+            for value in node.values:
+                if isinstance(value, ast.FormattedValue):
+                    piece, _ = self.text(mod, value.value, depth + 1)
+                    pieces.append(piece if piece is not None else "{...}")
+                else:
+                    piece, _ = self.text(mod, value, depth + 1)
+                    pieces.append(piece or "")
+            return "".join(pieces), None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left, _ = self.text(mod, node.left, depth + 1)
+            right, _ = self.text(mod, node.right, depth + 1)
+            if left is None and right is None:
+                return None, None
+            return (left or "{...}") + (right or "{...}"), None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+            return self.text(mod, node.left, depth + 1)[0], None
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "format"
+            and isinstance(node.func.value, ast.Constant | ast.Name | ast.JoinedStr)
+        ):
+            return self.text(mod, node.func.value, depth + 1)[0], None
+        const = self.constant(mod, node)
+        if const is not None:
+            held, _ = self.text(const[0], const[1], depth + 1)
+            return held, const[2]
+        return None, None
+
+
+# --- the forms ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Form:
+    name: str  # how it is reported: unittest.skipIf, pytest.skip...
+    mode: SkipMode
+    source: SkipSource
+    condition: int | None  # index of the positional condition, None when unconditional
+    negate: bool  # skipUnless: skipped where the condition is false
+    message: int  # index of the positional message
+    keywords: tuple[str, ...]  # message keywords
+
+
+_DECORATORS = {
+    "unittest.skip": _Form("unittest.skip", "skip", "unittest", None, False, 0, ("reason",)),
+    "unittest.skipIf": _Form("unittest.skipIf", "skip", "unittest", 0, False, 1, ("reason",)),
+    "unittest.skipUnless": _Form("unittest.skipUnless", "skip", "unittest", 0, True, 1, ("reason",)),
+    "pytest.mark.skip": _Form("pytest.mark.skip", "skip", "pytest", None, False, 0, ("reason",)),
+    "pytest.mark.skipif": _Form("pytest.mark.skipif", "skip", "pytest", 0, False, 1, ("reason",)),
+    "pytest.mark.xfail": _Form("pytest.mark.xfail", "xfail", "pytest", 0, False, 1, ("reason",)),
+}
+# calls inside a test: the condition is the `if` they sit in
+_CALLS = {
+    "pytest.skip": _Form("pytest.skip", "skip", "pytest", None, False, 0, ("reason", "msg")),
+    "pytest.xfail": _Form("pytest.xfail", "xfail", "pytest", None, False, 0, ("reason",)),
+    "unittest.SkipTest": _Form("unittest.SkipTest", "skip", "unittest", None, False, 0, ()),
+    "unittest.case.SkipTest": _Form("unittest.SkipTest", "skip", "unittest", None, False, 0, ()),
+}
+_BARE_DECORATORS = frozenset({"pytest.mark.skip", "pytest.mark.xfail"})
+_SKIP_TEST = _Form("self.skipTest", "skip", "unittest", None, False, 0, ("reason",))
+_INSIDE_TESTS = frozenset({*_CALLS, "self.skipTest"})
+# aliases pytest and unittest re-export under other names
+_CANONICAL = {"unittest.case.skip": "unittest.skip", "unittest.case.skipIf": "unittest.skipIf"}
+_CANONICAL["unittest.case.skipUnless"] = "unittest.skipUnless"
+
+
+def _form_of(mod: _Module, call: ast.Call) -> _Form | None:
+    name = mod.dotted(call.func) or ""
+    name = _CANONICAL.get(name, name)
+    if name in _DECORATORS:
+        return _DECORATORS[name]
+    if name in _CALLS:
+        return _CALLS[name]
+    if isinstance(call.func, ast.Attribute) and call.func.attr == "skipTest":
+        return _SKIP_TEST
+    return None
+
+
+def _is_device_marker(mod: _Module, call: ast.Call) -> str | None:
+    name = mod.dotted(call.func) or ""
+    last = name.rsplit(".", 1)[-1]
+    if last in ("skip_device", "xfail_device") and ".mark." in f".{name}":
+        return last
+    if last == BY_DESIGN_MARK and (name == last or name.startswith(("device_matrix", "pytest.mark"))):
+        return last
+    return None
+
+
+class _Scanner(ast.NodeVisitor):
+    def __init__(self, mod: _Module, rel: str, resolver: _Resolver) -> None:
+        self.mod, self.rel, self.r = mod, rel, resolver
+        self.found: list[DeviceSkip] = []
+        self.scope: list[str] = []
+        # enclosing conditions inside the current function: (devices where it holds, negated)
+        self.conditions: list[tuple[Devices, bool]] = []
+        self.decorating: str | None = None
+
+    # scopes and the test a decorator belongs to
+    def _scoped(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
+        for deco in node.decorator_list:
+            self.decorating = "::".join([*self.scope, node.name])
+            if isinstance(deco, ast.Attribute) and self.mod.dotted(deco) in _BARE_DECORATORS:
+                # @pytest.mark.skip without parentheses: the same as with no arguments
+                self.visit(ast.copy_location(ast.Call(func=deco, args=[], keywords=[]), deco))
+            else:
+                self.visit(deco)
+        self.decorating = None
+        self.scope.append(node.name)
+        outer, self.conditions = self.conditions, []
+        for stmt in node.body:
+            self.visit(stmt)
+        self.conditions = outer
+        self.scope.pop()
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        self._scoped(node)
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
+        self._scoped(node)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self._scoped(node)
+
+    def visit_If(self, node: ast.If) -> None:
+        self.visit(node.test)
+        cond = self.r.devices(self.mod, node.test)
+        self.conditions.append((cond, False))
+        for stmt in node.body:
+            self.visit(stmt)
+        self.conditions[-1] = (cond, True)
+        for stmt in node.orelse:
+            self.visit(stmt)
+        self.conditions.pop()
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        # a skip in an except clause depends on what failed, never on the device
+        self.conditions.append((None, False))
+        self.generic_visit(node)
+        self.conditions.pop()
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self.generic_visit(node)
+        try:
+            skip = self._skip(node)
+        except (RecursionError, MemoryError):
+            skip = self._problem(node.lineno, "expression nested too deeply to read")
+        if skip is not None:
+            self.found.append(skip)
+
+    def _test(self) -> str | None:
+        name = self.decorating or ("::".join(self.scope) if self.scope else None)
+        return f"{self.rel}::{name}" if name else None
+
+    def _problem(self, line: int, problem: str) -> DeviceSkip:
+        return DeviceSkip(
+            mode="skip",
+            devices=(),
+            issue=None,
+            reason="",
+            source="pytest",
+            file=self.rel,
+            line=line,
+            test=self._test(),
+            form="unreadable",
+            problem=problem,
+        )
+
+    def _by_design_comment(self, node: ast.AST) -> bool:
+        first = getattr(node, "lineno", 1)
+        last = getattr(node, "end_lineno", None) or first
+        lines = self.mod.lines[max(first - 2, 0) : last]
+        return any(BY_DESIGN_COMMENT in line.partition("#")[2] for line in lines)
+
+    def _skip(self, node: ast.Call) -> DeviceSkip | None:
+        marker = _is_device_marker(self.mod, node)
+        if marker == BY_DESIGN_MARK:
+            return self._only_on(node)
+        if marker is not None:
+            return self._marker(node, "skip" if marker == "skip_device" else "xfail")
+        form = _form_of(self.mod, node)
+        if form is None:
+            return None
+        if form.name in _INSIDE_TESTS and self.decorating is not None:
+            return None  # pytest.skip(...) in a decorator's arguments: not a skip of this test
+        message_node = next((k.value for k in node.keywords if k.arg in form.keywords), None)
+        if message_node is None and len(node.args) > form.message:
+            message_node = node.args[form.message]
+        message, constant = self.r.text(self.mod, message_node)
+        devices = self._devices(node, form)
+        issue = find_issue_in_text(message)
+        by_design = self._by_design_comment(node) or bool(constant and constant.startswith(BY_DESIGN_CONSTANT_PREFIX))
+        if devices is None and issue is None and not by_design:
+            return None  # a skip for some other reason (a missing package, a setting)
+        return DeviceSkip(
+            mode=form.mode,
+            devices=EVERYWHERE if devices is None else devices,
+            issue=issue,
+            reason=message or "",
+            source=form.source,
+            test=self._test(),
+            file=self.rel,
+            line=node.lineno,
+            form=form.name,
+            by_design=by_design,
+        )
+
+    def _devices(self, node: ast.Call, form: _Form) -> tuple[str, ...] | None:
+        if form.condition is not None:
+            cond_node = next((k.value for k in node.keywords if k.arg == "condition"), None)
+            if cond_node is None and len(node.args) > form.condition:
+                cond_node = node.args[form.condition]
+            if cond_node is None:  # pytest.mark.xfail(reason=...): unconditional
+                return EVERYWHERE
+            where = self.r.devices(self.mod, cond_node)
+            if where is None:
+                return None
+            return _as_devices(KNOWN_DEVICES - where if form.negate else where)
+        if form.name not in _INSIDE_TESTS:
+            return EVERYWHERE
+        where_all: frozenset[str] = KNOWN_DEVICES
+        understood = True
+        for cond, negated in self.conditions:
+            if cond is None:
+                understood = False
+                continue
+            where_all &= KNOWN_DEVICES - cond if negated else cond
+        if not understood and where_all == KNOWN_DEVICES:
+            return None
+        return _as_devices(where_all)
+
+    def _marker(self, node: ast.Call, mode: SkipMode) -> DeviceSkip:
+        args: list[Any] = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                const = self.r.constant(self.mod, a.value)
+                value = _literal(const[1]) if const else None
+                args.extend(value if isinstance(value, list | tuple) else [None])
+            else:
+                args.append(self._value(a))
+        kwargs = {k.arg: self._value(k.value) for k in node.keywords if k.arg}
+        where = f"{self.rel}:{node.lineno}"
+        problem = None
+        try:
+            skip = from_marker(mode, [a for a in args if a is not None], kwargs, where=where)
+        except ConfigError as exc:
+            problem = f"invalid marker: {exc.message}"
+            skip = DeviceSkip(
+                mode=mode,
+                devices=tuple(str(a) for a in args if isinstance(a, str)),
+                issue=None,
+                reason=problem,
+                source="marker",
+            )
+        return replace(
+            skip,
+            file=self.rel,
+            line=node.lineno,
+            test=self._test(),
+            form=f"{mode}_device",
+            problem=problem,
+        )
+
+    def _only_on(self, node: ast.Call) -> DeviceSkip:
+        wanted = self.r.names(self.mod, ast.Tuple(elts=list(node.args), ctx=ast.Load()))
+        reason, _ = self.r.text(self.mod, next((k.value for k in node.keywords if k.arg == "reason"), None))
+        problem = None if wanted else "only_on() needs device names as literals or module constants"
+        return DeviceSkip(
+            mode="skip",
+            devices=_as_devices(KNOWN_DEVICES - (wanted or frozenset())) if wanted else (),
+            issue=None,
+            reason=reason or "",
+            source="marker",
+            file=self.rel,
+            line=node.lineno,
+            test=self._test(),
+            form=BY_DESIGN_MARK,
+            by_design=True,
+            problem=problem,
+        )
+
+    def _value(self, node: ast.expr) -> Any:
+        const = self.r.constant(self.mod, node)
+        return _literal(const[1] if const else node)
+
+
+def _as_devices(where: frozenset[str]) -> tuple[str, ...]:
+    return EVERYWHERE if where >= KNOWN_DEVICES else tuple(sorted(where))
+
+
+def _literal(node: ast.AST) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+# --- files and trees -----------------------------------------------------------------
+
+
+def scan_source(source: str, rel: str, path: Path | None = None, resolver: _Resolver | None = None) -> list[DeviceSkip]:
+    """Every device skip/xfail declared in one module's source."""
+    unreadable = DeviceSkip(
+        mode="skip", devices=(), issue=None, reason="", source="pytest", file=rel, form="unreadable"
+    )
+    try:
+        mod = _Module.parse(source, path)
+    except SyntaxError as exc:
+        return [replace(unreadable, line=exc.lineno, problem=f"cannot scan: {exc.msg}")]
+    except (RecursionError, MemoryError):
+        return [replace(unreadable, problem="cannot scan: an expression is nested too deeply for Python's parser")]
+    scanner = _Scanner(mod, rel, resolver or _Resolver())
+    for stmt in mod.tree.body:
+        # one statement at a time: a monster expression costs its own statement only
+        try:
+            scanner.visit(stmt)
+        except (RecursionError, MemoryError):
+            scanner.scope.clear()
+            scanner.conditions.clear()
+            scanner.decorating = None
+            scanner.found.append(
+                replace(
+                    unreadable,
+                    line=min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", [])]),
+                    problem="cannot scan this statement: an expression is nested too deeply to read",
+                )
+            )
+    return scanner.found
+
+
+def scan_file(path: Path, rel: str, resolver: _Resolver | None = None) -> list[DeviceSkip]:
+    try:
+        source = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return [
+            DeviceSkip(
+                mode="skip",
+                devices=(),
+                issue=None,
+                reason="",
+                source="pytest",
+                file=rel,
+                form="unreadable",
+                problem=f"cannot read: {exc}",
+            )
+        ]
+    return scan_source(source, rel, path, resolver)
+
+
+def _python_files(base: Path) -> Iterator[Path]:
+    if base.is_file():
+        yield base
+        return
+    for f in sorted(base.rglob("*.py")):
+        if not _SKIPPED_DIRS & set(f.relative_to(base).parts):
+            yield f
+
+
+def scan_tree(root: Path, paths: Iterable[Path]) -> list[DeviceSkip]:
+    found: list[DeviceSkip] = []
+    resolver = _Resolver()
+    for base in paths:
+        for f in _python_files(base):
+            try:
+                rel = str(f.resolve().relative_to(root.resolve()))
+            except ValueError:
+                rel = str(f)
+            found.extend(scan_file(f, rel, resolver))
+    return found
+
+
+def check(declared: Iterable[DeviceSkip], today: dt.date | None = None) -> list[ScanFinding]:
+    """What is wrong with each declaration: unusable, cites no issue, or expired."""
+    out = []
+    for skip in declared:
+        problem = skip.problem
+        if problem is None and skip.issue is None and not skip.by_design:
+            problem = "cites no issue"
+        if problem is None and skip.expired(today):
+            problem = f"expired on {skip.expires}"
+        out.append(ScanFinding(skip, problem))
+    return out
