@@ -201,19 +201,20 @@ def test_nothing_of_an_attempt_outlives_it(project: Callable[..., Project], tmp_
 
 
 def test_a_hang_at_exit_is_named_and_ended(project: Callable[..., Project]) -> None:
-    p = project("atexit_hang", row="test_timeout = 8")
+    p = project("atexit_hang", row="test_timeout = 3")
     proc = p.run("run", "--device", "fixture")
     record = p.record()
     assert proc.returncode == 1
     assert _outcomes(record) == {"test_a": "passed", "test_b": "passed"}
     (crash,) = record["crashes"]
     assert crash["phase"] == "exit" and crash["kind"] == "timeout"
+    assert crash["deadline"] == 30  # a process phase gets at least 30 s, however short test_timeout
     assert "_hang" in (crash["diagnosis"]["python_stack"] or "")
     assert "at exit" in record["reason"]
 
 
 def test_a_hang_while_importing_a_module_keeps_the_healthy_module(project: Callable[..., Project]) -> None:
-    p = project("import_hang", row="test_timeout = 8")
+    p = project("import_hang", row="test_timeout = 3")
     proc = p.run("run", "--device", "fixture")
     record = p.record()
     assert proc.returncode == 1
@@ -223,6 +224,7 @@ def test_a_hang_while_importing_a_module_keeps_the_healthy_module(project: Calla
     assert outcomes["suites/import_hang/test_import_hang.py"] == "timeout"
     (crash,) = record["crashes"]
     assert crash["phase"] == "collection" and crash["kind"] == "timeout"
+    assert crash["deadline"] == 30
     assert "test_import_hang.py" in (crash["diagnosis"]["python_stack"] or "")
 
 
@@ -325,7 +327,7 @@ def test_a_planted_secret_reaches_no_file_and_no_request(project: Callable[..., 
         assert tri.returncode in (0, 1), tri.stdout + tri.stderr
         sent = [f"{r.method} {r.path} {r.headers} {r.body}" for r in gh.received]
     assert gh.received  # the sync did talk to the tracker
-    secrets = [v for v in CANARIES.values()] + ["canary-pass-9x7"]
+    secrets = [*list(CANARIES.values()), "canary-pass-9x7"]
     outputs = {"run stdout": run.stdout + run.stderr, "sync": sync.stdout + sync.stderr, "triage": tri.stdout}
     for name, text in outputs.items():
         assert [s for s in secrets if s in text] == [], name

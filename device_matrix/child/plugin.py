@@ -25,11 +25,13 @@ import pytest
 from device_matrix import wire
 from device_matrix.errors import ConfigError
 from device_matrix.skips import (
+    ONLY_ON_MARKER_HELP,
     DeviceSkip,
     SkipMode,
     disable_matches,
     find_issue_in_text,
     from_marker,
+    is_by_design_text,
     load_disable_list,
 )
 
@@ -151,6 +153,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "xfail_device(*devices, issue, reason='', strict=True, raises=None, expires=None): "
         "expected to fail on these device rows; cite the issue that tracks it",
     )
+    config.addinivalue_line("markers", ONLY_ON_MARKER_HELP)
     state = _State()
     config.stash[_state_key] = state
     _STACK.append(state)
@@ -360,6 +363,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
                 "issue": issue,
                 "reason": text or "",
                 "source": "unittest" if issue else "pytest",
+                # only_on: not applicable on this device, not a defect that needs an issue
+                "by_design": is_by_design_text(text),
             }
     state.journal.write(
         "report",

@@ -45,7 +45,7 @@ CrashPhase: TypeAlias = Literal["test", "collection", "exit", "startup", "sessio
 Classification: TypeAlias = Literal["deterministic", "flaky", "unknown"]
 
 
-class SkipInfo(TypedDict):
+class _SkipFields(TypedDict):
     mode: str
     devices: list[str]
     issue: str | None
@@ -54,6 +54,10 @@ class SkipInfo(TypedDict):
     expires: str | None
     file: str | None
     line: int | None
+
+
+class SkipInfo(_SkipFields, total=False):
+    by_design: bool  # only_on: not applicable on this device (cites no issue, needs none)
 
 
 class TestRecord(TypedDict):

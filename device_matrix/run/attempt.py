@@ -38,9 +38,11 @@ from device_matrix.wire import ENV_ATTEMPT, OPT_FAULTHANDLER, OPT_JOURNAL, OPT_S
 Purpose = Literal["run", "resume", "rerun"]
 HANG_DUMP_GRACE = 2.0  # seconds for faulthandler to write every thread's stack
 PIPE_SIZE = 1 << 20  # the journal FIFO's buffer: a fast child never waits for the reader
-# starting pytest (imports, plugins, conftest.py importing torch_xla) on a busy host may
-# take longer than a short test_timeout; it is never given less than this
-STARTUP_MIN = 30.0
+# starting pytest (imports, plugins, conftest.py importing torch_xla), importing one test
+# module and exiting may take longer on a busy host than a short test_timeout allows a
+# test: these phases of the process itself are never given less than this
+PHASE_MIN = 30.0
+PROCESS_PHASES = frozenset({"startup", "collecting", "exit"})
 
 
 class Interrupted(BaseException):
@@ -295,7 +297,7 @@ def _watch(
         _drain(reader, progress)
         activity, _, since = fold.activity()
         now = time.monotonic()
-        limit = max(limits.test_timeout, STARTUP_MIN) if activity == "startup" else limits.test_timeout
+        limit = max(limits.test_timeout, PHASE_MIN) if activity in PROCESS_PHASES else limits.test_timeout
         if now - since > limit:
             return _end_overrun(child, fold, fault, exited, run=None)
         if now > limits.run_deadline:

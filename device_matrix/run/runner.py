@@ -49,7 +49,8 @@ from device_matrix.records.summary import crash_kind_label
 from device_matrix.redact import Redactor
 from device_matrix.run import crashes
 from device_matrix.run.attempt import (
-    STARTUP_MIN,
+    PHASE_MIN,
+    PROCESS_PHASES,
     AttemptResult,
     AttemptSpec,
     Interrupted,
@@ -478,8 +479,8 @@ class RowRunner:
             return None
         if attempt.overrun.activity == "run":
             return self.run_timeout
-        if attempt.overrun.activity == "startup":
-            return max(self.test_timeout, STARTUP_MIN)
+        if attempt.overrun.activity in PROCESS_PHASES:
+            return max(self.test_timeout, PHASE_MIN)
         return self.test_timeout
 
     def _worker_crashes(self, attempt: AttemptResult, targets: Sequence[str]) -> None:

@@ -160,7 +160,7 @@ def _skip_info(skip: Mapping[str, object] | None, redactor: Redactor) -> SkipInf
         return None
     devices = skip.get("devices")
     line = skip.get("line")
-    return SkipInfo(
+    info = SkipInfo(
         mode=str(skip.get("mode", "skip")),
         devices=[str(d) for d in devices] if isinstance(devices, list) else [],
         issue=str(skip["issue"]) if skip.get("issue") else None,
@@ -170,3 +170,6 @@ def _skip_info(skip: Mapping[str, object] | None, redactor: Redactor) -> SkipInf
         file=str(skip["file"]) if skip.get("file") else None,
         line=line if type(line) is int else None,
     )
+    if skip.get("by_design"):
+        info["by_design"] = True
+    return info
