@@ -45,6 +45,9 @@ TrackerKind: TypeAlias = Literal["ledger", "github"]
 # when the row's CI job runs: every event, the nightly schedule (and manual runs) only, or
 # never (the nox session stays). A row whose runners do not exist must not stall CI.
 CiSwitch: TypeAlias = Literal["always", "schedule", "off"]
+# how many pytest processes a row's tests share: one for the row, one per test file (as
+# upstream's run_tests.sh runs them), or one per test class
+Isolation: TypeAlias = Literal["row", "file", "class"]
 OnRecurrence: TypeAlias = Literal["reopen", "new"]
 Scalar: TypeAlias = str | int | float | bool
 
@@ -53,6 +56,7 @@ RUN_IN_CHOICES: tuple[str, ...] = get_args(RunIn)
 ENGINE_CHOICES: tuple[str, ...] = get_args(EngineChoice)
 TRACKER_KINDS: tuple[str, ...] = get_args(TrackerKind)
 CI_SWITCHES: tuple[str, ...] = get_args(CiSwitch)
+ISOLATIONS: tuple[str, ...] = get_args(Isolation)
 ON_RECURRENCE: tuple[str, ...] = get_args(OnRecurrence)
 PRESENCE_KINDS = ("env", "glob", "command", "always", "never")
 TABLE = "tool.device-matrix"
@@ -79,6 +83,7 @@ class Row:
     presence: tuple[str, ...] = ()
     enabled: bool = True
     ci: CiSwitch = "always"
+    isolation: Isolation = "row"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -216,6 +221,7 @@ _ROW_KEYS: dict[str, tuple[Check, str]] = {
     "presence": (_is_str_list, "a list like ['env:VAR', 'glob:/dev/x*', 'command:tool', 'always']"),
     "enabled": (_is_bool, "true or false"),
     "ci": (_one_of(CI_SWITCHES), " | ".join(CI_SWITCHES)),
+    "isolation": (_one_of(ISOLATIONS), " | ".join(ISOLATIONS)),
 }
 
 _TOP_KEYS: dict[str, tuple[Check, str]] = {

@@ -118,7 +118,7 @@ class CrashRecord(_CrashFields, total=False):
 
 class AttemptRecord(TypedDict):
     index: int
-    purpose: Literal["run", "resume", "rerun"]
+    purpose: Literal["collect", "run", "resume", "rerun"]
     returncode: int | None
     signal_name: str | None
     duration: float

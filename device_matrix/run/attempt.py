@@ -35,7 +35,7 @@ from device_matrix.run.journal import Activity, Fold
 from device_matrix.run.pump import OutputPump
 from device_matrix.wire import ENV_ATTEMPT, OPT_FAULTHANDLER, OPT_JOURNAL, OPT_SELECT, option
 
-Purpose = Literal["run", "resume", "rerun"]
+Purpose = Literal["collect", "run", "resume", "rerun"]
 HANG_DUMP_GRACE = 2.0  # seconds for faulthandler to write every thread's stack
 PIPE_SIZE = 1 << 20  # the journal FIFO's buffer: a fast child never waits for the reader
 # starting pytest (imports, plugins, conftest.py importing torch_xla), importing one test

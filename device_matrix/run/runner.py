@@ -80,6 +80,7 @@ DEFAULT_CORE_LIMIT = 4 << 30  # bytes; enough for a backtrace of a torch_xla pro
 DEFAULT_MAX_LOG = 512 << 20  # bytes of output.log; the rest is cut with a note
 # pytest options that would move tests into processes the runner does not watch
 XDIST_OPTIONS = ("-n", "--numprocesses", "--dist", "-d", "--tx", "--looponfail", "-f")
+STATUS_SEVERITY = {"passed": 0, "failed": 1, "crashed": 2, "error": 3}
 PYTEST_EXIT_WORDS = {
     0: "all passed",
     1: "tests failed",
@@ -88,6 +89,16 @@ PYTEST_EXIT_WORDS = {
     4: "usage error",
     5: "no tests collected",
 }
+
+
+def isolation_groups(nodeids: Sequence[str], isolation: str) -> list[tuple[str, list[str]]]:
+    """The tests of each process, in collection order: (the file to give pytest, nodeids)."""
+    groups: dict[str, tuple[str, list[str]]] = {}
+    for nodeid in nodeids:
+        parts = nodeid.split("::")
+        key = "::".join(parts[:2]) if isolation == "class" and len(parts) > 2 else parts[0]
+        groups.setdefault(key, (parts[0], []))[1].append(nodeid)
+    return list(groups.values())
 
 
 class RunListener(Protocol):
@@ -183,6 +194,7 @@ class RowRunner:
         self._started_iso = now_iso()
         self._t0 = time.monotonic()
         self._ignored: list[str] = []  # modules whose import kills or hangs the process
+        self._crash_targets: dict[str, list[str]] = {}  # crash id -> what its process was given
         self.done = 0  # tests reported so far, for the progress counter
         self.total: int | None = None
         self._last_output = 0  # where the output of the last attempt begins in the log
@@ -210,14 +222,14 @@ class RowRunner:
             status: RowStatus
             try:
                 with self.listener.row_group(f"{self.row.name}: {self.plan.mode} ({self.plan.reason})"):
-                    status, reason = self._attempts(executor, targets, reader, deadline, previous)
+                    status, reason = self._run_tests(executor, targets, reader, deadline, previous is not None)
                     self._rerun_crashes(executor, targets, reader, deadline)
             except Interrupted as exc:
                 if exc.attempt is not None:
                     self._note_attempt(exc.attempt)
                     self.state.record_finished(exc.attempt)
                     if exc.attempt.fold.running:
-                        self.state.set(
+                        self.state.put(
                             exc.attempt.fold.running,
                             "not_run",
                             duration=0.0,
@@ -268,21 +280,46 @@ class RowRunner:
         self.state.attempts.extend(previous["attempts"])
         self.state.environment.update(previous.get("environment") or {})
 
+    def _run_tests(
+        self, executor: Executor, targets: Sequence[str], reader: crashes.CoreReader, deadline: float, resume: bool
+    ) -> tuple[RowStatus, str | None]:
+        """Every test of the row: in one process, or one per file or class (``isolation``)."""
+        if resume:
+            nodeids = self.state.remaining()
+            if not nodeids:
+                return self.state.status(), "nothing to resume: every test of the last run has an outcome"
+        elif self.row.isolation == "row":
+            return self._attempts(executor, targets, reader, deadline, select=None, purpose="run")
+        else:
+            # collect once (a module that crashes or hangs on import is handled as ever),
+            # then give each file or class a process of its own
+            status, reason = self._attempts(executor, targets, reader, deadline, select=None, purpose="collect")
+            if status not in ("passed", "failed"):
+                return status, reason
+            nodeids = self.state.remaining()
+        if self.row.isolation == "row":
+            return self._attempts(executor, targets, reader, deadline, select=nodeids, purpose="resume")
+        outcomes: list[tuple[RowStatus, str | None]] = []
+        for target, group in isolation_groups(nodeids, self.row.isolation):
+            outcomes.append(
+                self._attempts(executor, [target], reader, deadline, select=group, purpose="run", scope=set(group))
+            )
+        worst = max(outcomes, key=lambda o: STATUS_SEVERITY.get(o[0], 0), default=(self.state.status(), None))
+        reasons = "; ".join(dict.fromkeys(r for _, r in outcomes if r))
+        return worst[0], reasons or None
+
     def _attempts(
         self,
         executor: Executor,
         targets: Sequence[str],
         reader: crashes.CoreReader,
         deadline: float,
-        previous: RunRecord | None,
+        *,
+        select: list[str] | None,
+        purpose: Purpose,
+        scope: set[str] | None = None,
     ) -> tuple[RowStatus, str | None]:
-        select: list[str] | None = None
-        purpose: Purpose = "run"
-        if previous is not None:
-            select = self.state.remaining()
-            purpose = "resume"
-            if not select:
-                return self.state.status(), "nothing to resume: every test of the last run has an outcome"
+        """Attempts until every test in ``scope`` (all, when None) has an outcome."""
         restarts = 0
         while True:
             attempt = self._attempt(executor, purpose, targets, select, deadline)
@@ -290,12 +327,12 @@ class RowRunner:
             self._worker_crashes(attempt, targets)
             if attempt.fold.ended and not attempt.abnormal:
                 self.state.pytest_exit = attempt.returncode
-            decision = decide(self._observe(attempt, restarts))
+            decision = decide(self._observe(attempt, restarts, scope))
             if decision.crash is not None:
                 self._record_crash(attempt, decision.crash, reader, targets)
             elif attempt.fold.ended and attempt.fold.running:
                 # pytest.exit() or a KeyboardInterrupt inside a test: the session ended with it
-                self.state.set(
+                self.state.put(
                     attempt.fold.running,
                     "error",
                     duration=0.0,
@@ -306,17 +343,18 @@ class RowRunner:
                 return self.state.status(), decision.reason
             if decision.next == "stop":
                 assert decision.status is not None
-                self.state.mark_not_run(f"not run: {decision.reason}")
+                self.state.mark_not_run(f"not run: {decision.reason}", scope)
                 return decision.status, self._with_output(decision)
             restarts += 1
+            remaining = self.state.remaining(scope)
             if decision.next == "collect_again":
                 assert decision.reason is not None
                 self._ignored.append(decision.reason)
                 module = decision.crash.nodeid if decision.crash and decision.crash.nodeid else decision.reason
                 self.listener.note(self.row.name, f"collecting again without {module}")
-                select, purpose = None, "run"
+                select = remaining if scope is not None else None
                 continue
-            select, purpose = self.state.remaining(), "resume"
+            select, purpose = remaining, ("collect" if purpose == "collect" else "resume")
             self.listener.note(self.row.name, f"resuming with {len(select)} test(s) not yet run")
 
     def _with_output(self, decision: Decision) -> str | None:
@@ -324,7 +362,7 @@ class RowRunner:
             return decision.reason
         return f"{decision.reason}: {self._output_tail()}"
 
-    def _observe(self, attempt: AttemptResult, restarts: int) -> Observation:
+    def _observe(self, attempt: AttemptResult, restarts: int, scope: set[str] | None) -> Observation:
         fold = attempt.fold
         return Observation(
             abnormal=attempt.abnormal,
@@ -337,7 +375,7 @@ class RowRunner:
             ended=fold.ended,
             running=fold.running,
             collect_culprit=fold.collect_culprit,
-            remaining=len(self.state.remaining()),
+            remaining=len(self.state.remaining(scope)),
             restarts=restarts,
             max_restarts=self.max_restarts,
         )
@@ -383,7 +421,8 @@ class RowRunner:
         limit: float | None = None,
     ) -> AttemptResult:
         index = len(self.state.attempts) + 1
-        spec = AttemptSpec(index=index, purpose=purpose, args=self._args(targets), env=self._child_env(), select=select)
+        args = [*self._args(targets), *(["--collect-only"] if purpose == "collect" else [])]
+        spec = AttemptSpec(index=index, purpose=purpose, args=args, env=self._child_env(), select=select)
         folder = self.dir / "attempts" / f"{index:02d}"
         limits = Limits(
             test_timeout=limit or self.test_timeout,
@@ -454,6 +493,7 @@ class RowRunner:
             deadline=self._deadline(attempt),
         )
         self.state.crashes.append(crash)
+        self._crash_targets[crash["id"]] = list(targets)
         outcome: Outcome = "timeout" if at.kind == "timeout" else "crashed"
         what = crash_kind_label(crash)
         if at.nodeid is not None:
@@ -461,7 +501,7 @@ class RowRunner:
             duration = attempt.overrun.seconds if attempt.overrun and at.kind == "timeout" else 0.0
             if state is not None and at.kind == "crash":
                 duration = sum(r.duration for r in state.reports)
-            self.state.set(
+            self.state.put(
                 at.nodeid,
                 outcome,
                 duration=duration,
@@ -543,7 +583,8 @@ class RowRunner:
             for _ in range(self.crash_reruns):
                 if time.monotonic() > deadline:
                     return
-                attempt = self._attempt(executor, "rerun", targets, [nodeid], deadline)
+                # alone: its own file is the only module imported
+                attempt = self._attempt(executor, "rerun", [nodeid.split("::", 1)[0]], [nodeid], deadline)
                 rerun = self._rerun_record(attempt, nodeid)
                 reader.attach(None, self._cores(attempt))
                 crash["reruns"].append(rerun)
@@ -551,6 +592,9 @@ class RowRunner:
                     classification = "flaky"
                     break
             crash["classification"] = classification
+            if classification == "flaky":
+                # alone it passed: the repro runs it with the neighbours it crashed beside
+                crash["repro"] = self._repro(None, self._crash_targets.get(crash["id"], targets))
             self.listener.note(self.row.name, f"{nodeid} crash is {classification} ({len(crash['reruns'])} rerun(s))")
 
     def _rerun_record(self, attempt: AttemptResult, nodeid: str) -> RerunRecord:

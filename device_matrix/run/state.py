@@ -47,10 +47,11 @@ class RunState:
         known = set(self.expected)
         self.expected.extend(n for n in nodeids if n not in known)
 
-    def remaining(self) -> list[str]:
-        return [n for n in self.expected if n not in self.results]
+    def remaining(self, scope: set[str] | None = None) -> list[str]:
+        """Collected tests without an outcome (of ``scope`` only, when given)."""
+        return [n for n in self.expected if n not in self.results and (scope is None or n in scope)]
 
-    def set(
+    def put(
         self,
         nodeid: str,
         outcome: Outcome,
@@ -87,7 +88,7 @@ class RunState:
             ]
             if state.location is not None:
                 self.locations[nodeid] = state.location
-            self.set(
+            self.put(
                 nodeid,
                 outcome,
                 duration=sum(r.duration for r in state.reports),
@@ -96,12 +97,12 @@ class RunState:
                 attempt=attempt.index,
             )
         for module, text in fold.collect_errors:
-            self.set(module or "<collection>", "error", duration=0.0, message=text, attempt=attempt.index)
+            self.put(module or "<collection>", "error", duration=0.0, message=text, attempt=attempt.index)
 
-    def mark_not_run(self, why: str) -> None:
+    def mark_not_run(self, why: str, scope: set[str] | None = None) -> None:
         attempt = len(self.attempts)
-        for nodeid in self.remaining():
-            self.set(nodeid, "not_run", duration=0.0, message=why, attempt=attempt)
+        for nodeid in self.remaining(scope):
+            self.put(nodeid, "not_run", duration=0.0, message=why, attempt=attempt)
 
     def status(self) -> RowStatus:
         outcomes = {t["outcome"] for t in self.results.values()}
