@@ -90,7 +90,7 @@ def test_one_process_for_the_row_crashes_where_upstream_would_not(tmp_path: Path
         check=False,
     )
     assert ran.returncode in (-signal.SIGABRT, 128 + signal.SIGABRT), ran.stdout[-2000:] + ran.stderr[-2000:]
-    assert "use_spmd() after the runtime started" in ran.stdout + ran.stderr
+    assert "in use_spmd" in ran.stderr  # the same abort: faulthandler names the frame
 
 
 @pytest.mark.parametrize("isolation", ["file", "class"])
