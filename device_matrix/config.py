@@ -127,6 +127,30 @@ class Config:
     def suite_path(self, suite: str) -> Path:
         return self.suites_dir / suite
 
+    def suite_folders(self) -> list[Path]:
+        """Where the rows' tests are: suites_dir, and any suite of a row that lies outside it."""
+        folders = [self.suites_dir]
+        for row in self.rows.values():
+            for suite in row.suites:
+                path = self.suite_path(suite)
+                if (
+                    path.exists()
+                    and not path.resolve().is_relative_to(self.suites_dir.resolve())
+                    and path not in folders
+                ):
+                    folders.append(path)
+        return [f for f in folders if f.exists()]
+
+    def suites_absent(self, row: Row) -> str | None:
+        """Why the row has nothing to run in this project: none of its suites exist here.
+
+        A packaged row (tpu, cuda, neuron) names this project's suites; in another project
+        it is reported as such, once, and gets no CI job, rather than failing every run.
+        """
+        if not row.suites or any(self.suite_path(s).exists() for s in row.suites):
+            return None
+        return f"none of its suites exist in this project ({', '.join(row.suites)} under {self.suites_dir})"
+
 
 # --- validation ---------------------------------------------------------------------
 

@@ -111,8 +111,8 @@ def entry(name: str, row: Row) -> dict[str, Any]:
 
 
 def actions_matrix(cfg: Config, names: Sequence[str]) -> dict[str, Any]:
-    """``{"include": [...]}``: one entry per row, with everything its job needs."""
-    return {"include": [entry(name, cfg.row(name)) for name in names]}
+    """``{"include": [...]}``: one entry per row that has suites here, with everything its job needs."""
+    return {"include": [entry(name, cfg.row(name)) for name in names if cfg.suites_absent(cfg.row(name)) is None]}
 
 
 @dataclass(frozen=True)
@@ -144,6 +144,8 @@ def plan_jobs(cfg: Config, event: Event, rows: Sequence[str] = (), gate_label: s
     for name in names:
         row = cfg.row(name)
         runs, why = row_runs(row, event, gate_label)
+        if runs and (absent := cfg.suites_absent(row)):
+            runs, why = False, absent
         if runs and (relabelled := relabel_skip(row, event, gate_label)):
             runs, why = False, relabelled
         if not runs:

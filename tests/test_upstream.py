@@ -154,3 +154,24 @@ def test_resume_with_a_results_folder_outside_the_project(tmp_path: Path) -> Non
     assert {t["nodeid"]: t["outcome"] for t in again["tests"]} == expected
     assert again["attempts"][-1]["purpose"] == "resume"
     assert again["attempts"][-1]["selected"] == len(expected) - 3
+
+
+def test_uncited_device_skips_in_the_sources_are_filed_once_and_shown(tmp_path: Path) -> None:
+    p = _project(tmp_path, "file")
+    (p.root / "pyproject.toml").write_text(
+        (p.root / "pyproject.toml").read_text().replace('XLA_SIM_SPMD_AFTER_DEVICE = "abort"', "")
+    )
+    run = p.run("run", "--device", "fixture")  # links with the embedded ledger at the end
+    assert run.returncode == 0, run.stdout + run.stderr
+    check = p.run("skips", "check", "test")
+    uncited = [line for line in check.stdout.splitlines() if "cites no issue" in line]
+    assert len(uncited) == 3, check.stdout
+    assert "3 filed" in run.stdout or "filed ledger:" in run.stdout, run.stdout
+    again = p.run("issues", "sync")
+    assert again.returncode == 0 and "0 filed" in again.stdout, again.stdout
+    tri = p.run("triage", "--no-history")
+    assert tri.returncode == 0, tri.stdout + tri.stderr
+    data = json.loads((p.results / "triage" / "triage.json").read_text())
+    from_sources = [s for s in data["skips"] if s["source"].startswith("source")]
+    assert len(from_sources) == 3
+    assert all(s["issue"] and s["issue"].startswith("ledger:") for s in from_sources)

@@ -386,6 +386,9 @@ def test_packaged_rows_as_they_run_in_the_field() -> None:
 
 
 def _cfg(tmp_path: Path, rows: str) -> config.Config:
+    # the packaged rows' suites exist here (a row without them gets no job: tested apart)
+    for suite in ("accumulation", "mlp", "collectives"):
+        (tmp_path / "suites" / suite).mkdir(parents=True, exist_ok=True)
     (tmp_path / "pyproject.toml").write_text("[tool.device-matrix]\n" + rows)
     return config.load(tmp_path)
 
@@ -524,3 +527,22 @@ def test_ci_install_installs_only_for_a_local_row(tmp_path: Path) -> None:
     assert bad.returncode == 5, bad.stdout + bad.stderr
     assert "pip install ./no-such-package-folder" in bad.stdout
     assert "installing the here row's packages failed" in bad.stderr
+
+
+def test_packaged_rows_without_suites_here_are_reported_once_not_jobs(tmp_path: Path) -> None:
+    from device_matrix.run.plan import plan_row
+    from device_matrix.workflow import actions_matrix
+
+    (tmp_path / "suites" / "mine").mkdir(parents=True)
+    (tmp_path / "suites" / "mine" / "test_x.py").write_text("def test_x():\n    pass\n")
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.device-matrix.devices.own]\npjrt_device = 'CPU'\nrun_in = 'host'\nsuites = ['mine']\n"
+        "presence = ['always']\n"
+    )
+    cfg = config.load(tmp_path)
+    plan = plan_jobs(cfg, Event(name="schedule"), list(cfg.rows))
+    assert [e["row"] for e in plan.host + plan.container] == ["own"]
+    assert "none of its suites exist in this project" in plan.skipped["cpu"]
+    assert [e["row"] for e in actions_matrix(cfg, list(cfg.rows))["include"]] == ["own"]
+    row_plan = plan_row(cfg, cfg.row("cpu"))
+    assert row_plan.mode == "unavailable" and "accumulation" in row_plan.reason

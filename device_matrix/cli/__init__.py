@@ -164,10 +164,12 @@ def _link_with_ledger(cfg: Config, out: Output) -> None:
     from device_matrix.cli.issues import load_records
     from device_matrix.issues import open_tracker
     from device_matrix.issues.sync import collect, sync
+    from device_matrix.skips import uncited
 
     records, _ = load_records(cfg.results_dir)
     findings, cited = collect(records)
-    if not findings and not cited:
+    declared = uncited(cfg.project_root, cfg.suite_folders())
+    if not findings and not cited and not declared:
         return  # nothing to link: no ledger to open
     tracker = open_tracker(cfg, cfg.results_dir)
     report = sync(
@@ -176,6 +178,7 @@ def _link_with_ledger(cfg: Config, out: Output) -> None:
         apply=True,
         labels=cfg.tracker.labels,
         results_dir=cfg.results_dir,
+        declared=declared,
         on_recurrence=cfg.tracker.on_recurrence,
     )
     for line in report.lines():

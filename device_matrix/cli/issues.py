@@ -12,6 +12,7 @@ from device_matrix.issues import open_tracker
 from device_matrix.issues.sync import sync
 from device_matrix.output import Output
 from device_matrix.records.schema import RunRecord, load_run
+from device_matrix.skips import uncited
 
 
 def load_records(results: Path, out: Output | None = None) -> tuple[list[RunRecord], list[tuple[str, str]]]:
@@ -79,6 +80,7 @@ def cmd_issues_sync(args: argparse.Namespace, out: Output) -> int:
         labels=cfg.tracker.labels,
         results_dir=results,
         on_recurrence=cfg.tracker.on_recurrence,
+        declared=uncited(cfg.project_root, cfg.suite_folders()),
     )
     for line in report.lines():
         out.line(line)

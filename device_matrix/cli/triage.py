@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 
 from device_matrix import config as config_mod
@@ -15,6 +16,7 @@ from device_matrix.records.atomic import write_json_atomic, write_text_atomic
 from device_matrix.report import html, markdown
 from device_matrix.report.history import DEFAULT_WINDOW, KEEP_RUNS, History, set_aside
 from device_matrix.report.model import Triage, build
+from device_matrix.skips import DeviceSkip, uncited
 
 DEFAULT_HISTORY = Path(".device-matrix") / "history.sqlite"
 
@@ -27,6 +29,7 @@ def run_triage(
     out: Output,
     *,
     window: int = DEFAULT_WINDOW,
+    declared: Sequence[DeviceSkip] = (),
 ) -> Triage:
     records, problems = load_records(results)
     if not records and not problems:
@@ -34,7 +37,7 @@ def run_triage(
             f"{results}: no run records",
             tip="Run a row first (nox -s cpu), or point at downloaded artifacts.",
         )
-    triage = build(records, problems, load_links(results))
+    triage = build(records, problems, load_links(results), declared)
     # a triage where no row could be read is not a run: recording it would read as every
     # test having disappeared
     if history_path is not None and records:
@@ -114,7 +117,8 @@ def cmd_triage(args: argparse.Namespace, out: Output) -> int:
     out_dir = Path(args.out) if args.out else results / "triage"
     history = None if args.no_history else (Path(args.history) if args.history else cfg.project_root / DEFAULT_HISTORY)
     window = int(getattr(args, "history_runs", DEFAULT_WINDOW))
-    t = run_triage(results, out_dir, history, args.label, out, window=window)
+    declared = uncited(cfg.project_root, cfg.suite_folders())
+    t = run_triage(results, out_dir, history, args.label, out, window=window, declared=declared)
     crashes = len(t["crashes"])
     out.line(
         f"triage: {len(t['rows'])} row(s), {len(t['tests'])} tests, {len(t['failures'])} failure(s), "

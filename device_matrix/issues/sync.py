@@ -48,7 +48,7 @@ from device_matrix.issues.base import (
 from device_matrix.records.atomic import write_json_atomic
 from device_matrix.records.schema import RunRecord
 from device_matrix.redact import Redactor
-from device_matrix.skips import normalize_issue
+from device_matrix.skips import DeviceSkip, normalize_issue
 
 STATE_FILE = "issues.json"
 STATE_VERSION = 1
@@ -210,6 +210,39 @@ def collect(records: Sequence[RunRecord]) -> tuple[list[Finding], list[tuple[str
     return list(findings.values()), cited
 
 
+def uncited_skip_findings(declared: Sequence[DeviceSkip]) -> list[Finding]:
+    """A finding for each device skip in the sources that cites no issue (not by design)."""
+    findings: dict[str, Finding] = {}
+    for skip in declared:
+        test = skip.test or f"{skip.file}:{skip.line}"
+        fp = skip_fingerprint(test, skip.mode)
+        if fp in findings:
+            continue
+        devices = ", ".join(skip.devices) or "some devices"
+        findings[fp] = Finding(
+            fingerprint=fp,
+            kind="skip",
+            title=clip_title(f"Disabled ({skip.mode}) on {devices}: {test}"),
+            sections=[
+                (
+                    "Test",
+                    f"`{test}` is skipped on {devices} ({skip.form or skip.source}, {skip.file}:{skip.line})"
+                    " without an issue.",
+                    False,
+                ),
+                ("Reason given", skip.reason or "(none)", False),
+                (
+                    "To re-enable",
+                    "Fix the cause and remove the skip; or, if the test does not apply on these devices, "
+                    "say so with `only_on` or a `# device-matrix: by-design` comment.",
+                    False,
+                ),
+            ],
+            nodeids=[test],
+        )
+    return list(findings.values())
+
+
 def _load_state(path: Path) -> dict[str, Any]:
     """The last sync's links; an unreadable or foreign file counts as none (it is a cache)."""
     try:
@@ -251,10 +284,14 @@ def sync(
     results_dir: Path | None = None,
     redactor: Redactor | None = None,
     on_recurrence: OnRecurrence = "reopen",
+    declared: Sequence[DeviceSkip] = (),
 ) -> SyncReport:
+    """``declared``: the device skips in the sources that cite no issue (:func:`skips.uncited`)."""
     redactor = redactor or Redactor()
     report = SyncReport(tracker=tracker.name, applied=apply)
     findings, cited = collect(records)
+    known = {f.fingerprint for f in findings}
+    findings += [f for f in uncited_skip_findings(declared) if f.fingerprint not in known]
     state_path = results_dir / STATE_FILE if results_dir else None
     previous = _load_state(state_path) if state_path else {}
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import heapq
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypedDict
 
 from device_matrix.issues.sync import DEVICE_SKIP_SOURCES, skip_fingerprint
 from device_matrix.records.schema import FAILING_OUTCOMES, OUTCOMES, RunRecord
 from device_matrix.records.summary import crash_headline, crash_kind_label, fold
+from device_matrix.skips import DeviceSkip
 
 TRIAGE_SCHEMA = "device-matrix/triage"
 TRIAGE_VERSION = 2
@@ -190,7 +191,9 @@ def build(
     records: Sequence[RunRecord],
     problems: Sequence[tuple[str, str]],
     links: Mapping[str, Any],
+    declared: Sequence[DeviceSkip] = (),
 ) -> Triage:
+    """``declared``: device skips in the sources that cite no issue (see ``skips.uncited``)."""
     issues: Mapping[str, Any] = links.get("issues", {}) if links else {}
     fp_links: Mapping[str, str] = links.get("links", {}) if links else {}
     cited_states: Mapping[str, str] = links.get("cited", {}) if links else {}
@@ -316,13 +319,40 @@ def build(
         failures=failures,
         crashes=sorted(crashes.values(), key=lambda c: (-len(c["rows"]), c["fingerprint"])),
         skips=sorted(
-            skips.values(),
+            [*skips.values(), *_declared_views(declared, fp_links, state_of, set(skips))],
             key=lambda s: (s["issue"] is not None, s["issue_state"] != "closed", s["nodeid"]),
         ),
         changes=no_changes(),
         slowest=slowest(durations),
         history=None,
     )
+
+
+def _declared_views(
+    declared: Sequence[DeviceSkip],
+    fp_links: Mapping[str, str],
+    state_of: Callable[[str | None], str | None],
+    seen: set[tuple[str, str]],
+) -> list[SkipView]:
+    """Uncited device skips found in the sources: each needs an issue (or a by-design mark)."""
+    views: dict[tuple[str, str], SkipView] = {}
+    for skip in declared:
+        test = skip.test or f"{skip.file}:{skip.line}"
+        key = (test, skip.mode)
+        if key in seen or key in views:
+            continue
+        issue = fp_links.get(skip_fingerprint(test, skip.mode))
+        views[key] = SkipView(
+            nodeid=test,
+            rows=list(skip.devices),
+            mode=skip.mode,
+            reason=skip.reason,
+            issue=issue,
+            issue_state=state_of(issue),
+            source=f"source ({skip.form or skip.source})",
+            where=f"{skip.file}:{skip.line}" if skip.file and skip.line else skip.file,
+        )
+    return list(views.values())
 
 
 def slowest(durations: Mapping[str, Mapping[str, float]], limit: int = SLOWEST_LISTED) -> list[SlowTest]:

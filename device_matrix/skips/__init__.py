@@ -17,7 +17,7 @@ from device_matrix.skips.by_design import (
 from device_matrix.skips.disable import disable_matches, load_disable_list
 from device_matrix.skips.model import BY_DESIGN_MARK, DeviceSkip, SkipMode, SkipSource, from_marker
 from device_matrix.skips.refs import find_issue_in_text, normalize_issue
-from device_matrix.skips.scan import KNOWN_DEVICES, ScanFinding, check, scan_file, scan_source, scan_tree
+from device_matrix.skips.scan import KNOWN_DEVICES, ScanFinding, check, scan_file, scan_source, scan_tree, uncited
 
 __all__ = [
     "BY_DESIGN_COMMENT",
@@ -40,4 +40,5 @@ __all__ = [
     "scan_file",
     "scan_source",
     "scan_tree",
+    "uncited",
 ]

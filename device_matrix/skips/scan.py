@@ -628,3 +628,13 @@ def check(declared: Iterable[DeviceSkip], today: dt.date | None = None) -> list[
             problem = f"expired on {skip.expires}"
         out.append(ScanFinding(skip, problem))
     return out
+
+
+def uncited(root: Path, paths: Iterable[Path]) -> list[DeviceSkip]:
+    """Device skips in the sources that cite no issue and are not by design.
+
+    Such a skip never names its devices at run time (``skipIf(xr.device_type() != "TPU",
+    ...)`` reads as an ordinary skip there): the sync files an issue for each, and triage
+    shows them, from here.
+    """
+    return [f.skip for f in check(scan_tree(root, paths)) if f.problem == "cites no issue"]
