@@ -23,8 +23,8 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -111,6 +111,11 @@ class RunOptions:
     run_url: str | None = None
     resume: bool = False
     max_log_bytes: int | None = DEFAULT_MAX_LOG
+    # a shard (device_matrix.run.shards): only these tests, into results/<row>/<results_subdir>,
+    # with its device slot's variables over the row's own
+    select: Sequence[str] | None = None
+    results_subdir: str | None = None
+    slot_env: Mapping[str, str] = field(default_factory=dict)
 
 
 def refuse_xdist(args: Sequence[str]) -> None:
@@ -161,6 +166,8 @@ class RowRunner:
         self.options = options
         self.listener = listener
         self.dir = cfg.results_dir / self.row.name
+        if options.results_subdir:
+            self.dir = self.dir / options.results_subdir
         self.log_path = self.dir / "output.log"
         self.redactor = Redactor()
         self.state = RunState(self.redactor)
@@ -264,7 +271,7 @@ class RowRunner:
         deadline: float,
         previous: RunRecord | None,
     ) -> tuple[RowStatus, str | None]:
-        select: list[str] | None = None
+        select = None if self.options.select is None else list(self.options.select)
         purpose: Purpose = "run"
         if previous is not None:
             select = self.state.remaining()
@@ -301,7 +308,7 @@ class RowRunner:
                 self._ignored.append(decision.reason)
                 module = decision.crash.nodeid if decision.crash and decision.crash.nodeid else decision.reason
                 self.listener.note(self.row.name, f"collecting again without {module}")
-                select, purpose = None, "run"
+                select, purpose = None if self.options.select is None else list(self.options.select), "run"
                 continue
             select, purpose = self.state.remaining(), "resume"
             self.listener.note(self.row.name, f"resuming with {len(select)} test(s) not yet run")
@@ -562,6 +569,7 @@ class RowRunner:
         env[ENV_SETTINGS] = json.dumps(dict(self.row.settings), sort_keys=True)
         env[ENV_DISABLE_LIST] = str(self.cfg.disable_list)
         env[ENV_MARKERS] = "1"
+        env.update(self.options.slot_env)
         env["PYTHONUNBUFFERED"] = "1"
         # no colour codes in logs, records, junit or issue bodies
         env["PY_COLORS"] = "0"
