@@ -13,8 +13,8 @@ import pytest
 
 from device_matrix.config import Row
 from device_matrix.errors import UsageProblem
-from device_matrix.run.shards import balance, parse_shard, recorded_durations, slot_env, split
-from tests.conftest import Project
+from device_matrix.run.shards import artifact_folder, balance, parse_shard, recorded_durations, slot_env, split
+from tests.conftest import Project, make_project
 
 # --- the split ----------------------------------------------------------------------------
 
@@ -322,3 +322,25 @@ def test_bad_spreading_keys_are_config_errors(project: Callable[..., Project], r
     proc = p.run("list")
     assert proc.returncode == 3
     assert f"devices.fixture.{key}" in proc.stderr
+
+
+# --- Actions ------------------------------------------------------------------------------
+
+
+def test_a_row_with_shards_is_one_matrix_entry_per_shard(project: Callable[..., Project], tmp_path: Path) -> None:
+    p = project("passing", row="shards = 3")
+    proc = p.run("matrix", "--device", "fixture")
+    assert proc.returncode == 0, proc.stderr
+    entries = json.loads(proc.stdout)["include"]
+    assert [e["shard"] for e in entries] == ["1/3", "2/3", "3/3"]
+    assert [e["run_args"] for e in entries] == ["--shard 1/3", "--shard 2/3", "--shard 3/3"]
+    assert [e["results_path"] for e in entries] == [f"results/fixture/shards/{k}" for k in (1, 2, 3)]
+    assert len({e["artifact"] for e in entries}) == 3  # artifact names must differ
+    for e in entries:  # each artifact is laid out again where merge looks for it
+        assert artifact_folder(tmp_path, e["artifact"]) == tmp_path / e["results_path"].removeprefix("results/")
+    (tmp_path / "single").mkdir()
+    single_project = make_project(tmp_path / "single", ["passing"])
+    single = json.loads(single_project.run("matrix", "--device", "fixture").stdout)["include"]
+    assert [(e["shard"], e["run_args"], e["results_path"]) for e in single] == [("", "", "results/fixture")]
+    assert artifact_folder(tmp_path, single[0]["artifact"]) == tmp_path / "fixture"
+    assert artifact_folder(tmp_path, "triage-report") is None

@@ -573,6 +573,19 @@ def clear_shards(folder: Path) -> None:
                 path.unlink()
 
 
+def artifact_folder(results: Path, artifact: str) -> Path | None:
+    """Where a row job's artifact belongs: ``results-<row>@K`` (shard K) or ``results-<row>``.
+
+    The names come from :func:`device_matrix.workflow.actions_matrix`; None for another name.
+    """
+    if not artifact.startswith("results-"):
+        return None
+    row, at, shard = artifact.removeprefix("results-").rpartition("@")
+    if at and shard.isdigit() and row:
+        return results / row / SHARDS_DIR / shard
+    return results / artifact.removeprefix("results-")
+
+
 def merge_results(results: Path) -> list[tuple[str, RunRecord | ResultsError]]:
     """Merge every row folder under ``results`` that has shards (for triage)."""
     out: list[tuple[str, RunRecord | ResultsError]] = []
@@ -586,6 +599,7 @@ def merge_results(results: Path) -> list[tuple[str, RunRecord | ResultsError]]:
 
 __all__ = [
     "Merged",
+    "artifact_folder",
     "Shard",
     "balance",
     "collect",
