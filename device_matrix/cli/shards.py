@@ -66,6 +66,7 @@ def run_spread(args: argparse.Namespace, cfg: Config, plan: RowPlan, options: Ru
             out,
             shards=args.shards or row.shards,
             address=args.address,
+            forwarded=forwarded_options(args),
             durations_from=durations_from,
         )
     if args.shard:
@@ -193,6 +194,12 @@ def _child_argv(
     argv += ["--shard", str(shard), "--shard-plan", str(plan_path), "--results", str(cfg.results_dir)]
     if slot is not None:
         argv += ["--slot", str(slot)]
+    return argv + forwarded_options(args)
+
+
+def forwarded_options(args: argparse.Namespace) -> list[str]:
+    """The options of this ``run`` that each shard's own ``run`` takes too (pytest's last)."""
+    argv = []
     for flag in ("local", "container", "no_gdb", "keep_cores"):
         if getattr(args, flag):
             argv.append("--" + flag.replace("_", "-"))

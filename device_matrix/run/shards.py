@@ -163,6 +163,7 @@ class ShardPlan(TypedDict):
     estimated_seconds: list[float]  # what each shard should take by the recorded durations
     reason: str | None
     node: str | None  # the Ray node that ran the shard
+    lost: list[dict[str, str]]  # Ray nodes that died while they ran it
 
 
 def make_plan(
@@ -188,6 +189,7 @@ def make_plan(
         estimated_seconds=estimates,
         reason=reason,
         node=None,
+        lost=[],
     )
 
 
@@ -209,6 +211,7 @@ def read_plan(path: Path) -> ShardPlan:
     if not isinstance(data, dict) or data.get("schema") != SHARD_SCHEMA:
         raise ResultsError(f"{path}: not a device-matrix shard plan")
     data.setdefault("node", None)
+    data.setdefault("lost", [])
     return data  # type: ignore[return-value]  # checked by its schema field
 
 
@@ -444,6 +447,9 @@ def merge(folder: Path) -> Merged:
     status = _merged_status([r["status"] for r in records.values()], merged_tests, crashes, problems)
     first = records[min(records)]
     reasons = [f"shard {k}: {r['reason']}" for k, r in sorted(records.items()) if r["reason"]]
+    for k, p in sorted(plans.items()):
+        for entry in p["lost"] if k in records and records[k]["status"] != "error" else ():
+            reasons.append(f"shard {k}: node {entry['name']} died while it ran; it ran again on node {p['node']}")
     if problems:
         reasons.insert(0, f"shards disagree: {'; '.join(problems[:20])}" + (" ..." if len(problems) > 20 else ""))
     started = min(r["started_at"] for r in records.values())
@@ -458,6 +464,7 @@ def merge(folder: Path) -> Merged:
             "tests": len(r["tests"]),
             "host": plans[k]["host"] if k in plans else r["environment"].get("host"),
             "node": plans[k]["node"] if k in plans else None,
+            "lost": [entry["name"] for entry in plans[k]["lost"]] if k in plans else [],
         }
         for k, r in sorted(records.items())
     ]
@@ -599,8 +606,8 @@ def merge_results(results: Path) -> list[tuple[str, RunRecord | ResultsError]]:
 
 __all__ = [
     "Merged",
-    "artifact_folder",
     "Shard",
+    "artifact_folder",
     "balance",
     "collect",
     "merge",
