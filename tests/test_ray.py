@@ -169,6 +169,14 @@ def test_a_request_no_node_can_satisfy_is_refused_up_front(project: Callable[...
     assert not (p.results / "fixture" / "shards").exists()
 
 
+def test_a_task_that_fails_on_its_node_names_the_node(project: Callable[..., Project], cluster: Cluster) -> None:
+    p = project("passing", row=NEURON_ROW)
+    proc = _ray_run(p, cluster, "--shards", "2", "--python", "/nonexistent/python")
+    assert proc.returncode == 5, proc.stdout + proc.stderr
+    assert "collecting the row's tests failed on Ray node" in proc.stderr
+    assert "/nonexistent/python: no such interpreter" in proc.stderr
+
+
 def test_a_killed_worker_node_is_recorded_and_its_shard_runs_again(
     project: Callable[..., Project], cluster: Cluster
 ) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,7 @@ import pytest
 from device_matrix.config import Row
 from device_matrix.errors import UsageProblem
 from device_matrix.run.shards import artifact_folder, balance, parse_shard, recorded_durations, slot_env, split
-from tests.conftest import Project, make_project
+from tests.conftest import Project, clean_env, make_project
 
 # --- the split ----------------------------------------------------------------------------
 
@@ -210,13 +212,25 @@ def test_a_missing_shard_leaves_its_tests_not_run(project: Callable[..., Project
 
 
 @pytest.mark.slow
+def test_a_whole_run_replaces_the_shards_and_shards_replace_a_whole_run(project: Callable[..., Project]) -> None:
+    p = project("passing")
+    folder = _two_shards(p)
+    assert p.run("run", "--device", "fixture").returncode == 0
+    assert not (folder / "shards").exists()
+    assert "shards" not in p.record()["environment"]
+    _two_shards(p)
+    assert not (folder / "attempts").exists()  # the whole run's, not the shards'
+    assert [s["shard"] for s in p.record()["environment"]["shards"]] == [1, 2]
+
+
+@pytest.mark.slow
 def test_a_whole_run_beside_shards_is_refused(project: Callable[..., Project]) -> None:
     p = project("passing")
     folder = _two_shards(p)
     shards = folder / "shards"
     shutil.move(shards, p.root / "kept")
     assert p.run("run", "--device", "fixture").returncode == 0
-    shutil.move(p.root / "kept", shards)
+    shutil.move(p.root / "kept", shards)  # e.g. shard artifacts downloaded beside a whole run
     proc = p.run("merge")
     assert proc.returncode == 7
     assert "holds a whole run of the row and shards of another" in proc.stderr
@@ -344,3 +358,13 @@ def test_a_row_with_shards_is_one_matrix_entry_per_shard(project: Callable[..., 
     assert [(e["shard"], e["run_args"], e["results_path"]) for e in single] == [("", "", "results/fixture")]
     assert artifact_folder(tmp_path, single[0]["artifact"]) == tmp_path / "fixture"
     assert artifact_folder(tmp_path, "triage-report") is None
+
+
+def test_ray_is_imported_only_when_used() -> None:
+    code = (
+        "import sys, device_matrix.cli, device_matrix.cli.shards, device_matrix.run.shards;"
+        "device_matrix.cli.build_parser();"
+        "assert 'ray' not in sys.modules, 'ray imported'"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=clean_env(), check=False)
+    assert proc.returncode == 0, proc.stderr

@@ -106,10 +106,10 @@ def _interrupts_raise() -> Iterator[None]:
 
 
 def cmd_run(args: argparse.Namespace, out: Output) -> int:
-    from device_matrix.cli.shards import check_spread_args, run_spread, spread_requested
+    from device_matrix.cli.shards import check_spread_args, run_spread, run_whole, spread_requested
     from device_matrix.run.attempt import Interrupted
     from device_matrix.run.plan import plan_row
-    from device_matrix.run.runner import RowRunner, RunOptions
+    from device_matrix.run.runner import RunOptions
 
     check_spread_args(args)
     cfg = _load(args)
@@ -140,7 +140,7 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
                 if spread_requested(args):
                     record = run_spread(args, cfg, plan, options, out)
                 else:
-                    record = RowRunner(cfg, plan, options, out).run()
+                    record = run_whole(cfg, plan, options, out)
             except Interrupted as exc:
                 out.error(
                     f"{name}: interrupted by {exc}; what finished is in {cfg.results_dir / name / 'run.json'}",

@@ -27,6 +27,18 @@ def spread_requested(args: argparse.Namespace) -> bool:
     return bool(args.shard or args.shards or args.executor == "ray")
 
 
+def run_whole(cfg: Config, plan: RowPlan, options: RunOptions, out: Output) -> RunRecord:
+    """The row in one piece: the shards of an earlier split of it are not its results any more."""
+    import shutil
+
+    from device_matrix.run.runner import RowRunner
+    from device_matrix.run.shards import SHARDS_DIR
+
+    if not options.resume:
+        shutil.rmtree(cfg.results_dir / plan.row.name / SHARDS_DIR, ignore_errors=True)
+    return RowRunner(cfg, plan, options, out).run()
+
+
 def check_spread_args(args: argparse.Namespace) -> None:
     """Wrong combinations of the spreading options, before anything runs."""
     if args.executor == "ray" and not args.address:

@@ -282,11 +282,14 @@ def run_on_ray(
         force = "local" if plan.mode == "local" else "container"
         durations = recorded_durations(durations_from or [cfg.results_dir], row.name)
         first = next(node for node in nodes if node.can_ever(request))
-        tests, reason = ray.get(
-            remote(collect_on_node)
-            .options(**options_, scheduling_strategy=_on(ray, first))
-            .remote(str(cfg.project_root), row.name, options, force)
-        )
+        try:
+            tests, reason = ray.get(
+                remote(collect_on_node)
+                .options(**options_, scheduling_strategy=_on(ray, first))
+                .remote(str(cfg.project_root), row.name, options, force)
+            )
+        except ray.exceptions.RayError as exc:
+            raise _task_failed("collecting the row's tests", first, exc) from None
         folder = cfg.results_dir / row.name
         clear_shards(folder)
         split_plan = make_plan(row.name, Shard(1, shards), tests, durations, reason)
@@ -330,7 +333,7 @@ def run_on_ray(
                         result = ray.get(ref)
                     except Exception as exc:
                         if type(exc).__name__ not in NODE_LOST:
-                            raise
+                            raise _task_failed(f"shard {job.shard}/{shards}", job.node, exc) from None
                         job.node.dead = True
                         lost.setdefault(job.shard, []).append(
                             {"node": job.node.id, "name": job.node.name(), "error": type(exc).__name__}
@@ -372,6 +375,15 @@ def run_on_ray(
         return merged.record
     finally:
         ray.shutdown()
+
+
+def _task_failed(what: str, node: Node, exc: BaseException) -> EnvironmentProblem:
+    """A task that failed as Python, not as a lost node: the node lacks something."""
+    text = str(exc).strip().splitlines()
+    return EnvironmentProblem(
+        f"{what} failed on Ray node {node.name()}: {type(exc).__name__}: {text[-1] if text else ''}",
+        tip="Every node needs device-matrix (and the row's packages) installed and the project at the same path.",
+    )
 
 
 def _ray_options(ray: Any, request: Request) -> dict[str, Any]:

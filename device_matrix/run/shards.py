@@ -571,13 +571,11 @@ def write_merged(folder: Path, merged: Merged) -> None:
 
 
 def clear_shards(folder: Path) -> None:
-    """A new split of the row: the shards of an earlier one must not be merged with it."""
+    """A new split of the whole row here: what an earlier run of the row left goes, as with `run`."""
     shutil.rmtree(folder / SHARDS_DIR, ignore_errors=True)
-    for name in ("run.json", "junit.xml", "report.json"):
-        path = folder / name
-        with contextlib.suppress(ResultsError, OSError):
-            if "shards" in load_run(path)["environment"]:
-                path.unlink()
+    shutil.rmtree(folder / "attempts", ignore_errors=True)
+    for name in ("run.json", "junit.xml", "report.json", "output.log"):
+        (folder / name).unlink(missing_ok=True)
 
 
 def artifact_folder(results: Path, artifact: str) -> Path | None:
