@@ -214,3 +214,31 @@ def test_without_ray_installed_the_tip_says_how_to_get_it(tmp_path: Path) -> Non
     proc = p.run("run", "--device", "fixture", "--executor", "ray", "--address", "auto", env=env)
     assert proc.returncode == 5, proc.stdout + proc.stderr
     assert "Ray is not installed here" in proc.stderr and "device-matrix[ray]" in proc.stderr
+
+
+def test_a_shard_lost_twice_leaves_its_tests_not_run_with_the_nodes_named(tmp_path: Path) -> None:
+    from device_matrix import config
+    from device_matrix.run.plan import plan_row
+    from device_matrix.run.ray import _write_lost
+    from device_matrix.run.shards import Shard, make_plan, merge
+
+    p = make_project(tmp_path, ["passing"])
+    cfg = config.load(p.root)
+    plan = plan_row(cfg, cfg.row("fixture"), force="local")
+    tests = [f"suites/passing/test_passing.py::test_quick[{i}]" for i in range(4)]
+    split_plan = make_plan("fixture", Shard(1, 2), tests, {})
+    lost = [
+        {"node": "a" * 40, "name": "aaaaaaaaaaaa (host-a, 10.0.0.1)", "error": "NodeDiedError"},
+        {"node": "b" * 40, "name": "bbbbbbbbbbbb (host-b, 10.0.0.2)", "error": "NodeDiedError"},
+    ]
+    for k in (1, 2):
+        _write_lost(cfg, plan, split_plan, k, lost=lost if k == 2 else [], why="it was run twice")
+    merged = merge(p.results / "fixture")
+    record = merged.record
+    assert merged.problems == []  # every test is accounted for, if only as not_run
+    assert record["status"] == "error"
+    assert {t["outcome"] for t in record["tests"]} == {"not_run"} and len(record["tests"]) == 4
+    lost_tests = [t for t in record["tests"] if "host-a" in (t["message"] or "")]
+    assert len(lost_tests) == 2  # shard 2's half
+    assert "node bbbbbbbbbbbb (host-b, 10.0.0.2) died while it ran" in lost_tests[0]["message"]
+    assert [s["lost"] for s in record["environment"]["shards"]] == [[], [e["name"] for e in lost]]

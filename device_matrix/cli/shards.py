@@ -286,7 +286,7 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
         "--durations",
         action="append",
         metavar="PATH",
-        help="run.json or row folder with recorded durations (repeatable; default: this row's results)",
+        help="run.json, row folder or results folder with recorded durations (repeatable; default: --results)",
     )
     g.add_argument("--executor", choices=("local", "ray"), default="local", help="where shards run (default local)")
     g.add_argument("--address", help="with --executor ray: the cluster, `auto` or HOST:PORT (always explicit)")
