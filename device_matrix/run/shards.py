@@ -235,7 +235,9 @@ def collect(runner: RowRunner) -> tuple[list[str] | None, str | None]:
     executor = runner._executor()
     ignored: list[str] = []
     deadline = time.monotonic() + runner.run_timeout
-    with tempfile.TemporaryDirectory(prefix="device-matrix-collect-") as tmp:
+    runner.dir.mkdir(parents=True, exist_ok=True)
+    # under the results folder: a row in a container sees it (its journal FIFO lives there)
+    with tempfile.TemporaryDirectory(prefix=".collect-", dir=runner.dir) as tmp:
         log = Path(tmp) / "output.log"
         for index in range(1, runner.max_restarts + 2):
             spec = AttemptSpec(
