@@ -100,16 +100,24 @@ def cluster() -> Iterator[Cluster]:
         )
         yield Cluster(address, marker)
     finally:
+        # each node's `ray start --block` leads its own process group: ours, and only ours
         for proc in reversed(procs):
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
+            _end_group(proc.pid, signal.SIGTERM)
         for proc in procs:
             try:
-                proc.wait(30)
+                proc.wait(5)
             except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+                proc.kill()
                 proc.wait()
+            _end_group(proc.pid, signal.SIGKILL)  # whatever of the node is still there
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _end_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
 
 
 def _ray_run(p: Project, cluster: Cluster, *args: str) -> subprocess.CompletedProcess[str]:
@@ -118,12 +126,12 @@ def _ray_run(p: Project, cluster: Cluster, *args: str) -> subprocess.CompletedPr
 
 def test_concurrency_is_bounded_by_the_nodes_resources(project: Callable[..., Project], cluster: Cluster) -> None:
     p = project("slots", row=NEURON_ROW)
-    proc = _ray_run(p, cluster, "--shards", "4")
+    proc = _ray_run(p, cluster, "--shards", "3")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     record = p.record()
     assert record["status"] == "passed" and record["summary"]["passed"] == 8
     shards = record["environment"]["shards"]
-    assert [s["shard"] for s in shards] == [1, 2, 3, 4]
+    assert [s["shard"] for s in shards] == [1, 2, 3]
     assert len({s["node"] for s in shards}) == 2  # both nodes worked
     lines = [json.loads(line) for line in (p.root / "slots.jsonl").read_text().splitlines()]
     spans: dict[int, tuple[float, float]] = {}
@@ -131,12 +139,12 @@ def test_concurrency_is_bounded_by_the_nodes_resources(project: Callable[..., Pr
         start, end = spans.get(line["pid"], (line["start"], line["end"]))
         spans[line["pid"]] = (min(start, line["start"]), max(end, line["end"]))
         assert line["neuron"] == "0,1"  # Ray gave each shard both cores of its node
-    assert len(spans) == 4
+    assert len(spans) == 3
     # 4 neuron_cores in the cluster, 2 per shard: never more than 2 shards at once
     for t, _ in spans.values():
         assert sum(1 for s, e in spans.values() if s <= t < e) <= 2
     # the results came back through the object store into the driver's folder
-    for k in (1, 2, 3, 4):
+    for k in (1, 2, 3):
         assert (p.results / f"fixture/shards/{k}/run.json").is_file()
         assert (p.results / f"fixture/shards/{k}/output.log").is_file()
 
