@@ -107,8 +107,10 @@ for _row in dm_config.load(ROOT).rows:
 @nox.session(reuse_venv=True)
 def tests(session: nox.Session) -> None:
     """The library's own tests: fast, no torch_xla."""
-    session.install("-e", ".[test]")
-    session.run("pytest", "-n", "2", "tests", *session.posargs)
+    # ray: tests/test_ray.py runs shards on a real local cluster; its tests share one
+    # cluster, so they stay on one xdist worker (loadgroup)
+    session.install("-e", ".[test,ray]")
+    session.run("pytest", "-n", "2", "--dist", "loadgroup", "tests", *session.posargs)
 
 
 @nox.session(reuse_venv=True)

@@ -84,6 +84,15 @@ class Row:
     enabled: bool = True
     ci: CiSwitch = "always"
     isolation: Isolation = "row"
+    # spreading a row (device_matrix.run.shards, device_matrix.run.ray): shards per Actions
+    # row, device slots on one host and the variables that give a shard its slot, and what
+    # one shard asks of a Ray node
+    shards: int = 1
+    slots: int = 0
+    slot_env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    ray_resources: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    ray_num_cpus: float = 1.0
+    ray_labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -223,6 +232,26 @@ def _is_scalar_map(v: Any) -> bool:
     return isinstance(v, dict) and all(isinstance(x, str | int | float | bool) for x in v.values())
 
 
+def _is_slot_env(v: Any) -> bool:
+    """Variables whose values may use ``{slot}`` (0, 1, ...) and ``{port}`` (8476 + slot)."""
+    if not _is_str_map(v):
+        return False
+    try:
+        for value in v.values():
+            value.format(slot=0, port=8476)
+    except (KeyError, IndexError, ValueError):
+        return False
+    return True
+
+
+def _is_finite(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _is_resource_map(v: Any) -> bool:
+    return isinstance(v, dict) and all(_is_finite(x) and x >= 0 for x in v.values())
+
+
 def _one_of(choices: tuple[str, ...]) -> Check:
     return lambda v: isinstance(v, str) and v in choices
 
@@ -246,7 +275,16 @@ _ROW_KEYS: dict[str, tuple[Check, str]] = {
     "enabled": (_is_bool, "true or false"),
     "ci": (_one_of(CI_SWITCHES), " | ".join(CI_SWITCHES)),
     "isolation": (_one_of(ISOLATIONS), " | ".join(ISOLATIONS)),
+    "shards": (_is_positive_int, "a whole number >= 1 (Actions jobs per row)"),
+    "slots": (_is_count, "a whole number >= 0 (device slots on one host; 0: no slots)"),
+    "slot_env": (_is_slot_env, "a table of strings that may use {slot} and {port}"),
+    "ray_resources": (_is_resource_map, "a table of Ray resource amounts (numbers >= 0), e.g. {GPU = 1}"),
+    "ray_num_cpus": (lambda v: _is_finite(v) and v > 0, "a number of CPUs > 0"),
+    "ray_labels": (_is_str_map, "a table of Ray node labels (strings)"),
 }
+
+# row keys that are tables: a project's table merges into the packaged one key by key
+_TABLE_ROW_KEYS = ("env", "settings", "slot_env", "ray_resources", "ray_labels")
 
 _TOP_KEYS: dict[str, tuple[Check, str]] = {
     "results_dir": (_is_path, "a non-empty path (string)"),
@@ -353,7 +391,7 @@ def _merge(base: dict[str, Any], overlay: Mapping[str, Any], source: str) -> dic
                     _validate_presence(row["presence"], source, f"{TABLE}.devices.{name}.presence")
                 merged_row = dict(rows.get(name, {}))
                 for rkey, rvalue in row.items():
-                    if rkey in ("env", "settings"):
+                    if rkey in _TABLE_ROW_KEYS:
                         merged_row[rkey] = {**merged_row.get(rkey, {}), **rvalue}
                     else:
                         merged_row[rkey] = rvalue
@@ -430,9 +468,9 @@ def _row_from_table(name: str, table: Mapping[str, Any]) -> Row:
     for key, value in table.items():
         if isinstance(value, list):
             kwargs[key] = tuple(value)
-        elif key in ("env", "settings"):
+        elif key in _TABLE_ROW_KEYS:
             kwargs[key] = MappingProxyType(dict(value))
-        elif key in ("test_timeout", "run_timeout"):
+        elif key in ("test_timeout", "run_timeout", "ray_num_cpus"):
             kwargs[key] = float(value)
         else:
             kwargs[key] = value

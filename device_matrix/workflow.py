@@ -110,9 +110,35 @@ def entry(name: str, row: Row) -> dict[str, Any]:
     }
 
 
+def entries(name: str, row: Row) -> list[dict[str, Any]]:
+    """The row's jobs: one, or with ``shards = N`` one per shard.
+
+    Each shard runs ``--shard K/N`` and uploads ``results/<row>/shards/K`` as
+    ``results-<row>@K``, which the triage job lays out again under
+    ``results/<row>/shards/K`` and merges.
+    """
+    job = entry(name, row)
+    if row.shards <= 1:
+        return [{**job, "shard": "", "run_args": "", "results_path": f"results/{name}", "artifact": f"results-{name}"}]
+    return [
+        {
+            **job,
+            "shard": f"{k}/{row.shards}",
+            "run_args": f"--shard {k}/{row.shards}",
+            "results_path": f"results/{name}/shards/{k}",
+            "artifact": f"results-{name}@{k}",
+        }
+        for k in range(1, row.shards + 1)
+    ]
+
+
 def actions_matrix(cfg: Config, names: Sequence[str]) -> dict[str, Any]:
-    """``{"include": [...]}``: one entry per row that has suites here, with everything its job needs."""
-    return {"include": [entry(name, cfg.row(name)) for name in names if cfg.suites_absent(cfg.row(name)) is None]}
+    """``{"include": [...]}``: one entry per row (and shard) that has suites here."""
+    return {
+        "include": [
+            e for name in names if cfg.suites_absent(cfg.row(name)) is None for e in entries(name, cfg.row(name))
+        ]
+    }
 
 
 @dataclass(frozen=True)
@@ -151,6 +177,6 @@ def plan_jobs(cfg: Config, event: Event, rows: Sequence[str] = (), gate_label: s
         if not runs:
             skipped[name] = why
             continue
-        e = entry(name, row)
-        (container if e["in_container"] else host).append(e)
+        for e in entries(name, row):
+            (container if e["in_container"] else host).append(e)
     return Plan(host=host, container=container, skipped=skipped)

@@ -107,10 +107,12 @@ def _interrupts_raise() -> Iterator[None]:
 
 
 def cmd_run(args: argparse.Namespace, out: Output) -> int:
+    from device_matrix.cli.shards import check_spread_args, run_spread, run_whole, spread_requested
     from device_matrix.run.attempt import Interrupted
     from device_matrix.run.plan import plan_row
-    from device_matrix.run.runner import RowRunner, RunOptions
+    from device_matrix.run.runner import RunOptions
 
+    check_spread_args(args)
     cfg = _load(args)
     check_results_dir(cfg.results_dir)
     force: Literal["local", "container"] | None = "local" if args.local else ("container" if args.container else None)
@@ -137,7 +139,10 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
             if plan.mode == "unavailable":
                 out.line(f"{name}: {out.paint('unavailable', 'UNAVAILABLE')} - {plan.reason}")
             try:
-                record = RowRunner(cfg, plan, options, out).run()
+                if spread_requested(args):
+                    record = run_spread(args, cfg, plan, options, out)
+                else:
+                    record = run_whole(cfg, plan, options, out)
             except Interrupted as exc:
                 out.error(
                     f"{name}: interrupted by {exc}; what finished is in {cfg.results_dir / name / 'run.json'}",
@@ -150,7 +155,7 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
                 code = EXIT_ENVIRONMENT
             codes.append(code)
     print_summary(out, records, cfg)
-    if cfg.tracker.kind == "ledger" and records:
+    if cfg.tracker.kind == "ledger" and records and not args.shard_plan:  # the parent of shards links
         try:
             _link_with_ledger(cfg, out)
         except DeviceMatrixError as exc:
@@ -416,6 +421,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="continue the last run of each row (interrupted, or stopped by crashes): run its not_run tests",
     )
+    from device_matrix.cli.shards import add_merge_command, add_run_options
+
+    add_run_options(run)
     run.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --: arguments for pytest")
     run.set_defaults(func=cmd_run)
 
@@ -442,6 +450,7 @@ def build_parser() -> argparse.ArgumentParser:
     from device_matrix.cli.commands import add_more_commands
 
     add_more_commands(sub)
+    add_merge_command(sub)
     return parser
 
 

@@ -60,17 +60,21 @@ def cmd_ci_matrix(args: argparse.Namespace, out: Output) -> int:
 
 
 def cmd_ci_collect(args: argparse.Namespace, out: Output) -> int:
-    """artifacts/results-<row>/ -> results/<row>/; other artifacts' files go to results/."""
+    """artifacts/results-<row>/ -> results/<row>/ (results-<row>@K -> results/<row>/shards/K);
+    the issues job's links go to results/."""
+    from device_matrix.run.shards import artifact_folder
+
     src, dest = Path(args.artifacts), Path(args.results)
     dest.mkdir(parents=True, exist_ok=True)
     if not src.is_dir():
         out.line(f"no artifacts in {src}: every row job may have failed before uploading")
         return EXIT_OK
     for folder in sorted(p for p in src.iterdir() if p.is_dir()):
-        if folder.name.startswith("results-"):
-            target = dest / folder.name.removeprefix("results-")
+        target = artifact_folder(dest, folder.name)
+        if target is not None:
             if target.exists():
                 shutil.rmtree(target)
+            target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copytree(folder, target)
             out.line(f"{folder} -> {target}")
         elif folder.name == "issue-links":

@@ -12,6 +12,7 @@ from device_matrix.issues import open_tracker
 from device_matrix.issues.sync import sync
 from device_matrix.output import Output
 from device_matrix.records.schema import RunRecord, load_run
+from device_matrix.run.shards import has_shards, merge_row
 from device_matrix.skips import uncited
 
 
@@ -33,10 +34,12 @@ def load_records(results: Path, out: Output | None = None) -> tuple[list[RunReco
         ) from None
     for row_dir in row_dirs:
         path = row_dir / "run.json"
-        if not path.exists() and not (row_dir / "output.log").exists():
+        sharded = has_shards(row_dir)
+        if not path.exists() and not (row_dir / "output.log").exists() and not sharded:
             continue  # not a row folder
         try:
-            records.append(load_run(path))
+            # a row run as shards (on one host or several) is read as one merged record
+            records.append(merge_row(row_dir) if sharded else load_run(path))
         except ResultsError as exc:
             problems.append((row_dir.name, exc.message))
             if out is not None:

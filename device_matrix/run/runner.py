@@ -23,8 +23,8 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -134,6 +134,11 @@ class RunOptions:
     run_url: str | None = None
     resume: bool = False
     max_log_bytes: int | None = DEFAULT_MAX_LOG
+    # a shard (device_matrix.run.shards): only these tests, into results/<row>/<results_subdir>,
+    # with its device slot's variables over the row's own
+    select: Sequence[str] | None = None
+    results_subdir: str | None = None
+    slot_env: Mapping[str, str] = field(default_factory=dict)
 
 
 def refuse_xdist(args: Sequence[str]) -> None:
@@ -184,6 +189,8 @@ class RowRunner:
         self.options = options
         self.listener = listener
         self.dir = cfg.results_dir / self.row.name
+        if options.results_subdir:
+            self.dir = self.dir / options.results_subdir
         self.log_path = self.dir / "output.log"
         self.redactor = Redactor()
         self.state = RunState(self.redactor)
@@ -284,16 +291,23 @@ class RowRunner:
         self, executor: Executor, targets: Sequence[str], reader: crashes.CoreReader, deadline: float, resume: bool
     ) -> tuple[RowStatus, str | None]:
         """Every test of the row: in one process, or one per file or class (``isolation``)."""
+        # a shard runs the tests it was given (options.select), and only those
+        chosen = None if self.options.select is None else list(self.options.select)
+        scope = None if chosen is None else set(chosen)
+        if chosen is not None:
+            self.state.expect(chosen)  # each needs an outcome, even if collection dies first
         if resume:
             nodeids = self.state.remaining()
             if not nodeids:
                 return self.state.status(), "nothing to resume: every test of the last run has an outcome"
         elif self.row.isolation == "row":
-            return self._attempts(executor, targets, reader, deadline, select=None, purpose="run")
+            return self._attempts(executor, targets, reader, deadline, select=chosen, purpose="run", scope=scope)
         else:
             # collect once (a module that crashes or hangs on import is handled as ever),
             # then give each file or class a process of its own
-            status, reason = self._attempts(executor, targets, reader, deadline, select=None, purpose="collect")
+            status, reason = self._attempts(
+                executor, targets, reader, deadline, select=chosen, purpose="collect", scope=scope
+            )
             if status not in ("passed", "failed"):
                 return status, reason
             nodeids = self.state.remaining()
@@ -671,6 +685,7 @@ class RowRunner:
         env[ENV_SETTINGS] = json.dumps(dict(self.row.settings), sort_keys=True)
         env[ENV_DISABLE_LIST] = str(self.cfg.disable_list)
         env[ENV_MARKERS] = "1"
+        env.update(self.options.slot_env)
         env["PYTHONUNBUFFERED"] = "1"
         # no colour codes in logs, records, junit or issue bodies
         env["PY_COLORS"] = "0"

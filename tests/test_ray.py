@@ -1,0 +1,252 @@
+"""Shards on a real local Ray cluster: a head and a second node, started and stopped here.
+
+The cluster is this module's own (its own port and temp dir, each node a ``ray start
+--block`` process that takes its node down with it), so other Ray users on the machine
+are untouched. Skipped with the reason where Ray is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Project, clean_env, make_project
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
+
+NEURON_ROW = "ray_resources = { neuron_cores = 2 }"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_for(path: Path, text: str, proc: subprocess.Popen[bytes], timeout: float = 90) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if text in path.read_text(errors="replace"):
+            return
+        if proc.poll() is not None:
+            break
+        time.sleep(0.2)
+    pytest.fail(f"ray start did not come up: {path.read_text(errors='replace')[-2000:]}")
+
+
+class Cluster:
+    def __init__(self, address: str, marker: Path) -> None:
+        self.address = address
+        self.marker = marker  # its existence: the second node was killed
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    pytest.importorskip("ray", reason="Ray is not installed: pip install 'device-matrix[ray]' to run these tests")
+    ray_cli = Path(sys.executable).parent / "ray"
+    # Ray's socket paths must stay short: a temp dir of its own directly under /tmp
+    tmp = Path(tempfile.mkdtemp(prefix="dmray", dir="/tmp"))
+    port = _free_port()
+    env = clean_env()
+    env["RAY_USAGE_STATS_ENABLED"] = "0"
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(args: list[str], log: Path, node_env: dict[str, str]) -> subprocess.Popen[bytes]:
+        with log.open("wb") as fh:
+            proc = subprocess.Popen(
+                [str(ray_cli), "start", "--block", "--disable-usage-stats", *args],
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                env=node_env,
+                start_new_session=True,
+            )
+        procs.append(proc)
+        _wait_for(log, "Ray runtime started", proc)
+        return proc
+
+    try:
+        start(
+            [
+                "--head",
+                f"--port={port}",
+                "--num-cpus=2",
+                "--resources",
+                json.dumps({"neuron_cores": 2}),
+                f"--temp-dir={tmp}",
+                "--include-dashboard=false",
+            ],
+            tmp / "head.log",
+            env,
+        )
+        address = f"127.0.0.1:{port}"
+        # the second node kills itself once, from inside a test (suites/ray_kill)
+        marker = tmp / "killed"
+        start(
+            [f"--address={address}", "--num-cpus=2", "--resources", json.dumps({"neuron_cores": 2})],
+            tmp / "node2.log",
+            {**env, "FIXTURE_KILL_MARKER": str(marker)},
+        )
+        yield Cluster(address, marker)
+    finally:
+        # each node's `ray start --block` leads its own process group: ours, and only ours
+        for proc in reversed(procs):
+            _end_group(proc.pid, signal.SIGTERM)
+        for proc in procs:
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            _end_group(proc.pid, signal.SIGKILL)  # whatever of the node is still there
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _end_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _ray_run(p: Project, cluster: Cluster, *args: str) -> subprocess.CompletedProcess[str]:
+    return p.run("run", "--device", "fixture", "--executor", "ray", "--address", cluster.address, *args)
+
+
+def test_concurrency_is_bounded_by_the_nodes_resources(project: Callable[..., Project], cluster: Cluster) -> None:
+    p = project("slots", row=NEURON_ROW)
+    proc = _ray_run(p, cluster, "--shards", "3")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    record = p.record()
+    assert record["status"] == "passed" and record["summary"]["passed"] == 8
+    shards = record["environment"]["shards"]
+    assert [s["shard"] for s in shards] == [1, 2, 3]
+    assert len({s["node"] for s in shards}) == 2  # both nodes worked
+    lines = [json.loads(line) for line in (p.root / "slots.jsonl").read_text().splitlines()]
+    spans: dict[int, tuple[float, float]] = {}
+    for line in lines:
+        start, end = spans.get(line["pid"], (line["start"], line["end"]))
+        spans[line["pid"]] = (min(start, line["start"]), max(end, line["end"]))
+        assert line["neuron"] == "0,1"  # Ray gave each shard both cores of its node
+    assert len(spans) == 3
+    # 4 neuron_cores in the cluster, 2 per shard: never more than 2 shards at once
+    for t, _ in spans.values():
+        assert sum(1 for s, e in spans.values() if s <= t < e) <= 2
+    # the results came back through the object store into the driver's folder
+    for k in (1, 2, 3):
+        assert (p.results / f"fixture/shards/{k}/run.json").is_file()
+        assert (p.results / f"fixture/shards/{k}/output.log").is_file()
+
+
+def test_a_segfault_in_a_ray_shard_is_diagnosed_as_locally(
+    project: Callable[..., Project], cluster: Cluster, tmp_path: Path
+) -> None:
+    p = project("segv", row=NEURON_ROW)
+    local = p.run("run", "--device", "fixture", "--results", "local")
+    assert local.returncode == 1, local.stdout + local.stderr
+    proc = _ray_run(p, cluster, "--shards", "2")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    remote = p.record()
+    here: dict[str, Any] = json.loads((p.root / "local/fixture/run.json").read_text())
+    assert {t["nodeid"]: t["outcome"] for t in remote["tests"]} == {t["nodeid"]: t["outcome"] for t in here["tests"]}
+    (crash,) = remote["crashes"]
+    (local_crash,) = here["crashes"]
+    for key in ("signal_name", "fingerprint", "hint"):
+        assert crash["diagnosis"][key] == local_crash["diagnosis"][key]
+    assert crash["nodeid"] == local_crash["nodeid"] and crash["classification"] == "deterministic"
+    assert "test_c_dies" in (crash["diagnosis"]["python_stack"] or "")
+
+
+def test_a_request_no_node_can_satisfy_is_refused_up_front(project: Callable[..., Project], cluster: Cluster) -> None:
+    p = project("passing", row="ray_resources = { neuron_cores = 8 }")
+    proc = _ray_run(p, cluster, "--shards", "2")
+    assert proc.returncode == 5, proc.stdout + proc.stderr
+    assert "no node of the Ray cluster" in proc.stderr and "neuron_cores=8" in proc.stderr
+    assert "neuron_cores=2" in proc.stderr  # what the nodes have
+    assert not (p.results / "fixture" / "shards").exists()
+
+
+def test_a_task_that_fails_on_its_node_names_the_node(project: Callable[..., Project], cluster: Cluster) -> None:
+    p = project("passing", row=NEURON_ROW)
+    proc = _ray_run(p, cluster, "--shards", "2", "--python", "/nonexistent/python")
+    assert proc.returncode == 5, proc.stdout + proc.stderr
+    assert "collecting the row's tests failed on Ray node" in proc.stderr
+    assert "/nonexistent/python: no such interpreter" in proc.stderr
+
+
+def test_a_killed_worker_node_is_recorded_and_its_shard_runs_again(
+    project: Callable[..., Project], cluster: Cluster
+) -> None:
+    p = project("ray_kill", row=NEURON_ROW)
+    proc = _ray_run(p, cluster, "--shards", "2")
+    assert cluster.marker.exists(), proc.stdout + proc.stderr  # a test did kill its node
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    record = p.record()
+    assert record["summary"]["passed"] == 4
+    (lost_shard,) = [s for s in record["environment"]["shards"] if s["lost"]]
+    (dead,) = lost_shard["lost"]
+    assert dead != lost_shard["node"]  # ran again elsewhere
+    assert f"node {dead} died while it ran; it ran again on node {lost_shard['node']}" in record["reason"]
+    assert "died (NodeDiedError)" in proc.stdout or "died (WorkerCrashedError)" in proc.stdout
+
+
+# --- without a cluster --------------------------------------------------------------------
+
+
+def test_nothing_listening_at_the_address_is_an_environment_error(tmp_path: Path) -> None:
+    pytest.importorskip("ray", reason="Ray is not installed: pip install 'device-matrix[ray]' to run these tests")
+    p = make_project(tmp_path, ["passing"])
+    proc = p.run("run", "--device", "fixture", "--executor", "ray", "--address", f"127.0.0.1:{_free_port()}")
+    assert proc.returncode == 5, proc.stdout + proc.stderr
+    assert "no Ray cluster answers there" in proc.stderr
+
+
+def test_without_ray_installed_the_tip_says_how_to_get_it(tmp_path: Path) -> None:
+    fake = tmp_path / "no_ray" / "ray"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('No module named ray')\n")
+    (tmp_path / "project").mkdir()
+    p = make_project(tmp_path / "project", ["passing"])
+    env = {"PYTHONPATH": f"{tmp_path / 'no_ray'}{os.pathsep}{clean_env()['PYTHONPATH']}"}
+    proc = p.run("run", "--device", "fixture", "--executor", "ray", "--address", "auto", env=env)
+    assert proc.returncode == 5, proc.stdout + proc.stderr
+    assert "Ray is not installed here" in proc.stderr and "device-matrix[ray]" in proc.stderr
+
+
+def test_a_shard_lost_twice_leaves_its_tests_not_run_with_the_nodes_named(tmp_path: Path) -> None:
+    from device_matrix import config
+    from device_matrix.run.plan import plan_row
+    from device_matrix.run.ray import _write_lost
+    from device_matrix.run.shards import Shard, make_plan, merge
+
+    p = make_project(tmp_path, ["passing"])
+    cfg = config.load(p.root)
+    plan = plan_row(cfg, cfg.row("fixture"), force="local")
+    tests = [f"suites/passing/test_passing.py::test_quick[{i}]" for i in range(4)]
+    split_plan = make_plan("fixture", Shard(1, 2), tests, {})
+    lost = [
+        {"node": "a" * 40, "name": "aaaaaaaaaaaa (host-a, 10.0.0.1)", "error": "NodeDiedError"},
+        {"node": "b" * 40, "name": "bbbbbbbbbbbb (host-b, 10.0.0.2)", "error": "NodeDiedError"},
+    ]
+    for k in (1, 2):
+        _write_lost(cfg, plan, split_plan, k, lost=lost if k == 2 else [], why="it was run twice")
+    merged = merge(p.results / "fixture")
+    record = merged.record
+    assert merged.problems == []  # every test is accounted for, if only as not_run
+    assert record["status"] == "error"
+    assert {t["outcome"] for t in record["tests"]} == {"not_run"} and len(record["tests"]) == 4
+    lost_tests = [t for t in record["tests"] if "host-a" in (t["message"] or "")]
+    assert len(lost_tests) == 2  # shard 2's half
+    assert "node bbbbbbbbbbbb (host-b, 10.0.0.2) died while it ran" in lost_tests[0]["message"]
+    assert [s["lost"] for s in record["environment"]["shards"]] == [[], [e["name"] for e in lost]]

@@ -1,0 +1,364 @@
+"""Shards: the split by recorded durations, one shard's run, device slots, and the merge."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from device_matrix.config import Row
+from device_matrix.errors import UsageProblem
+from device_matrix.run.shards import artifact_folder, balance, parse_shard, recorded_durations, slot_env, split
+from tests import records as R
+from tests.conftest import Project, clean_env, make_project
+
+# --- the split ----------------------------------------------------------------------------
+
+
+def test_longest_first_to_the_least_loaded_shard() -> None:
+    durations = {"a": 8.0, "b": 7.0, "c": 6.0, "d": 5.0, "e": 4.0}
+    # a->0, b->1, c->1 (7 < 8), d->0 (8 < 13), e->0 (13 = 13: fewer tests... both have 2; lower shard)
+    parts = split(["a", "b", "c", "d", "e"], durations, 2)
+    assert parts == [["a", "d", "e"], ["b", "c"]]
+    assert balance(parts, durations) == pytest.approx(17 / 15)
+
+
+def test_each_part_keeps_the_collection_order() -> None:
+    nodeids = ["m::z", "m::a", "m::k", "m::b"]
+    parts = split(nodeids, {"m::a": 3.0, "m::b": 2.0, "m::k": 1.0, "m::z": 0.5}, 2)
+    for part in parts:
+        assert part == [n for n in nodeids if n in part]
+
+
+def test_the_split_is_the_same_whatever_order_the_tests_come_in() -> None:
+    rng = random.Random(7)
+    nodeids = [f"t.py::test_{i}" for i in range(300)]
+    # many equal durations: only the tie-breaks decide
+    durations = {n: float(rng.choice([1, 2, 3])) for n in nodeids[:200]}
+    expected = [set(p) for p in split(nodeids, durations, 4)]
+    for _ in range(5):
+        shuffled = nodeids[:]
+        rng.shuffle(shuffled)
+        assert [set(p) for p in split(shuffled, dict(reversed(list(durations.items()))), 4)] == expected
+
+
+def test_without_durations_the_split_is_by_count() -> None:
+    parts = split([f"t::{i}" for i in range(10)], {}, 4)
+    assert sorted(len(p) for p in parts) == [2, 2, 3, 3]
+    assert sorted(n for p in parts for n in p) == sorted(f"t::{i}" for i in range(10))
+
+
+def test_a_test_without_a_duration_weighs_the_mean_of_the_known_ones() -> None:
+    # known: 10 and 2 (mean 6); the new test goes where 6 fits best: beside the 2
+    parts = split(["old_long", "old_short", "new"], {"old_long": 10.0, "old_short": 2.0}, 2)
+    assert parts == [["old_long"], ["old_short", "new"]]
+
+
+def test_more_shards_than_tests_leaves_shards_empty() -> None:
+    assert split(["a", "b"], {}, 4) == [["a"], ["b"], [], []]
+
+
+def test_two_thousand_recorded_durations_split_within_ten_percent() -> None:
+    rng = random.Random(2026)
+    durations = {f"s/test_{i}.py::t": rng.lognormvariate(-3, 1.2) for i in range(2000)}
+    for count in (2, 4, 8):
+        parts = split(list(durations), durations, count)
+        assert sum(map(len, parts)) == 2000
+        assert balance(parts, durations) <= 1.1
+
+
+@pytest.mark.parametrize("text", ["0/2", "3/2", "2", "a/b", "1/0", "-1/2"])
+def test_a_bad_shard_is_a_usage_error(text: str) -> None:
+    with pytest.raises(UsageProblem):
+        parse_shard(text)
+
+
+def test_a_shard_is_k_of_n() -> None:
+    shard = parse_shard(" 2 / 4 ")
+    assert (shard.index, shard.count, str(shard)) == (2, 4, "2/4")
+
+
+def _record(tests: list[tuple[str, str, float]], finished: str) -> dict[str, Any]:
+    rec = R.record("fixture", [R.test(n, o, duration=d) for n, o, d in tests], started=finished)
+    rec["finished_at"] = finished
+    return rec
+
+
+def test_recorded_durations_come_from_the_newest_record(tmp_path: Path) -> None:
+    row = tmp_path / "fixture"
+    (row / "shards" / "1").mkdir(parents=True)
+    (row / "run.json").write_text(json.dumps(_record([("a", "passed", 1.0), ("b", "passed", 2.0)], "2026-01-01")))
+    (row / "shards" / "1" / "run.json").write_text(
+        json.dumps(_record([("a", "passed", 5.0), ("b", "not_run", 0.0)], "2026-02-01"))
+    )
+    (row / "shards" / "2").mkdir()
+    (row / "shards" / "2" / "run.json").write_text("{truncated")
+    assert recorded_durations([row], "fixture") == {"a": 5.0, "b": 2.0}
+    assert recorded_durations([tmp_path], "fixture") == {"a": 5.0, "b": 2.0}  # a results folder
+    assert recorded_durations([row / "run.json"], "fixture") == {"a": 1.0, "b": 2.0}
+    assert recorded_durations([row], "other") == {}
+
+
+def test_slot_variables_are_the_rows_templates() -> None:
+    row = Row(name="cuda", pjrt_device="CUDA", slot_env={"CUDA_VISIBLE_DEVICES": "{slot}", "PORT": "{port}"})
+    assert slot_env(row, 3) == {"CUDA_VISIBLE_DEVICES": "3", "PORT": "8479"}
+
+
+# --- shards of a real row -----------------------------------------------------------------
+
+
+def _outcomes(record: dict[str, Any]) -> dict[str, str]:
+    return {t["nodeid"]: t["outcome"] for t in record["tests"]}
+
+
+@pytest.mark.slow
+def test_shards_on_two_hosts_merge_into_the_whole_row(project: Callable[..., Project], tmp_path: Path) -> None:
+    p = project("segv", "passing")
+    whole = p.run("run", "--device", "fixture")
+    assert whole.returncode == 1, whole.stdout + whole.stderr
+    whole_record = p.record()
+    # durations recorded by the whole run: two hosts, each its own results folder
+    for k in (1, 2):
+        proc = p.run(
+            "run", "--device", "fixture", "--shard", f"{k}/2", "--results", f"host{k}", "--durations", "results"
+        )
+        assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    plans = [json.loads((p.root / f"host{k}/fixture/shards/{k}/shard.json").read_text()) for k in (1, 2)]
+    assert plans[0]["parts"] == plans[1]["parts"]  # the same split on both hosts
+    assert plans[0]["durations_known"] == len(whole_record["tests"])
+    shard_tests = [
+        {t["nodeid"] for t in json.loads((p.root / f"host{k}/fixture/shards/{k}/run.json").read_text())["tests"]}
+        for k in (1, 2)
+    ]
+    assert shard_tests[0].isdisjoint(shard_tests[1]) and shard_tests[0] and shard_tests[1]
+    # the artifacts of both hosts downloaded into one folder
+    merged_dir = p.root / "merged" / "fixture" / "shards"
+    for k in (1, 2):
+        shutil.copytree(p.root / f"host{k}/fixture/shards/{k}", merged_dir / str(k))
+    proc = p.run("merge", str(p.root / "merged"))
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # a test crashed and one failed
+    merged = json.loads((p.root / "merged/fixture/run.json").read_text())
+    assert _outcomes(merged) == _outcomes(whole_record)
+    assert merged["summary"] == whole_record["summary"]
+    assert merged["status"] == whole_record["status"] == "crashed"
+    (crash,) = merged["crashes"]
+    (whole_crash,) = whole_record["crashes"]
+    # the segfault is diagnosed in its shard exactly as in the whole row
+    for key in ("signal_name", "fingerprint", "hint"):
+        assert crash["diagnosis"][key] == whole_crash["diagnosis"][key]
+    assert crash["classification"] == whole_crash["classification"] == "deterministic"
+    crashed = next(t for t in merged["tests"] if t["outcome"] == "crashed")
+    assert crashed["crash"] == crash["id"]
+    assert [s["shard"] for s in merged["environment"]["shards"]] == [1, 2]
+    assert (p.root / "merged/fixture/junit.xml").is_file()
+    report = json.loads((p.root / "merged/fixture/report.json").read_text())
+    assert report["summary"]["total"] == len(whole_record["tests"])
+    assert all("call" in t or t["outcome"] == "error" for t in report["tests"])
+
+
+def _two_shards(p: Project) -> Path:
+    proc = p.run("run", "--device", "fixture", "--shards", "2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return p.results / "fixture"
+
+
+@pytest.mark.slow
+def test_a_test_in_two_shards_or_in_none_is_reported(project: Callable[..., Project]) -> None:
+    p = project("passing")
+    folder = _two_shards(p)
+    record = p.record()
+    assert record["status"] == "passed" and record["summary"]["total"] == 40
+    one, two = (json.loads((folder / f"shards/{k}/run.json").read_text()) for k in (1, 2))
+    moved = two["tests"].pop()  # a test shard 2 lost ...
+    one["tests"].append(dict(two["tests"][0]))  # ... and one that ran in both
+    (folder / "shards/1/run.json").write_text(json.dumps(one))
+    (folder / "shards/2/run.json").write_text(json.dumps(two))
+    proc = p.run("merge")
+    assert proc.returncode == 1
+    assert f"{two['tests'][0]['nodeid']}: ran in shards 1, 2" in proc.stdout
+    assert f"{moved['nodeid']}: in no shard's results (assigned to shard 2/2)" in proc.stdout
+    merged = p.record()
+    assert merged["status"] == "failed"
+    assert _outcomes(merged)[moved["nodeid"]] == "not_run"
+    assert "shards disagree" in merged["reason"]
+
+
+@pytest.mark.slow
+def test_a_missing_shard_leaves_its_tests_not_run(project: Callable[..., Project]) -> None:
+    p = project("passing")
+    folder = _two_shards(p)
+    lost = {t["nodeid"] for t in json.loads((folder / "shards/2/run.json").read_text())["tests"]}
+    shutil.rmtree(folder / "shards/2")
+    (folder / "run.json").unlink()
+    proc = p.run("merge")
+    assert proc.returncode == 1
+    assert "shard 2/2: no results" in proc.stdout
+    merged = p.record()
+    assert {n for n, o in _outcomes(merged).items() if o == "not_run"} == lost
+    assert merged["summary"]["total"] == 40
+
+
+@pytest.mark.slow
+def test_a_whole_run_replaces_the_shards_and_shards_replace_a_whole_run(project: Callable[..., Project]) -> None:
+    p = project("passing")
+    folder = _two_shards(p)
+    assert p.run("run", "--device", "fixture").returncode == 0
+    assert not (folder / "shards").exists()
+    assert "shards" not in p.record()["environment"]
+    _two_shards(p)
+    assert not (folder / "attempts").exists()  # the whole run's, not the shards'
+    assert [s["shard"] for s in p.record()["environment"]["shards"]] == [1, 2]
+
+
+@pytest.mark.slow
+def test_a_whole_run_beside_shards_is_refused(project: Callable[..., Project]) -> None:
+    p = project("passing")
+    folder = _two_shards(p)
+    shards = folder / "shards"
+    shutil.move(shards, p.root / "kept")
+    assert p.run("run", "--device", "fixture").returncode == 0
+    shutil.move(p.root / "kept", shards)  # e.g. shard artifacts downloaded beside a whole run
+    proc = p.run("merge")
+    assert proc.returncode == 7
+    assert "holds a whole run of the row and shards of another" in proc.stderr
+
+
+@pytest.mark.slow
+def test_a_module_that_dies_on_import_is_one_crash_in_the_merged_row(project: Callable[..., Project]) -> None:
+    p = project("collect_crash", "passing")
+    proc = p.run("run", "--device", "fixture", "--shards", "2")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    record = p.record()
+    (crash,) = record["crashes"]
+    assert crash["phase"] == "collection"
+    assert crash["nodeid"] == "suites/collect_crash/test_collect_crash.py"
+    outcomes = _outcomes(record)
+    assert outcomes.pop("suites/collect_crash/test_collect_crash.py") == "crashed"
+    assert set(outcomes.values()) == {"passed"} and len(outcomes) == 41
+    assert "shards disagree" not in (record["reason"] or "")
+    for k in (1, 2):  # each shard handled it as a whole row does
+        shard = json.loads((p.results / f"fixture/shards/{k}/run.json").read_text())
+        assert [c["phase"] for c in shard["crashes"]] == ["collection"]
+
+
+@pytest.mark.slow
+def test_more_shards_than_tests(project: Callable[..., Project]) -> None:
+    p = project("segv")
+    proc = p.run("run", "--device", "fixture", "--shards", "7", "--reruns", "0")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    empty = json.loads((p.results / "fixture/shards/7/run.json").read_text())
+    assert empty["status"] == "passed" and empty["tests"] == []
+    assert "shard 7/7 has no tests (5 in the row)" in empty["reason"]
+    assert p.record()["summary"]["total"] == 5
+
+
+# --- device slots -------------------------------------------------------------------------
+
+SLOT_ROW = """slots = 2
+slot_env = { FIXTURE_SLOT = "{slot}", CUDA_VISIBLE_DEVICES = "{slot}", FIXTURE_PORT = "{port}" }"""
+
+
+@pytest.mark.slow
+def test_parallel_shards_each_get_their_own_slot(project: Callable[..., Project]) -> None:
+    p = project("slots", row=SLOT_ROW)
+    proc = p.run("run", "--device", "fixture", "--shards", "4", "--parallel")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert p.record()["summary"]["passed"] == 8
+    lines = [json.loads(line) for line in (p.root / "slots.jsonl").read_text().splitlines()]
+    assert len(lines) == 8
+    by_pid: dict[int, set[tuple[str, str, str]]] = {}
+    for line in lines:
+        by_pid.setdefault(line["pid"], set()).add((line["slot"], line["cuda"], line["port"]))
+    assert len(by_pid) == 4  # one pytest process per shard
+    for seen in by_pid.values():
+        ((slot, cuda, port),) = seen  # one slot per shard, its variables agreeing
+        assert slot in ("0", "1") and cuda == slot and port == str(8476 + int(slot))
+    # two shards on one slot never overlap: a slot is one device
+    for a in lines:
+        for b in lines:
+            if a["pid"] != b["pid"] and a["slot"] == b["slot"]:
+                assert a["end"] <= b["start"] or b["end"] <= a["start"]
+    assert {line["slot"] for line in lines} == {"0", "1"}
+
+
+def test_parallel_shards_of_a_device_row_without_slots_are_refused(project: Callable[..., Project]) -> None:
+    p = project("passing", row='pjrt_device = "CUDA"')
+    proc = p.run("run", "--device", "fixture", "--shards", "2", "--parallel")
+    assert proc.returncode == 2
+    assert "has no device slots" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--shard", "1/2", "--slot", "0"], "has no slot_env"),
+        (["--shard", "5/4"], "expected K/N"),
+        (["--parallel"], "--parallel needs --shards N"),
+        (["--shard", "1/2", "--shards", "2"], "--shard and --shards together"),
+        (["--executor", "ray"], "--executor ray needs --address"),
+        (["--address", "auto"], "--address is for --executor ray"),
+    ],
+)
+def test_wrong_spreading_options_are_usage_errors(
+    project: Callable[..., Project], args: list[str], message: str
+) -> None:
+    p = project("passing")
+    proc = p.run("run", "--device", "fixture", *args)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert message in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("row", "key"),
+    [
+        ("shards = 0", "shards"),
+        ('slot_env = { X = "{chip}" }', "slot_env"),
+        ("slots = -1", "slots"),
+        ('ray_resources = { GPU = "one" }', "ray_resources"),
+        ("ray_num_cpus = 0", "ray_num_cpus"),
+    ],
+)
+def test_bad_spreading_keys_are_config_errors(project: Callable[..., Project], row: str, key: str) -> None:
+    p = project("passing", row=row)
+    proc = p.run("list")
+    assert proc.returncode == 3
+    assert f"devices.fixture.{key}" in proc.stderr
+
+
+# --- Actions ------------------------------------------------------------------------------
+
+
+def test_a_row_with_shards_is_one_matrix_entry_per_shard(project: Callable[..., Project], tmp_path: Path) -> None:
+    p = project("passing", row="shards = 3")
+    proc = p.run("matrix", "--device", "fixture")
+    assert proc.returncode == 0, proc.stderr
+    entries = json.loads(proc.stdout)["include"]
+    assert [e["shard"] for e in entries] == ["1/3", "2/3", "3/3"]
+    assert [e["run_args"] for e in entries] == ["--shard 1/3", "--shard 2/3", "--shard 3/3"]
+    assert [e["results_path"] for e in entries] == [f"results/fixture/shards/{k}" for k in (1, 2, 3)]
+    assert len({e["artifact"] for e in entries}) == 3  # artifact names must differ
+    for e in entries:  # each artifact is laid out again where merge looks for it
+        assert artifact_folder(tmp_path, e["artifact"]) == tmp_path / e["results_path"].removeprefix("results/")
+    (tmp_path / "single").mkdir()
+    single_project = make_project(tmp_path / "single", ["passing"])
+    single = json.loads(single_project.run("matrix", "--device", "fixture").stdout)["include"]
+    assert [(e["shard"], e["run_args"], e["results_path"]) for e in single] == [("", "", "results/fixture")]
+    assert artifact_folder(tmp_path, single[0]["artifact"]) == tmp_path / "fixture"
+    assert artifact_folder(tmp_path, "triage-report") is None
+
+
+def test_ray_is_imported_only_when_used() -> None:
+    code = (
+        "import sys, device_matrix.cli, device_matrix.cli.shards, device_matrix.run.shards;"
+        "device_matrix.cli.build_parser();"
+        "assert 'ray' not in sys.modules, 'ray imported'"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=clean_env(), check=False)
+    assert proc.returncode == 0, proc.stderr
