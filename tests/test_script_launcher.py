@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
+import platform
 import signal
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -197,22 +200,55 @@ def test_a_script_that_fails_before_any_test_is_a_collection_error(tmp_path: Pat
     run = launch(tmp_path, "test_flags.py", env={"CPU_NUM_DEVICES": "2"})
     assert run.proc.returncode == 1
     assert "AssertionError: run with CPU_NUM_DEVICES=1" in run.proc.stderr
-    assert "runpy" not in run.proc.stderr  # the traceback python FILE would print
+    assert "device_matrix" not in run.proc.stderr  # the traceback python FILE would print
     assert run.fold.collected == [] and run.fold.ended and run.fold.exitstatus == 1
     assert [n for n, _ in run.fold.collect_errors] == ["test_flags.py"]
     assert "CPU_NUM_DEVICES=1" in run.fold.collect_errors[0][1]
 
     run = launch(tmp_path, "import_error.py")
-    assert run.proc.returncode == 1
+    plain = subprocess.run(
+        [sys.executable, "import_error.py"], cwd=SCRIPTS, capture_output=True, text=True, check=False, timeout=60
+    )
+    assert run.proc.returncode == plain.returncode == 1
+    assert run.proc.stderr == plain.stderr  # the same traceback, no launcher frame in it
     assert run.fold.collected == [] and run.fold.exitstatus == 1
     assert "ModuleNotFoundError" in run.fold.collect_errors[0][1]
 
 
 def test_a_script_without_unittest_ends_with_nothing_collected(tmp_path: Path) -> None:
-    run = launch(tmp_path, "no_unittest.py")
+    options = (wire.OPT_ENV, wire.option(wire.OPT_DEVICE, "cpu"))
+    run = launch(tmp_path, "no_unittest.py", options=options)
     assert run.proc.returncode == 0 and run.proc.stdout == "nothing to test here\n"
+    session = json.loads(run.lines[0])
+    assert session["e"] == "session" and session["device"] == "cpu"
+    assert run.fold.env["python"] == platform.python_version()  # --dm-env: the snapshot
     assert run.fold.collected == [] and run.fold.collect_errors == []
     assert run.fold.ended and run.fold.exitstatus == 0
+
+
+def test_the_script_sees_what_python_file_args_gives_it(tmp_path: Path) -> None:
+    file = "tests/fixtures/scripts/script_env.py"
+    run = launch(tmp_path, file, "--flag", "value", cwd=REPO)
+    plain = subprocess.run(
+        [sys.executable, file, "--flag", "value"], cwd=REPO, capture_output=True, text=True, check=False, timeout=60
+    )
+    assert run.proc.returncode == plain.returncode == 0
+    seen = json.loads(run.proc.stdout)
+    assert seen == json.loads(plain.stdout)
+    assert seen["name"] == "__main__" and seen["argv"] == [file, "--flag", "value"]
+    assert seen["file"] == str(REPO / file) and seen["path0"] == str(SCRIPTS)
+    # a directory change is journaled: a core file lands where the process was
+    assert run.fold.cwds == [str(Path(tempfile.gettempdir()).resolve())]
+
+
+def test_a_script_with_its_own_runner_loop_is_journaled_too(tmp_path: Path) -> None:
+    run = launch(tmp_path, "custom_runner.py")
+    assert run.proc.stdout == "2 1\n" and run.proc.returncode == 1  # its result, as without us
+    got = run.outcomes()
+    assert got["TestCustom::test_ok"] == ("passed", None)
+    assert got["TestCustom::test_bad"][0] == "failed" and "custom runner failure" in (
+        got["TestCustom::test_bad"][1] or ""
+    )
 
 
 def test_a_second_unittest_run_is_not_journaled_and_fails_the_process(tmp_path: Path) -> None:

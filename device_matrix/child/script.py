@@ -22,14 +22,16 @@ Decisions the journal's one ``collected`` event forces:
 
 from __future__ import annotations
 
+import builtins
 import faulthandler
+import importlib.machinery
 import inspect
 import os
-import runpy
 import signal
 import sys
 import time
 import traceback
+import types
 import unittest
 import unittest.suite
 import unittest.util
@@ -542,13 +544,34 @@ def main(argv: list[str] | None = None) -> int:
     return status
 
 
+def _exec_main(path: Path) -> None:
+    """Run ``path`` as the ``__main__`` module, as ``python FILE`` does.
+
+    Not ``runpy.run_path``: it sets ``sys.argv[0]`` to the path it runs and puts the
+    previous ``__main__`` back afterwards, where the script's atexit handlers and pickled
+    classes expect its own module.
+    """
+    code = compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
+    module = types.ModuleType("__main__")
+    module.__dict__.update(
+        __file__=str(path),  # absolute, as python FILE gives it (3.9+)
+        __cached__=None,
+        __package__=None,
+        __spec__=None,
+        __loader__=importlib.machinery.SourceFileLoader("__main__", str(path)),
+        __builtins__=builtins,
+    )
+    sys.modules["__main__"] = module
+    exec(code, module.__dict__)  # noqa: S102 - running the script is the point
+
+
 def _run_script(file: str, args: list[str], recorder: Recorder) -> tuple[int, str | None]:
     """Run FILE as ``__main__``: its exit status, and why it failed when it did."""
     undo = install(recorder)
     sys.argv = [file, *args]
     sys.path[0] = str(Path(file).resolve().parent)  # as python FILE sets it
     try:
-        runpy.run_path(file, run_name="__main__")
+        _exec_main(Path(file).absolute())
     except SystemExit as exc:
         status = _exit_status(exc.code)
         if exc.code is not None and not isinstance(exc.code, int):
