@@ -84,19 +84,20 @@ def test_every_unittest_outcome_is_journaled_and_the_script_behaves_as_without_u
     )
     # the script's own runner, output and wasSuccessful() are untouched
     assert run.proc.returncode == plain.returncode == 1
-    summary = "FAILED (failures=2, errors=4, skipped=1, expected failures=1, unexpected successes=1)"
+    summary = "FAILED (failures=2, errors=5, skipped=2, expected failures=1, unexpected successes=1)"
     assert run.proc.stderr.strip().splitlines()[-1] == plain.stderr.strip().splitlines()[-1] == summary
     assert "device_matrix" not in run.proc.stderr  # no launcher frame in the tracebacks it prints
 
     fold = run.fold
     assert fold.ended and fold.exitstatus == 1 and fold.running is None
-    assert fold.collected is not None and len(fold.collected) == 11
+    assert fold.collected is not None and len(fold.collected) == 14
     assert all(n.startswith("test_outcomes.py::") for n in fold.collected)
     assert fold.finished_ids() == fold.collected  # one start and finish each, in run order
     got = run.outcomes()
     assert {k: v[0] for k, v in got.items()} == {
         "TestClassSetUpError::test_one": "error",
         "TestClassSetUpError::test_two": "error",
+        "TestClassSkip::test_skipped_by_class": "skipped",
         "TestOutcomes::test_errors": "failed",
         "TestOutcomes::test_expected_failure": "xfailed",
         "TestOutcomes::test_fails": "failed",
@@ -105,9 +106,14 @@ def test_every_unittest_outcome_is_journaled_and_the_script_behaves_as_without_u
         "TestOutcomes::test_subtest_fails": "failed",
         "TestOutcomes::test_unexpected_success": "failed",
         "TestSetUpError::test_never_runs": "error",
+        "TestTearDownClassError::test_first": "passed",
+        "TestTearDownClassError::test_last": "error",
         "TestTearDownError::test_body_passes": "error",
     }
     assert "setUpClass broke" in (got["TestClassSetUpError::test_two"][1] or "")
+    assert got["TestClassSkip::test_skipped_by_class"][1] == "Skipped: no such device here"
+    # tearDownClass runs while the class's last test is still the running one, as in pytest
+    assert "tearDownClass broke" in (got["TestTearDownClassError::test_last"][1] or "")
     assert "AssertionError: 4 != 5" in (got["TestOutcomes::test_fails"][1] or "")
     assert "RuntimeError: boom in the test body" in (got["TestOutcomes::test_errors"][1] or "")
     assert "(k=1)" in (got["TestOutcomes::test_subtest_fails"][1] or "")
@@ -173,6 +179,15 @@ def test_outcomes_agree_with_the_same_file_under_pytest(tmp_path: Path) -> None:
         "test_outcomes.py::TestSetUpError::test_never_runs": ("failed", "error"),
         "test_outcomes.py::TestTearDownError::test_body_passes": ("failed", "error"),
     }
+
+
+def test_a_failed_setup_module_is_an_error_of_every_test_it_kept_from_running(tmp_path: Path) -> None:
+    run = launch(tmp_path, "test_module_setup.py")
+    assert run.proc.returncode == 1 and run.fold.exitstatus == 1
+    got = run.outcomes()
+    assert set(got) == {"TestA::test_one", "TestB::test_two"}
+    for outcome, message in got.values():
+        assert outcome == "error" and "RuntimeError: setUpModule broke" in (message or "")
 
 
 def test_script_flags_environment_and_a_helper_imported_by_bare_name(tmp_path: Path) -> None:
@@ -246,9 +261,8 @@ def test_a_script_with_its_own_runner_loop_is_journaled_too(tmp_path: Path) -> N
     assert run.proc.stdout == "2 1\n" and run.proc.returncode == 1  # its result, as without us
     got = run.outcomes()
     assert got["TestCustom::test_ok"] == ("passed", None)
-    assert got["TestCustom::test_bad"][0] == "failed" and "custom runner failure" in (
-        got["TestCustom::test_bad"][1] or ""
-    )
+    outcome, message = got["TestCustom::test_bad"]
+    assert outcome == "failed" and "custom runner failure" in (message or "")
 
 
 def test_a_second_unittest_run_is_not_journaled_and_fails_the_process(tmp_path: Path) -> None:
@@ -284,6 +298,14 @@ def test_a_crash_leaves_the_test_started_without_finish(tmp_path: Path) -> None:
     assert "test_before" in run.fault and "Segmentation fault" in run.fault
     assert run.fault.index("test_before") < run.fault.index("Segmentation fault")
     assert "test_segfaults" in run.fault[run.fault.index("Segmentation fault") :]
+
+
+def test_a_crash_in_set_up_class_is_the_first_test_of_the_class(tmp_path: Path) -> None:
+    run = launch(tmp_path, "test_crash_in_setup_class.py")
+    assert run.proc.returncode == -signal.SIGSEGV
+    assert run.fold.finished_ids() == ["test_crash_in_setup_class.py::TestAFine::test_fine"]
+    assert run.fold.running == "test_crash_in_setup_class.py::TestBCrashes::test_first"
+    assert "setUpClass" in run.fault
 
 
 def test_upstream_shaped_spmd_script_runs_with_its_flag(tmp_path: Path) -> None:

@@ -334,17 +334,32 @@ class Recorder:
 
 
 class _JournalSuite(unittest.TestSuite):
-    """A flat suite whose tests are announced before their class and module fixtures run."""
+    """A flat suite that announces each test after the previous one's class and module
+    teardowns and before its own setUpModule and setUpClass, as pytest splits them."""
 
     def __init__(self, tests: list[unittest.TestCase], recorder: Recorder) -> None:
         super().__init__(tests)
         self._recorder = recorder
+        self._next: unittest.TestCase | None = None
 
     def _handleModuleFixture(self, test: unittest.TestCase, result: unittest.TestResult) -> None:
-        # a crash in setUpModule or setUpClass is the test's, as pytest counts it
-        self._recorder.announce(test)
-        _tag_phases(test)
-        super()._handleModuleFixture(test, result)  # type: ignore[misc]
+        # a new module: the previous one's tearDownModule runs first (see below)
+        self._next = test
+        try:
+            super()._handleModuleFixture(test, result)  # type: ignore[misc]
+        finally:
+            self._announce_next()  # the same module: nothing ran in between
+
+    def _handleModuleTearDown(self, result: unittest.TestResult) -> None:
+        super()._handleModuleTearDown(result)  # type: ignore[misc]
+        # next comes setUpModule: a crash there is the next test's
+        self._announce_next()
+
+    def _announce_next(self) -> None:
+        test, self._next = self._next, None
+        if test is not None:
+            _tag_phases(test)
+            self._recorder.announce(test)
 
 
 def _tag_phases(test: unittest.TestCase) -> None:
