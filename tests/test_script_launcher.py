@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -306,6 +307,34 @@ def test_a_crash_in_set_up_class_is_the_first_test_of_the_class(tmp_path: Path) 
     assert run.fold.finished_ids() == ["test_crash_in_setup_class.py::TestAFine::test_fine"]
     assert run.fold.running == "test_crash_in_setup_class.py::TestBCrashes::test_first"
     assert "setUpClass" in run.fault
+
+
+def test_a_fifo_journal_is_read_to_the_end_and_its_name_removed(tmp_path: Path) -> None:
+    fifo = tmp_path / "journal.fifo"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+
+    def read() -> None:
+        with fifo.open("rb") as f:  # returns at EOF: every writer closed it
+            received.extend(f.read().splitlines())
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    proc = subprocess.run(
+        [sys.executable, "-m", "device_matrix.child.script", wire.option(wire.OPT_JOURNAL, str(fifo)), "twice.py"],
+        cwd=SCRIPTS,
+        env=clean_env(),
+        capture_output=True,
+        check=False,
+        timeout=120,
+    )
+    reader.join(timeout=60)
+    assert not fifo.exists()  # a test cannot find the runner's FIFO
+    fold = Fold()
+    for line in received:
+        fold.feed(line)
+    assert fold.broken is None and fold.ended and fold.exitstatus == proc.returncode == 1
+    assert fold.finished_ids() == ["twice.py::TestFirst::test_a"]
 
 
 def test_upstream_shaped_spmd_script_runs_with_its_flag(tmp_path: Path) -> None:
