@@ -266,6 +266,13 @@ def test_a_script_with_its_own_runner_loop_is_journaled_too(tmp_path: Path) -> N
     assert outcome == "failed" and "custom runner failure" in (message or "")
 
 
+def test_tests_are_freed_once_run_and_still_counted(tmp_path: Path) -> None:
+    run = launch(tmp_path, "test_freed.py")
+    assert run.proc.returncode == 0, run.proc.stderr
+    assert "counted 2" in run.proc.stderr
+    assert run.outcomes()["TestFreed::test_b_the_first_is_gone"] == ("passed", None)
+
+
 def test_a_second_unittest_run_is_not_journaled_and_fails_the_process(tmp_path: Path) -> None:
     run = launch(tmp_path, "twice.py")
     assert run.fold.collected == ["twice.py::TestFirst::test_a"]

@@ -201,7 +201,13 @@ class Recorder:
         self.nodeids = {id(test): name for name, test in names}
         self.write("collected", nodeids=[name for name, _ in names], t=time.time())
         self.collected = True
-        return _JournalSuite([test for _, test in names], recorder=self)
+        flat = _JournalSuite([test for _, test in names], recorder=self)
+        if getattr(suite, "_cleanup", False):
+            # unittest frees each test once run (and the tensors it holds); the flat suite
+            # does that now, so the script's own suite lets go of them too, counts kept
+            for index in range(len(getattr(suite, "_tests", ()))):
+                suite._removeTestAtIndex(index)  # type: ignore[attr-defined]
+        return flat
 
     def announce(self, test: unittest.TestCase) -> None:
         """Test ``test`` is next: its class and module fixtures are about to run."""
