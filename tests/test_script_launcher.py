@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import platform
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import unittest
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +19,7 @@ import pytest
 
 from device_matrix import wire
 from device_matrix.child import script
+from device_matrix.child.journal import JournalWriter
 from device_matrix.run.journal import Fold, final_outcome
 from tests.conftest import FIXTURES, REPO, clean_env
 
@@ -355,6 +358,38 @@ def test_upstream_shaped_spmd_script_runs_with_its_flag(tmp_path: Path) -> None:
     )
     assert run.fold.collected is not None and all(n.startswith(f"{file}::") for n in run.fold.collected)
     assert run.fold.exitstatus == run.proc.returncode == 0
+
+
+def test_phase_durations_add_up_to_the_test(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the runner sums the phases: each stretch of the test counted once
+    clock = [100.0]
+    monkeypatch.setattr(script.time, "monotonic", lambda: clock[0])
+
+    class Timed(unittest.TestCase):
+        def setUp(self) -> None:
+            clock[0] += 1
+
+        def test_body(self) -> None:
+            clock[0] += 5
+
+        def tearDown(self) -> None:
+            clock[0] += 2
+
+    writer = JournalWriter(tmp_path / "journal")
+    recorder = script.Recorder(writer, "t.py", None)
+    recorder.write("session", pid=os.getpid(), device=None, t=0.0, env=None)
+    undo = script.install(recorder)
+    try:
+        unittest.TextTestRunner(stream=io.StringIO()).run(unittest.defaultTestLoader.loadTestsFromTestCase(Timed))
+    finally:
+        undo()
+    writer.close()
+    fold = Fold()
+    for line in (tmp_path / "journal").read_bytes().splitlines():
+        fold.feed(line)
+    assert fold.broken is None and fold.finished_ids() == ["t.py::Timed::test_body"]
+    reports = fold.tests["t.py::Timed::test_body"].reports
+    assert [(r.when, r.duration) for r in reports] == [("setup", 1.0), ("call", 5.0), ("teardown", 2.0)]
 
 
 @pytest.mark.parametrize(

@@ -155,6 +155,9 @@ class _Test:
     nodeid: str
     test: unittest.TestCase
     began: float
+    call_began: float | None = None  # setUp returned or raised
+    call_ended: float | None = None  # tearDown began
+    reported: float | None = None  # when the last report was written
     started: bool = False  # unittest called startTest (class and module setup passed)
     stopped: bool = False
     errors: dict[str, list[str]] = field(default_factory=lambda: {"setup": [], "call": [], "teardown": []})
@@ -259,20 +262,23 @@ class Recorder:
         when: str,
         outcome: str,
         *,
+        duration: float | None = None,
         longrepr: str | None = None,
         wasxfail: str | None = None,
         skip: dict[str, Any] | None = None,
     ) -> None:
+        now = time.monotonic()
         self.write(
             "report",
             nodeid=cur.nodeid,
             when=when,
             outcome=outcome,
-            duration=round(time.monotonic() - cur.began, 6),
+            duration=round(duration if duration is not None else now - (cur.reported or cur.began), 6),
             longrepr=None if longrepr is None else clip(longrepr),
             wasxfail=wasxfail,
             skip=skip,
         )
+        cur.reported = now
 
     # --- the result's callbacks ----------------------------------------------------
 
@@ -286,25 +292,32 @@ class Recorder:
         if cur is None or cur.test is not test or cur.stopped:
             return
         cur.stopped = True
+        # durations that add up: fixtures and setUp, the method, tearDown and cleanups
+        end = time.monotonic()
+        call_began = cur.call_began or end
+        call_ended = max(cur.call_ended or end, call_began)
+        setup, call, teardown = call_began - cur.began, call_ended - call_began, end - call_ended
         if cur.errors["setup"]:
-            self._report(cur, "setup", "failed", longrepr="\n".join(cur.errors["setup"]))
+            self._report(cur, "setup", "failed", duration=setup + call, longrepr="\n".join(cur.errors["setup"]))
         else:
-            self._report(cur, "setup", "passed")
+            self._report(cur, "setup", "passed", duration=setup)
             if cur.errors["call"]:
-                self._report(cur, "call", "failed", longrepr="\n".join(cur.errors["call"]))
+                self._report(cur, "call", "failed", duration=call, longrepr="\n".join(cur.errors["call"]))
             elif cur.xfail is not None:
-                self._report(cur, "call", "skipped", longrepr=cur.xfail, wasxfail="", skip=skip_meta("", xfail=True))
+                meta = skip_meta("", xfail=True)
+                self._report(cur, "call", "skipped", duration=call, longrepr=cur.xfail, wasxfail="", skip=meta)
             elif cur.unexpected_success:
                 # unittest counts it against wasSuccessful(), pytest as a failure: so do we
-                self._report(cur, "call", "failed", longrepr="Unexpected success")
+                self._report(cur, "call", "failed", duration=call, longrepr="Unexpected success")
             elif cur.skipped is not None:
-                self._report(cur, "call", "skipped", longrepr=cur.skipped, skip=skip_meta(cur.skipped, xfail=False))
+                meta = skip_meta(cur.skipped, xfail=False)
+                self._report(cur, "call", "skipped", duration=call, longrepr=cur.skipped, skip=meta)
             else:
-                self._report(cur, "call", "passed")
-        if cur.errors["teardown"]:
-            self._report(cur, "teardown", "failed", longrepr="\n".join(cur.errors["teardown"]))
-        else:
-            self._report(cur, "teardown", "passed")
+                self._report(cur, "call", "passed", duration=call)
+        errors = cur.errors["teardown"]
+        outcome = "failed" if errors else "passed"
+        self._report(cur, "teardown", outcome, duration=teardown, longrepr="\n".join(errors) if errors else None)
+        cur.reported = end
 
     def error(self, test: object, text: str, exc: BaseException | None) -> None:
         cur = self.current
@@ -364,20 +377,24 @@ class _JournalSuite(unittest.TestSuite):
     def _announce_next(self) -> None:
         test, self._next = self._next, None
         if test is not None:
-            _tag_phases(test)
             self._recorder.announce(test)
+            if self._recorder.current is not None and self._recorder.current.test is test:
+                _tag_phases(test, self._recorder.current)
 
 
-def _tag_phases(test: unittest.TestCase) -> None:
-    """Mark exceptions from setUp and tearDown, which unittest reports like the test's own."""
+def _tag_phases(test: unittest.TestCase, record: _Test) -> None:
+    """Mark exceptions from setUp and tearDown, which unittest reports like the test's own,
+    and note where the call begins and ends: the phases' durations add up to the test's."""
     for attr, phase in (("setUp", "setup"), ("tearDown", "teardown")):
         method = getattr(test, attr, None)
         if callable(method):
-            setattr(test, attr, _tagging(method, phase))
+            setattr(test, attr, _tagging(method, phase, record))
 
 
-def _tagging(method: Callable[[], object], phase: str) -> Callable[[], object]:
+def _tagging(method: Callable[[], object], phase: str, record: _Test) -> Callable[[], object]:
     def tagged() -> object:
+        if phase == "teardown":
+            record.call_ended = time.monotonic()
         try:
             return method()
         except BaseException as exc:
@@ -386,6 +403,9 @@ def _tagging(method: Callable[[], object], phase: str) -> Callable[[], object]:
             except (AttributeError, TypeError):
                 pass
             raise
+        finally:
+            if phase == "setup":
+                record.call_began = time.monotonic()
 
     return tagged
 
