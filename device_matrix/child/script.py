@@ -462,11 +462,9 @@ def _exc(err: Any) -> BaseException | None:
 def journaled_result(result: unittest.TestResult, recorder: Recorder) -> unittest.TestResult:
     """``result`` with journaling mixed in; its class, output and counts otherwise unchanged."""
     cls = type(result)
-    try:
-        mixed = type(f"Journaled{cls.__name__}", (_JournalResult, cls), {"_dm_recorder": recorder})
-        result.__class__ = mixed
-    except TypeError:
-        return result  # a result class we cannot extend: its tests still run, unjournaled
+    # a result class this cannot extend raises here: the script fails with the reason, and
+    # its collected tests are recorded as not run rather than guessed at
+    result.__class__ = type(f"Journaled{cls.__name__}", (_JournalResult, cls), {"_dm_recorder": recorder})
     return result
 
 
