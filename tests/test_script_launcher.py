@@ -88,13 +88,13 @@ def test_every_unittest_outcome_is_journaled_and_the_script_behaves_as_without_u
     )
     # the script's own runner, output and wasSuccessful() are untouched
     assert run.proc.returncode == plain.returncode == 1
-    summary = "FAILED (failures=2, errors=5, skipped=2, expected failures=1, unexpected successes=1)"
+    summary = "FAILED (failures=3, errors=5, skipped=2, expected failures=1, unexpected successes=1)"
     assert run.proc.stderr.strip().splitlines()[-1] == plain.stderr.strip().splitlines()[-1] == summary
     assert "device_matrix" not in run.proc.stderr  # no launcher frame in the tracebacks it prints
 
     fold = run.fold
     assert fold.ended and fold.exitstatus == 1 and fold.running is None
-    assert fold.collected is not None and len(fold.collected) == 14
+    assert fold.collected is not None and len(fold.collected) == 15
     assert all(n.startswith("test_outcomes.py::") for n in fold.collected)
     assert fold.finished_ids() == fold.collected  # one start and finish each, in run order
     got = run.outcomes()
@@ -102,6 +102,7 @@ def test_every_unittest_outcome_is_journaled_and_the_script_behaves_as_without_u
         "TestClassSetUpError::test_one": "error",
         "TestClassSetUpError::test_two": "error",
         "TestClassSkip::test_skipped_by_class": "skipped",
+        "TestCleanupError::test_cleanup_fails": "error",
         "TestOutcomes::test_errors": "failed",
         "TestOutcomes::test_expected_failure": "xfailed",
         "TestOutcomes::test_fails": "failed",
@@ -124,6 +125,7 @@ def test_every_unittest_outcome_is_journaled_and_the_script_behaves_as_without_u
     assert got["TestOutcomes::test_unexpected_success"][1] == "Unexpected success"
     assert "setUp broke" in (got["TestSetUpError::test_never_runs"][1] or "")
     assert "tearDown broke" in (got["TestTearDownError::test_body_passes"][1] or "")
+    assert "cleanup broke" in (got["TestCleanupError::test_cleanup_fails"][1] or "")
     skipped = fold.tests["test_outcomes.py::TestOutcomes::test_skipped"]
     _, message, meta = final_outcome(skipped)
     assert message == "Skipped: not on this device, see https://github.com/pytorch/xla/issues/1234"
@@ -177,9 +179,10 @@ def test_outcomes_agree_with_the_same_file_under_pytest(tmp_path: Path) -> None:
     as_script = {n: final_outcome(run.fold.tests[n])[0] for n in run.fold.finished_ids()}
     assert set(under_pytest) == set(as_script)  # the same nodeids
     differ = {n: (under_pytest[n], as_script[n]) for n in as_script if under_pytest[n] != as_script[n]}
-    # the one deliberate difference: unittest calls an exception in setUp or tearDown an
-    # error, and so do we; pytest runs both inside the call of a unittest test
+    # the one deliberate difference: unittest calls an exception in setUp, tearDown or a
+    # cleanup an error, and so do we; pytest runs them inside the call of a unittest test
     assert differ == {
+        "test_outcomes.py::TestCleanupError::test_cleanup_fails": ("failed", "error"),
         "test_outcomes.py::TestSetUpError::test_never_runs": ("failed", "error"),
         "test_outcomes.py::TestTearDownError::test_body_passes": ("failed", "error"),
     }
@@ -274,6 +277,19 @@ def test_tests_are_freed_once_run_and_still_counted(tmp_path: Path) -> None:
     assert run.proc.returncode == 0, run.proc.stderr
     assert "counted 2" in run.proc.stderr
     assert run.outcomes()["TestFreed::test_b_the_first_is_gone"] == ("passed", None)
+
+
+def test_an_interrupted_test_stays_started_and_the_process_dies_as_python_would(tmp_path: Path) -> None:
+    run = launch(tmp_path, "test_interrupted.py")
+    plain = subprocess.run(
+        [sys.executable, "test_interrupted.py"], cwd=SCRIPTS, capture_output=True, check=False, timeout=60
+    )
+    assert run.proc.returncode == plain.returncode == -signal.SIGINT
+    fold = run.fold
+    assert fold.finished_ids() == ["test_interrupted.py::TestInterrupted::test_a_passes"]
+    assert fold.running == "test_interrupted.py::TestInterrupted::test_b_interrupted"  # not passed
+    assert fold.tests[fold.running].reports == []
+    assert fold.ended and fold.exitstatus == 128 + signal.SIGINT
 
 
 def test_a_second_unittest_run_is_not_journaled_and_fails_the_process(tmp_path: Path) -> None:

@@ -46,6 +46,7 @@ from device_matrix.skips import find_issue_in_text, is_by_design_text
 
 LONGREPR_LIMIT = 20_000
 EXIT_USAGE = 2
+EXIT_SIGINT = 128 + signal.SIGINT  # in ``end``: the shell's number for a death by SIGINT
 USAGE = (
     "usage: python -m device_matrix.child.script [--dm-journal=PATH] [--dm-faulthandler=PATH] "
     "[--dm-select=PATH] [--dm-device=NAME] [--dm-env] FILE [ARGS...]"
@@ -164,6 +165,8 @@ class _Test:
     skipped: str | None = None
     xfail: str | None = None
     unexpected_success: bool = False
+    succeeded: bool = False
+    interrupted: bool = False  # stopped with no outcome: KeyboardInterrupt went through
 
 
 class Recorder:
@@ -236,7 +239,7 @@ class Recorder:
     def close(self) -> None:
         """Finish the current test: later fixture errors (tearDownClass) were its own."""
         cur, self.current = self.current, None
-        if cur is None:
+        if cur is None or cur.interrupted:
             return
         if not cur.started:
             # unittest skipped it: its class or module setup failed or skipped
@@ -292,6 +295,11 @@ class Recorder:
         if cur is None or cur.test is not test or cur.stopped:
             return
         cur.stopped = True
+        outcomes = (*cur.errors.values(), cur.xfail, cur.skipped, cur.unexpected_success)
+        if not cur.succeeded and not any(x for x in outcomes if x is not None):
+            # no outcome at all: the test did not complete, and stays started without finish
+            cur.interrupted = True
+            return
         # durations that add up: fixtures and setUp, the method, tearDown and cleanups
         end = time.monotonic()
         call_began = cur.call_began or end
@@ -322,8 +330,11 @@ class Recorder:
     def error(self, test: object, text: str, exc: BaseException | None) -> None:
         cur = self.current
         if isinstance(test, unittest.TestCase) and cur is not None and cur.test is test:
-            phase = getattr(exc, _PHASE_ATTR, "call")
-            cur.errors[phase if phase in cur.errors else "call"].append(text)
+            phase = getattr(exc, _PHASE_ATTR, None)
+            if phase not in cur.errors:
+                # untagged: the method, or a cleanup (they run after tearDown or a failed setUp)
+                phase = "teardown" if cur.call_ended is not None or cur.errors["setup"] else "call"
+            cur.errors[phase].append(text)
             if cur.stopped:  # e.g. a failure reported after stopTest: still this test's
                 self._report(cur, "teardown", "failed", longrepr=text)
             return
@@ -342,6 +353,10 @@ class Recorder:
         elif str(test).startswith(("setUpClass", "setUpModule")):
             self.fixture_errors[str(test)] = ("skip", text)
         # a skipped subTest leaves its test's outcome to the other subtests
+
+    def success(self, test: unittest.TestCase) -> None:
+        if self.current is not None and self.current.test is test:
+            self.current.succeeded = True
 
     def expected_failure(self, test: unittest.TestCase, text: str) -> None:
         if self.current is not None and self.current.test is test:
@@ -422,6 +437,10 @@ class _JournalResult(unittest.TestResult):
     def stopTest(self, test: unittest.TestCase) -> None:
         self._dm_recorder.stop_test(test)
         super().stopTest(test)
+
+    def addSuccess(self, test: unittest.TestCase) -> None:
+        self._dm_recorder.success(test)
+        super().addSuccess(test)
 
     def addError(self, test: unittest.TestCase, err: Any) -> None:
         self._dm_recorder.error(test, self._dm_text(test, err), _exc(err))
@@ -570,7 +589,7 @@ def main(argv: list[str] | None = None) -> int:
     if journal is not None:
         # the script's import is its collection: a crash there names the file
         journal.write("collecting", nodeid=path, path=str(Path(opts.file).resolve()))
-    status, failure = _run_script(opts.file, opts.args, recorder)
+    status, failure, interrupted = _run_script(opts.file, opts.args, recorder)
     if not recorder.collected:
         if failure is not None:
             recorder.write("collect_error", nodeid=path, longrepr=clip(failure), t=time.time())
@@ -580,6 +599,10 @@ def main(argv: list[str] | None = None) -> int:
     recorder.write("end", exitstatus=status, t=time.time())
     if journal is not None:
         journal.close()
+    if interrupted:
+        # python FILE ends an uncaught KeyboardInterrupt by SIGINT: the parent sees the signal
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
     return status
 
 
@@ -604,8 +627,8 @@ def _exec_main(path: Path) -> None:
     exec(code, module.__dict__)  # noqa: S102 - running the script is the point
 
 
-def _run_script(file: str, args: list[str], recorder: Recorder) -> tuple[int, str | None]:
-    """Run FILE as ``__main__``: its exit status, and why it failed when it did."""
+def _run_script(file: str, args: list[str], recorder: Recorder) -> tuple[int, str | None, bool]:
+    """Run FILE as ``__main__``: its exit status, why it failed, whether it was interrupted."""
     undo = install(recorder)
     sys.argv = [file, *args]
     sys.path[0] = str(Path(file).resolve().parent)  # as python FILE sets it
@@ -615,14 +638,15 @@ def _run_script(file: str, args: list[str], recorder: Recorder) -> tuple[int, st
         status = _exit_status(exc.code)
         if exc.code is not None and not isinstance(exc.code, int):
             print(exc.code, file=sys.stderr)
-        return status, None if status == 0 else f"SystemExit: {exc.code}"
+        return status, None if status == 0 else f"SystemExit: {exc.code}", False
     except BaseException as exc:  # the script's uncaught exception, reported as python does
         text = _script_traceback(exc, file)
         sys.stderr.write(text)
-        return 1, text
+        interrupted = isinstance(exc, KeyboardInterrupt)
+        return (EXIT_SIGINT if interrupted else 1), text, interrupted
     finally:
         undo()
-    return 0, None
+    return 0, None, False
 
 
 if __name__ == "__main__":
