@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import datetime as dt
 import faulthandler
-import fcntl
 import json
 import os
 import signal
-import stat
 import time
 import warnings
 from pathlib import Path
@@ -23,6 +21,7 @@ from typing import IO, Any
 import pytest
 
 from device_matrix import wire
+from device_matrix.child.journal import JournalWriter
 from device_matrix.errors import ConfigError
 from device_matrix.skips import (
     ONLY_ON_MARKER_HELP,
@@ -39,51 +38,6 @@ ENV_DEVICE = wire.ENV_DEVICE
 ENV_SETTINGS = wire.ENV_SETTINGS
 ENV_DISABLE_LIST = wire.ENV_DISABLE_LIST
 LONGREPR_LIMIT = 20_000
-# the journal's descriptor is moved this high, out of the range a test's own files get
-JOURNAL_FD_MIN = 1000
-
-
-class JournalWriter:
-    """Events into the runner's FIFO, one ``os.write`` each, numbered 1, 2, 3...
-
-    The FIFO's name is removed once it is open: a test cannot find it, truncate it or
-    delete it. A write that fails (the runner is gone, a test closed the descriptor)
-    ends the journal; the runner reads a journal without its ``end`` as a death.
-    """
-
-    def __init__(self, path: Path) -> None:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            self._fd = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, JOURNAL_FD_MIN)
-        except OSError:
-            self._fd = os.dup(fd)
-        finally:
-            os.close(fd)
-        if stat.S_ISFIFO(os.fstat(self._fd).st_mode):
-            try:
-                path.unlink()
-            except OSError:
-                pass
-        self._n = 0
-
-    def write(self, event: str, **fields: Any) -> None:
-        if self._fd < 0:
-            return
-        self._n += 1
-        record = {"e": event, "n": self._n, **fields}
-        data = (json.dumps(record, default=str, separators=(",", ":")) + "\n").encode()
-        try:
-            os.write(self._fd, data)
-        except OSError:
-            self._fd = -1
-
-    def close(self) -> None:
-        if self._fd >= 0:
-            try:
-                os.close(self._fd)
-            except OSError:
-                pass
-            self._fd = -1
 
 
 _state_key = pytest.StashKey["_State"]()
