@@ -84,6 +84,7 @@ class Row:
     enabled: bool = True
     ci: CiSwitch = "always"
     isolation: Isolation = "row"
+    scripts: tuple[Script, ...] = ()  # files run as scripts, each in a process of its own
     # spreading a row (device_matrix.run.shards, device_matrix.run.ray): shards per Actions
     # row, device slots on one host and the variables that give a shard its slot, and what
     # one shard asks of a Ray node
@@ -93,6 +94,15 @@ class Row:
     ray_resources: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     ray_num_cpus: float = 1.0
     ray_labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Script:
+    """A test file run as upstream runs it: ``python FILE ARGS``, its own process."""
+
+    file: str  # relative to the project root (or absolute)
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -232,6 +242,17 @@ def _is_scalar_map(v: Any) -> bool:
     return isinstance(v, dict) and all(isinstance(x, str | int | float | bool) for x in v.values())
 
 
+def _is_script(v: Any) -> bool:
+    return (
+        isinstance(v, dict)
+        and set(v) <= {"file", "args", "env"}
+        and _is_path(v.get("file"))
+        and _is_str_list(v.get("args", []))
+        and _is_str_map(v.get("env", {}))
+        and all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k) for k in v.get("env", {}))
+    )
+
+
 def _is_slot_env(v: Any) -> bool:
     """Variables whose values may use ``{slot}`` (0, 1, ...) and ``{port}`` (8476 + slot)."""
     if not _is_str_map(v):
@@ -275,6 +296,10 @@ _ROW_KEYS: dict[str, tuple[Check, str]] = {
     "enabled": (_is_bool, "true or false"),
     "ci": (_one_of(CI_SWITCHES), " | ".join(CI_SWITCHES)),
     "isolation": (_one_of(ISOLATIONS), " | ".join(ISOLATIONS)),
+    "scripts": (
+        lambda v: isinstance(v, list) and all(_is_script(x) for x in v),
+        "[[...scripts]] tables: file = 'test/x.py' (required), args = ['--flag'], env = {VAR = 'value'}",
+    ),
     "shards": (_is_positive_int, "a whole number >= 1 (Actions jobs per row)"),
     "slots": (_is_count, "a whole number >= 0 (device slots on one host; 0: no slots)"),
     "slot_env": (_is_slot_env, "a table of strings that may use {slot} and {port}"),
@@ -466,7 +491,12 @@ def find_project_root(start: Path) -> Path:
 def _row_from_table(name: str, table: Mapping[str, Any]) -> Row:
     kwargs: dict[str, Any] = {"name": name}
     for key, value in table.items():
-        if isinstance(value, list):
+        if key == "scripts":
+            kwargs[key] = tuple(
+                Script(file=x["file"], args=tuple(x.get("args", ())), env=MappingProxyType(dict(x.get("env", {}))))
+                for x in value
+            )
+        elif isinstance(value, list):
             kwargs[key] = tuple(value)
         elif key in _TABLE_ROW_KEYS:
             kwargs[key] = MappingProxyType(dict(value))

@@ -175,3 +175,41 @@ def test_uncited_device_skips_in_the_sources_are_filed_once_and_shown(tmp_path: 
     from_sources = [s for s in data["skips"] if s["source"].startswith("source")]
     assert len(from_sources) == 3
     assert all(s["issue"] and s["issue"].startswith("ledger:") for s in from_sources)
+
+
+SCRIPTS = """
+[[tool.device-matrix.devices.fixture.scripts]]
+file = "test/spmd/test_train_spmd_linear.py"
+args = ["--skip-gradient-checkpointing"]
+env = { CPU_NUM_DEVICES = "1" }
+
+[[tool.device-matrix.devices.fixture.scripts]]
+file = "test/test_crash_script.py"
+"""
+
+
+def test_files_run_as_scripts_with_their_flags(tmp_path: Path) -> None:
+    p = _project(tmp_path, "file")
+    shutil.copy(FIXTURES / "scripts" / "test_crash.py", p.root / "test" / "test_crash_script.py")
+    text = (p.root / "pyproject.toml").read_text().replace(SUITES, '["test_operations.py"]')
+    (p.root / "pyproject.toml").write_text(text.replace('XLA_SIM_SPMD_AFTER_DEVICE = "abort"', "") + SCRIPTS)
+    proc = p.run("run", "--device", "fixture")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    record = _every_output_has_every_test(p)
+    outcomes = {t["nodeid"]: t["outcome"] for t in record["tests"]}
+    spmd = "test/spmd/test_train_spmd_linear.py::TestTrainSpmdLinear::"
+    assert outcomes[spmd + "test_trains"] == "passed"
+    # the flag reached the script's own __main__
+    assert outcomes[spmd + "test_gradient_checkpointing"] == "skipped"
+    crash_file = "test/test_crash_script.py::TestCrash::"
+    assert outcomes[crash_file + "test_before"] == "passed"
+    assert outcomes[crash_file + "test_segfaults"] == "crashed"
+    assert outcomes[crash_file + "test_usually_after"] == "passed"  # resumed in the script
+    (crash,) = record["crashes"]
+    assert crash["diagnosis"]["signal_name"] == "SIGSEGV"
+    assert crash["classification"] == "deterministic"  # rerun alone, as a script again
+    assert crash["repro"].endswith("test/test_crash_script.py TestCrash.test_segfaults")
+    assert any("test_operations.py::" in n for n in outcomes)
+    purposes = [a["purpose"] for a in record["attempts"]]
+    # collect, the operations file, the spmd script, the crash script, its resume, its rerun
+    assert purposes == ["collect", "run", "run", "run", "resume", "rerun"]

@@ -107,6 +107,7 @@ class AttemptSpec:
     args: Sequence[str]  # pytest arguments shared by every attempt of the row
     env: dict[str, str]
     select: Sequence[str] | None
+    module: str = "pytest"  # or the launcher of a test file run as a script
 
 
 @dataclass(frozen=True)
@@ -202,17 +203,20 @@ def run_attempt(
     fifo = folder / "journal.fifo"
     fault = folder / "faulthandler.txt"
     fault.write_bytes(b"")
-    args = [*spec.args, option(OPT_JOURNAL, str(fifo)), option(OPT_FAULTHANDLER, str(fault))]
+    # first: a script's launcher takes its own options before the file and its arguments
+    args = [option(OPT_JOURNAL, str(fifo)), option(OPT_FAULTHANDLER, str(fault))]
     # the real nodeids, which may hold anything a parametrize id holds: the child removes
     # the file once read (and the runner after the attempt), so it never stays in results
     select_file = folder / ".select"
     if spec.select is not None:
         select_file.write_text("".join(n + "\n" for n in spec.select), "utf-8")
         args.append(option(OPT_SELECT, str(select_file)))
+    args += spec.args
     env = dict(spec.env)
     token = secrets.token_hex(8)
     env[ENV_ATTEMPT] = token
     launch = LaunchSpec(
+        module=spec.module,
         pytest_args=args,
         env=env,
         workdir=project_root,

@@ -19,6 +19,7 @@ import contextlib
 import fcntl
 import json
 import os
+import shlex
 import shutil
 import sys
 import threading
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from device_matrix import diagnostics
-from device_matrix.config import Config
+from device_matrix.config import Config, Script
 from device_matrix.diagnostics.repro import Container, repro_command
 from device_matrix.errors import ConfigError, EnvironmentProblem, ResultsError, UsageProblem
 from device_matrix.records import jsonreport
@@ -76,6 +77,7 @@ from device_matrix.wire import (
     option,
 )
 
+SCRIPT_MODULE = "device_matrix.child.script"  # runs a test file as a script, journaled
 DEFAULT_CORE_LIMIT = 4 << 30  # bytes; enough for a backtrace of a torch_xla process
 DEFAULT_MAX_LOG = 512 << 20  # bytes of output.log; the rest is cut with a note
 # pytest options that would move tests into processes the runner does not watch
@@ -202,6 +204,7 @@ class RowRunner:
         self._t0 = time.monotonic()
         self._ignored: list[str] = []  # modules whose import kills or hangs the process
         self._crash_targets: dict[str, list[str]] = {}  # crash id -> what its process was given
+        self._crash_script: dict[str, Script] = {}  # crash id -> the script it crashed in
         self.done = 0  # tests reported so far, for the progress counter
         self.total: int | None = None
         self._last_output = 0  # where the output of the last attempt begins in the log
@@ -230,6 +233,9 @@ class RowRunner:
             try:
                 with self.listener.row_group(f"{self.row.name}: {self.plan.mode} ({self.plan.reason})"):
                     status, reason = self._run_tests(executor, targets, reader, deadline, previous is not None)
+                    status, reason = self._run_scripts(
+                        executor, reader, deadline, previous is not None, status=status, reason=reason
+                    )
                     self._rerun_crashes(executor, targets, reader, deadline)
             except Interrupted as exc:
                 if exc.attempt is not None:
@@ -296,8 +302,11 @@ class RowRunner:
         scope = None if chosen is None else set(chosen)
         if chosen is not None:
             self.state.expect(chosen)  # each needs an outcome, even if collection dies first
+        if not targets:
+            return self.state.status(), None  # a row of scripts only
         if resume:
-            nodeids = self.state.remaining()
+            scripts = {script.file for script in self._scripts()}
+            nodeids = [n for n in self.state.remaining() if n.split("::", 1)[0] not in scripts]
             if not nodeids:
                 return self.state.status(), "nothing to resume: every test of the last run has an outcome"
         elif self.row.isolation == "row":
@@ -322,6 +331,35 @@ class RowRunner:
         reasons = "; ".join(dict.fromkeys(r for _, r in outcomes if r))
         return worst[0], reasons or None
 
+    def _scripts(self) -> tuple[Script, ...]:
+        """The row's scripts, unless the command line picked suites or tests."""
+        return () if self.options.tests or self.options.suites else self.row.scripts
+
+    def _run_scripts(
+        self,
+        executor: Executor,
+        reader: crashes.CoreReader,
+        deadline: float,
+        resume: bool,
+        *,
+        status: RowStatus,
+        reason: str | None,
+    ) -> tuple[RowStatus, str | None]:
+        """Each script in a process of its own, after the suites: ``python FILE ARGS``."""
+        outcomes = [(status, reason)]
+        for script in self._scripts():
+            select = None
+            if resume:
+                select = [n for n in self.state.remaining() if n.split("::", 1)[0] == script.file]
+                if not select and any(n.split("::", 1)[0] == script.file for n in self.state.results):
+                    continue  # every test of this script has its outcome
+            outcomes.append(
+                self._attempts(executor, [script.file], reader, deadline, select=select, purpose="run", script=script)
+            )
+        worst = max(outcomes, key=lambda o: STATUS_SEVERITY.get(o[0], 0))
+        reasons = "; ".join(dict.fromkeys(r for _, r in outcomes if r))
+        return worst[0], reasons or None
+
     def _attempts(
         self,
         executor: Executor,
@@ -332,18 +370,19 @@ class RowRunner:
         select: list[str] | None,
         purpose: Purpose,
         scope: set[str] | None = None,
+        script: Script | None = None,
     ) -> tuple[RowStatus, str | None]:
         """Attempts until every test in ``scope`` (all, when None) has an outcome."""
         restarts = 0
         while True:
-            attempt = self._attempt(executor, purpose, targets, select, deadline)
+            attempt = self._attempt(executor, purpose, targets, select, deadline, script=script)
             self.state.record_finished(attempt)
             self._worker_crashes(attempt, targets)
             if attempt.fold.ended and not attempt.abnormal:
                 self.state.pytest_exit = attempt.returncode
             decision = decide(self._observe(attempt, restarts, scope))
             if decision.crash is not None:
-                self._record_crash(attempt, decision.crash, reader, targets)
+                self._record_crash(attempt, decision.crash, reader, targets, script)
             elif attempt.fold.ended and attempt.fold.running:
                 # pytest.exit() or a KeyboardInterrupt inside a test: the session ended with it
                 self.state.put(
@@ -432,14 +471,24 @@ class RowRunner:
         select: Sequence[str] | None,
         deadline: float,
         *,
-        limit: float | None = None,
+        script: Script | None = None,
     ) -> AttemptResult:
         index = len(self.state.attempts) + 1
-        args = [*self._args(targets), *(["--collect-only"] if purpose == "collect" else [])]
-        spec = AttemptSpec(index=index, purpose=purpose, args=args, env=self._child_env(), select=select)
+        if script is None:
+            args = [*self._args(targets), *(["--collect-only"] if purpose == "collect" else [])]
+            spec = AttemptSpec(index=index, purpose=purpose, args=args, env=self._child_env(), select=select)
+        else:
+            spec = AttemptSpec(
+                index=index,
+                purpose=purpose,
+                args=self._script_args(script),
+                env={**self._child_env(), **script.env},
+                select=select,
+                module=SCRIPT_MODULE,
+            )
         folder = self.dir / "attempts" / f"{index:02d}"
         limits = Limits(
-            test_timeout=limit or self.test_timeout,
+            test_timeout=self.test_timeout,
             run_deadline=deadline,
             poll=self.options.poll_interval,
             core_limit=self.options.core_limit,
@@ -494,18 +543,26 @@ class RowRunner:
         )
 
     def _record_crash(
-        self, attempt: AttemptResult, at: CrashAt, reader: crashes.CoreReader, targets: Sequence[str]
+        self,
+        attempt: AttemptResult,
+        at: CrashAt,
+        reader: crashes.CoreReader,
+        targets: Sequence[str],
+        script: Script | None = None,
     ) -> None:
         diagnosis = crashes.diagnose(attempt, at, self.log_path, self.redactor)
         reader.attach(diagnosis, self._cores(attempt))
+        nodeid = at.nodeid if at.phase == "test" else None
         crash = crashes.crash_record(
             f"{self.row.name}-{len(self.state.crashes) + 1}",
             attempt,
             at,
             diagnosis,
-            self._repro(at.nodeid if at.phase == "test" else None, targets),
+            self._repro(nodeid, targets) if script is None else self._script_repro(script, nodeid),
             deadline=self._deadline(attempt),
         )
+        if script is not None:
+            self._crash_script[crash["id"]] = script
         self.state.crashes.append(crash)
         self._crash_targets[crash["id"]] = list(targets)
         outcome: Outcome = "timeout" if at.kind == "timeout" else "crashed"
@@ -598,7 +655,10 @@ class RowRunner:
                 if time.monotonic() > deadline:
                     return
                 # alone: its own file is the only module imported
-                attempt = self._attempt(executor, "rerun", [nodeid.split("::", 1)[0]], [nodeid], deadline)
+                script = self._crash_script.get(crash["id"])
+                attempt = self._attempt(
+                    executor, "rerun", [nodeid.split("::", 1)[0]], [nodeid], deadline, script=script
+                )
                 rerun = self._rerun_record(attempt, nodeid)
                 reader.attach(None, self._cores(attempt))
                 crash["reruns"].append(rerun)
@@ -606,7 +666,7 @@ class RowRunner:
                     classification = "flaky"
                     break
             crash["classification"] = classification
-            if classification == "flaky":
+            if classification == "flaky" and crash["id"] not in self._crash_script:
                 # alone it passed: the repro runs it with the neighbours it crashed beside
                 crash["repro"] = self._repro(None, self._crash_targets.get(crash["id"], targets))
             self.listener.note(self.row.name, f"{nodeid} crash is {classification} ({len(crash['reruns'])} rerun(s))")
@@ -653,10 +713,16 @@ class RowRunner:
                 )
             root = self.cfg.project_root
             targets.append(str(path.relative_to(root)) if path.is_relative_to(root) else str(path))
-        if not targets:
+        for script in self._scripts():
+            if not (self.cfg.project_root / script.file).is_file():
+                raise ConfigError(
+                    f"script {script.file!r} of row {self.row.name!r} does not exist",
+                    tip="Script files are relative to the project root; fix the path or remove the entry.",
+                )
+        if not targets and not self._scripts():
             raise ConfigError(
                 f"row {self.row.name!r} has no suites to run",
-                tip="List suites in the row's `suites`, or pass --test.",
+                tip="List suites in the row's `suites` (or scripts in `scripts`), or pass --test.",
             )
         return targets
 
@@ -742,6 +808,19 @@ class RowRunner:
             container=container,
             nox_session=self.row.name,
         )
+
+    def _script_args(self, script: Script) -> list[str]:
+        env_from_child = self.plan.mode == "container" or self.options.python is not None
+        return [option(OPT_DEVICE, self.row.name), *([OPT_ENV] if env_from_child else []), script.file, *script.args]
+
+    def _script_repro(self, script: Script, nodeid: str | None) -> str:
+        """``python FILE ARGS [Class.test]``: the script as upstream runs it, with the row's variables."""
+        env = {**self.row.env, "PJRT_DEVICE": self.row.env.get("PJRT_DEVICE", self.row.pjrt_device), **script.env}
+        test = [".".join(nodeid.split("::")[1:])] if nodeid and "::" in nodeid else []
+        python = CONTAINER_PYTHON if self.plan.mode == "container" else (self.options.python or sys.executable)
+        assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env.items()))
+        command = shlex.join([python, script.file, *script.args, *test])
+        return f"cd {shlex.quote(str(self.cfg.project_root))} && {assigns} {command}".replace("  ", " ")
 
     def _snapshot_environment(self) -> threading.Thread | None:
         if self.plan.mode == "container" or self.options.python is not None:

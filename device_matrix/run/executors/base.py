@@ -27,7 +27,7 @@ TERM_GRACE = 3.0  # seconds between SIGTERM and SIGKILL
 
 @dataclass(frozen=True)
 class LaunchSpec:
-    """One pytest child: argv after the interpreter, its environment and folders."""
+    """One child: the arguments of ``python -m MODULE``, its environment and folders."""
 
     pytest_args: Sequence[str]
     env: Mapping[str, str]  # the row's variables plus the runner's DEVICE_MATRIX_* ones
@@ -35,6 +35,8 @@ class LaunchSpec:
     project_root: Path
     core_limit: int | None  # bytes; None leaves the limit as it is
     token: str = ""  # DEVICE_MATRIX_ATTEMPT of this attempt's processes
+    # what ``python -m`` runs: pytest, or the launcher of a test file run as a script
+    module: str = "pytest"
 
 
 class Child(Protocol):

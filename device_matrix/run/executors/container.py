@@ -148,7 +148,10 @@ class ContainerExecutor:
         argv += ["-w", str(spec.workdir)]
         for key, value in self._env_pairs(spec):
             argv += ["-e", f"{key}={value}"]
-        argv += [self.row.image, CONTAINER_PYTHON, "-m", "pytest", "-p", "device_matrix.child.plugin"]
+        argv += [self.row.image, CONTAINER_PYTHON, "-m", spec.module]
+        if spec.module == "pytest":
+            # the image may lack device-matrix: the mounted package's plugin, by name
+            argv += ["-p", "device_matrix.child.plugin"]
         argv += list(spec.pytest_args)
         return argv
 

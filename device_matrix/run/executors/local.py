@@ -30,7 +30,7 @@ class LocalExecutor:
         return self.python
 
     def argv(self, spec: LaunchSpec) -> list[str]:
-        return [self.python, "-m", "pytest", *spec.pytest_args]
+        return [self.python, "-m", spec.module, *spec.pytest_args]
 
     def launch(self, spec: LaunchSpec, output: BinaryIO) -> PopenChild:
         limit = spec.core_limit
@@ -58,4 +58,4 @@ class LocalExecutor:
         return PopenChild(proc, spec.token)
 
     def command_for(self, spec: LaunchSpec) -> list[str]:
-        return [self.python, "-m", "pytest", *spec.pytest_args]
+        return [self.python, "-m", spec.module, *spec.pytest_args]
