@@ -18,24 +18,33 @@ SECRET_NAME_RE = re.compile(
     re.IGNORECASE,
 )
 
-# Value shapes of well-known credentials, and key=value / Authorization forms.
-SECRET_VALUE_RES: tuple[re.Pattern[str], ...] = (
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,255}\b"),
-    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,255}\b"),
-    re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}\b"),
-    re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
-    re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b"),
-    re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"),
-    re.compile(r"\bsk-[A-Za-z0-9_-]{20,}\b"),
-    re.compile(r"\bya29\.[A-Za-z0-9_-]{20,}\b"),
-    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----", re.DOTALL),
-    re.compile(r"(?i)\b(authorization\s*:\s*(?:bearer|token|basic)\s+)[^\s'\"]+"),
-    re.compile(
-        r"(?i)\b((?:[A-Z0-9_]*(?:token|secret|password|passwd|api[_-]?key|access[_-]?key))\s*[=:]\s*)"
-        r"(?!\[redacted\])[^\s'\",;]+"
+# Value shapes of well-known credentials, and key=value / Authorization forms, each with
+# the literal text (lower case) that any match contains: a pattern whose every trigger is
+# absent from a text cannot match it, and the scan is skipped (logs are mostly clean).
+SECRET_VALUE_RULES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
+    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,255}\b"), ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,255}\b"), ("github_pat_",)),
+    (re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}\b"), ("glpat-",)),
+    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), ("akia", "asia")),
+    (re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b"), ("xox",)),
+    (re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"), ("hf_",)),
+    (re.compile(r"\bsk-[A-Za-z0-9_-]{20,}\b"), ("sk-",)),
+    (re.compile(r"\bya29\.[A-Za-z0-9_-]{20,}\b"), ("ya29.",)),
+    (
+        re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----", re.DOTALL),
+        ("private key-----",),
     ),
-    re.compile(r"(?i)(https?://[^/\s:@]+:)[^@\s/]+(@)"),
+    (re.compile(r"(?i)\b(authorization\s*:\s*(?:bearer|token|basic)\s+)[^\s'\"]+"), ("authorization",)),
+    (
+        re.compile(
+            r"(?i)\b((?:[A-Z0-9_]*(?:token|secret|password|passwd|api[_-]?key|access[_-]?key))\s*[=:]\s*)"
+            r"(?!\[redacted\])[^\s'\",;]+"
+        ),
+        ("token", "secret", "password", "passwd", "api", "access"),
+    ),
+    (re.compile(r"(?i)(https?://[^/\s:@]+:)[^@\s/]+(@)"), ("://",)),
 )
+SECRET_VALUE_RES: tuple[re.Pattern[str], ...] = tuple(pattern for pattern, _ in SECRET_VALUE_RULES)
 
 # Values shorter than this are not searched for literally (too many false hits).
 MIN_LITERAL = 8
@@ -60,7 +69,10 @@ def redact_text(text: str, extra_secrets: Iterable[str] = ()) -> str:
     for value in extra_secrets:
         if value and len(value) >= MIN_LITERAL:
             out = out.replace(value, REDACTED)
-    for pattern in SECRET_VALUE_RES:
+    lower = out.lower()
+    for pattern, triggers in SECRET_VALUE_RULES:
+        if not any(t in lower for t in triggers):
+            continue
         if pattern.groups:
             out = pattern.sub(
                 lambda m: (m.group(1) or "") + REDACTED + (m.group(2) if m.lastindex and m.lastindex >= 2 else ""),

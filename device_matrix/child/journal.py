@@ -13,6 +13,10 @@ from typing import Any
 JOURNAL_FD_MIN = 1000
 
 
+# one encoder for every event: json.dumps with options builds a new one each call
+_ENCODE = json.JSONEncoder(default=str, separators=(",", ":")).encode
+
+
 class JournalWriter:
     """Events into the runner's FIFO, one ``os.write`` each, numbered 1, 2, 3...
 
@@ -40,8 +44,7 @@ class JournalWriter:
         if self._fd < 0:
             return
         self._n += 1
-        record = {"e": event, "n": self._n, **fields}
-        data = (json.dumps(record, default=str, separators=(",", ":")) + "\n").encode()
+        data = (_ENCODE({"e": event, "n": self._n, **fields}) + "\n").encode()
         try:
             os.write(self._fd, data)
         except OSError:

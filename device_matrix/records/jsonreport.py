@@ -65,13 +65,11 @@ def derive_collectors(record: RunRecord, locations: Mapping[str, tuple[str, int 
     ``Function``), so unittest's ``UnitTestCase``/``TestCaseFunction`` read as
     ``Class``/``Function``. A module that failed to collect is a failed collector.
     """
-    children: dict[str, list[str]] = {}
+    children: dict[str, dict[str, None]] = {}  # ordered sets: a membership test per add
     failed: dict[str, str] = {}
 
     def add(parent: str, child: str) -> None:
-        kids = children.setdefault(parent, [])
-        if child not in kids:
-            kids.append(child)
+        children.setdefault(parent, {})[child] = None
 
     for t in record["tests"]:
         nodeid = t["nodeid"]

@@ -164,10 +164,12 @@ class _JournalReader:
                 lines = (pending + chunk).split(b"\n")
                 pending = lines.pop()  # a torn last line (a death mid-write) is never fed
                 for line in lines:
-                    self._keep(line)
                     event = self.fold.feed(line)
                     if event is not None:
                         self.events.put(event)
+                # one redaction for the whole read, not one per line: the copy's cost
+                # stays off the child's per-test budget
+                self._keep(b"\n".join(lines))
         except OSError:
             pass
         finally:
@@ -175,11 +177,11 @@ class _JournalReader:
                 with contextlib.suppress(OSError):
                     self._copy.close()
 
-    def _keep(self, line: bytes) -> None:
-        if self._copy is None or self.error is not None:
+    def _keep(self, lines: bytes) -> None:
+        if self._copy is None or self.error is not None or not lines:
             return
         try:
-            self._copy.write(self.redactor.text(line.decode("utf-8", "replace")) + "\n")
+            self._copy.write(self.redactor.text(lines.decode("utf-8", "replace")) + "\n")
         except OSError as exc:
             self.error = exc
 

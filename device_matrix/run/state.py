@@ -35,6 +35,7 @@ class RunState:
     redactor: Redactor
     results: dict[str, TestRecord] = field(default_factory=dict)
     expected: list[str] = field(default_factory=list)  # every test pytest collected, in order
+    _expected: set[str] = field(default_factory=set)  # the same, for membership
     crashes: list[CrashRecord] = field(default_factory=list)
     attempts: list[AttemptRecord] = field(default_factory=list)
     environment: dict[str, Any] = field(default_factory=dict)
@@ -44,8 +45,10 @@ class RunState:
     pytest_exit: int | None = None  # the exit status of the last attempt that ended normally
 
     def expect(self, nodeids: list[str]) -> None:
-        known = set(self.expected)
-        self.expected.extend(n for n in nodeids if n not in known)
+        for nodeid in nodeids:
+            if nodeid not in self._expected:
+                self._expected.add(nodeid)
+                self.expected.append(nodeid)
 
     def remaining(self, scope: set[str] | None = None) -> list[str]:
         """Collected tests without an outcome (of ``scope`` only, when given)."""
@@ -62,8 +65,7 @@ class RunState:
         skip: Mapping[str, object] | None = None,
         crash: str | None = None,
     ) -> None:
-        if nodeid not in self.expected:
-            self.expected.append(nodeid)
+        self.expect([nodeid])
         self.results[nodeid] = TestRecord(
             nodeid=nodeid,
             outcome=outcome,
