@@ -152,3 +152,21 @@ def test_fake_engine_run_as_root_passes_no_user(project: Callable[..., Project],
     assert ("--user" in run) is (os.getuid() != 0)
     if os.getuid() != 0:
         assert run[run.index("--user") + 1] == f"{os.getuid()}:{os.getgid()}"
+
+
+def test_allowlisted_secrets_are_named_in_the_repro_never_their_values(
+    project: Callable[..., Project], engine: dict[str, str]
+) -> None:
+    secret = "hf_" + "AllowListedContainerToken" * 2
+    p = project("segv", row=ROW, top='env_allowlist = ["HF_TOKEN"]')
+    proc = p.run("run", "--device", "fixture", "--reruns", "0", env={**engine, "HF_TOKEN": secret})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (crash,) = p.record()["crashes"]
+    assert " -e HF_TOKEN " in crash["repro"] and "HF_TOKEN=" not in crash["repro"]
+    # the container did get it (the engine's argv), and no file or output holds it
+    (run,) = [c for c in calls(engine) if c[0] == "run"][:1]
+    assert f"HF_TOKEN={secret}" in run
+    assert secret not in proc.stdout + proc.stderr
+    # (the fake engine's own log of its argv is the engine's, not ours)
+    leaked = [str(f) for f in p.results.rglob("*") if f.is_file() and secret.encode() in f.read_bytes()]
+    assert leaked == []

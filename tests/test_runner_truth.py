@@ -339,3 +339,22 @@ def test_a_planted_secret_reaches_no_file_and_no_request(project: Callable[..., 
             data = f.read_bytes()
             leaked += [f"{f}: {s[:12]}..." for s in secrets if s.encode() in data]
     assert leaked == []
+
+
+def test_a_missing_interpreter_is_an_environment_error(project: Callable[..., Project]) -> None:
+    p = project("passing")
+    proc = p.run("run", "--device", "fixture", "--python", "/nonexistent/python3")
+    assert proc.returncode == 5, proc.stdout + proc.stderr
+    assert "/nonexistent/python3" in proc.stderr and "TIP" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_malformed_disable_list_says_why_on_the_terminal(project: Callable[..., Project]) -> None:
+    p = project("passing")
+    (p.root / "device-matrix-disabled.toml").write_text("[[disable]]\ntest = 42\n")
+    proc = p.run("run", "--device", "fixture")
+    assert proc.returncode == 5, proc.stdout + proc.stderr
+    record = p.record()
+    assert record["status"] == "error"
+    # the real message, not only in output.log
+    assert "device-matrix-disabled.toml" in proc.stdout and "disable" in record["reason"]
