@@ -1,13 +1,16 @@
-"""The journal writer shared by the pytest plugin and the script launcher."""
+"""What the pytest plugin and the script launcher share: the journal writer, the
+faulthandler file, and journaled directory changes."""
 
 from __future__ import annotations
 
+import faulthandler
 import fcntl
 import json
 import os
+import signal
 import stat
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 # the journal's descriptor is moved this high, out of the range a test's own files get
 JOURNAL_FD_MIN = 1000
@@ -57,3 +60,30 @@ class JournalWriter:
             except OSError:
                 pass
             self._fd = -1
+
+
+def follow_chdir(journal: JournalWriter) -> None:
+    """Journal every directory change: a core file lands where the process was."""
+    chdir = os.chdir
+
+    def journaled_chdir(path: Any) -> None:
+        chdir(path)
+        journal.write("cwd", path=str(Path.cwd()))
+
+    os.chdir = journaled_chdir
+
+
+def arm_faulthandler(path: str) -> IO[str]:
+    """Fatal-signal and hang stacks into our own file, open until exit.
+
+    Our own file, not stderr: a crash's Python stack must not depend on how output is
+    captured, and a crash at interpreter exit is diagnosed too.
+    """
+    fault_file = Path(path).open("a", encoding="utf-8")  # noqa: SIM115 - open until exit
+    faulthandler.enable(file=fault_file, all_threads=True)
+    # SIGUSR1: the runner asks for every thread's stack before ending a hung test
+    faulthandler.register(signal.SIGUSR1, file=fault_file, all_threads=True)
+    # fatal signals faulthandler.enable() leaves alone: their stack too, then the default action
+    for sig in (signal.SIGTRAP, signal.SIGXCPU, signal.SIGQUIT):
+        faulthandler.register(sig, file=fault_file, all_threads=True, chain=True)
+    return fault_file

@@ -9,10 +9,8 @@ ordinary ``pytest`` run in a project that installs device-matrix is not slowed d
 from __future__ import annotations
 
 import datetime as dt
-import faulthandler
 import json
 import os
-import signal
 import time
 import warnings
 from pathlib import Path
@@ -21,7 +19,7 @@ from typing import IO, Any
 import pytest
 
 from device_matrix import wire
-from device_matrix.child.journal import JournalWriter
+from device_matrix.child.journal import JournalWriter, arm_faulthandler, follow_chdir
 from device_matrix.errors import ConfigError
 from device_matrix.skips import (
     ONLY_ON_MARKER_HELP,
@@ -123,7 +121,7 @@ def pytest_configure(config: pytest.Config) -> None:
                 "remove -n/--numprocesses (crashes are isolated by the runner itself)"
             )
         state.journal = JournalWriter(Path(journal))
-        _follow_chdir(state.journal)
+        follow_chdir(state.journal)
         env = None
         if config.getoption(wire.OPT_ENV):
             # only when the runner cannot see this interpreter itself (a container, --python)
@@ -138,26 +136,8 @@ def pytest_configure(config: pytest.Config) -> None:
         select_path.unlink(missing_ok=True)  # raw nodeids: not left on disk
     fault = config.getoption(wire.OPT_FAULTHANDLER)
     if fault:
-        # Our own file, not stderr: a crash's Python stack must not depend on how
-        # output is captured. The runner passes -p no:faulthandler with this option.
-        state.fault_file = Path(fault).open("a", encoding="utf-8")  # noqa: SIM115 - open until exit
-        faulthandler.enable(file=state.fault_file, all_threads=True)
-        # SIGUSR1: the runner asks for every thread's stack before ending a hung test.
-        faulthandler.register(signal.SIGUSR1, file=state.fault_file, all_threads=True)
-        # fatal signals faulthandler.enable() leaves alone: their stack too, then the default action
-        for sig in (signal.SIGTRAP, signal.SIGXCPU, signal.SIGQUIT):
-            faulthandler.register(sig, file=state.fault_file, all_threads=True, chain=True)
-
-
-def _follow_chdir(journal: JournalWriter) -> None:
-    """Journal every directory change: a core file lands where the process was."""
-    chdir = os.chdir
-
-    def journaled_chdir(path: Any) -> None:
-        chdir(path)
-        journal.write("cwd", path=str(Path.cwd()))
-
-    os.chdir = journaled_chdir
+        # the runner passes -p no:faulthandler with this option
+        state.fault_file = arm_faulthandler(fault)
 
 
 def _device_skips(item: pytest.Item, state: _State, disabled: list[DeviceSkip]) -> DeviceSkip | None:

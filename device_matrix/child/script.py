@@ -23,7 +23,6 @@ Decisions the journal's one ``collected`` event forces:
 from __future__ import annotations
 
 import builtins
-import faulthandler
 import importlib.machinery
 import inspect
 import os
@@ -38,10 +37,10 @@ import unittest.util
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from device_matrix import wire
-from device_matrix.child.journal import JournalWriter
+from device_matrix.child.journal import JournalWriter, arm_faulthandler, follow_chdir
 from device_matrix.skips import find_issue_in_text, is_by_design_text
 
 LONGREPR_LIMIT = 20_000
@@ -518,28 +517,6 @@ def install(recorder: Recorder) -> Callable[[], None]:
     return undo
 
 
-def _follow_chdir(journal: JournalWriter) -> None:
-    """Journal every directory change: a core file lands where the process was."""
-    chdir = os.chdir
-
-    def journaled_chdir(path: Any) -> None:
-        chdir(path)
-        journal.write("cwd", path=str(Path.cwd()))
-
-    os.chdir = journaled_chdir
-
-
-def _arm_faulthandler(path: str) -> IO[str]:
-    # open until exit: a crash at interpreter exit is diagnosed too
-    fault_file = Path(path).open("a", encoding="utf-8")  # noqa: SIM115
-    faulthandler.enable(file=fault_file, all_threads=True)
-    # SIGUSR1: the runner asks for every thread's stack before ending a hung test
-    faulthandler.register(signal.SIGUSR1, file=fault_file, all_threads=True)
-    for sig in (signal.SIGTRAP, signal.SIGXCPU, signal.SIGQUIT):
-        faulthandler.register(sig, file=fault_file, all_threads=True, chain=True)
-    return fault_file
-
-
 def _exit_status(code: object) -> int:
     """What ``python FILE`` exits with for ``sys.exit(code)``."""
     if code is None:
@@ -570,7 +547,7 @@ def main(argv: list[str] | None = None) -> int:
     device = opts.device or os.environ.get(wire.ENV_DEVICE)
     journal = JournalWriter(Path(opts.journal)) if opts.journal else None
     if journal is not None:
-        _follow_chdir(journal)
+        follow_chdir(journal)
         env = None
         if opts.env:
             from device_matrix.diagnostics.environment import snapshot
@@ -583,7 +560,7 @@ def main(argv: list[str] | None = None) -> int:
         select = [line for line in select_path.read_text("utf-8").splitlines() if line.strip()]
         select_path.unlink(missing_ok=True)  # raw nodeids: not left on disk
     if opts.faulthandler:
-        _arm_faulthandler(opts.faulthandler)
+        arm_faulthandler(opts.faulthandler)
     path = node_path(opts.file)
     recorder = Recorder(journal, path, select)
     if journal is not None:

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from device_matrix import __version__
 from device_matrix import config as config_mod
+from device_matrix.cli.commands import add_more_commands, whole_number
 from device_matrix.config import Config, check_results_dir
 from device_matrix.devices import detect, install_hint
 from device_matrix.errors import (
@@ -188,17 +189,6 @@ def _link_with_ledger(cfg: Config, out: Output) -> None:
     )
     for line in report.lines():
         out.line(line)
-
-
-def _count(text: str) -> int:
-    """An argparse type: a whole number >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text} is negative; give 0 or more")
-    return value
 
 
 def _seconds(text: str) -> float:
@@ -406,8 +396,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--python", help="interpreter for local runs (default: this one)")
     run.add_argument("--test-timeout", type=_seconds, help="seconds one test may take before it is ended as hung")
     run.add_argument("--run-timeout", type=_seconds, help="seconds the whole row may take")
-    run.add_argument("--reruns", type=_count, help="times each crashed test is rerun alone (default from config)")
-    run.add_argument("--max-restarts", type=_count, help="resumes after crashes before giving up")
+    run.add_argument(
+        "--reruns", type=whole_number(0), help="times each crashed test is rerun alone (default from config)"
+    )
+    run.add_argument("--max-restarts", type=whole_number(0), help="resumes after crashes before giving up")
     run.add_argument("--no-gdb", action="store_true", help="do not read core files with gdb")
     run.add_argument("--keep-cores", action="store_true", help="keep core files (deleted once read by default)")
     run.add_argument(
@@ -446,8 +438,6 @@ def build_parser() -> argparse.ArgumentParser:
     matrix = sub.add_parser("matrix", help="the GitHub Actions matrix (JSON) for the configured rows")
     matrix.add_argument("--device", "-d", action="append")
     matrix.set_defaults(func=cmd_matrix)
-
-    from device_matrix.cli.commands import add_more_commands
 
     add_more_commands(sub)
     add_merge_command(sub)

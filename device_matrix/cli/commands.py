@@ -51,14 +51,19 @@ def add_issues_commands(sub: Any) -> None:
     s.set_defaults(func=_lazy("device_matrix.cli.issues:cmd_issues_sync"))
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is not at least 1")
-    return value
+def whole_number(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``minimum``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} is not at least {minimum}")
+        return value
+
+    return parse
 
 
 def add_triage_command(sub: Any) -> None:
@@ -69,7 +74,7 @@ def add_triage_command(sub: Any) -> None:
     tr.add_argument("--no-history", action="store_true", help="do not compare with or record into the history")
     tr.add_argument("--label", help="name of this run in the history (default: the time)")
     tr.add_argument(
-        "--history-runs", type=_positive_int, default=30, help="runs of the history the trends cover (default 30)"
+        "--history-runs", type=whole_number(1), default=30, help="runs of the history the trends cover (default 30)"
     )
     tr.set_defaults(func=_lazy("device_matrix.cli.triage:cmd_triage"))
 
