@@ -149,14 +149,19 @@ def load_equivalents(path: Path) -> list[Equivalent]:
     return out
 
 
-def stage(module: Module) -> Path:
-    """A fresh copy of the package and tests, with a mutmut configuration for this module."""
+def stage(module: Module, again: bool) -> Path:
+    """A copy of the package and tests, with a mutmut configuration for this module.
+
+    Fresh, unless `again`: then the last run's results stay, and the copy is refreshed
+    (copy2 keeps modification times, so mutmut regenerates only what changed).
+    """
     where = STAGE / module.slug
-    shutil.rmtree(where, ignore_errors=True)
-    where.mkdir(parents=True)
+    if not again:
+        shutil.rmtree(where, ignore_errors=True)
+    where.mkdir(parents=True, exist_ok=True)
     junk = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis", ".pytest_cache")
-    shutil.copytree(ROOT / "device_matrix", where / "device_matrix", ignore=junk)
-    shutil.copytree(ROOT / "tests", where / "tests", ignore=junk)
+    shutil.copytree(ROOT / "device_matrix", where / "device_matrix", ignore=junk, dirs_exist_ok=True)
+    shutil.copytree(ROOT / "tests", where / "tests", ignore=junk, dirs_exist_ok=True)
     shutil.copy2(ROOT / "pyproject.toml", where / "pyproject.toml")
     tests = "".join(f"\n    {t}" for t in module.tests)
     (where / "setup.cfg").write_text(
@@ -170,9 +175,32 @@ def stage(module: Module) -> Path:
     return where
 
 
-def run_module(module: Module, max_children: int, mutmut: str) -> tuple[Path, float, str]:
-    where = stage(module)
-    patterns = [f"{module.dotted}.{_key(f)}__mutmut_*" for f in module.functions]
+def _codes(module: Module, where: Path) -> dict[str, int | None]:
+    """mutmut's exit code for each mutant of `module` in the run in `where`."""
+    meta = where / "mutants" / (module.path + ".meta")
+    return dict(json.loads(meta.read_text())["exit_code_by_key"]) if meta.is_file() else {}
+
+
+def run_module(
+    module: Module, max_children: int, mutmut: str, again: bool
+) -> tuple[Path, float, str, dict[str, int | None]]:
+    """Run mutmut on `module`; its stage, the time taken, an error, and earlier verdicts kept."""
+    from mutmut.stats import status_by_exit_code
+
+    where = STAGE / module.slug
+    # `again`: only what survived last time is tried again, against the current tests;
+    # the rest keeps last time's verdict
+    earlier = {
+        name: code
+        for name, code in (_codes(module, where) if again else {}).items()
+        if not module.functions or function_of(name, module.dotted) in module.functions
+    }
+    retry = [name for name, code in earlier.items() if status_by_exit_code[code] not in KILLED]
+    kept = {name: code for name, code in earlier.items() if name not in retry}
+    if earlier and not retry:
+        return where, 0.0, "", kept
+    where = stage(module, again=bool(earlier))
+    patterns = retry or [f"{module.dotted}.{_key(f)}__mutmut_*" for f in module.functions]
     start = time.monotonic()
     with (where / "mutmut.log").open("w") as log:
         proc = subprocess.run(
@@ -188,7 +216,7 @@ def run_module(module: Module, max_children: int, mutmut: str) -> tuple[Path, fl
     if proc.returncode != 0:
         tail = (where / "mutmut.log").read_text(errors="replace")[-3000:]
         error = f"mutmut exited {proc.returncode}; the end of {where / 'mutmut.log'}:\n{tail}"
-    return where, seconds, error
+    return where, seconds, error, kept
 
 
 def _key(function: str) -> str:
@@ -197,13 +225,14 @@ def _key(function: str) -> str:
     return f"xǁ{cls}ǁ{fn}" if cls else f"x_{fn}"
 
 
-def read_results(module: Module, where: Path, seconds: float, equivalents: list[Equivalent]) -> Result:
+def read_results(
+    module: Module, where: Path, seconds: float, equivalents: list[Equivalent], kept: dict[str, int | None]
+) -> Result:
     from mutmut.configuration import reset_config
     from mutmut.mutation.diff_apply import get_diff_for_mutant
     from mutmut.stats import status_by_exit_code
 
-    meta = where / "mutants" / (module.path + ".meta")
-    codes: dict[str, int | None] = json.loads(meta.read_text())["exit_code_by_key"] if meta.is_file() else {}
+    codes = {**_codes(module, where), **kept}
     mutants = []
     here = Path.cwd()
     os.chdir(where)
@@ -288,6 +317,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--plan", required=True, help="JSON: {modules: {path: {tests, threshold, functions}}, equivalents}")
     ap.add_argument("--changed", metavar="BASE", help="only the modules changed against this git ref")
     ap.add_argument("--max-children", type=int, default=2)
+    ap.add_argument(
+        "--again",
+        action="store_true",
+        help="retry only the last run's survivors against the current tests (while writing tests; not a verdict)",
+    )
     ap.add_argument("only", nargs="*", metavar="MODULE", help="module paths (or parts of them) to run")
     args = ap.parse_args(argv)
     plan: dict[str, Any] = json.loads(args.plan)
@@ -311,8 +345,8 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for module in modules:
         print(f"mutating {module.path} against {', '.join(module.tests)}", flush=True)
-        where, seconds, error = run_module(module, args.max_children, mutmut)
-        result = read_results(module, where, seconds, equivalents)
+        where, seconds, error, kept = run_module(module, args.max_children, mutmut, args.again)
+        result = read_results(module, where, seconds, equivalents, kept)
         if error:
             result.errors.insert(0, error)
         results.append(result)
