@@ -210,8 +210,18 @@ MUTATION_MODULES: dict[str, dict[str, object]] = {
     "device_matrix/issues/sync.py": {
         "tests": ["tests/test_issues.py", "tests/test_tracker_ledger.py", "tests/test_mutation_issues.py"],
         "threshold": 90,
-        "functions": ["skip_fingerprint", "_run_id", "collect", "_run_hash", "_runs_of", "_run_text", "sync",
-                      "_file", "_new_runs", "_comment"],
+        "functions": [
+            "skip_fingerprint",
+            "_run_id",
+            "collect",
+            "_run_hash",
+            "_runs_of",
+            "_run_text",
+            "sync",
+            "_file",
+            "_new_runs",
+            "_comment",
+        ],
     },
 }
 MUTATION_EQUIVALENTS = "tests/mutation/equivalent.toml"
@@ -234,5 +244,12 @@ def mutation(session: nox.Session) -> None:
         "equivalents": MUTATION_EQUIVALENTS,
     }
     # two workers: the test suites are CPU-bound and the machines are small
-    session.run("python", str(ROOT / "tools" / "mutation.py"), "--plan", json.dumps(plan), "--max-children", "2",
-                *session.posargs)
+    session.run(
+        "python",
+        str(ROOT / "tools" / "mutation.py"),
+        "--plan",
+        json.dumps(plan),
+        "--max-children",
+        "2",
+        *session.posargs,
+    )

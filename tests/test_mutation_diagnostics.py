@@ -39,9 +39,7 @@ def test_the_thread_to_blame_skips_idle_threads_and_prefers_the_current_one() ->
 
 
 def test_a_python_stack_is_printed_as_faulthandler_prints_it() -> None:
-    stack = ThreadStack(
-        "0x7f00", False, [PyFrame("/app/train.py", 12, "step"), PyFrame("/app/x.py", None, "<module>")]
-    )
+    stack = ThreadStack("0x7f00", False, [PyFrame("/app/train.py", 12, "step"), PyFrame("/app/x.py", None, "<module>")])
     assert format_python_stack(stack) == (
         "Thread 0x7f00 (most recent call first):\n"
         '  File "/app/train.py", line 12 in step\n'

@@ -287,7 +287,8 @@ def fmt_time(seconds: float) -> str:
 
 def report(results: list[Result], equivalents_file: str) -> None:
     print()
-    print(f"{'module':<34} {'mutants':>7} {'killed':>6} {'survived':>8} {'equivalent':>10} {'score':>6} {'needs':>5} {'time':>6}")
+    print(f"{'module':<34} {'mutants':>7} {'killed':>6} {'survived':>8} {'equivalent':>10}", end="")
+    print(f" {'score':>6} {'needs':>5} {'time':>6}")
     for r in results:
         print(
             f"{r.module.path.removeprefix('device_matrix/'):<34} {len(r.mutants):>7} {r.killed:>6} "
@@ -296,7 +297,8 @@ def report(results: list[Result], equivalents_file: str) -> None:
         )
     for r in results:
         if r.survived:
-            print(f"\nsurvived in {r.module.path} ({len(r.survived)}): `mutmut show NAME` in build/mutation/{r.module.slug}")
+            where = f"build/mutation/{r.module.slug}"
+            print(f"\nsurvived in {r.module.path} ({len(r.survived)}; `mutmut show NAME` in {where}):")
             for m in r.survived:
                 print(f"  {m.name}  [{m.status}]")
                 for line in m.removed.splitlines():
