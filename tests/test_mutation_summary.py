@@ -146,7 +146,8 @@ def test_row_label(status: str, outcomes: list[str], kinds: list[str], label: st
 
 def test_the_fold_of_a_record() -> None:
     crash = R.crash("cpu", "s/t.py::test_x", "f")
-    rec = R.record("cpu", [R.test("s/t.py::test_a"), R.test("s/t.py::test_x", "crashed", crash_id=crash["id"])], [crash])
+    tests = [R.test("s/t.py::test_a"), R.test("s/t.py::test_x", "crashed", crash_id=crash["id"])]
+    rec = R.record("cpu", tests, [crash])
     f = fold(rec)
     assert (f.row, f.status, f.label) == ("cpu", "crashed", "crashed")
     assert f.counts.by_outcome == {"passed": 1, "crashed": 1}

@@ -171,6 +171,9 @@ def stage(module: Module, again: bool) -> Path:
         f"pytest_add_cli_args_test_selection ={tests}\n"
         # the stage has no git history of its own; change detection has nothing to say
         "use_git_change_detection = false\n"
+        # a mutant that loops forever is killed after 4x (not 15x) the CPU time its tests
+        # take; CPU time, so a loaded machine does not turn slow tests into timeouts
+        "timeout_multiplier = 4\n"
     )
     return where
 
