@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from device_matrix.diagnostics.parse import (
     FaulthandlerDump,
+    NativeStack,
     PyFrame,
     Terminate,
     ThreadStack,
     format_python_stack,
     is_idle,
     last_lines,
+    parse_native_stacks,
     parse_terminate,
 )
 
@@ -74,3 +76,80 @@ def test_last_lines_keep_indentation_and_drop_trailing_blank_lines() -> None:
     assert out[0] == "line 11" and out[-1] == "  indented"
     assert last_lines("a\n\nb\n\n", count=3) == ["a", "", "b"]
     assert last_lines("\n\n") == []
+
+
+def test_a_tsl_block_is_kept_as_printed_and_ends_where_it_ends() -> None:
+    text = (
+        "  *** Received signal 11 ***\n"
+        "*** Reason: SEGV_MAPERR ***\n"
+        "*** BEGIN MANGLED STACK TRACE ***\n"
+        "/opt/lib/libfoo.so(_ZN3foo3barEv+0x24)[0x7f00]\n"
+        "libbare.so(+0x10)[0x7f01]\n"
+        "*** END MANGLED STACK TRACE ***\n"
+        "*** Begin stack trace ***\n"
+        "\tfoo::bar()\n"
+        "\t\n"
+        "*** End stack trace ***\n"
+        "unrelated output\n"
+    )
+    # lines as a caller already split them: the signal line keeps its indentation
+    (stack,) = parse_native_stacks(text.splitlines())
+    assert stack == NativeStack(
+        "tsl",
+        11,
+        None,
+        ["foo::bar()"],
+        [
+            "  *** Received signal 11 ***",
+            "*** Reason: SEGV_MAPERR ***",
+            "*** BEGIN MANGLED STACK TRACE ***",
+            "/opt/lib/libfoo.so(_ZN3foo3barEv+0x24)[0x7f00]",
+            "libbare.so(+0x10)[0x7f01]",
+            "*** END MANGLED STACK TRACE ***",
+            "*** Begin stack trace ***",
+            "\tfoo::bar()",
+            "",
+            "*** End stack trace ***",
+        ],
+    )
+    # without the demangled block the mangled symbols are the frames; a frame without a
+    # symbol is named by its module's base name, with or without a folder
+    (mangled,) = parse_native_stacks(text.split("*** Begin stack trace ***", maxsplit=1)[0])
+    assert mangled.frames == ["_ZN3foo3barEv", "(libbare.so)"]
+
+
+def test_a_mangled_block_cut_short_still_makes_a_stack() -> None:
+    text = (
+        "*** Received signal 6 ***\n"
+        "*** BEGIN MANGLED STACK TRACE ***\n"
+        "/lib/libc.so.6(abort+0x10)[0x7f00]\n"
+        "Fatal Python error: Aborted\n"
+        "*** Received signal 11 ***\n"
+    )
+    stacks = parse_native_stacks(text)
+    assert [(s.signal, s.frames) for s in stacks] == [(6, ["abort"]), (11, [])]
+    assert stacks[0].raw == text.splitlines()[:3]
+
+
+def test_back_to_back_tsl_blocks_are_two_stacks() -> None:
+    block = "*** Received signal {} ***\n*** Begin stack trace ***\n\tf{}()\n*** End stack trace ***\n"
+    stacks = parse_native_stacks(block.format(11, 1) + block.format(6, 2))
+    assert [(s.signal, s.frames) for s in stacks] == [(11, ["f1()"]), (6, ["f2()"])]
+    # an end right after the signal: an empty stack, and the parser moves on
+    assert [
+        (s.signal, s.frames) for s in parse_native_stacks("*** Received signal 4 ***\n*** End stack trace ***\n")
+    ] == [(4, [])]
+
+
+def test_the_demangled_block_right_after_the_mangled_one_wins() -> None:
+    text = (
+        "*** Received signal 11 ***\n"
+        "*** BEGIN MANGLED STACK TRACE ***\n"
+        "/lib/libfoo.so(_ZN3foo3barEv+0x24)[0x7f00]\n"
+        "*** END MANGLED STACK TRACE ***\n"
+        "*** Begin stack trace ***\n"
+        "\tfoo::bar()\n"
+        "*** End stack trace ***\n"
+    )
+    (stack,) = parse_native_stacks(text)
+    assert stack.frames == ["foo::bar()"]
