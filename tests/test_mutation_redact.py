@@ -68,6 +68,6 @@ def test_spans_are_every_occurrence_of_every_secret_in_order() -> None:
 
 
 def test_spans_find_overlapping_occurrences() -> None:
-    env = {"MY_TOKEN": "abababab"}
-    assert Redactor(env).spans("abababababab") == [(0, 8), (2, 10), (4, 12)]
+    env = {"MY_TOKEN": "aaaaaaaa"}
+    assert Redactor(env).spans("a" * 10) == [(0, 8), (1, 9), (2, 10)]
     assert Redactor(env).spans("nothing here") == []
