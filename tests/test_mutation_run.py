@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import replace
 from typing import Any
 
@@ -287,3 +288,42 @@ def test_final_outcome_table() -> None:
     assert _outcome(("setup", "skipped", "S", "why")) == ("xfailed", "why", {"when": "setup"})
     # a skip reported at teardown changes nothing
     assert _outcome(ok, ("call", "passed", None, None), ("teardown", "skipped", "S", None)) == ("passed", None, None)
+
+
+def test_a_new_fold_knows_nothing_yet() -> None:
+    before = time.monotonic()
+    fold = Fold()
+    assert fold.session_started is False and fold.ended is False and fold.frozen is False
+    assert fold.pid is None and fold.exitstatus is None and fold.env == {}
+    kind, name, since = fold.activity()
+    assert (kind, name) == ("startup", None) and before <= since <= time.monotonic()
+
+
+def test_why_a_journal_broke_is_said_exactly() -> None:
+    j = Journal()
+    j.fold.feed(b"{not json")
+    assert j.fold.broken == "a line that is not JSON"
+    k = Journal()
+    k.session()
+    k("session", pid=1, device=None, t=1.0, env=None)
+    assert k.fold.broken == "a second session event"
+
+
+def test_a_module_done_collecting_is_no_longer_the_culprit() -> None:
+    j = Journal()
+    j.session()
+    j("collecting", nodeid="a.py", path="/p/a.py")
+    j("collecting", nodeid="b.py", path="/p/b.py")
+    j("collect_done", nodeid="b.py")
+    assert j.fold.collect_culprit == ("a.py", "/p/a.py")
+    # done or failed for a module never announced: nothing to forget, nothing broken
+    assert j("collect_done", nodeid="zzz.py") is not None
+    assert j("collect_error", nodeid="yyy.py", longrepr="E") is not None
+    assert j.fold.broken is None and j.fold.collect_culprit == ("a.py", "/p/a.py")
+
+
+def test_a_started_test_is_named() -> None:
+    j = Journal()
+    j.session("t.py::a")
+    j.start("t.py::a")
+    assert j.fold.tests["t.py::a"].nodeid == "t.py::a"
