@@ -322,6 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--plan", required=True, help="JSON: {modules: {path: {tests, threshold, functions}}, equivalents}")
     ap.add_argument("--changed", metavar="BASE", help="only the modules changed against this git ref")
     ap.add_argument("--max-children", type=int, default=2)
+    ap.add_argument("--list", action="store_true", help="print the modules that would run, run nothing")
     ap.add_argument(
         "--again",
         action="store_true",
@@ -345,6 +346,10 @@ def main(argv: list[str] | None = None) -> int:
         if not modules:
             print(f"no mutation-tested module, its tests or {equivalents_file} changed against {args.changed}")
             return 0
+    if args.list:
+        for m in modules:
+            print(f"{m.path}: {', '.join(m.tests)} (threshold {m.threshold:.0f}%)")
+        return 0
     mutmut = shutil.which("mutmut", path=str(Path(sys.executable).parent)) or "mutmut"
     equivalents = load_equivalents(ROOT / equivalents_file)
     results = []
