@@ -153,3 +153,22 @@ def test_the_fold_of_a_record() -> None:
     assert f.counts.by_outcome == {"passed": 1, "crashed": 1}
     assert f.headlines == ("SIGSEGV in test_x (deterministic)",)
     assert f.line() == "cpu: crashed: 1 passed, 1 crashed"
+
+
+def test_a_one_second_deadline_is_a_deadline() -> None:
+    assert crash_headline(_timeout(deadline=1)) == "TIMEOUT after 1 s in test_hang (deterministic)"
+    crash = _timeout()
+    tests = [R.test("s/t.py::test_hang", "timeout", crash_id=crash["id"], duration=1.0)]
+    assert crash_headline(crash, tests) == "TIMEOUT after 1 s in test_hang (deterministic)"
+
+
+def test_the_kind_label_of_a_test_whose_name_says_in() -> None:
+    c = R.crash("cpu", "s/t.py::test_x[a in b]", "f")
+    assert crash_headline(c) == "SIGSEGV in test_x[a in b] (deterministic)"
+    assert crash_kind_label(c) == "SIGSEGV"
+
+
+def test_the_fold_of_a_row_that_did_not_run_says_why() -> None:
+    for status in ("unavailable", "error", "interrupted"):
+        f = fold(R.record("tpu", [], status=status))
+        assert (f.status, f.label, f.line()) == (status, status, f"tpu: {status}: no tests")
