@@ -14,6 +14,7 @@ from device_matrix.diagnostics.parse import (
     format_python_stack,
     is_idle,
     last_lines,
+    parse_faulthandler,
     parse_native_stacks,
     parse_terminate,
 )
@@ -261,3 +262,50 @@ def test_python_frames_only_without_native_evidence_and_without_pytest() -> None
     only = [("/v/lib/_pytest/python.py", "a"), ("<frozen runpy>", "b")]
     assert fp.compute("SIGSEGV", python_frames=only)[1] == ["SIGSEGV", "python.py:a", "<frozen runpy>:b"]
     assert fp.compute("SIGSEGV", fatal_message="boom", python_frames=frames)[1] == ["SIGSEGV", "boom"]
+
+
+def test_faulthandler_dumps_threads_and_frames_exactly() -> None:
+    text = (
+        "Timeout (0:00:05.5)!\n"
+        "Thread 0x0002 [loader] (most recent call first):\n"
+        '  File "/usr/lib/threading.py", line 320 in wait\n'
+        "\n"
+        "  <no Python frame>\n"
+        '  File "/app/x.py", line ??? in  run \n'
+        "Fatal Python error: Segmentation fault  \n"
+        '  File "/app/orphan.py", line 1 in lost\n'
+        "Current thread 0x0001 (most recent call first):\n"
+        '  File "/app/t.py", line 12 in test_x\n'
+        "not a frame: the dump ended\n"
+        '  File "/app/after.py", line 2 in ignored\n'
+        "Thread 0x0003 (most recent call first):\n"
+        '  File "/app/w.py", line 3 in work\n'
+    )
+    assert parse_faulthandler(text) == [
+        FaulthandlerDump(
+            timeout="0:00:05.5",
+            threads=[
+                ThreadStack(
+                    "0x0002", False, [PyFrame("/usr/lib/threading.py", 320, "wait"), PyFrame("/app/x.py", None, "run")]
+                )
+            ],
+        ),
+        FaulthandlerDump(
+            fatal_error="Segmentation fault",
+            threads=[
+                ThreadStack("0x0001", True, [PyFrame("/app/t.py", 12, "test_x")]),
+                ThreadStack("0x0003", False, [PyFrame("/app/w.py", 3, "work")]),
+            ],
+        ),
+    ]
+
+
+def test_a_dump_without_a_header_starts_at_its_first_thread() -> None:
+    text = 'noise\nThread 0x9 (most recent call first):\n  File "a.py", line 1 in f\n'
+    only = ThreadStack("0x9", False, [PyFrame("a.py", 1, "f")])
+    assert parse_faulthandler(text) == [FaulthandlerDump(threads=[only])]
+    assert parse_faulthandler("Fatal Python error: Aborted\n") == [FaulthandlerDump(fatal_error="Aborted")]
+    # a second "Current thread" right after one: another dump (dump_traceback via a signal)
+    head = "Current thread 0x1 (most recent call first):\n"
+    twice = parse_faulthandler(f'{head}  File "a.py", line 1 in f\n{head}  File "b.py", line 2 in g\n')
+    assert [[f.function for t in d.threads for f in t.frames] for d in twice] == [["f"], ["g"]]
