@@ -14,6 +14,7 @@ from device_matrix.diagnostics.parse import (
     format_python_stack,
     is_idle,
     last_lines,
+    parse_fatal_lines,
     parse_faulthandler,
     parse_native_stacks,
     parse_terminate,
@@ -309,3 +310,56 @@ def test_a_dump_without_a_header_starts_at_its_first_thread() -> None:
     head = "Current thread 0x1 (most recent call first):\n"
     twice = parse_faulthandler(f'{head}  File "a.py", line 1 in f\n{head}  File "b.py", line 2 in g\n')
     assert [[f.function for t in d.threads for f in t.frames] for d in twice] == [["f"], ["g"]]
+
+
+def test_an_absl_block_reads_frames_through_its_notes_and_one_blank_line() -> None:
+    lines = [
+        "*** SIGSEGV (@0x0), see go/stacktraces#s15 received by PID 2231 (TID 2388) on cpu 17; stack trace: ***",
+        "PC: @     0x7f98b808cb51  (unknown)  tpu::Lookup()",
+        "    @     0x7f96c2d8a1e0        976  (unknown)  ",
+        "",
+        "    @     0x7f98b808405a        144  xla::Compile()",
+        "https://symbolize.stripped_domain/r/?trace=7f98b808cb51",
+        "E1102 08:12:44.243922    2231 coredump_hook.cc:292] RAW: Remote crash data gathering hook invoked.",
+        "",
+        "Fatal Python error: Segmentation fault",
+    ]
+    (stack,) = parse_native_stacks("\n".join(lines) + "\n")
+    assert stack == NativeStack(
+        "absl",
+        None,
+        "SIGSEGV",
+        ["tpu::Lookup()", "(unknown)", "xla::Compile()"],
+        [*lines[:2], lines[2].rstrip(), *lines[3:8]],
+    )
+
+
+def test_a_check_failure_trace_ends_at_the_first_other_line() -> None:
+    text = (
+        "*** Check failure stack trace: ***\n"
+        "    @     0x7f00  xla::Check()\n"
+        "    @     0x7f01  main\n"
+        "Aborted (core dumped)\n"
+        "    @     0x7f02  not_mine\n"
+    )
+    (stack,) = parse_native_stacks(text)
+    assert (stack.format, stack.signal, stack.signal_name) == ("check_failure", None, None)
+    assert stack.frames == ["xla::Check()", "main"]
+    assert stack.raw == text.splitlines()[:3]
+
+
+def test_fatal_lines_of_both_shapes() -> None:
+    text = (
+        "F0531 07:47:31.003927 10044 pjrt_client.cc:741] Check failed: ok  \n"
+        "  2026-11-29 19:00:02.050050: F external/xla/xla/service/x.cpp:127] Bad things\n"
+        "I0531 07:47:31.003927 10044 info.cc:1] not fatal\n"
+    )
+    (a, b) = parse_fatal_lines(text)
+    assert (a.file, a.line, a.message, a.raw) == (
+        "pjrt_client.cc",
+        741,
+        "Check failed: ok",
+        "F0531 07:47:31.003927 10044 pjrt_client.cc:741] Check failed: ok",
+    )
+    assert (b.file, b.line, b.message) == ("external/xla/xla/service/x.cpp", 127, "Bad things")
+    assert b.raw == "2026-11-29 19:00:02.050050: F external/xla/xla/service/x.cpp:127] Bad things"
