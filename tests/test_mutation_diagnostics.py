@@ -363,3 +363,16 @@ def test_fatal_lines_of_both_shapes() -> None:
     )
     assert (b.file, b.line, b.message) == ("external/xla/xla/service/x.cpp", 127, "Bad things")
     assert b.raw == "2026-11-29 19:00:02.050050: F external/xla/xla/service/x.cpp:127] Bad things"
+
+
+def test_blocks_that_end_with_the_text() -> None:
+    # a frame line before any dump belongs to no thread
+    assert parse_faulthandler('  File "a.py", line 1 in f\n\nplain\n') == []
+    # a TSL signal line followed by ordinary output: a stack with no frames
+    assert parse_native_stacks("*** Received signal 11 ***\nplain text\n") == [
+        NativeStack("tsl", 11, None, [], ["*** Received signal 11 ***"])
+    ]
+    # an absl block whose last line is blank
+    head = "*** SIGABRT received by PID 1 (TID 1) on cpu 0; stack trace: ***"
+    (stack,) = parse_native_stacks([head, "    @ 0x7f00  f()", ""])
+    assert stack.frames == ["f()"] and stack.raw == [head, "    @ 0x7f00  f()", ""]
