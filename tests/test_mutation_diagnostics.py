@@ -273,6 +273,7 @@ def test_faulthandler_dumps_threads_and_frames_exactly() -> None:
         "\n"
         "  <no Python frame>\n"
         '  File "/app/x.py", line ??? in  run \n'
+        "  <an indented line faulthandler did not write>\n"
         "Fatal Python error: Segmentation fault  \n"
         '  File "/app/orphan.py", line 1 in lost\n'
         "Current thread 0x0001 (most recent call first):\n"
