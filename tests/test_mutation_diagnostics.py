@@ -194,6 +194,7 @@ def test_the_handler_and_the_interpreter_are_not_part_of_a_crash() -> None:
     frames = [
         "tsl::CurrentStackTrace[abi:cxx11]()",
         "raise (libc.so.6)",
+        "raise () from /lib/x86_64-linux-gnu/libc.so.6",
         "abort",
         "",
         "foo::bar()",
