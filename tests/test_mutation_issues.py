@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,7 +26,7 @@ from device_matrix.issues.base import (
     pick,
     safe_body,
 )
-from device_matrix.issues.sync import Finding, collect, skip_fingerprint, sync
+from device_matrix.issues.sync import Finding, collect, load_links, skip_fingerprint, sync
 from device_matrix.redact import REDACTED, Redactor
 from tests import records as R
 
@@ -124,6 +125,7 @@ class FakeTracker:
         self.cited = cited or {}
         self.lookups: list[list[str]] = []
         self.creates = 0
+        self.finds = 0
         self.unclear_creates: list[bool] = []  # per create: True = applied anyway, False = not
         self.unclear_comments: list[bool] = []
         self.filed_meanwhile: Issue | None = None  # appears at the first recheck
@@ -136,6 +138,7 @@ class FakeTracker:
         return [i for i in self.issues if i.fingerprint == fp]
 
     def find(self, fingerprints: Collection[str]) -> dict[str, list[Issue]]:
+        self.finds += 1
         return {fp: self._with(fp) for fp in fingerprints if self._with(fp)}
 
     def recheck(self, fingerprint: str) -> Issue | None:
@@ -152,7 +155,7 @@ class FakeTracker:
     def create(self, title: str, body: str, labels: Sequence[str]) -> Issue:
         self.creates += 1
         n = len(self.issues) + 1
-        issue = Issue(f"fake:{n}", n, title, body, "open", labels=list(labels))
+        issue = Issue(f"fake:{n}", n, title, body, "open", url=f"https://fake/{n}", labels=list(labels))
         if self.unclear_creates:
             if self.unclear_creates.pop(0):
                 self.issues.append(issue)
@@ -192,7 +195,9 @@ def _sync(records: list[dict[str, Any]], tracker: FakeTracker, **kw: Any) -> Any
 def test_a_crash_finding_says_what_where_and_how_to_reproduce() -> None:
     rec = _crash_record()
     rec["crashes"][0]["diagnosis"].update(
-        fatal_lines=["F a.cc:1] first", "F b.cc:2] last"], native_stack="frame", gdb_frames=["#0 f", "#1 g"]
+        fatal_lines=["F a.cc:1] first", "F c.cc:3] middle", "F b.cc:2] last"],
+        native_stack="frame",
+        gdb_frames=["#0 f", "#1 g"],
     )
     rec["crashes"][0]["reruns"] = [{}, {}]
     rec["crashes"][0]["diagnosis"]["last_output"] = [f"line {i}" for i in range(30)]
@@ -260,7 +265,7 @@ def test_cited_crashes_and_skips_are_looked_up_not_filed() -> None:
     skip = R.record(
         "cpu",
         [
-            R.test("s/t.py::a", "skipped", skip=R.skip_info("#5")),
+            R.test("s/t.py::a", "skipped", skip=R.skip_info("https://github.com/o/n/issues/5")),
             R.test("s/t.py::b", "skipped", skip=R.skip_info("not a ref")),
             R.test("s/t.py::c", "skipped", skip={**R.skip_info("#6"), "source": "pytest"}),
             R.test("s/t.py::d", "skipped"),
@@ -271,7 +276,7 @@ def test_cited_crashes_and_skips_are_looked_up_not_filed() -> None:
     assert cited == [
         ("s/t.py::test_x", "cpu", "o/n#7"),
         ("exit", "cpu", "ledger:3"),
-        ("s/t.py::a", "cpu", "#5"),
+        ("s/t.py::a", "cpu", "o/n#5"),
         ("s/t.py::b", "cpu", "not a ref"),
     ]
 
@@ -334,7 +339,10 @@ def test_a_new_finding_is_filed_with_a_marker_per_run() -> None:
     assert "### Seen on\n\ncpu, tpu (https://ci/2)" in issue.body
     for run in ("run-1", "https://ci/2"):
         assert SEEN_MARKER.format("crash-abcd", hashlib.sha256(run.encode()).hexdigest()[:16]) in issue.body
-    assert report.issues == {"fake:1": {"state": "open", "title": issue.title, "url": None, "locked": False}}
+    assert report.issues == {
+        "fake:1": {"state": "open", "title": issue.title, "url": "https://fake/1", "locked": False}
+    }
+    assert report.tracker == "fake" and report.applied is True
     assert t.notes == {}
     # the same results again: linked, no comment
     again = _sync([_crash_record("cpu", "run-1")], t)
@@ -426,8 +434,9 @@ def test_an_unclear_create_is_looked_up_before_trying_again() -> None:
     assert lost.creates == 3
     hopeless = FakeTracker()
     hopeless.unclear_creates = [False, False, False]
-    with pytest.raises(TrackerError, match="3 unclear answers from fake"):
+    with pytest.raises(TrackerError, match="3 unclear answers from fake") as err:
         _sync([_crash_record()], hopeless)
+    assert err.value.tip == "Run the sync again later: an issue that was created after all is found and linked."
     assert hopeless.creates == 3
 
 
@@ -435,14 +444,16 @@ def test_an_unclear_comment_is_checked_before_it_is_sent_again() -> None:
     t = FakeTracker()
     _sync([_crash_record("cpu", "run-1")], t)
     t.unclear_comments = [True]
-    _sync([_crash_record("cpu", "run-2")], t)
-    assert len(t.notes["fake:1"]) == 1
-    t.unclear_comments = [False]
+    report = _sync([_crash_record("cpu", "run-2"), _crash_record("cpu", "run-2b")], t)
+    assert len(t.notes["fake:1"]) == 2  # the unclear one once, and the next run's
+    assert report.commented == [("fake:1", "cpu"), ("fake:1", "cpu")]
+    t.unclear_comments = [False]  # not made: sent again
     _sync([_crash_record("cpu", "run-3")], t)
-    assert len(t.notes["fake:1"]) == 2
+    assert len(t.notes["fake:1"]) == 3
     t.unclear_comments = [False, False, False]
-    with pytest.raises(TrackerError, match="commenting on fake:1: 3 unclear answers"):
+    with pytest.raises(TrackerError, match="commenting on fake:1: 3 unclear answers") as err:
         _sync([_crash_record("cpu", "run-4")], t)
+    assert err.value.tip == "Run the sync again later; a comment that was made after all is not repeated."
 
 
 def test_cited_issues_are_looked_up_once_and_closed_ones_can_be_reenabled() -> None:
@@ -478,3 +489,59 @@ def test_cited_issues_are_looked_up_once_and_closed_ones_can_be_reenabled() -> N
     t2 = FakeTracker()
     _sync([_crash_record()], t2)
     assert t2.lookups == []
+
+
+def test_crashes_after_a_cited_one_are_still_findings() -> None:
+    rec = _crash_record(issue="ledger:1")
+    second = R.crash("cpu", "s/t.py::test_y", "ffff", index=2)
+    rec["crashes"].append(second)
+    findings, cited = collect([rec])  # type: ignore[list-item]
+    assert [f.fingerprint for f in findings] == ["crash-ffff"]
+    assert cited == [("s/t.py::test_x", "cpu", "ledger:1")]
+
+
+def test_a_run_named_by_a_plain_http_url_is_linked_as_such() -> None:
+    t = FakeTracker()
+    _sync([_crash_record("cpu", "run-1")], t)
+    _sync([{**_crash_record("cpu", "x"), "run_url": "http://ci.local/7"}], t)
+    assert t.notes["fake:1"][0].startswith("Seen again in http://ci.local/7 on cpu.")
+
+
+def test_nothing_to_find_asks_the_tracker_nothing() -> None:
+    t = FakeTracker()
+    report = _sync([R.record("cpu", [R.test("s/t.py::a")])], t)
+    assert t.finds == 0 and t.lookups == [] and report.linked == report.filed == []
+
+
+def test_a_skip_issue_filed_meanwhile_gets_no_comment() -> None:
+    info = R.skip_info(None)
+    fp = skip_fingerprint("s/t.py::a", "skip")
+    t = FakeTracker()
+    t.filed_meanwhile = Issue("fake:3", 3, "other", "x\n" + FINGERPRINT_MARKER.format(fp), "open")
+    report = _sync([R.record("cpu", [R.test("s/t.py::a", "skipped", skip=info)])], t)
+    assert report.linked == [(fp, "fake:3")] and t.notes == {}
+
+
+def test_locked_and_open_issues_are_remembered_as_they_are(tmp_path: Path) -> None:
+    t = FakeTracker(
+        [Issue("fake:1", 1, "t", "b\n" + FINGERPRINT_MARKER.format("crash-abcd"), "open", url="u", locked=True)],
+        cited={"ledger:7": Cited("ledger:7", "open", locked=True, title="seven", url="u7")},
+    )
+    rec = _crash_record()
+    rec["tests"].append(R.test("s/t.py::s", "skipped", skip=R.skip_info("ledger:7")))
+    report = _sync([rec], t, results_dir=tmp_path)
+    assert report.issues == {
+        "fake:1": {"state": "open", "title": "t", "url": "u", "locked": True},
+        "ledger:7": {"state": "open", "title": "seven", "url": "u7", "locked": True},
+    }
+    assert report.reenable == []
+
+
+def test_the_links_file_keeps_earlier_links_and_names_the_tracker(tmp_path: Path) -> None:
+    t = FakeTracker()
+    _sync([_crash_record()], t, results_dir=tmp_path)
+    other = R.record("cpu", [R.test("s/t.py::a", "skipped", skip=R.skip_info(None))])
+    _sync([other], t, results_dir=tmp_path)
+    links = load_links(tmp_path)
+    assert links["tracker"] == "fake"
+    assert links["links"] == {"crash-abcd": "fake:1", skip_fingerprint("s/t.py::a", "skip"): "fake:2"}
