@@ -271,10 +271,10 @@ def test_faulthandler_dumps_threads_and_frames_exactly() -> None:
         "Timeout (0:00:05.5)!\n"
         "Thread 0x0002 [loader] (most recent call first):\n"
         '  File "/usr/lib/threading.py", line 320 in wait\n'
+        "  <an indented line faulthandler did not write>\n"
         "\n"
         "  <no Python frame>\n"
         '  File "/app/x.py", line ??? in  run \n'
-        "  <an indented line faulthandler did not write>\n"
         "Fatal Python error: Segmentation fault  \n"
         '  File "/app/orphan.py", line 1 in lost\n'
         "Current thread 0x0001 (most recent call first):\n"
@@ -378,3 +378,6 @@ def test_blocks_that_end_with_the_text() -> None:
     head = "*** SIGABRT received by PID 1 (TID 1) on cpu 0; stack trace: ***"
     (stack,) = parse_native_stacks([head, "    @ 0x7f00  f()", ""])
     assert stack.frames == ["f()"] and stack.raw == [head, "    @ 0x7f00  f()", ""]
+    # a blank line ends the block unless frames follow it, whatever note comes next
+    (stack,) = parse_native_stacks([head, "    @ 0x7f00  f()", "", "E0101 RAW: a later note"])
+    assert stack.raw == [head, "    @ 0x7f00  f()", ""]
