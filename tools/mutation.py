@@ -12,7 +12,7 @@ no mapped test runs) counts as survived. The session fails when a module's score
 under its threshold, or when an equivalent entry matches no mutant or a killed one (the
 list must stay true as the code changes).
 
-    python tools/mutation.py --plan JSON [--changed BASE] [--max-children 2] [MODULE...]
+    python tools/mutation.py --plan PLAN.json [--changed BASE] [--again] [--list] [MODULE...]
 """
 
 from __future__ import annotations
@@ -61,7 +61,6 @@ class Equivalent:
     line: str
     mutated: str
     reason: str
-    used: bool = False
 
 
 @dataclass
@@ -80,9 +79,6 @@ class Result:
     mutants: list[Mutant]
     seconds: float
     errors: list[str]
-
-    def count(self, *statuses: str) -> int:
-        return sum(1 for m in self.mutants if m.status in statuses)
 
     @property
     def killed(self) -> int:
@@ -254,7 +250,6 @@ def read_results(
     errors = []
     for eq in (e for e in equivalents if e.module == module.path):
         hits = [m for m in mutants if m.function == eq.function and m.removed == eq.line and m.added == eq.mutated]
-        eq.used = bool(hits)
         if not hits:
             errors.append(f"equivalent entry matches no mutant (stale?): {eq.function}: {eq.mutated!r}")
         for m in hits:
@@ -319,7 +314,9 @@ def report(results: list[Result], equivalents_file: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--plan", required=True, help="JSON: {modules: {path: {tests, threshold, functions}}, equivalents}")
+    ap.add_argument(
+        "--plan", required=True, type=Path, help="JSON file: {modules: {path: {tests, threshold}}, equivalents}"
+    )
     ap.add_argument("--changed", metavar="BASE", help="only the modules changed against this git ref")
     ap.add_argument("--max-children", type=int, default=2)
     ap.add_argument("--list", action="store_true", help="print the modules that would run, run nothing")
@@ -330,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("only", nargs="*", metavar="MODULE", help="module paths (or parts of them) to run")
     args = ap.parse_args(argv)
-    plan: dict[str, Any] = json.loads(args.plan)
+    plan: dict[str, Any] = json.loads(args.plan.read_text())
     modules = [
         Module(path, spec["tests"], float(spec["threshold"]), list(spec.get("functions", [])))
         for path, spec in plan["modules"].items()
