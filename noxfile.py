@@ -173,3 +173,80 @@ def triage(session: nox.Session) -> None:
     session.install("-e", ".")
     args = session.posargs or ["results"]
     session.run("device-matrix", "triage", *args)
+
+
+# Mutation testing: module -> its fast unit tests (no tests that start pytest processes),
+# the least score (percent of non-equivalent mutants killed) and, where only part of a
+# module decides anything, the functions to mutate.
+MUTATION_MODULES = {
+    "device_matrix/diagnostics/parse.py": {
+        "tests": ["tests/test_diagnostics.py", "tests/test_diagnose_logs.py", "tests/test_mutation_diagnostics.py"],
+        "threshold": 90,
+    },
+    "device_matrix/diagnostics/fingerprint.py": {
+        "tests": ["tests/test_diagnostics.py", "tests/test_diagnose_logs.py", "tests/test_mutation_diagnostics.py"],
+        "threshold": 90,
+    },
+    "device_matrix/redact.py": {
+        "tests": ["tests/test_redact.py", "tests/test_mutation_redact.py"],
+        "threshold": 90,
+    },
+    "device_matrix/run/journal.py": {
+        "tests": ["tests/test_journal.py", "tests/test_mutation_run.py"],
+        "threshold": 90,
+    },
+    "device_matrix/run/policy.py": {
+        "tests": ["tests/test_policy.py", "tests/test_mutation_run.py"],
+        "threshold": 90,
+    },
+    "device_matrix/records/summary.py": {
+        "tests": ["tests/test_report_summary.py", "tests/test_mutation_summary.py"],
+        "threshold": 90,
+    },
+    "device_matrix/issues/base.py": {
+        "tests": ["tests/test_issues.py", "tests/test_mutation_issues.py"],
+        "threshold": 90,
+    },
+    # the decisions of a sync: what is a finding, which issue it gets, what is filed,
+    # commented or reopened; not the report's wording or the links file's I/O
+    "device_matrix/issues/sync.py": {
+        "tests": ["tests/test_issues.py", "tests/test_tracker_ledger.py", "tests/test_mutation_issues.py"],
+        "threshold": 90,
+        "functions": [
+            "skip_fingerprint",
+            "_run_id",
+            "collect",
+            "_run_hash",
+            "_runs_of",
+            "_run_text",
+            "sync",
+            "_file",
+            "_new_runs",
+            "_comment",
+        ],
+    },
+}
+MUTATION_EQUIVALENTS = "tests/mutation/equivalent.toml"
+
+
+@nox.session(reuse_venv=True)
+def mutation(session: nox.Session) -> None:
+    """Mutation testing of the core modules; fails under each module's threshold.
+
+    nox -s mutation                        # every module (see the README for the time)
+    nox -s mutation -- redact journal      # modules whose path holds these words
+    nox -s mutation -- --changed main      # modules, tests or equivalents changed against a ref
+    nox -s mutation -- --again parse       # only the last run's survivors (while writing tests)
+    """
+    missing = [t for spec in MUTATION_MODULES.values() for t in spec["tests"] if not (ROOT / t).is_file()]
+    if missing:
+        session.error(f"MUTATION_MODULES names test files that do not exist: {', '.join(missing)}")
+    session.install("-e", ".[test]", "mutmut==3.8.1")
+    plan = {"modules": MUTATION_MODULES, "equivalents": MUTATION_EQUIVALENTS}
+    plan_file = ROOT / "build" / "mutation" / "plan.json"
+    plan_file.parent.mkdir(parents=True, exist_ok=True)
+    plan_file.write_text(json.dumps(plan, indent=2))
+    # two workers: the test suites are CPU-bound and the machines are small
+    session.run(
+        "python", str(ROOT / "tools" / "mutation.py"), "--plan", str(plan_file), "--max-children", "2", *session.posargs
+    )
