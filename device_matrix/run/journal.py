@@ -109,9 +109,9 @@ class Fold:
             return kind, name, self._since
 
     def _touch(self) -> None:
-        if not self.session_started:
-            now: tuple[Activity, str | None] = ("startup", None)
-        elif self.ended:
+        # only after an applied event, and the first one starts the session: never "startup"
+        now: tuple[Activity, str | None]
+        if self.ended:
             now = ("exit", None)
         elif self.running is not None:
             now = ("test", self.running)
