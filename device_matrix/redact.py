@@ -54,6 +54,16 @@ def is_secret_name(name: str) -> bool:
     return bool(SECRET_NAME_RE.search(name))
 
 
+# secrets this process learned besides its environment (a row's own variables in the
+# configuration): every Redactor scrubs them, whenever it was made
+_REMEMBERED: set[str] = set()
+
+
+def remember_secrets(environ: Mapping[str, str]) -> None:
+    """Scrub the secret-looking values of ``environ`` everywhere from now on."""
+    _REMEMBERED.update(v for k, v in environ.items() if is_secret_name(k) and len(v) >= MIN_LITERAL)
+
+
 def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
     """Values of secret-looking variables, to be scrubbed wherever they appear."""
     env = os.environ if environ is None else environ
@@ -93,8 +103,15 @@ class Redactor:
 
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         self._secrets = secret_values(environ)
+        self._remembered = -1
+
+    def _refresh(self) -> None:
+        if len(_REMEMBERED) != self._remembered:  # learned more since: scrub those too
+            self._remembered = len(_REMEMBERED)
+            self._secrets = sorted(set(self._secrets) | _REMEMBERED, key=len, reverse=True)
 
     def text(self, text: str) -> str:
+        self._refresh()
         return redact_text(text, self._secrets)
 
     def env(self, env: Mapping[str, str]) -> dict[str, str]:
@@ -102,6 +119,7 @@ class Redactor:
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """Where secrets sit in ``text`` (start, end): a cut there would leave halves unredacted."""
+        self._refresh()
         found: list[tuple[int, int]] = []
         for value in self._secrets:
             start = text.find(value)

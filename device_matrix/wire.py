@@ -61,6 +61,8 @@ EVENTS: Final[Mapping[str, Mapping[str, tuple[type, ...]]]] = {
     "collecting": {"nodeid": (str,), "path": (str,)},
     "collect_done": {"nodeid": (str,)},
     "collect_error": {"nodeid": (str,), "longrepr": (str, _NONE)},
+    # a module skipped as a whole (pytest.importorskip, pytest.skip(allow_module_level=True))
+    "collect_skip": {"nodeid": (str,), "longrepr": (str, _NONE)},
     "collected": {"nodeids": (list,), "t": _NUM},
     "start": {"nodeid": (str,), "t": _NUM, "meta": (dict,), "seq": (int,), "loc": (list,)},
     "report": {

@@ -93,3 +93,26 @@ def test_a_log_that_cannot_be_written_never_blocks_the_child(tmp_path: Path) -> 
     os.close(w)
     pump.finish()
     assert pump.error is not None and pump.error.errno == 28
+
+
+def test_a_stray_marker_start_in_the_output_is_output(tmp_path: Path) -> None:
+    # b"\x1edm:" not followed by digits can never become a marker: what follows it is
+    # written as it comes, not held back (holding it made every later read rescan it all)
+    import time
+
+    r, w = os.pipe()
+    log = tmp_path / "log"
+    pump = OutputPump(r, log, Redactor({}))
+    pump.begin()
+    os.write(w, b"binary \x1edm: blob\n")
+    for _ in range(256):
+        os.write(w, b"z" * 1023 + b"\n")
+    deadline = time.monotonic() + 10
+    while log.stat().st_size < 256 * 1024 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert log.stat().st_size >= 256 * 1024  # written while the writer is still open
+    os.close(w)
+    pump.finish()
+    text = log.read_bytes()
+    assert text.startswith(b"binary \x1edm: blob\n") and text.count(b"\n") == 257
+    assert pump.offsets == {}

@@ -358,3 +358,17 @@ def test_a_malformed_disable_list_says_why_on_the_terminal(project: Callable[...
     assert record["status"] == "error"
     # the real message, not only in output.log
     assert "device-matrix-disabled.toml" in proc.stdout and "disable" in record["reason"]
+
+
+def test_a_module_skipped_as_a_whole_is_in_the_record(project: Callable[..., Project]) -> None:
+    p = project("module_skip")
+    proc = p.run("run", "--device", "fixture")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    record = p.record()
+    outcomes = {t["nodeid"]: t["outcome"] for t in record["tests"]}
+    assert outcomes == {
+        "suites/module_skip/test_module_skip.py": "skipped",
+        "suites/module_skip/test_present.py::test_present": "passed",
+    }
+    (skipped,) = [t for t in record["tests"] if t["outcome"] == "skipped"]
+    assert "a_package_that_is_not_installed" in skipped["message"]

@@ -240,6 +240,8 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
         return
     if report.failed:
         state.journal.write("collect_error", nodeid=report.nodeid, longrepr=_text(report.longrepr), t=time.time())
+    elif report.skipped:
+        state.journal.write("collect_skip", nodeid=report.nodeid, longrepr=_text(report.longrepr))
     elif report.nodeid.endswith(".py"):
         state.journal.write("collect_done", nodeid=report.nodeid)
 

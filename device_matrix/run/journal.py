@@ -58,6 +58,7 @@ class Fold:
         self.collected: list[str] | None = None
         self._collected_set: frozenset[str] = frozenset()
         self.collect_errors: list[tuple[str, str]] = []
+        self.collect_skips: list[tuple[str, str]] = []  # modules skipped as a whole
         self.collecting: dict[str, str] = {}  # module nodeid -> path, not yet done
         self.tests: dict[str, TestState] = {}
         self.order: list[str] = []
@@ -143,6 +144,9 @@ class Fold:
             self.collecting.pop(ev["nodeid"], None)
         elif kind == "collect_error":
             self.collect_errors.append((ev["nodeid"], ev.get("longrepr") or ""))
+            self.collecting.pop(ev["nodeid"], None)
+        elif kind == "collect_skip":
+            self.collect_skips.append((ev["nodeid"], ev.get("longrepr") or ""))
             self.collecting.pop(ev["nodeid"], None)
         elif kind == "collected":
             if self.collected is not None:

@@ -106,8 +106,12 @@ class OutputPump:
             self._emit(rest)
             self._pending = b""
             return
-        # keep a possible half marker and the last partial line for the next read
+        # keep a possible half marker and the last partial line for the next read; the
+        # marker's start followed by anything but digits is output (kept, it would be
+        # rescanned on every read)
         cut = rest.rfind(MARKER_START)
+        if cut != -1 and not rest[cut + len(MARKER_START) :].isdigit() and cut + len(MARKER_START) != len(rest):
+            cut = -1
         keep_from = cut if cut != -1 else len(rest)
         nl = rest.rfind(b"\n", 0, keep_from)
         if nl == -1 and keep_from == len(rest) and len(rest) > MAX_LINE:

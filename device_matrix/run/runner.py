@@ -47,7 +47,7 @@ from device_matrix.records.schema import (
     load_run,
 )
 from device_matrix.records.summary import crash_kind_label
-from device_matrix.redact import Redactor
+from device_matrix.redact import Redactor, remember_secrets
 from device_matrix.run import crashes
 from device_matrix.run.attempt import (
     PHASE_MIN,
@@ -194,6 +194,10 @@ class RowRunner:
         if options.results_subdir:
             self.dir = self.dir / options.results_subdir
         self.log_path = self.dir / "output.log"
+        # the row's and its scripts' variables hold secrets too (a token set in the config):
+        # every redactor of this process scrubs them, the terminal's and the files' too
+        for variables in (self.row.env, self.row.slot_env, *(script.env for script in self.row.scripts)):
+            remember_secrets(variables)
         self.redactor = Redactor()
         self.state = RunState(self.redactor)
         self.test_timeout = options.test_timeout or self.row.test_timeout
@@ -205,6 +209,7 @@ class RowRunner:
         self._ignored: list[str] = []  # modules whose import kills or hangs the process
         self._crash_targets: dict[str, list[str]] = {}  # crash id -> what its process was given
         self._crash_script: dict[str, Script] = {}  # crash id -> the script it crashed in
+        self._previous_verdict: tuple[RowStatus, str | None] | None = None  # what --resume continues
         self.done = 0  # tests reported so far, for the progress counter
         self.total: int | None = None
         self._last_output = 0  # where the output of the last attempt begins in the log
@@ -238,7 +243,9 @@ class RowRunner:
                     )
                     self._rerun_crashes(executor, targets, reader, deadline)
             except Interrupted as exc:
-                if exc.attempt is not None:
+                if exc.attempt is not None and exc.attempt.purpose == "rerun":
+                    self._note_attempt(exc.attempt)  # the crash it reran keeps its outcome
+                elif exc.attempt is not None:
                     self._note_attempt(exc.attempt)
                     self.state.record_finished(exc.attempt)
                     if exc.attempt.fold.running:
@@ -267,6 +274,10 @@ class RowRunner:
                 previous = load_run(self.dir / "run.json")
             except ResultsError as exc:
                 raise ResultsError(f"nothing to resume: {exc.message}", tip="Run the row without --resume.") from None
+            if not previous["tests"]:
+                # it never got as far as collecting: there is nothing to keep, run it all
+                self.listener.note(self.row.name, "the last run collected no tests: running the row again")
+                previous = None
         try:
             for name in ("junit.xml", "report.json"):
                 (self.dir / name).unlink(missing_ok=True)
@@ -284,7 +295,8 @@ class RowRunner:
         return previous
 
     def _adopt(self, previous: RunRecord) -> None:
-        """Resume: keep every outcome of the earlier run but its not_run tests."""
+        """Resume: keep every outcome of the earlier run but its not_run tests, and its verdict."""
+        self._previous_verdict = (previous["status"], previous["reason"])
         for test in previous["tests"]:
             self.state.expect([test["nodeid"]])
             if test["outcome"] != "not_run":
@@ -308,18 +320,24 @@ class RowRunner:
             scripts = {script.file for script in self._scripts()}
             nodeids = [n for n in self.state.remaining() if n.split("::", 1)[0] not in scripts]
             if not nodeids:
-                return self.state.status(), "nothing to resume: every test of the last run has an outcome"
+                # the earlier verdict stands (a pytest exit it reported is not lost)
+                status, reason = self._previous_verdict or (self.state.status(), None)
+                if status in ("interrupted", "running"):
+                    status = self.state.status()
+                return status, reason or "nothing to resume: every test of the last run has an outcome"
         elif self.row.isolation == "row":
             return self._attempts(executor, targets, reader, deadline, select=chosen, purpose="run", scope=scope)
         else:
             # collect once (a module that crashes or hangs on import is handled as ever),
             # then give each file or class a process of its own
-            status, reason = self._attempts(
+            # (a module whose import kills the process is left out and recorded; when
+            # collection stops for good, every test is marked not_run and nothing is left)
+            collected = self._attempts(
                 executor, targets, reader, deadline, select=chosen, purpose="collect", scope=scope
             )
-            if status not in ("passed", "failed"):
-                return status, reason
-            nodeids = self.state.remaining()
+            nodeids = self.state.remaining(scope)
+            if not nodeids:
+                return collected
         if self.row.isolation == "row":
             return self._attempts(executor, targets, reader, deadline, select=nodeids, purpose="resume")
         outcomes: list[tuple[RowStatus, str | None]] = []
@@ -356,6 +374,17 @@ class RowRunner:
             outcomes.append(
                 self._attempts(executor, [script.file], reader, deadline, select=select, purpose="run", script=script)
             )
+            if not any(n == script.file or n.startswith(script.file + "::") for n in self.state.results):
+                # no unittest ran in the script's own process: nothing was tested, never green
+                self.state.put(
+                    script.file,
+                    "error",
+                    duration=0.0,
+                    message="the script ran no unittest test in its own process (unittest.main() never ran, "
+                    "or ran in a subprocess)",
+                    attempt=len(self.state.attempts),
+                )
+                outcomes.append(("failed", f"{script.file}: no test ran"))
         worst = max(outcomes, key=lambda o: STATUS_SEVERITY.get(o[0], 0))
         reasons = "; ".join(dict.fromkeys(r for _, r in outcomes if r))
         return worst[0], reasons or None
@@ -378,7 +407,9 @@ class RowRunner:
             attempt = self._attempt(executor, purpose, targets, select, deadline, script=script)
             self.state.record_finished(attempt)
             self._worker_crashes(attempt, targets)
-            if attempt.fold.ended and not attempt.abnormal:
+            # one non-zero pytest exit anywhere is never overwritten by a later 0
+            normal = attempt.fold.ended and not attempt.abnormal and purpose != "collect"
+            if normal and self.state.pytest_exit in (None, 0):
                 self.state.pytest_exit = attempt.returncode
             decision = decide(self._observe(attempt, restarts, scope))
             if decision.crash is not None:
@@ -428,7 +459,8 @@ class RowRunner:
             ended=fold.ended,
             running=fold.running,
             collect_culprit=fold.collect_culprit,
-            remaining=len(self.state.remaining(scope)),
+            # the running test gets its outcome from this very decision
+            remaining=len([n for n in self.state.remaining(scope) if n != fold.running]),
             restarts=restarts,
             max_restarts=self.max_restarts,
         )

@@ -100,6 +100,10 @@ class RunState:
             )
         for module, text in fold.collect_errors:
             self.put(module or "<collection>", "error", duration=0.0, message=text, attempt=attempt.index)
+        for module, text in fold.collect_skips:
+            # a whole module skipped is in the record, as pytest's own junit.xml has it
+            skip = {"mode": "skip", "reason": text, "source": "pytest"}
+            self.put(module, "skipped", duration=0.0, message=text, attempt=attempt.index, skip=skip)
 
     def mark_not_run(self, why: str, scope: set[str] | None = None) -> None:
         attempt = len(self.attempts)
