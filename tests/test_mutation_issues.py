@@ -545,3 +545,40 @@ def test_the_links_file_keeps_earlier_links_and_names_the_tracker(tmp_path: Path
     links = load_links(tmp_path)
     assert links["tracker"] == "fake"
     assert links["links"] == {"crash-abcd": "fake:1", skip_fingerprint("s/t.py::a", "skip"): "fake:2"}
+
+
+def test_an_uncited_device_skip_in_the_sources_is_filed_once() -> None:
+    from device_matrix.skips import DeviceSkip
+
+    declared = DeviceSkip(
+        mode="skip",
+        devices=("cpu", "cuda"),
+        issue=None,
+        reason="Skipping, not on TPU.",
+        source="unittest",
+        test="test/test_ops.py::TestOps::test_layout",
+        file="test/test_ops.py",
+        line=12,
+        form="skipIf",
+    )
+    tracker = FakeTracker()
+    report = _sync([], tracker, declared=[declared, declared])
+    assert tracker.creates == 1 and len(report.filed) == 1
+    (issue,) = tracker.issues
+    assert issue.title == "Disabled (skip) on cpu, cuda: test/test_ops.py::TestOps::test_layout"
+    assert skip_fingerprint("test/test_ops.py::TestOps::test_layout", "skip") in issue.body
+
+
+def test_a_source_skip_already_found_at_run_time_is_not_filed_twice() -> None:
+    from device_matrix.skips import DeviceSkip
+
+    info = R.skip_info(None)
+    rec = R.record("cpu", [R.test("s/t.py::a", "skipped", skip=info)], started="run-1")
+    declared = DeviceSkip(
+        mode="skip", devices=("cpu",), issue=None, reason="r", source="marker", test="s/t.py::a", file="s/t.py", line=3
+    )
+    tracker = FakeTracker()
+    _sync([rec], tracker, declared=[declared])
+    assert tracker.creates == 1
+    # the run-time finding, with its rows, is the one filed
+    assert "`s/t.py::a` is marked skip on cpu" in tracker.issues[0].body
