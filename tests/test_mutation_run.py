@@ -12,22 +12,8 @@ import pytest
 from device_matrix.run import journal
 from device_matrix.run.journal import Fold, PhaseReport, final_outcome
 from device_matrix.run.policy import CrashAt, Decision, Observation, decide
+from tests.test_policy import NORMAL  # one normal end, the policy table's own
 
-NORMAL = Observation(
-    abnormal=False,
-    signal=None,
-    returncode=0,
-    overrun=None,
-    broken=False,
-    session_started=True,
-    collected=True,
-    ended=True,
-    running=None,
-    collect_culprit=None,
-    remaining=0,
-    restarts=0,
-    max_restarts=3,
-)
 NOT_STARTED = replace(NORMAL, abnormal=True, session_started=False, collected=False, ended=False)
 COLLECTING = replace(NORMAL, abnormal=True, signal=11, returncode=-11, collected=False, ended=False)
 BETWEEN = replace(NORMAL, abnormal=True, signal=9, returncode=-9, ended=False, remaining=2)
