@@ -372,3 +372,43 @@ def test_a_module_skipped_as_a_whole_is_in_the_record(project: Callable[..., Pro
     }
     (skipped,) = [t for t in record["tests"] if t["outcome"] == "skipped"]
     assert "a_package_that_is_not_installed" in skipped["message"]
+
+
+def test_a_runner_killed_with_sigkill_takes_its_child_along(project: Callable[..., Project]) -> None:
+    p = project("hang", row="test_timeout = 600")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "device_matrix", "--project", str(p.root), "run", "--device", "fixture"],
+        cwd=p.root,
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:  # test_c_dies is running
+        if "test_b_before" in line:
+            break
+    time.sleep(0.5)
+    children = [
+        int(entry.name)
+        for entry in Path("/proc").iterdir()
+        if entry.name.isdigit() and _cmdline(entry).count(str(p.root)) and "pytest" in _cmdline(entry)
+    ]
+    assert children
+    proc.kill()
+    proc.wait(30)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and [pid for pid in children if _alive(pid)]:
+        time.sleep(0.1)
+    assert [pid for pid in children if _alive(pid)] == []
+    # and the record says it was cut off, with the runner's pid
+    record = p.record()
+    assert record["status"] == "running" and record["runner_pid"] == proc.pid
+
+
+@pytest.mark.parametrize("arg", ["--lf", "--ff", "--sw"])
+def test_options_of_the_disabled_cache_are_refused_up_front(project: Callable[..., Project], arg: str) -> None:
+    p = project("passing")
+    proc = p.run("run", "--device", "fixture", "--", arg)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "cache" in proc.stderr and "TIP" in proc.stderr

@@ -82,6 +82,9 @@ DEFAULT_CORE_LIMIT = 4 << 30  # bytes; enough for a backtrace of a torch_xla pro
 DEFAULT_MAX_LOG = 512 << 20  # bytes of output.log; the rest is cut with a note
 # pytest options that would move tests into processes the runner does not watch
 XDIST_OPTIONS = ("-n", "--numprocesses", "--dist", "-d", "--tx", "--looponfail", "-f")
+# options of pytest's cache, which the runner disables (-p no:cacheprovider): its own
+# record, not a cache folder in the project, says what failed last time
+CACHE_OPTIONS = ("--lf", "--last-failed", "--ff", "--failed-first", "--nf", "--new-first", "--sw", "--stepwise")
 STATUS_SEVERITY = {"passed": 0, "failed": 1, "crashed": 2, "error": 3}
 PYTEST_EXIT_WORDS = {
     0: "all passed",
@@ -144,9 +147,17 @@ class RunOptions:
 
 
 def refuse_xdist(args: Sequence[str]) -> None:
-    """pytest-xdist moves tests into workers the runner cannot watch: say so up front."""
+    """pytest-xdist moves tests into workers the runner cannot watch: say so up front.
+
+    Options of pytest's cache are refused too: the runner runs without it.
+    """
     for arg in args:
         name = arg.split("=", 1)[0]
+        if name in CACHE_OPTIONS:
+            raise UsageProblem(
+                f"pytest argument {arg!r} needs pytest's cache, which device-matrix run does not use",
+                tip="Remove it; to rerun what failed, pass its nodeids with --test (run.json lists them).",
+            )
         if name in XDIST_OPTIONS or (arg.startswith("-n") and arg[2:].isalnum() and not arg.startswith("--")):
             raise UsageProblem(
                 f"pytest argument {arg!r}: pytest-xdist cannot run under device-matrix run",

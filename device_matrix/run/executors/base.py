@@ -9,6 +9,7 @@ does not outlive the attempt.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -68,6 +69,22 @@ class Executor(Protocol):
         """The argv a user would paste to run ``spec`` by hand (for repro commands)."""
 
     def interpreter(self) -> str: ...
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """``preexec_fn`` body (Linux): SIGKILL this process when the process that started it dies.
+
+    Without it a runner killed with SIGKILL leaves its pytest child running, and the row's
+    lock free for another run beside it.
+    """
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux: the runner's own handlers are all there is
 
 
 def tagged_processes(token: str, proc_root: Path = Path("/proc")) -> list[int]:

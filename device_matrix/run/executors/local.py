@@ -9,7 +9,7 @@ from typing import BinaryIO
 
 from device_matrix.diagnostics.core import raise_core_limit
 from device_matrix.errors import EnvironmentProblem
-from device_matrix.run.executors.base import ExecutorName, LaunchSpec, PopenChild
+from device_matrix.run.executors.base import ExecutorName, LaunchSpec, PopenChild, die_with_parent
 
 
 def child_environment(spec: LaunchSpec, base: dict[str, str] | None = None) -> dict[str, str]:
@@ -38,6 +38,8 @@ class LocalExecutor:
         def _preexec() -> None:  # runs in the child only, before exec
             if limit is not None:
                 raise_core_limit(limit)
+            # a runner killed with SIGKILL cannot end its child: the kernel does
+            die_with_parent()
 
         try:
             proc = subprocess.Popen(
