@@ -42,6 +42,30 @@ def _cmdline(entry: Path) -> str:
         return ""
 
 
+def _run_until_the_hang(p: Project) -> tuple[subprocess.Popen[str], list[int]]:
+    """`device-matrix run` over the hang suite, once test_c_dies runs; its pytest processes."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "device_matrix", "--project", str(p.root), "run", "--device", "fixture"],
+        cwd=p.root,
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if "test_b_before" in line:
+            break
+    time.sleep(0.5)
+    children = [
+        int(entry.name)
+        for entry in Path("/proc").iterdir()
+        if entry.name.isdigit() and str(p.root) in _cmdline(entry) and "pytest" in _cmdline(entry)
+    ]
+    assert children
+    return proc, children
+
+
 def test_pytest_exit_with_returncode_0_is_not_green(project: Callable[..., Project]) -> None:
     p = project("early_exit")
     proc = p.run("run", "--device", "fixture")
@@ -101,25 +125,7 @@ def test_an_interrupted_run_ends_its_child_and_says_so(project: Callable[..., Pr
     # an earlier run's record must not survive as if it were this one's
     (p.results / "fixture").mkdir(parents=True)
     (p.results / "fixture" / "run.json").write_text('{"status": "passed"}')
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "device_matrix", "--project", str(p.root), "run", "--device", "fixture"],
-        cwd=p.root,
-        env=clean_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    for line in proc.stdout:  # wait until test_c_dies runs
-        if "test_b_before" in line:
-            break
-    time.sleep(0.5)
-    children = [
-        int(entry.name)
-        for entry in Path("/proc").iterdir()
-        if entry.name.isdigit() and _cmdline(entry).count(str(p.root)) and "pytest" in _cmdline(entry)
-    ]
-    assert children
+    proc, children = _run_until_the_hang(p)
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + sig, out + err
@@ -376,25 +382,7 @@ def test_a_module_skipped_as_a_whole_is_in_the_record(project: Callable[..., Pro
 
 def test_a_runner_killed_with_sigkill_takes_its_child_along(project: Callable[..., Project]) -> None:
     p = project("hang", row="test_timeout = 600")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "device_matrix", "--project", str(p.root), "run", "--device", "fixture"],
-        cwd=p.root,
-        env=clean_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert proc.stdout is not None
-    for line in proc.stdout:  # test_c_dies is running
-        if "test_b_before" in line:
-            break
-    time.sleep(0.5)
-    children = [
-        int(entry.name)
-        for entry in Path("/proc").iterdir()
-        if entry.name.isdigit() and _cmdline(entry).count(str(p.root)) and "pytest" in _cmdline(entry)
-    ]
-    assert children
+    proc, children = _run_until_the_hang(p)
     proc.kill()
     proc.wait(30)
     deadline = time.monotonic() + 10
