@@ -96,6 +96,13 @@ PYTEST_EXIT_WORDS = {
 }
 
 
+def worst(outcomes: Sequence[tuple[RowStatus, str | None]]) -> tuple[RowStatus, str | None]:
+    """Several processes' (status, reason) as one: the most serious status, every reason once."""
+    status = max((o[0] for o in outcomes), key=lambda st: STATUS_SEVERITY.get(st, 0))
+    reasons = "; ".join(dict.fromkeys(r for _, r in outcomes if r))
+    return status, reasons or None
+
+
 def isolation_groups(nodeids: Sequence[str], isolation: str) -> list[tuple[str, list[str]]]:
     """The tests of each process, in collection order: (the file to give pytest, nodeids)."""
     groups: dict[str, tuple[str, list[str]]] = {}
@@ -215,6 +222,8 @@ class RowRunner:
         self.run_timeout = options.run_timeout or self.row.run_timeout
         self.crash_reruns = cfg.crash_reruns if options.crash_reruns is None else options.crash_reruns
         self.max_restarts = cfg.max_restarts if options.max_restarts is None else options.max_restarts
+        # the child is another interpreter (a container, --python): it snapshots its own environment
+        self._env_from_child = plan.mode == "container" or options.python is not None
         self._started_iso = now_iso()
         self._t0 = time.monotonic()
         self._ignored: list[str] = []  # modules whose import kills or hangs the process
@@ -356,9 +365,7 @@ class RowRunner:
             outcomes.append(
                 self._attempts(executor, [target], reader, deadline, select=group, purpose="run", scope=set(group))
             )
-        worst = max(outcomes, key=lambda o: STATUS_SEVERITY.get(o[0], 0), default=(self.state.status(), None))
-        reasons = "; ".join(dict.fromkeys(r for _, r in outcomes if r))
-        return worst[0], reasons or None
+        return worst(outcomes) if outcomes else (self.state.status(), None)
 
     def _scripts(self) -> tuple[Script, ...]:
         """The row's scripts, unless the command line picked suites or tests."""
@@ -396,9 +403,7 @@ class RowRunner:
                     attempt=len(self.state.attempts),
                 )
                 outcomes.append(("failed", f"{script.file}: no test ran"))
-        worst = max(outcomes, key=lambda o: STATUS_SEVERITY.get(o[0], 0))
-        reasons = "; ".join(dict.fromkeys(r for _, r in outcomes if r))
-        return worst[0], reasons or None
+        return worst(outcomes)
 
     def _attempts(
         self,
@@ -802,7 +807,6 @@ class RowRunner:
         return env
 
     def _args(self, targets: Sequence[str]) -> list[str]:
-        env_from_child = self.plan.mode == "container" or self.options.python is not None
         return [
             *targets,
             "--rootdir",
@@ -824,7 +828,7 @@ class RowRunner:
             "console_output_style=classic",
             option(OPT_DEVICE, self.row.name),
             option(OPT_DISABLE_LIST, str(self.cfg.disable_list)),
-            *([OPT_ENV] if env_from_child else []),
+            *([OPT_ENV] if self._env_from_child else []),
             *self.row.pytest_args,
             *self.options.pytest_args,
             *(f"--ignore={path}" for path in self._ignored),
@@ -853,8 +857,8 @@ class RowRunner:
         )
 
     def _script_args(self, script: Script) -> list[str]:
-        env_from_child = self.plan.mode == "container" or self.options.python is not None
-        return [option(OPT_DEVICE, self.row.name), *([OPT_ENV] if env_from_child else []), script.file, *script.args]
+        env = [OPT_ENV] if self._env_from_child else []
+        return [option(OPT_DEVICE, self.row.name), *env, script.file, *script.args]
 
     def _script_repro(self, script: Script, nodeid: str | None) -> str:
         """``python FILE ARGS [Class.test]``: the script as upstream runs it, with the row's variables."""
@@ -862,11 +866,11 @@ class RowRunner:
         test = [".".join(nodeid.split("::")[1:])] if nodeid and "::" in nodeid else []
         python = CONTAINER_PYTHON if self.plan.mode == "container" else (self.options.python or sys.executable)
         assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env.items()))
-        command = shlex.join([python, script.file, *script.args, *test])
-        return f"cd {shlex.quote(str(self.cfg.project_root))} && {assigns} {command}".replace("  ", " ")
+        command = " ".join(x for x in (assigns, shlex.join([python, script.file, *script.args, *test])) if x)
+        return f"cd {shlex.quote(str(self.cfg.project_root))} && {command}"
 
     def _snapshot_environment(self) -> threading.Thread | None:
-        if self.plan.mode == "container" or self.options.python is not None:
+        if self._env_from_child:
             return None  # the child takes its own snapshot (--dm-env)
 
         def snap() -> None:
