@@ -74,6 +74,8 @@ EVENTS: Final[Mapping[str, Mapping[str, tuple[type, ...]]]] = {
         "wasxfail": (str, _NONE),
         "skip": (dict, _NONE),
     },
+    # a phase of the running test that passed with nothing to report (no text, no xfail)
+    "pass": {"when": (str,), "duration": _NUM},
     "finish": {"nodeid": (str,), "t": _NUM},
     "cwd": {"path": (str,)},
     "end": {"exitstatus": (int,), "t": _NUM},
@@ -100,6 +102,8 @@ def check_event(event: Any, expected_n: int) -> str | None:
             return f"event {kind!r}: field {name!r} is {type(value).__name__}"
     if kind == "report" and (event["when"] not in PHASES or event["outcome"] not in REPORT_OUTCOMES):
         return f"event 'report': phase {event['when']!r} / outcome {event['outcome']!r}"
+    if kind == "pass" and event["when"] not in PHASES:
+        return f"event 'pass': phase {event['when']!r}"
     if kind == "collected" and not all(isinstance(x, str) for x in event["nodeids"]):
         return "event 'collected': a nodeid is not a string"
     return None

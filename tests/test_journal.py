@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from device_matrix.child.journal import JournalWriter
 from device_matrix.run.journal import Fold, final_outcome
 
 
@@ -66,6 +69,9 @@ def test_a_well_formed_journal_folds_to_outcomes() -> None:
         (_line(3, "explode"), "unknown event kind"),
         (_line(3, "session", pid=1, device=None, t=1.0, env=None), "second session"),
         (b"[1, 2]", "not a JSON object"),
+        (_line(3, "pass", when="call", duration=0.1), "not the running test"),  # no test started
+        (_line(3, "pass", when="lunch", duration=0.1), "phase 'lunch'"),
+        (_line(3, "pass", when="call", duration="0.1"), "field 'duration'"),
     ],
 )
 def test_the_first_bad_event_breaks_the_journal(bad: bytes, why: str) -> None:
@@ -123,3 +129,60 @@ def test_activity_follows_the_child() -> None:
     fold.feed(_line(4, "collected", nodeids=["m.py::t"], t=1.0))
     assert fold.activity()[0] == "between"
     assert fold.collect_culprit is None
+
+
+def test_the_writers_short_passes_fold_as_reports_and_a_held_one_goes_with_the_next(tmp_path: Path) -> None:
+    fifo = tmp_path / "journal.fifo"
+    os.mkfifo(fifo)
+    read_fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    writer = JournalWriter(fifo)
+    assert not fifo.exists()  # the name is gone once the writer holds it
+
+    def pending() -> bytes:
+        try:
+            return os.read(read_fd, 65536)
+        except BlockingIOError:
+            return b""
+
+    writer.write("session", pid=42, device="cpu", t=1.0, env=None)
+    a, b = 't.py::a["\\\n\u00e9\u2603]', "t.py::b"  # quotes, escapes, non-ASCII survive the short forms
+    writer.write("collected", nodeids=[a, b], t=1.0)
+    lines = pending()
+    for nodeid, teardown in ((a, "passed"), (b, "failed")):
+        meta = {} if teardown == "passed" else {"device_skip": {"issue": "ledger:1"}}
+        writer.start(nodeid, 1.5, meta, 1, ("t\u00e9.py", None if teardown == "passed" else 3))
+        writer.passed("setup", 0.25)
+        writer.passed("call", 1e-7)
+        if teardown == "passed":
+            writer.passed("teardown", 0.5, hold=True)
+            held = pending()
+            assert b"teardown" not in held  # held back until the finish
+            lines += held
+        else:
+            writer.write(
+                "report", nodeid=nodeid, when="teardown", outcome="failed", duration=0.5,
+                longrepr="boom", wasxfail=None, skip=None,
+            )  # fmt: skip
+        writer.finish(nodeid, 2.0)
+        lines += pending()
+    writer.passed("teardown", 0.5, hold=True)  # kept back, then written when the journal closes
+    writer.close()
+    lines += pending()
+    os.close(read_fd)
+
+    fold = Fold()
+    for line in lines.splitlines()[:-1]:
+        assert fold.feed(line) is not None, fold.broken
+    assert fold.finished_ids() == [a, b]
+    assert fold.tests[a].location == ("t\u00e9.py", None) and fold.tests[b].location == ("t\u00e9.py", 3)
+    assert fold.tests[b].meta == {"device_skip": {"issue": "ledger:1"}} and fold.tests[a].started_at == 1.5
+    reports = fold.tests[a].reports
+    assert [(r.when, r.outcome, r.duration) for r in reports] == [
+        ("setup", "passed", 0.25),
+        ("call", "passed", 0.0),
+        ("teardown", "passed", 0.5),
+    ]
+    assert [final_outcome(fold.tests[x])[0] for x in fold.finished_ids()] == ["passed", "error"]
+    # the last held pass came out at close: no test runs, so it breaks the journal
+    assert json.loads(lines.splitlines()[-1])["e"] == "pass"
+    assert fold.feed(lines.splitlines()[-1]) is None and "not the running test" in (fold.broken or "")

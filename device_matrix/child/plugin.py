@@ -261,7 +261,7 @@ def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) 
         meta = {k: v for k, v in state.meta.get(nodeid, {}).items() if k != "raises"}
         state.seq += 1
         line = location[1] + 1 if location[1] is not None else None
-        state.journal.write("start", nodeid=nodeid, t=time.time(), meta=meta, seq=state.seq, loc=[location[0], line])
+        state.journal.start(nodeid, time.time(), meta, state.seq, (location[0], line))
         if state.markers:
             # where this test's output begins in the run log (the runner strips the marker)
             try:
@@ -283,6 +283,11 @@ def _text(longrepr: object) -> str | None:
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     state = _journal_state()
     if state is None or state.journal is None:
+        return
+    if report.passed and report.longrepr is None and not hasattr(report, "wasxfail"):
+        # most phases of most tests: a short event; a teardown's waits for the finish
+        # right after it, which writes both at once
+        state.journal.passed(report.when, report.duration, hold=report.when == "teardown")
         return
     skip_meta: dict[str, Any] | None = None
     device_skip = state.meta.get(report.nodeid, {}).get("device_skip")
@@ -317,7 +322,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str]) -> None:
     state = _journal_state()
     if state is not None and state.journal is not None:
-        state.journal.write("finish", nodeid=nodeid, t=time.time())
+        state.journal.finish(nodeid, time.time())
 
 
 @pytest.hookimpl(trylast=True)
