@@ -60,19 +60,18 @@ class JournalWriter:
         if self._fd < 0:
             return
         self._n += 1
-        line = "null" if loc[1] is None else "%d" % loc[1]
+        line = "null" if loc[1] is None else str(int(loc[1]))
+        body = _ENCODE(meta) if meta else "{}"
         self._send(
-            (
-                '{"e":"start","n":%d,"nodeid":%s,"t":%r,"meta":%s,"seq":%d,"loc":[%s,%s]}\n'
-                % (self._n, _string(nodeid), t, _ENCODE(meta) if meta else "{}", seq, _string(loc[0]), line)
-            ).encode()
+            f'{{"e":"start","n":{self._n},"nodeid":{_string(nodeid)},"t":{t!r},"meta":{body},'
+            f'"seq":{seq},"loc":[{_string(loc[0])},{line}]}}\n'.encode()
         )
 
     def finish(self, nodeid: str, t: float) -> None:
         if self._fd < 0:
             return
         self._n += 1
-        self._send(('{"e":"finish","n":%d,"nodeid":%s,"t":%r}\n' % (self._n, _string(nodeid), t)).encode())
+        self._send(f'{{"e":"finish","n":{self._n},"nodeid":{_string(nodeid)},"t":{t!r}}}\n'.encode())
 
     def passed(self, when: str, duration: float, *, hold: bool = False) -> None:
         """A phase of the running test passed with nothing to report: the common case, short.
