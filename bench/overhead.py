@@ -16,6 +16,7 @@ Both ratios from one run, each measured side by side (alternating rounds, median
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import tempfile
@@ -51,8 +52,17 @@ def _compare(
             if rc not in (0, 1):
                 raise SystemExit(f"device-matrix run failed ({rc}):\n{out[-2000:]}")
             ours.append(t)
-            print(f"{label} round {i + 1}: pytest --junitxml {bare[-1]:.3f}s   device-matrix run {ours[-1]:.3f}s")
+            children = _attempts_seconds(Path(tmp) / "results" / row / "run.json")
+            print(
+                f"{label} round {i + 1}: pytest --junitxml {bare[-1]:.3f}s   device-matrix run {ours[-1]:.3f}s"
+                f" (its pytest processes {children:.3f}s, the rest {ours[-1] - children:.3f}s)"
+            )
     return median_of(bare), median_of(ours)
+
+
+def _attempts_seconds(record: Path) -> float:
+    """How long the run's pytest processes lived, from spawn to exit, as the runner timed them."""
+    return sum(float(a["duration"]) for a in json.loads(record.read_text())["attempts"])
 
 
 def _has_torch_xla(python: str) -> bool:
