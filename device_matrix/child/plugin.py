@@ -19,7 +19,7 @@ from typing import IO, Any
 import pytest
 
 from device_matrix import wire
-from device_matrix.child.journal import JournalWriter, arm_faulthandler, follow_chdir
+from device_matrix.child.journal import JournalWriter, arm_faulthandler, end_forked_copies, follow_chdir
 from device_matrix.errors import ConfigError
 from device_matrix.skips import (
     ONLY_ON_MARKER_HELP,
@@ -121,6 +121,7 @@ def pytest_configure(config: pytest.Config) -> None:
                 "remove -n/--numprocesses (crashes are isolated by the runner itself)"
             )
         state.journal = JournalWriter(Path(journal))
+        end_forked_copies(state.journal)
         follow_chdir(state.journal)
         env = None
         if config.getoption(wire.OPT_ENV):

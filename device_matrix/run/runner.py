@@ -423,6 +423,7 @@ class RowRunner:
             attempt = self._attempt(executor, purpose, targets, select, deadline, script=script)
             self.state.record_finished(attempt)
             self._worker_crashes(attempt, targets)
+            self._forked_copies(attempt)
             # one non-zero pytest exit anywhere is never overwritten by a later 0
             normal = attempt.fold.ended and not attempt.abnormal and purpose != "collect"
             if normal and self.state.pytest_exit in (None, 0):
@@ -684,6 +685,25 @@ class RowRunner:
                 what=f"{what} in a process it started",
                 fingerprint=diagnosis["fingerprint"],
             )
+
+    def _forked_copies(self, attempt: AttemptResult) -> None:
+        """A test whose forked copy returned into pytest (the child ended that copy): an error.
+
+        Under plain pytest the copy would have run the rest of the session again; its
+        outcome in the real process is kept in the message.
+        """
+        for named in crashes.forked_copies(self.log_path, attempt.log_start, attempt.log_end):
+            nodeid = next((n for n in self.state.results if self.redactor.text(n) == named), None)
+            record = self.state.results.get(nodeid or "")
+            if nodeid is None or record is None or record["attempt"] != attempt.index or record["crash"]:
+                continue
+            was = record["outcome"]
+            message = (
+                "a process this test forked returned into pytest instead of ending with os._exit(); "
+                f"device-matrix ended it before it ran other tests (the test itself: {was})"
+            )
+            self.state.put(nodeid, "error", duration=record["duration"], message=message, attempt=attempt.index)
+            self.listener.note(self.row.name, f"{named}: a forked copy of the test process returned into pytest")
 
     def _cores(self, attempt: AttemptResult) -> list[Path]:
         folders = {self.cfg.project_root, attempt.folder, *(Path(p) for p in attempt.fold.cwds)}
