@@ -148,8 +148,12 @@ def diagnose(attempt: AttemptResult, at: CrashAt, log: Path, redactor: Redactor)
         timed_out=at.kind == "timeout",
     )
     if attempt.fold.broken is not None and at.kind == "crash":
-        note = f"the journal broke: {attempt.fold.broken}"
-        diagnosis["hint"] = f"{diagnosis['hint']}; {note}" if diagnosis["hint"] else note
+        if attempt.ended_by_runner:
+            # the signal was the runner's own: no one else stopped it
+            diagnosis["hint"] = f"device-matrix ended the process because its journal broke: {attempt.fold.broken}"
+        else:
+            note = f"the journal broke: {attempt.fold.broken}"
+            diagnosis["hint"] = f"{diagnosis['hint']}; {note}" if diagnosis["hint"] else note
     return diagnosis
 
 
