@@ -172,31 +172,71 @@ def refuse_xdist(args: Sequence[str]) -> None:
             )
 
 
-@contextlib.contextmanager
-def row_lock(folder: Path) -> Iterator[None]:
+class RowLock:
     """One run per results folder and row at a time; the second is told who holds it."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise EnvironmentProblem(
-            f"results folder {folder}: {exc.strerror or exc}",
-            tip="Make the results folder writable, or pick another one with --results.",
-        ) from exc
-    try:
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.path = folder / ".lock"
+        self.fd = -1
+
+    def take(self) -> None:
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise EnvironmentProblem(
+                f"results folder {self.folder}: {exc.strerror or exc}",
+                tip="Make the results folder writable, or pick another one with --results.",
+            ) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
             raise EnvironmentProblem(
-                f"{folder} is in use by another device-matrix run (pid {holder})",
+                f"{self.folder} is in use by another device-matrix run (pid {holder})",
                 tip="Wait for that run to end, or give this one another --results folder.",
             ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        yield
+        self.release()
+        self.fd = fd
+
+    def held(self) -> bool:
+        """Whether the lock file is still the one this run holds (a test may delete it)."""
+        return self.fd >= 0 and _identity(self.path) == _identity_fd(self.fd)
+
+    def release(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+@contextlib.contextmanager
+def row_lock(folder: Path) -> Iterator[RowLock]:
+    lock = RowLock(folder)
+    lock.take()
+    try:
+        yield lock
     finally:
-        os.close(fd)
+        lock.release()
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _identity_fd(fd: int) -> tuple[int, int] | None:
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 class RowRunner:
@@ -234,6 +274,9 @@ class RowRunner:
         self.total: int | None = None
         self._last_output = 0  # where the output of the last attempt begins in the log
         self._local_env: dict[str, Any] = {}
+        self._lock: RowLock | None = None
+        self._lost: list[str] = []  # evidence a test deleted while the run went on
+        self._folders: dict[int, Path] = {}  # this run's attempt folders, by index
 
     # --- the steps ------------------------------------------------------------------
 
@@ -244,7 +287,7 @@ class RowRunner:
         refuse_xdist([*self.row.pytest_args, *self.options.pytest_args])
         targets = self._targets()
         executor = self._executor()
-        with row_lock(self.dir):
+        with row_lock(self.dir) as self._lock:
             previous = self._prepare()
             deadline = time.monotonic() + self.run_timeout
             env_thread = self._snapshot_environment()
@@ -544,6 +587,8 @@ class RowRunner:
             max_log_bytes=self.options.max_log_bytes,
         )
         progress = _Progress(self, purpose)
+        self._folders[index] = folder
+        before = (_identity(self.dir), _identity(self.log_path))
         try:
             attempt = run_attempt(
                 executor,
@@ -561,6 +606,7 @@ class RowRunner:
                 tip="Free space or make the results folder writable, or pick another with --results.",
             ) from exc
         self._note_attempt(attempt)
+        self._check_evidence(attempt, *before)
         self._last_output = attempt.log_start
         if attempt.output_error is not None:
             err = attempt.output_error
@@ -573,6 +619,34 @@ class RowRunner:
         elif not self.state.environment and self._local_env:
             self.state.environment = dict(self._local_env)
         return attempt
+
+    def _check_evidence(
+        self, attempt: AttemptResult, folder: tuple[int, int] | None, log: tuple[int, int] | None
+    ) -> None:
+        """A test may delete the results folder: take the lock again, and say what was lost."""
+        lost = []
+        try:
+            if folder is not None and _identity(self.dir) != folder:
+                lost.append(f"the results folder {self.dir.name}/")
+            if self._lock is not None and not self._lock.held():
+                self._lock.take()  # before a second run can start beside this one
+                lost.append("its lock (taken again)")
+            if log is not None and _identity(self.log_path) != log:
+                lost.append("output.log (the output until then)")
+            for index, path in self._folders.items():
+                name = f"attempts/{index:02d}"
+                if not path.is_dir() and not any(name in note for note in self._lost):
+                    lost.append(f"{name} (journal copy, faulthandler stacks)")
+            self.dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise EnvironmentProblem(
+                f"cannot write the results of row {self.row.name!r} in {self.dir}: {exc.strerror or exc}",
+                tip="Free space or make the results folder writable, or pick another with --results.",
+            ) from exc
+        if lost:
+            note = f"deleted while attempt {attempt.index} ran: {', '.join(lost)}"
+            self._lost.append(note)
+            self.listener.note(self.row.name, f"evidence {note}")
 
     def _note_attempt(self, attempt: AttemptResult) -> None:
         if any(a["index"] == attempt.index for a in self.state.attempts):
@@ -908,6 +982,10 @@ class RowRunner:
     # --- the record -----------------------------------------------------------------
 
     def _write(self, status: RowStatus, reason: str | None, *, final: bool = True) -> RunRecord:
+        if self._lost:
+            # the record stays truthful: what it cannot show any more is said
+            lost = "evidence " + "; ".join(self._lost)
+            reason = f"{reason}; {lost}" if reason else lost
         if not self.state.environment and self._local_env:
             self.state.environment = dict(self._local_env)
         record = self.state.to_record(
