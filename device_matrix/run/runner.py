@@ -19,6 +19,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -32,7 +33,7 @@ from typing import Any, Protocol
 from device_matrix import diagnostics
 from device_matrix.config import Config, Script
 from device_matrix.diagnostics.repro import Container, repro_command
-from device_matrix.errors import ConfigError, EnvironmentProblem, ResultsError, UsageProblem
+from device_matrix.errors import ConfigError, DeviceMatrixError, EnvironmentProblem, ResultsError, UsageProblem
 from device_matrix.records import jsonreport
 from device_matrix.records.atomic import write_json_atomic
 from device_matrix.records.junit import write_junit
@@ -85,6 +86,9 @@ XDIST_OPTIONS = ("-n", "--numprocesses", "--dist", "-d", "--tx", "--looponfail",
 # options of pytest's cache, which the runner disables (-p no:cacheprovider): its own
 # record, not a cache folder in the project, says what failed last time
 CACHE_OPTIONS = ("--lf", "--last-failed", "--ff", "--failed-first", "--nf", "--new-first", "--sw", "--stepwise")
+# options of the command line that select tests: a selection of nothing is a wrong command line
+SELECTING_OPTIONS = ("-k", "-m", "--deselect")
+NOT_FOUND_RE = re.compile(r"ERROR: not found: (\S+)")
 STATUS_SEVERITY = {"passed": 0, "failed": 1, "crashed": 2, "error": 3}
 PYTEST_EXIT_WORDS = {
     0: "all passed",
@@ -111,6 +115,18 @@ def isolation_groups(nodeids: Sequence[str], isolation: str) -> list[tuple[str, 
         key = "::".join(parts[:2]) if isolation == "class" and len(parts) > 2 else parts[0]
         groups.setdefault(key, (parts[0], []))[1].append(nodeid)
     return list(groups.values())
+
+
+class NothingSelected(UsageProblem):
+    """The command line's selection (``-k``, ``-m``, ``--deselect``, ``--test``, a nodeid)
+    selected no test; the row's record, which says so, goes with it."""
+
+    def __init__(self, message: str, record: RunRecord) -> None:
+        super().__init__(
+            message,
+            tip="List the row's tests with `python -m pytest --collect-only -q SUITE` and fix the selection.",
+        )
+        self.record = record
 
 
 class RunListener(Protocol):
@@ -284,9 +300,13 @@ class RowRunner:
         if self.plan.mode == "unavailable":
             with row_lock(self.dir):
                 return self._write("unavailable", self.plan.reason)
-        refuse_xdist([*self.row.pytest_args, *self.options.pytest_args])
-        targets = self._targets()
-        executor = self._executor()
+        try:
+            refuse_xdist([*self.row.pytest_args, *self.options.pytest_args])
+            targets = self._targets()
+            executor = self._executor()
+        except DeviceMatrixError as exc:
+            self._refused(exc)
+            raise
         with row_lock(self.dir) as self._lock:
             previous = self._prepare()
             deadline = time.monotonic() + self.run_timeout
@@ -326,8 +346,45 @@ class RowRunner:
             reader.close()
             if env_thread is not None:
                 env_thread.join()
+            nothing = self._nothing_selected()
+            if nothing is not None:
+                raise NothingSelected(nothing, self._write("error", nothing))
             status, reason = self._reconcile(status, reason)
             return self._write(status, reason)
+
+    def _refused(self, exc: DeviceMatrixError) -> None:
+        """A run refused before it started: its record says so, not the last run's.
+
+        Nothing is written while another run holds the row: its record is the current one.
+        """
+        try:
+            with row_lock(self.dir):
+                for name in ("junit.xml", "report.json"):
+                    (self.dir / name).unlink(missing_ok=True)
+                self._write("error", f"refused: {exc.message} (exit {exc.exit_code})")
+        except (DeviceMatrixError, OSError):
+            pass  # the refusal itself is what the user is told
+
+    def _nothing_selected(self) -> str | None:
+        """Why the command line's selection ran nothing (None when it ran something)."""
+        if self.state.expected or self.state.results:
+            return None
+        args = list(self.options.pytest_args)
+        picked = [f"--test {t}" for t in self.options.tests]
+        for k, arg in enumerate(args):
+            name = arg.split("=", 1)[0]
+            if name in SELECTING_OPTIONS:
+                picked.append(arg if "=" in arg else shlex.join(args[k : k + 2]))
+            elif arg[:2] in SELECTING_OPTIONS and len(arg) > 2 and not arg.startswith("--"):
+                picked.append(arg)
+        chosen = " ".join(picked) or "the command line"
+        root = f"{self.cfg.project_root}/"
+        found = NOT_FOUND_RE.search(crashes.read_log(self.log_path, self._last_output))
+        if self.state.pytest_exit == 4 and found is not None:
+            return f"{chosen} selected no test: pytest found nothing at {found.group(1).replace(root, '')}"
+        if self.state.pytest_exit == 5 and picked:
+            return f"{chosen} selected no test of row {self.row.name!r} (pytest exited 5: nothing to run)"
+        return None
 
     def _prepare(self) -> RunRecord | None:
         """Clear the last run's files (or keep them to resume); mark this run started."""
