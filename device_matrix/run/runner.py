@@ -288,6 +288,7 @@ class RowRunner:
         self._previous_verdict: tuple[RowStatus, str | None] | None = None  # what --resume continues
         self.done = 0  # tests reported so far, for the progress counter
         self.total: int | None = None
+        self.collected: set[str] = set()  # every nodeid a process of this run collected
         self._last_output = 0  # where the output of the last attempt begins in the log
         self._local_env: dict[str, Any] = {}
         self._lock: RowLock | None = None
@@ -1087,8 +1088,10 @@ class _Progress:
         kind = event["e"]
         if self.quiet:
             return
-        if kind == "collected" and r.total is None:
-            r.total = len(event["nodeids"])
+        if kind == "collected":
+            # every process's tests once: a resume collects some again, a script its own
+            r.collected.update(event["nodeids"])
+            r.total = len(r.collected)
         elif kind == "start":
             r.listener.test_running(r.row.name, event["nodeid"])
         elif kind == "report":
