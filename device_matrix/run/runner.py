@@ -566,6 +566,12 @@ class RowRunner:
 
     def _observe(self, attempt: AttemptResult, restarts: int, scope: set[str] | None) -> Observation:
         fold = attempt.fold
+        culprit = fold.collect_culprit
+        if culprit is not None and (Path(culprit[1]) / "conftest.py").is_file():
+            # a directory dies while its conftest.py is imported: that file is named, and
+            # the directory left out (its conftest.py would be imported again otherwise)
+            nodeid = f"{culprit[0]}/conftest.py" if culprit[0] else "conftest.py"
+            culprit = (nodeid, culprit[1])
         return Observation(
             abnormal=attempt.abnormal,
             signal=attempt.signal,
@@ -576,7 +582,7 @@ class RowRunner:
             collected=fold.collected is not None,
             ended=fold.ended,
             running=fold.running,
-            collect_culprit=fold.collect_culprit,
+            collect_culprit=culprit,
             # the running test gets its outcome from this very decision
             remaining=len([n for n in self.state.remaining(scope) if n != fold.running]),
             restarts=restarts,
