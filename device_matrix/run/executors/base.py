@@ -188,6 +188,9 @@ def tagged_processes(token: str, proc_root: Path = Path("/proc")) -> list[int]:
 class PopenChild:
     """A child in its own process group (session): signals reach it and its children."""
 
+    # what the runner adopted from the attempt is ended too (see adopted_leftovers)
+    sweeps_adopted = True
+
     def __init__(self, proc: subprocess.Popen[bytes], token: str) -> None:
         self.proc = proc
         self.pid = proc.pid
@@ -241,7 +244,7 @@ class PopenChild:
         for _ in range(SWEEP_ROUNDS):
             tagged = tagged_processes(self.token) if tagged_rounds > 0 else []
             tagged_rounds -= 1
-            doomed, adopted = adopted_leftovers(self.born)
+            doomed, adopted = adopted_leftovers(self.born) if self.sweeps_adopted else ([], [])
             if not tagged and not adopted:
                 return
             for pid in [*tagged, *doomed]:
