@@ -260,11 +260,18 @@ def test_a_deleted_results_folder_still_gets_a_truthful_record(project: Callable
 
 
 @pytest.mark.parametrize(
-    "args",
-    [["--", "-k", "nomatch"], ["--test", "suites/passing/test_passing.py::test_nope"]],
+    ("args", "isolation"),
+    [
+        (["--", "-k", "nomatch"], "row"),
+        (["--test", "suites/passing/test_passing.py::test_nope"], "row"),
+        # collected first, then a process per file: the collection is what selected nothing
+        (["--", "-k", "nomatch"], "file"),
+    ],
 )
-def test_a_selection_of_nothing_is_a_wrong_command_line(project: Callable[..., Project], args: list[str]) -> None:
-    p = project("passing")
+def test_a_selection_of_nothing_is_a_wrong_command_line(
+    project: Callable[..., Project], args: list[str], isolation: str
+) -> None:
+    p = project("passing", row=f'isolation = "{isolation}"')
     proc = p.run("run", "--device", "fixture", *args)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "selected no test" in proc.stderr and "TIP" in proc.stderr
@@ -273,8 +280,11 @@ def test_a_selection_of_nothing_is_a_wrong_command_line(project: Callable[..., P
     assert "selected no test" in (record["reason"] or "")
 
 
-def test_a_suite_that_collects_nothing_is_not_a_wrong_command_line(project: Callable[..., Project]) -> None:
-    p = project("passing")
+@pytest.mark.parametrize("isolation", ["row", "file"])
+def test_a_suite_that_collects_nothing_is_not_a_wrong_command_line(
+    project: Callable[..., Project], isolation: str
+) -> None:
+    p = project("passing", row=f'isolation = "{isolation}"')
     _suite(p, "empty", {"test_empty.py": "VALUE = 1\n"})
     proc = p.run("run", "--device", "fixture")
     assert proc.returncode == 1, proc.stdout + proc.stderr

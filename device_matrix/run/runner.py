@@ -525,8 +525,11 @@ class RowRunner:
             self.state.record_finished(attempt)
             self._worker_crashes(attempt, targets)
             self._forked_copies(attempt)
-            # one non-zero pytest exit anywhere is never overwritten by a later 0
-            normal = attempt.fold.ended and not attempt.abnormal and purpose != "collect"
+            # one non-zero pytest exit anywhere is never overwritten by a later 0; a
+            # collection's own status counts only when it found nothing (5): then no
+            # process runs after it to say so
+            counts = purpose != "collect" or attempt.returncode == 5
+            normal = attempt.fold.ended and not attempt.abnormal and counts
             if normal and self.state.pytest_exit in (None, 0):
                 self.state.pytest_exit = attempt.returncode
             decision = decide(self._observe(attempt, restarts, scope))
