@@ -100,7 +100,10 @@ def test_xdist_is_refused_up_front(project: Callable[..., Project], args: list[s
     proc = p.run("run", "--device", "fixture", "--", *args)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "pytest-xdist" in proc.stderr and "TIP" in proc.stderr
-    assert not (p.results / "fixture" / "run.json").exists()
+    # nothing ran: the record says the run was refused, and why
+    record = p.record()
+    assert record["status"] == "error" and record["tests"] == [] and record["attempts"] == []
+    assert record["reason"].startswith("refused: ") and "pytest-xdist" in record["reason"]
 
 
 def test_xdist_from_the_project_addopts_never_goes_green(project: Callable[..., Project]) -> None:

@@ -107,6 +107,50 @@ class JournalWriter:
             self._fd = -1
 
 
+# what a forked copy of the test process says on fd 2 as it is ended (the runner reads it)
+FORKED_COPY_NOTE = (
+    "device-matrix: a process forked by {nodeid} returned into pytest instead of ending with "
+    "os._exit(); it was ended before it could run other tests"
+)
+FORKED_COPY_EXIT = 1
+
+
+def end_forked_copies(journal: JournalWriter) -> None:
+    """A copy of this process made by ``os.fork()`` never writes ``journal``.
+
+    A test that forks and whose copy returns from the test (no ``os._exit()``) would run
+    the rest of the session a second time, with the same journal: its events would break
+    the real process's record. In the copy the journal's descriptor is closed at once (a
+    long-lived fork does not hold the runner's reader open either), and its next event,
+    that is its next pytest hook, ends it with a note naming the test that forked. A
+    directory change (``multiprocessing`` work in a fork) is only not journaled. Nothing
+    runs in the process that writes the journal: the cost per event is nil.
+    """
+
+    def in_the_copy() -> None:
+        current = os.environ.get("PYTEST_CURRENT_TEST", "")
+        note = FORKED_COPY_NOTE.format(nodeid=current.rsplit(" ", 1)[0] or "no running test") + "\n"
+        fd, journal._fd = journal._fd, -1
+        if fd >= 0:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+        def end_here(event: str, **fields: Any) -> None:
+            if event == "cwd":
+                return
+            try:
+                os.write(2, note.encode())
+            except OSError:
+                pass
+            os._exit(FORKED_COPY_EXIT)
+
+        journal.write = end_here  # type: ignore[method-assign]  # this copy's writer only
+
+    os.register_at_fork(after_in_child=in_the_copy)
+
+
 def follow_chdir(journal: JournalWriter) -> None:
     """Journal every directory change: a core file lands where the process was."""
     chdir = os.chdir

@@ -19,7 +19,7 @@ from typing import IO, Any
 import pytest
 
 from device_matrix import wire
-from device_matrix.child.journal import JournalWriter, arm_faulthandler, follow_chdir
+from device_matrix.child.journal import JournalWriter, arm_faulthandler, end_forked_copies, follow_chdir
 from device_matrix.errors import ConfigError
 from device_matrix.skips import (
     ONLY_ON_MARKER_HELP,
@@ -121,6 +121,7 @@ def pytest_configure(config: pytest.Config) -> None:
                 "remove -n/--numprocesses (crashes are isolated by the runner itself)"
             )
         state.journal = JournalWriter(Path(journal))
+        end_forked_copies(state.journal)
         follow_chdir(state.journal)
         env = None
         if config.getoption(wire.OPT_ENV):
@@ -228,9 +229,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 
 def pytest_collectstart(collector: pytest.Collector) -> None:
-    # a module is about to be imported: if the process dies now, this one did it
+    # a module (or a directory's conftest.py) is about to be imported: if the process
+    # dies now, this one did it
     state = _journal_state()
-    if state is not None and state.journal is not None and isinstance(collector, pytest.File):
+    if state is not None and state.journal is not None and isinstance(collector, (pytest.File, pytest.Directory)):
         state.journal.write("collecting", nodeid=collector.nodeid, path=str(collector.path))
 
 
@@ -242,7 +244,7 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
         state.journal.write("collect_error", nodeid=report.nodeid, longrepr=_text(report.longrepr), t=time.time())
     elif report.skipped:
         state.journal.write("collect_skip", nodeid=report.nodeid, longrepr=_text(report.longrepr))
-    elif report.nodeid.endswith(".py"):
+    elif "::" not in report.nodeid:  # a file or a directory, as journaled at its start
         state.journal.write("collect_done", nodeid=report.nodeid)
 
 

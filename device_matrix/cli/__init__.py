@@ -43,7 +43,7 @@ STATUS_EXIT = {
     "interrupted": EXIT_INTERRUPTED,
 }
 # when rows end differently, the most serious code wins
-EXIT_SEVERITY = [EXIT_INTERNAL, EXIT_ENVIRONMENT, EXIT_TESTS_FAILED, EXIT_UNAVAILABLE, EXIT_OK]
+EXIT_SEVERITY = [EXIT_INTERNAL, EXIT_USAGE, EXIT_ENVIRONMENT, EXIT_TESTS_FAILED, EXIT_UNAVAILABLE, EXIT_OK]
 INTERRUPT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -111,7 +111,7 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
     from device_matrix.cli.shards import check_spread_args, run_spread, run_whole, spread_requested
     from device_matrix.run.attempt import Interrupted
     from device_matrix.run.plan import plan_row
-    from device_matrix.run.runner import RunOptions
+    from device_matrix.run.runner import NothingSelected, RunOptions
 
     check_spread_args(args)
     cfg = _load(args)
@@ -150,6 +150,12 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
                     "Continue with `device-matrix run --resume` and the same rows.",
                 )
                 return 128 + exc.signum
+            except NothingSelected as exc:
+                # another row may have what the selection names: the rows go on
+                out.error(f"{name}: {exc.message}", exc.tip)
+                records.append(exc.record)
+                codes.append(exc.exit_code)
+                continue
             records.append(record)
             code = STATUS_EXIT[record["status"]]
             if record["status"] == "unavailable" and args.require_device:

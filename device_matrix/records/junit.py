@@ -13,9 +13,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from device_matrix.records.atomic import write_text_atomic
-from device_matrix.records.schema import RunRecord
+from device_matrix.records.schema import CrashRecord, RunRecord
 from device_matrix.records.summary import fold
 
+NOT_GREEN = ("failed", "crashed", "error", "interrupted")
 _ILLEGAL = {c: None for c in range(32) if c not in (9, 10, 13)}
 
 
@@ -42,11 +43,16 @@ def junit_xml(record: RunRecord, locations: Mapping[str, tuple[str, int | None]]
     """``locations``: nodeid -> (file, 1-based line) as the plugin journals them; written as
     pytest does (``line`` 0-based). Without one, ``file`` comes from the nodeid and no line."""
     c = fold(record).counts
+    failures = c.outcome("failed") + c.outcome("xpassed")
+    # a test that never ran is an error: a reader that shows skips as green must not
+    errors = c.outcome("error") + c.outcome("crashed") + c.outcome("timeout") + c.outcome("not_run")
+    # a row that is not green with no test to show it (a crash before the first test, a
+    # collection that found nothing, a refused run) gets one error of its own
+    row_error = record["status"] in NOT_GREEN and failures + errors == 0
     counts = {
-        "tests": str(c.total),
-        "failures": str(c.outcome("failed") + c.outcome("xpassed")),
-        # a test that never ran is an error: a reader that shows skips as green must not
-        "errors": str(c.outcome("error") + c.outcome("crashed") + c.outcome("timeout") + c.outcome("not_run")),
+        "tests": str(c.total + row_error),
+        "failures": str(failures),
+        "errors": str(errors + row_error),
         "skipped": str(c.outcome("skipped") + c.outcome("xfailed")),
         "time": f"{record['duration']:.3f}",
     }
@@ -55,6 +61,11 @@ def junit_xml(record: RunRecord, locations: Mapping[str, tuple[str, int | None]]
     suite = ET.SubElement(root, "testsuite", {"name": f"device-matrix.{record['row']}", **counts})
     suite.set("timestamp", record["started_at"])
     crashes = {c["id"]: c for c in record["crashes"]}
+    if row_error:
+        case = ET.SubElement(suite, "testcase", classname="device-matrix", name=record["row"], file="", time="0.000")
+        reason = record["reason"] or record["status"]
+        text = "\n\n".join([reason, *(_crash_detail(crash) for crash in record["crashes"])])
+        ET.SubElement(case, "error", type=record["status"], message=_clean(reason)[:500]).text = _clean(text)
     for t in record["tests"]:
         classname, name = pytest_names(t["nodeid"])
         file, line = (locations or {}).get(t["nodeid"]) or (t["nodeid"].split("::", 1)[0], None)
@@ -70,19 +81,7 @@ def junit_xml(record: RunRecord, locations: Mapping[str, tuple[str, int | None]]
             ET.SubElement(case, "error", message=message.splitlines()[0][:500] if message else "error").text = message
         elif outcome in ("crashed", "timeout"):
             crash = crashes.get(t["crash"] or "")
-            detail = message
-            if crash is not None:
-                d = crash["diagnosis"]
-                detail = "\n\n".join(
-                    x
-                    for x in (
-                        f"{outcome}: {d['signal_name'] or d['exit_code']} fingerprint {d['fingerprint']}",
-                        d["python_stack"] or "",
-                        d["native_stack"] or "",
-                        "repro: " + crash["repro"],
-                    )
-                    if x
-                )
+            detail = message if crash is None else _crash_detail(crash, outcome)
             ET.SubElement(
                 case,
                 "error",
@@ -94,6 +93,13 @@ def junit_xml(record: RunRecord, locations: Mapping[str, tuple[str, int | None]]
         elif outcome in ("skipped", "xfailed"):
             ET.SubElement(case, "skipped", type=outcome, message=message[:500])
     return ET.tostring(root, encoding="unicode", xml_declaration=True)
+
+
+def _crash_detail(crash: CrashRecord, outcome: str | None = None) -> str:
+    d = crash["diagnosis"]
+    head = f"{outcome or crash['kind']}: {d['signal_name'] or d['exit_code']} fingerprint {d['fingerprint']}"
+    parts = (head, d["python_stack"] or "", d["native_stack"] or "", "repro: " + crash["repro"])
+    return "\n\n".join(x for x in parts if x)
 
 
 def write_junit(path: Path, record: RunRecord, locations: Mapping[str, tuple[str, int | None]] | None = None) -> None:

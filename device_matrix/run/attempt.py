@@ -87,6 +87,7 @@ class AttemptResult:
     command: str
     output_error: OSError | None = None
     cut: int = 0
+    ended_by_runner: bool = False  # the runner ended it while it ran (a deadline, a broken journal)
 
     @property
     def signal(self) -> int | None:
@@ -272,6 +273,7 @@ def run_attempt(
         command=command,
         output_error=pump.error or reader.error,
         cut=pump.cut,
+        ended_by_runner=child is not None and child.ended_alive,
     )
     if interrupted is not None:
         interrupted.attempt = result

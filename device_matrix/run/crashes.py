@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
 from device_matrix import diagnostics
+from device_matrix.child.journal import FORKED_COPY_NOTE
 from device_matrix.records.schema import CrashDiagnosis, CrashRecord
 from device_matrix.redact import Redactor
 from device_matrix.run.attempt import AttemptResult
 from device_matrix.run.policy import CrashAt
 
 OUTPUT_TAIL = 2_000_000  # bytes of output a diagnosis reads: the end is where a crash speaks
+SCAN_CHUNK = 8 << 20  # bytes of output read at a time when the whole of it is searched
+_before, _, _after = FORKED_COPY_NOTE.partition("{nodeid}")
+FORKED_COPY_RE = re.compile(re.escape(_before).encode() + rb"(.+?)" + re.escape(_after[:40]).encode())
 ET_CORE = 4
 
 
@@ -26,6 +31,28 @@ def read_log(log: Path, start: int, end: int | None = None) -> str:
     except OSError:
         return ""
     return data[-OUTPUT_TAIL:].decode("utf-8", "replace")
+
+
+def forked_copies(log: Path, start: int, end: int) -> list[str]:
+    """The tests named by a forked copy of the test process as it was ended, in this output."""
+    found: dict[str, None] = {}
+    overlap = len(FORKED_COPY_NOTE) + 4096  # a note cut by a chunk's end is read whole next time
+    try:
+        with log.open("rb") as fh:
+            pos = start
+            while pos < end:
+                fh.seek(pos)
+                data = fh.read(min(SCAN_CHUNK, end - pos))
+                if not data:
+                    break
+                for match in FORKED_COPY_RE.finditer(data):
+                    found[match.group(1).decode("utf-8", "replace")] = None
+                if pos + len(data) >= end:
+                    break
+                pos += max(1, len(data) - overlap)
+    except OSError:
+        return []
+    return list(found)
 
 
 def output_of(attempt: AttemptResult, log: Path, nodeid: str | None) -> str:
@@ -121,8 +148,12 @@ def diagnose(attempt: AttemptResult, at: CrashAt, log: Path, redactor: Redactor)
         timed_out=at.kind == "timeout",
     )
     if attempt.fold.broken is not None and at.kind == "crash":
-        note = f"the journal broke: {attempt.fold.broken}"
-        diagnosis["hint"] = f"{diagnosis['hint']}; {note}" if diagnosis["hint"] else note
+        if attempt.ended_by_runner:
+            # the signal was the runner's own: no one else stopped it
+            diagnosis["hint"] = f"device-matrix ended the process because its journal broke: {attempt.fold.broken}"
+        else:
+            note = f"the journal broke: {attempt.fold.broken}"
+            diagnosis["hint"] = f"{diagnosis['hint']}; {note}" if diagnosis["hint"] else note
     return diagnosis
 
 

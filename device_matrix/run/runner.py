@@ -19,6 +19,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -32,7 +33,7 @@ from typing import Any, Protocol
 from device_matrix import diagnostics
 from device_matrix.config import Config, Script
 from device_matrix.diagnostics.repro import Container, repro_command
-from device_matrix.errors import ConfigError, EnvironmentProblem, ResultsError, UsageProblem
+from device_matrix.errors import ConfigError, DeviceMatrixError, EnvironmentProblem, ResultsError, UsageProblem
 from device_matrix.records import jsonreport
 from device_matrix.records.atomic import write_json_atomic
 from device_matrix.records.junit import write_junit
@@ -85,6 +86,9 @@ XDIST_OPTIONS = ("-n", "--numprocesses", "--dist", "-d", "--tx", "--looponfail",
 # options of pytest's cache, which the runner disables (-p no:cacheprovider): its own
 # record, not a cache folder in the project, says what failed last time
 CACHE_OPTIONS = ("--lf", "--last-failed", "--ff", "--failed-first", "--nf", "--new-first", "--sw", "--stepwise")
+# options of the command line that select tests: a selection of nothing is a wrong command line
+SELECTING_OPTIONS = ("-k", "-m", "--deselect")
+NOT_FOUND_RE = re.compile(r"ERROR: not found: (\S+)")
 STATUS_SEVERITY = {"passed": 0, "failed": 1, "crashed": 2, "error": 3}
 PYTEST_EXIT_WORDS = {
     0: "all passed",
@@ -111,6 +115,18 @@ def isolation_groups(nodeids: Sequence[str], isolation: str) -> list[tuple[str, 
         key = "::".join(parts[:2]) if isolation == "class" and len(parts) > 2 else parts[0]
         groups.setdefault(key, (parts[0], []))[1].append(nodeid)
     return list(groups.values())
+
+
+class NothingSelected(UsageProblem):
+    """The command line's selection (``-k``, ``-m``, ``--deselect``, ``--test``, a nodeid)
+    selected no test; the row's record, which says so, goes with it."""
+
+    def __init__(self, message: str, record: RunRecord) -> None:
+        super().__init__(
+            message,
+            tip="List the row's tests with `python -m pytest --collect-only -q SUITE` and fix the selection.",
+        )
+        self.record = record
 
 
 class RunListener(Protocol):
@@ -172,31 +188,71 @@ def refuse_xdist(args: Sequence[str]) -> None:
             )
 
 
-@contextlib.contextmanager
-def row_lock(folder: Path) -> Iterator[None]:
+class RowLock:
     """One run per results folder and row at a time; the second is told who holds it."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise EnvironmentProblem(
-            f"results folder {folder}: {exc.strerror or exc}",
-            tip="Make the results folder writable, or pick another one with --results.",
-        ) from exc
-    try:
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.path = folder / ".lock"
+        self.fd = -1
+
+    def take(self) -> None:
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise EnvironmentProblem(
+                f"results folder {self.folder}: {exc.strerror or exc}",
+                tip="Make the results folder writable, or pick another one with --results.",
+            ) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
             raise EnvironmentProblem(
-                f"{folder} is in use by another device-matrix run (pid {holder})",
+                f"{self.folder} is in use by another device-matrix run (pid {holder})",
                 tip="Wait for that run to end, or give this one another --results folder.",
             ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        yield
+        self.release()
+        self.fd = fd
+
+    def held(self) -> bool:
+        """Whether the lock file is still the one this run holds (a test may delete it)."""
+        return self.fd >= 0 and _identity(self.path) == _identity_fd(self.fd)
+
+    def release(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+@contextlib.contextmanager
+def row_lock(folder: Path) -> Iterator[RowLock]:
+    lock = RowLock(folder)
+    lock.take()
+    try:
+        yield lock
     finally:
-        os.close(fd)
+        lock.release()
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _identity_fd(fd: int) -> tuple[int, int] | None:
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 class RowRunner:
@@ -232,8 +288,12 @@ class RowRunner:
         self._previous_verdict: tuple[RowStatus, str | None] | None = None  # what --resume continues
         self.done = 0  # tests reported so far, for the progress counter
         self.total: int | None = None
+        self.collected: set[str] = set()  # every nodeid a process of this run collected
         self._last_output = 0  # where the output of the last attempt begins in the log
         self._local_env: dict[str, Any] = {}
+        self._lock: RowLock | None = None
+        self._lost: list[str] = []  # evidence a test deleted while the run went on
+        self._folders: dict[int, Path] = {}  # this run's attempt folders, by index
 
     # --- the steps ------------------------------------------------------------------
 
@@ -241,10 +301,14 @@ class RowRunner:
         if self.plan.mode == "unavailable":
             with row_lock(self.dir):
                 return self._write("unavailable", self.plan.reason)
-        refuse_xdist([*self.row.pytest_args, *self.options.pytest_args])
-        targets = self._targets()
-        executor = self._executor()
-        with row_lock(self.dir):
+        try:
+            refuse_xdist([*self.row.pytest_args, *self.options.pytest_args])
+            targets = self._targets()
+            executor = self._executor()
+        except DeviceMatrixError as exc:
+            self._refused(exc)
+            raise
+        with row_lock(self.dir) as self._lock:
             previous = self._prepare()
             deadline = time.monotonic() + self.run_timeout
             env_thread = self._snapshot_environment()
@@ -283,8 +347,45 @@ class RowRunner:
             reader.close()
             if env_thread is not None:
                 env_thread.join()
+            nothing = self._nothing_selected()
+            if nothing is not None:
+                raise NothingSelected(nothing, self._write("error", nothing))
             status, reason = self._reconcile(status, reason)
             return self._write(status, reason)
+
+    def _refused(self, exc: DeviceMatrixError) -> None:
+        """A run refused before it started: its record says so, not the last run's.
+
+        Nothing is written while another run holds the row: its record is the current one.
+        """
+        try:
+            with row_lock(self.dir):
+                for name in ("junit.xml", "report.json"):
+                    (self.dir / name).unlink(missing_ok=True)
+                self._write("error", f"refused: {exc.message} (exit {exc.exit_code})")
+        except (DeviceMatrixError, OSError):
+            pass  # the refusal itself is what the user is told
+
+    def _nothing_selected(self) -> str | None:
+        """Why the command line's selection ran nothing (None when it ran something)."""
+        if self.state.expected or self.state.results:
+            return None
+        args = list(self.options.pytest_args)
+        picked = [f"--test {t}" for t in self.options.tests]
+        for k, arg in enumerate(args):
+            name = arg.split("=", 1)[0]
+            if name in SELECTING_OPTIONS:
+                picked.append(arg if "=" in arg else shlex.join(args[k : k + 2]))
+            elif arg[:2] in SELECTING_OPTIONS and len(arg) > 2 and not arg.startswith("--"):
+                picked.append(arg)
+        chosen = " ".join(picked) or "the command line"
+        root = f"{self.cfg.project_root}/"
+        found = NOT_FOUND_RE.search(crashes.read_log(self.log_path, self._last_output))
+        if self.state.pytest_exit == 4 and found is not None:
+            return f"{chosen} selected no test: pytest found nothing at {found.group(1).replace(root, '')}"
+        if self.state.pytest_exit == 5 and picked:
+            return f"{chosen} selected no test of row {self.row.name!r} (pytest exited 5: nothing to run)"
+        return None
 
     def _prepare(self) -> RunRecord | None:
         """Clear the last run's files (or keep them to resume); mark this run started."""
@@ -423,8 +524,12 @@ class RowRunner:
             attempt = self._attempt(executor, purpose, targets, select, deadline, script=script)
             self.state.record_finished(attempt)
             self._worker_crashes(attempt, targets)
-            # one non-zero pytest exit anywhere is never overwritten by a later 0
-            normal = attempt.fold.ended and not attempt.abnormal and purpose != "collect"
+            self._forked_copies(attempt)
+            # one non-zero pytest exit anywhere is never overwritten by a later 0; a
+            # collection's own status counts only when it found nothing (5): then no
+            # process runs after it to say so
+            counts = purpose != "collect" or attempt.returncode == 5
+            normal = attempt.fold.ended and not attempt.abnormal and counts
             if normal and self.state.pytest_exit in (None, 0):
                 self.state.pytest_exit = attempt.returncode
             decision = decide(self._observe(attempt, restarts, scope))
@@ -464,6 +569,12 @@ class RowRunner:
 
     def _observe(self, attempt: AttemptResult, restarts: int, scope: set[str] | None) -> Observation:
         fold = attempt.fold
+        culprit = fold.collect_culprit
+        if culprit is not None and (Path(culprit[1]) / "conftest.py").is_file():
+            # a directory dies while its conftest.py is imported: that file is named, and
+            # the directory left out (its conftest.py would be imported again otherwise)
+            nodeid = f"{culprit[0]}/conftest.py" if culprit[0] else "conftest.py"
+            culprit = (nodeid, culprit[1])
         return Observation(
             abnormal=attempt.abnormal,
             signal=attempt.signal,
@@ -474,7 +585,7 @@ class RowRunner:
             collected=fold.collected is not None,
             ended=fold.ended,
             running=fold.running,
-            collect_culprit=fold.collect_culprit,
+            collect_culprit=culprit,
             # the running test gets its outcome from this very decision
             remaining=len([n for n in self.state.remaining(scope) if n != fold.running]),
             restarts=restarts,
@@ -543,6 +654,8 @@ class RowRunner:
             max_log_bytes=self.options.max_log_bytes,
         )
         progress = _Progress(self, purpose)
+        self._folders[index] = folder
+        before = (_identity(self.dir), _identity(self.log_path))
         try:
             attempt = run_attempt(
                 executor,
@@ -560,6 +673,7 @@ class RowRunner:
                 tip="Free space or make the results folder writable, or pick another with --results.",
             ) from exc
         self._note_attempt(attempt)
+        self._check_evidence(attempt, *before)
         self._last_output = attempt.log_start
         if attempt.output_error is not None:
             err = attempt.output_error
@@ -572,6 +686,34 @@ class RowRunner:
         elif not self.state.environment and self._local_env:
             self.state.environment = dict(self._local_env)
         return attempt
+
+    def _check_evidence(
+        self, attempt: AttemptResult, folder: tuple[int, int] | None, log: tuple[int, int] | None
+    ) -> None:
+        """A test may delete the results folder: take the lock again, and say what was lost."""
+        lost = []
+        try:
+            if folder is not None and _identity(self.dir) != folder:
+                lost.append(f"the results folder {self.dir.name}/")
+            if self._lock is not None and not self._lock.held():
+                self._lock.take()  # before a second run can start beside this one
+                lost.append("its lock (taken again)")
+            if log is not None and _identity(self.log_path) != log:
+                lost.append("output.log (the output until then)")
+            for index, path in self._folders.items():
+                name = f"attempts/{index:02d}"
+                if not path.is_dir() and not any(name in note for note in self._lost):
+                    lost.append(f"{name} (journal copy, faulthandler stacks)")
+            self.dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise EnvironmentProblem(
+                f"cannot write the results of row {self.row.name!r} in {self.dir}: {exc.strerror or exc}",
+                tip="Free space or make the results folder writable, or pick another with --results.",
+            ) from exc
+        if lost:
+            note = f"deleted while attempt {attempt.index} ran: {', '.join(lost)}"
+            self._lost.append(note)
+            self.listener.note(self.row.name, f"evidence {note}")
 
     def _note_attempt(self, attempt: AttemptResult) -> None:
         if any(a["index"] == attempt.index for a in self.state.attempts):
@@ -684,6 +826,25 @@ class RowRunner:
                 what=f"{what} in a process it started",
                 fingerprint=diagnosis["fingerprint"],
             )
+
+    def _forked_copies(self, attempt: AttemptResult) -> None:
+        """A test whose forked copy returned into pytest (the child ended that copy): an error.
+
+        Under plain pytest the copy would have run the rest of the session again; its
+        outcome in the real process is kept in the message.
+        """
+        for named in crashes.forked_copies(self.log_path, attempt.log_start, attempt.log_end):
+            nodeid = next((n for n in self.state.results if self.redactor.text(n) == named), None)
+            record = self.state.results.get(nodeid or "")
+            if nodeid is None or record is None or record["attempt"] != attempt.index or record["crash"]:
+                continue
+            was = record["outcome"]
+            message = (
+                "a process this test forked returned into pytest instead of ending with os._exit(); "
+                f"device-matrix ended it before it ran other tests (the test itself: {was})"
+            )
+            self.state.put(nodeid, "error", duration=record["duration"], message=message, attempt=attempt.index)
+            self.listener.note(self.row.name, f"{named}: a forked copy of the test process returned into pytest")
 
     def _cores(self, attempt: AttemptResult) -> list[Path]:
         folders = {self.cfg.project_root, attempt.folder, *(Path(p) for p in attempt.fold.cwds)}
@@ -888,6 +1049,10 @@ class RowRunner:
     # --- the record -----------------------------------------------------------------
 
     def _write(self, status: RowStatus, reason: str | None, *, final: bool = True) -> RunRecord:
+        if self._lost:
+            # the record stays truthful: what it cannot show any more is said
+            lost = "evidence " + "; ".join(self._lost)
+            reason = f"{reason}; {lost}" if reason else lost
         if not self.state.environment and self._local_env:
             self.state.environment = dict(self._local_env)
         record = self.state.to_record(
@@ -932,8 +1097,10 @@ class _Progress:
         kind = event["e"]
         if self.quiet:
             return
-        if kind == "collected" and r.total is None:
-            r.total = len(event["nodeids"])
+        if kind == "collected":
+            # every process's tests once: a resume collects some again, a script its own
+            r.collected.update(event["nodeids"])
+            r.total = len(r.collected)
         elif kind == "start":
             r.listener.test_running(r.row.name, event["nodeid"])
         elif kind == "report":

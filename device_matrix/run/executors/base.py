@@ -5,6 +5,11 @@ exception, an interrupt of the runner), ends its whole process group (SIGTERM, a
 period, then SIGKILL) and then every process that still carries the attempt's token in
 its environment, so a grandchild that ignores SIGTERM or left the group with setsid()
 does not outlive the attempt.
+
+A grandchild can also clear its environment (``env -i``) and leave the session: on Linux
+the runner is a child subreaper (``PR_SET_CHILD_SUBREAPER``), so such an orphan is
+reparented to the runner instead of init, and the end of the attempt kills and reaps
+every child the runner adopted from it (see :func:`adopted_leftovers`).
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ class LaunchSpec:
 
 class Child(Protocol):
     pid: int
+    ended_alive: bool  # end() found it running: the runner, not the test, ended it
 
     def poll(self) -> int | None: ...
 
@@ -72,6 +78,8 @@ class Executor(Protocol):
 
 
 PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+SWEEP_ROUNDS = 100  # rounds of 10 ms: an adopted orphan's own children are adopted in turn
 
 
 def die_with_parent() -> None:
@@ -85,6 +93,75 @@ def die_with_parent() -> None:
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except (OSError, AttributeError):
         pass  # not Linux: the runner's own handlers are all there is
+
+
+def become_subreaper() -> None:
+    """Linux: orphans among this process's descendants are reparented to it, not to init.
+
+    Process-wide and never undone: the runner runs one attempt at a time, and every
+    sweep spares what is not born of the attempt (:func:`adopted_leftovers`).
+    """
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux: orphans go to init, and the token is all there is to find them
+
+
+@dataclass(frozen=True)
+class ProcStat:
+    """What ``/proc/<pid>/stat`` says about a process that the sweep needs."""
+
+    pid: int
+    state: str  # Z: a zombie, waiting for its parent to reap it
+    ppid: int
+    session: int
+    start: int  # clock ticks after boot
+
+
+def proc_stat(pid: int, proc_root: Path = Path("/proc")) -> ProcStat | None:
+    try:
+        text = (proc_root / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    # the command name is in parentheses and may hold spaces or parentheses itself
+    fields = text.rsplit(")", 1)[-1].split()
+    try:
+        return ProcStat(pid, fields[0], int(fields[1]), int(fields[3]), int(fields[19]))
+    except (IndexError, ValueError):
+        return None
+
+
+def adopted_leftovers(born_after: int, proc_root: Path = Path("/proc")) -> tuple[list[int], list[int]]:
+    """What the attempt left with the runner: (processes to kill, adopted children to reap).
+
+    An adopted child is a child of the runner that the runner did not start: its own
+    children (gdb reading a core, the engine client, a tool the environment snapshot
+    runs) stay in the runner's session, while everything the attempt started lives in
+    the child's session or one it made with setsid(), and started after the child did.
+    Its descendants are killed with it: one that respawns its children cannot outrun the
+    sweep.
+    """
+    me, own_session = os.getpid(), os.getsid(0)
+    try:
+        entries = [int(e.name) for e in proc_root.iterdir() if e.name.isdigit()]
+    except OSError:
+        return [], []
+    stats = [s for s in (proc_stat(pid, proc_root) for pid in entries) if s is not None]
+    adopted = [s.pid for s in stats if s.ppid == me and s.session != own_session and s.start >= born_after]
+    children: dict[int, list[int]] = {}
+    for s in stats:
+        if s.state != "Z":
+            children.setdefault(s.ppid, []).append(s.pid)
+    alive = {s.pid for s in stats if s.state != "Z"}
+    doomed: list[int] = []
+    todo = [pid for pid in adopted if pid in alive]
+    while todo:
+        pid = todo.pop()
+        if pid not in doomed and pid != me:
+            doomed.append(pid)
+            todo.extend(children.get(pid, []))
+    return doomed, adopted
 
 
 def tagged_processes(token: str, proc_root: Path = Path("/proc")) -> list[int]:
@@ -111,10 +188,17 @@ def tagged_processes(token: str, proc_root: Path = Path("/proc")) -> list[int]:
 class PopenChild:
     """A child in its own process group (session): signals reach it and its children."""
 
+    # what the runner adopted from the attempt is ended too (see adopted_leftovers)
+    sweeps_adopted = True
+
     def __init__(self, proc: subprocess.Popen[bytes], token: str) -> None:
         self.proc = proc
         self.pid = proc.pid
         self.token = token
+        # whatever the attempt starts, starts after its first process
+        stat = proc_stat(proc.pid)
+        self.born = stat.start if stat is not None else 0
+        self.ended_alive = False  # the runner ended it (a deadline, a broken journal, an interrupt)
 
     def __enter__(self) -> PopenChild:
         return self
@@ -143,6 +227,7 @@ class PopenChild:
 
     def end(self) -> int:
         if self.proc.poll() is None:
+            self.ended_alive = True
             self.kill_group(signal.SIGTERM)
             try:
                 self.proc.wait(TERM_GRACE)
@@ -150,17 +235,28 @@ class PopenChild:
                 pass
         # whatever answered SIGTERM or not: nothing of the attempt is left running
         self.kill_group(signal.SIGKILL)
+        code = self.proc.wait()  # reaped first: its orphans are the runner's to find
         self._sweep()
-        return self.proc.wait()
+        return code
 
     def _sweep(self) -> None:
-        for _ in range(3):  # a process may fork while it is being looked for
-            pids = tagged_processes(self.token)
-            if not pids:
+        tagged_rounds = 3  # a process may fork while it is being looked for
+        for _ in range(SWEEP_ROUNDS):
+            tagged = tagged_processes(self.token) if tagged_rounds > 0 else []
+            tagged_rounds -= 1
+            doomed, adopted = adopted_leftovers(self.born) if self.sweeps_adopted else ([], [])
+            if not tagged and not adopted:
                 return
-            for pid in pids:
+            for pid in [*tagged, *doomed]:
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):
+                    pass
+            for pid in adopted:
+                # only these pids: a blanket wait would take the exit status of the
+                # runner's own children (the next attempt's child, gdb) from subprocess
+                try:
+                    os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
                     pass
             time.sleep(0.01)

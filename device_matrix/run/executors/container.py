@@ -195,6 +195,10 @@ class ContainerExecutor:
 class ContainerChild(PopenChild):
     """The engine client in its own group; signals also go to the container by name."""
 
+    # the engine's own helpers (podman's conmon leaves the client's session) outlive the
+    # client by design, and the engine ends what ran inside the container
+    sweeps_adopted = False
+
     def __init__(self, proc: subprocess.Popen[bytes], token: str, engine: str, name: str) -> None:
         super().__init__(proc, token)
         self.engine = engine

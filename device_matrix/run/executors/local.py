@@ -9,7 +9,7 @@ from typing import BinaryIO
 
 from device_matrix.diagnostics.core import raise_core_limit
 from device_matrix.errors import EnvironmentProblem
-from device_matrix.run.executors.base import ExecutorName, LaunchSpec, PopenChild, die_with_parent
+from device_matrix.run.executors.base import ExecutorName, LaunchSpec, PopenChild, become_subreaper, die_with_parent
 
 
 def child_environment(spec: LaunchSpec, base: dict[str, str] | None = None) -> dict[str, str]:
@@ -41,6 +41,9 @@ class LocalExecutor:
             # a runner killed with SIGKILL cannot end its child: the kernel does
             die_with_parent()
 
+        # an orphan of the attempt comes back to the runner, whatever it did to hide
+        # (not for a container: its engine and init own what runs inside)
+        become_subreaper()
         try:
             proc = subprocess.Popen(
                 self.argv(spec),
