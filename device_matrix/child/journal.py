@@ -23,6 +23,14 @@ _ENCODE = json.JSONEncoder(default=str, separators=(",", ":")).encode
 _string: Callable[[str], str] = json.encoder.encode_basestring_ascii
 
 
+# what a forked copy of the test process says on fd 2 as it is ended (the runner reads it)
+FORKED_COPY_NOTE = (
+    "device-matrix: a process forked by {nodeid} returned into pytest instead of ending with "
+    "os._exit(); it was ended before it could run other tests"
+)
+FORKED_COPY_EXIT = 1
+
+
 class JournalWriter:
     """Events into the runner's FIFO, one ``os.write`` each, numbered 1, 2, 3...
 
@@ -46,9 +54,11 @@ class JournalWriter:
                 pass
         self._n = 0
         self._held = b""
+        self._copy_note: bytes | None = None  # set in a forked copy: see end_forked_copies
 
     def write(self, event: str, **fields: Any) -> None:
         if self._fd < 0:
+            self._closed(event)
             return
         self._n += 1
         self._send((_ENCODE({"e": event, "n": self._n, **fields}) + "\n").encode())
@@ -58,6 +68,7 @@ class JournalWriter:
 
     def start(self, nodeid: str, t: float, meta: dict[str, Any], seq: int, loc: tuple[str, int | None]) -> None:
         if self._fd < 0:
+            self._closed("start")
             return
         self._n += 1
         line = "null" if loc[1] is None else str(int(loc[1]))
@@ -69,6 +80,7 @@ class JournalWriter:
 
     def finish(self, nodeid: str, t: float) -> None:
         if self._fd < 0:
+            self._closed("finish")
             return
         self._n += 1
         self._send(f'{{"e":"finish","n":{self._n},"nodeid":{_string(nodeid)},"t":{t!r}}}\n'.encode())
@@ -80,6 +92,7 @@ class JournalWriter:
         a point where no test code runs before that write.
         """
         if self._fd < 0:
+            self._closed("pass")
             return
         self._n += 1
         data = b'{"e":"pass","n":%d,"when":"%s","duration":%.6f}\n' % (self._n, when.encode(), duration)
@@ -96,6 +109,26 @@ class JournalWriter:
         except OSError:
             self._fd = -1
 
+    def _closed(self, event: str) -> None:
+        """An event after the journal closed: dropped; in a forked copy, the copy's end."""
+        if self._copy_note is None or event == "cwd":
+            return
+        try:
+            os.write(2, self._copy_note)
+        except OSError:
+            pass
+        os._exit(FORKED_COPY_EXIT)
+
+    def become_copy(self, note: str) -> None:
+        """In a forked copy: close the journal here; the next event ends the process."""
+        fd, self._fd, self._held = self._fd, -1, b""
+        if fd >= 0:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._copy_note = note.encode("utf-8", "replace")
+
     def close(self) -> None:
         if self._held and self._fd >= 0:
             self._send(b"")
@@ -105,14 +138,6 @@ class JournalWriter:
             except OSError:
                 pass
             self._fd = -1
-
-
-# what a forked copy of the test process says on fd 2 as it is ended (the runner reads it)
-FORKED_COPY_NOTE = (
-    "device-matrix: a process forked by {nodeid} returned into pytest instead of ending with "
-    "os._exit(); it was ended before it could run other tests"
-)
-FORKED_COPY_EXIT = 1
 
 
 def end_forked_copies(journal: JournalWriter) -> None:
@@ -129,24 +154,7 @@ def end_forked_copies(journal: JournalWriter) -> None:
 
     def in_the_copy() -> None:
         current = os.environ.get("PYTEST_CURRENT_TEST", "")
-        note = FORKED_COPY_NOTE.format(nodeid=current.rsplit(" ", 1)[0] or "no running test") + "\n"
-        fd, journal._fd = journal._fd, -1
-        if fd >= 0:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-
-        def end_here(event: str, **fields: Any) -> None:
-            if event == "cwd":
-                return
-            try:
-                os.write(2, note.encode())
-            except OSError:
-                pass
-            os._exit(FORKED_COPY_EXIT)
-
-        journal.write = end_here  # type: ignore[method-assign]  # this copy's writer only
+        journal.become_copy(FORKED_COPY_NOTE.format(nodeid=current.rsplit(" ", 1)[0] or "no running test") + "\n")
 
     os.register_at_fork(after_in_child=in_the_copy)
 
