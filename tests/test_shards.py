@@ -138,6 +138,9 @@ def test_shards_on_two_hosts_merge_into_the_whole_row(project: Callable[..., Pro
         for k in (1, 2)
     ]
     assert shard_tests[0].isdisjoint(shard_tests[1]) and shard_tests[0] and shard_tests[1]
+    for k in (1, 2):  # each shard's record names the command that runs that shard again
+        shard_record = json.loads((p.root / f"host{k}/fixture/shards/{k}/run.json").read_text())
+        assert shard_record["command"] == ["device-matrix", "run", "--device", "fixture", "--shard", f"{k}/2"]
     # the artifacts of both hosts downloaded into one folder
     merged_dir = p.root / "merged" / "fixture" / "shards"
     for k in (1, 2):
@@ -286,6 +289,12 @@ def test_parallel_shards_each_get_their_own_slot(project: Callable[..., Project]
             if a["pid"] != b["pid"] and a["slot"] == b["slot"]:
                 assert a["end"] <= b["start"] or b["end"] <= a["start"]
     assert {line["slot"] for line in lines} == {"0", "1"}
+    slot_of = {f"suites/slots/test_slots.py::test_slot[{line['i']}]": line["slot"] for line in lines}
+    for k in range(1, 5):  # the shard's own command, on the slot it had
+        shard_record = json.loads((p.results / f"fixture/shards/{k}/run.json").read_text())
+        (slot,) = {slot_of[t["nodeid"]] for t in shard_record["tests"]}
+        command = ["device-matrix", "run", "--device", "fixture", "--shard", f"{k}/4", "--slot", slot]
+        assert shard_record["command"] == command
 
 
 def test_parallel_shards_of_a_device_row_without_slots_are_refused(project: Callable[..., Project]) -> None:

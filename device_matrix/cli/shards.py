@@ -86,7 +86,9 @@ def run_spread(args: argparse.Namespace, cfg: Config, plan: RowPlan, options: Ru
         if args.slot is not None:
             options = replace(options, slot_env=_slot_env(row, args.slot))
         split_plan = read_plan(Path(args.shard_plan)) if args.shard_plan else None
-        return run_shard(cfg, plan, options, out, shard, split_plan=split_plan, durations_from=durations_from)
+        return run_shard(
+            cfg, plan, options, out, shard, split_plan=split_plan, durations_from=durations_from, slot=args.slot
+        )
     return run_shards_here(args, cfg, plan, options, out, durations_from=durations_from)
 
 

@@ -276,6 +276,12 @@ def shard_folder(cfg: Config, row: str, index: int) -> Path:
     return cfg.results_dir / row / SHARDS_DIR / str(index)
 
 
+def shard_command(row: str, shard: Shard, slot: int | None = None) -> list[str]:
+    """The command that runs this shard again: what its record's ``command`` says."""
+    command = ["device-matrix", "run", "--device", row, "--shard", str(shard)]
+    return command if slot is None else [*command, "--slot", str(slot)]
+
+
 def run_shard(
     cfg: Config,
     plan: RowPlan,
@@ -285,6 +291,7 @@ def run_shard(
     *,
     split_plan: ShardPlan | None = None,
     durations_from: Sequence[Path] = (),
+    slot: int | None = None,
 ) -> RunRecord:
     """Run shard ``K/N`` of the row into ``results/<row>/shards/K/``.
 
@@ -292,7 +299,9 @@ def run_shard(
     once); without it the row is collected here and split by the durations recorded in
     ``durations_from`` (default: this row's results folder).
     """
-    opts = replace(options, results_subdir=f"{SHARDS_DIR}/{shard.index}")
+    opts = replace(
+        options, results_subdir=f"{SHARDS_DIR}/{shard.index}", command=shard_command(plan.row.name, shard, slot)
+    )
     runner = RowRunner(cfg, plan, opts, listener)
     if plan.mode == "unavailable" or options.resume:
         return runner.run()  # nothing to split: the record says why, or the shard resumes
