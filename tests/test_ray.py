@@ -250,3 +250,125 @@ def test_a_shard_lost_twice_leaves_its_tests_not_run_with_the_nodes_named(tmp_pa
     assert len(lost_tests) == 2  # shard 2's half
     assert "node bbbbbbbbbbbb (host-b, 10.0.0.2) died while it ran" in lost_tests[0]["message"]
     assert [s["lost"] for s in record["environment"]["shards"]] == [[], [e["name"] for e in lost]]
+
+
+# --- gangs: N ranks started together, one test ---------------------------------------------
+
+
+def _gang_row(*gangs: str) -> str:
+    return "ray_resources = { neuron_cores = 1 }\ngangs = [" + ", ".join(gangs) + "]"
+
+
+def _gang(name: str, world: int, *args: str, xfail: str = "") -> str:
+    listed = ", ".join(f'"{a}"' for a in args)
+    extra = f", xfail = {xfail}" if xfail else ""
+    return f'{{ name = "{name}", module = "suites.gang.worker", world_size = {world}, args = [{listed}]{extra} }}'
+
+
+def _gang_project(project: Callable[..., Project], *gangs: str) -> Project:
+    p = project("gang", row=_gang_row(*gangs))
+    # a package, so `-m suites.gang.worker` finds it before any other `suites` package on the path
+    (p.root / "suites" / "__init__.py").touch()
+    return p
+
+
+def _test(record: dict[str, Any], nodeid: str) -> dict[str, Any]:
+    (test,) = [t for t in record["tests"] if t["nodeid"] == nodeid]
+    return test
+
+
+def test_a_gang_starts_together_with_the_launcher_variables_and_is_one_test(
+    project: Callable[..., Project], cluster: Cluster, tmp_path: Path
+) -> None:
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    p = _gang_project(project, _gang("sum", 3, "--iterations", "1000", "--out", str(seen)))
+    proc = _ray_run(p, cluster, "--shards", "2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    record = p.record()
+    assert record["summary"]["total"] == 3 and record["summary"]["passed"] == 3  # 2 tests of the row, 1 gang
+    assert _test(record, "gang::sum")["outcome"] == "passed"
+    (gang,) = record["environment"]["gangs"]
+    ranks = {r["rank"]: r for r in gang["ranks"]}
+    assert sorted(ranks) == [0, 1, 2] and all(r["returncode"] == 0 for r in ranks.values())
+    # 1 neuron core per rank, 2 per node: the placement group put them on both nodes
+    assert len({r["node"] for r in ranks.values()}) == 2
+    env = {r: json.loads((seen / f"rank{r}.json").read_text()) for r in range(3)}
+    assert {e["RANK"] for e in env.values()} == {"0", "1", "2"}
+    assert {e["WORLD_SIZE"] for e in env.values()} == {"3"}
+    assert len({(e["MASTER_ADDR"], e["MASTER_PORT"]) for e in env.values()}) == 1
+    assert env[0]["MASTER_ADDR"] == ranks[0]["ip"] and gang["master"] == f"{ranks[0]['ip']}:{env[0]['MASTER_PORT']}"
+    for r, e in env.items():  # LOCAL_RANK counts the ranks on the same node
+        same = sorted(k for k in ranks if ranks[k]["node"] == ranks[r]["node"])
+        assert (e["LOCAL_RANK"], e["LOCAL_WORLD_SIZE"]) == (str(same.index(r)), str(len(same)))
+    for r in range(3):  # each rank's output is kept; its own check saw 1000 sums of 3
+        log = (p.results / f"fixture/gangs/sum/rank{r}.log").read_text()
+        assert json.loads(log.splitlines()[-1]) == {"rank": r, "iterations": 1000, "sums": [3]}
+    assert [a["log"] for a in record["attempts"][-3:]] == [f"gangs/sum/rank{r}.log" for r in range(3)]
+
+
+def test_a_rank_that_segfaults_is_diagnosed_as_a_local_crash(
+    project: Callable[..., Project], cluster: Cluster
+) -> None:
+    from device_matrix.diagnostics import diagnose
+    from device_matrix.redact import Redactor
+
+    p = _gang_project(project, _gang("seg", 2, "--segv-rank", "1"))
+    proc = _ray_run(p, cluster, "--shards", "1")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    record = p.record()
+    test = _test(record, "gang::seg")
+    assert test["outcome"] == "crashed"
+    crash = next(c for c in record["crashes"] if c["id"] == test["crash"])
+    assert crash["nodeid"] == "gang::seg" and crash["diagnosis"]["signal_name"] == "SIGSEGV"
+    assert "in main" in (crash["diagnosis"]["python_stack"] or "")
+    assert "RANK=1" in crash["repro"] and "-m suites.gang.worker --segv-rank 1" in crash["repro"]
+    # the same rank run here, without Ray, gets the same diagnosis
+    port = str(_free_port())
+    local = {}
+    procs = {}
+    for r in (0, 1):
+        env = {**clean_env(), "RANK": str(r), "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
+        procs[r] = subprocess.Popen(
+            [sys.executable, "-X", "faulthandler", "-m", "suites.gang.worker", "--segv-rank", "1"],
+            cwd=p.root,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    for r, child in procs.items():
+        out, _ = child.communicate(timeout=60)
+        local[r] = diagnose(returncode=child.returncode, fault_text="", output_text=out, redactor=Redactor())
+    for key in ("signal_name", "fingerprint", "hint"):
+        assert crash["diagnosis"][key] == local[1][key]
+    assert "rank 1" in test["message"] and "SIGSEGV" in test["message"]
+
+
+def test_a_gangs_xfail_admits_only_the_failure_it_names(project: Callable[..., Project], cluster: Cluster) -> None:
+    xfail = '{ devices = ["cpu"], issue = "ledger:4", reason = "one world per process", raises = ["WrongWorld"] }'
+    p = _gang_project(
+        project,
+        _gang("expected", 2, "--iterations", "5", "--raise", "WrongWorld", xfail=xfail),
+        _gang("other", 2, "--iterations", "5", "--raise", "OtherError", xfail=xfail),
+        _gang("fixed", 2, "--iterations", "5", xfail=xfail),
+    )
+    proc = _ray_run(p, cluster, "--shards", "1")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    record = p.record()
+    expected, other, fixed = (_test(record, f"gang::{n}") for n in ("expected", "other", "fixed"))
+    assert expected["outcome"] == "xfailed" and expected["skip"]["issue"] == "ledger:4"
+    assert "one world per process" in expected["message"] and "WrongWorld" in expected["message"]
+    assert other["outcome"] == "failed" and "OtherError" in other["message"]  # not the failure it names
+    assert fixed["outcome"] == "failed" and fixed["message"].startswith("[XPASS(strict)]")
+    assert record["status"] == "failed"
+
+
+def test_a_gang_no_set_of_nodes_can_hold_is_refused_up_front(
+    project: Callable[..., Project], cluster: Cluster
+) -> None:
+    p = _gang_project(project, _gang("big", 5))
+    proc = _ray_run(p, cluster, "--shards", "1")
+    assert proc.returncode == 5, proc.stdout + proc.stderr
+    assert "gang 'big' of row 'fixture' needs 5 ranks at once" in proc.stderr and "holds 4 at most" in proc.stderr
+    assert not (p.results / "fixture" / "shards").exists()

@@ -39,6 +39,7 @@ from device_matrix.errors import EnvironmentProblem
 from device_matrix.records.atomic import write_json_atomic
 from device_matrix.records.schema import RunRecord
 from device_matrix.redact import Redactor
+from device_matrix.run import gang
 from device_matrix.run.plan import RowPlan
 from device_matrix.run.runner import RowRunner, RunListener, RunOptions
 from device_matrix.run.shards import (
@@ -277,6 +278,8 @@ def run_on_ray(
         request = request_for(row)
         nodes = cluster_nodes(ray)
         refuse_unsatisfiable(nodes, request, address, row.name)
+        if row.gangs:
+            gang.refuse_unsatisfiable(nodes, request.needs(), request.labels, row, address)
         remote = ray.remote(max_retries=0)
         options_ = _ray_options(ray, request)
         force = "local" if plan.mode == "local" else "container"
@@ -368,6 +371,18 @@ def run_on_ray(
                 with contextlib.suppress(Exception):
                     ray.cancel(ref, force=True)
             raise
+        for entry in row.gangs:
+            gang.run_gang(
+                ray,
+                cfg,
+                row,
+                plan.mode,
+                entry,
+                options=options_,
+                labels=request.labels,
+                test_timeout=options.test_timeout or row.test_timeout,
+                note=listener.note,
+            )
         merged = merge(folder)
         write_merged(folder, merged)
         for problem in merged.problems:

@@ -52,6 +52,7 @@ from device_matrix.run.runner import RowRunner, RunListener, RunOptions, refuse_
 SHARD_FILE = "shard.json"
 SHARD_SCHEMA = "device-matrix/shard"
 SHARDS_DIR = "shards"
+GANGS_DIR = "gangs"  # device_matrix.run.gang: each gang's record, beside the shards'
 BASE_PORT = 8476  # {port} in slot_env: one port per slot from here (TPU_PROCESS_PORT's default)
 # the most serious status of the shards wins the merged row
 STATUS_ORDER: tuple[RowStatus, ...] = ("running", "interrupted", "error", "crashed", "failed", "unavailable", "passed")
@@ -455,6 +456,7 @@ def merge(folder: Path) -> Merged:
         crash = crash_ids.get((k, test["crash"])) if test["crash"] else None
         merged_tests.append(TestRecord(**{**test, "crash": crash, "attempt": test["attempt"] + attempt_offset[k]}))
 
+    gangs = _merge_gangs(folder, row, tests=merged_tests, crashes=crashes, attempts=attempts, problems=problems)
     status = _merged_status([r["status"] for r in records.values()], merged_tests, crashes, problems)
     first = records[min(records)]
     reasons = [f"shard {k}: {r['reason']}" for k, r in sorted(records.items()) if r["reason"]]
@@ -479,6 +481,8 @@ def merge(folder: Path) -> Merged:
         }
         for k, r in sorted(records.items())
     ]
+    if gangs:
+        environment["gangs"] = gangs
     record = RunRecord(
         schema=first["schema"],
         version=first["version"],
@@ -503,6 +507,40 @@ def merge(folder: Path) -> Merged:
         runner_pid=None,
     )
     return Merged(record, problems, reports)
+
+
+def _merge_gangs(
+    folder: Path,
+    row: str,
+    *,
+    tests: list[TestRecord],
+    crashes: list[CrashRecord],
+    attempts: list[AttemptRecord],
+    problems: list[str],
+) -> list[dict[str, Any]]:
+    """Each gang's one test, its crashes and its ranks' attempts, after the shards'."""
+    gangs = []
+    for path in sorted((folder / GANGS_DIR).glob("*/run.json")):
+        name = path.parent.name
+        try:
+            rec = load_run(path)
+        except ResultsError as exc:
+            problems.append(f"gang {name}: {exc.message}")
+            continue
+        offset = len(attempts)
+        for a in rec["attempts"]:
+            attempts.append(
+                AttemptRecord(**{**a, "index": a["index"] + offset, "log": f"{GANGS_DIR}/{name}/{a['log']}"})
+            )
+        ids = {}
+        for c in rec["crashes"]:
+            ids[c["id"]] = f"{row}-{name}.{c['id'].rsplit('-', 1)[-1]}"
+            crashes.append(CrashRecord(**{**c, "id": ids[c["id"]], "attempt": c["attempt"] + offset}))
+        for t in rec["tests"]:
+            crash = ids.get(t["crash"]) if t["crash"] else None
+            tests.append(TestRecord(**{**t, "crash": crash, "attempt": t["attempt"] + offset}))
+        gangs.append(dict(rec["environment"].get("gang") or {"name": name}))
+    return gangs
 
 
 def _is_whole_run(path: Path) -> bool:
@@ -584,6 +622,7 @@ def write_merged(folder: Path, merged: Merged) -> None:
 def clear_shards(folder: Path) -> None:
     """A new split of the whole row here: what an earlier run of the row left goes, as with `run`."""
     shutil.rmtree(folder / SHARDS_DIR, ignore_errors=True)
+    shutil.rmtree(folder / GANGS_DIR, ignore_errors=True)
     shutil.rmtree(folder / "attempts", ignore_errors=True)
     for name in ("run.json", "junit.xml", "report.json", "output.log"):
         (folder / name).unlink(missing_ok=True)
