@@ -307,9 +307,7 @@ def test_a_gang_starts_together_with_the_launcher_variables_and_is_one_test(
     assert [a["log"] for a in record["attempts"][-3:]] == [f"gangs/sum/rank{r}.log" for r in range(3)]
 
 
-def test_a_rank_that_segfaults_is_diagnosed_as_a_local_crash(
-    project: Callable[..., Project], cluster: Cluster
-) -> None:
+def test_a_rank_that_segfaults_is_diagnosed_as_a_local_crash(project: Callable[..., Project], cluster: Cluster) -> None:
     from device_matrix.diagnostics import diagnose
     from device_matrix.redact import Redactor
 
@@ -364,9 +362,7 @@ def test_a_gangs_xfail_admits_only_the_failure_it_names(project: Callable[..., P
     assert record["status"] == "failed"
 
 
-def test_a_gang_no_set_of_nodes_can_hold_is_refused_up_front(
-    project: Callable[..., Project], cluster: Cluster
-) -> None:
+def test_a_gang_no_set_of_nodes_can_hold_is_refused_up_front(project: Callable[..., Project], cluster: Cluster) -> None:
     p = _gang_project(project, _gang("big", 5))
     proc = _ray_run(p, cluster, "--shards", "1")
     assert proc.returncode == 5, proc.stdout + proc.stderr

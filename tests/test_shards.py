@@ -332,6 +332,25 @@ def test_wrong_spreading_options_are_usage_errors(
         ("slots = -1", "slots"),
         ('ray_resources = { GPU = "one" }', "ray_resources"),
         ("ray_num_cpus = 0", "ray_num_cpus"),
+        ('gangs = [{ name = "g", module = "w" }]', "gangs"),  # no world_size
+        ('gangs = [{ name = "g", module = "w", world_size = 0 }]', "gangs"),
+        ('gangs = [{ name = "g", module = "not a module", world_size = 2 }]', "gangs"),
+        ('gangs = [{ name = "a/b", module = "w", world_size = 2 }]', "gangs"),
+        ('gangs = [{ name = "g", module = "w", world_size = 2, ranks = 2 }]', "gangs"),
+        (
+            'gangs = [{ name = "g", module = "w", world_size = 2 }, { name = "g", module = "v", world_size = 2 }]',
+            "gangs",
+        ),
+        ('gangs = [{ name = "g", module = "w", world_size = 2, xfail = { devices = ["cpu"] } }]', "gangs"),
+        (
+            'gangs = [{ name = "g", module = "w", world_size = 2, xfail = { devices = ["cpu"], issue = "soon" } }]',
+            "gangs",
+        ),
+        (
+            'gangs = [{ name = "g", module = "w", world_size = 2, xfail = { devices = ["cpu"], issue = "ledger:4", '
+            'raises = ["not a name"] } }]',
+            "gangs",
+        ),
     ],
 )
 def test_bad_spreading_keys_are_config_errors(project: Callable[..., Project], row: str, key: str) -> None:
@@ -339,6 +358,26 @@ def test_bad_spreading_keys_are_config_errors(project: Callable[..., Project], r
     proc = p.run("list")
     assert proc.returncode == 3
     assert f"devices.fixture.{key}" in proc.stderr
+
+
+def test_a_gang_entry_is_read_into_the_row(tmp_path: Path) -> None:
+    from device_matrix import config
+
+    row = (
+        'gangs = [{ name = "all_reduce", module = "suites.collectives.mp_worker", world_size = 2, '
+        'args = ["--check"], env = { CPU_NUM_DEVICES = "1" }, '
+        'xfail = { devices = ["cpu"], issue = "ledger:4", reason = "r", raises = ["DistNetworkError"] } }]'
+    )
+    p = make_project(tmp_path, ["passing"], row=row)
+    (gang,) = config.load(p.root).row("fixture").gangs
+    assert (gang.name, gang.module, gang.world_size, gang.args) == (
+        "all_reduce",
+        "suites.collectives.mp_worker",
+        2,
+        ("--check",),
+    )
+    assert dict(gang.env) == {"CPU_NUM_DEVICES": "1"}
+    assert gang.xfail is not None and gang.xfail["raises"] == ["DistNetworkError"]
 
 
 # --- Actions ------------------------------------------------------------------------------
