@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -410,3 +412,48 @@ def test_ray_is_imported_only_when_used() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=clean_env(), check=False)
     assert proc.returncode == 0, proc.stderr
+
+
+def _interrupted_at_the_gate(p: Project, *args: str) -> None:
+    """`run --shards 2 ARGS` stopped (SIGTERM) while shard 2 waits in test_b_gate."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "device_matrix", "--project", str(p.root), "run", "--device", "fixture", *args],
+        cwd=p.root,
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    end = time.monotonic() + 120
+    while not (p.root / "b_started").exists():
+        assert proc.poll() is None and time.monotonic() < end, proc.communicate()[0]
+        time.sleep(0.05)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 143, out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("parallel", [[], ["--parallel"]])
+def test_resume_continues_every_interrupted_shard_and_runs_nothing_twice(
+    project: Callable[..., Project], parallel: list[str]
+) -> None:
+    p = project("resume_gate")
+    _interrupted_at_the_gate(p, "--shards", "2", *parallel)
+    folder = p.results / "fixture" / "shards"
+    shard2 = json.loads((folder / "2/run.json").read_text())
+    assert shard2["status"] == "interrupted"
+    (p.root / "gate").write_text("")
+    proc = p.run("run", "--device", "fixture", "--shards", "2", "--resume", *parallel)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert sorted((p.root / "runs.txt").read_text().split()) == ["a", "b", "c", "d"]  # each once
+    record = p.record()
+    assert record["status"] == "passed" and record["summary"]["passed"] == 4
+    assert [s["status"] for s in record["environment"]["shards"]] == ["passed", "passed"]
+
+
+def test_resume_of_shards_that_never_ran_is_a_results_error(project: Callable[..., Project]) -> None:
+    p = project("passing")
+    proc = p.run("run", "--device", "fixture", "--shards", "2", "--resume")
+    assert proc.returncode == 7, proc.stdout + proc.stderr
+    assert "nothing to resume" in proc.stderr

@@ -304,8 +304,19 @@ def run_shard(
         options, results_subdir=f"{SHARDS_DIR}/{shard.index}", command=shard_command(plan.row.name, shard, slot)
     )
     runner = RowRunner(cfg, plan, opts, listener)
-    if plan.mode == "unavailable" or options.resume:
-        return runner.run()  # nothing to split: the record says why, or the shard resumes
+    if plan.mode == "unavailable":
+        return runner.run()  # nothing to split: the record says why
+    folder = shard_folder(cfg, plan.row.name, shard.index)
+    if options.resume:
+        # the shard's own part of the split it ran with, and only that part, whatever its
+        # record got to before it stopped
+        try:
+            split_plan = split_plan or read_plan(folder / SHARD_FILE)
+        except ResultsError as exc:
+            raise ResultsError(f"nothing to resume: {exc.message}", tip="Run the shard without --resume.") from None
+        part = plan_part(split_plan, shard.index)
+        opts.select = part if part is not None else []
+        return runner.run()
     if split_plan is None:
         tests, reason = collect(runner)
         durations = recorded_durations(durations_from or [cfg.results_dir], plan.row.name)
@@ -313,7 +324,6 @@ def run_shard(
     else:
         split_plan = ShardPlan(**{**split_plan, "shard": shard.index, "host": socket.gethostname()})
     part = plan_part(split_plan, shard.index)
-    folder = shard_folder(cfg, plan.row.name, shard.index)
     folder.mkdir(parents=True, exist_ok=True)
     write_json_atomic(folder / SHARD_FILE, split_plan)
     if part is not None and not part:
@@ -323,6 +333,46 @@ def run_shard(
     # collection failed: the shard's run selects nothing, and records why as a whole run would
     opts.select = part if part is not None else []
     return runner.run()
+
+
+# --- resuming every shard of a row ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Resume:
+    plan: ShardPlan  # the split the interrupted run made
+    resume: list[int]  # shards whose record says they were cut off
+    fresh: list[int]  # shards that wrote no record: they never started
+
+
+def resume_shards(folder: Path, count: int | None) -> Resume:
+    """What ``run --shards N --resume`` continues: every shard cut off, none that finished."""
+    shards = folder / SHARDS_DIR
+    found = sorted(shards.glob(f"*/{SHARD_FILE}"))
+    plan: ShardPlan | None = None
+    for path in [shards / "plan.json", *found]:
+        with contextlib.suppress(ResultsError):
+            plan = read_plan(path)
+            break
+    if plan is None:
+        raise ResultsError(
+            f"nothing to resume: {shards} holds no split of the row", tip="Run the row with --shards N first."
+        )
+    if count is not None and count != plan["of"]:
+        raise UsageProblem(
+            f"--shards {count} --resume: the run it continues had {plan['of']} shards",
+            tip=f"Resume with --shards {plan['of']}, or run the row again without --resume.",
+        )
+    resume, fresh = [], []
+    for k in range(1, plan["of"] + 1):
+        try:
+            record = load_run(shards / str(k) / "run.json")
+        except ResultsError:
+            fresh.append(k)
+            continue
+        if record["status"] in ("interrupted", "running"):
+            resume.append(k)
+    return Resume(plan, resume, fresh)
 
 
 # --- merge ------------------------------------------------------------------------------
