@@ -368,3 +368,41 @@ def test_a_gang_no_set_of_nodes_can_hold_is_refused_up_front(project: Callable[.
     assert proc.returncode == 5, proc.stdout + proc.stderr
     assert "gang 'big' of row 'fixture' needs 5 ranks at once" in proc.stderr and "holds 4 at most" in proc.stderr
     assert not (p.results / "fixture" / "shards").exists()
+
+
+def test_resume_on_ray_runs_only_what_the_interrupted_run_left(
+    project: Callable[..., Project], cluster: Cluster, tmp_path: Path
+) -> None:
+    p = project("resume_gate", row=NEURON_ROW)
+    log = tmp_path / "driver.log"
+    args = ["run", "--device", "fixture", "--executor", "ray", "--address", cluster.address, "--shards", "2"]
+    with log.open("wb") as fh:
+        driver = subprocess.Popen(
+            [sys.executable, "-m", "device_matrix", "--project", str(p.root), *args],
+            cwd=p.root,
+            env=clean_env(),
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+        )
+    end = time.monotonic() + 120
+    # shard 1 (test_a, test_c) came back; shard 2 waits in test_b_gate
+    while not ((p.root / "b_started").exists() and "shard 1/2 done" in log.read_text()):
+        assert driver.poll() is None and time.monotonic() < end, log.read_text()
+        time.sleep(0.1)
+    driver.send_signal(signal.SIGTERM)
+    assert driver.wait(60) == 143, log.read_text()
+    interrupted = p.record()  # the driver recorded what it cut off
+    assert interrupted["status"] == "interrupted"
+    assert [s["status"] for s in interrupted["environment"]["shards"]] == ["passed", "interrupted"]
+    assert {t["nodeid"].rsplit("::", 1)[1]: t["outcome"] for t in interrupted["tests"]} == {
+        "test_a": "passed",
+        "test_b_gate": "not_run",
+        "test_c": "passed",
+        "test_d": "not_run",
+    }
+    (p.root / "gate").write_text("")
+    proc = p.run(*args, "--resume")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert sorted((p.root / "runs.txt").read_text().split()) == ["a", "b", "c", "d"]  # each once
+    record = p.record()
+    assert record["status"] == "passed" and record["summary"]["passed"] == 4

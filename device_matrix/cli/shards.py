@@ -20,8 +20,6 @@ if TYPE_CHECKING:  # the runner loads only when a row runs: the parser stays lig
     from device_matrix.run.runner import RunOptions
     from device_matrix.run.shards import Shard, ShardPlan
 
-PLAN_FILE = "plan.json"  # the split the shards of one `run --shards N` share
-
 
 def spread_requested(args: argparse.Namespace) -> bool:
     return bool(args.shard or args.shards or args.executor == "ray")
@@ -173,7 +171,7 @@ def _run_children(
     """One ``device-matrix run --shard K/N`` process per shard of ``todo`` (True: resume it), one per free slot."""
     from device_matrix.records.atomic import write_json_atomic
     from device_matrix.run.attempt import Interrupted
-    from device_matrix.run.shards import SHARDS_DIR, Shard, shard_folder
+    from device_matrix.run.shards import PLAN_FILE, SHARDS_DIR, Shard, shard_folder
 
     count = split_plan["of"]
     plan_path = cfg.results_dir / row.name / SHARDS_DIR / PLAN_FILE

@@ -52,6 +52,7 @@ from device_matrix.run.runner import RowRunner, RunListener, RunOptions, refuse_
 SHARD_FILE = "shard.json"
 SHARD_SCHEMA = "device-matrix/shard"
 SHARDS_DIR = "shards"
+PLAN_FILE = "plan.json"  # shards/plan.json: the split every shard of one `run --shards N` shares
 GANGS_DIR = "gangs"  # device_matrix.run.gang: each gang's record, beside the shards'
 BASE_PORT = 8476  # {port} in slot_env: one port per slot from here (TPU_PROCESS_PORT's default)
 # the most serious status of the shards wins the merged row
@@ -350,7 +351,7 @@ def resume_shards(folder: Path, count: int | None) -> Resume:
     shards = folder / SHARDS_DIR
     found = sorted(shards.glob(f"*/{SHARD_FILE}"))
     plan: ShardPlan | None = None
-    for path in [shards / "plan.json", *found]:
+    for path in [shards / PLAN_FILE, *found]:
         with contextlib.suppress(ResultsError):
             plan = read_plan(path)
             break
