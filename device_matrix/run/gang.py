@@ -34,6 +34,7 @@ from typing import Any
 
 from device_matrix import diagnostics
 from device_matrix.config import Config, Gang, Row
+from device_matrix.diagnostics.parse import clean_lines
 from device_matrix.errors import EnvironmentProblem
 from device_matrix.records.atomic import write_json_atomic
 from device_matrix.records.schema import AttemptRecord, CrashRecord, Outcome, RowStatus, RunRecord, SkipInfo
@@ -154,10 +155,17 @@ class RankResult:
 
 def last_exception(output: str) -> str | None:
     """The type of the last uncaught Python exception in ``output`` (its traceback's last line)."""
-    lines = output.splitlines()
-    starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last):")]
+    lines = clean_lines(output)  # torch.distributed prefixes a rank's traceback with [rankN]:
+    starts = [i for i, line in enumerate(lines) if line.lstrip().startswith("Traceback (most recent call last):")]
     if not starts:
         return None
+    header = lines[starts[-1]]
+    indent = len(header) - len(header.lstrip())  # what a prefix left; the frames are indented further
+    for line in lines[starts[-1] + 1 :]:
+        if line.strip() and len(line) - len(line.lstrip()) <= indent:
+            match = _EXCEPTION_RE.fullmatch(line.strip())
+            return match[1] if match else None
+    return None
     for line in lines[starts[-1] + 1 :]:
         if line and not line[0].isspace():
             match = _EXCEPTION_RE.fullmatch(line.strip())
