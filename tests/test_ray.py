@@ -27,6 +27,7 @@ from tests.conftest import Project, clean_env, make_project
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 NEURON_ROW = "ray_resources = { neuron_cores = 2 }"
+LOCAL_RUN = ("run", "--device", "fixture", "--results", "local")
 
 
 def _free_port() -> int:
@@ -105,7 +106,7 @@ def cluster() -> Iterator[Cluster]:
             _end_group(proc.pid, signal.SIGTERM)
         for proc in procs:
             try:
-                proc.wait(5)
+                proc.wait(2)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
@@ -153,9 +154,18 @@ def test_a_segfault_in_a_ray_shard_is_diagnosed_as_locally(
     project: Callable[..., Project], cluster: Cluster, tmp_path: Path
 ) -> None:
     p = project("segv", row=NEURON_ROW)
-    local = p.run("run", "--device", "fixture", "--results", "local")
-    assert local.returncode == 1, local.stdout + local.stderr
+    # the local run beside the Ray run: two results folders, one project
+    local_run = subprocess.Popen(
+        [sys.executable, "-m", "device_matrix", "--project", str(p.root), *LOCAL_RUN],
+        cwd=p.root,
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     proc = _ray_run(p, cluster, "--shards", "2")
+    local_out, _ = local_run.communicate(timeout=240)
+    assert local_run.returncode == 1, local_out
     assert proc.returncode == 1, proc.stdout + proc.stderr
     remote = p.record()
     here: dict[str, Any] = json.loads((p.root / "local/fixture/run.json").read_text())
@@ -183,22 +193,6 @@ def test_a_task_that_fails_on_its_node_names_the_node(project: Callable[..., Pro
     assert proc.returncode == 5, proc.stdout + proc.stderr
     assert "collecting the row's tests failed on Ray node" in proc.stderr
     assert "/nonexistent/python: no such interpreter" in proc.stderr
-
-
-def test_a_killed_worker_node_is_recorded_and_its_shard_runs_again(
-    project: Callable[..., Project], cluster: Cluster
-) -> None:
-    p = project("ray_kill", row=NEURON_ROW)
-    proc = _ray_run(p, cluster, "--shards", "2")
-    assert cluster.marker.exists(), proc.stdout + proc.stderr  # a test did kill its node
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    record = p.record()
-    assert record["summary"]["passed"] == 4
-    (lost_shard,) = [s for s in record["environment"]["shards"] if s["lost"]]
-    (dead,) = lost_shard["lost"]
-    assert dead != lost_shard["node"]  # ran again elsewhere
-    assert f"node {dead} died while it ran; it ran again on node {lost_shard['node']}" in record["reason"]
-    assert "died (NodeDiedError)" in proc.stdout or "died (WorkerCrashedError)" in proc.stdout
 
 
 # --- without a cluster --------------------------------------------------------------------
@@ -265,8 +259,8 @@ def _gang(name: str, world: int, *args: str, xfail: str = "") -> str:
     return f'{{ name = "{name}", module = "suites.gang.worker", world_size = {world}, args = [{listed}]{extra} }}'
 
 
-def _gang_project(project: Callable[..., Project], *gangs: str) -> Project:
-    p = project("gang", row=_gang_row(*gangs))
+def _gang_project(root: Path, *gangs: str) -> Project:
+    p = make_project(root, ["gang"], row=_gang_row(*gangs))
     # a package, so `-m suites.gang.worker` finds it before any other `suites` package on the path
     (p.root / "suites" / "__init__.py").touch()
     return p
@@ -277,18 +271,40 @@ def _test(record: dict[str, Any], nodeid: str) -> dict[str, Any]:
     return test
 
 
-def test_a_gang_starts_together_with_the_launcher_variables_and_is_one_test(
-    project: Callable[..., Project], cluster: Cluster, tmp_path: Path
-) -> None:
-    seen = tmp_path / "seen"
-    seen.mkdir()
-    p = _gang_project(project, _gang("sum", 3, "--iterations", "1000", "--out", str(seen)))
-    proc = _ray_run(p, cluster, "--shards", "2")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    record = p.record()
-    assert record["summary"]["total"] == 3 and record["summary"]["passed"] == 3  # 2 tests of the row, 1 gang
-    assert _test(record, "gang::sum")["outcome"] == "passed"
-    (gang,) = record["environment"]["gangs"]
+class GangRun:
+    def __init__(self, p: Project, proc: subprocess.CompletedProcess[str], seen: Path) -> None:
+        self.p, self.proc, self.seen = p, proc, seen
+        self.record = p.record()
+
+    def gang(self, name: str) -> dict[str, Any]:
+        (gang,) = [g for g in self.record["environment"]["gangs"] if g["name"] == name]
+        return gang
+
+
+XFAIL = '{ devices = ["cpu"], issue = "ledger:4", reason = "one world per process", raises = ["WrongWorld"] }'
+
+
+@pytest.fixture(scope="module")
+def gangs(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> GangRun:
+    """One row, five gangs, one run: each test below reads what it asserts from it."""
+    seen = tmp_path_factory.mktemp("seen")
+    p = _gang_project(
+        tmp_path_factory.mktemp("gangs"),
+        _gang("sum", 3, "--iterations", "1000", "--out", str(seen)),
+        _gang("seg", 2, "--segv-rank", "1"),
+        _gang("expected", 2, "--iterations", "5", "--raise", "WrongWorld", xfail=XFAIL),
+        _gang("other", 2, "--iterations", "5", "--raise", "OtherError", xfail=XFAIL),
+        _gang("fixed", 2, "--iterations", "5", xfail=XFAIL),
+    )
+    return GangRun(p, _ray_run(p, cluster, "--shards", "2"), seen)
+
+
+def test_a_gang_starts_together_with_the_launcher_variables_and_is_one_test(gangs: GangRun) -> None:
+    record, seen = gangs.record, gangs.seen
+    assert gangs.proc.returncode == 1, gangs.proc.stdout + gangs.proc.stderr  # the failing gangs below
+    assert record["summary"]["total"] == 2 + 5  # the row's 2 tests, one test per gang
+    assert record["summary"]["passed"] == 3 and _test(record, "gang::sum")["outcome"] == "passed"
+    gang = gangs.gang("sum")
     ranks = {r["rank"]: r for r in gang["ranks"]}
     assert sorted(ranks) == [0, 1, 2] and all(r["returncode"] == 0 for r in ranks.values())
     # 1 neuron core per rank, 2 per node: the placement group put them on both nodes
@@ -302,19 +318,17 @@ def test_a_gang_starts_together_with_the_launcher_variables_and_is_one_test(
         same = sorted(k for k in ranks if ranks[k]["node"] == ranks[r]["node"])
         assert (e["LOCAL_RANK"], e["LOCAL_WORLD_SIZE"]) == (str(same.index(r)), str(len(same)))
     for r in range(3):  # each rank's output is kept; its own check saw 1000 sums of 3
-        log = (p.results / f"fixture/gangs/sum/rank{r}.log").read_text()
+        log = (gangs.p.results / f"fixture/gangs/sum/rank{r}.log").read_text()
         assert json.loads(log.splitlines()[-1]) == {"rank": r, "iterations": 1000, "sums": [3]}
-    assert [a["log"] for a in record["attempts"][-3:]] == [f"gangs/sum/rank{r}.log" for r in range(3)]
+    logs = [a["log"] for a in record["attempts"] if a["log"].startswith("gangs/sum/")]
+    assert logs == [f"gangs/sum/rank{r}.log" for r in range(3)]  # one attempt per rank
 
 
-def test_a_rank_that_segfaults_is_diagnosed_as_a_local_crash(project: Callable[..., Project], cluster: Cluster) -> None:
+def test_a_rank_that_segfaults_is_diagnosed_as_a_local_crash(gangs: GangRun) -> None:
     from device_matrix.diagnostics import diagnose
     from device_matrix.redact import Redactor
 
-    p = _gang_project(project, _gang("seg", 2, "--segv-rank", "1"))
-    proc = _ray_run(p, cluster, "--shards", "1")
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    record = p.record()
+    record = gangs.record
     test = _test(record, "gang::seg")
     assert test["outcome"] == "crashed"
     crash = next(c for c in record["crashes"] if c["id"] == test["crash"])
@@ -329,7 +343,7 @@ def test_a_rank_that_segfaults_is_diagnosed_as_a_local_crash(project: Callable[.
         env = {**clean_env(), "RANK": str(r), "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
         procs[r] = subprocess.Popen(
             [sys.executable, "-X", "faulthandler", "-m", "suites.gang.worker", "--segv-rank", "1"],
-            cwd=p.root,
+            cwd=gangs.p.root,
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -343,27 +357,18 @@ def test_a_rank_that_segfaults_is_diagnosed_as_a_local_crash(project: Callable[.
     assert "rank 1" in test["message"] and "SIGSEGV" in test["message"]
 
 
-def test_a_gangs_xfail_admits_only_the_failure_it_names(project: Callable[..., Project], cluster: Cluster) -> None:
-    xfail = '{ devices = ["cpu"], issue = "ledger:4", reason = "one world per process", raises = ["WrongWorld"] }'
-    p = _gang_project(
-        project,
-        _gang("expected", 2, "--iterations", "5", "--raise", "WrongWorld", xfail=xfail),
-        _gang("other", 2, "--iterations", "5", "--raise", "OtherError", xfail=xfail),
-        _gang("fixed", 2, "--iterations", "5", xfail=xfail),
-    )
-    proc = _ray_run(p, cluster, "--shards", "1")
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    record = p.record()
+def test_a_gangs_xfail_admits_only_the_failure_it_names(gangs: GangRun) -> None:
+    record = gangs.record
     expected, other, fixed = (_test(record, f"gang::{n}") for n in ("expected", "other", "fixed"))
     assert expected["outcome"] == "xfailed" and expected["skip"]["issue"] == "ledger:4"
     assert "one world per process" in expected["message"] and "WrongWorld" in expected["message"]
     assert other["outcome"] == "failed" and "OtherError" in other["message"]  # not the failure it names
     assert fixed["outcome"] == "failed" and fixed["message"].startswith("[XPASS(strict)]")
-    assert record["status"] == "failed"
+    assert record["status"] == "crashed"  # the segfaulting gang's crash outranks the failures
 
 
-def test_a_gang_no_set_of_nodes_can_hold_is_refused_up_front(project: Callable[..., Project], cluster: Cluster) -> None:
-    p = _gang_project(project, _gang("big", 5))
+def test_a_gang_no_set_of_nodes_can_hold_is_refused_up_front(tmp_path: Path, cluster: Cluster) -> None:
+    p = _gang_project(tmp_path, _gang("big", 5))
     proc = _ray_run(p, cluster, "--shards", "1")
     assert proc.returncode == 5, proc.stdout + proc.stderr
     assert "gang 'big' of row 'fixture' needs 5 ranks at once" in proc.stderr and "holds 4 at most" in proc.stderr
@@ -406,3 +411,22 @@ def test_resume_on_ray_runs_only_what_the_interrupted_run_left(
     assert sorted((p.root / "runs.txt").read_text().split()) == ["a", "b", "c", "d"]  # each once
     record = p.record()
     assert record["status"] == "passed" and record["summary"]["passed"] == 4
+
+
+# --- last: the second node this kills stays dead for the rest of the module ------------------
+
+
+def test_a_killed_worker_node_is_recorded_and_its_shard_runs_again(
+    project: Callable[..., Project], cluster: Cluster
+) -> None:
+    p = project("ray_kill", row=NEURON_ROW)
+    proc = _ray_run(p, cluster, "--shards", "2")
+    assert cluster.marker.exists(), proc.stdout + proc.stderr  # a test did kill its node
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    record = p.record()
+    assert record["summary"]["passed"] == 4
+    (lost_shard,) = [s for s in record["environment"]["shards"] if s["lost"]]
+    (dead,) = lost_shard["lost"]
+    assert dead != lost_shard["node"]  # ran again elsewhere
+    assert f"node {dead} died while it ran; it ran again on node {lost_shard['node']}" in record["reason"]
+    assert "died (NodeDiedError)" in proc.stdout or "died (WorkerCrashedError)" in proc.stdout
