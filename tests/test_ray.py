@@ -1,8 +1,8 @@
 """Shards on a real local Ray cluster: a head and a second node, started and stopped here.
 
-The cluster is this module's own (its own port and temp dir, each node a ``ray start
---block`` process that takes its node down with it), so other Ray users on the machine
-are untouched. Skipped with the reason where Ray is not installed.
+The cluster is these tests' own, one per test session (its own port and temp dir, each node
+a ``ray start --block`` process that takes its node down with it), so other Ray users on the
+machine are untouched. Skipped with the reason where Ray is not installed.
 """
 
 from __future__ import annotations
@@ -53,7 +53,9 @@ class Cluster:
         self.marker = marker  # its existence: the second node was killed
 
 
-@pytest.fixture(scope="module")
+# session scope: xdist's loadgroup keeps these tests on one worker but may run other modules'
+# tests between them, and a module-scoped cluster would be stopped and started again each time
+@pytest.fixture(scope="session")
 def cluster() -> Iterator[Cluster]:
     pytest.importorskip("ray", reason="Ray is not installed: pip install 'device-matrix[ray]' to run these tests")
     ray_cli = Path(sys.executable).parent / "ray"
@@ -284,7 +286,7 @@ class GangRun:
 XFAIL = '{ devices = ["cpu"], issue = "ledger:4", reason = "one world per process", raises = ["WrongWorld"] }'
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def gangs(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> GangRun:
     """One row, five gangs, one run: each test below reads what it asserts from it."""
     seen = tmp_path_factory.mktemp("seen")
@@ -413,7 +415,7 @@ def test_resume_on_ray_runs_only_what_the_interrupted_run_left(
     assert record["status"] == "passed" and record["summary"]["passed"] == 4
 
 
-# --- last: the second node this kills stays dead for the rest of the module ------------------
+# --- last: the second node this kills stays dead for the rest of the session -----------------
 
 
 def test_a_killed_worker_node_is_recorded_and_its_shard_runs_again(
