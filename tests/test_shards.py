@@ -457,3 +457,11 @@ def test_resume_of_shards_that_never_ran_is_a_results_error(project: Callable[..
     proc = p.run("run", "--device", "fixture", "--shards", "2", "--resume")
     assert proc.returncode == 7, proc.stdout + proc.stderr
     assert "nothing to resume" in proc.stderr
+
+
+def test_a_run_without_ray_says_the_rows_gangs_were_left_out(project: Callable[..., Project]) -> None:
+    p = project("passing", row='gangs = [{ name = "all_reduce", module = "w", world_size = 2 }]')
+    proc = p.run("run", "--device", "fixture", "--test", "suites/passing/test_passing.py::test_quick[0]")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "gang(s) all_reduce not run: they run only with --executor ray" in proc.stdout
+    assert [t["nodeid"] for t in p.record()["tests"]] == ["suites/passing/test_passing.py::test_quick[0]"]

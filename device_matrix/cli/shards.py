@@ -34,7 +34,15 @@ def run_whole(cfg: Config, plan: RowPlan, options: RunOptions, out: Output) -> R
 
     if not options.resume:
         shutil.rmtree(cfg.results_dir / plan.row.name / SHARDS_DIR, ignore_errors=True)
+    _note_gangs(plan, out)
     return RowRunner(cfg, plan, options, out).run()
+
+
+def _note_gangs(plan: RowPlan, out: Output) -> None:
+    """A row's gangs need Ray: a run without it says they were left out, never silently."""
+    if plan.row.gangs and plan.mode != "unavailable":
+        names = ", ".join(gang.name for gang in plan.row.gangs)
+        out.note(plan.row.name, f"gang(s) {names} not run: they run only with --executor ray")
 
 
 def check_spread_args(args: argparse.Namespace) -> None:
@@ -74,6 +82,7 @@ def run_spread(args: argparse.Namespace, cfg: Config, plan: RowPlan, options: Ru
             forwarded=forwarded_options(args),
             durations_from=durations_from,
         )
+    _note_gangs(plan, out)
     if args.shard:
         shard = parse_shard(args.shard)
         if args.slot is not None:
