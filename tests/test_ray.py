@@ -53,8 +53,10 @@ class Cluster:
         self.marker = marker  # its existence: the second node was killed
 
 
-# session scope: xdist's loadgroup keeps these tests on one worker but may run other modules'
-# tests between them, and a module-scoped cluster would be stopped and started again each time
+# session scope: one cluster per xdist worker, kept while that worker runs other modules'
+# tests between these (a module-scoped one was stopped and started again each time). With
+# pytest 9.2 and xdist 3.8 loadgroup does not hold (xdist renames item._nodeid, pytest reads
+# item._id), so both workers may start one.
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[Cluster]:
     pytest.importorskip("ray", reason="Ray is not installed: pip install 'device-matrix[ray]' to run these tests")
