@@ -94,6 +94,20 @@ class Row:
     ray_resources: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     ray_num_cpus: float = 1.0
     ray_labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    gangs: tuple[Gang, ...] = ()  # workers started together as N Ray tasks (device_matrix.run.gang)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Gang:
+    """``world_size`` ranks of ``python -m MODULE ARGS``, one Ray task each, recorded as one test."""
+
+    name: str
+    module: str
+    world_size: int
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # xfail_device's arguments (devices, issue, reason, strict, raises): the expected failure
+    xfail: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -253,6 +267,49 @@ def _is_script(v: Any) -> bool:
     )
 
 
+GANG_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+MODULE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+_GANG_KEYS = {"name", "module", "world_size", "args", "env", "xfail"}
+_GANG_XFAIL_KEYS = {"devices", "issue", "reason", "strict", "raises"}
+
+
+def _is_gang_xfail(v: Any) -> bool:
+    from device_matrix.skips.refs import normalize_issue
+
+    return (
+        isinstance(v, dict)
+        and set(v) <= _GANG_XFAIL_KEYS
+        and _is_label_list(v.get("devices"))
+        and bool(v["devices"])
+        and isinstance(v.get("issue"), str)
+        and normalize_issue(v["issue"]) is not None
+        and _is_str(v.get("reason", ""))
+        and _is_bool(v.get("strict", True))
+        and isinstance(v.get("raises", []), list)
+        and all(isinstance(x, str) and MODULE_RE.fullmatch(x) for x in v.get("raises", []))
+    )
+
+
+def _is_gang(v: Any) -> bool:
+    return (
+        isinstance(v, dict)
+        and set(v) <= _GANG_KEYS
+        and isinstance(v.get("name"), str)
+        and bool(GANG_NAME_RE.fullmatch(v["name"]))
+        and isinstance(v.get("module"), str)
+        and bool(MODULE_RE.fullmatch(v["module"]))
+        and _is_positive_int(v.get("world_size"))
+        and _is_str_list(v.get("args", []))
+        and _is_str_map(v.get("env", {}))
+        and ("xfail" not in v or _is_gang_xfail(v["xfail"]))
+    )
+
+
+def _is_gangs(v: Any) -> bool:
+    names = [x.get("name") for x in v] if isinstance(v, list) and all(isinstance(x, dict) for x in v) else None
+    return names is not None and len(set(names)) == len(names) and all(_is_gang(x) for x in v)
+
+
 def _is_slot_env(v: Any) -> bool:
     """Variables whose values may use ``{slot}`` (0, 1, ...) and ``{port}`` (8476 + slot)."""
     if not _is_str_map(v):
@@ -306,6 +363,12 @@ _ROW_KEYS: dict[str, tuple[Check, str]] = {
     "ray_resources": (_is_resource_map, "a table of Ray resource amounts (numbers >= 0), e.g. {GPU = 1}"),
     "ray_num_cpus": (lambda v: _is_finite(v) and v > 0, "a number of CPUs > 0"),
     "ray_labels": (_is_str_map, "a table of Ray node labels (strings)"),
+    "gangs": (
+        _is_gangs,
+        "[[...gangs]] tables, names unique: name = 'all_reduce', module = 'pkg.worker', world_size = 2 (all "
+        "required), args = ['--flag'], env = {VAR = 'value'}, xfail = {devices = ['cpu'], issue = 'ledger:N', "
+        "reason = '...', strict = true, raises = ['ErrorName']}",
+    ),
 }
 
 # row keys that are tables: a project's table merges into the packaged one key by key
@@ -494,6 +557,18 @@ def _row_from_table(name: str, table: Mapping[str, Any]) -> Row:
         if key == "scripts":
             kwargs[key] = tuple(
                 Script(file=x["file"], args=tuple(x.get("args", ())), env=MappingProxyType(dict(x.get("env", {}))))
+                for x in value
+            )
+        elif key == "gangs":
+            kwargs[key] = tuple(
+                Gang(
+                    name=x["name"],
+                    module=x["module"],
+                    world_size=x["world_size"],
+                    args=tuple(x.get("args", ())),
+                    env=MappingProxyType(dict(x.get("env", {}))),
+                    xfail=MappingProxyType(dict(x["xfail"])) if "xfail" in x else None,
+                )
                 for x in value
             )
         elif isinstance(value, list):

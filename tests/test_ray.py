@@ -1,8 +1,8 @@
 """Shards on a real local Ray cluster: a head and a second node, started and stopped here.
 
-The cluster is this module's own (its own port and temp dir, each node a ``ray start
---block`` process that takes its node down with it), so other Ray users on the machine
-are untouched. Skipped with the reason where Ray is not installed.
+The cluster is these tests' own, one per test session (its own port and temp dir, each node
+a ``ray start --block`` process that takes its node down with it), so other Ray users on the
+machine are untouched. Skipped with the reason where Ray is not installed.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from tests.conftest import Project, clean_env, make_project
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 NEURON_ROW = "ray_resources = { neuron_cores = 2 }"
+LOCAL_RUN = ("run", "--device", "fixture", "--results", "local")
 
 
 def _free_port() -> int:
@@ -52,7 +53,11 @@ class Cluster:
         self.marker = marker  # its existence: the second node was killed
 
 
-@pytest.fixture(scope="module")
+# session scope: one cluster per xdist worker, kept while that worker runs other modules'
+# tests between these (a module-scoped one was stopped and started again each time). With
+# pytest 9.2 and xdist 3.8 loadgroup does not hold (xdist renames item._nodeid, pytest reads
+# item._id), so both workers may start one.
+@pytest.fixture(scope="session")
 def cluster() -> Iterator[Cluster]:
     pytest.importorskip("ray", reason="Ray is not installed: pip install 'device-matrix[ray]' to run these tests")
     ray_cli = Path(sys.executable).parent / "ray"
@@ -105,7 +110,7 @@ def cluster() -> Iterator[Cluster]:
             _end_group(proc.pid, signal.SIGTERM)
         for proc in procs:
             try:
-                proc.wait(5)
+                proc.wait(2)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
@@ -153,9 +158,18 @@ def test_a_segfault_in_a_ray_shard_is_diagnosed_as_locally(
     project: Callable[..., Project], cluster: Cluster, tmp_path: Path
 ) -> None:
     p = project("segv", row=NEURON_ROW)
-    local = p.run("run", "--device", "fixture", "--results", "local")
-    assert local.returncode == 1, local.stdout + local.stderr
+    # the local run beside the Ray run: two results folders, one project
+    local_run = subprocess.Popen(
+        [sys.executable, "-m", "device_matrix", "--project", str(p.root), *LOCAL_RUN],
+        cwd=p.root,
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     proc = _ray_run(p, cluster, "--shards", "2")
+    local_out, _ = local_run.communicate(timeout=240)
+    assert local_run.returncode == 1, local_out
     assert proc.returncode == 1, proc.stdout + proc.stderr
     remote = p.record()
     here: dict[str, Any] = json.loads((p.root / "local/fixture/run.json").read_text())
@@ -183,22 +197,6 @@ def test_a_task_that_fails_on_its_node_names_the_node(project: Callable[..., Pro
     assert proc.returncode == 5, proc.stdout + proc.stderr
     assert "collecting the row's tests failed on Ray node" in proc.stderr
     assert "/nonexistent/python: no such interpreter" in proc.stderr
-
-
-def test_a_killed_worker_node_is_recorded_and_its_shard_runs_again(
-    project: Callable[..., Project], cluster: Cluster
-) -> None:
-    p = project("ray_kill", row=NEURON_ROW)
-    proc = _ray_run(p, cluster, "--shards", "2")
-    assert cluster.marker.exists(), proc.stdout + proc.stderr  # a test did kill its node
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    record = p.record()
-    assert record["summary"]["passed"] == 4
-    (lost_shard,) = [s for s in record["environment"]["shards"] if s["lost"]]
-    (dead,) = lost_shard["lost"]
-    assert dead != lost_shard["node"]  # ran again elsewhere
-    assert f"node {dead} died while it ran; it ran again on node {lost_shard['node']}" in record["reason"]
-    assert "died (NodeDiedError)" in proc.stdout or "died (WorkerCrashedError)" in proc.stdout
 
 
 # --- without a cluster --------------------------------------------------------------------
@@ -250,3 +248,189 @@ def test_a_shard_lost_twice_leaves_its_tests_not_run_with_the_nodes_named(tmp_pa
     assert len(lost_tests) == 2  # shard 2's half
     assert "node bbbbbbbbbbbb (host-b, 10.0.0.2) died while it ran" in lost_tests[0]["message"]
     assert [s["lost"] for s in record["environment"]["shards"]] == [[], [e["name"] for e in lost]]
+
+
+# --- gangs: N ranks started together, one test ---------------------------------------------
+
+
+def _gang_row(*gangs: str) -> str:
+    return "ray_resources = { neuron_cores = 1 }\ngangs = [" + ", ".join(gangs) + "]"
+
+
+def _gang(name: str, world: int, *args: str, xfail: str = "") -> str:
+    listed = ", ".join(f'"{a}"' for a in args)
+    extra = f", xfail = {xfail}" if xfail else ""
+    return f'{{ name = "{name}", module = "suites.gang.worker", world_size = {world}, args = [{listed}]{extra} }}'
+
+
+def _gang_project(root: Path, *gangs: str) -> Project:
+    p = make_project(root, ["gang"], row=_gang_row(*gangs))
+    # a package, so `-m suites.gang.worker` finds it before any other `suites` package on the path
+    (p.root / "suites" / "__init__.py").touch()
+    return p
+
+
+def _test(record: dict[str, Any], nodeid: str) -> dict[str, Any]:
+    (test,) = [t for t in record["tests"] if t["nodeid"] == nodeid]
+    return test
+
+
+class GangRun:
+    def __init__(self, p: Project, proc: subprocess.CompletedProcess[str], seen: Path) -> None:
+        self.p, self.proc, self.seen = p, proc, seen
+        self.record = p.record()
+
+    def gang(self, name: str) -> dict[str, Any]:
+        (gang,) = [g for g in self.record["environment"]["gangs"] if g["name"] == name]
+        return gang
+
+
+XFAIL = '{ devices = ["cpu"], issue = "ledger:4", reason = "one world per process", raises = ["WrongWorld"] }'
+
+
+@pytest.fixture(scope="session")
+def gangs(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> GangRun:
+    """One row, five gangs, one run: each test below reads what it asserts from it."""
+    seen = tmp_path_factory.mktemp("seen")
+    p = _gang_project(
+        tmp_path_factory.mktemp("gangs"),
+        _gang("sum", 3, "--iterations", "1000", "--out", str(seen)),
+        _gang("seg", 2, "--segv-rank", "1"),
+        _gang("expected", 2, "--iterations", "5", "--raise", "WrongWorld", xfail=XFAIL),
+        _gang("other", 2, "--iterations", "5", "--raise", "OtherError", xfail=XFAIL),
+        _gang("fixed", 2, "--iterations", "5", xfail=XFAIL),
+    )
+    return GangRun(p, _ray_run(p, cluster, "--shards", "2"), seen)
+
+
+def test_a_gang_starts_together_with_the_launcher_variables_and_is_one_test(gangs: GangRun) -> None:
+    record, seen = gangs.record, gangs.seen
+    assert gangs.proc.returncode == 1, gangs.proc.stdout + gangs.proc.stderr  # the failing gangs below
+    assert record["summary"]["total"] == 2 + 5  # the row's 2 tests, one test per gang
+    assert record["summary"]["passed"] == 3 and _test(record, "gang::sum")["outcome"] == "passed"
+    gang = gangs.gang("sum")
+    ranks = {r["rank"]: r for r in gang["ranks"]}
+    assert sorted(ranks) == [0, 1, 2] and all(r["returncode"] == 0 for r in ranks.values())
+    # 1 neuron core per rank, 2 per node: the placement group put them on both nodes
+    assert len({r["node"] for r in ranks.values()}) == 2
+    env = {r: json.loads((seen / f"rank{r}.json").read_text()) for r in range(3)}
+    assert {e["RANK"] for e in env.values()} == {"0", "1", "2"}
+    assert {e["WORLD_SIZE"] for e in env.values()} == {"3"}
+    assert len({(e["MASTER_ADDR"], e["MASTER_PORT"]) for e in env.values()}) == 1
+    assert env[0]["MASTER_ADDR"] == ranks[0]["ip"] and gang["master"] == f"{ranks[0]['ip']}:{env[0]['MASTER_PORT']}"
+    for r, e in env.items():  # LOCAL_RANK counts the ranks on the same node
+        same = sorted(k for k in ranks if ranks[k]["node"] == ranks[r]["node"])
+        assert (e["LOCAL_RANK"], e["LOCAL_WORLD_SIZE"]) == (str(same.index(r)), str(len(same)))
+    for r in range(3):  # each rank's output is kept; its own check saw 1000 sums of 3
+        log = (gangs.p.results / f"fixture/gangs/sum/rank{r}.log").read_text()
+        assert json.loads(log.splitlines()[-1]) == {"rank": r, "iterations": 1000, "sums": [3]}
+    logs = [a["log"] for a in record["attempts"] if a["log"].startswith("gangs/sum/")]
+    assert logs == [f"gangs/sum/rank{r}.log" for r in range(3)]  # one attempt per rank
+
+
+def test_a_rank_that_segfaults_is_diagnosed_as_a_local_crash(gangs: GangRun) -> None:
+    from device_matrix.diagnostics import diagnose
+    from device_matrix.redact import Redactor
+
+    record = gangs.record
+    test = _test(record, "gang::seg")
+    assert test["outcome"] == "crashed"
+    crash = next(c for c in record["crashes"] if c["id"] == test["crash"])
+    assert crash["nodeid"] == "gang::seg" and crash["diagnosis"]["signal_name"] == "SIGSEGV"
+    assert "in main" in (crash["diagnosis"]["python_stack"] or "")
+    assert "RANK=1" in crash["repro"] and "-m suites.gang.worker --segv-rank 1" in crash["repro"]
+    # the same rank run here, without Ray, gets the same diagnosis
+    port = str(_free_port())
+    local = {}
+    procs = {}
+    for r in (0, 1):
+        env = {**clean_env(), "RANK": str(r), "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
+        procs[r] = subprocess.Popen(
+            [sys.executable, "-X", "faulthandler", "-m", "suites.gang.worker", "--segv-rank", "1"],
+            cwd=gangs.p.root,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    for r, child in procs.items():
+        out, _ = child.communicate(timeout=60)
+        local[r] = diagnose(returncode=child.returncode, fault_text="", output_text=out, redactor=Redactor())
+    for key in ("signal_name", "fingerprint", "hint"):
+        assert crash["diagnosis"][key] == local[1][key]
+    assert "rank 1" in test["message"] and "SIGSEGV" in test["message"]
+
+
+def test_a_gangs_xfail_admits_only_the_failure_it_names(gangs: GangRun) -> None:
+    record = gangs.record
+    expected, other, fixed = (_test(record, f"gang::{n}") for n in ("expected", "other", "fixed"))
+    assert expected["outcome"] == "xfailed" and expected["skip"]["issue"] == "ledger:4"
+    assert "one world per process" in expected["message"] and "WrongWorld" in expected["message"]
+    assert other["outcome"] == "failed" and "OtherError" in other["message"]  # not the failure it names
+    assert fixed["outcome"] == "failed" and fixed["message"].startswith("[XPASS(strict)]")
+    assert record["status"] == "crashed"  # the segfaulting gang's crash outranks the failures
+
+
+def test_a_gang_no_set_of_nodes_can_hold_is_refused_up_front(tmp_path: Path, cluster: Cluster) -> None:
+    p = _gang_project(tmp_path, _gang("big", 5))
+    proc = _ray_run(p, cluster, "--shards", "1")
+    assert proc.returncode == 5, proc.stdout + proc.stderr
+    assert "gang 'big' of row 'fixture' needs 5 ranks at once" in proc.stderr and "holds 4 at most" in proc.stderr
+    assert not (p.results / "fixture" / "shards").exists()
+
+
+def test_resume_on_ray_runs_only_what_the_interrupted_run_left(
+    project: Callable[..., Project], cluster: Cluster, tmp_path: Path
+) -> None:
+    p = project("resume_gate", row=NEURON_ROW)
+    log = tmp_path / "driver.log"
+    args = ["run", "--device", "fixture", "--executor", "ray", "--address", cluster.address, "--shards", "2"]
+    with log.open("wb") as fh:
+        driver = subprocess.Popen(
+            [sys.executable, "-m", "device_matrix", "--project", str(p.root), *args],
+            cwd=p.root,
+            env=clean_env(),
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+        )
+    end = time.monotonic() + 120
+    # shard 1 (test_a, test_c) came back; shard 2 waits in test_b_gate
+    while not ((p.root / "b_started").exists() and "shard 1/2 done" in log.read_text()):
+        assert driver.poll() is None and time.monotonic() < end, log.read_text()
+        time.sleep(0.1)
+    driver.send_signal(signal.SIGTERM)
+    assert driver.wait(60) == 143, log.read_text()
+    interrupted = p.record()  # the driver recorded what it cut off
+    assert interrupted["status"] == "interrupted"
+    assert [s["status"] for s in interrupted["environment"]["shards"]] == ["passed", "interrupted"]
+    assert {t["nodeid"].rsplit("::", 1)[1]: t["outcome"] for t in interrupted["tests"]} == {
+        "test_a": "passed",
+        "test_b_gate": "not_run",
+        "test_c": "passed",
+        "test_d": "not_run",
+    }
+    (p.root / "gate").write_text("")
+    proc = p.run(*args, "--resume")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert sorted((p.root / "runs.txt").read_text().split()) == ["a", "b", "c", "d"]  # each once
+    record = p.record()
+    assert record["status"] == "passed" and record["summary"]["passed"] == 4
+
+
+# --- last: the second node this kills stays dead for the rest of the session -----------------
+
+
+def test_a_killed_worker_node_is_recorded_and_its_shard_runs_again(
+    project: Callable[..., Project], cluster: Cluster
+) -> None:
+    p = project("ray_kill", row=NEURON_ROW)
+    proc = _ray_run(p, cluster, "--shards", "2")
+    assert cluster.marker.exists(), proc.stdout + proc.stderr  # a test did kill its node
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    record = p.record()
+    assert record["summary"]["passed"] == 4
+    (lost_shard,) = [s for s in record["environment"]["shards"] if s["lost"]]
+    (dead,) = lost_shard["lost"]
+    assert dead != lost_shard["node"]  # ran again elsewhere
+    assert f"node {dead} died while it ran; it ran again on node {lost_shard['node']}" in record["reason"]
+    assert "died (NodeDiedError)" in proc.stdout or "died (WorkerCrashedError)" in proc.stdout

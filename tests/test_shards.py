@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -138,6 +140,9 @@ def test_shards_on_two_hosts_merge_into_the_whole_row(project: Callable[..., Pro
         for k in (1, 2)
     ]
     assert shard_tests[0].isdisjoint(shard_tests[1]) and shard_tests[0] and shard_tests[1]
+    for k in (1, 2):  # each shard's record names the command that runs that shard again
+        shard_record = json.loads((p.root / f"host{k}/fixture/shards/{k}/run.json").read_text())
+        assert shard_record["command"] == ["device-matrix", "run", "--device", "fixture", "--shard", f"{k}/2"]
     # the artifacts of both hosts downloaded into one folder
     merged_dir = p.root / "merged" / "fixture" / "shards"
     for k in (1, 2):
@@ -286,6 +291,12 @@ def test_parallel_shards_each_get_their_own_slot(project: Callable[..., Project]
             if a["pid"] != b["pid"] and a["slot"] == b["slot"]:
                 assert a["end"] <= b["start"] or b["end"] <= a["start"]
     assert {line["slot"] for line in lines} == {"0", "1"}
+    slot_of = {f"suites/slots/test_slots.py::test_slot[{line['i']}]": line["slot"] for line in lines}
+    for k in range(1, 5):  # the shard's own command, on the slot it had
+        shard_record = json.loads((p.results / f"fixture/shards/{k}/run.json").read_text())
+        (slot,) = {slot_of[t["nodeid"]] for t in shard_record["tests"]}
+        command = ["device-matrix", "run", "--device", "fixture", "--shard", f"{k}/4", "--slot", slot]
+        assert shard_record["command"] == command
 
 
 def test_parallel_shards_of_a_device_row_without_slots_are_refused(project: Callable[..., Project]) -> None:
@@ -323,6 +334,25 @@ def test_wrong_spreading_options_are_usage_errors(
         ("slots = -1", "slots"),
         ('ray_resources = { GPU = "one" }', "ray_resources"),
         ("ray_num_cpus = 0", "ray_num_cpus"),
+        ('gangs = [{ name = "g", module = "w" }]', "gangs"),  # no world_size
+        ('gangs = [{ name = "g", module = "w", world_size = 0 }]', "gangs"),
+        ('gangs = [{ name = "g", module = "not a module", world_size = 2 }]', "gangs"),
+        ('gangs = [{ name = "a/b", module = "w", world_size = 2 }]', "gangs"),
+        ('gangs = [{ name = "g", module = "w", world_size = 2, ranks = 2 }]', "gangs"),
+        (
+            'gangs = [{ name = "g", module = "w", world_size = 2 }, { name = "g", module = "v", world_size = 2 }]',
+            "gangs",
+        ),
+        ('gangs = [{ name = "g", module = "w", world_size = 2, xfail = { devices = ["cpu"] } }]', "gangs"),
+        (
+            'gangs = [{ name = "g", module = "w", world_size = 2, xfail = { devices = ["cpu"], issue = "soon" } }]',
+            "gangs",
+        ),
+        (
+            'gangs = [{ name = "g", module = "w", world_size = 2, xfail = { devices = ["cpu"], issue = "ledger:4", '
+            'raises = ["not a name"] } }]',
+            "gangs",
+        ),
     ],
 )
 def test_bad_spreading_keys_are_config_errors(project: Callable[..., Project], row: str, key: str) -> None:
@@ -330,6 +360,26 @@ def test_bad_spreading_keys_are_config_errors(project: Callable[..., Project], r
     proc = p.run("list")
     assert proc.returncode == 3
     assert f"devices.fixture.{key}" in proc.stderr
+
+
+def test_a_gang_entry_is_read_into_the_row(tmp_path: Path) -> None:
+    from device_matrix import config
+
+    row = (
+        'gangs = [{ name = "all_reduce", module = "suites.collectives.mp_worker", world_size = 2, '
+        'args = ["--check"], env = { CPU_NUM_DEVICES = "1" }, '
+        'xfail = { devices = ["cpu"], issue = "ledger:4", reason = "r", raises = ["DistNetworkError"] } }]'
+    )
+    p = make_project(tmp_path, ["passing"], row=row)
+    (gang,) = config.load(p.root).row("fixture").gangs
+    assert (gang.name, gang.module, gang.world_size, gang.args) == (
+        "all_reduce",
+        "suites.collectives.mp_worker",
+        2,
+        ("--check",),
+    )
+    assert dict(gang.env) == {"CPU_NUM_DEVICES": "1"}
+    assert gang.xfail is not None and gang.xfail["raises"] == ["DistNetworkError"]
 
 
 # --- Actions ------------------------------------------------------------------------------
@@ -362,3 +412,56 @@ def test_ray_is_imported_only_when_used() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=clean_env(), check=False)
     assert proc.returncode == 0, proc.stderr
+
+
+def _interrupted_at_the_gate(p: Project, *args: str) -> None:
+    """`run --shards 2 ARGS` stopped (SIGTERM) while shard 2 waits in test_b_gate."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "device_matrix", "--project", str(p.root), "run", "--device", "fixture", *args],
+        cwd=p.root,
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    end = time.monotonic() + 120
+    while not (p.root / "b_started").exists():
+        assert proc.poll() is None and time.monotonic() < end, proc.communicate()[0]
+        time.sleep(0.05)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 143, out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("parallel", [[], ["--parallel"]])
+def test_resume_continues_every_interrupted_shard_and_runs_nothing_twice(
+    project: Callable[..., Project], parallel: list[str]
+) -> None:
+    p = project("resume_gate")
+    _interrupted_at_the_gate(p, "--shards", "2", *parallel)
+    folder = p.results / "fixture" / "shards"
+    shard2 = json.loads((folder / "2/run.json").read_text())
+    assert shard2["status"] == "interrupted"
+    (p.root / "gate").write_text("")
+    proc = p.run("run", "--device", "fixture", "--shards", "2", "--resume", *parallel)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert sorted((p.root / "runs.txt").read_text().split()) == ["a", "b", "c", "d"]  # each once
+    record = p.record()
+    assert record["status"] == "passed" and record["summary"]["passed"] == 4
+    assert [s["status"] for s in record["environment"]["shards"]] == ["passed", "passed"]
+
+
+def test_resume_of_shards_that_never_ran_is_a_results_error(project: Callable[..., Project]) -> None:
+    p = project("passing")
+    proc = p.run("run", "--device", "fixture", "--shards", "2", "--resume")
+    assert proc.returncode == 7, proc.stdout + proc.stderr
+    assert "nothing to resume" in proc.stderr
+
+
+def test_a_run_without_ray_says_the_rows_gangs_were_left_out(project: Callable[..., Project]) -> None:
+    p = project("passing", row='gangs = [{ name = "all_reduce", module = "w", world_size = 2 }]')
+    proc = p.run("run", "--device", "fixture", "--test", "suites/passing/test_passing.py::test_quick[0]")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "gang(s) all_reduce not run: they run only with --executor ray" in proc.stdout
+    assert [t["nodeid"] for t in p.record()["tests"]] == ["suites/passing/test_passing.py::test_quick[0]"]

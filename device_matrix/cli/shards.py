@@ -20,8 +20,6 @@ if TYPE_CHECKING:  # the runner loads only when a row runs: the parser stays lig
     from device_matrix.run.runner import RunOptions
     from device_matrix.run.shards import Shard, ShardPlan
 
-PLAN_FILE = "plan.json"  # the split the shards of one `run --shards N` share
-
 
 def spread_requested(args: argparse.Namespace) -> bool:
     return bool(args.shard or args.shards or args.executor == "ray")
@@ -36,7 +34,15 @@ def run_whole(cfg: Config, plan: RowPlan, options: RunOptions, out: Output) -> R
 
     if not options.resume:
         shutil.rmtree(cfg.results_dir / plan.row.name / SHARDS_DIR, ignore_errors=True)
+    _note_gangs(plan, out)
     return RowRunner(cfg, plan, options, out).run()
+
+
+def _note_gangs(plan: RowPlan, out: Output) -> None:
+    """A row's gangs need Ray: a run without it says they were left out, never silently."""
+    if plan.row.gangs and plan.mode != "unavailable":
+        names = ", ".join(gang.name for gang in plan.row.gangs)
+        out.note(plan.row.name, f"gang(s) {names} not run: they run only with --executor ray")
 
 
 def check_spread_args(args: argparse.Namespace) -> None:
@@ -56,11 +62,6 @@ def check_spread_args(args: argparse.Namespace) -> None:
         raise UsageProblem("--slot needs --shard K/N", tip="--shards N --parallel gives each shard a slot itself.")
     if args.shards is not None and args.shards < 1:
         raise UsageProblem(f"--shards {args.shards}: must be >= 1")
-    if args.resume and (args.shards or args.executor == "ray"):
-        raise UsageProblem(
-            "--resume continues one shard at a time",
-            tip="Resume each shard with --shard K/N --resume, then `device-matrix merge`.",
-        )
 
 
 def run_spread(args: argparse.Namespace, cfg: Config, plan: RowPlan, options: RunOptions, out: Output) -> RunRecord:
@@ -81,12 +82,15 @@ def run_spread(args: argparse.Namespace, cfg: Config, plan: RowPlan, options: Ru
             forwarded=forwarded_options(args),
             durations_from=durations_from,
         )
+    _note_gangs(plan, out)
     if args.shard:
         shard = parse_shard(args.shard)
         if args.slot is not None:
             options = replace(options, slot_env=_slot_env(row, args.slot))
         split_plan = read_plan(Path(args.shard_plan)) if args.shard_plan else None
-        return run_shard(cfg, plan, options, out, shard, split_plan=split_plan, durations_from=durations_from)
+        return run_shard(
+            cfg, plan, options, out, shard, split_plan=split_plan, durations_from=durations_from, slot=args.slot
+        )
     return run_shards_here(args, cfg, plan, options, out, durations_from=durations_from)
 
 
@@ -121,6 +125,7 @@ def run_shards_here(
         make_plan,
         merge,
         recorded_durations,
+        resume_shards,
         run_shard,
         write_merged,
     )
@@ -135,21 +140,29 @@ def run_shards_here(
             f"row {row.name!r} has no device slots: {count} shards at once would share every {row.pjrt_device} device",
             tip="Set the row's `slots` (devices on one host) and `slot_env`, or leave out --parallel.",
         )
-    durations = recorded_durations(durations_from or [cfg.results_dir], row.name)
-    tests, reason = collect(RowRunner(cfg, plan, options, out))
-    clear_shards(folder)
-    split_plan = make_plan(row.name, Shard(1, count), tests, durations, reason)
-    if tests is not None:
+    if options.resume:
+        state = resume_shards(folder, count)
+        split_plan = state.plan
+        out.note(row.name, f"resuming shard(s) {_listed(state.resume)}; starting shard(s) {_listed(state.fresh)}")
+        todo = dict.fromkeys(state.resume, True) | dict.fromkeys(state.fresh, False)
+    else:
+        durations = recorded_durations(durations_from or [cfg.results_dir], row.name)
+        tests, reason = collect(RowRunner(cfg, plan, options, out))
+        clear_shards(folder)
+        split_plan = make_plan(row.name, Shard(1, count), tests, durations, reason)
+        todo = dict.fromkeys(range(1, count + 1), False)
+    tests = split_plan["tests"]
+    if tests is not None and not options.resume:
         out.note(
             row.name,
             f"{len(tests)} tests in {count} shard(s); {split_plan['durations_known']} with a recorded duration; "
             f"estimated seconds per shard: {', '.join(f'{s:.1f}' for s in split_plan['estimated_seconds'])}",
         )
     if args.parallel and count > 1:
-        _run_children(args, cfg, row, split_plan, out)
+        _run_children(args, cfg, row, split_plan, out, todo=todo)
     else:
-        for k in range(1, count + 1):
-            run_shard(cfg, plan, options, out, Shard(k, count), split_plan=split_plan)
+        for k, resume in sorted(todo.items()):
+            run_shard(cfg, plan, replace(options, resume=resume), out, Shard(k, count), split_plan=split_plan)
     merged = merge(folder)
     write_merged(folder, merged)
     for problem in merged.problems:
@@ -157,18 +170,24 @@ def run_shards_here(
     return merged.record
 
 
-def _run_children(args: argparse.Namespace, cfg: Config, row: Row, split_plan: ShardPlan, out: Output) -> None:
-    """One ``device-matrix run --shard K/N`` process per shard, at most one per free slot."""
+def _listed(shards: list[int]) -> str:
+    return ", ".join(map(str, sorted(shards))) or "none"
+
+
+def _run_children(
+    args: argparse.Namespace, cfg: Config, row: Row, split_plan: ShardPlan, out: Output, *, todo: dict[int, bool]
+) -> None:
+    """One ``device-matrix run --shard K/N`` process per shard of ``todo`` (True: resume it), one per free slot."""
     from device_matrix.records.atomic import write_json_atomic
     from device_matrix.run.attempt import Interrupted
-    from device_matrix.run.shards import SHARDS_DIR, Shard, shard_folder
+    from device_matrix.run.shards import PLAN_FILE, SHARDS_DIR, Shard, shard_folder
 
     count = split_plan["of"]
     plan_path = cfg.results_dir / row.name / SHARDS_DIR / PLAN_FILE
     write_json_atomic(plan_path, split_plan)
     width = min(count, row.slots) if row.slots else count
     free = list(range(width))
-    waiting = list(range(1, count + 1))
+    waiting = sorted(todo)
     running: dict[int, tuple[subprocess.Popen[bytes], int]] = {}
     try:
         while waiting or running:
@@ -179,7 +198,9 @@ def _run_children(args: argparse.Namespace, cfg: Config, row: Row, split_plan: S
                 argv = _child_argv(
                     args, cfg, row, Shard(k, count), plan_path=plan_path, slot=slot if row.slot_env else None
                 )
-                with (folder / "console.log").open("wb") as console:
+                if todo[k]:
+                    argv.insert(argv.index("--shard"), "--resume")
+                with (folder / "console.log").open("ab" if todo[k] else "wb") as console:
                     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=console, stderr=subprocess.STDOUT)
                 running[k] = (proc, slot)
                 where = f" on slot {slot}" if row.slot_env else ""

@@ -35,14 +35,18 @@ from pathlib import Path
 from typing import Any
 
 from device_matrix.config import Config, Row
-from device_matrix.errors import EnvironmentProblem
+from device_matrix.errors import EnvironmentProblem, ResultsError
 from device_matrix.records.atomic import write_json_atomic
-from device_matrix.records.schema import RunRecord
+from device_matrix.records.schema import RowStatus, RunRecord
 from device_matrix.redact import Redactor
+from device_matrix.run import gang
+from device_matrix.run.attempt import Interrupted
 from device_matrix.run.plan import RowPlan
 from device_matrix.run.runner import RowRunner, RunListener, RunOptions
 from device_matrix.run.shards import (
+    PLAN_FILE,
     SHARD_FILE,
+    SHARDS_DIR,
     Shard,
     ShardPlan,
     clear_shards,
@@ -51,6 +55,7 @@ from device_matrix.run.shards import (
     merge,
     plan_part,
     recorded_durations,
+    resume_shards,
     shard_folder,
     write_merged,
 )
@@ -182,6 +187,9 @@ def connect(ray: Any, address: str) -> None:
                 f"--address {address}: no Ray cluster answers there ({exc})",
                 tip="Start one (ray start --head --port PORT) or give the address `ray start` printed.",
             ) from None
+    # Ray's core worker takes SIGTERM for itself (it logs and exits 1): give the signals back,
+    # so an interrupted driver cancels its tasks, writes what it knows and exits 128+N
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         ray.init(address=address, logging_level="ERROR", log_to_driver=False, configure_logging=False)
     except ConnectionError as exc:
@@ -189,6 +197,10 @@ def connect(ray: Any, address: str) -> None:
             f"--address {address}: {exc}",
             tip="Start a cluster on this machine (ray start --head) or give its HOST:PORT.",
         ) from None
+    finally:
+        for sig, handler in handlers.items():
+            if handler is not None:
+                signal.signal(sig, handler)
 
 
 # --- what runs on the nodes ------------------------------------------------------------
@@ -215,17 +227,31 @@ def collect_on_node(
 
 
 def shard_on_node(
-    project_root: str, split_plan: ShardPlan, row: str, index: int, forwarded: Sequence[str]
+    project_root: str,
+    split_plan: ShardPlan,
+    row: str,
+    index: int,
+    forwarded: Sequence[str],
+    *,
+    previous: Mapping[str, bytes] | None = None,
 ) -> dict[str, Any]:
-    """Run one shard with the runner, in a process of its own; its results files as bytes."""
+    """Run one shard with the runner, in a process of its own; its results files as bytes.
+
+    ``previous``: the files of the shard's interrupted run, which this one resumes.
+    """
     context = import_ray().get_runtime_context()
     node = str(context.get_node_id())
     tmp = Path(tempfile.mkdtemp(prefix="device-matrix-shard-"))
     try:
         plan_path = tmp / "plan.json"
         write_json_atomic(plan_path, split_plan)
+        folder = tmp / "results" / row / "shards" / str(index)
+        for rel, data in (previous or {}).items():
+            path = folder / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
         command = ["--device", row, "--shard", f"{index}/{split_plan['of']}", "--shard-plan", str(plan_path)]
-        command += ["--results", str(tmp / "results"), *forwarded]
+        command += ["--results", str(tmp / "results"), *(["--resume"] if previous is not None else []), *forwarded]
         proc = subprocess.run(
             [sys.executable, "-m", "device_matrix", "--project", project_root, "run", *command],
             cwd=project_root,
@@ -234,7 +260,6 @@ def shard_on_node(
             preexec_fn=_die_with_parent,
             check=False,
         )
-        folder = tmp / "results" / row / "shards" / str(index)
         files = {
             str(p.relative_to(folder)): p.read_bytes()
             for p in sorted(folder.rglob("*"))
@@ -256,7 +281,7 @@ class _Running:
     started: float
 
 
-def run_on_ray(
+def _run_on_ray(
     cfg: Config,
     plan: RowPlan,
     options: RunOptions,
@@ -267,7 +292,6 @@ def run_on_ray(
     forwarded: Sequence[str],
     durations_from: Sequence[Path] = (),
 ) -> RunRecord:
-    """Run the row as ``shards`` Ray tasks and merge their results into ``results/<row>/``."""
     row = plan.row
     if plan.mode == "unavailable":
         return RowRunner(cfg, plan, options, listener).run()
@@ -277,30 +301,38 @@ def run_on_ray(
         request = request_for(row)
         nodes = cluster_nodes(ray)
         refuse_unsatisfiable(nodes, request, address, row.name)
+        if row.gangs:
+            gang.refuse_unsatisfiable(nodes, request.needs(), request.labels, row, address)
         remote = ray.remote(max_retries=0)
         options_ = _ray_options(ray, request)
-        force = "local" if plan.mode == "local" else "container"
-        durations = recorded_durations(durations_from or [cfg.results_dir], row.name)
-        first = next(node for node in nodes if node.can_ever(request))
-        try:
-            tests, reason = ray.get(
-                remote(collect_on_node)
-                .options(**options_, scheduling_strategy=_on(ray, first))
-                .remote(str(cfg.project_root), row.name, options, force)
-            )
-        except ray.exceptions.RayError as exc:
-            raise _task_failed("collecting the row's tests", first, exc) from None
         folder = cfg.results_dir / row.name
-        clear_shards(folder)
-        split_plan = make_plan(row.name, Shard(1, shards), tests, durations, reason)
-        listener.note(
-            row.name,
-            f"{len(tests or ())} tests in {shards} shard(s) on the Ray cluster at {address} "
-            f"({len(nodes)} node(s); each shard asks for {request.describe()})",
-        )
+        resumed: set[int] = set()
+        if options.resume:
+            state = resume_shards(folder, shards)
+            split_plan, resumed, waiting = state.plan, set(state.resume), sorted(state.resume + state.fresh)
+            listener.note(row.name, f"resuming shard(s) {sorted(resumed) or 'none'} of {shards} on {address}")
+        else:
+            split_plan = _split_on_node(
+                ray,
+                cfg,
+                plan,
+                options=options,
+                shards=shards,
+                request=request,
+                nodes=nodes,
+                durations_from=durations_from,
+            )
+            waiting = list(range(1, shards + 1))
+            clear_shards(folder)
+            listener.note(
+                row.name,
+                f"{len(split_plan['tests'] or ())} tests in {shards} shard(s) on the Ray cluster at {address} "
+                f"({len(nodes)} node(s); each shard asks for {request.describe()})",
+            )
+        # the split, kept here: an interrupted run resumes from it even if no shard came back
+        write_json_atomic(folder / SHARDS_DIR / PLAN_FILE, split_plan)
         task = remote(shard_on_node)
         deadline_after = (options.run_timeout or row.run_timeout) + TIMEOUT_GRACE
-        waiting = list(range(1, shards + 1))
         tries: dict[int, int] = dict.fromkeys(waiting, 0)
         lost: dict[int, list[dict[str, str]]] = {}
         running: dict[Any, _Running] = {}
@@ -313,8 +345,9 @@ def run_on_ray(
                     waiting.remove(k)
                     tries[k] += 1
                     node.take(request)
+                    previous = _shard_files(shard_folder(cfg, row.name, k)) if k in resumed else None
                     ref = task.options(**options_, scheduling_strategy=_on(ray, node)).remote(
-                        str(cfg.project_root), split_plan, row.name, k, list(forwarded)
+                        str(cfg.project_root), split_plan, row.name, k, list(forwarded), previous=previous
                     )
                     running[ref] = _Running(k, node, time.monotonic())
                     listener.note(row.name, f"shard {k}/{shards} on node {node.name()}")
@@ -363,11 +396,39 @@ def run_on_ray(
                             why=f"its task ran past run_timeout + {TIMEOUT_GRACE:.0f} s on node {job.node.name()} "
                             "and was cancelled",
                         )
-        except BaseException:
+        except BaseException as exc:
             for ref in running:
                 with contextlib.suppress(Exception):
                     ray.cancel(ref, force=True)
+            if isinstance(exc, Interrupted) or isinstance(exc.__cause__ or exc.__context__, Interrupted):
+                # what was cut off is recorded here, so `--resume` continues it and the rest stands
+                for k in sorted([job.shard for job in running.values()] + waiting):
+                    _write_lost(
+                        cfg,
+                        plan,
+                        split_plan,
+                        k,
+                        lost=lost.get(k, []),
+                        why="device-matrix was interrupted",
+                        status="interrupted",
+                    )
+                with contextlib.suppress(ResultsError):
+                    write_merged(folder, merge(folder))
             raise
+        for entry in row.gangs:
+            if options.resume and (gang.gang_folder(cfg, row.name, entry) / "run.json").is_file():
+                continue  # it ran before the interruption
+            gang.run_gang(
+                ray,
+                cfg,
+                row,
+                plan.mode,
+                entry,
+                options=options_,
+                labels=request.labels,
+                test_timeout=options.test_timeout or row.test_timeout,
+                note=listener.note,
+            )
         merged = merge(folder)
         write_merged(folder, merged)
         for problem in merged.problems:
@@ -375,6 +436,73 @@ def run_on_ray(
         return merged.record
     finally:
         ray.shutdown()
+
+
+def run_on_ray(
+    cfg: Config,
+    plan: RowPlan,
+    options: RunOptions,
+    listener: RunListener,
+    *,
+    shards: int,
+    address: str,
+    forwarded: Sequence[str],
+    durations_from: Sequence[Path] = (),
+) -> RunRecord:
+    """Run the row as ``shards`` Ray tasks and merge their results into ``results/<row>/``."""
+    try:
+        return _run_on_ray(
+            cfg,
+            plan,
+            options,
+            listener,
+            shards=shards,
+            address=address,
+            forwarded=forwarded,
+            durations_from=durations_from,
+        )
+    except SystemError as exc:
+        # an interrupt raised while Ray's own code waits comes back wrapped
+        cause = exc.__cause__ or exc.__context__
+        if isinstance(cause, Interrupted):
+            raise cause from None
+        raise
+
+
+def _split_on_node(
+    ray: Any,
+    cfg: Config,
+    plan: RowPlan,
+    *,
+    options: RunOptions,
+    shards: int,
+    request: Request,
+    nodes: Sequence[Node],
+    durations_from: Sequence[Path],
+) -> ShardPlan:
+    """The row collected on a node that can run it, split by the recorded durations."""
+    row = plan.row
+    force = "local" if plan.mode == "local" else "container"
+    durations = recorded_durations(durations_from or [cfg.results_dir], row.name)
+    first = next(node for node in nodes if node.can_ever(request))
+    try:
+        tests, reason = ray.get(
+            ray.remote(max_retries=0)(collect_on_node)
+            .options(**_ray_options(ray, request), scheduling_strategy=_on(ray, first))
+            .remote(str(cfg.project_root), row.name, options, force)
+        )
+    except ray.exceptions.RayError as exc:
+        raise _task_failed("collecting the row's tests", first, exc) from None
+    return make_plan(row.name, Shard(1, shards), tests, durations, reason)
+
+
+def _shard_files(folder: Path) -> dict[str, bytes]:
+    """The files of a shard's interrupted run, for the node that resumes it."""
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name not in (".lock", "console.log")
+    }
 
 
 def _task_failed(what: str, node: Node, exc: BaseException) -> EnvironmentProblem:
@@ -422,7 +550,14 @@ def _note_node(folder: Path, node: Node, lost: list[dict[str, str]]) -> None:
 
 
 def _write_lost(
-    cfg: Config, plan: RowPlan, split_plan: ShardPlan, index: int, *, lost: list[dict[str, str]], why: str
+    cfg: Config,
+    plan: RowPlan,
+    split_plan: ShardPlan,
+    index: int,
+    *,
+    lost: list[dict[str, str]],
+    why: str,
+    status: RowStatus = "error",
 ) -> None:
     """The record of a shard whose results never came back: its tests not_run, the nodes named."""
     folder = shard_folder(cfg, plan.row.name, index)
@@ -436,7 +571,7 @@ def _write_lost(
     record = state.to_record(
         row=plan.row.name,
         pjrt_device=plan.row.pjrt_device,
-        status="error",
+        status=status,
         reason=message,
         mode=plan.mode,
         image=plan.row.image or None,

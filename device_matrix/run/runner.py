@@ -167,6 +167,7 @@ class RunOptions:
     select: Sequence[str] | None = None
     results_subdir: str | None = None
     slot_env: Mapping[str, str] = field(default_factory=dict)
+    command: Sequence[str] = ()  # the record's `command` when not the whole row's (a shard's own)
 
 
 def refuse_xdist(args: Sequence[str]) -> None:
@@ -1068,6 +1069,8 @@ class RowRunner:
             run_url=self.options.run_url,
             runner_pid=os.getpid(),
         )
+        if self.options.command:
+            record["command"] = list(self.options.command)
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             if final:

@@ -52,6 +52,8 @@ from device_matrix.run.runner import RowRunner, RunListener, RunOptions, refuse_
 SHARD_FILE = "shard.json"
 SHARD_SCHEMA = "device-matrix/shard"
 SHARDS_DIR = "shards"
+PLAN_FILE = "plan.json"  # shards/plan.json: the split every shard of one `run --shards N` shares
+GANGS_DIR = "gangs"  # device_matrix.run.gang: each gang's record, beside the shards'
 BASE_PORT = 8476  # {port} in slot_env: one port per slot from here (TPU_PROCESS_PORT's default)
 # the most serious status of the shards wins the merged row
 STATUS_ORDER: tuple[RowStatus, ...] = ("running", "interrupted", "error", "crashed", "failed", "unavailable", "passed")
@@ -276,6 +278,12 @@ def shard_folder(cfg: Config, row: str, index: int) -> Path:
     return cfg.results_dir / row / SHARDS_DIR / str(index)
 
 
+def shard_command(row: str, shard: Shard, slot: int | None = None) -> list[str]:
+    """The command that runs this shard again: what its record's ``command`` says."""
+    command = ["device-matrix", "run", "--device", row, "--shard", str(shard)]
+    return command if slot is None else [*command, "--slot", str(slot)]
+
+
 def run_shard(
     cfg: Config,
     plan: RowPlan,
@@ -285,6 +293,7 @@ def run_shard(
     *,
     split_plan: ShardPlan | None = None,
     durations_from: Sequence[Path] = (),
+    slot: int | None = None,
 ) -> RunRecord:
     """Run shard ``K/N`` of the row into ``results/<row>/shards/K/``.
 
@@ -292,10 +301,23 @@ def run_shard(
     once); without it the row is collected here and split by the durations recorded in
     ``durations_from`` (default: this row's results folder).
     """
-    opts = replace(options, results_subdir=f"{SHARDS_DIR}/{shard.index}")
+    opts = replace(
+        options, results_subdir=f"{SHARDS_DIR}/{shard.index}", command=shard_command(plan.row.name, shard, slot)
+    )
     runner = RowRunner(cfg, plan, opts, listener)
-    if plan.mode == "unavailable" or options.resume:
-        return runner.run()  # nothing to split: the record says why, or the shard resumes
+    if plan.mode == "unavailable":
+        return runner.run()  # nothing to split: the record says why
+    folder = shard_folder(cfg, plan.row.name, shard.index)
+    if options.resume:
+        # the shard's own part of the split it ran with, and only that part, whatever its
+        # record got to before it stopped
+        try:
+            split_plan = split_plan or read_plan(folder / SHARD_FILE)
+        except ResultsError as exc:
+            raise ResultsError(f"nothing to resume: {exc.message}", tip="Run the shard without --resume.") from None
+        part = plan_part(split_plan, shard.index)
+        opts.select = part if part is not None else []
+        return runner.run()
     if split_plan is None:
         tests, reason = collect(runner)
         durations = recorded_durations(durations_from or [cfg.results_dir], plan.row.name)
@@ -303,7 +325,6 @@ def run_shard(
     else:
         split_plan = ShardPlan(**{**split_plan, "shard": shard.index, "host": socket.gethostname()})
     part = plan_part(split_plan, shard.index)
-    folder = shard_folder(cfg, plan.row.name, shard.index)
     folder.mkdir(parents=True, exist_ok=True)
     write_json_atomic(folder / SHARD_FILE, split_plan)
     if part is not None and not part:
@@ -313,6 +334,46 @@ def run_shard(
     # collection failed: the shard's run selects nothing, and records why as a whole run would
     opts.select = part if part is not None else []
     return runner.run()
+
+
+# --- resuming every shard of a row ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Resume:
+    plan: ShardPlan  # the split the interrupted run made
+    resume: list[int]  # shards whose record says they were cut off
+    fresh: list[int]  # shards that wrote no record: they never started
+
+
+def resume_shards(folder: Path, count: int | None) -> Resume:
+    """What ``run --shards N --resume`` continues: every shard cut off, none that finished."""
+    shards = folder / SHARDS_DIR
+    found = sorted(shards.glob(f"*/{SHARD_FILE}"))
+    plan: ShardPlan | None = None
+    for path in [shards / PLAN_FILE, *found]:
+        with contextlib.suppress(ResultsError):
+            plan = read_plan(path)
+            break
+    if plan is None:
+        raise ResultsError(
+            f"nothing to resume: {shards} holds no split of the row", tip="Run the row with --shards N first."
+        )
+    if count is not None and count != plan["of"]:
+        raise UsageProblem(
+            f"--shards {count} --resume: the run it continues had {plan['of']} shards",
+            tip=f"Resume with --shards {plan['of']}, or run the row again without --resume.",
+        )
+    resume, fresh = [], []
+    for k in range(1, plan["of"] + 1):
+        try:
+            record = load_run(shards / str(k) / "run.json")
+        except ResultsError:
+            fresh.append(k)
+            continue
+        if record["status"] in ("interrupted", "running"):
+            resume.append(k)
+    return Resume(plan, resume, fresh)
 
 
 # --- merge ------------------------------------------------------------------------------
@@ -446,6 +507,7 @@ def merge(folder: Path) -> Merged:
         crash = crash_ids.get((k, test["crash"])) if test["crash"] else None
         merged_tests.append(TestRecord(**{**test, "crash": crash, "attempt": test["attempt"] + attempt_offset[k]}))
 
+    gangs = _merge_gangs(folder, row, tests=merged_tests, crashes=crashes, attempts=attempts, problems=problems)
     status = _merged_status([r["status"] for r in records.values()], merged_tests, crashes, problems)
     first = records[min(records)]
     reasons = [f"shard {k}: {r['reason']}" for k, r in sorted(records.items()) if r["reason"]]
@@ -470,6 +532,8 @@ def merge(folder: Path) -> Merged:
         }
         for k, r in sorted(records.items())
     ]
+    if gangs:
+        environment["gangs"] = gangs
     record = RunRecord(
         schema=first["schema"],
         version=first["version"],
@@ -494,6 +558,40 @@ def merge(folder: Path) -> Merged:
         runner_pid=None,
     )
     return Merged(record, problems, reports)
+
+
+def _merge_gangs(
+    folder: Path,
+    row: str,
+    *,
+    tests: list[TestRecord],
+    crashes: list[CrashRecord],
+    attempts: list[AttemptRecord],
+    problems: list[str],
+) -> list[dict[str, Any]]:
+    """Each gang's one test, its crashes and its ranks' attempts, after the shards'."""
+    gangs = []
+    for path in sorted((folder / GANGS_DIR).glob("*/run.json")):
+        name = path.parent.name
+        try:
+            rec = load_run(path)
+        except ResultsError as exc:
+            problems.append(f"gang {name}: {exc.message}")
+            continue
+        offset = len(attempts)
+        for a in rec["attempts"]:
+            attempts.append(
+                AttemptRecord(**{**a, "index": a["index"] + offset, "log": f"{GANGS_DIR}/{name}/{a['log']}"})
+            )
+        ids = {}
+        for c in rec["crashes"]:
+            ids[c["id"]] = f"{row}-{name}.{c['id'].rsplit('-', 1)[-1]}"
+            crashes.append(CrashRecord(**{**c, "id": ids[c["id"]], "attempt": c["attempt"] + offset}))
+        for t in rec["tests"]:
+            crash = ids.get(t["crash"]) if t["crash"] else None
+            tests.append(TestRecord(**{**t, "crash": crash, "attempt": t["attempt"] + offset}))
+        gangs.append(dict(rec["environment"].get("gang") or {"name": name}))
+    return gangs
 
 
 def _is_whole_run(path: Path) -> bool:
@@ -575,6 +673,7 @@ def write_merged(folder: Path, merged: Merged) -> None:
 def clear_shards(folder: Path) -> None:
     """A new split of the whole row here: what an earlier run of the row left goes, as with `run`."""
     shutil.rmtree(folder / SHARDS_DIR, ignore_errors=True)
+    shutil.rmtree(folder / GANGS_DIR, ignore_errors=True)
     shutil.rmtree(folder / "attempts", ignore_errors=True)
     for name in ("run.json", "junit.xml", "report.json", "output.log"):
         (folder / name).unlink(missing_ok=True)
