@@ -54,9 +54,9 @@ class Cluster:
 
 
 # session scope: one cluster per xdist worker, kept while that worker runs other modules'
-# tests between these (a module-scoped one was stopped and started again each time). With
-# pytest 9.2 and xdist 3.8 loadgroup does not hold (xdist renames item._nodeid, pytest reads
-# item._id), so both workers may start one.
+# tests between these (a module-scoped one was stopped and started again each time). The
+# xdist_group keeps them on one worker (the test extra keeps pytest under 9.2, where
+# loadgroup does not hold: pytest-xdist#1386).
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[Cluster]:
     pytest.importorskip("ray", reason="Ray is not installed: pip install 'device-matrix[ray]' to run these tests")
