@@ -13,7 +13,7 @@ from device_matrix import config
 from device_matrix.config import Gang, Row
 from device_matrix.diagnostics import diagnose
 from device_matrix.redact import Redactor
-from device_matrix.run.gang import RankResult, gang_record, last_exception, rank_env
+from device_matrix.run.gang import RankResult, gang_record, last_exception, rank_env, selected
 
 RECORDED = Path(__file__).parent / "fixtures" / "recorded"
 ROOT = Path(__file__).resolve().parents[1]
@@ -126,3 +126,29 @@ def test_each_rank_gets_the_launcher_variables(rank: int, local: tuple[int, int]
     assert (env["LOCAL_RANK"], env["LOCAL_WORLD_SIZE"]) == tuple(map(str, local))
     assert (env["MASTER_ADDR"], env["MASTER_PORT"]) == ("10.0.0.1", "29500")
     assert env["CPU_NUM_DEVICES"] == "1" and env["PJRT_DEVICE"] == "CPU"  # the gang's env over the row's
+
+
+@pytest.mark.parametrize(
+    ("tests", "suites", "pytest_args", "why"),
+    [
+        ((), None, (), None),
+        ((), None, ("-x", "--maxfail=2", "-p", "no:randomly"), None),
+        (("suites/mlp/test_ab.py::test_x",), None, (), "--test names tests"),
+        ((), ["mlp"], (), "--suite names suites"),
+        ((), None, ("-k", "allreduce"), "pytest's -k selects tests"),
+        ((), None, ("-kallreduce",), "pytest's -k selects tests"),
+        ((), None, ("-m", "not slow"), "pytest's -m selects tests"),
+        ((), None, ("--deselect=suites/a.py::t",), "pytest's --deselect selects tests"),
+        ((), None, ("suites/mlp/test_ab.py",), "suites/mlp/test_ab.py names tests"),
+        ((), None, ("suites/mlp/test_ab.py::test_x",), "suites/mlp/test_ab.py::test_x names tests"),
+    ],
+)
+def test_a_run_that_selects_tests_leaves_the_gangs_out(
+    tests: tuple[str, ...], suites: list[str] | None, pytest_args: tuple[str, ...], why: str | None
+) -> None:
+    row, _ = _cpu_row()
+    assert selected(row, tests=tests, suites=suites, pytest_args=pytest_args) == why
+    # a row without gangs has nothing to leave out
+    bare = config.load(ROOT).row("tpu")
+    assert not bare.gangs
+    assert selected(bare, tests=tests, suites=suites, pytest_args=pytest_args) is None

@@ -55,6 +55,27 @@ def gang_folder(cfg: Config, row: str, gang: Gang) -> Path:
     return cfg.results_dir / row / GANGS_DIR / gang.name
 
 
+def selected(row: Row, *, tests: Sequence[str], suites: Sequence[str] | None, pytest_args: Sequence[str]) -> str | None:
+    """Why a run that selects tests leaves the row's gangs out (None: the whole row runs, gangs too).
+
+    A gang belongs to the row, not to a suite or a test: ``--test``, ``--suite`` and
+    pytest's own selections (``-k``, ``-m``, ``--deselect``, nodeids) ask for less than the row.
+    """
+    if not row.gangs:
+        return None
+    if tests:
+        return "--test names tests"
+    if suites:
+        return "--suite names suites"
+    for arg in pytest_args:
+        name = arg.split("=", 1)[0]
+        if name in ("-k", "-m", "--deselect") or (name[:2] in ("-k", "-m") and not name.startswith("--")):
+            return f"pytest's {name if name.startswith('--') else name[:2]} selects tests"
+        if not arg.startswith("-") and ("::" in arg or arg.endswith(".py")):
+            return f"{arg} names tests"
+    return None
+
+
 # --- up front: can the cluster hold the gang at all ------------------------------------
 
 

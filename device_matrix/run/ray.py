@@ -415,7 +415,12 @@ def _run_on_ray(
                 with contextlib.suppress(ResultsError):
                     write_merged(folder, merge(folder))
             raise
-        for entry in row.gangs:
+        # the row's own pytest_args are part of the whole row: only this command line selects
+        left_out = gang.selected(row, tests=options.tests, suites=options.suites, pytest_args=options.pytest_args)
+        if left_out is not None:
+            names = ", ".join(entry.name for entry in row.gangs)
+            listener.note(row.name, f"gang(s) {names} not run: {left_out}, and a gang belongs to the whole row")
+        for entry in row.gangs if left_out is None else ():
             if options.resume and (gang.gang_folder(cfg, row.name, entry) / "run.json").is_file():
                 continue  # it ran before the interruption
             gang.run_gang(
