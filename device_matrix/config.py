@@ -5,7 +5,8 @@ Precedence, lowest to highest (one order, everywhere):
 1. ``device_matrix/defaults.toml`` (packaged)
 2. the project's ``pyproject.toml``, table ``[tool.device-matrix]``
 3. environment variables ``DEVICE_MATRIX_RESULTS_DIR`` and ``DEVICE_MATRIX_CONTAINER_ENGINE``
-4. command-line flags (``--results``, ``--engine``, ``--local``/``--container``)
+4. command-line flags (``--results``, ``--engine``, ``--reruns``, ``--max-restarts``,
+   ``--test-timeout`` and ``--run-timeout`` for every row; ``--local``/``--container``)
 
 A row in the project file overrides the packaged row of the same name key by key;
 ``env`` and ``settings`` merge variable by variable. A new row name adds a row; it must
@@ -587,9 +588,17 @@ def load(
     *,
     results_dir: str | None = None,
     container_engine: str | None = None,
+    crash_reruns: int | None = None,
+    max_restarts: int | None = None,
+    test_timeout: float | None = None,
+    run_timeout: float | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Config:
-    """Load the configuration for the project at ``project_root`` (default: from cwd)."""
+    """Load the configuration for the project at ``project_root`` (default: from cwd).
+
+    The keyword arguments are the command line's layer, the last: ``test_timeout`` and
+    ``run_timeout`` set every row's, the others the top-level key of the same name.
+    """
     env = os.environ if environ is None else environ
     root = find_project_root(Path.cwd()) if project_root is None else project_root.resolve()
     defaults_source = "device_matrix/defaults.toml"
@@ -615,9 +624,22 @@ def load(
         if env.get(var):
             merged = _merge(merged, _checked_top({key: env[var]}, f"${var}"), f"${var}")
             sources.append(f"${var}")
-    for value, key in ((results_dir, "results_dir"), (container_engine, "container_engine")):
-        if value is not None:
-            merged = _merge(merged, _checked_top({key: value}, "command line"), "command line")
+    command_line: dict[str, Any] = {
+        key: value
+        for key, value in (
+            ("results_dir", results_dir),
+            ("container_engine", container_engine),
+            ("crash_reruns", crash_reruns),
+            ("max_restarts", max_restarts),
+        )
+        if value is not None
+    }
+    timeouts = (("test_timeout", test_timeout), ("run_timeout", run_timeout))
+    every_row = {key: value for key, value in timeouts if value is not None}
+    if every_row:
+        command_line["devices"] = {name: dict(every_row) for name in merged.get("devices", {})}
+    if command_line:
+        merged = _merge(merged, _checked_top(command_line, "command line"), "command line")
 
     rows = {name: _row_from_table(name, table) for name, table in merged.get("devices", {}).items()}
     tracker_table = dict(merged.get("tracker", {}))

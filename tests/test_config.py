@@ -78,6 +78,34 @@ def test_precedence_env_then_command_line(tmp_path: Path) -> None:
     assert config.load(root, environ=env, results_dir="from-cli").results_dir == root / "from-cli"
 
 
+def test_the_command_line_is_the_last_layer_of_the_same_cascade(tmp_path: Path) -> None:
+    root = write(
+        tmp_path,
+        """
+[tool.device-matrix]
+crash_reruns = 5
+[tool.device-matrix.devices.cpu]
+test_timeout = 30
+[tool.device-matrix.devices.extra]
+pjrt_device = "CPU"
+run_timeout = 100
+""",
+    )
+    cfg = config.load(root, environ={})
+    assert (cfg.crash_reruns, cfg.max_restarts) == (5, 20)
+    assert (cfg.row("cpu").test_timeout, cfg.row("extra").run_timeout) == (30.0, 100.0)
+    cfg = config.load(root, environ={}, crash_reruns=0, max_restarts=3, test_timeout=7.5, run_timeout=60.0)
+    assert (cfg.crash_reruns, cfg.max_restarts) == (0, 3)  # 0 is a value, not "unset"
+    # a timeout on the command line is every row's: the packaged ones and the project's new one
+    assert {(r.test_timeout, r.run_timeout) for r in cfg.rows.values()} == {(7.5, 60.0)}
+    assert len(cfg.rows) == 5
+    # what the command line leaves unset keeps the file's value
+    assert config.load(root, environ={}, run_timeout=60.0).row("cpu").test_timeout == 30.0
+    with pytest.raises(ConfigError) as err:
+        config.load(root, environ={}, crash_reruns=10**6)
+    assert "command line" in str(err.value) and "crash_reruns" in str(err.value)
+
+
 @pytest.mark.parametrize(
     ("body", "key", "allowed"),
     [

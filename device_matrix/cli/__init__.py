@@ -62,6 +62,10 @@ def _load(args: argparse.Namespace) -> Config:
         Path(args.project) if args.project else None,
         results_dir=getattr(args, "results", None),
         container_engine=getattr(args, "engine", None),
+        crash_reruns=getattr(args, "reruns", None),
+        max_restarts=getattr(args, "max_restarts", None),
+        test_timeout=getattr(args, "test_timeout", None),
+        run_timeout=getattr(args, "run_timeout", None),
     )
 
 
@@ -122,10 +126,6 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
         tests=args.test or (),
         pytest_args=args.pytest_args,
         python=args.python,
-        test_timeout=args.test_timeout,
-        run_timeout=args.run_timeout,
-        crash_reruns=args.reruns,
-        max_restarts=args.max_restarts,
         use_gdb=not args.no_gdb,
         keep_cores=args.keep_cores,
         run_url=args.run_url or _actions_run_url(),

@@ -332,7 +332,7 @@ def _run_on_ray(
         # the split, kept here: an interrupted run resumes from it even if no shard came back
         write_json_atomic(folder / SHARDS_DIR / PLAN_FILE, split_plan)
         task = remote(shard_on_node)
-        deadline_after = (options.run_timeout or row.run_timeout) + TIMEOUT_GRACE
+        deadline_after = row.run_timeout + TIMEOUT_GRACE
         tries: dict[int, int] = dict.fromkeys(waiting, 0)
         lost: dict[int, list[dict[str, str]]] = {}
         running: dict[Any, _Running] = {}
@@ -431,7 +431,7 @@ def _run_on_ray(
                 entry,
                 options=options_,
                 labels=request.labels,
-                test_timeout=options.test_timeout or row.test_timeout,
+                test_timeout=row.test_timeout,
                 note=listener.note,
             )
         merged = merge(folder)

@@ -151,10 +151,6 @@ class RunOptions:
     tests: Sequence[str] = ()
     pytest_args: Sequence[str] = ()
     python: str | None = None
-    test_timeout: float | None = None
-    run_timeout: float | None = None
-    crash_reruns: int | None = None
-    max_restarts: int | None = None
     use_gdb: bool = True
     keep_cores: bool = False
     core_limit: int | None = DEFAULT_CORE_LIMIT
@@ -275,10 +271,11 @@ class RowRunner:
             remember_secrets(variables)
         self.redactor = Redactor()
         self.state = RunState(self.redactor)
-        self.test_timeout = options.test_timeout or self.row.test_timeout
-        self.run_timeout = options.run_timeout or self.row.run_timeout
-        self.crash_reruns = cfg.crash_reruns if options.crash_reruns is None else options.crash_reruns
-        self.max_restarts = cfg.max_restarts if options.max_restarts is None else options.max_restarts
+        # one cascade (config.load), the command line's overrides included
+        self.test_timeout = self.row.test_timeout
+        self.run_timeout = self.row.run_timeout
+        self.crash_reruns = cfg.crash_reruns
+        self.max_restarts = cfg.max_restarts
         # the child is another interpreter (a container, --python): it snapshots its own environment
         self._env_from_child = plan.mode == "container" or options.python is not None
         self._started_iso = now_iso()
