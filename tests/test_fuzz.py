@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from device_matrix.cli import main
@@ -159,6 +159,8 @@ PATHS = _record_paths(_valid())
     edits=st.lists(st.tuples(st.sampled_from(PATHS), st.one_of(values, st.just(KeyError))), min_size=1, max_size=3),
     garbage=st.one_of(st.none(), st.binary(max_size=64)),
 )
+# found by this test: an environment snapshot whose packages are not a table
+@example(edits=[(("environment", "packages"), True)], garbage=None)
 def test_run_json_never_ends_in_exit_70(edits: list[tuple[tuple[Any, ...], Any]], garbage: bytes | None) -> None:
     rec: Any = _valid()
     for path, value in edits:

@@ -218,6 +218,8 @@ def build(
         devices.append(row)
         env = rec.get("environment") or {}
         packages = env.get("packages") if isinstance(env, dict) else None
+        if not isinstance(packages, dict):
+            packages = None  # a free-form snapshot: anything else names no versions
         folded = fold(rec)
         rows.append(
             RowView(
