@@ -19,7 +19,7 @@ import pytest
 
 from device_matrix import wire
 from device_matrix.child import script
-from device_matrix.child.journal import JournalWriter
+from device_matrix.child.journal import FORKED_COPY_NOTE, JournalWriter
 from device_matrix.run.journal import Fold, final_outcome
 from tests.conftest import FIXTURES, REPO, clean_env
 
@@ -430,3 +430,18 @@ def test_options_stop_at_the_script_and_the_rest_is_the_scripts() -> None:
     opts = script.parse_args(["--dm-journal=j", "--dm-env", "--dm-device=cpu", "t.py", "--dm-journal=x", "-v"])
     assert (opts.journal, opts.env, opts.device, opts.file) == ("j", True, "cpu", "t.py")
     assert opts.args == ["--dm-journal=x", "-v"]
+
+
+def test_a_forked_copy_that_returns_into_unittest_is_ended_and_names_the_test(tmp_path: Path) -> None:
+    ran = tmp_path / "ran.txt"
+    run = launch(tmp_path, "test_fork.py", env={"RAN": str(ran)})
+    assert run.proc.returncode == 0, run.proc.stderr
+    assert {k: v[0] for k, v in run.outcomes().items()} == {
+        "TestFork::test_a_before": "passed",
+        "TestFork::test_b_forks": "passed",
+        "TestFork::test_c_after": "passed",
+    }
+    # test_c ran once, in the real process; the copy was ended with a note naming the test
+    assert [line.split()[0] for line in ran.read_text().splitlines()] == ["a", "c"]
+    assert len({line.split()[1] for line in ran.read_text().splitlines()}) == 1
+    assert FORKED_COPY_NOTE.format(nodeid="test_fork.py::TestFork::test_b_forks") in run.proc.stderr

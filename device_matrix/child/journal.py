@@ -140,7 +140,12 @@ class JournalWriter:
             self._fd = -1
 
 
-def end_forked_copies(journal: JournalWriter) -> None:
+def _pytest_current() -> str | None:
+    # "nodeid (call)", as pytest sets it while a test runs
+    return os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0] or None
+
+
+def end_forked_copies(journal: JournalWriter, running: Callable[[], str | None] = _pytest_current) -> None:
     """A copy of this process made by ``os.fork()`` never writes ``journal``.
 
     A test that forks and whose copy returns from the test (no ``os._exit()``) would run
@@ -149,12 +154,12 @@ def end_forked_copies(journal: JournalWriter) -> None:
     long-lived fork does not hold the runner's reader open either), and its next event,
     that is its next pytest hook, ends it with a note naming the test that forked. A
     directory change (``multiprocessing`` work in a fork) is only not journaled. Nothing
-    runs in the process that writes the journal: the cost per event is nil.
+    runs in the process that writes the journal: the cost per event is nil. ``running``
+    names the test that forked (pytest's own variable by default).
     """
 
     def in_the_copy() -> None:
-        current = os.environ.get("PYTEST_CURRENT_TEST", "")
-        journal.become_copy(FORKED_COPY_NOTE.format(nodeid=current.rsplit(" ", 1)[0] or "no running test") + "\n")
+        journal.become_copy(FORKED_COPY_NOTE.format(nodeid=running() or "no running test") + "\n")
 
     os.register_at_fork(after_in_child=in_the_copy)
 

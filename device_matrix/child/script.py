@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from device_matrix import wire
-from device_matrix.child.journal import JournalWriter, arm_faulthandler, follow_chdir
+from device_matrix.child.journal import JournalWriter, arm_faulthandler, end_forked_copies, follow_chdir
 from device_matrix.skips import find_issue_in_text, is_by_design_text
 
 LONGREPR_LIMIT = 20_000
@@ -564,6 +564,8 @@ def main(argv: list[str] | None = None) -> int:
     path = node_path(opts.file)
     recorder = Recorder(journal, path, select)
     if journal is not None:
+        # a copy made by os.fork() that returns into unittest would run the rest again
+        end_forked_copies(journal, lambda: recorder.current.nodeid if recorder.current is not None else None)
         # the script's import is its collection: a crash there names the file
         journal.write("collecting", nodeid=path, path=str(Path(opts.file).resolve()))
     status, failure, interrupted = _run_script(opts.file, opts.args, recorder)
