@@ -65,7 +65,7 @@ def test_container_row_runs_through_the_engine(project: Callable[..., Project], 
     assert not any("HostOnlySecret" in a for a in run)  # the host's token stays out
     assert not any(a.startswith("GITHUB_TOKEN=") for a in run)
     image_at = run.index("registry.example/xla:r2.9@sha256:abc")
-    assert run[image_at + 1 : image_at + 5] == ["python", "-m", "pytest", "-p"]
+    assert run[image_at + 1 : image_at + 7] == ["python", "-X", "faulthandler", "-m", "pytest", "-p"]
 
 
 def test_crash_in_container_is_diagnosed(project: Callable[..., Project], engine: dict[str, str]) -> None:

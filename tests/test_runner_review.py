@@ -387,3 +387,18 @@ def test_the_progress_total_counts_the_scripts(project: Callable[..., Project]) 
     assert proc.returncode == 0, proc.stdout + proc.stderr
     counters = [line.split()[1] for line in proc.stdout.splitlines() if line.startswith("fixture [")]
     assert counters == ["[1/1]", "[2/2]"]
+
+
+def test_a_conftest_that_crashes_before_pytest_configures_is_in_the_crash_stack(
+    project: Callable[..., Project],
+) -> None:
+    # the folder named on the command line: its conftest.py is imported before any plugin
+    # is configured, so the journal has nothing yet; the Python stack still names it
+    p = project("passing")
+    (p.root / "suites" / "passing" / "conftest.py").write_text("import os\n\n\ndef boom():\n    os.abort()\n\n\nboom()\n")
+    proc = p.run("run", "--device", "fixture", "--reruns", "0")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (crash,) = p.record()["crashes"]
+    assert crash["diagnosis"]["signal_name"] == "SIGABRT"
+    stack = crash["diagnosis"]["python_stack"] or ""
+    assert "suites/passing/conftest.py" in stack and "boom" in stack, crash["diagnosis"]

@@ -29,6 +29,10 @@ from device_matrix.wire import ENV_ATTEMPT
 
 ExecutorName = Literal["local", "container"]
 TERM_GRACE = 3.0  # seconds between SIGTERM and SIGKILL
+# the child's interpreter dumps a fatal signal's Python stack from its first instruction:
+# pytest imports the conftest.py files of the folders it is given before any plugin is
+# configured; the plugin moves the dumps into the attempt's file at configure
+FAULTHANDLER_FROM_START = ("-X", "faulthandler")
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from typing import BinaryIO
 
 from device_matrix.config import Row
 from device_matrix.errors import EnvironmentProblem
-from device_matrix.run.executors.base import ExecutorName, LaunchSpec, PopenChild
+from device_matrix.run.executors.base import FAULTHANDLER_FROM_START, ExecutorName, LaunchSpec, PopenChild
 
 ENGINES = ("docker", "podman")
 CONTAINER_PYTHON = "python"
@@ -148,7 +148,7 @@ class ContainerExecutor:
         argv += ["-w", str(spec.workdir)]
         for key, value in self._env_pairs(spec):
             argv += ["-e", f"{key}={value}"]
-        argv += [self.row.image, CONTAINER_PYTHON, "-m", spec.module]
+        argv += [self.row.image, CONTAINER_PYTHON, *FAULTHANDLER_FROM_START, "-m", spec.module]
         if spec.module == "pytest":
             # the image may lack device-matrix: the mounted package's plugin, by name
             argv += ["-p", "device_matrix.child.plugin"]

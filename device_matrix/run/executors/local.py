@@ -9,13 +9,21 @@ from typing import BinaryIO
 
 from device_matrix.diagnostics.core import raise_core_limit
 from device_matrix.errors import EnvironmentProblem
-from device_matrix.run.executors.base import ExecutorName, LaunchSpec, PopenChild, become_subreaper, die_with_parent
+from device_matrix.run.executors.base import (
+    FAULTHANDLER_FROM_START,
+    ExecutorName,
+    LaunchSpec,
+    PopenChild,
+    become_subreaper,
+    die_with_parent,
+)
 
 
 def child_environment(spec: LaunchSpec, base: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ if base is None else base)
     env.update(spec.env)
-    # the plugin arms faulthandler itself, into the attempt's own file
+    # the plugin arms faulthandler itself, into the attempt's own file; not through the
+    # environment, which every process a test starts would inherit
     env.pop("PYTHONFAULTHANDLER", None)
     return env
 
@@ -30,7 +38,7 @@ class LocalExecutor:
         return self.python
 
     def argv(self, spec: LaunchSpec) -> list[str]:
-        return [self.python, "-m", spec.module, *spec.pytest_args]
+        return [self.python, *FAULTHANDLER_FROM_START, "-m", spec.module, *spec.pytest_args]
 
     def launch(self, spec: LaunchSpec, output: BinaryIO) -> PopenChild:
         limit = spec.core_limit
@@ -63,4 +71,4 @@ class LocalExecutor:
         return PopenChild(proc, spec.token)
 
     def command_for(self, spec: LaunchSpec) -> list[str]:
-        return [self.python, "-m", spec.module, *spec.pytest_args]
+        return [self.python, *FAULTHANDLER_FROM_START, "-m", spec.module, *spec.pytest_args]
