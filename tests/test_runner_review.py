@@ -395,7 +395,8 @@ def test_a_conftest_that_crashes_before_pytest_configures_is_in_the_crash_stack(
     # the folder named on the command line: its conftest.py is imported before any plugin
     # is configured, so the journal has nothing yet; the Python stack still names it
     p = project("passing")
-    (p.root / "suites" / "passing" / "conftest.py").write_text("import os\n\n\ndef boom():\n    os.abort()\n\n\nboom()\n")
+    conftest = "import os\n\n\ndef boom():\n    os.abort()\n\n\nboom()\n"
+    (p.root / "suites" / "passing" / "conftest.py").write_text(conftest)
     proc = p.run("run", "--device", "fixture", "--reruns", "0")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     (crash,) = p.record()["crashes"]
