@@ -133,7 +133,7 @@ def pytest_configure(config: pytest.Config) -> None:
     select = config.getoption(wire.OPT_SELECT)
     if select:
         select_path = Path(select)
-        state.select = [line for line in select_path.read_text("utf-8").splitlines() if line.strip()]
+        state.select = wire.read_select(select_path)
         select_path.unlink(missing_ok=True)  # raw nodeids: not left on disk
     fault = config.getoption(wire.OPT_FAULTHANDLER)
     if fault:

@@ -134,7 +134,10 @@ class Ledger:
         self._guard(lambda: self.db.execute("COMMIT"))
 
     def _execute(self, sql: str, args: Sequence[Any] = ()) -> sqlite3.Cursor:
-        return self._guard(lambda: self.db.execute(sql, args))
+        # text with a lone surrogate (a nodeid from a file name that is not UTF-8) is kept
+        # as its escape: SQLite takes UTF-8 only, and every query goes through here alike
+        values = [_storable(a) if isinstance(a, str) else a for a in args]
+        return self._guard(lambda: self.db.execute(sql, values))
 
     def _apply_seed(self, entries: Sequence[dict[str, Any]]) -> None:
         now = _now()
@@ -234,3 +237,7 @@ class Ledger:
     def set_state(self, ref: str, state: IssueState) -> None:
         with self.transaction():
             self._execute("UPDATE issues SET state = ?, updated = ? WHERE id = ?", (state, _now(), int(ref[7:])))
+
+
+def _storable(text: str) -> str:
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -37,7 +37,9 @@ def write_text_atomic(path: Path, text: str, redactor: Redactor | None = None) -
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        # a lone surrogate (a nodeid from a file name that is not UTF-8) is written as its
+        # escape: the file stays valid UTF-8, and the record is written at all
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
             fh.write(text)
         Path(tmp).replace(path)
     except BaseException:
