@@ -97,7 +97,9 @@ EVENTS: Final[Mapping[str, Mapping[str, tuple[type, ...]]]] = {
     "end": {"exitstatus": (int,), "t": _NUM},
 }
 PHASES: Final = frozenset({"setup", "call", "teardown"})
-REPORT_OUTCOMES: Final = frozenset({"passed", "failed", "skipped"})
+# "rerun": a failed phase of an execution a plugin runs again (pytest-rerunfailures), between
+# that execution's own start and finish; the next execution starts the same test again
+REPORT_OUTCOMES: Final = frozenset({"passed", "failed", "skipped", "rerun"})
 
 
 def check_event(event: Any, expected_n: int) -> str | None:

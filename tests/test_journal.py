@@ -235,3 +235,23 @@ def test_a_forked_copy_is_ended_by_any_event_and_writes_none(tmp_path: Path, cal
     # only the real process's events, numbered without a gap
     events = [json.loads(line) for line in journal.read_text().splitlines()]
     assert [(e["e"], e["n"]) for e in events] == [("session", 1), ("pass", 2)]
+
+
+def test_a_rerun_starts_the_test_again_and_nothing_else_does() -> None:
+    fold = Fold()
+    n = _session(fold, ["t.py::a", "t.py::b"])
+    n = _run(fold, n, "t.py::a", "rerun")  # a plugin runs it again (pytest-rerunfailures)
+    n = _run(fold, n, "t.py::a", "passed")
+    assert fold.broken is None and fold.finished_ids() == ["t.py::a"]
+    assert fold.tests["t.py::a"].reruns == 1 and final_outcome(fold.tests["t.py::a"])[0] == "passed"
+    n = _run(fold, n, "t.py::b", "failed")
+    _run(fold, n, "t.py::b", "passed")  # no rerun reported: a second start is a forgery
+    assert fold.broken == "a second start for 't.py::b'"
+    assert final_outcome(fold.tests["t.py::b"])[0] == "failed"
+
+
+def test_a_rerun_with_no_execution_after_it_is_the_failure() -> None:
+    fold = Fold()
+    n = _session(fold, ["t.py::a"])
+    _run(fold, n, "t.py::a", "rerun")
+    assert final_outcome(fold.tests["t.py::a"])[0] == "failed"

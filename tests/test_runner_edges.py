@@ -78,3 +78,76 @@ def test_raw_parametrize_ids_survive_a_resume(project: Callable[..., Project]) -
     raw = {k: v for k, v in outcomes.items() if k.startswith("test_b_raw")}
     assert len(raw) == 6 and set(raw.values()) == {"passed"}, outcomes
     assert outcomes["test_a_abort"] == "crashed"
+
+
+# --- 2. a plugin that reruns failed tests (pytest-rerunfailures' protocol) -------------
+
+# What pytest-rerunfailures does for a test with reruns left: each execution between its
+# own logstart and logfinish, the failed phase reported with outcome "rerun".
+RERUN_CONFTEST = """
+import pytest
+from _pytest.runner import runtestprotocol
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    for execution in range(1, 4):
+        item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+        reports = runtestprotocol(item, nextitem=nextitem, log=False)
+        again = execution < 3 and any(r.failed for r in reports)
+        for report in reports:
+            if again and report.failed:
+                report.outcome = "rerun"
+            item.ihook.pytest_runtest_logreport(report=report)
+        item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+        if not again:
+            return True
+    return True
+"""
+
+RERUN_TESTS = """
+import os
+from pathlib import Path
+
+COUNT = Path(os.environ["COUNT"])
+
+
+def _execution(name):
+    seen = COUNT.read_text().split() if COUNT.exists() else []
+    COUNT.write_text(" ".join([*seen, name]))
+    return seen.count(name) + 1
+
+
+def test_a_flaky():
+    assert _execution("flaky") == 2
+
+
+def test_b_always_fails():
+    _execution("fails")
+    assert False
+
+
+def test_c_passes():
+    _execution("passes")
+"""
+
+
+def test_reruns_of_a_plugin_are_not_a_crash(project: Callable[..., Project], tmp_path: Path) -> None:
+    p = project("passing")
+    _suite(p, "rerun", {"conftest.py": RERUN_CONFTEST, "test_rerun.py": RERUN_TESTS})
+    count = tmp_path / "count.txt"
+    proc = p.run("run", "--device", "fixture", "--reruns", "0", env={"COUNT": str(count)})
+    record = p.record()
+    assert record["crashes"] == [], proc.stdout + proc.stderr
+    outcomes = {t["nodeid"].rsplit("::", 1)[-1]: t for t in record["tests"]}
+    assert {k: t["outcome"] for k, t in outcomes.items()} == {
+        "test_a_flaky": "passed",
+        "test_b_always_fails": "failed",
+        "test_c_passes": "passed",
+    }
+    assert "after 1 rerun" in (outcomes["test_a_flaky"]["message"] or "")
+    # every execution ran in the one process: none was cut short
+    assert count.read_text().split() == ["flaky", "flaky", "fails", "fails", "fails", "passes"]
+    assert proc.returncode == 1
+    counters = [line.split()[1] for line in proc.stdout.splitlines() if line.startswith("fixture [")]
+    assert counters == ["[1/3]", "[2/3]", "[3/3]"]

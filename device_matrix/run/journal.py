@@ -44,6 +44,7 @@ class TestState:
     finished: bool = False
     reports: list[PhaseReport] = field(default_factory=list)
     meta: Mapping[str, Any] = field(default_factory=dict)
+    reruns: int = 0  # executions before this one that a plugin ran again (outcome "rerun")
 
 
 class Fold:
@@ -191,8 +192,14 @@ class Fold:
             return f"a start for {nodeid!r}, which was not collected"
         if self.running is not None:
             return f"a start for {nodeid!r} while {self.running!r} runs"
+        reruns = 0
         if nodeid in self.tests:
-            return f"a second start for {nodeid!r}"
+            earlier = self.tests[nodeid]
+            if not (earlier.finished and any(r.outcome == "rerun" for r in earlier.reports)):
+                return f"a second start for {nodeid!r}"
+            # the execution before was reported "rerun": this one decides the outcome
+            reruns = earlier.reruns + 1
+            self.order.remove(nodeid)
         loc = ev["loc"]
         state = TestState(
             nodeid,
@@ -200,6 +207,7 @@ class Fold:
             seq=ev["seq"],
             meta=ev["meta"],
             location=(str(loc[0]), loc[1] if type(loc[1]) is int else None) if len(loc) == 2 else None,
+            reruns=reruns,
         )
         self.tests[nodeid] = state
         self.order.append(nodeid)
@@ -251,11 +259,12 @@ def final_outcome(state: TestState) -> tuple[Outcome, str | None, Mapping[str, A
                 outcome = "xfailed" if rep.outcome == "skipped" else "xpassed"
                 message = rep.wasxfail or message
                 skip = rep.skip
-            elif rep.outcome == "failed":
+            elif rep.outcome in ("failed", "rerun"):
+                # "rerun" without the execution after it: the failure is what is known
                 outcome, message = "failed", rep.longrepr
             elif rep.outcome == "skipped":
                 outcome, message, skip = "skipped", rep.longrepr, rep.skip
-        elif rep.outcome == "failed":
+        elif rep.outcome in ("failed", "rerun"):
             # a setup or teardown failure is an error whatever the call did
             outcome, message = "error", rep.longrepr
         elif rep.outcome == "skipped" and rep.when == "setup":

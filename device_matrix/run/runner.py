@@ -1105,6 +1105,8 @@ class _Progress:
             r.listener.test_running(r.row.name, event["nodeid"])
         elif kind == "report":
             when, outcome = event["when"], event["outcome"]
+            if outcome == "rerun":
+                return  # the test runs again: its next execution is the one counted
             failed_phase = outcome == "failed" and when != "call"
             if when == "call" or failed_phase or (when == "setup" and outcome == "skipped"):
                 shown = outcome
