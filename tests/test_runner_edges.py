@@ -30,7 +30,7 @@ def test_a_test_file_named_in_no_utf8_is_recorded_and_resumed(project: Callable[
     Path(os.fsdecode(os.path.join(folder, b"test_caf\xe9.py"))).write_text(ABORT_THEN_PASS)
     # the terminal shows the name's byte as it is (bytes here: not UTF-8)
     proc = subprocess.run(
-        [sys.executable, "-m", "device_matrix", "--project", str(p.root), "run", "--device", "fixture", "--reruns", "0"],
+        [sys.executable, "-m", "device_matrix", "--project", str(p.root), "run", "--device", "fixture", "--reruns=0"],
         cwd=p.root,
         env=clean_env(),
         capture_output=True,
