@@ -48,7 +48,7 @@ def test_a_test_file_named_in_no_utf8_is_recorded_and_resumed(project: Callable[
     assert sorted(c.get("name") for c in cases) == ["test_abort", "test_after", "test_plain"]
 
 
-RAW_IDS = r'''
+RAW_IDS = r"""
 import os
 import pytest
 
@@ -62,7 +62,7 @@ def test_a_abort():
 @pytest.mark.parametrize("v", range(len(IDS)), ids=IDS)
 def test_b_raw(v):
     pass
-'''
+"""
 
 
 def test_raw_parametrize_ids_survive_a_resume(project: Callable[..., Project]) -> None:
