@@ -28,11 +28,11 @@ def test_a_test_file_named_in_no_utf8_is_recorded_and_resumed(project: Callable[
     # a legacy file name in Latin-1: pytest's nodeid holds a lone surrogate for the byte
     folder = os.fsencode(p.root / "suites" / "latin")
     Path(os.fsdecode(os.path.join(folder, b"test_caf\xe9.py"))).write_text(ABORT_THEN_PASS)
-    # the terminal shows the name's byte as it is (bytes here: not UTF-8)
     proc = subprocess.run(
         [sys.executable, "-m", "device_matrix", "--project", str(p.root), "run", "--device", "fixture", "--reruns=0"],
         cwd=p.root,
-        env=clean_env(),
+        # a terminal that takes UTF-8 only, as under an ordinary UTF-8 locale
+        env={**clean_env(), "PYTHONIOENCODING": "utf-8:strict"},
         capture_output=True,
         timeout=240,
         check=False,
