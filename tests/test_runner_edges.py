@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -151,3 +152,48 @@ def test_reruns_of_a_plugin_are_not_a_crash(project: Callable[..., Project], tmp
     assert proc.returncode == 1
     counters = [line.split()[1] for line in proc.stdout.splitlines() if line.startswith("fixture [")]
     assert counters == ["[1/3]", "[2/3]", "[3/3]"]
+
+
+# --- 3. durations that are not a number of seconds (a plugin's own) ---------------------
+
+DURATION_CONFTEST = """
+import pytest
+
+VALUES = {"nan": float("nan"), "inf": float("inf"), "huge": 1e308, "tiny": 5e-324}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    report.duration = VALUES[item.name.rsplit("_", 1)[-1]]
+    return report
+"""
+
+DURATION_TESTS = "".join(
+    f"def test_passes_{k}():\n    pass\n\n\ndef test_fails_{k}():\n    assert 0\n\n\n"
+    for k in ("nan", "inf", "huge", "tiny")
+)
+
+
+def _strict(text: str) -> object:
+    def refuse(name: str) -> object:
+        raise ValueError(f"{name} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_a_duration_that_is_not_a_number_is_no_crash(project: Callable[..., Project]) -> None:
+    p = project("passing")
+    _suite(p, "durations", {"conftest.py": DURATION_CONFTEST, "test_durations.py": DURATION_TESTS})
+    proc = p.run("run", "--device", "fixture", "--reruns", "0")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    record = _strict((p.results / "fixture" / "run.json").read_text())
+    assert isinstance(record, dict)
+    assert record["crashes"] == []
+    outcomes = {t["nodeid"].rsplit("::", 1)[-1]: t["outcome"] for t in record["tests"]}
+    assert outcomes == {
+        f"test_{word}_{k}": "passed" if word == "passes" else "failed"
+        for k in ("nan", "inf", "huge", "tiny")
+        for word in ("passes", "fails")
+    }
+    _strict((p.results / "fixture" / "report.json").read_text())

@@ -36,6 +36,9 @@ ENV_DEVICE = wire.ENV_DEVICE
 ENV_SETTINGS = wire.ENV_SETTINGS
 ENV_DISABLE_LIST = wire.ENV_DISABLE_LIST
 LONGREPR_LIMIT = 20_000
+# a phase's duration a plugin set to something no clock gives (NaN, inf, 1e308, < 0) is
+# journaled as 0: NaN and inf are not JSON, and huge ones add up to inf in the record
+MAX_SECONDS = 1e9
 
 
 _state_key = pytest.StashKey["_State"]()
@@ -289,7 +292,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.passed and report.longrepr is None and not hasattr(report, "wasxfail"):
         # most phases of most tests: a short event; a teardown's waits for the finish
         # right after it, which writes both at once
-        state.journal.passed(report.when, report.duration, hold=report.when == "teardown")
+        duration = report.duration if 0.0 <= report.duration < MAX_SECONDS else 0.0
+        state.journal.passed(report.when, duration, hold=report.when == "teardown")
         return
     skip_meta: dict[str, Any] | None = None
     device_skip = state.meta.get(report.nodeid, {}).get("device_skip")
@@ -314,7 +318,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         nodeid=report.nodeid,
         when=report.when,
         outcome=report.outcome,
-        duration=round(report.duration, 6),
+        duration=round(report.duration, 6) if 0.0 <= report.duration < MAX_SECONDS else 0.0,
         longrepr=_text(report.longrepr) if report.failed or report.skipped else None,
         wasxfail=wasxfail,
         skip=skip_meta,
