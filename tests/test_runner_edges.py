@@ -197,3 +197,35 @@ def test_a_duration_that_is_not_a_number_is_no_crash(project: Callable[..., Proj
         for word in ("passes", "fails")
     }
     _strict((p.results / "fixture" / "report.json").read_text())
+
+
+# --- 4. a forked copy that returns into pytest while a module is imported ---------------
+
+FORK_AT_IMPORT = """
+import os
+
+pid = os.fork()
+if pid:
+    os.waitpid(pid, 0)
+# the copy goes on: under plain pytest it would collect and run the whole session again
+
+
+def test_in_forking_module():
+    pass
+"""
+
+
+def test_a_copy_forked_while_importing_a_module_names_the_module(project: Callable[..., Project]) -> None:
+    p = project("passing")
+    _suite(p, "fork_import", {"test_forks.py": FORK_AT_IMPORT, "test_other.py": "def test_other():\n    pass\n"})
+    proc = p.run("run", "--device", "fixture", "--reruns", "0")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    record = p.record()
+    outcomes = {t["nodeid"]: t for t in record["tests"]}
+    assert {n: t["outcome"] for n, t in outcomes.items()} == {
+        "suites/fork_import/test_forks.py::test_in_forking_module": "passed",
+        "suites/fork_import/test_other.py::test_other": "passed",
+        "suites/fork_import/test_forks.py": "error",
+    }
+    assert "imported" in (outcomes["suites/fork_import/test_forks.py"]["message"] or "")
+    assert record["status"] == "failed"

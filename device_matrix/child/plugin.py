@@ -237,12 +237,14 @@ def pytest_collectstart(collector: pytest.Collector) -> None:
     state = _journal_state()
     if state is not None and state.journal is not None and isinstance(collector, (pytest.File, pytest.Directory)):
         state.journal.write("collecting", nodeid=collector.nodeid, path=str(collector.path))
+        state.journal.importing = collector.nodeid
 
 
 def pytest_collectreport(report: pytest.CollectReport) -> None:
     state = _journal_state()
     if state is None or state.journal is None:
         return
+    state.journal.importing = ""
     if report.failed:
         state.journal.write("collect_error", nodeid=report.nodeid, longrepr=_text(report.longrepr), t=time.time())
     elif report.skipped:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from device_matrix import diagnostics
+from device_matrix.child.journal import FORKED_AT_IMPORT
 from device_matrix.config import Config, Script
 from device_matrix.diagnostics.repro import Container, repro_command
 from device_matrix.errors import ConfigError, DeviceMatrixError, EnvironmentProblem, ResultsError, UsageProblem
@@ -832,6 +833,16 @@ class RowRunner:
         outcome in the real process is kept in the message.
         """
         for named in crashes.forked_copies(self.log_path, attempt.log_start, attempt.log_end):
+            module = _imported(named, attempt.fold.collected or [], self.redactor)
+            if module is not None:
+                # no test ran: the module whose import forked is the error, beside its tests
+                message = (
+                    "a process forked while this module was imported returned into pytest instead of ending "
+                    "with os._exit(); device-matrix ended it before it collected and ran the session again"
+                )
+                self.state.put(module, "error", duration=0.0, message=message, attempt=attempt.index)
+                self.listener.note(self.row.name, f"{module}: a forked copy of the test process returned into pytest")
+                continue
             nodeid = next((n for n in self.state.results if self.redactor.text(n) == named), None)
             record = self.state.results.get(nodeid or "")
             if nodeid is None or record is None or record["attempt"] != attempt.index or record["crash"]:
@@ -1083,6 +1094,20 @@ class RowRunner:
                 tip="Free space or make the results folder writable, or pick another with --results.",
             ) from exc
         return record
+
+
+def _imported(named: str, collected: Sequence[str], redactor: Redactor) -> str | None:
+    """The module or directory a forked copy's note names as imported when it forked."""
+    before, _, after = FORKED_AT_IMPORT.partition("{nodeid}")
+    if not (named.startswith(before) and named.endswith(after)):
+        return None
+    name = named[len(before) : len(named) - len(after)]
+    for nodeid in collected:
+        path = nodeid.split("::", 1)[0]
+        for candidate in (path, *(str(parent) for parent in Path(path).parents if str(parent) != ".")):
+            if redactor.text(candidate) == name:
+                return candidate
+    return None
 
 
 class _Progress:
