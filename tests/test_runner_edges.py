@@ -229,3 +229,25 @@ def test_a_copy_forked_while_importing_a_module_names_the_module(project: Callab
     }
     assert "imported" in (outcomes["suites/fork_import/test_forks.py"]["message"] or "")
     assert record["status"] == "failed"
+
+
+# --- 5. a plugin hook that raises: pytest's INTERNALERROR is in the row's reason --------
+
+RAISING_HOOK = """
+def pytest_runtest_logreport(report):
+    if report.nodeid.endswith("test_b_hook_raises") and report.when == "call":
+        raise RuntimeError("a plugin's own bug")
+"""
+
+
+def test_an_internal_error_of_pytest_is_the_rows_reason(project: Callable[..., Project]) -> None:
+    p = project("passing")
+    tests = "def test_a_before():\n    pass\n\n\ndef test_b_hook_raises():\n    pass\n\n\ndef test_c_after():\n    pass\n"
+    _suite(p, "hook", {"conftest.py": RAISING_HOOK, "test_hook.py": tests})
+    proc = p.run("run", "--device", "fixture", "--reruns", "0")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    record = p.record()
+    outcomes = {t["nodeid"].rsplit("::", 1)[-1]: t["outcome"] for t in record["tests"]}
+    assert outcomes == {"test_a_before": "passed", "test_b_hook_raises": "error", "test_c_after": "not_run"}
+    reason = record["reason"] or ""
+    assert "pytest exited 3 (internal error)" in reason and "a plugin's own bug" in reason, reason

@@ -610,8 +610,10 @@ class RowRunner:
         if not_run and reason is None:
             reason = f"{not_run} collected test(s) did not run"
         if status in ("failed", "crashed") and self.state.pytest_exit in (3, 4):
+            # said beside any other reason: tests not run because pytest broke are not the story
             word = PYTEST_EXIT_WORDS[self.state.pytest_exit]
-            reason = reason or f"pytest exited {self.state.pytest_exit} ({word}): {self._output_tail()}"
+            said = f"pytest exited {self.state.pytest_exit} ({word}): {self._output_tail()}"
+            reason = f"{reason}; {said}" if reason else said
         return status, reason
 
     def _output_tail(self, lines: int = 3) -> str:
