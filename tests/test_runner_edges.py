@@ -242,7 +242,9 @@ def pytest_runtest_logreport(report):
 
 def test_an_internal_error_of_pytest_is_the_rows_reason(project: Callable[..., Project]) -> None:
     p = project("passing")
-    tests = "def test_a_before():\n    pass\n\n\ndef test_b_hook_raises():\n    pass\n\n\ndef test_c_after():\n    pass\n"
+    tests = (
+        "def test_a_before():\n    pass\n\n\ndef test_b_hook_raises():\n    pass\n\n\ndef test_c_after():\n    pass\n"
+    )
     _suite(p, "hook", {"conftest.py": RAISING_HOOK, "test_hook.py": tests})
     proc = p.run("run", "--device", "fixture", "--reruns", "0")
     assert proc.returncode == 1, proc.stdout + proc.stderr
