@@ -89,6 +89,8 @@ EVENTS: Final[Mapping[str, Mapping[str, tuple[type, ...]]]] = {
         "longrepr": (str, _NONE),
         "wasxfail": (str, _NONE),
         "skip": (dict, _NONE),
+        # a failed subtest of the running test (pytest's subtests, unittest's subTest): which one
+        "sub": (str, _NONE),
     },
     # a phase of the running test that passed with nothing to report (no text, no xfail)
     "pass": {"when": (str,), "duration": _NUM},

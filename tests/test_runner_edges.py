@@ -253,3 +253,65 @@ def test_an_internal_error_of_pytest_is_the_rows_reason(project: Callable[..., P
     assert outcomes == {"test_a_before": "passed", "test_b_hook_raises": "error", "test_c_after": "not_run"}
     reason = record["reason"] or ""
     assert "pytest exited 3 (internal error)" in reason and "a plugin's own bug" in reason, reason
+
+
+# --- 6. subtests (pytest's `subtests` fixture, unittest's subTest) ----------------------
+
+SUBTESTS = """
+import unittest
+
+import pytest
+
+
+def test_a_one_subtest_skipped(subtests):
+    with subtests.test("first"):
+        pytest.skip("not on this row")
+    with subtests.test("second"):
+        pass
+
+
+def test_b_one_subtest_fails(subtests):
+    with subtests.test("first"):
+        assert 1 == 2, "the first subtest"
+    with subtests.test("second"):
+        pass
+
+
+class TestUnit(unittest.TestCase):
+    def test_c_subtest_skipped(self):
+        with self.subTest(i=1):
+            self.skipTest("not this one")
+        with self.subTest(i=2):
+            pass
+
+    def test_d_subtest_fails(self):
+        with self.subTest(i=1):
+            self.assertEqual(1, 2)
+
+
+def test_e_after():
+    pass
+"""
+
+
+def test_subtests_count_once_and_a_skipped_subtest_skips_no_test(project: Callable[..., Project]) -> None:
+    p = project("passing")
+    _suite(p, "sub", {"test_sub.py": SUBTESTS})
+    proc = p.run("run", "--device", "fixture", "--reruns", "0")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    record = p.record()
+    tests = {t["nodeid"].rsplit("::", 1)[-1]: t for t in record["tests"]}
+    # as pytest reports them: a skipped subtest leaves its test passed, a failed one fails it
+    assert {k: t["outcome"] for k, t in tests.items()} == {
+        "test_a_one_subtest_skipped": "passed",
+        "test_b_one_subtest_fails": "failed",
+        "test_c_subtest_skipped": "passed",
+        "test_d_subtest_fails": "failed",
+        "test_e_after": "passed",
+    }
+    assert "the first subtest" in (tests["test_b_one_subtest_fails"]["message"] or "")
+    assert "[first]" in (tests["test_b_one_subtest_fails"]["message"] or "")
+    assert "(i=1)" in (tests["test_d_subtest_fails"]["message"] or "")
+    assert "1 != 2" in (tests["test_d_subtest_fails"]["message"] or "")
+    counters = [line.split()[1] for line in proc.stdout.splitlines() if line.startswith("fixture [")]
+    assert counters == [f"[{k}/5]" for k in range(1, 6)]

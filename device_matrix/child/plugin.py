@@ -291,6 +291,11 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     state = _journal_state()
     if state is None or state.journal is None:
         return
+    sub = None if type(report) is pytest.TestReport else _subtest(report)
+    if sub is not None and not report.failed:
+        # a subtest that passed or skipped leaves its test's outcome as pytest counts it
+        # (the test's own call report follows): nothing to journal
+        return
     if report.passed and report.longrepr is None and not hasattr(report, "wasxfail"):
         # most phases of most tests: a short event; a teardown's waits for the finish
         # right after it, which writes both at once
@@ -324,7 +329,20 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         longrepr=_text(report.longrepr) if report.failed or report.skipped else None,
         wasxfail=wasxfail,
         skip=skip_meta,
+        sub=sub,
     )
+
+
+def _subtest(report: pytest.TestReport) -> str | None:
+    """Which subtest a report of a subclass of TestReport is (pytest's or pytest-subtests')."""
+    describe = getattr(report, "_sub_test_description", None) or getattr(report, "sub_test_description", None)
+    if not callable(describe):
+        return None
+    try:
+        return str(describe())
+    except Exception:
+        # a plugin's own description failed: the report is still a subtest's
+        return "(<subtest>)"
 
 
 def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str]) -> None:

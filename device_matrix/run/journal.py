@@ -33,6 +33,7 @@ class PhaseReport:
     longrepr: str | None
     wasxfail: str | None
     skip: Mapping[str, Any] | None
+    sub: str | None = None  # a failed subtest's description; None for the test's own phase
 
 
 @dataclass
@@ -45,6 +46,11 @@ class TestState:
     reports: list[PhaseReport] = field(default_factory=list)
     meta: Mapping[str, Any] = field(default_factory=dict)
     reruns: int = 0  # executions before this one that a plugin ran again (outcome "rerun")
+
+    @property
+    def duration(self) -> float:
+        """Its phases' seconds (a subtest's are inside its test's call)."""
+        return sum(r.duration for r in self.reports if r.sub is None)
 
 
 class Fold:
@@ -172,6 +178,7 @@ class Fold:
                     longrepr=ev.get("longrepr"),
                     wasxfail=ev.get("wasxfail"),
                     skip=meta,
+                    sub=ev.get("sub"),
                 )
             )
         elif kind == "finish":
@@ -254,14 +261,21 @@ def final_outcome(state: TestState) -> tuple[Outcome, str | None, Mapping[str, A
     message: str | None = None
     skip: Mapping[str, Any] | None = None
     for rep in state.reports:
+        if rep.sub is not None:
+            # a failed subtest fails its test, whatever the test's own call report says
+            if outcome != "failed":
+                outcome, message = "failed", f"subtest {rep.sub}: {rep.longrepr or ''}"
+            continue
         if rep.when == "call":
             if rep.wasxfail is not None:
                 outcome = "xfailed" if rep.outcome == "skipped" else "xpassed"
                 message = rep.wasxfail or message
                 skip = rep.skip
             elif rep.outcome in ("failed", "rerun"):
-                # "rerun" without the execution after it: the failure is what is known
-                outcome, message = "failed", rep.longrepr
+                # "rerun" without the execution after it: the failure is what is known; a
+                # failed subtest's message stays (the test's own says only that one failed)
+                if outcome != "failed":
+                    outcome, message = "failed", rep.longrepr
             elif rep.outcome == "skipped":
                 outcome, message, skip = "skipped", rep.longrepr, rep.skip
         elif rep.outcome in ("failed", "rerun"):

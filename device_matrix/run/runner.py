@@ -762,7 +762,7 @@ class RowRunner:
             state = attempt.fold.tests.get(at.nodeid)
             duration = attempt.overrun.seconds if attempt.overrun and at.kind == "timeout" else 0.0
             if state is not None and at.kind == "crash":
-                duration = sum(r.duration for r in state.reports)
+                duration = state.duration
             self.state.put(
                 at.nodeid,
                 outcome,
@@ -1132,8 +1132,8 @@ class _Progress:
             r.listener.test_running(r.row.name, event["nodeid"])
         elif kind == "report":
             when, outcome = event["when"], event["outcome"]
-            if outcome == "rerun":
-                return  # the test runs again: its next execution is the one counted
+            if outcome == "rerun" or event.get("sub") is not None:
+                return  # the test runs again, or a subtest: the test's own report is the one counted
             failed_phase = outcome == "failed" and when != "call"
             if when == "call" or failed_phase or (when == "setup" and outcome == "skipped"):
                 shown = outcome

@@ -91,13 +91,14 @@ class RunState:
             self.phases[nodeid] = [
                 {"when": r.when, "outcome": r.outcome, "duration": r.duration, "longrepr": r.longrepr}
                 for r in state.reports
+                if r.sub is None
             ]
             if state.location is not None:
                 self.locations[nodeid] = state.location
             self.put(
                 nodeid,
                 outcome,
-                duration=sum(r.duration for r in state.reports),
+                duration=state.duration,
                 message=message,
                 skip=skip,
                 attempt=attempt.index,
