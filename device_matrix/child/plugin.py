@@ -39,6 +39,7 @@ LONGREPR_LIMIT = 20_000
 # a phase's duration a plugin set to something no clock gives (NaN, inf, 1e308, < 0) is
 # journaled as 0: NaN and inf are not JSON, and huge ones add up to inf in the record
 MAX_SECONDS = 1e9
+_TEST_REPORT = pytest.TestReport  # a subclass of it is a subtest's report
 
 
 _state_key = pytest.StashKey["_State"]()
@@ -291,7 +292,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     state = _journal_state()
     if state is None or state.journal is None:
         return
-    sub = None if type(report) is pytest.TestReport else _subtest(report)
+    sub = None if type(report) is _TEST_REPORT else _subtest(report)
     if sub is not None and not report.failed:
         # a subtest that passed or skipped leaves its test's outcome as pytest counts it
         # (the test's own call report follows): nothing to journal
