@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from device_matrix.config import read_array_of_tables
 from device_matrix.errors import ConfigError, TrackerError
 from device_matrix.issues.base import FINGERPRINT_MARKER, Cited, Issue, IssueState
+from device_matrix.records.atomic import storable_text
 
 T = TypeVar("T")
 BUSY_TIMEOUT = 120.0  # seconds a sync waits for another sync holding the ledger
@@ -136,7 +137,7 @@ class Ledger:
     def _execute(self, sql: str, args: Sequence[Any] = ()) -> sqlite3.Cursor:
         # text with a lone surrogate (a nodeid from a file name that is not UTF-8) is kept
         # as its escape: SQLite takes UTF-8 only, and every query goes through here alike
-        values = [_storable(a) if isinstance(a, str) else a for a in args]
+        values = [storable_text(a) if isinstance(a, str) else a for a in args]
         return self._guard(lambda: self.db.execute(sql, values))
 
     def _apply_seed(self, entries: Sequence[dict[str, Any]]) -> None:
@@ -237,7 +238,3 @@ class Ledger:
     def set_state(self, ref: str, state: IssueState) -> None:
         with self.transaction():
             self._execute("UPDATE issues SET state = ?, updated = ? WHERE id = ?", (state, _now(), int(ref[7:])))
-
-
-def _storable(text: str) -> str:
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -45,3 +45,10 @@ def write_text_atomic(path: Path, text: str, redactor: Redactor | None = None) -
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def storable_text(text: str) -> str:
+    """``text`` as UTF-8 takes it: a lone surrogate (a nodeid from a file name that is not
+    UTF-8) becomes its escape, as in every file written here. For stores that refuse
+    anything else, such as SQLite; keys are made with it on both sides of a lookup."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
