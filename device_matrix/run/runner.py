@@ -92,7 +92,7 @@ SELECTING_OPTIONS = ("-k", "-m", "--deselect")
 NOT_FOUND_RE = re.compile(r"ERROR: not found: (\S+)")
 STATUS_SEVERITY = {"passed": 0, "failed": 1, "crashed": 2, "error": 3}
 PYTEST_EXIT_WORDS = {
-    0: "all passed",
+    0: "no failure reported",  # not "all passed": pytest.exit(returncode=0) exits 0 too
     1: "tests failed",
     2: "interrupted",
     3: "internal error",
