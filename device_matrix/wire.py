@@ -12,8 +12,10 @@ evidence that the process misbehaved, never as a reason to believe later lines.
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Final
 
 # --- variables the runner sets in the child's environment ---------------------------
@@ -31,6 +33,20 @@ OPT_FAULTHANDLER: Final = "--dm-faulthandler"
 OPT_ENV: Final = "--dm-env"
 OPT_DEVICE: Final = "--dm-device"
 OPT_DISABLE_LIST: Final = "--dm-disable-list"
+
+
+def write_select(path: Path, nodeids: Sequence[str]) -> None:
+    """The file behind ``--dm-select``: one JSON list, ASCII only.
+
+    Not one nodeid a line: a nodeid may hold a line break or a lone surrogate (a raw
+    parametrize id, a file name that is not UTF-8), which lines of UTF-8 cannot carry.
+    """
+    path.write_text(json.dumps(list(nodeids)), "ascii")
+
+
+def read_select(path: Path) -> list[str]:
+    """The nodeids :func:`write_select` wrote."""
+    return [str(n) for n in json.loads(path.read_text("ascii"))]
 
 
 def option(name: str, value: str) -> str:
@@ -73,6 +89,8 @@ EVENTS: Final[Mapping[str, Mapping[str, tuple[type, ...]]]] = {
         "longrepr": (str, _NONE),
         "wasxfail": (str, _NONE),
         "skip": (dict, _NONE),
+        # a failed subtest of the running test (pytest's subtests, unittest's subTest): which one
+        "sub": (str, _NONE),
     },
     # a phase of the running test that passed with nothing to report (no text, no xfail)
     "pass": {"when": (str,), "duration": _NUM},
@@ -81,7 +99,9 @@ EVENTS: Final[Mapping[str, Mapping[str, tuple[type, ...]]]] = {
     "end": {"exitstatus": (int,), "t": _NUM},
 }
 PHASES: Final = frozenset({"setup", "call", "teardown"})
-REPORT_OUTCOMES: Final = frozenset({"passed", "failed", "skipped"})
+# "rerun": a failed phase of an execution a plugin runs again (pytest-rerunfailures), between
+# that execution's own start and finish; the next execution starts the same test again
+REPORT_OUTCOMES: Final = frozenset({"passed", "failed", "skipped", "rerun"})
 
 
 def check_event(event: Any, expected_n: int) -> str | None:

@@ -235,3 +235,37 @@ def test_a_forked_copy_is_ended_by_any_event_and_writes_none(tmp_path: Path, cal
     # only the real process's events, numbered without a gap
     events = [json.loads(line) for line in journal.read_text().splitlines()]
     assert [(e["e"], e["n"]) for e in events] == [("session", 1), ("pass", 2)]
+
+
+def test_a_rerun_starts_the_test_again_and_nothing_else_does() -> None:
+    fold = Fold()
+    n = _session(fold, ["t.py::a", "t.py::b"])
+    n = _run(fold, n, "t.py::a", "rerun")  # a plugin runs it again (pytest-rerunfailures)
+    n = _run(fold, n, "t.py::a", "passed")
+    assert fold.broken is None and fold.finished_ids() == ["t.py::a"]
+    assert fold.tests["t.py::a"].reruns == 1 and final_outcome(fold.tests["t.py::a"])[0] == "passed"
+    n = _run(fold, n, "t.py::b", "failed")
+    _run(fold, n, "t.py::b", "passed")  # no rerun reported: a second start is a forgery
+    assert fold.broken == "a second start for 't.py::b'"
+    assert final_outcome(fold.tests["t.py::b"])[0] == "failed"
+
+
+def test_a_rerun_with_no_execution_after_it_is_the_failure() -> None:
+    fold = Fold()
+    n = _session(fold, ["t.py::a"])
+    _run(fold, n, "t.py::a", "rerun")
+    assert final_outcome(fold.tests["t.py::a"])[0] == "failed"
+
+
+def test_a_failed_subtest_fails_its_test_and_adds_no_time() -> None:
+    fold = Fold()
+    n = _session(fold, ["t.py::a"])
+    fold.feed(_line(n, "start", nodeid="t.py::a", t=1.0, meta={}, seq=1, loc=["t.py", 1]))
+    fold.feed(_line(n + 1, "pass", when="setup", duration=0.5))
+    sub = {"when": "call", "duration": 1.0, "wasxfail": None, "skip": None}
+    fold.feed(_line(n + 2, "report", nodeid="t.py::a", outcome="failed", longrepr="E 1 != 2", sub="(i=1)", **sub))
+    fold.feed(_line(n + 3, "pass", when="call", duration=2.0))  # unittest's own report: passed
+    assert fold.broken is None
+    state = fold.tests["t.py::a"]
+    assert final_outcome(state)[:2] == ("failed", "subtest (i=1): E 1 != 2")
+    assert state.duration == 2.5

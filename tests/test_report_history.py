@@ -342,3 +342,19 @@ def test_crashes_classified_flaky_have_their_place_in_the_flaky_section(tmp_path
     assert "- 🎲 SIGSEGV in test_a (flaky), fingerprint `ffff`, seen in 1 run(s)" in md
     page = html.render(t)
     assert "<h3>Crashes classified flaky</h3><ul><li>SIGSEGV in test_a (flaky) <code>ffff</code>" in page
+
+
+def test_a_nodeid_from_a_file_name_that_is_not_utf8_is_kept_as_its_escape(tmp_path: Path) -> None:
+    nodeid = "s/caf\udce9.py::test_flip"  # what pytest makes of the Latin-1 byte 0xe9
+    crash = R.crash("cpu", nodeid, "eeee")
+    h = History.open(tmp_path / "h.sqlite")
+    runs = [
+        [R.record("cpu", [R.test(nodeid, "failed" if i % 2 else "passed")], [crash] if i == 0 else [])]
+        for i in range(4)
+    ]
+    t = _record_runs(h, runs)
+    changes = h.compare(_triage(runs[-1]))  # the same test, run after run: nothing came or went
+    assert changes["appeared"] == [] and changes["disappeared"] == []
+    (flaky,) = h.view(t, window=30)["flaky"]
+    assert flaky["nodeid"] == "s/caf\\udce9.py::test_flip"
+    assert flaky["runs"] == 4 and flaky["flips"] == 3 and flaky["current"] == "failed"

@@ -78,6 +78,9 @@ def test_pytest_exit_with_returncode_0_is_not_green(project: Callable[..., Proje
     assert outcomes["test_c_after"] == "not_run"
     assert record["summary"]["total"] == 3
     assert "did not run" in (record["reason"] or "") or "not run" in (record["reason"] or "")
+    # pytest exited 0, yet not everything passed: its exit status is not read as "all passed"
+    (after,) = [t for t in record["tests"] if t["nodeid"].endswith("test_c_after")]
+    assert "exit status 0" in after["message"] and "all passed" not in after["message"], after["message"]
 
 
 def test_closed_stdout_and_stderr_lose_no_test(project: Callable[..., Project]) -> None:

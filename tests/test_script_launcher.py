@@ -304,7 +304,7 @@ def test_a_second_unittest_run_is_not_journaled_and_fails_the_process(tmp_path: 
 def test_select_runs_the_listed_tests_in_the_listed_order_and_removes_the_file(tmp_path: Path) -> None:
     select = tmp_path / "select.txt"
     wanted = ["test_outcomes.py::TestOutcomes::test_passes", "test_outcomes.py::TestOutcomes::test_fails"]
-    select.write_text("\n".join([*wanted, "test_outcomes.py::TestGone::test_x"]) + "\n")
+    wire.write_select(select, [*wanted, "test_outcomes.py::TestGone::test_x"])
     run = launch(tmp_path, "test_outcomes.py", options=(wire.option(wire.OPT_SELECT, str(select)),))
     assert not select.exists()
     assert run.fold.collected == wanted and run.fold.finished_ids() == wanted

@@ -351,3 +351,16 @@ def test_trend_charts_filters_and_narrow_screen_in_a_real_browser(browser: list[
     if os.environ.get("DEVICE_MATRIX_UPDATE_SCREENSHOT") == "1":
         docs = Path(__file__).parent.parent / "docs" / "triage.png"
         _screenshot(browser, page, docs, "1100,1300")
+
+
+def test_a_nodeid_from_a_file_name_that_is_not_utf8_reaches_every_report(tmp_path: Path) -> None:
+    nodeid = "s/caf\udce9.py::test_a"  # what pytest makes of the Latin-1 byte 0xe9
+    crash = R.crash("cpu", nodeid, "eeee")
+    results = write_results(tmp_path / "results", [R.record("cpu", [R.test(nodeid, "crashed")], [crash])])
+    summary = tmp_path / "summary.md"
+    out = Output(io.StringIO(), environ={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)})
+    for label in ("run 1", "run 2"):  # the second run reads the history the first wrote
+        run_triage(results, tmp_path / "out", tmp_path / "h.sqlite", label, out)
+    assert "s/caf\\udce9.py::test_a" in summary.read_text("utf-8")
+    assert "s/caf\\udce9.py::test_a" in (tmp_path / "out" / "triage.md").read_text("utf-8")
+    assert json.loads((tmp_path / "out" / "triage.json").read_text())["tests"][0]["nodeid"] == nodeid

@@ -29,6 +29,8 @@ FORKED_COPY_NOTE = (
     "os._exit(); it was ended before it could run other tests"
 )
 FORKED_COPY_EXIT = 1
+# the name in the note when no test runs but a module is imported (a fork at import time)
+FORKED_AT_IMPORT = "{nodeid} (while imported)"
 
 
 class JournalWriter:
@@ -54,6 +56,7 @@ class JournalWriter:
                 pass
         self._n = 0
         self._held = b""
+        self.importing = ""  # the module (or directory) being collected: what a fork at import names
         self._copy_note: bytes | None = None  # set in a forked copy: see end_forked_copies
 
     def write(self, event: str, **fields: Any) -> None:
@@ -159,7 +162,10 @@ def end_forked_copies(journal: JournalWriter, running: Callable[[], str | None] 
     """
 
     def in_the_copy() -> None:
-        journal.become_copy(FORKED_COPY_NOTE.format(nodeid=running() or "no running test") + "\n")
+        current = running()
+        if not current and journal.importing:
+            current = FORKED_AT_IMPORT.format(nodeid=journal.importing)
+        journal.become_copy(FORKED_COPY_NOTE.format(nodeid=current or "no running test") + "\n")
 
     os.register_at_fork(after_in_child=in_the_copy)
 

@@ -36,6 +36,10 @@ ENV_DEVICE = wire.ENV_DEVICE
 ENV_SETTINGS = wire.ENV_SETTINGS
 ENV_DISABLE_LIST = wire.ENV_DISABLE_LIST
 LONGREPR_LIMIT = 20_000
+# a phase's duration a plugin set to something no clock gives (NaN, inf, 1e308, < 0) is
+# journaled as 0: NaN and inf are not JSON, and huge ones add up to inf in the record
+MAX_SECONDS = 1e9
+_TEST_REPORT = pytest.TestReport  # a subclass of it is a subtest's report
 
 
 _state_key = pytest.StashKey["_State"]()
@@ -133,7 +137,7 @@ def pytest_configure(config: pytest.Config) -> None:
     select = config.getoption(wire.OPT_SELECT)
     if select:
         select_path = Path(select)
-        state.select = [line for line in select_path.read_text("utf-8").splitlines() if line.strip()]
+        state.select = wire.read_select(select_path)
         select_path.unlink(missing_ok=True)  # raw nodeids: not left on disk
     fault = config.getoption(wire.OPT_FAULTHANDLER)
     if fault:
@@ -234,12 +238,14 @@ def pytest_collectstart(collector: pytest.Collector) -> None:
     state = _journal_state()
     if state is not None and state.journal is not None and isinstance(collector, (pytest.File, pytest.Directory)):
         state.journal.write("collecting", nodeid=collector.nodeid, path=str(collector.path))
+        state.journal.importing = collector.nodeid
 
 
 def pytest_collectreport(report: pytest.CollectReport) -> None:
     state = _journal_state()
     if state is None or state.journal is None:
         return
+    state.journal.importing = ""
     if report.failed:
         state.journal.write("collect_error", nodeid=report.nodeid, longrepr=_text(report.longrepr), t=time.time())
     elif report.skipped:
@@ -286,10 +292,16 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     state = _journal_state()
     if state is None or state.journal is None:
         return
+    sub = None if type(report) is _TEST_REPORT else _subtest(report)
+    if sub is not None and not report.failed:
+        # a subtest that passed or skipped leaves its test's outcome as pytest counts it
+        # (the test's own call report follows): nothing to journal
+        return
     if report.passed and report.longrepr is None and not hasattr(report, "wasxfail"):
         # most phases of most tests: a short event; a teardown's waits for the finish
         # right after it, which writes both at once
-        state.journal.passed(report.when, report.duration, hold=report.when == "teardown")
+        duration = report.duration if 0.0 <= report.duration < MAX_SECONDS else 0.0
+        state.journal.passed(report.when, duration, hold=report.when == "teardown")
         return
     skip_meta: dict[str, Any] | None = None
     device_skip = state.meta.get(report.nodeid, {}).get("device_skip")
@@ -314,11 +326,24 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         nodeid=report.nodeid,
         when=report.when,
         outcome=report.outcome,
-        duration=round(report.duration, 6),
+        duration=round(report.duration, 6) if 0.0 <= report.duration < MAX_SECONDS else 0.0,
         longrepr=_text(report.longrepr) if report.failed or report.skipped else None,
         wasxfail=wasxfail,
         skip=skip_meta,
+        sub=sub,
     )
+
+
+def _subtest(report: pytest.TestReport) -> str | None:
+    """Which subtest a report of a subclass of TestReport is (pytest's or pytest-subtests')."""
+    describe = getattr(report, "_sub_test_description", None) or getattr(report, "sub_test_description", None)
+    if not callable(describe):
+        return None
+    try:
+        return str(describe())
+    except Exception:
+        # a plugin's own description failed: the report is still a subtest's
+        return "(<subtest>)"
 
 
 def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str]) -> None:

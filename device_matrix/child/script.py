@@ -557,7 +557,7 @@ def main(argv: list[str] | None = None) -> int:
     select = None
     if opts.select:
         select_path = Path(opts.select)
-        select = [line for line in select_path.read_text("utf-8").splitlines() if line.strip()]
+        select = wire.read_select(select_path)
         select_path.unlink(missing_ok=True)  # raw nodeids: not left on disk
     if opts.faulthandler:
         arm_faulthandler(opts.faulthandler)

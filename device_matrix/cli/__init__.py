@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import math
 import os
@@ -455,6 +456,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "pytest_args", None) and args.pytest_args[:1] == ["--"]:
         args.pytest_args = args.pytest_args[1:]
+    for stream in (sys.stdout, sys.stderr):
+        # a nodeid may hold a lone surrogate (a file name that is not UTF-8): printed as its
+        # escape, never an error of the terminal in the middle of a run
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     out = Output(verbose=False)
     try:
         code: int = args.func(args, out)

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from device_matrix.config import read_array_of_tables
 from device_matrix.errors import ConfigError, TrackerError
 from device_matrix.issues.base import FINGERPRINT_MARKER, Cited, Issue, IssueState
+from device_matrix.records.atomic import storable_text
 
 T = TypeVar("T")
 BUSY_TIMEOUT = 120.0  # seconds a sync waits for another sync holding the ledger
@@ -134,7 +135,10 @@ class Ledger:
         self._guard(lambda: self.db.execute("COMMIT"))
 
     def _execute(self, sql: str, args: Sequence[Any] = ()) -> sqlite3.Cursor:
-        return self._guard(lambda: self.db.execute(sql, args))
+        # text with a lone surrogate (a nodeid from a file name that is not UTF-8) is kept
+        # as its escape: SQLite takes UTF-8 only, and every query goes through here alike
+        values = [storable_text(a) if isinstance(a, str) else a for a in args]
+        return self._guard(lambda: self.db.execute(sql, values))
 
     def _apply_seed(self, entries: Sequence[dict[str, Any]]) -> None:
         now = _now()

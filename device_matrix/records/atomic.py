@@ -37,9 +37,18 @@ def write_text_atomic(path: Path, text: str, redactor: Redactor | None = None) -
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        # a lone surrogate (a nodeid from a file name that is not UTF-8) is written as its
+        # escape: the file stays valid UTF-8, and the record is written at all
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
             fh.write(text)
         Path(tmp).replace(path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def storable_text(text: str) -> str:
+    """``text`` as UTF-8 takes it: a lone surrogate (a nodeid from a file name that is not
+    UTF-8) becomes its escape, as in every file written here. For stores that refuse
+    anything else, such as SQLite; keys are made with it on both sides of a lookup."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from device_matrix.errors import EnvironmentProblem, ResultsError
+from device_matrix.records.atomic import storable_text
 from device_matrix.records.schema import FAILING_OUTCOMES
 from device_matrix.records.summary import BUCKET_OF, BUCKETS
 from device_matrix.report.model import (
@@ -214,7 +215,7 @@ class History:
             for row, outcome in t["outcomes"].items():
                 if row not in rows_before:
                     continue  # a row not run last time: reported as added, nothing to compare with
-                key = (row, t["nodeid"])
+                key = (row, storable_text(t["nodeid"]))  # as stored (SQLite takes UTF-8 only)
                 seen_now.add(key)
                 prev = before.get(key)
                 if prev is None:
@@ -257,7 +258,7 @@ class History:
             oldest_kept = ids[-keep:][0]
             length = min(len(ids), keep)
             now: dict[tuple[str, str], tuple[str, float]] = {
-                (row, t["nodeid"]): (CODE.get(o, ABSENT), t["durations"].get(row, math.inf))
+                (row, storable_text(t["nodeid"])): (CODE.get(o, ABSENT), t["durations"].get(row, math.inf))
                 for t in triage["tests"]
                 for row, o in t["outcomes"].items()
             }
@@ -290,7 +291,7 @@ class History:
                 "INSERT INTO crash_seen (run_id, fingerprint, row, classification, headline, issue) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (
-                    (run_id, c["fingerprint"], row, c["classification"], c["headline"], c["issue"])
+                    (run_id, c["fingerprint"], row, c["classification"], storable_text(c["headline"]), c["issue"])
                     for c in triage["crashes"]
                     for row in c["rows"]
                 ),
@@ -310,7 +311,7 @@ class History:
             return HistoryView(window=window, runs=[], trends={}, flaky=[], slower=[], crashes=[])
         shown = runs[-max(window, 1) :]
         labels = [str(lb) for _, lb, _ in shown]
-        current = {t["nodeid"]: t["outcomes"] for t in triage["tests"]}
+        current = {storable_text(t["nodeid"]): t["outcomes"] for t in triage["tests"]}
         flaky: list[FlakyTest] = []
         slower: list[SlowTest] = []
         for row, nodeid, outcomes, blob in self._series():

@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 
 from device_matrix.issues.base import neutralize
+from device_matrix.records.atomic import storable_text
 from device_matrix.records.summary import BUCKETS
 from device_matrix.report.model import HistoryView, RowView, Triage, nothing_changed
 
@@ -299,6 +300,9 @@ def render(t: Triage, *, limit: int = STEP_SUMMARY_LIMIT) -> str:
 
 
 def truncate(text: str, limit: int) -> str:
+    # a lone surrogate (a nodeid from a file name that is not UTF-8) as its escape: the
+    # step summary and triage.md are UTF-8 files
+    text = storable_text(text)
     data = text.encode("utf-8")
     if len(data) <= limit:
         return text

@@ -33,7 +33,7 @@ from device_matrix.redact import Redactor
 from device_matrix.run.executors.base import Child, Executor, LaunchSpec
 from device_matrix.run.journal import Activity, Fold
 from device_matrix.run.pump import OutputPump
-from device_matrix.wire import ENV_ATTEMPT, OPT_FAULTHANDLER, OPT_JOURNAL, OPT_SELECT, option
+from device_matrix.wire import ENV_ATTEMPT, OPT_FAULTHANDLER, OPT_JOURNAL, OPT_SELECT, option, write_select
 
 Purpose = Literal["collect", "run", "resume", "rerun"]
 HANG_DUMP_GRACE = 2.0  # seconds for faulthandler to write every thread's stack
@@ -212,7 +212,7 @@ def run_attempt(
     # the file once read (and the runner after the attempt), so it never stays in results
     select_file = folder / ".select"
     if spec.select is not None:
-        select_file.write_text("".join(n + "\n" for n in spec.select), "utf-8")
+        write_select(select_file, spec.select)
         args.append(option(OPT_SELECT, str(select_file)))
     args += spec.args
     env = dict(spec.env)

@@ -169,7 +169,7 @@ def crash_record(
     state = attempt.fold.tests.get(at.nodeid) if at.nodeid and at.phase == "test" else None
     when = None
     if state is not None:
-        phases = [r.when for r in state.reports]
+        phases = [r.when for r in state.reports if r.sub is None]  # a subtest's report is inside the call
         when = "setup" if not phases else {"setup": "call", "call": "teardown"}.get(phases[-1], "teardown")
     return CrashRecord(
         id=crash_id,

@@ -187,11 +187,6 @@ def last_exception(output: str) -> str | None:
             match = _EXCEPTION_RE.fullmatch(line.strip())
             return match[1] if match else None
     return None
-    for line in lines[starts[-1] + 1 :]:
-        if line and not line[0].isspace():
-            match = _EXCEPTION_RE.fullmatch(line.strip())
-            return match[1] if match else None
-    return None
 
 
 def _raised(name: str | None, allowed: Sequence[str]) -> bool:

@@ -33,6 +33,7 @@ class PhaseReport:
     longrepr: str | None
     wasxfail: str | None
     skip: Mapping[str, Any] | None
+    sub: str | None = None  # a failed subtest's description; None for the test's own phase
 
 
 @dataclass
@@ -44,6 +45,12 @@ class TestState:
     finished: bool = False
     reports: list[PhaseReport] = field(default_factory=list)
     meta: Mapping[str, Any] = field(default_factory=dict)
+    reruns: int = 0  # executions before this one that a plugin ran again (outcome "rerun")
+
+    @property
+    def duration(self) -> float:
+        """Its phases' seconds (a subtest's are inside its test's call)."""
+        return sum(r.duration for r in self.reports if r.sub is None)
 
 
 class Fold:
@@ -171,6 +178,7 @@ class Fold:
                     longrepr=ev.get("longrepr"),
                     wasxfail=ev.get("wasxfail"),
                     skip=meta,
+                    sub=ev.get("sub"),
                 )
             )
         elif kind == "finish":
@@ -191,8 +199,14 @@ class Fold:
             return f"a start for {nodeid!r}, which was not collected"
         if self.running is not None:
             return f"a start for {nodeid!r} while {self.running!r} runs"
+        reruns = 0
         if nodeid in self.tests:
-            return f"a second start for {nodeid!r}"
+            earlier = self.tests[nodeid]
+            if not (earlier.finished and any(r.outcome == "rerun" for r in earlier.reports)):
+                return f"a second start for {nodeid!r}"
+            # the execution before was reported "rerun": this one decides the outcome
+            reruns = earlier.reruns + 1
+            self.order.remove(nodeid)
         loc = ev["loc"]
         state = TestState(
             nodeid,
@@ -200,6 +214,7 @@ class Fold:
             seq=ev["seq"],
             meta=ev["meta"],
             location=(str(loc[0]), loc[1] if type(loc[1]) is int else None) if len(loc) == 2 else None,
+            reruns=reruns,
         )
         self.tests[nodeid] = state
         self.order.append(nodeid)
@@ -246,16 +261,24 @@ def final_outcome(state: TestState) -> tuple[Outcome, str | None, Mapping[str, A
     message: str | None = None
     skip: Mapping[str, Any] | None = None
     for rep in state.reports:
+        if rep.sub is not None:
+            # a failed subtest fails its test, whatever the test's own call report says
+            if outcome != "failed":
+                outcome, message = "failed", f"subtest {rep.sub}: {rep.longrepr or ''}"
+            continue
         if rep.when == "call":
             if rep.wasxfail is not None:
                 outcome = "xfailed" if rep.outcome == "skipped" else "xpassed"
                 message = rep.wasxfail or message
                 skip = rep.skip
-            elif rep.outcome == "failed":
-                outcome, message = "failed", rep.longrepr
+            elif rep.outcome in ("failed", "rerun"):
+                # "rerun" without the execution after it: the failure is what is known; a
+                # failed subtest's message stays (the test's own says only that one failed)
+                if outcome != "failed":
+                    outcome, message = "failed", rep.longrepr
             elif rep.outcome == "skipped":
                 outcome, message, skip = "skipped", rep.longrepr, rep.skip
-        elif rep.outcome == "failed":
+        elif rep.outcome in ("failed", "rerun"):
             # a setup or teardown failure is an error whatever the call did
             outcome, message = "error", rep.longrepr
         elif rep.outcome == "skipped" and rep.when == "setup":

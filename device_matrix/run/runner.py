@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from device_matrix import diagnostics
+from device_matrix.child.journal import FORKED_AT_IMPORT
 from device_matrix.config import Config, Script
 from device_matrix.diagnostics.repro import Container, repro_command
 from device_matrix.errors import ConfigError, DeviceMatrixError, EnvironmentProblem, ResultsError, UsageProblem
@@ -91,7 +92,7 @@ SELECTING_OPTIONS = ("-k", "-m", "--deselect")
 NOT_FOUND_RE = re.compile(r"ERROR: not found: (\S+)")
 STATUS_SEVERITY = {"passed": 0, "failed": 1, "crashed": 2, "error": 3}
 PYTEST_EXIT_WORDS = {
-    0: "all passed",
+    0: "no failure reported",  # not "all passed": pytest.exit(returncode=0) exits 0 too
     1: "tests failed",
     2: "interrupted",
     3: "internal error",
@@ -609,8 +610,10 @@ class RowRunner:
         if not_run and reason is None:
             reason = f"{not_run} collected test(s) did not run"
         if status in ("failed", "crashed") and self.state.pytest_exit in (3, 4):
+            # said beside any other reason: tests not run because pytest broke are not the story
             word = PYTEST_EXIT_WORDS[self.state.pytest_exit]
-            reason = reason or f"pytest exited {self.state.pytest_exit} ({word}): {self._output_tail()}"
+            said = f"pytest exited {self.state.pytest_exit} ({word}): {self._output_tail()}"
+            reason = f"{reason}; {said}" if reason else said
         return status, reason
 
     def _output_tail(self, lines: int = 3) -> str:
@@ -759,7 +762,7 @@ class RowRunner:
             state = attempt.fold.tests.get(at.nodeid)
             duration = attempt.overrun.seconds if attempt.overrun and at.kind == "timeout" else 0.0
             if state is not None and at.kind == "crash":
-                duration = sum(r.duration for r in state.reports)
+                duration = state.duration
             self.state.put(
                 at.nodeid,
                 outcome,
@@ -832,6 +835,16 @@ class RowRunner:
         outcome in the real process is kept in the message.
         """
         for named in crashes.forked_copies(self.log_path, attempt.log_start, attempt.log_end):
+            module = _imported(named, attempt.fold.collected or [], self.redactor)
+            if module is not None:
+                # no test ran: the module whose import forked is the error, beside its tests
+                message = (
+                    "a process forked while this module was imported returned into pytest instead of ending "
+                    "with os._exit(); device-matrix ended it before it collected and ran the session again"
+                )
+                self.state.put(module, "error", duration=0.0, message=message, attempt=attempt.index)
+                self.listener.note(self.row.name, f"{module}: a forked copy of the test process returned into pytest")
+                continue
             nodeid = next((n for n in self.state.results if self.redactor.text(n) == named), None)
             record = self.state.results.get(nodeid or "")
             if nodeid is None or record is None or record["attempt"] != attempt.index or record["crash"]:
@@ -1085,6 +1098,20 @@ class RowRunner:
         return record
 
 
+def _imported(named: str, collected: Sequence[str], redactor: Redactor) -> str | None:
+    """The module or directory a forked copy's note names as imported when it forked."""
+    before, _, after = FORKED_AT_IMPORT.partition("{nodeid}")
+    if not (named.startswith(before) and named.endswith(after)):
+        return None
+    name = named[len(before) : len(named) - len(after)]
+    for nodeid in collected:
+        path = nodeid.split("::", 1)[0]
+        for candidate in (path, *(str(parent) for parent in Path(path).parents if str(parent) != ".")):
+            if redactor.text(candidate) == name:
+                return candidate
+    return None
+
+
 class _Progress:
     """Journal events to the listener: progress lines and the running test."""
 
@@ -1105,6 +1132,8 @@ class _Progress:
             r.listener.test_running(r.row.name, event["nodeid"])
         elif kind == "report":
             when, outcome = event["when"], event["outcome"]
+            if outcome == "rerun" or event.get("sub") is not None:
+                return  # the test runs again, or a subtest: the test's own report is the one counted
             failed_phase = outcome == "failed" and when != "call"
             if when == "call" or failed_phase or (when == "setup" and outcome == "skipped"):
                 shown = outcome

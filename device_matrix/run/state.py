@@ -84,16 +84,21 @@ class RunState:
         for nodeid in fold.finished_ids():
             state = fold.tests[nodeid]
             outcome, message, skip = final_outcome(state)
+            if state.reruns:
+                # a plugin ran it again: a pass after reruns is a flaky test, and says so
+                again = f"{outcome} after {state.reruns} rerun(s) of a plugin (pytest-rerunfailures)"
+                message = f"{again}: {message}" if message else again
             self.phases[nodeid] = [
                 {"when": r.when, "outcome": r.outcome, "duration": r.duration, "longrepr": r.longrepr}
                 for r in state.reports
+                if r.sub is None
             ]
             if state.location is not None:
                 self.locations[nodeid] = state.location
             self.put(
                 nodeid,
                 outcome,
-                duration=sum(r.duration for r in state.reports),
+                duration=state.duration,
                 message=message,
                 skip=skip,
                 attempt=attempt.index,
