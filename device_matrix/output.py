@@ -166,10 +166,11 @@ class Output:
     def step_summary(self, markdown: str) -> bool:
         if self.summary_path is None:
             return False
-        with self.summary_path.open("a", encoding="utf-8") as fh:
-            fh.write(markdown)
-            if not markdown.endswith("\n"):
-                fh.write("\n")
+        # a page the run publishes: redacted as the log is, and a name that is not text
+        # (a lone surrogate from a file name) written as its escape, never an error
+        text = self._redactor.text(markdown if markdown.endswith("\n") else markdown + "\n")
+        with self.summary_path.open("a", encoding="utf-8", errors="backslashreplace") as fh:
+            fh.write(text)
         return True
 
     def error(self, message: str, tip: str | None = None) -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Callable
 from pathlib import Path
 
+from device_matrix.output import Output
 from device_matrix.redact import Redactor
 from device_matrix.run.pump import OutputPump
 from device_matrix.wire import marker
@@ -116,3 +118,15 @@ def test_a_stray_marker_start_in_the_output_is_output(tmp_path: Path) -> None:
     text = log.read_bytes()
     assert text.startswith(b"binary \x1edm: blob\n") and text.count(b"\n") == 257
     assert pump.offsets == {}
+
+
+def test_the_step_summary_is_redacted_and_takes_any_name(tmp_path: Path) -> None:
+    summary = tmp_path / "summary.md"
+    secret = "hf_" + "s3cretvalue" * 4
+    out = Output(
+        io.StringIO(), environ={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary), "HF_TOKEN": secret}
+    )
+    assert out.step_summary(f"| test_caf\udce9.py | {secret} |")
+    assert out.step_summary("second\n")
+    text = summary.read_text("utf-8")
+    assert text == "| test_caf\\udce9.py | [redacted] |\nsecond\n"
