@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -139,3 +140,31 @@ def test_report_json_takes_the_childs_collectors_and_reports_collection_errors()
     failed = [c for c in derived["collectors"] if c["outcome"] == "failed"]
     assert failed == [{"nodeid": "s/test_b.py", "outcome": "failed", "result": [], "longrepr": "ImportError: x"}]
     assert derived["tests"] == [] and derived["summary"]["collected"] == 0
+
+
+def test_junit_text_survives_a_parser_whatever_the_test_said() -> None:
+    tricky = "a & b < c > d \"quoted\" 'single'\n\tindented\r\nend ]]> \x01 gone"
+    nodeids = [f"suites/x/test_m.py::test_{k}[{tricky[:12]}]" for k in range(6)]
+    outcomes = ["failed", "error", "skipped", "xfailed", "not_run", "passed"]
+    rec = records.record(
+        "cpu",
+        [records.test(n, o, message=tricky if o != "passed" else None) for n, o in zip(nodeids, outcomes, strict=True)],
+    )
+    root = ET.fromstring(junit_xml(rec).encode())  # type: ignore[arg-type]
+    cases = {c.get("name"): c for c in root.iter("testcase")}
+    kept = tricky.replace("\x01", "")  # a control character XML cannot carry is dropped
+    for nodeid, outcome in zip(nodeids, outcomes, strict=True):
+        case = cases[pytest_names(nodeid)[1]]
+        assert case.get("classname") == "suites.x.test_m"
+        children = list(case)
+        if outcome == "passed":
+            assert children == []
+            continue
+        (child,) = children
+        assert child.tag == {"failed": "failure", "skipped": "skipped", "xfailed": "skipped"}.get(outcome, "error")
+        # attributes keep their line breaks through the parser (ElementTree's own escapes)
+        expected = kept[:500] if outcome in ("skipped", "xfailed") else kept.splitlines()[0]
+        assert child.get("message") == expected, outcome
+        if outcome in ("failed", "error"):
+            assert child.text == kept.replace("\r\n", "\n")  # a parser normalises line ends in text
+    assert root.get("tests") == "6" and root.find("testsuite") is not None
