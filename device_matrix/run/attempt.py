@@ -32,7 +32,7 @@ from device_matrix import diagnostics
 from device_matrix.redact import Redactor
 from device_matrix.run.executors.base import Child, Executor, LaunchSpec
 from device_matrix.run.journal import Activity, Fold
-from device_matrix.run.pump import OutputPump
+from device_matrix.run.pump import BATCH_WAIT, SMALL_READ, OutputPump
 from device_matrix.wire import ENV_ATTEMPT, OPT_FAULTHANDLER, OPT_JOURNAL, OPT_SELECT, option, write_select
 
 Purpose = Literal["collect", "run", "resume", "rerun"]
@@ -171,6 +171,8 @@ class _JournalReader:
                 # one redaction for the whole read, not one per line: the copy's cost
                 # stays off the child's per-test budget
                 self._keep(b"\n".join(lines))
+                if len(chunk) < SMALL_READ:
+                    time.sleep(BATCH_WAIT)  # a trickle: see pump.SMALL_READ (the FIFO holds 1 MiB)
         except OSError:
             pass
         finally:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections import deque
 from pathlib import Path
 from typing import BinaryIO
@@ -22,6 +23,11 @@ from device_matrix.redact import Redactor
 from device_matrix.wire import MARKER_RE, MARKER_START
 
 READ_SIZE = 65536
+# A read shorter than this means the writer trickles (a test at a time); the reader then
+# waits a moment, so that its next read takes many writes at once, not a wake-up and a
+# turn of the GIL each, which the child pays for in time on a machine of two cores
+SMALL_READ = 4096
+BATCH_WAIT = 0.005  # seconds
 MAX_LINE = 1 << 20  # a longer line is written in pieces (split where no secret spans)
 TAIL_KEEP = 256 << 10  # after the cap, the last bytes kept for the end of the log
 
@@ -126,6 +132,8 @@ class OutputPump:
                 if not chunk:
                     break
                 self._feed(chunk)
+                if len(chunk) < SMALL_READ:
+                    time.sleep(BATCH_WAIT)  # a chatty child gets full reads and no wait
         except OSError:
             pass
         finally:
