@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import importlib
 import json
 import os
@@ -29,10 +30,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from device_matrix.config import Config, Row
 from device_matrix.errors import EnvironmentProblem, ResultsError
@@ -60,6 +61,9 @@ from device_matrix.run.shards import (
     write_merged,
 )
 from device_matrix.run.state import RunState, now_iso
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 TIMEOUT_GRACE = 120.0  # seconds past run_timeout before a shard's task is cancelled
 POLL = 0.2  # seconds between looks at the running tasks
@@ -281,7 +285,24 @@ class _Running:
     started: float
 
 
-def _run_on_ray(
+def _unwrapping_interrupts(func: Callable[_P, _R]) -> Callable[_P, _R]:
+    """An interrupt raised while Ray's own code waits comes back wrapped in a SystemError."""
+
+    @functools.wraps(func)
+    def unwrapped(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return func(*args, **kwargs)
+        except SystemError as exc:
+            cause = exc.__cause__ or exc.__context__
+            if isinstance(cause, Interrupted):
+                raise cause from None
+            raise
+
+    return unwrapped
+
+
+@_unwrapping_interrupts
+def run_on_ray(
     cfg: Config,
     plan: RowPlan,
     options: RunOptions,
@@ -292,6 +313,7 @@ def _run_on_ray(
     forwarded: Sequence[str],
     durations_from: Sequence[Path] = (),
 ) -> RunRecord:
+    """Run the row as ``shards`` Ray tasks and merge their results into ``results/<row>/``."""
     row = plan.row
     if plan.mode == "unavailable":
         return RowRunner(cfg, plan, options, listener).run()
@@ -441,37 +463,6 @@ def _run_on_ray(
         return merged.record
     finally:
         ray.shutdown()
-
-
-def run_on_ray(
-    cfg: Config,
-    plan: RowPlan,
-    options: RunOptions,
-    listener: RunListener,
-    *,
-    shards: int,
-    address: str,
-    forwarded: Sequence[str],
-    durations_from: Sequence[Path] = (),
-) -> RunRecord:
-    """Run the row as ``shards`` Ray tasks and merge their results into ``results/<row>/``."""
-    try:
-        return _run_on_ray(
-            cfg,
-            plan,
-            options,
-            listener,
-            shards=shards,
-            address=address,
-            forwarded=forwarded,
-            durations_from=durations_from,
-        )
-    except SystemError as exc:
-        # an interrupt raised while Ray's own code waits comes back wrapped
-        cause = exc.__cause__ or exc.__context__
-        if isinstance(cause, Interrupted):
-            raise cause from None
-        raise
 
 
 def _split_on_node(
