@@ -386,6 +386,13 @@ class RowRunner:
             return f"{chosen} selected no test of row {self.row.name!r} (pytest exited 5: nothing to run)"
         return None
 
+    def _unwritable(self, exc: OSError) -> EnvironmentProblem:
+        """The row's results folder refused a write (exit 5)."""
+        return EnvironmentProblem(
+            f"cannot write the results of row {self.row.name!r} in {self.dir}: {exc.strerror or exc}",
+            tip="Free space or make the results folder writable, or pick another with --results.",
+        )
+
     def _prepare(self) -> RunRecord | None:
         """Clear the last run's files (or keep them to resume); mark this run started."""
         previous = None
@@ -408,10 +415,7 @@ class RowRunner:
                 self._adopt(previous)
             self._write("running", "the run is in progress (or its runner was killed)", final=False)
         except OSError as exc:
-            raise EnvironmentProblem(
-                f"cannot write the results of row {self.row.name!r} in {self.dir}: {exc.strerror or exc}",
-                tip="Free space or make the results folder writable, or pick another with --results.",
-            ) from exc
+            raise self._unwritable(exc) from exc
         return previous
 
     def _adopt(self, previous: RunRecord) -> None:
@@ -669,10 +673,7 @@ class RowRunner:
                 progress=progress,
             )
         except OSError as exc:
-            raise EnvironmentProblem(
-                f"cannot write the results of row {self.row.name!r} in {self.dir}: {exc.strerror or exc}",
-                tip="Free space or make the results folder writable, or pick another with --results.",
-            ) from exc
+            raise self._unwritable(exc) from exc
         self._note_attempt(attempt)
         self._check_evidence(attempt, *before)
         self._last_output = attempt.log_start
@@ -707,10 +708,7 @@ class RowRunner:
                     lost.append(f"{name} (journal copy, faulthandler stacks)")
             self.dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise EnvironmentProblem(
-                f"cannot write the results of row {self.row.name!r} in {self.dir}: {exc.strerror or exc}",
-                tip="Free space or make the results folder writable, or pick another with --results.",
-            ) from exc
+            raise self._unwritable(exc) from exc
         if lost:
             note = f"deleted while attempt {attempt.index} ran: {', '.join(lost)}"
             self._lost.append(note)
@@ -1091,10 +1089,7 @@ class RowRunner:
                 )
             write_json_atomic(self.dir / "run.json", record)
         except OSError as exc:
-            raise EnvironmentProblem(
-                f"cannot write the results of row {self.row.name!r} in {self.dir}: {exc.strerror or exc}",
-                tip="Free space or make the results folder writable, or pick another with --results.",
-            ) from exc
+            raise self._unwritable(exc) from exc
         return record
 
 
