@@ -39,6 +39,7 @@ from device_matrix.errors import EnvironmentProblem
 from device_matrix.records.atomic import write_json_atomic
 from device_matrix.records.schema import AttemptRecord, CrashRecord, Outcome, RowStatus, RunRecord, SkipInfo
 from device_matrix.redact import Redactor, remember_secrets
+from device_matrix.run.runner import selecting_options
 from device_matrix.run.shards import GANGS_DIR
 from device_matrix.run.state import RunState, now_iso
 
@@ -67,10 +68,10 @@ def selected(row: Row, *, tests: Sequence[str], suites: Sequence[str] | None, py
         return "--test names tests"
     if suites:
         return "--suite names suites"
+    chosen = selecting_options(pytest_args)
+    if chosen:
+        return f"pytest's {chosen[0][0]} selects tests"
     for arg in pytest_args:
-        name = arg.split("=", 1)[0]
-        if name in ("-k", "-m", "--deselect") or (name[:2] in ("-k", "-m") and not name.startswith("--")):
-            return f"pytest's {name if name.startswith('--') else name[:2]} selects tests"
         if not arg.startswith("-") and ("::" in arg or arg.endswith(".py")):
             return f"{arg} names tests"
     return None

@@ -89,6 +89,20 @@ XDIST_OPTIONS = ("-n", "--numprocesses", "--dist", "-d", "--tx", "--looponfail",
 CACHE_OPTIONS = ("--lf", "--last-failed", "--ff", "--failed-first", "--nf", "--new-first", "--sw", "--stepwise")
 # options of the command line that select tests: a selection of nothing is a wrong command line
 SELECTING_OPTIONS = ("-k", "-m", "--deselect")
+
+
+def selecting_options(args: Sequence[str]) -> list[tuple[str, str]]:
+    """pytest's own test selections among ``args``: (the option, as written with its value)."""
+    found = []
+    for k, arg in enumerate(args):
+        name = arg.split("=", 1)[0]
+        if name in SELECTING_OPTIONS:
+            found.append((name, arg if "=" in arg else shlex.join(args[k : k + 2])))
+        elif arg[:2] in SELECTING_OPTIONS and len(arg) > 2 and not arg.startswith("--"):
+            found.append((arg[:2], arg))
+    return found
+
+
 NOT_FOUND_RE = re.compile(r"ERROR: not found: (\S+)")
 STATUS_SEVERITY = {"passed": 0, "failed": 1, "crashed": 2, "error": 3}
 PYTEST_EXIT_WORDS = {
@@ -369,14 +383,8 @@ class RowRunner:
         """Why the command line's selection ran nothing (None when it ran something)."""
         if self.state.expected or self.state.results:
             return None
-        args = list(self.options.pytest_args)
         picked = [f"--test {t}" for t in self.options.tests]
-        for k, arg in enumerate(args):
-            name = arg.split("=", 1)[0]
-            if name in SELECTING_OPTIONS:
-                picked.append(arg if "=" in arg else shlex.join(args[k : k + 2]))
-            elif arg[:2] in SELECTING_OPTIONS and len(arg) > 2 and not arg.startswith("--"):
-                picked.append(arg)
+        picked += [written for _, written in selecting_options(self.options.pytest_args)]
         chosen = " ".join(picked) or "the command line"
         root = f"{self.cfg.project_root}/"
         found = NOT_FOUND_RE.search(crashes.read_log(self.log_path, self._last_output))
