@@ -286,11 +286,6 @@ class RowRunner:
             remember_secrets(variables)
         self.redactor = Redactor()
         self.state = RunState(self.redactor)
-        # one cascade (config.load), the command line's overrides included
-        self.test_timeout = self.row.test_timeout
-        self.run_timeout = self.row.run_timeout
-        self.crash_reruns = cfg.crash_reruns
-        self.max_restarts = cfg.max_restarts
         # the child is another interpreter (a container, --python): it snapshots its own environment
         self._env_from_child = plan.mode == "container" or options.python is not None
         self._started_iso = now_iso()
@@ -323,7 +318,7 @@ class RowRunner:
             raise
         with row_lock(self.dir) as self._lock:
             previous = self._prepare()
-            deadline = time.monotonic() + self.run_timeout
+            deadline = time.monotonic() + self.row.run_timeout
             env_thread = self._snapshot_environment()
             reader = crashes.CoreReader(
                 interpreter=executor.interpreter(),
@@ -600,7 +595,7 @@ class RowRunner:
             # the running test gets its outcome from this very decision
             remaining=len([n for n in self.state.remaining(scope) if n != fold.running]),
             restarts=restarts,
-            max_restarts=self.max_restarts,
+            max_restarts=self.cfg.max_restarts,
         )
 
     def _reconcile(self, status: RowStatus, reason: str | None) -> tuple[RowStatus, str | None]:
@@ -660,7 +655,7 @@ class RowRunner:
             )
         folder = self.dir / "attempts" / f"{index:02d}"
         limits = Limits(
-            test_timeout=self.test_timeout,
+            test_timeout=self.row.test_timeout,
             run_deadline=deadline,
             poll=self.options.poll_interval,
             core_limit=self.options.core_limit,
@@ -786,10 +781,10 @@ class RowRunner:
         if attempt.overrun is None:
             return None
         if attempt.overrun.activity == "run":
-            return self.run_timeout
+            return self.row.run_timeout
         if attempt.overrun.activity in PROCESS_PHASES:
-            return max(self.test_timeout, PHASE_MIN)
-        return self.test_timeout
+            return max(self.row.test_timeout, PHASE_MIN)
+        return self.row.test_timeout
 
     def _worker_crashes(self, attempt: AttemptResult, targets: Sequence[str]) -> None:
         """A failed test whose output shows a process dying in native code: a crash too.
@@ -870,14 +865,14 @@ class RowRunner:
     def _rerun_crashes(
         self, executor: Executor, targets: Sequence[str], reader: crashes.CoreReader, deadline: float
     ) -> None:
-        if self.crash_reruns <= 0:
+        if self.cfg.crash_reruns <= 0:
             return
         for crash in self.state.crashes:
             nodeid = crash["nodeid"]
             if crash["kind"] != "crash" or nodeid is None or crash["phase"] != "test" or crash["reruns"]:
                 continue
             classification: Classification = "deterministic"
-            for _ in range(self.crash_reruns):
+            for _ in range(self.cfg.crash_reruns):
                 if time.monotonic() > deadline:
                     return
                 # alone: its own file is the only module imported

@@ -236,12 +236,12 @@ def collect(runner: RowRunner) -> tuple[list[str] | None, str | None]:
     refuse_xdist([*runner.row.pytest_args, *runner.options.pytest_args])
     executor = runner._executor()
     ignored: list[str] = []
-    deadline = time.monotonic() + runner.run_timeout
+    deadline = time.monotonic() + runner.row.run_timeout
     runner.dir.mkdir(parents=True, exist_ok=True)
     # under the results folder: a row in a container sees it (its journal FIFO lives there)
     with tempfile.TemporaryDirectory(prefix=".collect-", dir=runner.dir) as tmp:
         log = Path(tmp) / "output.log"
-        for index in range(1, runner.max_restarts + 2):
+        for index in range(1, runner.cfg.max_restarts + 2):
             spec = AttemptSpec(
                 index=index,
                 purpose="run",
@@ -257,7 +257,7 @@ def collect(runner: RowRunner) -> tuple[list[str] | None, str | None]:
                 log_path=log,
                 redactor=runner.redactor,
                 limits=Limits(
-                    test_timeout=runner.test_timeout, run_deadline=deadline, poll=runner.options.poll_interval
+                    test_timeout=runner.row.test_timeout, run_deadline=deadline, poll=runner.options.poll_interval
                 ),
                 progress=_Quiet(),
             )
@@ -268,7 +268,7 @@ def collect(runner: RowRunner) -> tuple[list[str] | None, str | None]:
                 tail = log.read_text("utf-8", "replace").strip().splitlines()[-3:]
                 return None, f"collection ended with exit status {attempt.returncode}: {' | '.join(tail)}"
             ignored.append(fold.collect_culprit[1])
-    return None, f"collection died {runner.max_restarts + 1} times"
+    return None, f"collection died {runner.cfg.max_restarts + 1} times"
 
 
 # --- one shard --------------------------------------------------------------------------
