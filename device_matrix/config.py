@@ -408,7 +408,7 @@ def _validate(table: Mapping[str, Any], spec: Mapping[str, tuple[Check, str]], s
                 source=source,
                 key=f"{prefix}{key}",
                 allowed=", ".join(sorted(spec)),
-                tip="Check the spelling; README.md, 'Configuration', lists every key.",
+                tip="Check the spelling; docs/configuration.md lists every key.",
             )
         check, allowed = spec[key]
         if not check(value):

@@ -1,6 +1,6 @@
 """One exception family. Each error carries its exit code and a tip that says what to do.
 
-Exit codes of the ``device-matrix`` command (documented in README.md):
+Exit codes of the ``device-matrix`` command (documented in README.md, "Exit codes"):
 
 ====  ==========================================================================
 code  meaning

@@ -298,7 +298,7 @@ def add_merge_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def add_run_options(run: argparse.ArgumentParser) -> None:
-    g = run.add_argument_group("shards and hosts (see README, 'More than one host')")
+    g = run.add_argument_group("shards and hosts (see docs/more-than-one-host.md)")
     g.add_argument("--shard", metavar="K/N", help="run shard K of N: the row's tests split by recorded durations")
     g.add_argument("--shards", type=int, metavar="N", help="run all N shards here and merge them")
     g.add_argument("--parallel", action="store_true", help="with --shards: at once, one per device slot")
