@@ -1,9 +1,11 @@
 """The pytest plugin: device markers, the disable list, the crash-proof journal.
 
 Loaded through the ``pytest11`` entry point (or ``-p device_matrix.child.plugin`` where the
-package is on ``sys.path`` but not installed, as inside a container). Everything it does
-beyond registering markers is opt-in through ``--dm-*`` options the runner passes, so an
-ordinary ``pytest`` run in a project that installs device-matrix is not slowed down.
+package is on ``sys.path`` but not installed, as inside a container). The device markers
+and the disable list apply wherever a device is known: the row device-matrix runs, else
+the ``PJRT_DEVICE`` the maintainer exported, so they mean the same under plain pytest
+(#20). The journal is opt-in through ``--dm-*`` options the runner passes, so an ordinary
+``pytest`` run in a project that installs device-matrix is not slowed down.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from device_matrix.skips import (
     from_marker,
     is_by_design_text,
     load_disable_list,
+    pjrt_device_name,
 )
 
 ENV_DEVICE = wire.ENV_DEVICE
@@ -49,8 +52,10 @@ class _State:
     def __init__(self) -> None:
         self.journal: JournalWriter | None = None
         self.select: list[str] | None = None
-        self.device: str | None = None
+        self.device: str | None = None  # the row device-matrix runs
         self.pjrt: str | None = os.environ.get("PJRT_DEVICE")
+        # what device markers apply to: the row, else (plain pytest) the PJRT device (#20)
+        self.here: str | None = None
         self.meta: dict[str, dict[str, Any]] = {}
         self.fault_file: IO[str] | None = None
         self.seq = 0
@@ -89,7 +94,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         wire.OPT_DEVICE,
         default=None,
-        help=f"device row name for skip_device/xfail_device (default: ${ENV_DEVICE})",
+        help=f"device row name for skip_device/xfail_device (default: ${ENV_DEVICE}, else $PJRT_DEVICE)",
     )
     group.addoption(
         wire.OPT_DISABLE_LIST,
@@ -114,6 +119,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_state_key] = state
     _STACK.append(state)
     state.device = config.getoption(wire.OPT_DEVICE) or os.environ.get(ENV_DEVICE)
+    state.here = state.device or pjrt_device_name(state.pjrt)
     journal = config.getoption(wire.OPT_JOURNAL)
     if journal:
         numprocesses = config.getoption("numprocesses", None) if config.pluginmanager.hasplugin("xdist") else None
@@ -146,8 +152,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _device_skips(item: pytest.Item, state: _State, disabled: list[DeviceSkip]) -> DeviceSkip | None:
-    """The first device skip/xfail that applies to this item on this row."""
-    if state.device is None:
+    """The first device skip/xfail that applies to this item on this row (or PJRT device)."""
+    if state.here is None:
         return None
     candidates: list[DeviceSkip] = []
     for mark in item.iter_markers():
@@ -175,7 +181,7 @@ def _device_skips(item: pytest.Item, state: _State, disabled: list[DeviceSkip]) 
     candidates.extend(d for d in disabled if disable_matches(d, item.nodeid))
     today = dt.date.today()
     for skip in candidates:
-        if not skip.applies_to(state.device, state.pjrt):
+        if not skip.applies_to(state.here, state.pjrt):
             continue
         if skip.expired(today):
             warnings.warn(
@@ -208,7 +214,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         or str(config.rootpath / "device-matrix-disabled.toml")
     )
     try:
-        disabled = load_disable_list(Path(disable_path)) if state.device else []
+        disabled = load_disable_list(Path(disable_path)) if state.here else []
     except ConfigError as exc:
         raise pytest.UsageError(f"device-matrix: {exc}") from exc
 
@@ -220,7 +226,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         if skip is None:
             continue
         cite = skip.issue or "no issue cited"
-        text = f"[device-matrix] {skip.mode} on {state.device}: {skip.reason or 'no reason given'} ({cite})"
+        text = f"[device-matrix] {skip.mode} on {state.here}: {skip.reason or 'no reason given'} ({cite})"
         if skip.mode == "skip":
             item.add_marker(pytest.mark.skip(reason=text))
         else:

@@ -27,11 +27,10 @@ from typing import Any
 
 from device_matrix.errors import ConfigError
 from device_matrix.skips.by_design import BY_DESIGN_COMMENT, BY_DESIGN_CONSTANT_PREFIX
-from device_matrix.skips.model import BY_DESIGN_MARK, DeviceSkip, SkipMode, SkipSource, from_marker
+from device_matrix.skips.model import BY_DESIGN_MARK, PJRT_ALIASES, DeviceSkip, SkipMode, SkipSource, from_marker
 from device_matrix.skips.refs import find_issue_in_text
 
 KNOWN_DEVICES = frozenset({"cpu", "tpu", "cuda", "neuron"})
-_ALIASES = {"gpu": "cuda"}
 EVERYWHERE = ("*",)
 _RESOLVE_DEPTH = 12  # constants and helpers that refer to each other, cycles included
 _SKIPPED_DIRS = frozenset({".nox", ".venv", "venv", "node_modules", ".git", "__pycache__"})
@@ -184,7 +183,7 @@ class _Resolver:
         """Device names in a string or a tuple/list/set of strings."""
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             name = node.value.strip().lower()
-            return frozenset({_ALIASES.get(name, name)})
+            return frozenset({PJRT_ALIASES.get(name, name)})
         if isinstance(node, ast.Tuple | ast.List | ast.Set):
             out: set[str] = set()
             for elt in node.elts:
