@@ -15,6 +15,7 @@ import json
 import os
 import time
 import warnings
+from collections.abc import Generator
 from pathlib import Path
 from typing import IO, Any
 
@@ -23,6 +24,7 @@ import pytest
 from device_matrix import wire
 from device_matrix.child.journal import JournalWriter, arm_faulthandler, end_forked_copies, follow_chdir
 from device_matrix.errors import ConfigError
+from device_matrix.records.cause import clip
 from device_matrix.skips import (
     ONLY_ON_MARKER_HELP,
     DeviceSkip,
@@ -60,6 +62,8 @@ class _State:
         self.fault_file: IO[str] | None = None
         self.seq = 0
         self.markers = os.environ.get(wire.ENV_MARKERS) == "1"
+        # (nodeid, phase) -> where the failing phase failed, from its traceback (#20)
+        self.where: dict[tuple[str, str], tuple[str, int]] = {}
 
 
 def current_device() -> str | None:
@@ -131,6 +135,7 @@ def pytest_configure(config: pytest.Config) -> None:
                 "remove -n/--numprocesses (crashes are isolated by the runner itself)"
             )
         state.journal = JournalWriter(Path(journal))
+        config.pluginmanager.register(_FailurePlace(state, config.rootpath), "device-matrix-failure-place")
         end_forked_copies(state.journal)
         follow_chdir(state.journal)
         env = None
@@ -284,6 +289,52 @@ def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) 
                 pass
 
 
+class _FailurePlace:
+    """Where each failing phase failed: registered only with the journal, so a plain pytest
+    run pays nothing for it."""
+
+    def __init__(self, state: _State, root: Path) -> None:
+        self.state = state
+        self.root = root
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        if report.failed and call.excinfo is not None:
+            self.state.where[(item.nodeid, report.when)] = failure_place(item, call.excinfo, self.root)
+        return report
+
+
+def failure_place(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException], root: Path) -> tuple[str, int]:
+    """The deepest line of the test's own file in the traceback, else of another file of the
+    project (a conftest.py fixture, a helper), else the test's own line; relative to ``root``."""
+    own: tuple[str, int] | None = None
+    project: tuple[str, int] | None = None
+    for entry in excinfo.traceback:
+        path = entry.path
+        if not isinstance(path, Path) or not path.is_relative_to(root):
+            continue
+        place = (path.relative_to(root).as_posix(), entry.lineno + 1)
+        if path == item.path:
+            own = place
+        elif not {"site-packages", "dist-packages"} & set(path.parts):
+            project = place
+    found = own or project
+    if found is not None:
+        return found
+    file, line, _ = item.location
+    return file, (line or 0) + 1
+
+
+def _cause(report: pytest.TestReport) -> str | None:
+    """The exception line(s) of a failed report, as pytest's E lines show them."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    message = getattr(crash, "message", None)
+    return clip(message) if isinstance(message, str) and message.strip() else None
+
+
 def _text(longrepr: object) -> str | None:
     if longrepr is None:
         return None
@@ -327,6 +378,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
                 # only_on: not applicable on this device, not a defect that needs an issue
                 "by_design": is_by_design_text(text),
             }
+    failed = report.outcome not in ("passed", "skipped")  # failed, or "rerun" (pytest-rerunfailures)
+    where = state.where.pop((report.nodeid, report.when), None) if sub is None else None
     state.journal.write(
         "report",
         nodeid=report.nodeid,
@@ -337,6 +390,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         wasxfail=wasxfail,
         skip=skip_meta,
         sub=sub,
+        cause=_cause(report) if failed else None,
+        where=list(where) if where else None,
     )
 
 

@@ -14,6 +14,7 @@ from device_matrix.issues.sync import load_links
 from device_matrix.output import Output
 from device_matrix.records.atomic import write_json_atomic, write_text_atomic
 from device_matrix.report import html, markdown
+from device_matrix.report.actions import annotate
 from device_matrix.report.history import DEFAULT_WINDOW, KEEP_RUNS, History, set_aside
 from device_matrix.report.model import Triage, build
 from device_matrix.skips import DeviceSkip, uncited
@@ -91,23 +92,7 @@ def _to_actions(t: Triage, md: str, out: Output) -> None:
                 out.line(headline)
             if r["reason"]:
                 out.line(r["reason"])
-    for c in t["crashes"]:
-        out.annotate(
-            "error",
-            f"{c['headline']} on {', '.join(c['rows'])}; tests {', '.join(c['nodeids'][:3])}; "
-            f"fingerprint {c['fingerprint']}; repro: {c['repro'].splitlines()[0]}",
-            title=f"crash: {c['label']}",
-        )
-    for f in t["failures"]:
-        path = f["nodeid"].split("::", 1)[0]
-        out.annotate(
-            "error",
-            f"{f['outcome']} on {f['row']}: {f['message'] or ''}",
-            title=f["nodeid"][-200:],
-            file=path,
-        )
-    for p in t["problems"]:
-        out.annotate("warning", p["problem"], title=f"row {p['row']}")
+    annotate(t, out)
     out.step_summary(md)
 
 

@@ -8,8 +8,8 @@ Markers (registered by the pytest plugin, usable in any project)::
 
 A device name matches the row being run (``cpu``, ``tpu``...) or its PJRT device in
 lower case (``GPU``, PJRT's older name, is ``cuda``); under plain pytest, where no row
-runs, the PJRT device alone (:func:`device_names`). ``issue`` takes a URL, ``#N``, ``owner/name#N`` or ``ledger:N`` (an issue in
-the embedded ledger). After ``expires`` the marker no longer applies and
+runs, the PJRT device alone (:func:`device_names`). ``issue`` takes a URL, ``#N``,
+``owner/name#N`` or ``ledger:N`` (an issue in the embedded ledger). After ``expires`` the marker no longer applies and
 ``device-matrix skips check`` fails on it.
 
 The disable list is read by :mod:`device_matrix.skips.disable`; issue references are
