@@ -24,17 +24,19 @@ crash_reruns = 1
 {top}
 
 [tool.device-matrix.devices.cpu]
-suites = ["tests"]
+suites = {suites}
 {row}
 """
 
 
-def user_project(root: Path, files: dict[str, str], *, top: str = "", row: str = "") -> Project:
+def user_project(
+    root: Path, files: dict[str, str], *, top: str = "", row: str = "", suites: str = '["tests"]'
+) -> Project:
     for rel, text in files.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text))
-    (root / "pyproject.toml").write_text(PYPROJECT.format(top=top, row=row))
+    (root / "pyproject.toml").write_text(PYPROJECT.format(top=top, row=row, suites=suites))
     return Project(root)
 
 

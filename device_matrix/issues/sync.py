@@ -124,7 +124,6 @@ class SyncReport:
                 out.append(f"  cited {key}: {state} in {self.tracker}; cite an existing issue")
         return out
 
-
     def _named(self, fingerprint: str) -> str:
         subject = self.subjects.get(fingerprint)
         return f"{subject} [{fingerprint}]" if subject else fingerprint
