@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import re
+from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
@@ -19,7 +20,7 @@ from device_matrix.output import Output
 from device_matrix.records.cause import cause_from_text
 from device_matrix.records.schema import load_run
 from device_matrix.report import html, markdown
-from device_matrix.report.actions import annotate
+from device_matrix.report.actions import annotate, workspace_path
 from device_matrix.report.model import build
 from tests import records as rec
 from tests.conftest import Project
@@ -202,6 +203,8 @@ def test_triage_says_why_in_md_html_and_json(ran: tuple[Project, Any, str, str])
     assert "AssertionError: loss diverged\nassert 2.5 &lt; 1.0" in failures.group(0)
     cell = re.search(r"<tr data-id='tests/test_xla.py::test_xla_device_add'.*?</tr>", page, re.S)
     assert cell is not None and "No PjRtPlugin registered for: CUDA" in cell.group(0)
+    cell = re.search(r"<tr data-id='tests/test_crash.py::test_segfault'.*?</tr>", page, re.S)
+    assert cell is not None and "SIGSEGV in test_segfault" in cell.group(0)
     data = json.loads((out / "triage.json").read_text())
     (f,) = [x for x in data["failures"] if x["nodeid"].endswith("test_xla_device_add")]
     assert f["cause"] == "RuntimeError: No PjRtPlugin registered for: CUDA"
@@ -269,3 +272,20 @@ def test_annotations_escape_what_a_test_names() -> None:
 def test_step_summary_of_nothing_failing() -> None:
     text = markdown.render_rows(build([rec.record("cpu", [rec.test("t.py::test_x")])], [], {}))  # type: ignore[list-item]
     assert "passed" in text and "Failures" not in text
+
+
+def test_annotations_place_a_project_in_a_subfolder_of_the_checkout(tmp_path: Path) -> None:
+    project = tmp_path / "python"
+    project.mkdir()
+    assert workspace_path(project, {"GITHUB_WORKSPACE": str(tmp_path)}) == "python"
+    assert workspace_path(project, {"GITHUB_WORKSPACE": str(project)}) == ""
+    assert workspace_path(project, {"GITHUB_WORKSPACE": str(tmp_path / "elsewhere")}) == ""
+    assert workspace_path(project, {}) == ""
+    failed = rec.test("t.py::test_x", "failed", message="E   ValueError: x")
+    failed.update(cause="ValueError: x", file="tests/t.py", line=4)
+    stream = io.StringIO()
+    annotate(
+        build([rec.record("cpu", [failed])], [], {}), Output(stream, environ={"GITHUB_ACTIONS": "true"}), base="python"
+    )  # type: ignore[list-item]
+    ((props, _),) = _errors(stream.getvalue())
+    assert props["file"] == "python/tests/t.py" and props["line"] == "4"

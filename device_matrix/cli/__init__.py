@@ -170,7 +170,7 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
         except DeviceMatrixError as exc:
             # the tests ran and their exit code stands; the ledger's problem is reported
             out.error(f"issues not linked: {exc.message}", exc.tip)
-    row_job(records, out, cfg.results_dir)  # in GitHub Actions: the row job's summary and annotations (#20)
+    row_job(records, out, cfg.results_dir, cfg.project_root)  # in GitHub Actions: the row job's own report (#20)
     return combine_exit_codes(codes)
 
 

@@ -340,6 +340,9 @@ def build(
                 view_c["nodeids"].append(where)
             if c["classification"] == "flaky":
                 view_c["classification"] = "flaky"
+            if died is not None:
+                # a crashed cell says what killed it, as a failed one says its exception
+                causes.setdefault(died["nodeid"], {})[row] = crash_headline(c, rec["tests"])
     return Triage(
         schema=TRIAGE_SCHEMA,
         version=TRIAGE_VERSION,
