@@ -269,6 +269,12 @@ def test_annotations_escape_what_a_test_names() -> None:
     ]
 
 
+def test_an_unexpected_pass_says_so() -> None:
+    xpassed = rec.test("t.py::test_x", "xpassed", message="[device-matrix] xfail on cpu: rounding (#4)")
+    ((f,),) = [build([rec.record("cpu", [xpassed])], [], {})["failures"]]  # type: ignore[list-item]
+    assert f["cause"] == "XPASS: [device-matrix] xfail on cpu: rounding (#4)"
+
+
 def test_step_summary_of_nothing_failing() -> None:
     text = markdown.render_rows(build([rec.record("cpu", [rec.test("t.py::test_x")])], [], {}))  # type: ignore[list-item]
     assert "passed" in text and "Failures" not in text

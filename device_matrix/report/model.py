@@ -205,6 +205,8 @@ def failure_view(t: TestRecord, row: str) -> FailureView:
     """A failing test's cause and place; a record written before causes were recorded
     has its cause read from the report's text."""
     cause = t.get("cause") or cause_from_text(t["message"])
+    if t["outcome"] == "xpassed" and not t.get("cause"):
+        cause = f"XPASS: {_first_line(t['message']) or 'expected to fail, and passed'}"
     return FailureView(
         nodeid=t["nodeid"],
         row=row,
