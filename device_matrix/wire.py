@@ -91,6 +91,9 @@ EVENTS: Final[Mapping[str, Mapping[str, tuple[type, ...]]]] = {
         "skip": (dict, _NONE),
         # a failed subtest of the running test (pytest's subtests, unittest's subTest): which one
         "sub": (str, _NONE),
+        # of a failure: its exception line(s), and [file, line] relative to the root (#20)
+        "cause": (str, _NONE),
+        "where": (list, _NONE),
     },
     # a phase of the running test that passed with nothing to report (no text, no xfail)
     "pass": {"when": (str,), "duration": _NUM},
@@ -122,6 +125,11 @@ def check_event(event: Any, expected_n: int) -> str | None:
             return f"event {kind!r}: field {name!r} is {type(value).__name__}"
     if kind == "report" and (event["when"] not in PHASES or event["outcome"] not in REPORT_OUTCOMES):
         return f"event 'report': phase {event['when']!r} / outcome {event['outcome']!r}"
+    where = event.get("where") if kind == "report" else None
+    if where is not None and not (
+        len(where) == 2 and isinstance(where[0], str) and type(where[1]) is int and where[1] > 0
+    ):
+        return "event 'report': field 'where' is not [file, line]"
     if kind == "pass" and event["when"] not in PHASES:
         return f"event 'pass': phase {event['when']!r}"
     if kind == "collected" and not all(isinstance(x, str) for x in event["nodeids"]):

@@ -1,9 +1,11 @@
 """The pytest plugin: device markers, the disable list, the crash-proof journal.
 
 Loaded through the ``pytest11`` entry point (or ``-p device_matrix.child.plugin`` where the
-package is on ``sys.path`` but not installed, as inside a container). Everything it does
-beyond registering markers is opt-in through ``--dm-*`` options the runner passes, so an
-ordinary ``pytest`` run in a project that installs device-matrix is not slowed down.
+package is on ``sys.path`` but not installed, as inside a container). The device markers
+and the disable list apply wherever a device is known: the row device-matrix runs, else
+the ``PJRT_DEVICE`` the maintainer exported, so they mean the same under plain pytest
+(#20). The journal is opt-in through ``--dm-*`` options the runner passes, so an ordinary
+``pytest`` run in a project that installs device-matrix is not slowed down.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 import os
 import time
 import warnings
+from collections.abc import Generator
 from pathlib import Path
 from typing import IO, Any
 
@@ -21,6 +24,7 @@ import pytest
 from device_matrix import wire
 from device_matrix.child.journal import JournalWriter, arm_faulthandler, end_forked_copies, follow_chdir
 from device_matrix.errors import ConfigError
+from device_matrix.records.cause import clip
 from device_matrix.skips import (
     ONLY_ON_MARKER_HELP,
     DeviceSkip,
@@ -30,6 +34,7 @@ from device_matrix.skips import (
     from_marker,
     is_by_design_text,
     load_disable_list,
+    pjrt_device_name,
 )
 
 ENV_DEVICE = wire.ENV_DEVICE
@@ -49,12 +54,16 @@ class _State:
     def __init__(self) -> None:
         self.journal: JournalWriter | None = None
         self.select: list[str] | None = None
-        self.device: str | None = None
+        self.device: str | None = None  # the row device-matrix runs
         self.pjrt: str | None = os.environ.get("PJRT_DEVICE")
+        # what device markers apply to: the row, else (plain pytest) the PJRT device (#20)
+        self.here: str | None = None
         self.meta: dict[str, dict[str, Any]] = {}
         self.fault_file: IO[str] | None = None
         self.seq = 0
         self.markers = os.environ.get(wire.ENV_MARKERS) == "1"
+        # (nodeid, phase) -> where the failing phase failed, from its traceback (#20)
+        self.where: dict[tuple[str, str], tuple[str, int]] = {}
 
 
 def current_device() -> str | None:
@@ -89,7 +98,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         wire.OPT_DEVICE,
         default=None,
-        help=f"device row name for skip_device/xfail_device (default: ${ENV_DEVICE})",
+        help=f"device row name for skip_device/xfail_device (default: ${ENV_DEVICE}, else $PJRT_DEVICE)",
     )
     group.addoption(
         wire.OPT_DISABLE_LIST,
@@ -114,6 +123,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_state_key] = state
     _STACK.append(state)
     state.device = config.getoption(wire.OPT_DEVICE) or os.environ.get(ENV_DEVICE)
+    state.here = state.device or pjrt_device_name(state.pjrt)
     journal = config.getoption(wire.OPT_JOURNAL)
     if journal:
         numprocesses = config.getoption("numprocesses", None) if config.pluginmanager.hasplugin("xdist") else None
@@ -125,6 +135,7 @@ def pytest_configure(config: pytest.Config) -> None:
                 "remove -n/--numprocesses (crashes are isolated by the runner itself)"
             )
         state.journal = JournalWriter(Path(journal))
+        config.pluginmanager.register(_FailurePlace(state, config.rootpath), "device-matrix-failure-place")
         end_forked_copies(state.journal)
         follow_chdir(state.journal)
         env = None
@@ -146,8 +157,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _device_skips(item: pytest.Item, state: _State, disabled: list[DeviceSkip]) -> DeviceSkip | None:
-    """The first device skip/xfail that applies to this item on this row."""
-    if state.device is None:
+    """The first device skip/xfail that applies to this item on this row (or PJRT device)."""
+    if state.here is None:
         return None
     candidates: list[DeviceSkip] = []
     for mark in item.iter_markers():
@@ -175,7 +186,7 @@ def _device_skips(item: pytest.Item, state: _State, disabled: list[DeviceSkip]) 
     candidates.extend(d for d in disabled if disable_matches(d, item.nodeid))
     today = dt.date.today()
     for skip in candidates:
-        if not skip.applies_to(state.device, state.pjrt):
+        if not skip.applies_to(state.here, state.pjrt):
             continue
         if skip.expired(today):
             warnings.warn(
@@ -208,7 +219,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         or str(config.rootpath / "device-matrix-disabled.toml")
     )
     try:
-        disabled = load_disable_list(Path(disable_path)) if state.device else []
+        disabled = load_disable_list(Path(disable_path)) if state.here else []
     except ConfigError as exc:
         raise pytest.UsageError(f"device-matrix: {exc}") from exc
 
@@ -220,7 +231,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         if skip is None:
             continue
         cite = skip.issue or "no issue cited"
-        text = f"[device-matrix] {skip.mode} on {state.device}: {skip.reason or 'no reason given'} ({cite})"
+        text = f"[device-matrix] {skip.mode} on {state.here}: {skip.reason or 'no reason given'} ({cite})"
         if skip.mode == "skip":
             item.add_marker(pytest.mark.skip(reason=text))
         else:
@@ -278,6 +289,52 @@ def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) 
                 pass
 
 
+class _FailurePlace:
+    """Where each failing phase failed: registered only with the journal, so a plain pytest
+    run pays nothing for it."""
+
+    def __init__(self, state: _State, root: Path) -> None:
+        self.state = state
+        self.root = root
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        if report.failed and call.excinfo is not None:
+            self.state.where[(item.nodeid, report.when)] = failure_place(item, call.excinfo, self.root)
+        return report
+
+
+def failure_place(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException], root: Path) -> tuple[str, int]:
+    """The deepest line of the test's own file in the traceback, else of another file of the
+    project (a conftest.py fixture, a helper), else the test's own line; relative to ``root``."""
+    own: tuple[str, int] | None = None
+    project: tuple[str, int] | None = None
+    for entry in excinfo.traceback:
+        path = entry.path
+        if not isinstance(path, Path) or not path.is_relative_to(root):
+            continue
+        place = (path.relative_to(root).as_posix(), entry.lineno + 1)
+        if path == item.path:
+            own = place
+        elif not {"site-packages", "dist-packages"} & set(path.parts):
+            project = place
+    found = own or project
+    if found is not None:
+        return found
+    file, line, _ = item.location
+    return file, (line or 0) + 1
+
+
+def _cause(report: pytest.TestReport) -> str | None:
+    """The exception line(s) of a failed report, as pytest's E lines show them."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    message = getattr(crash, "message", None)
+    return clip(message) if isinstance(message, str) and message.strip() else None
+
+
 def _text(longrepr: object) -> str | None:
     if longrepr is None:
         return None
@@ -321,6 +378,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
                 # only_on: not applicable on this device, not a defect that needs an issue
                 "by_design": is_by_design_text(text),
             }
+    failed = report.outcome not in ("passed", "skipped")  # failed, or "rerun" (pytest-rerunfailures)
+    where = state.where.pop((report.nodeid, report.when), None) if sub is None else None
     state.journal.write(
         "report",
         nodeid=report.nodeid,
@@ -331,6 +390,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         wasxfail=wasxfail,
         skip=skip_meta,
         sub=sub,
+        cause=_cause(report) if failed else None,
+        where=list(where) if where else None,
     )
 
 

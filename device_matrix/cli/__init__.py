@@ -114,6 +114,7 @@ def _interrupts_raise() -> Iterator[None]:
 
 def cmd_run(args: argparse.Namespace, out: Output) -> int:
     from device_matrix.cli.shards import check_spread_args, run_spread, run_whole, spread_requested
+    from device_matrix.report.actions import row_job
     from device_matrix.run.attempt import Interrupted
     from device_matrix.run.plan import plan_row
     from device_matrix.run.runner import NothingSelected, RunOptions
@@ -169,6 +170,7 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
         except DeviceMatrixError as exc:
             # the tests ran and their exit code stands; the ledger's problem is reported
             out.error(f"issues not linked: {exc.message}", exc.tip)
+    row_job(records, out, cfg.results_dir, cfg.project_root)  # in GitHub Actions: the row job's own report (#20)
     return combine_exit_codes(codes)
 
 

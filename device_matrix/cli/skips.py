@@ -10,12 +10,14 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
 
 from device_matrix import config as config_mod
 from device_matrix.errors import EXIT_OK, EXIT_TESTS_FAILED
+from device_matrix.issues import LEDGER_FILE
+from device_matrix.issues.ledger import known_ids
 from device_matrix.output import Output
 from device_matrix.skips import BY_DESIGN_COMMENT, DeviceSkip, check, load_disable_list, scan_tree
+from device_matrix.skips.scan import NOT_IN_LEDGER
 
 TIP_NO_ISSUE = (
     "TIP: a test disabled because it is broken cites the issue that tracks it: issue='#N' "
@@ -25,14 +27,25 @@ TIP_NO_ISSUE = (
     f"device_matrix.skips, or a '# {BY_DESIGN_COMMENT}' comment on the skip's line."
 )
 TIP_UNREADABLE = "TIP: fix or simplify the file; skips in it are not checked until it can be read."
+TIP_UNKNOWN_LEDGER = (
+    "TIP: cite an issue that exists: one in {seed} (the ledger's seed, which every clone has) or one "
+    "`device-matrix issues sync` filed in this results folder. A fresh clone has only the seed: add "
+    "an issue you cite there ([[issue]] id = N, title = ...)."
+)
 
 
-def _declared(args: argparse.Namespace) -> tuple[Any, list[DeviceSkip]]:
+def _declared(args: argparse.Namespace) -> tuple[config_mod.Config, list[DeviceSkip]]:
     cfg = config_mod.load(Path(args.project) if args.project else None)
     paths = [Path(p) for p in args.paths] if args.paths else [cfg.suites_dir]
     declared = scan_tree(cfg.project_root, [p if p.is_absolute() else cfg.project_root / p for p in paths])
     declared.extend(load_disable_list(cfg.disable_list))
     return cfg, declared
+
+
+def _ledger(cfg: config_mod.Config) -> tuple[frozenset[int], str]:
+    """The ledger ids a skip may cite: the seed, which every clone has, and the ledger of
+    this results folder where there is one (#20)."""
+    return known_ids(cfg.project_root / cfg.tracker.ledger_seed, cfg.results_dir / LEDGER_FILE)
 
 
 def _where(s: DeviceSkip) -> str:
@@ -47,8 +60,8 @@ def _label(s: DeviceSkip) -> str:
 
 
 def cmd_skips_check(args: argparse.Namespace, out: Output) -> int:
-    _, declared = _declared(args)
-    findings = check(declared)
+    cfg, declared = _declared(args)
+    findings = check(declared, ledger=_ledger(cfg))
     bad = [f for f in findings if f.problem]
     for f in findings:
         s = f.skip
@@ -64,12 +77,14 @@ def cmd_skips_check(args: argparse.Namespace, out: Output) -> int:
         out.line(TIP_NO_ISSUE)
     if any(f.skip.form == "unreadable" for f in bad):
         out.line(TIP_UNREADABLE)
+    if any(NOT_IN_LEDGER in (f.problem or "") for f in bad):
+        out.line(TIP_UNKNOWN_LEDGER.format(seed=cfg.tracker.ledger_seed))
     return EXIT_TESTS_FAILED if bad else EXIT_OK
 
 
 def cmd_skips_list(args: argparse.Namespace, out: Output) -> int:
-    _, declared = _declared(args)
-    problems = {id(f.skip): f.problem for f in check(declared)}
+    cfg, declared = _declared(args)
+    problems = {id(f.skip): f.problem for f in check(declared, ledger=_ledger(cfg))}
     rows = [
         {
             "file": s.file,

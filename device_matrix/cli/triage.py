@@ -14,6 +14,7 @@ from device_matrix.issues.sync import load_links
 from device_matrix.output import Output
 from device_matrix.records.atomic import write_json_atomic, write_text_atomic
 from device_matrix.report import html, markdown
+from device_matrix.report.actions import annotate, workspace_path
 from device_matrix.report.history import DEFAULT_WINDOW, KEEP_RUNS, History, set_aside
 from device_matrix.report.model import Triage, build
 from device_matrix.skips import DeviceSkip, uncited
@@ -30,7 +31,9 @@ def run_triage(
     *,
     window: int = DEFAULT_WINDOW,
     declared: Sequence[DeviceSkip] = (),
+    base: str = "",
 ) -> Triage:
+    """``base``: the project's folder inside the checkout, for annotations (``workspace_path``)."""
     records, problems = load_records(results)
     if not records and not problems:
         raise ResultsError(
@@ -47,7 +50,7 @@ def run_triage(
     write_text_atomic(out_dir / "triage.md", md)
     write_text_atomic(out_dir / "triage.html", html.render(triage))
     write_json_atomic(out_dir / "triage.json", triage)
-    _to_actions(triage, md, out)
+    _to_actions(triage, md, out, base)
     return triage
 
 
@@ -83,7 +86,7 @@ def _with_history(
             history.close()
 
 
-def _to_actions(t: Triage, md: str, out: Output) -> None:
+def _to_actions(t: Triage, md: str, out: Output, base: str) -> None:
     for r in t["rows"]:
         with out.group(f"{r['row']}: {r['label']}"):
             out.line(f"{sum(r['counts'].values())} tests: {r['phrase']}")
@@ -91,23 +94,7 @@ def _to_actions(t: Triage, md: str, out: Output) -> None:
                 out.line(headline)
             if r["reason"]:
                 out.line(r["reason"])
-    for c in t["crashes"]:
-        out.annotate(
-            "error",
-            f"{c['headline']} on {', '.join(c['rows'])}; tests {', '.join(c['nodeids'][:3])}; "
-            f"fingerprint {c['fingerprint']}; repro: {c['repro'].splitlines()[0]}",
-            title=f"crash: {c['label']}",
-        )
-    for f in t["failures"]:
-        path = f["nodeid"].split("::", 1)[0]
-        out.annotate(
-            "error",
-            f"{f['outcome']} on {f['row']}: {f['message'] or ''}",
-            title=f["nodeid"][-200:],
-            file=path,
-        )
-    for p in t["problems"]:
-        out.annotate("warning", p["problem"], title=f"row {p['row']}")
+    annotate(t, out, base=base)
     out.step_summary(md)
 
 
@@ -118,7 +105,16 @@ def cmd_triage(args: argparse.Namespace, out: Output) -> int:
     history = None if args.no_history else (Path(args.history) if args.history else cfg.project_root / DEFAULT_HISTORY)
     window = int(getattr(args, "history_runs", DEFAULT_WINDOW))
     declared = uncited(cfg.project_root, cfg.suite_folders())
-    t = run_triage(results, out_dir, history, args.label, out, window=window, declared=declared)
+    t = run_triage(
+        results,
+        out_dir,
+        history,
+        args.label,
+        out,
+        window=window,
+        declared=declared,
+        base=workspace_path(cfg.project_root),
+    )
     crashes = len(t["crashes"])
     out.line(
         f"triage: {len(t['rows'])} row(s), {len(t['tests'])} tests, {len(t['failures'])} failure(s), "

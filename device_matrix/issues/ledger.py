@@ -77,6 +77,30 @@ def load_seed(path: Path) -> list[dict[str, Any]]:
     return entries
 
 
+def known_ids(seed: Path, ledger: Path) -> tuple[frozenset[int], str]:
+    """The ids a ``ledger:N`` may cite, and where they were read from (for a message).
+
+    The seed file in the repository is what every clone knows; the ledger in the results
+    folder adds what was filed on this machine, when there is one. Read only: checking a
+    reference creates no ledger.
+    """
+    ids = {int(e["id"]) for e in load_seed(seed)}
+    if not ledger.is_file():
+        return frozenset(ids), f"{seed.name} (no ledger in {ledger.parent.name}/ yet)"
+    try:
+        db = sqlite3.connect(ledger.resolve().as_uri() + "?mode=ro", uri=True)
+        try:
+            ids.update(int(row[0]) for row in db.execute("SELECT id FROM issues"))
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        raise TrackerError(
+            f"{ledger}: the issue ledger cannot be read ({exc})",
+            tip=f"Move {ledger} aside: the next run rebuilds it from {seed.name}.",
+        ) from None
+    return frozenset(ids), f"{seed.name} or {ledger.parent.name}/{ledger.name}"
+
+
 class Ledger:
     """The SQLite ledger. A sync holds it in one ``BEGIN IMMEDIATE`` transaction, so two
     syncs at once run one after the other and the second links what the first filed."""

@@ -66,6 +66,16 @@ class Finding:
     nodeids: list[str] = field(default_factory=list)
     runs: list[tuple[str, str]] = field(default_factory=list)  # (row, run id or url)
     cited: str | None = None
+    # for the lines that name a finding, not part of what it is (equality ignores them):
+    # "SIGSEGV", "timeout", "skip", "xfail"; the devices of a skip found in the sources
+    what: str = field(default="", compare=False)
+    devices: list[str] = field(default_factory=list, compare=False)
+
+    def subject(self) -> str:
+        """``tests/t.py::test_x (skip on cuda)``: what the finding is about, in a line (#20)."""
+        tests = ", ".join(self.nodeids[:3]) + (f" and {len(self.nodeids) - 3} more" if len(self.nodeids) > 3 else "")
+        where = ", ".join(self.rows or self.devices) or "no row"
+        return f"{tests or self.title} ({self.what or self.kind} on {where})"
 
 
 @dataclass
@@ -81,6 +91,7 @@ class SyncReport:
     cited_by: dict[str, set[str]] = field(default_factory=dict)  # issue key -> nodeids citing it
     reenable: list[tuple[str, str]] = field(default_factory=list)  # (nodeid, issue key)
     issues: dict[str, dict[str, Any]] = field(default_factory=dict)
+    subjects: dict[str, str] = field(default_factory=dict)  # fingerprint -> Finding.subject()
 
     def lines(self) -> list[str]:
         out = []
@@ -91,9 +102,9 @@ class SyncReport:
             f"{len(self.cited)} cited issue(s) checked"
         )
         for fp, key in self.filed:
-            out.append(f"  filed {key} for {fp}")
+            out.append(f"  filed {key} for {self._named(fp)}")
         for fp, key in self.linked:
-            out.append(f"  linked {fp} -> {key}")
+            out.append(f"  linked {self._named(fp)} -> {key}")
         for key in self.reopened:
             out.append(f"  reopened {key}: its crash is back")
         for fp, title in self.would_file:
@@ -112,6 +123,10 @@ class SyncReport:
             elif state in ("missing", "deleted"):
                 out.append(f"  cited {key}: {state} in {self.tracker}; cite an existing issue")
         return out
+
+    def _named(self, fingerprint: str) -> str:
+        subject = self.subjects.get(fingerprint)
+        return f"{subject} [{fingerprint}]" if subject else fingerprint
 
 
 def skip_fingerprint(nodeid: str, mode: str) -> str:
@@ -143,6 +158,7 @@ def collect(records: Sequence[RunRecord]) -> tuple[list[Finding], list[tuple[str
                 f = Finding(
                     fingerprint=fp,
                     kind="crash",
+                    what=what,
                     title=clip_title(f"{'Hang' if crash['kind'] == 'timeout' else 'Crash'}: {what} in {where}"),
                     sections=[
                         (
@@ -185,6 +201,7 @@ def collect(records: Sequence[RunRecord]) -> tuple[list[Finding], list[tuple[str
                 f = Finding(
                     fingerprint=fp,
                     kind="skip",
+                    what=skip["mode"],
                     title=clip_title(f"Disabled ({skip['mode']}): {test['nodeid']}"),
                     sections=[
                         (
@@ -222,6 +239,8 @@ def uncited_skip_findings(declared: Sequence[DeviceSkip]) -> list[Finding]:
         findings[fp] = Finding(
             fingerprint=fp,
             kind="skip",
+            what=skip.mode,
+            devices=list(skip.devices),
             title=clip_title(f"Disabled ({skip.mode}) on {devices}: {test}"),
             sections=[
                 (
@@ -292,6 +311,7 @@ def sync(
     findings, cited = collect(records)
     known = {f.fingerprint for f in findings}
     findings += [f for f in uncited_skip_findings(declared) if f.fingerprint not in known]
+    report.subjects = {f.fingerprint: redactor.text(f.subject()) for f in findings}
     state_path = results_dir / STATE_FILE if results_dir else None
     previous = _load_state(state_path) if state_path else {}
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ def write_text_atomic(path: Path, text: str, redactor: Redactor | None = None) -
     """
     text = (redactor or Redactor()).text(text)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _create_beside(path)
     try:
         # a lone surrogate (a nodeid from a file name that is not UTF-8) is written as its
         # escape: the file stays valid UTF-8, and the record is written at all
@@ -45,6 +45,21 @@ def write_text_atomic(path: Path, text: str, redactor: Redactor | None = None) -
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _create_beside(path: Path) -> tuple[int, str]:
+    """A new temporary file beside ``path``, with the mode the umask gives a new file.
+
+    Not ``mkstemp``: its 0600 would make every results file private whatever the umask,
+    unreadable to an artifact upload run as another user or a colleague's triage (#20).
+    """
+    for _ in range(100):
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666), str(tmp)
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside {path}")
 
 
 def storable_text(text: str) -> str:

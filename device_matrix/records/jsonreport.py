@@ -138,8 +138,12 @@ def build(
             "outcome": outcome,
             "keywords": [part for part in t["nodeid"].replace("::", "/").split("/") if part],
         }
+        crash = {"path": t.get("file"), "lineno": t.get("line"), "message": t.get("cause")}
         for phase in phases.get(t["nodeid"], ()):
             body: dict[str, Any] = {"duration": phase["duration"], "outcome": phase["outcome"]}
+            if phase["outcome"] == "failed" and crash["message"]:
+                # as pytest-json-report's: the exception and where, of the phase that failed (#20)
+                body["crash"], crash = crash, {}
             if phase.get("longrepr"):
                 body["longrepr"] = phase["longrepr"]
             entry[str(phase["when"])] = body

@@ -105,7 +105,9 @@ def junit_xml(record: RunRecord, locations: Mapping[str, tuple[str, int | None]]
         attrs["time"] = f"{t['duration']:.3f}"
         outcome = t["outcome"]
         message = _clean(t["message"])
-        head = message.splitlines()[0][:500] if message else outcome
+        # the message attribute is what a CI's test view lists: the exception, as pytest's (#20)
+        summary = _clean(t.get("cause")) or message
+        head = summary.splitlines()[0][:500] if summary else outcome
         inner = ""
         if outcome in ("failed", "xpassed"):
             inner = _element("failure", {"message": head}, message)

@@ -60,7 +60,7 @@ class SkipInfo(_SkipFields, total=False):
     by_design: bool  # only_on: not applicable on this device (cites no issue, needs none)
 
 
-class TestRecord(TypedDict):
+class _TestFields(TypedDict):
     nodeid: str
     outcome: Outcome
     duration: float
@@ -68,6 +68,16 @@ class TestRecord(TypedDict):
     skip: SkipInfo | None
     crash: str | None  # id of the crash record, for crashed/timeout tests
     attempt: int
+
+
+class TestRecord(_TestFields, total=False):
+    # fields added after the first records were written: older records lack them (#20).
+    # For a failing test: what it failed with, the exception line(s) as pytest's E lines
+    # show them, and where, relative to the project root: the deepest line of the test's
+    # own file in the traceback (of a crash: in the Python stack), else the test itself.
+    cause: str | None
+    file: str | None
+    line: int | None
 
 
 class CrashDiagnosis(TypedDict):

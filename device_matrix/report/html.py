@@ -220,6 +220,9 @@ def _crashes(t: Triage) -> str:
         )
         if c["hint"]:
             out.append(f"<p class='muted'>{_e(c['hint'])}</p>")
+        where = _place(c["file"], c["line"])
+        if where:
+            out.append(f"<p><b>At:</b> <code>{_e(where)}</code></p>")
         if c["fatal"]:
             out.append(f"<p><b>Fatal:</b> <code>{_e(c['fatal'])}</code></p>")
         out.append(f"<p><b>Reproduce:</b></p><pre>{_e(c['repro'])}</pre>")
@@ -231,6 +234,38 @@ def _crashes(t: Triage) -> str:
             out.append(f"<p><b>gdb (top frames)</b></p><pre>{_e(chr(10).join(c['gdb_frames']))}</pre>")
         out.append("</details>")
     if not t["crashes"]:
+        out.append("<p class='muted'>none</p>")
+    out.append("</section>")
+    return "".join(out)
+
+
+def _place(file: str | None, line: int | None) -> str | None:
+    if not file:
+        return None
+    return f"{file}:{line}" if line else file
+
+
+def _failures(t: Triage) -> str:
+    """Each failure, its cause (the exception line(s)) and where it happened (#20)."""
+    out = [
+        f"<section id='failures'><h2>Failures ({len(t['failures'])})</h2>"
+        "<p class='answers'>What failed, on which row, with which exception, and where.</p>"
+    ]
+    if t["failures"]:
+        out.append(
+            "<div class='scroll'><table id='failures-table'><thead><tr><th>test</th><th>row</th><th>outcome</th>"
+            "<th>where</th><th>cause</th></tr></thead><tbody>"
+        )
+        for f in t["failures"]:
+            where = _place(f["file"], f["line"])
+            cause = f"<pre class='cause'>{_e(f['cause'])}</pre>" if f["cause"] else "<span class='muted'>none</span>"
+            out.append(
+                f"<tr data-nodeid='{_e(f['nodeid'])}' data-row='{_e(f['row'])}'><td><code>{_e(f['nodeid'])}</code></td>"
+                f"<td>{_e(f['row'])}</td><td class='{_e(f['outcome'])}'>{_e(f['outcome'])}</td>"
+                f"<td>{f'<code>{_e(where)}</code>' if where else ''}</td><td>{cause}</td></tr>"
+            )
+        out.append("</tbody></table></div>")
+    else:
         out.append("<p class='muted'>none</p>")
     out.append("</section>")
     return "".join(out)
@@ -352,6 +387,7 @@ def _matrix(t: Triage) -> str:
     for test in t["tests"]:
         outcomes = test["outcomes"]
         durations = test.get("durations", {})
+        causes = test.get("causes", {})
         bad = "1" if any(o in BAD for o in outcomes.values()) else "0"
         tags = {BUCKET_OF.get(o, o) for o in outcomes.values()}
         if any(d >= SLOW_S for d in durations.values()):
@@ -367,6 +403,13 @@ def _matrix(t: Triage) -> str:
                 continue
             secs = durations.get(d)
             small = "" if secs is None else f"<small>{_seconds(secs)}</small>"
+            why = causes.get(d)
+            if why:
+                # a failed cell says why, in words and in full on hover (#20)
+                row.append(
+                    f"<td class='o {_e(o)}' title='{_e(why)}'>{_e(o)}{small}<span class='why'>{_e(why)}</span></td>"
+                )
+                continue
             row.append(f"{cell.get(o) or f'<td class=o>{_e(o)}'}{small}</td>")
         row.append("</tr>")
         out.append("".join(row))
@@ -401,7 +444,7 @@ def render(t: Triage) -> str:
     sections = [("rows", "Rows")]
     if t["changes"]["previous"] is not None:
         sections.append(("changes", "What changed"))
-    sections.append(("crashes", "Crashes"))
+    sections += [("failures", "Failures"), ("crashes", "Crashes")]
     if h is not None:
         sections += [("crash-history", "Crash history"), ("flaky", "Flaky")]
     sections += [("durations", "Durations"), ("matrix-section", "Tests"), ("skips", "Skips")]
@@ -428,6 +471,7 @@ def render(t: Triage) -> str:
     add("</section>")
     if t["changes"]["previous"] is not None:
         add(_changes(t))
+    add(_failures(t))
     add(_crashes(t))
     if h is not None:
         add(_crash_history(h))

@@ -163,6 +163,9 @@ def _crashes(t: Triage) -> list[str]:
             f"{', '.join(code(n) for n in c['nodeids'][:3])}, fingerprint {code(c['fingerprint'])} "
             f"— {_issue(c['issue'], c['issue_state'])}"
         )
+        where = place(c["file"], c["line"])
+        if where:
+            out.append(f"  - at {code(where)}")
         if c["fatal"]:
             out.append(f"  - {code(c['fatal'][:300])}")
         out.append(f"  - repro: {code(c['repro'].splitlines()[0] if c['repro'] else '')}")
@@ -240,6 +243,50 @@ def _durations(t: Triage) -> list[str]:
     return out
 
 
+def place(file: str | None, line: int | None) -> str | None:
+    """``tests/test_x.py:12``: where a failure or crash happened, relative to the project root."""
+    if not file:
+        return None
+    return f"{file}:{line}" if line else file
+
+
+def _failures(t: Triage) -> list[str]:
+    """Each failure with its cause (the exception line) and where (#20)."""
+    failures = t["failures"]
+    if not failures:
+        return []
+    out = [f"## Failures ({len(failures)})", ""]
+    for f in failures[:MAX_LISTED]:
+        where = place(f["file"], f["line"])
+        at = f" at {code(where)}" if where else ""
+        # the exception's text in code, as it was raised; no @mention or #N link in it either
+        message = f": {code(neutralize(f['message'][:200]))}" if f["message"] else ""
+        out.append(f"- **{_cell(f['row'])}** {f['outcome']} {code(f['nodeid'])}{at}{message}")
+        rest = (f["cause"] or "").splitlines()[1:]
+        if rest:
+            # the lines after the first (an assertion's comparison): shown, kept short
+            out.append(f"  - {code(neutralize(' · '.join(x.strip() for x in rest[:5])[:300]))}")
+    if len(failures) > MAX_LISTED:
+        out.append(f"- … and {len(failures) - MAX_LISTED} more (see the HTML report)")
+    out.append("")
+    return out
+
+
+def render_rows(t: Triage, *, limit: int = STEP_SUMMARY_LIMIT) -> str:
+    """A row job's own step summary: its status and counts, its crashes, its failures
+    with their causes (#20). The triage job's report adds the rest."""
+    out: list[str] = []
+    for r in t["rows"]:
+        out.append(f"## {ICON.get(r['label'], '')} device-matrix {_cell(r['row'])}: {r['label']}, {r['phrase']}")
+        out.append("")
+    out += _rows_table(t["rows"])
+    out.append("")
+    if t["crashes"]:
+        out += _crashes(t)
+    out += _failures(t)
+    return truncate("\n".join(out), limit)
+
+
 def render(t: Triage, *, limit: int = STEP_SUMMARY_LIMIT) -> str:
     out: list[str] = ["# device-matrix triage", ""]
     headline = [f"{ICON.get(r['label'], '')} **{_cell(r['row'])}** {r['label']}: {r['phrase']}" for r in t["rows"]]
@@ -263,16 +310,7 @@ def render(t: Triage, *, limit: int = STEP_SUMMARY_LIMIT) -> str:
     if h is not None:
         out += _flaky(t, h)
 
-    failures = t["failures"]
-    if failures:
-        out.append(f"## Failures ({len(failures)})")
-        out.append("")
-        for f in failures[:MAX_LISTED]:
-            message = f": {_cell(f['message'])[:200]}" if f["message"] else ""
-            out.append(f"- **{_cell(f['row'])}** {f['outcome']} {code(f['nodeid'])}{message}")
-        if len(failures) > MAX_LISTED:
-            out.append(f"- … and {len(failures) - MAX_LISTED} more (see the HTML report)")
-        out.append("")
+    out += _failures(t)
     if t["slowest"]:
         out += _durations(t)
 
@@ -313,4 +351,4 @@ def truncate(text: str, limit: int) -> str:
     return cut + note
 
 
-__all__ = ["code", "render", "sparkline", "truncate"]
+__all__ = ["code", "place", "render", "render_rows", "sparkline", "truncate"]

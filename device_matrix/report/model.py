@@ -8,7 +8,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypedDict
 
 from device_matrix.issues.sync import DEVICE_SKIP_SOURCES, skip_fingerprint
-from device_matrix.records.schema import FAILING_OUTCOMES, OUTCOMES, RunRecord
+from device_matrix.records.cause import cause_from_text
+from device_matrix.records.schema import FAILING_OUTCOMES, OUTCOMES, RunRecord, TestRecord
 from device_matrix.records.summary import crash_headline, crash_kind_label, fold
 from device_matrix.skips import DeviceSkip
 
@@ -51,6 +52,18 @@ class CrashView(TypedDict):
     repro: str
     issue: str | None
     issue_state: str | None
+    file: str | None  # of the test that was running: its file and the line it died on (#20)
+    line: int | None
+
+
+class FailureView(TypedDict):
+    nodeid: str
+    row: str
+    outcome: str
+    message: str | None  # the cause's first line: what a one-line list shows
+    cause: str | None  # the exception line(s), as pytest's E lines show them (#20)
+    file: str | None  # where, relative to the project root
+    line: int | None
 
 
 class SkipView(TypedDict):
@@ -169,8 +182,9 @@ class Triage(TypedDict):
     rows: list[RowView]
     problems: list[dict[str, str]]
     devices: list[str]
-    tests: list[dict[str, Any]]  # {"nodeid", "outcomes": {row: outcome}}
-    failures: list[dict[str, Any]]  # {"nodeid", "row", "outcome", "message"}
+    # {"nodeid", "outcomes": {row: outcome}, "durations": {row: seconds}, "causes": {row: first line}}
+    tests: list[dict[str, Any]]
+    failures: list[FailureView]
     crashes: list[CrashView]
     skips: list[SkipView]
     changes: Changes
@@ -185,6 +199,23 @@ def _first_line(text: str | None, limit: int = 300) -> str | None:
         if line.strip():
             return line.strip()[:limit]
     return None
+
+
+def failure_view(t: TestRecord, row: str) -> FailureView:
+    """A failing test's cause and place; a record written before causes were recorded
+    has its cause read from the report's text."""
+    cause = t.get("cause") or cause_from_text(t["message"])
+    if t["outcome"] == "xpassed" and not t.get("cause"):
+        cause = f"XPASS: {_first_line(t['message']) or 'expected to fail, and passed'}"
+    return FailureView(
+        nodeid=t["nodeid"],
+        row=row,
+        outcome=t["outcome"],
+        message=_first_line(cause),
+        cause=cause,
+        file=t.get("file"),
+        line=t.get("line"),
+    )
 
 
 def build(
@@ -209,7 +240,8 @@ def build(
     rows: list[RowView] = []
     devices: list[str] = []
     matrix: dict[str, dict[str, str]] = {}
-    failures: list[dict[str, Any]] = []
+    failures: list[FailureView] = []
+    causes: dict[str, dict[str, str]] = {}  # nodeid -> row -> the cause's first line
     crashes: dict[str, CrashView] = {}
     skips: dict[tuple[str, str], SkipView] = {}
     durations: dict[str, dict[str, float]] = {}
@@ -248,14 +280,10 @@ def build(
             matrix.setdefault(t["nodeid"], {})[row] = t["outcome"]
             durations.setdefault(t["nodeid"], {})[row] = round(float(t["duration"]), 3)
             if t["outcome"] in FAILING_OUTCOMES and t["outcome"] not in ("crashed", "timeout"):
-                failures.append(
-                    {
-                        "nodeid": t["nodeid"],
-                        "row": row,
-                        "outcome": t["outcome"],
-                        "message": _first_line(t["message"]),
-                    }
-                )
+                failure = failure_view(t, row)
+                failures.append(failure)
+                if failure["message"]:
+                    causes.setdefault(t["nodeid"], {})[row] = failure["message"]
             skip = t.get("skip")
             if skip and skip["source"] in DEVICE_SKIP_SOURCES:
                 key = (t["nodeid"], skip["mode"])
@@ -277,8 +305,10 @@ def build(
                     )
                     skips[key] = view
                 view["rows"].append(row)
+        by_nodeid = {t["nodeid"]: t for t in rec["tests"] if t["outcome"] in ("crashed", "timeout")}
         for c in rec["crashes"]:
             d = c["diagnosis"]
+            died = by_nodeid.get(c["nodeid"] or "")
             fp = d["fingerprint"]
             view_c = crashes.get(fp)
             if view_c is None:
@@ -301,6 +331,8 @@ def build(
                     repro=c["repro"],
                     issue=issue,
                     issue_state=state_of(issue),
+                    file=died.get("file") if died else None,
+                    line=died.get("line") if died else None,
                 )
                 crashes[fp] = view_c
             if row not in view_c["rows"]:
@@ -310,6 +342,9 @@ def build(
                 view_c["nodeids"].append(where)
             if c["classification"] == "flaky":
                 view_c["classification"] = "flaky"
+            if died is not None:
+                # a crashed cell says what killed it, as a failed one says its exception
+                causes.setdefault(died["nodeid"], {})[row] = crash_headline(c, rec["tests"])
     return Triage(
         schema=TRIAGE_SCHEMA,
         version=TRIAGE_VERSION,
@@ -317,7 +352,10 @@ def build(
         rows=rows,
         problems=[{"row": r, "problem": p} for r, p in problems],
         devices=devices,
-        tests=[{"nodeid": n, "outcomes": o, "durations": durations[n]} for n, o in sorted(matrix.items())],
+        tests=[
+            {"nodeid": n, "outcomes": o, "durations": durations[n], **({"causes": causes[n]} if n in causes else {})}
+            for n, o in sorted(matrix.items())
+        ],
         failures=failures,
         crashes=sorted(crashes.values(), key=lambda c: (-len(c["rows"]), c["fingerprint"])),
         skips=sorted(

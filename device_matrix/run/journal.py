@@ -34,6 +34,8 @@ class PhaseReport:
     wasxfail: str | None
     skip: Mapping[str, Any] | None
     sub: str | None = None  # a failed subtest's description; None for the test's own phase
+    cause: str | None = None  # of a failure: the exception line(s), when the child said (#20)
+    where: tuple[str, int] | None = None  # of a failure: file and line, when the child said
 
 
 @dataclass
@@ -179,6 +181,8 @@ class Fold:
                     wasxfail=ev.get("wasxfail"),
                     skip=meta,
                     sub=ev.get("sub"),
+                    cause=ev.get("cause"),
+                    where=(ev["where"][0], ev["where"][1]) if ev.get("where") else None,
                 )
             )
         elif kind == "finish":
@@ -257,14 +261,27 @@ def final_outcome(state: TestState) -> tuple[Outcome, str | None, Mapping[str, A
     Returns ``(outcome, message, skip_metadata)``. Outcomes: passed, failed, error,
     skipped, xfailed, xpassed.
     """
+    outcome, message, skip, _ = _fold_reports(state)
+    return outcome, message, skip
+
+
+def failure_report(state: TestState) -> PhaseReport | None:
+    """The phase report whose text is the message of a failed or errored test (#20)."""
+    outcome, _, _, source = _fold_reports(state)
+    return source if outcome in ("failed", "error") else None
+
+
+def _fold_reports(state: TestState) -> tuple[Outcome, str | None, Mapping[str, Any] | None, PhaseReport | None]:
+    """:func:`final_outcome`, and the report its message came from."""
     outcome: Outcome = "passed"
     message: str | None = None
     skip: Mapping[str, Any] | None = None
+    source: PhaseReport | None = None
     for rep in state.reports:
         if rep.sub is not None:
             # a failed subtest fails its test, whatever the test's own call report says
             if outcome != "failed":
-                outcome, message = "failed", f"subtest {rep.sub}: {rep.longrepr or ''}"
+                outcome, message, source = "failed", f"subtest {rep.sub}: {rep.longrepr or ''}", rep
             continue
         if rep.when == "call":
             if rep.wasxfail is not None:
@@ -275,16 +292,16 @@ def final_outcome(state: TestState) -> tuple[Outcome, str | None, Mapping[str, A
                 # "rerun" without the execution after it: the failure is what is known; a
                 # failed subtest's message stays (the test's own says only that one failed)
                 if outcome != "failed":
-                    outcome, message = "failed", rep.longrepr
+                    outcome, message, source = "failed", rep.longrepr, rep
             elif rep.outcome == "skipped":
                 outcome, message, skip = "skipped", rep.longrepr, rep.skip
         elif rep.outcome in ("failed", "rerun"):
             # a setup or teardown failure is an error whatever the call did
-            outcome, message = "error", rep.longrepr
+            outcome, message, source = "error", rep.longrepr, rep
         elif rep.outcome == "skipped" and rep.when == "setup":
             if rep.wasxfail is not None:
                 outcome, message = "xfailed", rep.wasxfail
             else:
                 outcome, message = "skipped", rep.longrepr
             skip = rep.skip
-    return outcome, message, skip
+    return outcome, message, skip, source

@@ -68,6 +68,7 @@ from device_matrix.run.journal import final_outcome
 from device_matrix.run.plan import RowPlan
 from device_matrix.run.policy import CrashAt, Decision, Observation, decide
 from device_matrix.run.state import RunState, now_iso
+from device_matrix.run.targets import distinct_targets, unique_scripts
 from device_matrix.wire import (
     ENV_DEVICE,
     ENV_DISABLE_LIST,
@@ -475,8 +476,8 @@ class RowRunner:
         return worst(outcomes) if outcomes else (self.state.status(), None)
 
     def _scripts(self) -> tuple[Script, ...]:
-        """The row's scripts, unless the command line picked suites or tests."""
-        return () if self.options.tests or self.options.suites else self.row.scripts
+        """The row's scripts, unless the command line picked suites or tests; each invocation once."""
+        return () if self.options.tests or self.options.suites else unique_scripts(self.row.scripts)
 
     def _run_scripts(
         self,
@@ -915,7 +916,7 @@ class RowRunner:
 
     def _targets(self) -> list[str]:
         if self.options.tests:
-            return list(self.options.tests)
+            return distinct_targets(self.options.tests, self.cfg.project_root)  # each test once (#20)
         suites = list(self.options.suites or self.row.suites)
         unknown = [s for s in suites if s not in self.row.suites] if self.options.suites else []
         if unknown:
@@ -945,7 +946,7 @@ class RowRunner:
                 f"row {self.row.name!r} has no suites to run",
                 tip="List suites in the row's `suites` (or scripts in `scripts`), or pass --test.",
             )
-        return targets
+        return distinct_targets(targets, self.cfg.project_root, self._scripts())
 
     def _executor(self) -> Executor:
         if self.plan.mode == "container":
@@ -1005,6 +1006,8 @@ class RowRunner:
             *self.row.pytest_args,
             *self.options.pytest_args,
             *(f"--ignore={path}" for path in self._ignored),
+            # a file a script runs is not collected by a suite too: it runs once, as its script (#20)
+            *(f"--ignore={script.file}" for script in self._scripts()),
         ]
 
     def _repro(self, nodeid: str | None, targets: Sequence[str]) -> str:

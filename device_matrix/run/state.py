@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from device_matrix.diagnostics.parse import parse_faulthandler
+from device_matrix.records.cause import cause_from_text, line_in_file
 from device_matrix.records.schema import (
     FAILING_OUTCOMES,
     SCHEMA,
@@ -23,7 +25,7 @@ from device_matrix.records.schema import (
 )
 from device_matrix.redact import Redactor
 from device_matrix.run.attempt import AttemptResult
-from device_matrix.run.journal import final_outcome
+from device_matrix.run.journal import failure_report, final_outcome
 
 
 def now_iso() -> str:
@@ -64,9 +66,11 @@ class RunState:
         attempt: int,
         skip: Mapping[str, object] | None = None,
         crash: str | None = None,
+        cause: str | None = None,
+        where: tuple[str, int | None] | None = None,
     ) -> None:
         self.expect([nodeid])
-        self.results[nodeid] = TestRecord(
+        record = TestRecord(
             nodeid=nodeid,
             outcome=outcome,
             duration=round(duration, 6),
@@ -75,6 +79,11 @@ class RunState:
             crash=crash,
             attempt=attempt,
         )
+        if cause:
+            record["cause"] = self.redactor.text(cause)
+        if where is not None:
+            record["file"], record["line"] = where
+        self.results[nodeid] = record
 
     def record_finished(self, attempt: AttemptResult) -> None:
         """Every test the attempt finished, and its collection errors."""
@@ -93,8 +102,11 @@ class RunState:
                 for r in state.reports
                 if r.sub is None
             ]
-            if state.location is not None:
-                self.locations[nodeid] = state.location
+            cause, where = None, None
+            failure = failure_report(state)
+            if failure is not None:
+                cause = failure.cause or cause_from_text(failure.longrepr)
+                where = failure.where or self._place(nodeid, state.location, failure.longrepr)
             self.put(
                 nodeid,
                 outcome,
@@ -102,13 +114,46 @@ class RunState:
                 message=message,
                 skip=skip,
                 attempt=attempt.index,
+                cause=cause,
+                where=where,
             )
+        for nodeid, state in fold.tests.items():
+            # every test that started, finished or not: a crash's test is found here too
+            if state.location is not None:
+                self.locations[nodeid] = state.location
         for module, text in fold.collect_errors:
-            self.put(module or "<collection>", "error", duration=0.0, message=text, attempt=attempt.index)
+            self.put(
+                module or "<collection>",
+                "error",
+                duration=0.0,
+                message=text,
+                attempt=attempt.index,
+                cause=cause_from_text(text),
+                where=(module, line_in_file(text, module)) if module.endswith(".py") else None,
+            )
         for module, text in fold.collect_skips:
             # a whole module skipped is in the record, as pytest's own junit.xml has it
             skip = {"mode": "skip", "reason": text, "source": "pytest"}
             self.put(module, "skipped", duration=0.0, message=text, attempt=attempt.index, skip=skip)
+
+    @staticmethod
+    def _place(nodeid: str, location: tuple[str, int | None] | None, text: str | None) -> tuple[str, int | None]:
+        """A failure's file and line read from its text: the test's file, at its deepest line
+        in the traceback, else at the test's own line."""
+        file, line = location or (nodeid.split("::", 1)[0], None)
+        return file, line_in_file(text, file) or line
+
+    def _located(self, test: TestRecord) -> TestRecord:
+        """A failing test with its file and line: a crash's from its Python stack (#20)."""
+        if test["outcome"] not in FAILING_OUTCOMES or test.get("file"):
+            return test
+        nodeid = test["nodeid"]
+        file, line = self.locations.get(nodeid) or (nodeid.split("::", 1)[0], None)
+        if not file.endswith(".py"):
+            return test
+        crash = next((c for c in self.crashes if c["id"] == test["crash"]), None) if test["crash"] else None
+        stack = crash["diagnosis"]["python_stack"] if crash is not None else None
+        return TestRecord(**{**test, "file": file, "line": _stack_line(stack, file) or line})
 
     def mark_not_run(self, why: str, scope: set[str] | None = None) -> None:
         attempt = len(self.attempts)
@@ -139,7 +184,7 @@ class RunState:
         run_url: str | None,
         runner_pid: int | None,
     ) -> RunRecord:
-        tests = [self.results[n] for n in self.expected if n in self.results]
+        tests = [self._located(self.results[n]) for n in self.expected if n in self.results]
         env = dict(self.environment)
         env.setdefault("host_python", sys.version.split()[0])
         return RunRecord(
@@ -165,6 +210,17 @@ class RunState:
             run_url=run_url,
             runner_pid=runner_pid,
         )
+
+
+def _stack_line(stack: str | None, file: str) -> int | None:
+    """The line of ``file`` nearest the top of a faulthandler stack (most recent call first)."""
+    for dump in parse_faulthandler(stack or ""):
+        for thread in dump.threads:
+            for frame in thread.frames:
+                path = frame.file.replace("\\", "/")
+                if frame.line is not None and (path == file or path.endswith("/" + file)):
+                    return frame.line
+    return None
 
 
 def _skip_info(skip: Mapping[str, object] | None, redactor: Redactor) -> SkipInfo | None:

@@ -15,7 +15,15 @@ from device_matrix.skips.by_design import (
     only_on,
 )
 from device_matrix.skips.disable import disable_matches, load_disable_list
-from device_matrix.skips.model import BY_DESIGN_MARK, DeviceSkip, SkipMode, SkipSource, from_marker
+from device_matrix.skips.model import (
+    BY_DESIGN_MARK,
+    DeviceSkip,
+    SkipMode,
+    SkipSource,
+    device_names,
+    from_marker,
+    pjrt_device_name,
+)
 from device_matrix.skips.refs import find_issue_in_text, normalize_issue
 from device_matrix.skips.scan import KNOWN_DEVICES, ScanFinding, check, scan_file, scan_source, scan_tree, uncited
 
@@ -30,6 +38,7 @@ __all__ = [
     "SkipMode",
     "SkipSource",
     "check",
+    "device_names",
     "disable_matches",
     "find_issue_in_text",
     "from_marker",
@@ -37,6 +46,7 @@ __all__ = [
     "load_disable_list",
     "normalize_issue",
     "only_on",
+    "pjrt_device_name",
     "scan_file",
     "scan_source",
     "scan_tree",

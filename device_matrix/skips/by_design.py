@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from device_matrix.errors import ConfigError
-from device_matrix.skips.model import BY_DESIGN_MARK
+from device_matrix.skips.model import BY_DESIGN_MARK, device_names
 
 BY_DESIGN_COMMENT = "device-matrix: by-design"
 BY_DESIGN_CONSTANT_PREFIX = "BY_DESIGN"
@@ -44,8 +44,7 @@ _Decorated = TypeVar("_Decorated", bound=Callable[..., object] | type)
 
 def current_devices() -> frozenset[str]:
     """The device this process runs on: the row's name and its PJRT device, lower case."""
-    names = (os.environ.get("DEVICE_MATRIX_DEVICE"), os.environ.get("PJRT_DEVICE"))
-    return frozenset(n.strip().lower() for n in names if n and n.strip())
+    return device_names(os.environ.get("DEVICE_MATRIX_DEVICE"), os.environ.get("PJRT_DEVICE"))
 
 
 def is_by_design_text(text: str | None) -> bool:

@@ -7,8 +7,9 @@ Markers (registered by the pytest plugin, usable in any project)::
                               strict=True, raises=ValueError)
 
 A device name matches the row being run (``cpu``, ``tpu``...) or its PJRT device in
-lower case. ``issue`` takes a URL, ``#N``, ``owner/name#N`` or ``ledger:N`` (an issue in
-the embedded ledger). After ``expires`` the marker no longer applies and
+lower case (``GPU``, PJRT's older name, is ``cuda``); under plain pytest, where no row
+runs, the PJRT device alone (:func:`device_names`). ``issue`` takes a URL, ``#N``,
+``owner/name#N`` or ``ledger:N`` (an issue in the embedded ledger). After ``expires`` the marker no longer applies and
 ``device-matrix skips check`` fails on it.
 
 The disable list is read by :mod:`device_matrix.skips.disable`; issue references are
@@ -29,6 +30,24 @@ from device_matrix.skips.refs import normalize_issue
 SkipMode = Literal["skip", "xfail"]
 SkipSource = Literal["marker", "disable_list", "unittest", "pytest"]
 BY_DESIGN_MARK = "only_on"  # the pytest mark (and static form) of a skip that is not a defect
+# PJRT device names that a device marker knows by another name: GPU is torch_xla's older name for CUDA
+PJRT_ALIASES = {"gpu": "cuda"}
+
+
+def pjrt_device_name(pjrt_device: str | None) -> str | None:
+    """The device name a PJRT device goes by in markers: ``CUDA`` and ``GPU`` are ``cuda``."""
+    name = (pjrt_device or "").strip().lower()
+    return PJRT_ALIASES.get(name, name) or None
+
+
+def device_names(row: str | None, pjrt_device: str | None) -> frozenset[str]:
+    """The names a device marker matches here, lower case: the row's, and its PJRT device's.
+
+    Under plain pytest there is no row (#20): ``PJRT_DEVICE=CUDA pytest`` (or ``GPU``)
+    matches ``"cuda"`` as the cuda row does.
+    """
+    names = {n.strip().lower() for n in (row, pjrt_device) if n and n.strip()}
+    return frozenset(names | {PJRT_ALIASES[n] for n in names if n in PJRT_ALIASES})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,11 +70,9 @@ class DeviceSkip:
     by_design: bool = False
     problem: str | None = None
 
-    def applies_to(self, row: str, pjrt_device: str | None) -> bool:
-        names = {row.lower()}
-        if pjrt_device:
-            names.add(pjrt_device.lower())
-        return any(d.lower() in names or d == "*" for d in self.devices)
+    def applies_to(self, row: str | None, pjrt_device: str | None) -> bool:
+        names = device_names(row, pjrt_device)
+        return bool(names) and any(d.lower() in names or d == "*" for d in self.devices)
 
     def expired(self, today: dt.date | None = None) -> bool:
         return self.expires is not None and self.expires < (today or dt.date.today())

@@ -20,19 +20,19 @@ from __future__ import annotations
 
 import ast
 import datetime as dt
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from device_matrix.errors import ConfigError
 from device_matrix.skips.by_design import BY_DESIGN_COMMENT, BY_DESIGN_CONSTANT_PREFIX
-from device_matrix.skips.model import BY_DESIGN_MARK, DeviceSkip, SkipMode, SkipSource, from_marker
-from device_matrix.skips.refs import find_issue_in_text
+from device_matrix.skips.model import BY_DESIGN_MARK, PJRT_ALIASES, DeviceSkip, SkipMode, SkipSource, from_marker
+from device_matrix.skips.refs import LEDGER_REF_RE, find_issue_in_text
 
 KNOWN_DEVICES = frozenset({"cpu", "tpu", "cuda", "neuron"})
-_ALIASES = {"gpu": "cuda"}
 EVERYWHERE = ("*",)
+NOT_IN_LEDGER = "which is not in the ledger"  # a ledger:N that neither the seed nor the ledger holds
 _RESOLVE_DEPTH = 12  # constants and helpers that refer to each other, cycles included
 _SKIPPED_DIRS = frozenset({".nox", ".venv", "venv", "node_modules", ".git", "__pycache__"})
 
@@ -184,7 +184,7 @@ class _Resolver:
         """Device names in a string or a tuple/list/set of strings."""
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             name = node.value.strip().lower()
-            return frozenset({_ALIASES.get(name, name)})
+            return frozenset({PJRT_ALIASES.get(name, name)})
         if isinstance(node, ast.Tuple | ast.List | ast.Set):
             out: set[str] = set()
             for elt in node.elts:
@@ -617,13 +617,22 @@ def scan_tree(root: Path, paths: Iterable[Path]) -> list[DeviceSkip]:
     return found
 
 
-def check(declared: Iterable[DeviceSkip], today: dt.date | None = None) -> list[ScanFinding]:
-    """What is wrong with each declaration: unusable, cites no issue, or expired."""
+def check(
+    declared: Iterable[DeviceSkip],
+    today: dt.date | None = None,
+    ledger: tuple[Collection[int], str] | None = None,
+) -> list[ScanFinding]:
+    """What is wrong with each declaration: unusable, cites no issue, cites a ledger issue
+    that does not exist, or expired. ``ledger``: the ids that exist and where they were
+    read from; None checks no ledger reference."""
     out = []
     for skip in declared:
         problem = skip.problem
         if problem is None and skip.issue is None and not skip.by_design:
             problem = "cites no issue"
+        cited = LEDGER_REF_RE.match(skip.issue or "")
+        if problem is None and ledger is not None and cited and int(cited.group(1)) not in ledger[0]:
+            problem = f"cites {skip.issue}, {NOT_IN_LEDGER}: {ledger[1]}"
         if problem is None and skip.expired(today):
             problem = f"expired on {skip.expires}"
         out.append(ScanFinding(skip, problem))

@@ -1,0 +1,183 @@
+"""One test runs once however it is named, and the progress counts right (#20).
+
+A duplicate is the same file reached twice with the same invocation: a ``scripts`` entry
+and a suite folder that holds its file, a ``--test`` nodeid and its file, a file named
+twice, a folder and a file inside it. Two ``scripts`` entries for one file with other
+arguments or variables are two invocations, and both run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from device_matrix.config import Script
+from device_matrix.run.targets import distinct_targets, unique_scripts
+from tests.conftest import Project
+from tests.userproject import user_project
+
+UNIT = """\
+import os
+import sys
+import unittest
+
+MARKS = os.environ.get("MARKS")
+
+
+class TestUnit(unittest.TestCase):
+    def test_a(self):
+        if MARKS:
+            with open(os.path.join(MARKS, "ran-" + "-".join(sys.argv[1:]) + "-" + str(os.getpid())), "w"):
+                pass
+
+    def test_b(self):
+        self.assertEqual(1, 1)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1])
+"""
+
+MORE = """\
+def test_one():
+    pass
+
+
+def test_two():
+    pass
+"""
+
+
+def _project(tmp_path: Path, scripts: str = "", suites: str = '["tests"]') -> Project:
+    return user_project(tmp_path, {"tests/test_unit.py": UNIT, "tests/test_more.py": MORE}, row=scripts, suites=suites)
+
+
+def _progress(stdout: str) -> list[tuple[int, int]]:
+    return [(int(a), int(b)) for a, b in re.findall(r"^cpu \[(\d+)/(\d+)\] ", stdout, re.M)]
+
+
+def _once(p: Project, proc_stdout: str, expected: set[str]) -> None:
+    tests = [t["nodeid"] for t in p.record("cpu")["tests"]]
+    assert Counter(tests) == Counter(expected), tests
+    progress = _progress(proc_stdout)
+    assert len(progress) == len(expected), proc_stdout
+    assert progress[-1] == (len(expected), len(expected)), proc_stdout
+    assert all(done <= total for done, total in progress), proc_stdout
+
+
+ALL = {
+    "tests/test_unit.py::TestUnit::test_a",
+    "tests/test_unit.py::TestUnit::test_b",
+    "tests/test_more.py::test_one",
+    "tests/test_more.py::test_two",
+}
+
+SCRIPT = '[[tool.device-matrix.devices.cpu.scripts]]\nfile = "tests/test_unit.py"\n'
+
+
+def test_a_script_inside_a_suite_runs_once(tmp_path: Path) -> None:
+    p = _project(tmp_path, SCRIPT)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    proc = p.run("run", "--device", "cpu", env={"MARKS": str(marks)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    _once(p, proc.stdout, ALL)
+    assert len(list(marks.iterdir())) == 1  # the file ran once: as its script, as upstream runs it
+    purposes = [a["purpose"] for a in p.record("cpu")["attempts"]]
+    assert purposes == ["run", "run"], purposes  # the suite's pytest, then the script
+
+
+def test_a_script_that_is_a_suite_too_runs_once(tmp_path: Path) -> None:
+    p = _project(tmp_path, SCRIPT, suites='["tests/test_unit.py", "tests/test_more.py"]')
+    proc = p.run("run", "--device", "cpu")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    _once(p, proc.stdout, ALL)
+    only = _project(tmp_path / "only", SCRIPT, suites='["tests/test_unit.py"]')
+    proc = only.run("run", "--device", "cpu")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    _once(only, proc.stdout, {n for n in ALL if "test_unit" in n})
+    assert [a["purpose"] for a in only.record("cpu")["attempts"]] == ["run"]  # the script alone
+
+
+def test_the_same_script_twice_runs_once(tmp_path: Path) -> None:
+    p = _project(tmp_path, SCRIPT + SCRIPT)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    proc = p.run("run", "--device", "cpu", env={"MARKS": str(marks)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    _once(p, proc.stdout, ALL)
+    assert len(list(marks.iterdir())) == 1
+
+
+def test_one_file_as_two_invocations_runs_twice(tmp_path: Path) -> None:
+    """Other arguments are another invocation: not a duplicate, both run."""
+    p = _project(tmp_path, SCRIPT + SCRIPT.replace("\n", '\nargs = ["--flag"]\n', 1))
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    proc = p.run("run", "--device", "cpu", env={"MARKS": str(marks)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    names = sorted(m.name.rsplit("-", 1)[0] for m in marks.iterdir())
+    assert names == ["ran-", "ran---flag"], names
+
+
+@pytest.mark.parametrize(
+    "tests",
+    [
+        ["tests/test_more.py", "tests/test_more.py"],
+        ["tests/test_more.py::test_one", "tests/test_more.py"],
+        ["tests/test_more.py", "tests/test_more.py::test_one"],
+        ["tests", "tests/test_more.py"],
+        ["tests/test_more.py", "./tests/"],
+        ["tests/test_more.py::test_one", "tests/test_more.py::test_one"],
+    ],
+)
+def test_a_test_named_twice_runs_once(tmp_path: Path, tests: list[str]) -> None:
+    p = _project(tmp_path)
+    proc = p.run("run", "--device", "cpu", *(x for t in tests for x in ("--test", t)))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    wanted = ALL if any(t.rstrip("/") in ("tests", "./tests") for t in tests) else set()
+    if not wanted:
+        wanted = {"tests/test_more.py::test_one", "tests/test_more.py::test_two"}
+        if all("::" in t for t in tests):
+            wanted = {"tests/test_more.py::test_one"}
+    _once(p, proc.stdout, wanted)
+
+
+def test_a_nodeid_and_its_suite(tmp_path: Path) -> None:
+    p = _project(tmp_path)
+    proc = p.run("run", "--device", "cpu", "--suite", "tests", "--test", "tests/test_more.py::test_one")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    _once(p, proc.stdout, {"tests/test_more.py::test_one"})
+
+
+def test_distinct_targets(tmp_path: Path) -> None:
+    (tmp_path / "tests" / "sub").mkdir(parents=True)
+    (tmp_path / "tests" / "test_a.py").write_text("")
+    (tmp_path / "tests" / "sub" / "test_b.py").write_text("")
+    assert distinct_targets(["tests/test_a.py", "tests/test_a.py"], tmp_path) == ["tests/test_a.py"]
+    assert distinct_targets(["tests/test_a.py::t", "tests/test_a.py"], tmp_path) == ["tests/test_a.py"]
+    assert distinct_targets(["tests/test_a.py::C", "tests/test_a.py::C::t", "tests/test_a.py::C2"], tmp_path) == [
+        "tests/test_a.py::C",
+        "tests/test_a.py::C2",
+    ]
+    assert distinct_targets(["tests/test_a.py::t[1]", "tests/test_a.py::t"], tmp_path) == ["tests/test_a.py::t"]
+    assert distinct_targets(["tests/sub/test_b.py", "tests/", "x.py"], tmp_path) == ["tests/", "x.py"]
+    assert distinct_targets([str(tmp_path / "tests"), "tests/test_a.py"], tmp_path) == [str(tmp_path / "tests")]
+    # a file a script runs is left to the script
+    script = Script(file="tests/sub/test_b.py")
+    assert distinct_targets(["tests/sub/test_b.py::t", "tests/test_a.py"], tmp_path, [script]) == ["tests/test_a.py"]
+    assert distinct_targets(["tests"], tmp_path, [script]) == ["tests"]  # pytest is told to --ignore it
+    # a sibling whose name starts the same is not inside
+    assert distinct_targets(["tests", "tests_more/test_c.py"], tmp_path) == ["tests", "tests_more/test_c.py"]
+    # a path that does not exist is compared as written
+    assert distinct_targets(["gone/test_x.py", "gone/test_x.py::t", "gone"], tmp_path) == ["gone"]
+
+
+def test_unique_scripts() -> None:
+    a = Script(file="t.py", args=(), env={})
+    b = Script(file="t.py", args=("--x",), env={})
+    c = Script(file="t.py", args=(), env={"V": "1"})
+    assert unique_scripts((a, a, b, c, b)) == (a, b, c)
