@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from device_matrix.config import Row
-from device_matrix.run.executors.container import expand_options
+from device_matrix.run.executors.container import PACKAGE_DIR, expand_options
 from tests.conftest import FIXTURES, Project
 
 pytestmark = pytest.mark.slow
@@ -31,11 +32,16 @@ def engine_down(env: dict[str, str], down: bool) -> dict[str, str]:
 
 @pytest.fixture
 def engine(tmp_path: Path) -> dict[str, str]:
+    """A fake docker that answers, and a fake podman without its service: a real engine
+    installed on this host is never the one a test talks to."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "docker").symlink_to(FIXTURES / "fake_engine.py")
+    (bin_dir / "podman").symlink_to(FIXTURES / "fake_engine.py")
     settings = bin_dir / "fake-engine.json"
-    settings.write_text(json.dumps({"log": str(tmp_path / "engine.log"), "state": str(tmp_path / "engine-state")}))
+    settings.write_text(
+        json.dumps({"log": str(tmp_path / "engine.log"), "state": str(tmp_path / "engine-state"), "down": ["podman"]})
+    )
     return {
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
         "FAKE_ENGINE_SETTINGS": str(settings),
@@ -55,8 +61,10 @@ def test_container_row_runs_through_the_engine(project: Callable[..., Project], 
     rec = p.record()
     assert rec["mode"] == "container" and rec["summary"]["passed"] == 40
     assert rec["environment"]["container_image"] == "registry.example/xla:r2.9@sha256:abc"
-    info, run = calls(engine)
-    assert info[0] == "info"
+    info, check, run = calls(engine)
+    assert info[:3] == ["info", "--format", "{{json .}}"]
+    # the image's interpreter and its pytest, asked before the first attempt
+    assert check[check.index("registry.example/xla:r2.9@sha256:abc") + 1 :][:2] == ["python", "-c"]
     assert run[:3] == ["run", "--rm", "--init"]
     assert "--shm-size=16g" in run and run[run.index("--gpus") + 1] == "all"
     root = str(p.root.resolve())
@@ -76,7 +84,7 @@ def test_crash_in_container_is_diagnosed(project: Callable[..., Project], engine
     assert crash["diagnosis"]["signal_name"] == "SIGSEGV"
     assert crash["diagnosis"]["exit_code"] == 139
     assert "in test_c_dies" in crash["diagnosis"]["python_stack"]
-    assert crash["repro"].startswith("docker run --rm -w ")  # the container, its folder and image
+    assert crash["repro"].startswith("docker run --rm --init ")  # the container, its folder and image
     assert "registry.example/xla:r2.9@sha256:abc python -m pytest" in crash["repro"].splitlines()[0]
     assert "suites/segv/test_segv.py::test_c_dies" in crash["repro"]
 
@@ -128,21 +136,26 @@ def test_device_globs_expand_on_the_host(tmp_path: Path) -> None:
 def test_container_runs_as_the_invoking_user(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from device_matrix.run.executors.base import LaunchSpec
     from device_matrix.run.executors.container import ContainerExecutor, user_options
+    from device_matrix.run.executors.engine import Engine
 
+    docker = Engine("/usr/bin/docker", "docker", "28.2.2", rootless=False)
     spec = LaunchSpec(pytest_args=[], env={}, workdir=tmp_path, project_root=tmp_path, core_limit=None)
     row = Row(name="r", pjrt_device="CPU", image="img", container_options=("--shm-size=1g",))
     monkeypatch.setattr(os, "getuid", lambda: 1001)
     monkeypatch.setattr(os, "getgid", lambda: 1002)
-    argv = ContainerExecutor("/usr/bin/docker", row, host_env={}).argv(spec)
+    argv = ContainerExecutor(docker, row, host_env={}).argv(spec)
     assert argv[argv.index("--user") + 1] == "1001:1002" and "HOME=/tmp" in argv
     assert argv.index("--user") < argv.index("img")  # an engine option, not the command's
-    # rootless engines map the invoking user to the container's root already
-    assert user_options("/usr/bin/podman", (), {}, 1001, 1002) == []
-    assert user_options("docker", (), {"DOCKER_HOST": "unix:///run/user/1001/docker.sock"}, 1001, 1002) == []
+    # a rootless engine (as its info says) maps the invoking user to the container's root already
+    assert user_options(Engine("/usr/bin/podman", "podman", "4.3.1", rootless=True), (), 1001, 1002) == []
+    assert user_options(Engine("docker", "docker", "28.2.2", rootless=True), (), 1001, 1002) == []
+    # a rootful podman (a root service behind CONTAINER_HOST) writes as root: the user is passed
+    rootful = Engine("podman", "podman", "4.3.1", rootless=False)
+    assert user_options(rootful, (), 1001, 1002) == ["--user", "1001:1002", "-e", "HOME=/tmp"]
     # root stays root; a row's own --user wins
-    assert user_options("docker", (), {}, 0, 0) == []
-    assert user_options("docker", ("--user=0:0",), {}, 1001, 1002) == []
-    assert user_options("docker", ("-u", "5"), {}, 1001, 1002) == []
+    assert user_options(docker, (), 0, 0) == []
+    assert user_options(docker, ("--user=0:0",), 1001, 1002) == []
+    assert user_options(docker, ("-u", "5"), 1001, 1002) == []
 
 
 def test_fake_engine_run_as_root_passes_no_user(project: Callable[..., Project], engine: dict[str, str]) -> None:
@@ -170,3 +183,86 @@ def test_allowlisted_secrets_are_named_in_the_repro_never_their_values(
     # (the fake engine's own log of its argv is the engine's, not ours)
     leaked = [str(f) for f in p.results.rglob("*") if f.is_file() and secret.encode() in f.read_bytes()]
     assert leaked == []
+
+
+def with_settings(env: dict[str, str], **changes: object) -> dict[str, str]:
+    settings = Path(env["FAKE_ENGINE_SETTINGS"])
+    settings.write_text(json.dumps({**json.loads(settings.read_text()), **changes}))
+    return env
+
+
+def test_podman_answers_its_own_info(project: Callable[..., Project], engine: dict[str, str]) -> None:
+    # Seen (#21): `podman info --format {{.ServerVersion}}` is a docker-only template
+    p = project("passing", row=ROW, top='container_engine = "podman"')
+    plan = p.run("plan", "--device", "fixture", "--json", env=with_settings(engine, down=[]))
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    planned = json.loads(plan.stdout)
+    assert planned["mode"] == "container", planned
+    proc = p.run("run", "--device", "fixture", env=engine)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    env = p.record()["environment"]
+    assert (env["container_engine"], env["container_engine_version"]) == ("podman", "4.3.1")
+    run = next(c for c in calls(engine) if c[0] == "run" and "pytest" in c)
+    assert ("--user" in run) is (os.getuid() != 0)  # a rootful podman (its info says so) writes as root
+
+
+def test_auto_takes_the_engine_that_answers(project: Callable[..., Project], engine: dict[str, str]) -> None:
+    # a docker client without its daemon beside a working podman: podman runs the row
+    p = project("passing", row=ROW)
+    proc = p.run("run", "--device", "fixture", env=with_settings(engine, down=["docker"]))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert p.record()["environment"]["container_engine"] == "podman"
+    # and when neither answers, both are named
+    both = p.run("run", "--device", "fixture", env=with_settings(engine, down=True))
+    assert both.returncode == 5
+    assert "docker" in both.stderr and "podman" in both.stderr and "Cannot connect" in both.stderr
+
+
+def test_an_image_with_only_python3_runs(project: Callable[..., Project], engine: dict[str, str]) -> None:
+    # Seen (#21): the interpreter was hard-coded to `python`
+    p = project("passing", row=ROW)
+    proc = p.run("run", "--device", "fixture", env=with_settings(engine, pythons=["python3"]))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rec = p.record()
+    assert rec["summary"]["passed"] == 40 and rec["environment"]["container_python"] == "python3"
+    run = next(c for c in calls(engine) if c[0] == "run" and "pytest" in c)
+    image_at = run.index("registry.example/xla:r2.9@sha256:abc")
+    assert run[image_at + 1] == "python3"
+
+
+def test_a_missing_container_python_names_the_image(project: Callable[..., Project], engine: dict[str, str]) -> None:
+    p = project("passing", row=ROW + 'container_python = "/opt/conda/bin/python"\n')
+    proc = p.run("run", "--device", "fixture", env=with_settings(engine, pythons=["python", "python3"]))
+    assert proc.returncode == 5, proc.stdout + proc.stderr
+    assert "registry.example/xla:r2.9@sha256:abc" in proc.stderr and "/opt/conda/bin/python" in proc.stderr
+    assert "not found" in proc.stderr and "container_python" in proc.stderr  # the tip names the key
+    assert not [c for c in calls(engine) if c[0] == "run" and "pytest" in c]  # no attempt started
+    assert p.record()["status"] == "error" and "refused" in p.record()["reason"]
+
+
+def test_repro_is_the_exact_engine_command(project: Callable[..., Project], engine: dict[str, str]) -> None:
+    # Seen (#21): the repro left out the row's container_options (ulimits, devices, shm size)
+    p = project("segv", row=ROW, top='env_allowlist = ["HF_TOKEN"]')
+    proc = p.run("run", "--device", "fixture", "--reruns", "0", env={**engine, "HF_TOKEN": "hf_" + "x" * 30})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (crash,) = p.record()["crashes"]
+    repro = shlex.split(crash["repro"].splitlines()[0])
+    launched = next(c for c in calls(engine) if c[0] == "run" and "pytest" in c)
+    image = "registry.example/xla:r2.9@sha256:abc"
+    # the engine's options as the run gave them, but its container's name
+    name_at = launched.index("--name")
+    options = [*launched[1:name_at], *launched[name_at + 2 : launched.index(image)]]
+    variables = {options[k + 1].split("=", 1)[0] for k in range(len(options)) if options[k] == "-e"}
+    others = [o for k, o in enumerate(options) if o != "-e" and (k == 0 or options[k - 1] != "-e")]
+    assert repro[:2] == ["docker", "run"]
+    repro_opts = repro[2 : repro.index(image)]
+    assert [o for k, o in enumerate(repro_opts) if o != "-e" and (k == 0 or repro_opts[k - 1] != "-e")] == others
+    assert "--shm-size=16g" in others and "--gpus" in others
+    assert f"{PACKAGE_DIR}:/opt/device-matrix/device_matrix:ro" in others
+    named = {repro_opts[k + 1] for k in range(len(repro_opts)) if repro_opts[k] == "-e"}
+    assert "HF_TOKEN" in named and not any(v.startswith("HF_TOKEN=") for v in named)  # by name only
+    assert {v.split("=", 1)[0] for v in named} <= variables
+    assert {"PJRT_DEVICE", "PYTHONPATH", "DEVICE_MATRIX_DEVICE"} <= {v.split("=", 1)[0] for v in named}
+    after = repro[repro.index(image) + 1 :]
+    assert after[0] == "python" and after[after.index("-m") + 1] == "pytest"
+    assert after[-1] == "suites/segv/test_segv.py::test_c_dies"

@@ -10,7 +10,7 @@ import pytest
 
 from device_matrix.diagnostics import core as core_files
 from device_matrix.diagnostics import diagnose, read_core
-from device_matrix.diagnostics.repro import Container, repro_command
+from device_matrix.diagnostics.repro import container_repro_command, repro_command
 from device_matrix.redact import Redactor
 
 RECORDED = Path(__file__).parent / "fixtures" / "recorded"
@@ -62,7 +62,7 @@ def test_a_cut_backtrace_keeps_the_crashing_thread() -> None:
 def test_read_core_records_the_crashing_thread(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     core = tmp_path / "core"
     core.write_bytes(core_files.ELF_MAGIC + b"\0" * 64)
-    monkeypatch.setattr(core_files, "gdb_backtrace", lambda executable, path: GDB)
+    monkeypatch.setattr(core_files, "gdb_backtrace", lambda executable, path, sysroot=None: GDB)
     diag = diagnose(
         returncode=-11,
         fault_text="",
@@ -134,28 +134,25 @@ def test_repro_names_the_interpreter_and_folder() -> None:
 
 
 def test_repro_in_a_container() -> None:
-    cmd = repro_command(
-        ["suites/mlp"],
-        python="/usr/bin/python3",
-        workdir="/srv/project",
-        env={"PJRT_DEVICE": "TPU"},
-        container=Container("podman", "ghcr.io/org/xla:tpu", ("/home/ci/project:/srv/project",)),
-    )
-    assert shlex.split(cmd) == [
+    launcher = [
         "podman",
         "run",
         "--rm",
+        "--init",
+        "--ulimit",
+        "nofile=1024:1024",
+        "-v",
+        "/srv/project:/srv/project",
         "-w",
         "/srv/project",
-        "-v",
-        "/home/ci/project:/srv/project",
+        "-e",
+        "HF_TOKEN",
         "-e",
         "PJRT_DEVICE=TPU",
         "ghcr.io/org/xla:tpu",
-        "/usr/bin/python3",
-        "-m",
-        "pytest",
-        "-p",
-        "no:cacheprovider",
-        "suites/mlp",
+        "python3",
     ]
+    cmd = container_repro_command(["suites/mlp"], launcher=launcher, nox_session="tpu")
+    first, second = cmd.splitlines()
+    assert shlex.split(first) == [*launcher, "-m", "pytest", "-p", "no:cacheprovider", "suites/mlp"]
+    assert second == "# or: nox -s tpu -- --test suites/mlp"
