@@ -100,6 +100,22 @@ def test_hang_in_container_is_killed_through_the_engine(
     assert kills and kills[0][:3] == ["kill", "--signal", "SIGUSR1"]
 
 
+def test_each_attempt_has_its_own_container_and_an_ended_one_is_removed(
+    project: Callable[..., Project], engine: dict[str, str]
+) -> None:
+    # on podman the --rm of a container whose client was ended is left to conmon: the next
+    # attempt, under the same name, was refused with "the container name ... is already in use"
+    p = project("hang", row=ROW)
+    proc = p.run("run", "--device", "fixture", "--test-timeout", "3", "--reruns", "0", env=engine)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert p.record()["summary"]["passed"] == 3  # the attempt after the kill ran
+    log = calls(engine)
+    names = [c[c.index("--name") + 1] for c in log if c[0] == "run" and "pytest" in c]
+    assert len(names) == 2 and len(set(names)) == 2
+    assert ["rm", "-f", names[0]] in log  # the one the runner ended
+    assert ["rm", "-f", names[1]] not in log  # the one that ended by itself went with its --rm
+
+
 def test_engine_down_is_a_clear_environment_error(project: Callable[..., Project], engine: dict[str, str]) -> None:
     p = project("passing", row=ROW)
     proc = p.run("run", "--device", "fixture", env=engine_down(engine, True))

@@ -184,6 +184,19 @@ def user_options(engine: Engine, options: Sequence[str], uid: int, gid: int) -> 
     return ["--user", f"{uid}:{gid}", "-e", "HOME=/tmp"]
 
 
+def engine_command(engine: str, args: Sequence[str], client_env: Mapping[str, str]) -> None:
+    """``ENGINE ARGS`` (kill, rm) for its effect; an engine that fails or hangs is let be."""
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+        subprocess.run(
+            [engine, *args],
+            capture_output=True,
+            timeout=ENGINE_CHECK_TIMEOUT,
+            check=False,
+            stdin=subprocess.DEVNULL,
+            env=client_env,
+        )
+
+
 class ContainerExecutor:
     name: ExecutorName = "container"
 
@@ -206,7 +219,6 @@ class ContainerExecutor:
         self.env_allowlist = tuple(env_allowlist)
         self.extra_mounts = tuple(extra_mounts)
         self.host_env = dict(os.environ if host_env is None else host_env)
-        self.container_name = f"device-matrix-{row.name}-{secrets.token_hex(4)}"
         self.python = row.container_python or CONTAINER_PYTHONS[0]
         self.found: ImagePython | None = None  # what prepare() found in the image
 
@@ -233,7 +245,7 @@ class ContainerExecutor:
         candidates = (self.row.container_python,) if self.row.container_python else CONTAINER_PYTHONS
         seen: list[str] = []
         for index, candidate in enumerate(candidates):
-            found = self._probe(spec, candidate, imports, name=f"{self.container_name}-check{index}")
+            found = self._probe(spec, candidate, imports, name=f"{self._new_name()}-check{index}")
             if isinstance(found, str):
                 seen.append(f"{candidate}: {found}")
                 continue
@@ -269,7 +281,7 @@ class ContainerExecutor:
             out, err = proc.communicate(timeout=timeout)
         except BaseException as exc:
             # an interrupt or the timeout: the container goes with the client
-            self._remove(name)
+            engine_command(self.engine.path, ["rm", "-f", name], self._client_env())
             proc.kill()
             proc.wait()
             if isinstance(exc, subprocess.TimeoutExpired):
@@ -294,17 +306,6 @@ class ContainerExecutor:
             tip="Check the image name and the row's container_options (try the command by hand: "
             f"`{self.engine.command} run --rm {self.row.image} {candidate} -V`).",
         )
-
-    def _remove(self, name: str) -> None:
-        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-            subprocess.run(
-                [self.engine.path, "rm", "-f", name],
-                capture_output=True,
-                timeout=ENGINE_CHECK_TIMEOUT,
-                check=False,
-                stdin=subprocess.DEVNULL,
-                env=self._client_env(),
-            )
 
     # --- the command ------------------------------------------------------------------
 
@@ -392,10 +393,15 @@ class ContainerExecutor:
         )
         return {k: v for k, v in self.host_env.items() if k in wanted}
 
+    def _new_name(self) -> str:
+        # one per container: an ended one may still be being removed when the next starts
+        return f"device-matrix-{self.row.name}-{secrets.token_hex(4)}"
+
     def launch(self, spec: LaunchSpec, output: BinaryIO) -> ContainerChild:
         spec.workdir.mkdir(parents=True, exist_ok=True)
+        name = self._new_name()
         proc = subprocess.Popen(
-            self.argv(spec, name=self.container_name),
+            self.argv(spec, name=name),
             cwd=spec.workdir,
             env=self._client_env(),
             stdin=subprocess.DEVNULL,
@@ -403,7 +409,7 @@ class ContainerExecutor:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        return ContainerChild(proc, spec.token, self.engine.path, self.container_name)
+        return ContainerChild(proc, spec.token, self.engine.path, name, self._client_env())
 
     def command_for(self, spec: LaunchSpec) -> list[str]:
         argv = self.argv(spec)
@@ -457,22 +463,24 @@ class ContainerChild(PopenChild):
     # client by design, and the engine ends what ran inside the container
     sweeps_adopted = False
 
-    def __init__(self, proc: subprocess.Popen[bytes], token: str, engine: str, name: str) -> None:
+    def __init__(
+        self, proc: subprocess.Popen[bytes], token: str, engine: str, name: str, client_env: Mapping[str, str]
+    ) -> None:
         super().__init__(proc, token)
         self.engine = engine
         self.name = name
+        self.client_env = dict(client_env)
 
     def _engine_kill(self, sig: int) -> None:
-        try:
-            subprocess.run(
-                [self.engine, "kill", "--signal", signal.Signals(sig).name, self.name],
-                capture_output=True,
-                timeout=ENGINE_CHECK_TIMEOUT,
-                check=False,
-                stdin=subprocess.DEVNULL,
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            pass
+        engine_command(self.engine, ["kill", "--signal", signal.Signals(sig).name, self.name], self.client_env)
+
+    def end(self) -> int:
+        code = super().end()
+        if self.ended_alive:
+            # the client was ended with its container: the engine's --rm may not have run
+            # yet (podman leaves it to conmon), and nothing the runner ended stays behind
+            engine_command(self.engine, ["rm", "-f", self.name], self.client_env)
+        return code
 
     def send(self, sig: int) -> None:
         if self.proc.poll() is None:
