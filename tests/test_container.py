@@ -5,6 +5,10 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,7 +16,7 @@ import pytest
 
 from device_matrix.config import Row
 from device_matrix.run.executors.container import PACKAGE_DIR, expand_options
-from tests.conftest import FIXTURES, Project
+from tests.conftest import FIXTURES, Project, clean_env
 
 pytestmark = pytest.mark.slow
 
@@ -51,7 +55,7 @@ def engine(tmp_path: Path) -> dict[str, str]:
 
 def calls(env: dict[str, str]) -> list[list[str]]:
     log = Path(json.loads(Path(env["FAKE_ENGINE_SETTINGS"]).read_text())["log"])
-    return [json.loads(line) for line in log.read_text().splitlines()]
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
 
 def test_container_row_runs_through_the_engine(project: Callable[..., Project], engine: dict[str, str]) -> None:
@@ -114,6 +118,34 @@ def test_each_attempt_has_its_own_container_and_an_ended_one_is_removed(
     assert len(names) == 2 and len(set(names)) == 2
     assert ["rm", "-f", names[0]] in log  # the one the runner ended
     assert ["rm", "-f", names[1]] not in log  # the one that ended by itself went with its --rm
+
+
+def test_an_interrupt_while_the_image_is_checked_ends_the_check_and_says_so(
+    project: Callable[..., Project], engine: dict[str, str]
+) -> None:
+    p = project("passing", row=ROW)
+    (p.results / "fixture").mkdir(parents=True)
+    (p.results / "fixture" / "run.json").write_text('{"status": "passed"}')  # the last run's
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "device_matrix", "--project", str(p.root), "run", "--device", "fixture"],
+        cwd=p.root,
+        env={**clean_env(), **with_settings(engine, check_sleep=120)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not [c for c in calls(engine) if c[0] == "run" and "-c" in c] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.5)
+    runner.send_signal(signal.SIGTERM)
+    out, err = runner.communicate(timeout=60)
+    assert runner.returncode == 128 + signal.SIGTERM, out + err
+    record = p.record()
+    assert record["status"] == "interrupted" and "before the first attempt" in record["reason"]
+    (check,) = [c for c in calls(engine) if c[0] == "run" and "-c" in c]
+    assert ["rm", "-f", check[check.index("--name") + 1]] in calls(engine)  # the check's container goes too
+    assert not [c for c in calls(engine) if c[0] == "run" and "pytest" in c]
 
 
 def test_engine_down_is_a_clear_environment_error(project: Callable[..., Project], engine: dict[str, str]) -> None:

@@ -315,7 +315,12 @@ class RowRunner:
             targets = self._targets()
             executor = self._executor(targets)
         except DeviceMatrixError as exc:
-            self._refused(exc)
+            self._unstarted("error", f"refused: {exc.message} (exit {exc.exit_code})")
+            raise
+        except Interrupted as exc:
+            # checking the image takes seconds, or minutes of a pull: the last run's record
+            # must not stand for this one
+            self._unstarted("interrupted", f"interrupted by {exc} before the first attempt")
             raise
         with row_lock(self.dir) as self._lock:
             previous = self._prepare()
@@ -364,8 +369,8 @@ class RowRunner:
             status, reason = self._reconcile(status, reason)
             return self._write(status, reason)
 
-    def _refused(self, exc: DeviceMatrixError) -> None:
-        """A run refused before it started: its record says so, not the last run's.
+    def _unstarted(self, status: RowStatus, reason: str) -> None:
+        """A run refused or interrupted before it started: its record says so, not the last run's.
 
         Nothing is written while another run holds the row: its record is the current one.
         """
@@ -373,7 +378,7 @@ class RowRunner:
             with row_lock(self.dir):
                 for name in ("junit.xml", "report.json"):
                     (self.dir / name).unlink(missing_ok=True)
-                self._write("error", f"refused: {exc.message} (exit {exc.exit_code})")
+                self._write(status, reason)
         except (DeviceMatrixError, OSError):
             pass  # the refusal itself is what the user is told
 
