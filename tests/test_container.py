@@ -314,3 +314,53 @@ def test_repro_is_the_exact_engine_command(project: Callable[..., Project], engi
     after = repro[repro.index(image) + 1 :]
     assert after[0] == "python" and after[after.index("-m") + 1] == "pytest"
     assert after[-1] == "suites/segv/test_segv.py::test_c_dies"
+
+
+def test_the_engine_is_read_from_its_own_info() -> None:
+    from device_matrix.run.executors.engine import Engine, NoEngine, read_info
+
+    podman = {"host": {"security": {"rootless": True}}, "version": {"Version": "4.3.1"}}
+    assert read_info("/usr/bin/podman", podman) == Engine("/usr/bin/podman", "podman", "4.3.1", rootless=True)
+    # podman's docker-compatible command is podman, whatever its name
+    assert read_info("/usr/bin/docker", podman).name == "podman"
+    docker = {"ServerVersion": "28.2.2", "SecurityOptions": ["name=seccomp,profile=builtin", "name=rootless"]}
+    assert read_info("docker", docker) == Engine("docker", "docker", "28.2.2", rootless=True)
+    assert read_info("docker", {**docker, "SecurityOptions": []}).rootless is False
+    down = read_info("docker", {"ServerVersion": "", "ServerErrors": ["Cannot connect to the Docker daemon"]})
+    assert down == NoEngine("`docker info`: Cannot connect to the Docker daemon")
+    assert isinstance(read_info("docker", {"ID": ""}), NoEngine)
+
+
+def test_what_an_image_interpreter_lacks_is_said() -> None:
+    from device_matrix.run.executors.container import ImagePython, _image_python
+
+    def found(python: str = "3.11.2", pytest: str | None = "8.0.0", **kw: object) -> ImagePython:
+        return ImagePython(name="python3", version=python, executable="/usr/bin/python3.11", pytest=pytest, **kw)
+
+    assert found().problem(needs_pytest=True) is None
+    assert found(pytest="9.1.0.dev3+g1a2b").problem(needs_pytest=True) is None
+    assert found(pytest="8.0.0rc1").problem(needs_pytest=True) is None
+    assert "pytest 7.4.4 (needs pytest >= 8.0" in (found(pytest="7.4.4").problem(needs_pytest=True) or "")
+    assert found(python="3.9.18").problem(needs_pytest=False) == "Python 3.9.18 (device-matrix needs Python >= 3.10)"
+    assert "Python 2.7.18" in (found(python="2.7.18", pytest=None).problem(needs_pytest=False) or "")
+    lacking = found(pytest=None, pytest_error="ModuleNotFoundError: No module named 'pytest'")
+    assert "without pytest (ModuleNotFoundError" in (lacking.problem(needs_pytest=True) or "")
+    assert lacking.problem(needs_pytest=False) is None  # a row of scripts runs without pytest
+    broken = found(import_errors={"device_matrix.child.plugin": "ImportError: x"})
+    assert "device_matrix.child.plugin does not import (ImportError: x)" in (broken.problem(needs_pytest=True) or "")
+    assert found(pytest="unknown").problem(needs_pytest=True) is not None  # no version is not a new one
+    # what the image's interpreter printed, read defensively
+    text = '{"python": "3.11.2", "executable": "/usr/bin/python3.11", "pytest": "8.0.0"}'
+    assert _image_python("python", text) == ImagePython("python", "3.11.2", "/usr/bin/python3.11", "8.0.0")
+    assert "unreadable" in str(_image_python("python", "{not json"))
+    assert "unreadable" in str(_image_python("python", '{"python": "3.11"}'))
+
+
+def test_the_image_needs_what_the_package_declares() -> None:
+    import tomllib
+
+    from device_matrix.run.executors.container import MIN_PYTEST, MIN_PYTHON
+
+    project = tomllib.loads((FIXTURES.parent.parent / "pyproject.toml").read_text())["project"]
+    assert project["requires-python"] == ">=" + ".".join(map(str, MIN_PYTHON))
+    assert f"pytest>={MIN_PYTEST[0]}" in project["dependencies"] and MIN_PYTEST[1] == 0

@@ -156,3 +156,33 @@ def test_repro_in_a_container() -> None:
     first, second = cmd.splitlines()
     assert shlex.split(first) == [*launcher, "-m", "pytest", "-p", "no:cacheprovider", "suites/mlp"]
     assert second == "# or: nox -s tpu -- --test suites/mlp"
+
+
+def _core_with_files(names: list[bytes]) -> bytes:
+    """A 64-bit little-endian ELF core holding one other note, then an NT_FILE note."""
+    import struct
+
+    def note(kind: int, desc: bytes) -> bytes:
+        pad = b"\0" * (-len(desc) % 4)
+        return struct.pack("<III", 5, len(desc), kind) + b"CORE\0\0\0\0" + desc + pad
+
+    desc = struct.pack("<QQ", len(names), 4096) + b"".join(struct.pack("<QQQ", k, k + 1, 0) for k in range(len(names)))
+    notes = note(1, b"\0" * 336) + note(core_files.NT_FILE, desc + b"".join(n + b"\0" for n in names))
+    ident = b"\x7fELF\x02\x01\x01" + b"\0" * 9
+    header = ident + struct.pack("<HHIQQQIHHHHHH", 4, 62, 1, 0, 64, 0, 0, 64, 56, 1, 64, 0, 0)
+    phdr = struct.pack("<IIQQQQQQ", core_files.PT_NOTE, 4, 120, 0, 0, len(notes), 0, 4)
+    return header + phdr + notes
+
+
+def test_mapped_files_are_read_from_the_cores_file_note(tmp_path: Path) -> None:
+    core = tmp_path / "core"
+    core.write_bytes(
+        _core_with_files([b"/usr/bin/python3.11", b"/lib/libgone.so (deleted)", b"/dev/zero", b"/usr/lib/libc.so.6"])
+    )
+    assert core_files.mapped_files(core) == ["/usr/bin/python3.11", "/usr/lib/libc.so.6"]
+    # not a core of this kind, or cut short: nothing, not an error
+    (tmp_path / "text").write_text("core dumped\n")
+    assert core_files.mapped_files(tmp_path / "text") == []
+    (tmp_path / "cut").write_bytes(core.read_bytes()[:130])
+    assert core_files.mapped_files(tmp_path / "cut") == []
+    assert core_files.mapped_files(tmp_path / "missing") == []
