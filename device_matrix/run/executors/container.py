@@ -47,7 +47,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[2]
 MIN_PYTHON = (3, 10)
 MIN_PYTEST = (8, 0)
 PYTEST_REQUIREMENT = "pytest>=8"
-PYTEST_NEED = "pytest >= 8.0 (the plugin uses pytest.Directory)"
+PYTEST_NEED = "pytest >= 8.0, for pytest.Directory"
 # the engine answers 127 when the command is not in the image (docker and podman alike)
 NOT_FOUND = 127
 # the check may pull the image first: it gets what starting pytest gets, at least this
