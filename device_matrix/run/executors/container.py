@@ -127,12 +127,10 @@ class ImagePython:
             return f"Python {self.version} without pytest ({self.pytest_error}; needs {PYTEST_NEED})"
         if needs_pytest and self.pytest is not None and _version(self.pytest) < MIN_PYTEST:
             return f"Python {self.version} with pytest {self.pytest} (needs {PYTEST_NEED})"
-        for module, error in self.import_errors.items():
-            return f"Python {self.version}: {module} does not import ({error})"
+        failed = next(iter(self.import_errors.items()), None)
+        if failed is not None:
+            return f"Python {self.version}: {failed[0]} does not import ({failed[1]})"
         return None
-
-    def describe(self) -> str:
-        return f"Python {self.version}" + (f" with pytest {self.pytest}" if self.pytest else " without pytest")
 
 
 def _image_python(name: str, text: str) -> ImagePython | str:
@@ -257,8 +255,8 @@ class ContainerExecutor:
         key = f"[tool.device-matrix.devices.{self.row.name}] container_python"
         raise EnvironmentProblem(
             f"image {self.row.image} cannot run row {self.row.name!r}: " + "; ".join(seen),
-            tip=f"Install pytest in the image (pip install '{PYTEST_REQUIREMENT}'), or set {key} "
-            "to an interpreter of the image that has it.",
+            tip=f"Use an image with Python >= {'.'.join(map(str, MIN_PYTHON))} and pytest (pip install "
+            f"'{PYTEST_REQUIREMENT}'), or set {key} to an interpreter of the image that has them.",
         )
 
     def _probe(self, spec: LaunchSpec, candidate: str, imports: Sequence[str], *, name: str) -> ImagePython | str:
