@@ -71,6 +71,9 @@ class Row:
     pjrt_device: PjrtDevice
     image: str = ""
     container_options: tuple[str, ...] = ()
+    # the image's interpreter (a name on its PATH or a path); "": the first of python,
+    # python3 there that can run the row (#21)
+    container_python: str = ""
     run_in: RunIn = "auto"
     runner_labels: tuple[str, ...] = ("ubuntu-latest",)
     suites: tuple[str, ...] = ()
@@ -203,6 +206,11 @@ def _is_str(v: Any) -> bool:
 
 def _is_path(v: Any) -> bool:
     return _is_str(v) and bool(v.strip())
+
+
+def _is_interpreter(v: Any) -> bool:
+    """ "" (look for one), or a program: not an option, not blank around it."""
+    return _is_str(v) and (v == "" or (v.strip() == v and not v.startswith("-")))
 
 
 def _is_str_list(v: Any) -> bool:
@@ -340,6 +348,10 @@ _ROW_KEYS: dict[str, tuple[Check, str]] = {
     "pjrt_device": (_one_of(PJRT_DEVICES), " | ".join(PJRT_DEVICES)),
     "image": (_is_str, "a container image reference (string)"),
     "container_options": (_is_str_list, "a list of strings"),
+    "container_python": (
+        _is_interpreter,
+        "the image's interpreter: a name on its PATH ('python3') or a path; '' for the first of python, python3",
+    ),
     "run_in": (_one_of(RUN_IN_CHOICES), " | ".join(RUN_IN_CHOICES)),
     "runner_labels": (_is_str_list, "a list of strings"),
     "suites": (_is_str_list, "a list of suite names (folders under suites_dir)"),

@@ -10,7 +10,7 @@ import pytest
 
 from device_matrix.diagnostics import core as core_files
 from device_matrix.diagnostics import diagnose, read_core
-from device_matrix.diagnostics.repro import Container, repro_command
+from device_matrix.diagnostics.repro import container_repro_command, repro_command
 from device_matrix.redact import Redactor
 
 RECORDED = Path(__file__).parent / "fixtures" / "recorded"
@@ -62,7 +62,7 @@ def test_a_cut_backtrace_keeps_the_crashing_thread() -> None:
 def test_read_core_records_the_crashing_thread(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     core = tmp_path / "core"
     core.write_bytes(core_files.ELF_MAGIC + b"\0" * 64)
-    monkeypatch.setattr(core_files, "gdb_backtrace", lambda executable, path: GDB)
+    monkeypatch.setattr(core_files, "gdb_backtrace", lambda executable, path, sysroot=None: GDB)
     diag = diagnose(
         returncode=-11,
         fault_text="",
@@ -134,28 +134,55 @@ def test_repro_names_the_interpreter_and_folder() -> None:
 
 
 def test_repro_in_a_container() -> None:
-    cmd = repro_command(
-        ["suites/mlp"],
-        python="/usr/bin/python3",
-        workdir="/srv/project",
-        env={"PJRT_DEVICE": "TPU"},
-        container=Container("podman", "ghcr.io/org/xla:tpu", ("/home/ci/project:/srv/project",)),
-    )
-    assert shlex.split(cmd) == [
+    launcher = [
         "podman",
         "run",
         "--rm",
+        "--init",
+        "--ulimit",
+        "nofile=1024:1024",
+        "-v",
+        "/srv/project:/srv/project",
         "-w",
         "/srv/project",
-        "-v",
-        "/home/ci/project:/srv/project",
+        "-e",
+        "HF_TOKEN",
         "-e",
         "PJRT_DEVICE=TPU",
         "ghcr.io/org/xla:tpu",
-        "/usr/bin/python3",
-        "-m",
-        "pytest",
-        "-p",
-        "no:cacheprovider",
-        "suites/mlp",
+        "python3",
     ]
+    cmd = container_repro_command(["suites/mlp"], launcher=launcher, nox_session="tpu")
+    first, second = cmd.splitlines()
+    assert shlex.split(first) == [*launcher, "-m", "pytest", "-p", "no:cacheprovider", "suites/mlp"]
+    assert second == "# or: nox -s tpu -- --test suites/mlp"
+
+
+def _core_with_files(names: list[bytes]) -> bytes:
+    """A 64-bit little-endian ELF core holding one other note, then an NT_FILE note."""
+    import struct
+
+    def note(kind: int, desc: bytes) -> bytes:
+        pad = b"\0" * (-len(desc) % 4)
+        return struct.pack("<III", 5, len(desc), kind) + b"CORE\0\0\0\0" + desc + pad
+
+    desc = struct.pack("<QQ", len(names), 4096) + b"".join(struct.pack("<QQQ", k, k + 1, 0) for k in range(len(names)))
+    notes = note(1, b"\0" * 336) + note(core_files.NT_FILE, desc + b"".join(n + b"\0" for n in names))
+    ident = b"\x7fELF\x02\x01\x01" + b"\0" * 9
+    header = ident + struct.pack("<HHIQQQIHHHHHH", 4, 62, 1, 0, 64, 0, 0, 64, 56, 1, 64, 0, 0)
+    phdr = struct.pack("<IIQQQQQQ", core_files.PT_NOTE, 4, 120, 0, 0, len(notes), 0, 4)
+    return header + phdr + notes
+
+
+def test_mapped_files_are_read_from_the_cores_file_note(tmp_path: Path) -> None:
+    core = tmp_path / "core"
+    core.write_bytes(
+        _core_with_files([b"/usr/bin/python3.11", b"/lib/libgone.so (deleted)", b"/dev/zero", b"/usr/lib/libc.so.6"])
+    )
+    assert core_files.mapped_files(core) == ["/usr/bin/python3.11", "/usr/lib/libc.so.6"]
+    # not a core of this kind, or cut short: nothing, not an error
+    (tmp_path / "text").write_text("core dumped\n")
+    assert core_files.mapped_files(tmp_path / "text") == []
+    (tmp_path / "cut").write_bytes(core.read_bytes()[:130])
+    assert core_files.mapped_files(tmp_path / "cut") == []
+    assert core_files.mapped_files(tmp_path / "missing") == []

@@ -266,7 +266,9 @@ def cmd_plan(args: argparse.Namespace, out: Output) -> int:
                 "row": name,
                 "mode": plan.mode,
                 "reason": plan.reason,
-                "engine": plan.engine,
+                "engine": plan.engine.path if plan.engine else None,
+                "engine_name": plan.engine.name if plan.engine else None,
+                "engine_version": plan.engine.version if plan.engine else None,
                 "install": list(plan.row.install),
                 "install_args": list(plan.row.install_args),
                 "image": plan.row.image,
@@ -310,13 +312,17 @@ def cmd_list(args: argparse.Namespace, out: Output) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace, out: Output) -> int:
-    from device_matrix.run.executors.container import check_engine, find_engine
+    from device_matrix.run.executors.engine import Engine, find_engine
 
     cfg = _load(args)
     problems = 0
     engine = find_engine(cfg.container_engine)
-    engine_problem = "no docker or podman on PATH" if engine is None else check_engine(engine)
-    out.line(f"container engine: {engine or 'none'}" + (f" ({engine_problem})" if engine_problem else " (answers)"))
+    engine_problem = None if isinstance(engine, Engine) else engine.reason
+    if isinstance(engine, Engine):
+        rootless = ", rootless" if engine.rootless else ""
+        out.line(f"container engine: {engine.path} ({engine.name} {engine.version}{rootless}, answers)")
+    else:
+        out.line(f"container engine: none ({engine.reason})")
     out.line(f"gdb: {shutil.which('gdb') or 'missing (crash backtraces from core files are skipped)'}")
     for name, row in cfg.rows.items():
         presence = detect(row)

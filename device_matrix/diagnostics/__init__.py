@@ -227,13 +227,15 @@ def read_core(
     redactor: Redactor,
     use_gdb: bool = True,
     keep: bool = False,
+    sysroot: Path | None = None,
 ) -> None:
     """Add gdb's backtrace of ``core`` to ``diagnosis``, then delete the core unless ``keep``.
 
     Slow (gdb loads every shared library's symbols), so the runner calls it in the
-    background while the run resumes.
+    background while the run resumes. ``sysroot``: where the executable and libraries
+    of a container's process are, at their paths in the image.
     """
-    text = core_files.gdb_backtrace(executable, core) if use_gdb else None
+    text = core_files.gdb_backtrace(executable, core, sysroot=sysroot) if use_gdb else None
     if text:
         diagnosis["gdb_backtrace"] = redactor.text(core_files.bound_backtrace(text))
         diagnosis["gdb_frames"] = core_files.gdb_frames(text)[:10]

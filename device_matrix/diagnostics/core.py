@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import resource
 import shutil
+import struct
 import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -50,16 +51,74 @@ def find_core(workdir: Path, pid: int | None = None) -> Path | None:
     return None
 
 
-def gdb_backtrace(executable: str, core: Path, timeout: float = GDB_TIMEOUT) -> str | None:
-    """Every thread's backtrace from a core, or None when gdb is missing or fails."""
+PT_NOTE = 4
+NT_FILE = 0x46494C45  # "FILE": the files mapped into the process, by the kernel
+NOTES_LIMIT = 64 << 20  # bytes of notes read from one core (they are kilobytes)
+
+
+def mapped_files(core: Path) -> list[str]:
+    """The files the crashed process had mapped (its executable, its shared libraries),
+    from the core's NT_FILE note; [] when the core is not a 64-bit little-endian ELF core.
+
+    Only the headers and the notes are read, never the memory: cores run to gigabytes.
+    """
+    found: dict[str, None] = {}
+    try:
+        with core.open("rb") as fh:
+            head = fh.read(64)
+            if head[:4] != ELF_MAGIC or head[4] != 2 or head[5] != 1:  # ELFCLASS64, little-endian
+                return []
+            (phoff,) = struct.unpack_from("<Q", head, 0x20)
+            phentsize, phnum = struct.unpack_from("<HH", head, 0x36)
+            fh.seek(phoff)
+            table = fh.read(phentsize * phnum)
+            for k in range(phnum):
+                p_type, _, offset, _, _, size = struct.unpack_from("<IIQQQQ", table, k * phentsize)
+                if p_type != PT_NOTE or size > NOTES_LIMIT:
+                    continue
+                fh.seek(offset)
+                for name in _file_note_names(fh.read(size)):
+                    found[name] = None
+    except (OSError, struct.error, IndexError):
+        return list(found)
+    return [n for n in found if n.startswith("/") and not n.startswith(("/dev/", "/memfd:", "/SYSV"))]
+
+
+def _file_note_names(notes: bytes) -> list[str]:
+    names: list[str] = []
+    pos = 0
+    while pos + 12 <= len(notes):
+        namesz, descsz, kind = struct.unpack_from("<III", notes, pos)
+        pos += 12 + ((namesz + 3) & ~3)
+        desc = notes[pos : pos + descsz]
+        pos += (descsz + 3) & ~3
+        if kind == NT_FILE and len(desc) >= 16:
+            (count,) = struct.unpack_from("<Q", desc, 0)
+            strings = desc[16 + 24 * count :].split(b"\0")[:count]
+            names += [b.decode("utf-8", "surrogateescape") for b in strings if not b.endswith(b" (deleted)")]
+    return names
+
+
+def gdb_backtrace(
+    executable: str, core: Path, timeout: float = GDB_TIMEOUT, *, sysroot: Path | None = None
+) -> str | None:
+    """Every thread's backtrace from a core, or None when gdb is missing or fails.
+
+    With ``sysroot`` (a core of a container's process), the executable and the shared
+    libraries are read from that folder at their paths in the image, and the folder is
+    left out of the text: the image's paths are the ones that mean something.
+    """
     gdb = shutil.which("gdb")
     if gdb is None:
         return None
+    if sysroot is not None:
+        executable = str(sysroot / executable.lstrip("/"))
     argv = [
         gdb,
         "-batch",
         "-nx",
         "-q",
+        *(["-iex", f"set sysroot {sysroot}"] if sysroot is not None else []),
         "-ex",
         "set pagination off",
         "-ex",
@@ -76,6 +135,8 @@ def gdb_backtrace(executable: str, core: Path, timeout: float = GDB_TIMEOUT) -> 
     except (OSError, subprocess.TimeoutExpired):
         return None
     text = proc.stdout.strip()
+    if sysroot is not None:
+        text = text.replace(str(sysroot), "")
     return text or None
 
 

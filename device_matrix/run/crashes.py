@@ -5,8 +5,10 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import re
-from collections.abc import Iterable
+import shutil
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TypeAlias
 
 from device_matrix import diagnostics
 from device_matrix.child.journal import FORKED_COPY_NOTE
@@ -20,6 +22,8 @@ SCAN_CHUNK = 8 << 20  # bytes of output read at a time when the whole of it is s
 _before, _, _after = FORKED_COPY_NOTE.partition("{nodeid}")
 FORKED_COPY_RE = re.compile(re.escape(_before).encode() + rb"(.+?)" + re.escape(_after[:40]).encode())
 ET_CORE = 4
+# a core -> a folder holding the files it maps at their paths in the image (None: not copied)
+ImageFiles: TypeAlias = Callable[[Path], contextlib.AbstractContextManager[Path | None]]
 
 
 def read_log(log: Path, start: int, end: int | None = None) -> str:
@@ -94,11 +98,21 @@ def new_cores(folders: Iterable[Path], since: float) -> list[Path]:
 class CoreReader:
     """gdb reads cores in the background while the run resumes; cores never stay."""
 
-    def __init__(self, *, interpreter: str, redactor: Redactor, use_gdb: bool, keep: bool) -> None:
+    def __init__(
+        self,
+        *,
+        interpreter: str,
+        redactor: Redactor,
+        use_gdb: bool,
+        keep: bool,
+        image_files: ImageFiles | None = None,
+    ) -> None:
         self.interpreter = interpreter
         self.redactor = redactor
         self.use_gdb = use_gdb
         self.keep = keep
+        # a container's process: its executable and libraries are the image's, not the host's
+        self.image_files = image_files
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="device-matrix-gdb")
         self._jobs: list[concurrent.futures.Future[None]] = []
 
@@ -116,17 +130,26 @@ class CoreReader:
                 with contextlib.suppress(OSError):
                     first.unlink()
             return
-        self._jobs.append(
-            self._pool.submit(
-                diagnostics.read_core,
+        self._jobs.append(self._pool.submit(self._read, diagnosis, first))
+
+    def _read(self, diagnosis: CrashDiagnosis, core: Path) -> None:
+        if self.image_files is None or not self.use_gdb or shutil.which("gdb") is None:
+            # gdb on the host's files under the image's names would print another program's stack
+            use_gdb = self.use_gdb and self.image_files is None
+            diagnostics.read_core(
+                diagnosis, core, executable=self.interpreter, redactor=self.redactor, use_gdb=use_gdb, keep=self.keep
+            )
+            return
+        with self.image_files(core) as sysroot:
+            diagnostics.read_core(
                 diagnosis,
-                first,
+                core,
                 executable=self.interpreter,
                 redactor=self.redactor,
-                use_gdb=self.use_gdb,
+                use_gdb=sysroot is not None,
                 keep=self.keep,
+                sysroot=sysroot,
             )
-        )
 
     def close(self) -> None:
         for job in self._jobs:

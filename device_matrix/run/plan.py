@@ -10,7 +10,7 @@ from typing import Literal
 from device_matrix.config import Config, Row
 from device_matrix.devices import detect
 from device_matrix.errors import EnvironmentProblem
-from device_matrix.run.executors.container import check_engine, find_engine
+from device_matrix.run.executors.engine import Engine, find_engine
 
 Mode = Literal["local", "container", "unavailable"]
 
@@ -20,7 +20,7 @@ class RowPlan:
     row: Row
     mode: Mode
     reason: str
-    engine: str | None = None
+    engine: Engine | None = None
 
 
 def plan_row(
@@ -46,17 +46,17 @@ def plan_row(
         want = "local"
     if want == "local":
         return RowPlan(row, "local", presence.reason)
+    if want == "auto" and not row.image:
+        return RowPlan(row, "local", f"{presence.reason}; on this host (no image configured)")
     engine = find_engine(cfg.container_engine, env)
-    problem = "no docker or podman on PATH" if engine is None else check_engine(engine)
     if want == "container":
-        if problem is not None:
+        if not isinstance(engine, Engine):
             raise EnvironmentProblem(
-                f"row {row.name!r} must run in its container, but {problem}",
+                f"row {row.name!r} must run in its container, but {engine.reason}",
                 tip="Start the container engine, pick one with --engine, or run the row with --local.",
             )
         return RowPlan(row, "container", presence.reason, engine)
     # auto: the container when an engine answers, this host otherwise
-    if problem is None and row.image:
+    if isinstance(engine, Engine):
         return RowPlan(row, "container", presence.reason, engine)
-    why = "no image configured" if not row.image else problem
-    return RowPlan(row, "local", f"{presence.reason}; on this host ({why})")
+    return RowPlan(row, "local", f"{presence.reason}; on this host ({engine.reason})")

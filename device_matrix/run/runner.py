@@ -33,7 +33,7 @@ from typing import Any, Protocol
 from device_matrix import diagnostics
 from device_matrix.child.journal import FORKED_AT_IMPORT
 from device_matrix.config import Config, Script
-from device_matrix.diagnostics.repro import Container, repro_command
+from device_matrix.diagnostics.repro import container_repro_command, repro_command
 from device_matrix.errors import ConfigError, DeviceMatrixError, EnvironmentProblem, ResultsError, UsageProblem
 from device_matrix.records import jsonreport
 from device_matrix.records.atomic import write_json_atomic
@@ -61,8 +61,8 @@ from device_matrix.run.attempt import (
     Purpose,
     run_attempt,
 )
-from device_matrix.run.executors.base import Executor
-from device_matrix.run.executors.container import CONTAINER_PYTHON, ContainerExecutor
+from device_matrix.run.executors.base import Executor, LaunchSpec
+from device_matrix.run.executors.container import PLUGIN, ContainerExecutor
 from device_matrix.run.executors.local import LocalExecutor
 from device_matrix.run.journal import final_outcome
 from device_matrix.run.plan import RowPlan
@@ -303,6 +303,7 @@ class RowRunner:
         self._lock: RowLock | None = None
         self._lost: list[str] = []  # evidence a test deleted while the run went on
         self._folders: dict[int, Path] = {}  # this run's attempt folders, by index
+        self._container: ContainerExecutor | None = None  # the row's container, when it runs in one
 
     # --- the steps ------------------------------------------------------------------
 
@@ -313,19 +314,26 @@ class RowRunner:
         try:
             refuse_xdist([*self.row.pytest_args, *self.options.pytest_args])
             targets = self._targets()
-            executor = self._executor()
+            executor = self._executor(targets)
         except DeviceMatrixError as exc:
-            self._refused(exc)
+            self._unstarted("error", f"refused: {exc.message} (exit {exc.exit_code})")
+            raise
+        except Interrupted as exc:
+            # checking the image takes seconds, or minutes of a pull: the last run's record
+            # must not stand for this one
+            self._unstarted("interrupted", f"interrupted by {exc} before the first attempt")
             raise
         with row_lock(self.dir) as self._lock:
             previous = self._prepare()
             deadline = time.monotonic() + self.row.run_timeout
             env_thread = self._snapshot_environment()
+            container = self._container
             reader = crashes.CoreReader(
                 interpreter=executor.interpreter(),
                 redactor=self.redactor,
-                use_gdb=self.options.use_gdb and self.plan.mode == "local",
+                use_gdb=self.options.use_gdb,
                 keep=self.options.keep_cores,
+                image_files=None if container is None else lambda core: container.image_files(core, self._spec()),
             )
             status: RowStatus
             try:
@@ -362,8 +370,8 @@ class RowRunner:
             status, reason = self._reconcile(status, reason)
             return self._write(status, reason)
 
-    def _refused(self, exc: DeviceMatrixError) -> None:
-        """A run refused before it started: its record says so, not the last run's.
+    def _unstarted(self, status: RowStatus, reason: str) -> None:
+        """A run refused or interrupted before it started: its record says so, not the last run's.
 
         Nothing is written while another run holds the row: its record is the current one.
         """
@@ -371,7 +379,7 @@ class RowRunner:
             with row_lock(self.dir):
                 for name in ("junit.xml", "report.json"):
                     (self.dir / name).unlink(missing_ok=True)
-                self._write("error", f"refused: {exc.message} (exit {exc.exit_code})")
+                self._write(status, reason)
         except (DeviceMatrixError, OSError):
             pass  # the refusal itself is what the user is told
 
@@ -948,17 +956,21 @@ class RowRunner:
             )
         return distinct_targets(targets, self.cfg.project_root, self._scripts())
 
-    def _executor(self) -> Executor:
+    def _executor(self, targets: Sequence[str]) -> Executor:
         if self.plan.mode == "container":
             assert self.plan.engine is not None
             root = self.cfg.project_root.resolve()
             results = self.cfg.results_dir.resolve()
-            return ContainerExecutor(
+            self._container = ContainerExecutor(
                 self.plan.engine,
                 self.row,
                 env_allowlist=self.cfg.env_allowlist,
                 extra_mounts=[] if results.is_relative_to(root) else [results],
             )
+            # before the first attempt: the image's interpreter, its pytest, the modules (#21)
+            imports = [*([PLUGIN] if targets else []), *([SCRIPT_MODULE] if self._scripts() else [])]
+            self._container.prepare(self._spec(self._child_env()), imports)
+            return self._container
         if self.options.python is not None and shutil.which(self.options.python) is None:
             raise EnvironmentProblem(
                 f"--python {self.options.python}: no such interpreter",
@@ -1010,25 +1022,36 @@ class RowRunner:
             *(f"--ignore={script.file}" for script in self._scripts()),
         ]
 
+    def _spec(self, env: Mapping[str, str] | None = None) -> LaunchSpec:
+        """A child's folders and core limit, as every attempt gets them (the check, repro lines)."""
+        root = self.cfg.project_root
+        return LaunchSpec(
+            pytest_args=(),
+            env=env or {},
+            workdir=root,
+            project_root=root,
+            core_limit=self.options.core_limit,
+        )
+
     def _repro(self, nodeid: str | None, targets: Sequence[str]) -> str:
-        env: dict[str, str | None] = dict(self.row.env)
+        env = dict(self.row.env)
         env.setdefault("PJRT_DEVICE", self.row.pjrt_device)
         env[ENV_DEVICE] = self.row.name
-        root = str(self.cfg.project_root)
-        container = None
-        python = self.options.python or sys.executable
-        if self.plan.mode == "container":
-            assert self.plan.engine is not None
-            python = CONTAINER_PYTHON
-            container = Container(Path(self.plan.engine).name, self.row.image, (f"{root}:{root}",))
-            # allowlisted variables come from the host: named, never their values
-            env.update(dict.fromkeys(self.cfg.env_allowlist))
+        tests = [nodeid] if nodeid else list(targets)
+        if self._container is not None:
+            # the run's own engine command, its options and mounts; the plugin by name, as
+            # the run loads it (the image may lack device-matrix)
+            return container_repro_command(
+                tests,
+                launcher=self._container.repro_prefix(env, self._spec()),
+                pytest_args=("-p", PLUGIN, "-p", "no:cacheprovider"),
+                nox_session=self.row.name,
+            )
         return repro_command(
-            [nodeid] if nodeid else list(targets),
-            python=python,
-            workdir=root,
+            tests,
+            python=self.options.python or sys.executable,
+            workdir=str(self.cfg.project_root),
             env=env,
-            container=container,
             nox_session=self.row.name,
         )
 
@@ -1040,9 +1063,12 @@ class RowRunner:
         """``python FILE ARGS [Class.test]``: the script as upstream runs it, with the row's variables."""
         env = {**self.row.env, "PJRT_DEVICE": self.row.env.get("PJRT_DEVICE", self.row.pjrt_device), **script.env}
         test = [".".join(nodeid.split("::")[1:])] if nodeid and "::" in nodeid else []
-        python = CONTAINER_PYTHON if self.plan.mode == "container" else (self.options.python or sys.executable)
+        script_argv = [script.file, *script.args, *test]
+        if self._container is not None:
+            return shlex.join([*self._container.repro_prefix(env, self._spec()), *script_argv])
         assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env.items()))
-        command = " ".join(x for x in (assigns, shlex.join([python, script.file, *script.args, *test])) if x)
+        python = self.options.python or sys.executable
+        command = " ".join(x for x in (assigns, shlex.join([python, *script_argv])) if x)
         return f"cd {shlex.quote(str(self.cfg.project_root))} && {command}"
 
     def _snapshot_environment(self) -> threading.Thread | None:
@@ -1085,6 +1111,9 @@ class RowRunner:
         )
         if self.options.command:
             record["command"] = list(self.options.command)
+        if self._container is not None:
+            # the engine and the image's interpreter: the child's own snapshot cannot see them
+            record["environment"].update(self._container.facts())
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             if final:

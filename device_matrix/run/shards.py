@@ -234,7 +234,7 @@ def collect(runner: RowRunner) -> tuple[list[str] | None, str | None]:
     """
     targets = runner._targets()
     refuse_xdist([*runner.row.pytest_args, *runner.options.pytest_args])
-    executor = runner._executor()
+    executor = runner._executor(targets)
     ignored: list[str] = []
     deadline = time.monotonic() + runner.row.run_timeout
     runner.dir.mkdir(parents=True, exist_ok=True)

@@ -5,63 +5,152 @@ results folder are the same on both sides and results are written straight back 
 host. The container gets the row's variables, the runner's ``DEVICE_MATRIX_*`` ones and
 an allowlist of host variables: never the whole host environment, so tokens stay out.
 Inside, ``DEVICE_MATRIX_IN_IMAGE`` names the row, so a nested call runs locally.
+
+Before the first attempt the image is asked, in a container started as the row's are,
+which interpreter it has (the row's ``container_python``, or the first of ``python``,
+``python3`` that can run the row) and which pytest: an image that cannot run the row is
+refused up front with what it has and what it needs (#21), not at the first test.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import glob
+import json
 import os
+import re
 import secrets
-import shutil
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
 from device_matrix.config import Row
+from device_matrix.diagnostics.core import GDB_TIMEOUT, mapped_files
 from device_matrix.errors import EnvironmentProblem
 from device_matrix.run.executors.base import FAULTHANDLER_FROM_START, ExecutorName, LaunchSpec, PopenChild
+from device_matrix.run.executors.engine import ENGINE_CHECK_TIMEOUT, Engine
 
-ENGINES = ("docker", "podman")
-CONTAINER_PYTHON = "python"
+# the interpreters looked for when the row names none: Debian's, Ubuntu's and most CUDA
+# base images' apt Python is python3 only (#21)
+CONTAINER_PYTHONS = ("python", "python3")
+PLUGIN = "device_matrix.child.plugin"
 # this package, mounted read-only so the plugin loads in images that lack device-matrix
 PACKAGE_MOUNT = "/opt/device-matrix"
 PACKAGE_DIR = Path(__file__).resolve().parents[2]
-ENGINE_CHECK_TIMEOUT = 20.0
-
-
-def find_engine(choice: str, environ: Mapping[str, str] | None = None) -> str | None:
-    """The engine executable to use, or None when none is installed."""
-    env = os.environ if environ is None else environ
-    path = env.get("PATH")
-    names = ENGINES if choice == "auto" else (choice,)
-    for name in names:
-        found = shutil.which(name, path=path)
-        if found:
-            return found
-    return None
-
-
-def check_engine(engine: str) -> str | None:
-    """None when the engine answers; otherwise why it does not (client without daemon...)."""
+# what the mounted package needs of the image: requires-python, and pytest.Directory
+# (pytest 8.0), which the plugin's collection hooks use
+MIN_PYTHON = (3, 10)
+MIN_PYTEST = (8, 0)
+PYTEST_REQUIREMENT = "pytest>=8"
+PYTEST_NEED = "pytest >= 8.0, for pytest.Directory"
+# the engine answers 127 when the command is not in the image (docker and podman alike)
+NOT_FOUND = 127
+# the check may pull the image first: it gets what starting pytest gets, at least this
+PROBE_MIN_TIMEOUT = 60.0
+PROBE_MARK = "@@device-matrix-image@@"
+# what the image's interpreter says about itself; it may be any Python, even 2.7
+PROBE = (
+    r"""
+import json, os, sys
+found = {"python": "%d.%d.%d" % tuple(sys.version_info[:3]), "executable": os.path.realpath(sys.executable)}
+try:
+    import pytest
+    found["pytest"] = str(getattr(pytest, "__version__", "unknown"))
+except Exception as exc:
+    found["pytest_error"] = "%s: %s" % (type(exc).__name__, exc)
+errors = {}
+if sys.version_info[:2] >= (%(major)d, %(minor)d):
+    for name in sys.argv[1:]:
+        try:
+            __import__(name)
+        except Exception as exc:
+            errors[name] = "%s: %s" % (type(exc).__name__, exc)
+found["import_errors"] = errors
+sys.stdout.write("\n%(mark)s" + json.dumps(found) + "\n")
+""".replace("%(major)d", str(MIN_PYTHON[0]))
+    .replace("%(minor)d", str(MIN_PYTHON[1]))
+    .replace("%(mark)s", PROBE_MARK)
+)
+# copies the files a core maps out of the image, with the links a loader resolves through
+# (/lib -> usr/lib, libz.so.1 -> libz.so.1.2.13), so gdb reads the image's own binaries
+COPY_FILES = r"""
+import os, shutil, sys
+dest, wanted = sys.argv[1], sys.argv[2:]
+real = {os.path.realpath(p) for p in wanted}
+def link(path):
+    target = os.readlink(path)
+    if os.path.isabs(target):
+        target = os.path.relpath(target, os.path.dirname(path))
+    at = dest + path
+    if not os.path.lexists(at):
+        os.makedirs(os.path.dirname(at), exist_ok=True)
+        os.symlink(target, at)
+for top in os.listdir("/"):
+    if os.path.islink("/" + top):
+        link("/" + top)
+for path in wanted:
     try:
-        proc = subprocess.run(
-            [engine, "info", "--format", "{{.ServerVersion}}"],
-            capture_output=True,
-            text=True,
-            timeout=ENGINE_CHECK_TIMEOUT,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired:
-        return f"`{engine} info` did not answer in {ENGINE_CHECK_TIMEOUT:.0f} s"
+        os.makedirs(os.path.dirname(dest + path), exist_ok=True)
+        shutil.copyfile(path, dest + path)
+        folder = os.path.dirname(path)
+        for name in os.listdir(folder):
+            other = os.path.join(folder, name)
+            if os.path.islink(other) and os.path.realpath(other) in real:
+                link(other)
     except OSError as exc:
-        return f"{engine}: {exc}"
-    if proc.returncode != 0:
-        first = (proc.stderr or proc.stdout).strip().splitlines()
-        return f"`{Path(engine).name} info` failed: {first[0] if first else f'exit {proc.returncode}'}"
-    return None
+        print("not copied: %s (%s)" % (path, exc), file=sys.stderr)
+"""
+VERSION_RE = re.compile(r"(\d+)\.(\d+)")
+
+
+@dataclass(frozen=True)
+class ImagePython:
+    """An interpreter of the image, as it describes itself."""
+
+    name: str  # as the row gives it, or as found: python, python3, /opt/conda/bin/python
+    version: str
+    executable: str  # its real path inside the image (gdb reads it from there)
+    pytest: str | None
+    pytest_error: str | None = None
+    import_errors: Mapping[str, str] = field(default_factory=dict)
+
+    def problem(self, *, needs_pytest: bool) -> str | None:
+        """Why this interpreter cannot run the row, or None."""
+        if _version(self.version) < MIN_PYTHON:
+            return f"Python {self.version} (device-matrix needs Python >= {'.'.join(map(str, MIN_PYTHON))})"
+        if needs_pytest and self.pytest is None:
+            return f"Python {self.version} without pytest ({self.pytest_error}; needs {PYTEST_NEED})"
+        if needs_pytest and self.pytest is not None and _version(self.pytest) < MIN_PYTEST:
+            return f"Python {self.version} with pytest {self.pytest} (needs {PYTEST_NEED})"
+        failed = next(iter(self.import_errors.items()), None)
+        if failed is not None:
+            return f"Python {self.version}: {failed[0]} does not import ({failed[1]})"
+        return None
+
+
+def _image_python(name: str, text: str) -> ImagePython | str:
+    try:
+        data = json.loads(text)
+        return ImagePython(
+            name=name,
+            version=str(data["python"]),
+            executable=str(data["executable"]),
+            pytest=None if data.get("pytest") is None else str(data["pytest"]),
+            pytest_error=None if data.get("pytest_error") is None else str(data["pytest_error"]),
+            import_errors={str(k): str(v) for k, v in dict(data.get("import_errors") or {}).items()},
+        )
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return f"answered the check with something unreadable: {text[:200]!r}"
+
+
+def _version(text: str) -> tuple[int, int]:
+    m = VERSION_RE.match(text)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 
 def expand_options(options: Sequence[str]) -> list[str]:
@@ -78,20 +167,32 @@ def expand_options(options: Sequence[str]) -> list[str]:
     return out
 
 
-def user_options(engine: str, options: Sequence[str], host_env: Mapping[str, str], uid: int, gid: int) -> list[str]:
+def user_options(engine: Engine, options: Sequence[str], uid: int, gid: int) -> list[str]:
     """Run as the invoking user, so files written into the mounted project are not root's.
 
     Nothing when the invoking user is root, when the row sets its own ``--user``/``-u``, or
-    when the engine is rootless (podman, or docker on a per-user socket): there the
-    container's root already is the invoking user, and ``--user`` would map to a
-    subordinate id that owns the files instead. HOME points somewhere writable, since the
-    image has no home for an unknown id.
+    when the engine is rootless (as its ``info`` says): there the container's root already
+    is the invoking user, and ``--user`` would map to a subordinate id that owns the files
+    instead. HOME points somewhere writable, since the image has no home for an unknown id.
     """
     if uid == 0 or any(o in ("--user", "-u") or o.startswith(("--user=", "-u=")) for o in options):
         return []
-    if Path(engine).name == "podman" or "/run/user/" in host_env.get("DOCKER_HOST", ""):
+    if engine.rootless:
         return []
     return ["--user", f"{uid}:{gid}", "-e", "HOME=/tmp"]
+
+
+def engine_command(engine: str, args: Sequence[str], client_env: Mapping[str, str]) -> None:
+    """``ENGINE ARGS`` (kill, rm) for its effect; an engine that fails or hangs is let be."""
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+        subprocess.run(
+            [engine, *args],
+            capture_output=True,
+            timeout=ENGINE_CHECK_TIMEOUT,
+            check=False,
+            stdin=subprocess.DEVNULL,
+            env=client_env,
+        )
 
 
 class ContainerExecutor:
@@ -99,7 +200,7 @@ class ContainerExecutor:
 
     def __init__(
         self,
-        engine: str,
+        engine: Engine,
         row: Row,
         *,
         env_allowlist: Sequence[str] = (),
@@ -116,80 +217,241 @@ class ContainerExecutor:
         self.env_allowlist = tuple(env_allowlist)
         self.extra_mounts = tuple(extra_mounts)
         self.host_env = dict(os.environ if host_env is None else host_env)
-        self.container_name = f"device-matrix-{row.name}-{secrets.token_hex(4)}"
+        self.python = row.container_python or CONTAINER_PYTHONS[0]
+        self.found: ImagePython | None = None  # what prepare() found in the image
 
     def interpreter(self) -> str:
-        return CONTAINER_PYTHON
+        """The interpreter's real path in the image once known (gdb reads it from the image)."""
+        return self.found.executable if self.found else self.python
 
-    def _env_pairs(self, spec: LaunchSpec) -> list[tuple[str, str]]:
-        env: dict[str, str] = {}
+    def facts(self) -> dict[str, str]:
+        """What the record's environment says about the engine and the image's interpreter."""
+        out = {"container_engine": self.engine.name, "container_engine_version": self.engine.version}
+        if self.found is not None:
+            out["container_python"] = self.found.name
+        return out
+
+    # --- the check before the first attempt ------------------------------------------
+
+    def prepare(self, spec: LaunchSpec, imports: Sequence[str]) -> None:
+        """Find the interpreter that runs the row in the image; refuse an image that has none.
+
+        ``imports`` are the modules the row's children start with (the plugin, the script
+        launcher): they are imported in the image, with pytest's version checked when the
+        plugin is among them.
+        """
+        candidates = (self.row.container_python,) if self.row.container_python else CONTAINER_PYTHONS
+        seen: list[str] = []
+        for index, candidate in enumerate(candidates):
+            found = self._probe(spec, candidate, imports, name=f"{self._new_name()}-check{index}")
+            if isinstance(found, str):
+                seen.append(f"{candidate}: {found}")
+                continue
+            problem = found.problem(needs_pytest=PLUGIN in imports)
+            if problem is None:
+                self.python, self.found = candidate, found
+                return
+            seen.append(f"{candidate}: {problem}")
+        key = f"[tool.device-matrix.devices.{self.row.name}] container_python"
+        raise EnvironmentProblem(
+            f"image {self.row.image} cannot run row {self.row.name!r}: " + "; ".join(seen),
+            tip=f"Use an image with Python >= {'.'.join(map(str, MIN_PYTHON))} and pytest (pip install "
+            f"'{PYTEST_REQUIREMENT}'), or set {key} to an interpreter of the image that has them.",
+        )
+
+    def _probe(self, spec: LaunchSpec, candidate: str, imports: Sequence[str], *, name: str) -> ImagePython | str:
+        """The candidate as it describes itself, or why it did not (``not found``)."""
+        variables = self._variables(spec.env, spec.project_root)
+        argv = [*self._run_options(spec, variables, name=name, init=False), candidate]
+        argv += ["-c", PROBE, *imports]
+        timeout = max(self.row.test_timeout, PROBE_MIN_TIMEOUT)
+        proc = subprocess.Popen(
+            argv,
+            cwd=spec.workdir,
+            env=self._client_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except BaseException as exc:
+            # an interrupt or the timeout: the container goes with the client
+            engine_command(self.engine.path, ["rm", "-f", name], self._client_env())
+            proc.kill()
+            proc.wait()
+            if isinstance(exc, subprocess.TimeoutExpired):
+                raise EnvironmentProblem(
+                    f"{self.engine.command} did not start image {self.row.image} in {timeout:.0f} s",
+                    tip=f"Pull it first (`{self.engine.command} pull {self.row.image}`), or raise the row's "
+                    "test_timeout.",
+                ) from None
+            raise
+        for line in reversed(out.splitlines()):
+            if line.startswith(PROBE_MARK):
+                return _image_python(candidate, line[len(PROBE_MARK) :])
+        said = next(iter((err.strip() or out.strip()).splitlines()[-1:]), f"exit {proc.returncode}")
+        if proc.returncode == NOT_FOUND:
+            return "not found"
+        if proc.returncode in (0, 1, 2):
+            # the interpreter ran but said nothing of itself: not a Python
+            return f"not a Python that runs `-c` (exit {proc.returncode}: {said})"
+        raise EnvironmentProblem(
+            f"{self.engine.command} could not run {candidate} in image {self.row.image} (exit {proc.returncode}): "
+            f"{said}",
+            tip="Check the image name and the row's container_options (try the command by hand: "
+            f"`{self.engine.command} run --rm {self.row.image} {candidate} -V`).",
+        )
+
+    # --- the command ------------------------------------------------------------------
+
+    def _variables(
+        self, env: Mapping[str, str | None], project_root: Path | None = None, *, allowlist_by_name: bool = False
+    ) -> list[tuple[str, str | None]]:
+        """The container's variables, sorted; a value of None passes the host's by name."""
+        out: dict[str, str | None] = {}
         for name in self.env_allowlist:
-            if name in self.host_env:
-                env[name] = self.host_env[name]
-        env.update(spec.env)
-        env["DEVICE_MATRIX_IN_IMAGE"] = self.row.name
-        env["DEVICE_MATRIX_IMAGE"] = self.row.image
-        env["PYTHONPATH"] = f"{PACKAGE_MOUNT}:{spec.project_root}"
-        return sorted(env.items())
+            if allowlist_by_name:
+                out[name] = None
+            elif name in self.host_env:
+                out[name] = self.host_env[name]
+        out.update(env)
+        out["DEVICE_MATRIX_IN_IMAGE"] = self.row.name
+        out["DEVICE_MATRIX_IMAGE"] = self.row.image
+        if project_root is not None:
+            out["PYTHONPATH"] = f"{PACKAGE_MOUNT}:{project_root}"
+        return sorted(out.items())
 
-    def argv(self, spec: LaunchSpec, *, name: str | None = None) -> list[str]:
-        root = str(spec.project_root)
-        argv = [self.engine, "run", "--rm", "--init"]
+    def _mounts(self, project_root: Path) -> list[tuple[str, str, str]]:
+        """(host, container, options) of every mount: the project, this package, the rest."""
+        root = str(project_root)
+        mounts = [(root, root, ""), (str(PACKAGE_DIR), f"{PACKAGE_MOUNT}/device_matrix", "ro")]
+        mounts += [(str(m), str(m), "") for m in self.extra_mounts]
+        return mounts
+
+    def _run_options(
+        self,
+        spec: LaunchSpec,
+        variables: Sequence[tuple[str, str | None]],
+        *,
+        name: str | None,
+        init: bool = True,
+        mounts: Sequence[tuple[str, str, str]] | None = None,
+    ) -> list[str]:
+        """``ENGINE run`` and every option, through the image: the command follows."""
+        argv = [self.engine.path, "run", "--rm", *(["--init"] if init else [])]
         if name:
             argv += ["--name", name]
         argv += expand_options(self.row.container_options)
-        argv += user_options(self.engine, self.row.container_options, self.host_env, os.getuid(), os.getgid())
+        argv += user_options(self.engine, self.row.container_options, os.getuid(), os.getgid())
         if spec.core_limit is not None:
             argv += ["--ulimit", f"core={spec.core_limit}"]
-        argv += ["-v", f"{root}:{root}"]
-        argv += ["-v", f"{PACKAGE_DIR}:{PACKAGE_MOUNT}/device_matrix:ro"]
-        for mount in self.extra_mounts:
-            argv += ["-v", f"{mount}:{mount}"]
+        for host, inside, opts in self._mounts(spec.project_root) if mounts is None else mounts:
+            argv += ["-v", f"{host}:{inside}" + (f":{opts}" if opts else "")]
         argv += ["-w", str(spec.workdir)]
-        for key, value in self._env_pairs(spec):
-            argv += ["-e", f"{key}={value}"]
-        argv += [self.row.image, CONTAINER_PYTHON, *FAULTHANDLER_FROM_START, "-m", spec.module]
+        for key, value in variables:
+            argv += ["-e", key if value is None else f"{key}={value}"]
+        argv.append(self.row.image)
+        return argv
+
+    def argv(self, spec: LaunchSpec, *, name: str | None = None) -> list[str]:
+        variables = self._variables(spec.env, spec.project_root)
+        argv = [*self._run_options(spec, variables, name=name), self.python, *FAULTHANDLER_FROM_START]
+        argv += ["-m", spec.module]
         if spec.module == "pytest":
             # the image may lack device-matrix: the mounted package's plugin, by name
-            argv += ["-p", "device_matrix.child.plugin"]
+            argv += ["-p", PLUGIN]
         argv += list(spec.pytest_args)
         return argv
 
+    def repro_prefix(self, env: Mapping[str, str | None], spec: LaunchSpec) -> list[str]:
+        """The command a repro line runs, through the interpreter: the run's own engine
+        options, mounts and image, its variables (the host's allowlisted ones by name)."""
+        variables = self._variables(env, spec.project_root, allowlist_by_name=True)
+        argv = self._run_options(spec, variables, name=None)
+        argv[0] = self.engine.command
+        return [*argv, self.python]
+
+    def _client_env(self) -> dict[str, str]:
+        # only what the engine client itself needs from the host; the container's
+        # environment is given explicitly with -e
+        wanted = (
+            "PATH",
+            "HOME",
+            "DOCKER_HOST",
+            "DOCKER_CONFIG",
+            "DOCKER_CONTEXT",
+            "XDG_RUNTIME_DIR",
+            "CONTAINER_HOST",
+            "CONTAINERS_CONF",
+            "TMPDIR",
+            "LANG",
+        )
+        return {k: v for k, v in self.host_env.items() if k in wanted}
+
+    def _new_name(self) -> str:
+        # one per container: an ended one may still be being removed when the next starts
+        return f"device-matrix-{self.row.name}-{secrets.token_hex(4)}"
+
     def launch(self, spec: LaunchSpec, output: BinaryIO) -> ContainerChild:
         spec.workdir.mkdir(parents=True, exist_ok=True)
-        # only what the engine client itself needs from the host; the container's
-        # environment is given explicitly with -e above
-        client_env = {
-            k: v
-            for k, v in self.host_env.items()
-            if k
-            in (
-                "PATH",
-                "HOME",
-                "DOCKER_HOST",
-                "DOCKER_CONFIG",
-                "DOCKER_CONTEXT",
-                "XDG_RUNTIME_DIR",
-                "CONTAINER_HOST",
-                "TMPDIR",
-                "LANG",
-            )
-        }
+        name = self._new_name()
         proc = subprocess.Popen(
-            self.argv(spec, name=self.container_name),
+            self.argv(spec, name=name),
             cwd=spec.workdir,
-            env=client_env,
+            env=self._client_env(),
             stdin=subprocess.DEVNULL,
             stdout=output,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        return ContainerChild(proc, spec.token, self.engine, self.container_name)
+        return ContainerChild(proc, spec.token, self.engine.path, name, self._client_env())
 
     def command_for(self, spec: LaunchSpec) -> list[str]:
         argv = self.argv(spec)
-        argv[0] = Path(self.engine).name
+        argv[0] = self.engine.command
         return argv
+
+    # --- cores ------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def image_files(self, core: Path, spec: LaunchSpec) -> Iterator[Path | None]:
+        """A folder that holds, at their paths in the image, the files ``core`` maps (gdb's
+        sysroot); None when they could not be copied. Removed afterwards."""
+        mounts = self._mounts(spec.project_root)
+        wanted = []
+        with tempfile.TemporaryDirectory(prefix="device-matrix-image-files-") as tmp:
+            root = Path(tmp)
+            for path in mapped_files(core):
+                host = next((h + path[len(c) :] for h, c, _ in mounts if path == c or path.startswith(c + "/")), None)
+                if host is None:
+                    wanted.append(path)
+                    continue
+                # a mounted file (the project's own extension) is the host's: linked, not copied
+                at = root / path.lstrip("/")
+                at.parent.mkdir(parents=True, exist_ok=True)
+                with contextlib.suppress(OSError):
+                    at.symlink_to(host)
+            in_tmp = dataclasses.replace(spec, workdir=root)
+            argv = self._run_options(in_tmp, [], name=None, init=False, mounts=[(tmp, tmp, "")])
+            argv += [self.python, "-c", COPY_FILES, tmp, *wanted]
+            try:
+                copied = (
+                    subprocess.run(
+                        argv,
+                        capture_output=True,
+                        timeout=GDB_TIMEOUT,
+                        check=False,
+                        stdin=subprocess.DEVNULL,
+                        env=self._client_env(),
+                    ).returncode
+                    == 0
+                )
+            except (OSError, subprocess.TimeoutExpired):
+                copied = False
+            yield root if copied else None
 
 
 class ContainerChild(PopenChild):
@@ -199,22 +461,24 @@ class ContainerChild(PopenChild):
     # client by design, and the engine ends what ran inside the container
     sweeps_adopted = False
 
-    def __init__(self, proc: subprocess.Popen[bytes], token: str, engine: str, name: str) -> None:
+    def __init__(
+        self, proc: subprocess.Popen[bytes], token: str, engine: str, name: str, client_env: Mapping[str, str]
+    ) -> None:
         super().__init__(proc, token)
         self.engine = engine
         self.name = name
+        self.client_env = dict(client_env)
 
     def _engine_kill(self, sig: int) -> None:
-        try:
-            subprocess.run(
-                [self.engine, "kill", "--signal", signal.Signals(sig).name, self.name],
-                capture_output=True,
-                timeout=ENGINE_CHECK_TIMEOUT,
-                check=False,
-                stdin=subprocess.DEVNULL,
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            pass
+        engine_command(self.engine, ["kill", "--signal", signal.Signals(sig).name, self.name], self.client_env)
+
+    def end(self) -> int:
+        code = super().end()
+        if self.ended_alive:
+            # the client was ended with its container: the engine's --rm may not have run
+            # yet (podman leaves it to conmon), and nothing the runner ended stays behind
+            engine_command(self.engine, ["rm", "-f", self.name], self.client_env)
+        return code
 
     def send(self, sig: int) -> None:
         if self.proc.poll() is None:

@@ -1,0 +1,172 @@
+"""Images for the tests against a real container engine, built here, never pulled.
+
+    python3 -m tests.engine_images     # build what is missing, print the images
+
+A Debian system from Debian's packages (debootstrap, minbase, with python3 and nothing
+called ``python``), imported into podman, then one layer per pytest version of wheels
+fetched with pip on this host (pip inside a container has no index to reach). Each
+image's tag is a hash of what it is built from, so a machine builds each once; a changed
+input is a new tag.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+ENGINE = "podman"
+BASE = {
+    "suite": "bookworm",
+    "mirror": "http://deb.debian.org/debian",
+    "variant": "minbase",
+    "include": ["python3"],
+    "python": "python3.11",  # bookworm's; checked after debootstrap
+    "recipe": 1,  # raised when the way the images are built changes: new tags, built again
+}
+# the oldest pytest the plugin supports, and Debian bookworm's own (python3-pytest 7.2),
+# with the versions of their dependencies pinned so the tag says what is inside
+LAYERS = {
+    "pytest8": ["pytest==8.0.0", "pluggy==1.4.0", "iniconfig==2.0.0", "packaging==23.2"],
+    "pytest7": ["pytest==7.2.1", "pluggy==1.0.0", "iniconfig==2.0.0", "packaging==23.0", "attrs==22.2.0"],
+}
+LOCK = Path(tempfile.gettempdir()) / "device-matrix-test-images.lock"
+WORK = Path("/var/tmp") if Path("/var/tmp").is_dir() else Path(tempfile.gettempdir())
+
+
+class CannotBuild(Exception):
+    """Why the images cannot be built on this machine."""
+
+
+@dataclass(frozen=True)
+class Images:
+    python3_only: str  # Debian's python3 without pytest, and no `python`
+    pytest8: str  # the same with pytest 8.0.0
+    pytest7: str  # the same with pytest 7.2.1
+
+
+def _tag(inputs: object) -> str:
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def names() -> Images:
+    base = f"localhost/device-matrix-test-debian:{_tag(BASE)}"
+    layers = {name: f"localhost/device-matrix-test-{name}:{_tag([BASE, pins])}" for name, pins in LAYERS.items()}
+    return Images(python3_only=base, pytest8=layers["pytest8"], pytest7=layers["pytest7"])
+
+
+def exists(image: str, *, user: str | None = None) -> bool:
+    argv = [ENGINE, "image", "exists", image]
+    if user is not None:
+        argv = ["runuser", "-u", user, "--", *argv]
+    return subprocess.run(argv, capture_output=True, check=False, cwd="/").returncode == 0
+
+
+def _run(argv: list[str], what: str, *, stdin: IO[bytes] | None = None) -> None:
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False, stdin=stdin, cwd="/")
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
+        raise CannotBuild(f"{what} failed (exit {proc.returncode}): {' | '.join(tail)}")
+
+
+@contextlib.contextmanager
+def _locked() -> Iterator[None]:
+    # the test workers, and other test sessions on this machine, build one at a time
+    with LOCK.open("a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _build_base(image: str, log: Callable[[str], None]) -> None:
+    if os.geteuid() != 0:
+        raise CannotBuild(f"{image} is not built yet, and debootstrap needs root")
+    if shutil.which("debootstrap") is None:
+        raise CannotBuild(f"{image} is not built yet, and debootstrap is not installed (apt-get install debootstrap)")
+    with tempfile.TemporaryDirectory(prefix="device-matrix-debootstrap-", dir=WORK) as tmp:
+        root = Path(tmp) / "root"
+        log(f"debootstrap {BASE['suite']} into {root} (a few minutes, once per machine)")
+        options = [f"--variant={BASE['variant']}", f"--include={','.join(BASE['include'])}"]
+        _run(["debootstrap", *options, str(BASE["suite"]), str(root), str(BASE["mirror"])], "debootstrap")
+        if not (root / "usr" / "lib" / str(BASE["python"])).is_dir():
+            raise CannotBuild(f"{BASE['suite']}'s python3 is not {BASE['python']} any more: update BASE")
+        tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
+        try:
+            _run([ENGINE, "import", "-", image], f"{ENGINE} import", stdin=tar.stdout)
+        finally:
+            if tar.stdout is not None:
+                tar.stdout.close()
+            tar.wait()
+
+
+def _build_layer(base: str, image: str, pins: list[str], log: Callable[[str], None]) -> None:
+    with tempfile.TemporaryDirectory(prefix="device-matrix-layer-", dir=WORK) as tmp:
+        wheels, site = Path(tmp) / "wheels", Path(tmp) / "site"
+        log(f"{image}: {' '.join(pins)} from wheels")
+        version = str(BASE["python"]).removeprefix("python")
+        options = ["-q", "--no-deps", "--only-binary=:all:", "--python-version", version, "-d", str(wheels)]
+        _run([sys.executable, "-m", "pip", "download", *options, *pins], "pip download")
+        # pure-Python wheels: unpacked where Debian's python3 looks (dist-info and all,
+        # so importlib.metadata sees the versions)
+        for wheel in sorted(wheels.glob("*.whl")):
+            with zipfile.ZipFile(wheel) as zf:
+                zf.extractall(site)
+        (Path(tmp) / "Containerfile").write_text(
+            f"FROM {base}\nCOPY site/ /usr/local/lib/{BASE['python']}/dist-packages/\n"
+        )
+        _run([ENGINE, "build", "--pull=never", "-q", "-t", image, "-f", str(Path(tmp) / "Containerfile"), tmp], "build")
+
+
+def ensure(log: Callable[[str], None] = print) -> Images:
+    """Every image, built where missing; CannotBuild says why one cannot be."""
+    if shutil.which(ENGINE) is None:
+        raise CannotBuild(f"{ENGINE} is not installed")
+    images = names()
+    with _locked():
+        started = time.monotonic()
+        if not exists(images.python3_only):
+            _build_base(images.python3_only, log)
+        for name, pins in LAYERS.items():
+            image = getattr(images, name)
+            if not exists(image):
+                _build_layer(images.python3_only, image, pins, log)
+        log(f"images ready in {time.monotonic() - started:.1f} s")
+    return images
+
+
+def share_with(user: str, image: str) -> None:
+    """Give a rootless user's own engine storage the image (rootless podman has its own)."""
+    with _locked():
+        if exists(image, user=user):
+            return
+        save = subprocess.Popen([ENGINE, "save", image], stdout=subprocess.PIPE)
+        try:
+            _run(["runuser", "-u", user, "--", ENGINE, "load"], f"{ENGINE} load as {user}", stdin=save.stdout)
+        finally:
+            if save.stdout is not None:
+                save.stdout.close()
+            save.wait()
+
+
+if __name__ == "__main__":
+    try:
+        built = ensure()
+    except CannotBuild as exc:
+        print(f"cannot build the test images: {exc}", file=sys.stderr)
+        sys.exit(1)
+    for value in vars(built).values():
+        print(value)
