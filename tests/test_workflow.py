@@ -531,20 +531,19 @@ def test_ci_install_installs_only_for_a_local_row(tmp_path: Path) -> None:
     assert "installing the here row's packages failed" in bad.stderr
 
 
-def test_packaged_rows_without_suites_here_are_reported_once_not_jobs(tmp_path: Path) -> None:
+def test_packaged_rows_in_a_project_without_suites_get_their_jobs(tmp_path: Path) -> None:
+    # #20: a packaged row runs the project's own tests; it is not left out for lack of suites/
     from device_matrix.run.plan import plan_row
     from device_matrix.workflow import actions_matrix
 
-    (tmp_path / "suites" / "mine").mkdir(parents=True)
-    (tmp_path / "suites" / "mine" / "test_x.py").write_text("def test_x():\n    pass\n")
-    (tmp_path / "pyproject.toml").write_text(
-        "[tool.device-matrix.devices.own]\npjrt_device = 'CPU'\nrun_in = 'host'\nsuites = ['mine']\n"
-        "presence = ['always']\n"
-    )
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_x.py").write_text("def test_x():\n    pass\n")
+    (tmp_path / "pyproject.toml").write_text("[tool.pytest.ini_options]\ntestpaths = ['tests']\n")
     cfg = config.load(tmp_path)
     plan = plan_jobs(cfg, Event(name="schedule"), list(cfg.rows))
-    assert [e["row"] for e in plan.host + plan.container] == ["own"]
-    assert "none of its suites exist in this project" in plan.skipped["cpu"]
-    assert [e["row"] for e in actions_matrix(cfg, list(cfg.rows))["include"]] == ["own"]
-    row_plan = plan_row(cfg, cfg.row("cpu"))
-    assert row_plan.mode == "unavailable" and "accumulation" in row_plan.reason
+    assert [e["row"] for e in plan.host + plan.container] == ["cpu"]
+    assert set(plan.skipped) == {"tpu", "cuda", "neuron"}
+    assert all(why == "ci = off" for why in plan.skipped.values())
+    assert [e["row"] for e in actions_matrix(cfg, list(cfg.rows))["include"]] == list(cfg.rows)
+    assert plan_row(cfg, cfg.row("cpu")).mode == "local"
+    assert cfg.row_tests(cfg.row("cpu")) == ("tests",)

@@ -159,8 +159,10 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
                 continue
             records.append(record)
             code = STATUS_EXIT[record["status"]]
-            if record["status"] == "unavailable" and args.require_device:
-                code = EXIT_ENVIRONMENT
+            if record["status"] == "unavailable":
+                # a row the user named must be here; a bare run runs the rows present here and
+                # reports the others, as nox skips them (#20): `run && triage` holds
+                code = EXIT_ENVIRONMENT if args.require_device else (EXIT_UNAVAILABLE if args.device else EXIT_OK)
             codes.append(code)
     print_summary(out, records, cfg)
     if cfg.tracker.kind == "ledger" and records and not args.shard_plan:  # the parent of shards links
@@ -293,6 +295,11 @@ def cmd_list(args: argparse.Namespace, out: Output) -> int:
                 "run_in": row.run_in,
                 "runner_labels": list(row.runner_labels),
                 "suites": list(row.suites),
+                "scripts": [s.file for s in row.scripts],
+                "tests": list(cfg.row_tests(row)),
+                # what every test process of the row gets (#20): the row's own variables
+                "env": {"PJRT_DEVICE": row.pjrt_device, **row.env},
+                "settings": dict(row.settings),
             }
         )
     if args.json:
@@ -302,9 +309,24 @@ def cmd_list(args: argparse.Namespace, out: Output) -> int:
     for r in rows:
         mark = out.paint("passed", "present") if r["present"] else out.paint("unavailable", "absent ")
         out.line(f"{r['row']:<8} {r['pjrt_device']:<7} {mark}  {r['image'] or '(no image)'}")
-        out.line(f"{'':<17}suites: {', '.join(r['suites'])}; runner: {', '.join(r['runner_labels'])}")
+        out.line(f"{'':<17}tests: {_tests_text(r)}; runner: {', '.join(r['runner_labels'])}")
+        out.line(f"{'':<17}env: {' '.join(f'{k}={v}' for k, v in sorted(r['env'].items()))}")
         out.line(f"{'':<17}{r['presence']}")
     return EXIT_OK
+
+
+def _tests_text(row: dict[str, Any]) -> str:
+    """What the row runs, in words: its suites, its scripts, or the project's tests."""
+    parts = []
+    if row["suites"]:
+        parts.append(f"suites {', '.join(row['suites'])}")
+    if row["scripts"]:
+        parts.append(f"scripts {', '.join(row['scripts'])}")
+    if parts:
+        return " and ".join(parts)
+    if row["tests"] == ["."]:
+        return ". (the project root: no testpaths configured)"
+    return f"{', '.join(row['tests'])} (the project's testpaths)"
 
 
 def cmd_doctor(args: argparse.Namespace, out: Output) -> int:
