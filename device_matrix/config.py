@@ -235,7 +235,7 @@ def pytest_testpaths(root: Path) -> tuple[str, ...]:
         if not path.is_file():
             continue
         if section is None:
-            tool = _read_toml(path).get("tool", {})
+            tool = read_toml(path).get("tool", {})
             table = tool.get("pytest") if isinstance(tool, dict) else None
             if not isinstance(table, dict):
                 continue
@@ -570,7 +570,7 @@ def _merge(base: dict[str, Any], overlay: Mapping[str, Any], source: str) -> dic
     return out
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh)
@@ -595,7 +595,7 @@ def read_array_of_tables(path: Path, key: str) -> list[Any]:
     """
     if not path.is_file():
         return []
-    data = _read_toml(path)
+    data = read_toml(path)
     entries = data.get(key, [])
     extra = set(data) - {key}
     if extra or not isinstance(entries, list):
@@ -675,7 +675,7 @@ def load(
     sources = [defaults_source]
     pyproject = root / "pyproject.toml"
     if pyproject.is_file():
-        data = _read_toml(pyproject)
+        data = read_toml(pyproject)
         tool = data.get("tool", {})
         if not isinstance(tool, dict):
             raise ConfigError("must be a table", source=str(pyproject), key="tool")
