@@ -134,7 +134,10 @@ def test_a_row_with_scripts_and_no_suites_runs_only_its_scripts(tmp_path: Path) 
 
 
 def test_a_row_whose_suites_are_missing_is_a_configuration_error_but_test_runs(tmp_path: Path) -> None:
-    tool = '[tool.device-matrix.devices.own]\npjrt_device = "CPU"\nrun_in = "host"\npresence = ["always"]\nsuites = ["nope"]\n'
+    tool = (
+        '[tool.device-matrix.devices.own]\npjrt_device = "CPU"\nrun_in = "host"\npresence = ["always"]\n'
+        'suites = ["nope"]\n'
+    )
     p = fresh_project(tmp_path, tool=tool)
     proc = p.run("run", "--device", "own", env=ABSENT)
     assert proc.returncode == EXIT_CONFIG, proc.stdout + proc.stderr
