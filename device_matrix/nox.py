@@ -10,7 +10,7 @@ is made. A present row's session makes its venv (``--system-site-packages``, so 
 image or a TPU VM with torch_xla installed system-wide is used as it is) and installs, once:
 the row's packages (``install``, ``install_args``), this very device-matrix (the wheel,
 source tree or version nox imported this module from, never a name on an index that may
-serve another) and the project (``project_install``); then it runs ``python -m
+serve another) with the project (``project_install``); then it runs ``python -m
 device_matrix run --device ROW`` with the venv's interpreter, so the repro lines name it.
 Arguments after ``--`` go to ``device-matrix run``. Under ``nox --no-venv`` the row runs
 with the interpreter nox runs in and installs nothing.
@@ -122,10 +122,10 @@ def run_row(session: nox.Session, cfg: Config, name: str) -> None:
     else:
         steps: list[list[str]] = []
         if plan.mode == "local" and row.install:
-            steps.append([*row.install, *row.install_args])
-        steps.append(own)  # device-matrix before the project: a project that lists it finds it there
-        if plan.mode == "local" and cfg.project_install:
-            steps.append(list(cfg.project_install))
+            steps.append([*row.install, *row.install_args])  # its index options apply to it alone
+        # device-matrix and the project in one resolution: a project that lists device-matrix
+        # gets this one
+        steps.append([*own, *(cfg.project_install if plan.mode == "local" else ())])
         install_once(session, steps, cfg.project_root)
         command = ["python", "-m", "device_matrix"]
     session.run(
@@ -152,15 +152,22 @@ def install_once(session: nox.Session, steps: Sequence[Sequence[str]], project_r
     time), so a changed requirement or project installs again. It is written only after an
     install that ran: ``--no-install`` / ``-R`` on a reused venv never marks one installed.
     """
-    wanted = {"steps": [list(s) for s in steps], "local": _local_metadata(steps, project_root)}
+    local = _local_metadata(steps, project_root)
+    wanted = {"steps": [list(s) for s in steps], "local": local}
     digest = hashlib.sha256(json.dumps(wanted, sort_keys=True).encode()).hexdigest()
     stamp = Path(session.virtualenv.location) / INSTALL_STAMP
-    if _stamp_digest(stamp) == digest:
+    previous = _stamp_digest(stamp)
+    if previous == digest:
         session.log("row packages already installed (" + "; ".join(" ".join(s) for s in steps) + ")")
         return
     if _install_skipped(session):
         session.log("--no-install: row packages left as they are")
         return
+    if previous is not None:
+        # pip keeps an installed version over a wheel file of the same version (a wheel
+        # built again at the same path): its files go in first, then each step resolves
+        for path in (arg for arg in local if _is_file(arg, project_root)):
+            session.install("--force-reinstall", "--no-deps", path)
     for step in steps:
         session.install(*step)
     stamp.write_text(json.dumps({"digest": digest, **wanted}, indent=1), encoding="utf-8")
@@ -171,7 +178,13 @@ def _stamp_digest(stamp: Path) -> str | None:
         data = json.loads(stamp.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return data.get("digest") if isinstance(data, dict) else None
+    digest = data.get("digest") if isinstance(data, dict) else None
+    return digest if isinstance(digest, str) else None
+
+
+def _is_file(arg: str, project_root: Path) -> bool:
+    path = Path(arg)
+    return (path if path.is_absolute() else project_root / path).is_file()
 
 
 def _install_skipped(session: nox.Session) -> bool:

@@ -152,7 +152,7 @@ def test_a_row_installs_its_packages_device_matrix_and_the_project_then_runs_in_
     (tmp_path / "venv").mkdir()
     dm_nox.run_row(fake, cfg, "cpu")  # type: ignore[arg-type]
     own = dm_nox.device_matrix_requirement()
-    assert fake.installs == [("torch==2.9.0", "torch_xla==2.9.0"), tuple(own), ("-e", ".")]
+    assert fake.installs == [("torch==2.9.0", "torch_xla==2.9.0"), (*own, "-e", ".")]
     ((args, kwargs),) = fake.runs
     # the venv's interpreter (nox puts its bin first on PATH), never the one nox runs in
     assert args == ("python", "-m", "device_matrix", "--project", str(root), "run", "--device", "cpu", "--", "-k", "a")
@@ -217,9 +217,27 @@ def test_a_changed_project_installs_again_a_changed_tool_table_does_not(tmp_path
     wheel = tmp_path / "dm.whl"
     wheel.write_bytes(b"1")
     steps = [[str(wheel)]]
-    assert installs() == [(str(wheel),)] and installs() == []
+    # a venv installed before keeps a same-version wheel unless its files are forced in
+    assert installs() == [("--force-reinstall", "--no-deps", str(wheel)), (str(wheel),)] and installs() == []
     os.utime(wheel, ns=(1, 1))  # the wheel was built again
-    assert installs() == [(str(wheel),)]
+    assert installs() == [("--force-reinstall", "--no-deps", str(wheel)), (str(wheel),)]
+
+
+def test_a_first_install_forces_nothing(tmp_path: Path) -> None:
+    wheel = tmp_path / "dm.whl"
+    wheel.write_bytes(b"1")
+    fake = FakeSession(venv(tmp_path))
+    dm_nox.install_once(fake, [[str(wheel)]], tmp_path)  # type: ignore[arg-type]
+    assert fake.installs == [(str(wheel),)]
+
+
+def test_device_matrix_needs_no_nox_unless_the_noxfile_uses_it() -> None:
+    code = (
+        "import sys, device_matrix.cli, device_matrix.child.plugin, device_matrix.run.runner; "
+        "print('nox' in sys.modules)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=clean_env(), check=False)
+    assert proc.stdout.strip() == "False", proc.stderr
 
 
 def test_an_unreadable_stamp_installs_again(tmp_path: Path) -> None:

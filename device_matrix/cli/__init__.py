@@ -403,12 +403,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--project", help="project folder (default: nearest pyproject.toml above cwd)")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    run = sub.add_parser("run", help="run device rows", description="Run the suites of one or more device rows.")
+    run = sub.add_parser(
+        "run",
+        help="run device rows",
+        description="Run one or more device rows: their suites, their scripts, or what plain pytest runs here.",
+    )
     run.add_argument(
         "--device",
         "-d",
         action="append",
-        help="row name (repeat, or comma-separate); default all rows",
+        help="row name (repeat, or comma-separate); default: every row present here (the others are reported "
+        "unavailable; a row named here that is absent is exit 4)",
     )
     run.add_argument("--suite", "-s", action="append", help="run only this suite of the row (repeatable)")
     run.add_argument(
