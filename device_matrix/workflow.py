@@ -133,12 +133,8 @@ def entries(name: str, row: Row) -> list[dict[str, Any]]:
 
 
 def actions_matrix(cfg: Config, names: Sequence[str]) -> dict[str, Any]:
-    """``{"include": [...]}``: one entry per row (and shard) that has suites here."""
-    return {
-        "include": [
-            e for name in names if cfg.suites_absent(cfg.row(name)) is None for e in entries(name, cfg.row(name))
-        ]
-    }
+    """``{"include": [...]}``: one entry per row (and shard)."""
+    return {"include": [e for name in names for e in entries(name, cfg.row(name))]}
 
 
 @dataclass(frozen=True)
@@ -170,8 +166,6 @@ def plan_jobs(cfg: Config, event: Event, rows: Sequence[str] = (), gate_label: s
     for name in names:
         row = cfg.row(name)
         runs, why = row_runs(row, event, gate_label)
-        if runs and (absent := cfg.suites_absent(row)):
-            runs, why = False, absent
         if runs and (relabelled := relabel_skip(row, event, gate_label)):
             runs, why = False, relabelled
         if not runs:

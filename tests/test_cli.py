@@ -61,8 +61,16 @@ def test_unknown_device_and_suite_are_config_errors(project: Callable[..., Proje
     assert proc.returncode == EXIT_CONFIG and "not in row" in proc.stderr
 
 
+LOST = """
+[tool.device-matrix.devices.lost]
+pjrt_device = "CPU"
+presence = ["never"]
+suites = ["gone"]
+"""
+
+
 def test_list_plan_doctor(project: Callable[..., Project]) -> None:
-    p = project("passing", extra_rows=ABSENT)
+    p = project("passing", extra_rows=ABSENT + LOST)
     rows = {r["row"]: r for r in json.loads(p.run("list", "--json").stdout)}
     assert rows["fixture"]["present"] is True and rows["tpu"]["present"] is False
     assert rows["cuda"]["image"].startswith("us-central1-docker.pkg.dev")
@@ -73,7 +81,7 @@ def test_list_plan_doctor(project: Callable[..., Project]) -> None:
     doctor = p.run("doctor")
     assert doctor.returncode == EXIT_UNAVAILABLE
     assert "DEVICE_MATRIX_TPU_PRESENT=1" in doctor.stdout or "tpu" in doctor.stdout
-    assert "suites missing" in doctor.stdout  # the packaged rows' suites are not in this project
+    assert "suites missing: gone" in doctor.stdout
 
 
 def test_pytest_args_and_single_test(project: Callable[..., Project]) -> None:

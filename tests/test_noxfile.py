@@ -1,18 +1,18 @@
-"""The noxfile's row sessions: a preinstalled torch_xla (--no-venv), the install stamp, tags."""
+"""This repository's noxfile: its rows through device_matrix.nox, and the pytest range (#20)."""
 
 from __future__ import annotations
 
 import functools
 import importlib.util
-import json
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import nox.registry
-from nox.virtualenv import PassthroughEnv
+from packaging.requirements import Requirement
 
 from device_matrix import config
+from device_matrix.config import read_toml
 from tests.conftest import REPO
 
 
@@ -26,64 +26,81 @@ def noxfile() -> ModuleType:
     return module
 
 
-class FakeSession:
-    def __init__(self, venv: Any, *, no_install: bool = False, plan: dict[str, Any] | None = None) -> None:
-        self.virtualenv = venv
-        self._runner = SimpleNamespace(global_config=SimpleNamespace(no_install=no_install))
+class Recorder:
+    def __init__(self) -> None:
         self.installs: list[tuple[str, ...]] = []
-        self.runs: list[tuple[tuple[str, ...], dict[str, Any]]] = []
+        self.runs: list[tuple[str, ...]] = []
         self.posargs: list[str] = []
-        self.plan = plan or {}
 
     def install(self, *args: str) -> None:
-        if isinstance(self.virtualenv, PassthroughEnv):
-            raise ValueError("nox refuses to install without a virtualenv")
         self.installs.append(args)
 
-    def run(self, *args: str, **kwargs: Any) -> str:
-        self.runs.append((args, kwargs))
-        return json.dumps(self.plan)
-
-    def log(self, *_: object) -> None:
-        pass
-
-    def skip(self, reason: str) -> None:
-        raise AssertionError(reason)
+    def run(self, *args: str, **_: Any) -> None:
+        self.runs.append(args)
 
 
-def venv(tmp_path: Path, *, reused: bool) -> SimpleNamespace:
-    return SimpleNamespace(location=str(tmp_path), _reused=reused)
-
-
-def test_the_stamp_is_written_only_after_an_install_that_ran(tmp_path: Path) -> None:
-    nf = noxfile()
-    stamp = tmp_path / nf.INSTALL_STAMP
-    skipped = FakeSession(venv(tmp_path, reused=True), no_install=True)
-    nf._install_once(skipped, ["torch==2.9.0"], [])
-    assert skipped.installs == [] and not stamp.exists()  # -R / --no-install: nothing ran
-    ran = FakeSession(venv(tmp_path, reused=True))
-    nf._install_once(ran, ["torch==2.9.0"], [])
-    assert ran.installs == [("torch==2.9.0",)] and stamp.is_file()
-    again = FakeSession(venv(tmp_path, reused=True))
-    nf._install_once(again, ["torch==2.9.0"], [])
-    assert again.installs == []  # the stamp matches
-    changed = FakeSession(venv(tmp_path, reused=True))
-    nf._install_once(changed, ["torch==2.9.1"], [])
-    assert changed.installs == [("torch==2.9.1",)]
-
-
-def test_a_row_without_a_venv_uses_what_is_installed() -> None:
+def sessions() -> dict[str, Any]:
     noxfile()
-    session = nox.registry.get()["cpu"]
-    fake = FakeSession(PassthroughEnv(), plan={"mode": "local", "install": ["torch_xla==2.9.0"], "install_args": []})
-    session.func(fake)  # type: ignore[arg-type]
-    assert fake.installs == []
-    (plan_args, plan_kw), (run_args, run_kw) = fake.runs
-    assert plan_args[:3] == ("python", "-m", "device_matrix") and plan_kw["external"] is True
-    assert run_args[:5] == ("python", "-m", "device_matrix", "run", "--device") and run_kw["external"] is True
+    return nox.registry.get()
 
 
-def test_every_row_is_tagged_rows() -> None:
-    noxfile()
-    tagged = {name for name, func in nox.registry.get().items() if "rows" in (func.tags or [])}
+def test_every_row_is_a_session_of_the_package_tagged_rows() -> None:
+    rows = sessions()
+    tagged = {name for name, func in rows.items() if "rows" in (func.tags or [])}
     assert tagged == set(config.load(REPO).rows)
+    # the same sessions any project's noxfile gets from device_matrix.nox.sessions()
+    assert all(rows[name].func.__module__ == "device_matrix.nox" for name in tagged)
+
+
+def runtime_pytest() -> Requirement:
+    project = read_toml(REPO / "pyproject.toml")["project"]
+    (req,) = [Requirement(d) for d in project["dependencies"] if Requirement(d).name == "pytest"]
+    return req
+
+
+def test_the_extras_do_not_narrow_the_pytest_users_get() -> None:
+    # the runtime range is the tested range: no extra pins pytest tighter than users get it
+    extras = read_toml(REPO / "pyproject.toml")["project"]["optional-dependencies"]
+    assert not [d for reqs in extras.values() for d in reqs if Requirement(d).name == "pytest"]
+    (floor,) = [s for s in runtime_pytest().specifier if s.operator == ">="]
+    assert not [s for s in runtime_pytest().specifier if s.operator in ("<", "<=", "==", "~=")]
+    assert floor.version.startswith("8.")
+
+
+def test_the_plugin_facing_tests_run_on_the_lowest_and_the_newest_pytest() -> None:
+    nf = noxfile()
+    rows = sessions()
+    (floor,) = [s for s in runtime_pytest().specifier if s.operator == ">="]
+    lowest, newest = Recorder(), Recorder()
+    rows["pytest-lowest"].func(lowest)
+    rows["pytest-newest"].func(newest)
+    assert lowest.installs == [("-e", ".[test]", f"pytest=={floor.version}")]
+    assert ("--upgrade", "pytest") in newest.installs
+    for rec in (lowest, newest):
+        ((cmd),) = rec.runs
+        assert cmd[0] == "pytest" and set(nf.PLUGIN_TESTS) <= set(cmd)
+    assert all((REPO / t).is_file() for t in nf.PLUGIN_TESTS)
+    assert "tests/test_project_rows.py" in nf.PLUGIN_TESTS and "tests/test_skips.py" in nf.PLUGIN_TESTS
+    ci = (REPO / ".ci" / "run").read_text()
+    assert "pytest-lowest pytest-newest" in ci
+
+
+def test_the_tests_session_keeps_its_own_pytest_cap() -> None:
+    rec = Recorder()
+    sessions()["tests"].func(rec)
+    ((*install,),) = rec.installs
+    assert "pytest<9.2" in install  # pytest-xdist#1386, for this session's --dist loadgroup only
+
+
+def test_the_row_sessions_install_this_checkout(tmp_path: Path) -> None:
+    import device_matrix.nox as dm_nox
+
+    cpu = sessions()["cpu"]
+    fake = Recorder()
+    fake.virtualenv = SimpleNamespace(location=str(tmp_path), _reused=False)  # type: ignore[attr-defined]
+    fake._runner = SimpleNamespace(global_config=SimpleNamespace(no_install=False))  # type: ignore[attr-defined]
+    fake.log = lambda *_: None  # type: ignore[attr-defined]
+    cpu.func(fake)
+    assert ("-e", str(REPO)) in fake.installs
+    assert dm_nox.device_matrix_requirement() == ["-e", str(REPO)]
+    assert fake.runs[-1][:8] == ("python", "-m", "device_matrix", "--project", str(REPO), "run", "--device", "cpu")

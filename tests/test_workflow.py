@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -273,8 +274,61 @@ def test_the_caller_is_ten_lines_of_jobs() -> None:
 
 def test_reusable_inputs() -> None:
     inputs = triggers(load(REUSABLE))["workflow_call"]["inputs"]
-    assert {"package", "rows", "tracker", "file-issues", "gate-label", "python-version"} <= set(inputs)
+    assert {"package", "install", "rows", "tracker", "file-issues", "gate-label", "python-version"} <= set(inputs)
     assert inputs["gate-label"]["default"] == GATE_LABEL
+    # #20: no package name that no index serves; no tracker other than the configuration's
+    assert inputs["package"]["default"] == "" and inputs["install"]["default"] == ""
+    assert inputs["tracker"]["default"] == ""
+
+
+def installing_jobs() -> dict[str, dict[str, Any]]:
+    return {
+        name: job
+        for name, job in jobs().items()
+        if any("pip install" in s.get("run", "") and "PACKAGE" in s.get("run", "") for s in steps(job))
+    }
+
+
+def test_every_job_installs_device_matrix_from_the_repository_and_commit_it_was_called_from() -> None:
+    # #20: the called workflow's own repository and commit (job.workflow_*), not the
+    # caller's (github.* is the caller's in a called workflow), unless `package` says otherwise
+    assert set(installing_jobs()) == {"plan", "rows-host", "rows-container", "issues", "triage"}
+    for name, job in installing_jobs().items():
+        all_steps = steps(job)
+        (own,) = [s for s in all_steps if s.get("with", {}).get("path") == ".device-matrix-src"]
+        assert own["uses"].startswith("actions/checkout@")
+        assert own["with"]["repository"] == "${{ job.workflow_repository }}"
+        assert own["with"]["ref"] == "${{ job.workflow_sha }}"
+        assert own["with"]["persist-credentials"] is False
+        ctx = {"inputs": {"package": ""}}
+        assert evaluate(own["if"], ctx) is True
+        assert evaluate(own["if"], {"inputs": {"package": "."}}) is False
+        (install,) = [s for s in all_steps if "pip install" in s.get("run", "")]
+        assert all_steps.index(own) < all_steps.index(install), name
+        assert 'python -m pip install --quiet "${PACKAGE:-./.device-matrix-src}"' in install["run"], name
+        assert install["env"]["PACKAGE"] == "${{ inputs.package }}"
+        # the caller's own checkout comes first: the second checkout must not clean it away
+        assert all_steps.index(own) > next(i for i, s in enumerate(all_steps) if "checkout" in s.get("uses", ""))
+
+
+def test_row_jobs_install_the_row_the_project_and_the_callers_command_before_the_run() -> None:
+    for name in ("rows-host", "rows-container"):
+        (step,) = [s for s in steps(jobs()[name]) if s.get("name") == "Run the row"]
+        script = step["run"]
+        assert step["env"]["INSTALL"] == "${{ inputs.install }}"
+        steps_in_order = ("pip install", "device-matrix ci install", '"$INSTALL"', "device-matrix run")
+        order = [script.index(x) for x in steps_in_order]
+        assert order == sorted(order), name
+
+
+def test_the_tracker_is_the_configurations_unless_the_caller_names_one() -> None:
+    issues = next(s for s in steps(jobs()["issues"]) if s.get("name") == "File or link issues")
+    triage = next(s for s in steps(jobs()["triage"]) if s.get("name") == "Triage")
+    for step in (issues, triage):
+        assert step["env"]["TRACKER"] == "${{ inputs.tracker }}"
+        assert '${TRACKER:+--tracker "$TRACKER"}' in step["run"]
+    # the read-only lookup of cited issues runs whatever the tracker, when the issues job did not
+    assert triage["env"]["LOOKUP"] == "${{ needs.issues.result != 'success' }}"
 
 
 def test_no_expression_is_interpolated_into_a_script() -> None:
@@ -528,23 +582,55 @@ def test_ci_install_installs_only_for_a_local_row(tmp_path: Path) -> None:
     bad = subprocess.run([*base, "here"], capture_output=True, text=True, check=False, cwd=tmp_path)
     assert bad.returncode == 5, bad.stdout + bad.stderr
     assert "pip install ./no-such-package-folder" in bad.stdout
-    assert "installing the here row's packages failed" in bad.stderr
+    assert "installing the row's packages of the here row failed" in bad.stderr
 
 
-def test_packaged_rows_without_suites_here_are_reported_once_not_jobs(tmp_path: Path) -> None:
+def test_ci_install_installs_the_project_and_in_the_rows_image_only_the_project(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.device-matrix]\nproject_install = ["./no-such-project"]\n'
+        "[tool.device-matrix.devices.here]\n"
+        'pjrt_device = "CPU"\nrun_in = "host"\npresence = ["always"]\n'
+        'install = ["./no-such-package-folder"]\n'
+    )
+    base = [*DM, "--project", str(tmp_path), "ci", "install", "--device", "here"]
+    env = {k: v for k, v in os.environ.items() if k != "DEVICE_MATRIX_IN_IMAGE"}
+    host = subprocess.run(base, capture_output=True, text=True, check=False, cwd=tmp_path, env=env)
+    assert host.returncode == 5 and "pip install ./no-such-package-folder" in host.stdout  # the row's first
+    image = subprocess.run(
+        base, capture_output=True, text=True, check=False, cwd=tmp_path, env={**env, "DEVICE_MATRIX_IN_IMAGE": "here"}
+    )
+    assert image.returncode == 5, image.stdout + image.stderr
+    assert "no-such-package-folder" not in image.stdout and "pip install ./no-such-project" in image.stdout
+    assert "installing the project (project_install) of the here row failed" in image.stderr
+
+
+def test_packaged_rows_in_a_project_without_suites_get_their_jobs(tmp_path: Path) -> None:
+    # #20: a packaged row runs the project's own tests; it is not left out for lack of suites/
     from device_matrix.run.plan import plan_row
     from device_matrix.workflow import actions_matrix
 
-    (tmp_path / "suites" / "mine").mkdir(parents=True)
-    (tmp_path / "suites" / "mine" / "test_x.py").write_text("def test_x():\n    pass\n")
-    (tmp_path / "pyproject.toml").write_text(
-        "[tool.device-matrix.devices.own]\npjrt_device = 'CPU'\nrun_in = 'host'\nsuites = ['mine']\n"
-        "presence = ['always']\n"
-    )
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_x.py").write_text("def test_x():\n    pass\n")
+    (tmp_path / "pyproject.toml").write_text("[tool.pytest.ini_options]\ntestpaths = ['tests']\n")
     cfg = config.load(tmp_path)
     plan = plan_jobs(cfg, Event(name="schedule"), list(cfg.rows))
-    assert [e["row"] for e in plan.host + plan.container] == ["own"]
-    assert "none of its suites exist in this project" in plan.skipped["cpu"]
-    assert [e["row"] for e in actions_matrix(cfg, list(cfg.rows))["include"]] == ["own"]
-    row_plan = plan_row(cfg, cfg.row("cpu"))
-    assert row_plan.mode == "unavailable" and "accumulation" in row_plan.reason
+    assert [e["row"] for e in plan.host + plan.container] == ["cpu"]
+    assert set(plan.skipped) == {"tpu", "cuda", "neuron"}
+    assert all(why == "ci = off" for why in plan.skipped.values())
+    assert [e["row"] for e in actions_matrix(cfg, list(cfg.rows))["include"]] == list(cfg.rows)
+    assert plan_row(cfg, cfg.row("cpu")).mode == "local"
+    assert cfg.row_tests(cfg.row("cpu")) == ("tests",)
+
+
+def test_the_readme_caller_is_a_valid_call_at_this_release() -> None:
+    import device_matrix
+
+    text = (REPO / "README.md").read_text()
+    section = text[text.index("## Use it in your project") :]
+    block = re.search(r"```yaml\n(.*?)```", section, re.S)
+    assert block
+    (job,) = yaml.safe_load(block.group(1))["jobs"].values()
+    assert job["uses"] == f"OWNER/device-matrix/.github/workflows/reusable.yml@v{device_matrix.__version__}"
+    assert set(job.get("with", {})) <= set(triggers(load(REUSABLE))["workflow_call"]["inputs"])
+    assert job["permissions"] == {"contents": "read", "issues": "write"}

@@ -160,8 +160,10 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
                 continue
             records.append(record)
             code = STATUS_EXIT[record["status"]]
-            if record["status"] == "unavailable" and args.require_device:
-                code = EXIT_ENVIRONMENT
+            if record["status"] == "unavailable":
+                # a row the user named must be here; a bare run runs the rows present here and
+                # reports the others, as nox skips them (#20): `run && triage` holds
+                code = EXIT_ENVIRONMENT if args.require_device else (EXIT_UNAVAILABLE if args.device else EXIT_OK)
             codes.append(code)
     print_summary(out, records, cfg)
     if cfg.tracker.kind == "ledger" and records and not args.shard_plan:  # the parent of shards links
@@ -297,6 +299,11 @@ def cmd_list(args: argparse.Namespace, out: Output) -> int:
                 "run_in": row.run_in,
                 "runner_labels": list(row.runner_labels),
                 "suites": list(row.suites),
+                "scripts": [s.file for s in row.scripts],
+                "tests": list(cfg.row_tests(row)),
+                # what every test process of the row gets (#20): the row's own variables
+                "env": {"PJRT_DEVICE": row.pjrt_device, **row.env},
+                "settings": dict(row.settings),
             }
         )
     if args.json:
@@ -306,9 +313,24 @@ def cmd_list(args: argparse.Namespace, out: Output) -> int:
     for r in rows:
         mark = out.paint("passed", "present") if r["present"] else out.paint("unavailable", "absent ")
         out.line(f"{r['row']:<8} {r['pjrt_device']:<7} {mark}  {r['image'] or '(no image)'}")
-        out.line(f"{'':<17}suites: {', '.join(r['suites'])}; runner: {', '.join(r['runner_labels'])}")
+        out.line(f"{'':<17}tests: {_tests_text(r)}; runner: {', '.join(r['runner_labels'])}")
+        out.line(f"{'':<17}env: {' '.join(f'{k}={v}' for k, v in sorted(r['env'].items()))}")
         out.line(f"{'':<17}{r['presence']}")
     return EXIT_OK
+
+
+def _tests_text(row: dict[str, Any]) -> str:
+    """What the row runs, in words: its suites, its scripts, or the project's tests."""
+    parts = []
+    if row["suites"]:
+        parts.append(f"suites {', '.join(row['suites'])}")
+    if row["scripts"]:
+        parts.append(f"scripts {', '.join(row['scripts'])}")
+    if parts:
+        return " and ".join(parts)
+    if row["tests"] == ["."]:
+        return ". (the project root: no testpaths configured)"
+    return f"{', '.join(row['tests'])} (the project's testpaths)"
 
 
 def cmd_doctor(args: argparse.Namespace, out: Output) -> int:
@@ -389,12 +411,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--project", help="project folder (default: nearest pyproject.toml above cwd)")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    run = sub.add_parser("run", help="run device rows", description="Run the suites of one or more device rows.")
+    run = sub.add_parser(
+        "run",
+        help="run device rows",
+        description="Run one or more device rows: their suites, their scripts, or what plain pytest runs here.",
+    )
     run.add_argument(
         "--device",
         "-d",
         action="append",
-        help="row name (repeat, or comma-separate); default all rows",
+        help="row name (repeat, or comma-separate); default: every row present here (the others are reported "
+        "unavailable; a row named here that is absent is exit 4)",
     )
     run.add_argument("--suite", "-s", action="append", help="run only this suite of the row (repeatable)")
     run.add_argument(

@@ -1,7 +1,7 @@
 """``device-matrix ci``: the steps of the GitHub workflow, so a caller needs no scripts.
 
 device-matrix ci matrix --output "$GITHUB_OUTPUT"    # the plan job
-device-matrix ci install --device cpu                # a row job on the runner itself
+device-matrix ci install --device cpu                # a row job: its packages and the project
 device-matrix ci collect artifacts results           # triage and issues jobs
 """
 
@@ -87,21 +87,37 @@ def cmd_ci_collect(args: argparse.Namespace, out: Output) -> int:
 
 
 def cmd_ci_install(args: argparse.Namespace, out: Output) -> int:
-    """pip-install the row's packages when the row runs here without its image."""
+    """pip-install what a row job needs here: the row's packages and the project itself.
+
+    The row's packages (``install``, ``install_args``) when the row runs on this host
+    without its image; in the row's image (a container job) the image has them. The
+    project's ``project_install`` wherever the row runs here.
+    """
     from device_matrix.run.plan import plan_row
 
     cfg = config_mod.load(Path(args.project) if args.project else None)
     plan = plan_row(cfg, cfg.row(args.device))
-    if plan.mode != "local" or not plan.row.install:
+    if plan.mode != "local":
         out.line(f"{args.device}: nothing to install ({plan.mode}: {plan.reason})")
         return EXIT_OK
-    argv = [sys.executable, "-m", "pip", "install", *plan.row.install, *plan.row.install_args]
-    out.line("$ " + " ".join(argv))
-    if subprocess.run(argv, check=False).returncode != 0:
-        raise EnvironmentProblem(
-            f"installing the {args.device} row's packages failed",
-            tip="Read pip's error above; the row's `install` and `install_args` are in the configuration.",
-        )
+    in_image = os.environ.get("DEVICE_MATRIX_IN_IMAGE") in (args.device, plan.row.image)
+    steps = []
+    if plan.row.install and not in_image:
+        steps.append(("the row's packages", [*plan.row.install, *plan.row.install_args]))
+    if cfg.project_install:
+        steps.append(("the project (project_install)", list(cfg.project_install)))
+    if not steps:
+        out.line(f"{args.device}: nothing to install ({plan.reason})")
+    for what, pip_args in steps:
+        argv = [sys.executable, "-m", "pip", "install", *pip_args]
+        out.line("$ " + " ".join(argv))
+        # relative paths (".", "-e .[test]") are the project's
+        if subprocess.run(argv, check=False, cwd=cfg.project_root).returncode != 0:
+            raise EnvironmentProblem(
+                f"installing {what} of the {args.device} row failed",
+                tip="Read pip's error above; the row's `install` and `install_args`, and `project_install`, "
+                "are in the configuration.",
+            )
     return EXIT_OK
 
 
@@ -115,7 +131,9 @@ def add_ci_commands(sub: Any) -> None:
     m.add_argument("--event-name", help="default $GITHUB_EVENT_NAME")
     m.add_argument("--event-path", help="default $GITHUB_EVENT_PATH")
     m.set_defaults(func=cmd_ci_matrix)
-    i = ci_sub.add_parser("install", help="install a row's packages when it runs here without its image")
+    i = ci_sub.add_parser(
+        "install", help="install a row's packages (unless in its image) and the project (project_install)"
+    )
     i.add_argument("--device", "-d", required=True)
     i.set_defaults(func=cmd_ci_install)
     c = ci_sub.add_parser("collect", help="lay downloaded artifacts out as a results folder")

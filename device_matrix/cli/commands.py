@@ -25,7 +25,7 @@ def add_skips_commands(sub: Any) -> None:
     skips = sub.add_parser("skips", help="device skips and xfails: check and list")
     skips_sub = skips.add_subparsers(dest="skips_command", required=True)
     chk = skips_sub.add_parser("check", help="fail on any device skip that cites no issue or has expired")
-    chk.add_argument("paths", nargs="*", help="files or folders to scan (default: suites_dir)")
+    chk.add_argument("paths", nargs="*", help="files or folders to scan (default: where the rows' tests are)")
     chk.add_argument("--verbose", "-v", action="store_true")
     chk.set_defaults(func=_lazy("device_matrix.cli.skips:cmd_skips_check"))
     lst = skips_sub.add_parser("list", help="every declared device skip and xfail")

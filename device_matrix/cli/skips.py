@@ -36,7 +36,8 @@ TIP_UNKNOWN_LEDGER = (
 
 def _declared(args: argparse.Namespace) -> tuple[config_mod.Config, list[DeviceSkip]]:
     cfg = config_mod.load(Path(args.project) if args.project else None)
-    paths = [Path(p) for p in args.paths] if args.paths else [cfg.suites_dir]
+    # by default where the rows' tests are: suites, or the project's own tests (#20)
+    paths = [Path(p) for p in args.paths] if args.paths else cfg.suite_folders()
     declared = scan_tree(cfg.project_root, [p if p.is_absolute() else cfg.project_root / p for p in paths])
     declared.extend(load_disable_list(cfg.disable_list))
     return cfg, declared

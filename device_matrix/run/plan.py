@@ -32,9 +32,6 @@ def plan_row(
 ) -> RowPlan:
     """Where this row runs here, or why it cannot."""
     env = os.environ if environ is None else environ
-    absent = cfg.suites_absent(row)
-    if absent is not None:
-        return RowPlan(row, "unavailable", absent)
     presence = detect(row, env)
     if not presence.present:
         return RowPlan(row, "unavailable", presence.reason)

@@ -450,7 +450,7 @@ class RowRunner:
         scope = None if chosen is None else set(chosen)
         if chosen is not None:
             self.state.expect(chosen)  # each needs an outcome, even if collection dies first
-        if not targets:
+        if not targets and not self._project_tests():
             return self.state.status(), None  # a row of scripts only
         if resume:
             scripts = {script.file for script in self._scripts()}
@@ -922,7 +922,15 @@ class RowRunner:
 
     # --- what the child gets --------------------------------------------------------
 
+    def _project_tests(self) -> bool:
+        """The row runs what plain pytest runs in the project: it names no suites nor scripts (#20)."""
+        return not (self.options.tests or self.options.suites or self.row.suites or self.row.scripts)
+
     def _targets(self) -> list[str]:
+        """What pytest is given: the tests named, the row's suites, or nothing (pytest's own choice).
+
+        Given nothing, in the project root, pytest runs its ``testpaths``, else the root.
+        """
         if self.options.tests:
             return distinct_targets(self.options.tests, self.cfg.project_root)  # each test once (#20)
         suites = list(self.options.suites or self.row.suites)
@@ -930,8 +938,8 @@ class RowRunner:
         if unknown:
             raise ConfigError(
                 f"suite(s) {', '.join(unknown)} are not in row {self.row.name!r}",
-                allowed=", ".join(self.row.suites) or "(none)",
-                tip="Pick suites the row runs, or add them to its `suites` list.",
+                allowed=", ".join(self.row.suites) or "(none: the row runs the project's tests)",
+                tip="Pick suites the row runs, add them to its `suites` list, or name tests with --test.",
             )
         targets = []
         for suite in suites:
@@ -939,7 +947,8 @@ class RowRunner:
             if not path.exists():
                 raise ConfigError(
                     f"suite {suite!r} of row {self.row.name!r}: {path} does not exist",
-                    tip="Create the suite folder, fix suites_dir, or remove the suite from the row.",
+                    tip="Create the suite folder, fix suites_dir, or remove the suite from the row "
+                    "(a row without suites runs the project's tests, as plain pytest does).",
                 )
             root = self.cfg.project_root
             targets.append(str(path.relative_to(root)) if path.is_relative_to(root) else str(path))
@@ -949,11 +958,6 @@ class RowRunner:
                     f"script {script.file!r} of row {self.row.name!r} does not exist",
                     tip="Script files are relative to the project root; fix the path or remove the entry.",
                 )
-        if not targets and not self._scripts():
-            raise ConfigError(
-                f"row {self.row.name!r} has no suites to run",
-                tip="List suites in the row's `suites` (or scripts in `scripts`), or pass --test.",
-            )
         return distinct_targets(targets, self.cfg.project_root, self._scripts())
 
     def _executor(self, targets: Sequence[str]) -> Executor:
