@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from device_matrix import __version__
 from device_matrix import config as config_mod
-from device_matrix.cli.commands import add_more_commands, whole_number
+from device_matrix.cli.commands import add_more_commands, add_source_flags, source_from_args, whole_number
 from device_matrix.config import Config, check_results_dir
 from device_matrix.devices import detect, install_hint
 from device_matrix.errors import (
@@ -130,6 +130,7 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
         use_gdb=not args.no_gdb,
         keep_cores=args.keep_cores,
         run_url=args.run_url or _actions_run_url(),
+        source=source_from_args(args, cfg.project_root),
         resume=args.resume,
     )
     codes = []
@@ -422,6 +423,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     from device_matrix.cli.shards import add_merge_command, add_run_options
 
+    add_source_flags(run)
     add_run_options(run)
     run.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --: arguments for pytest")
     run.set_defaults(func=cmd_run)

@@ -18,6 +18,7 @@ from device_matrix.records.schema import (
     RowStatus,
     RunRecord,
     SkipInfo,
+    SourceInfo,
     TestRecord,
     summarize,
 )
@@ -138,6 +139,7 @@ class RunState:
         duration: float,
         run_url: str | None,
         runner_pid: int | None,
+        source: SourceInfo | None = None,
     ) -> RunRecord:
         tests = [self.results[n] for n in self.expected if n in self.results]
         env = dict(self.environment)
@@ -164,6 +166,7 @@ class RunState:
             summary=summarize(tests),
             run_url=run_url,
             runner_pid=runner_pid,
+            source=source,
         )
 
 
