@@ -203,7 +203,7 @@ def test_a_history_of_the_first_layout_is_migrated(tmp_path: Path) -> None:
     db.commit()
     db.close()
     h = History.open(path)
-    assert h.db.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert h.db.execute("PRAGMA user_version").fetchone()[0] == history_mod.VERSION
     tables = {r[0] for r in h.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert "outcomes" not in tables and "crashes" not in tables
     now = _triage([R.record("cpu", [R.test("s/t.py::test_a", "failed"), R.test("s/t.py::test_b", "skipped")])])

@@ -7,9 +7,12 @@ import heapq
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypedDict
 
+from device_matrix.diagnostics.environment import facets as environment_facets
 from device_matrix.issues.sync import DEVICE_SKIP_SOURCES, skip_fingerprint
-from device_matrix.records.schema import FAILING_OUTCOMES, OUTCOMES, RunRecord
+from device_matrix.records.schema import FAILING_OUTCOMES, OUTCOMES, RunRecord, SourceInfo
 from device_matrix.records.summary import crash_headline, crash_kind_label, fold
+from device_matrix.report.placement import Placement
+from device_matrix.report.verdicts import VerdictReport
 from device_matrix.skips import DeviceSkip
 
 TRIAGE_SCHEMA = "device-matrix/triage"
@@ -31,6 +34,7 @@ class RowView(TypedDict):
     run_url: str | None
     versions: dict[str, str]
     image: str | None
+    facets: dict[str, str]  # accelerator, driver, versions, image, host (#25: crashes placed by them)
 
 
 class CrashView(TypedDict):
@@ -51,6 +55,8 @@ class CrashView(TypedDict):
     repro: str
     issue: str | None
     issue_state: str | None
+    seen: list[list[str]]  # [row, nodeid or "(phase)"]: where it happened in this run
+    placement: Placement | None  # by environment, over the history (#25)
 
 
 class SkipView(TypedDict):
@@ -118,6 +124,7 @@ class SlowTest(TypedDict):
 
 
 class TrendPoint(TypedDict):
+    run_id: int  # the run's number in the history
     run: str
     created: str
     label: str
@@ -153,6 +160,14 @@ class CrashHistory(TypedDict):
     state: str  # "current" | "stopped" | "row not run"
 
 
+class RunSource(TypedDict):
+    id: int  # the run's number in the history
+    label: str
+    lane: str  # "branch:main", "pr:12", "tag:v1", "" (no source recorded)
+    commit: str | None
+    pull_request: int | None
+
+
 class HistoryView(TypedDict):
     window: int
     runs: list[str]  # labels, oldest first; the last is this run
@@ -160,6 +175,9 @@ class HistoryView(TypedDict):
     flaky: list[FlakyTest]
     slower: list[SlowTest]
     crashes: list[CrashHistory]
+    lane: str  # this run's lane
+    flaky_lane: str  # the lane flaky tests and slowdowns are read from (a pull request's base)
+    sources: list[RunSource]  # one per run, as ``runs``
 
 
 class Triage(TypedDict):
@@ -176,6 +194,8 @@ class Triage(TypedDict):
     changes: Changes
     slowest: list[SlowTest]
     history: HistoryView | None
+    source: SourceInfo | None  # the commit under test, from the rows' records or flags (#25)
+    verdicts: VerdictReport | None  # a pull request's failures judged against its base (#25)
 
 
 def _first_line(text: str | None, limit: int = 300) -> str | None:
@@ -242,6 +262,7 @@ def build(
                     if k in ("torch", "torch_xla", "libtpu", "jax", "torch_neuronx")
                 },
                 image=rec.get("image"),
+                facets=environment_facets(env if isinstance(env, dict) else {}, image=rec.get("image")),
             )
         )
         for t in rec["tests"]:
@@ -301,6 +322,8 @@ def build(
                     repro=c["repro"],
                     issue=issue,
                     issue_state=state_of(issue),
+                    seen=[],
+                    placement=None,
                 )
                 crashes[fp] = view_c
             if row not in view_c["rows"]:
@@ -308,6 +331,8 @@ def build(
             where = c["nodeid"] or f"({c['phase']})"
             if where not in view_c["nodeids"]:
                 view_c["nodeids"].append(where)
+            if [row, where] not in view_c["seen"]:
+                view_c["seen"].append([row, where])
             if c["classification"] == "flaky":
                 view_c["classification"] = "flaky"
     return Triage(
@@ -327,6 +352,8 @@ def build(
         changes=no_changes(),
         slowest=slowest(durations),
         history=None,
+        source=None,
+        verdicts=None,
     )
 
 
