@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,6 @@ import pytest
 from device_matrix.cli.triage import run_triage
 from device_matrix.output import Output
 from device_matrix.report import html, markdown
-from device_matrix.report.history import History
 from device_matrix.report.model import Triage
 
 FIXTURE = Path(__file__).parent / "fixtures" / "verdicts"
@@ -62,9 +60,7 @@ def _digest(path: Path) -> str:
 
 
 @pytest.mark.parametrize("pr", sorted(TRUTH["pull_requests"]))
-def test_every_verdict_of_the_replayed_history_is_the_known_truth(
-    pr: str, main_history: Path, tmp_path: Path
-) -> None:
+def test_every_verdict_of_the_replayed_history_is_the_known_truth(pr: str, main_history: Path, tmp_path: Path) -> None:
     before = _digest(main_history)
     t = _triage(tmp_path, pr, main_history, read_only=True)
     assert _digest(main_history) == before  # read-only: the base's history is untouched
@@ -83,9 +79,7 @@ def test_the_line_on_top_counts_the_verdicts(main_history: Path, tmp_path: Path)
     t = _triage(tmp_path, "pr-101", main_history, read_only=True)
     v = t["verdicts"]
     assert v is not None
-    assert v["line"] == (
-        "1 new failure from this change; 4 already failing on main; 1 flaky; 1 on an unstable device"
-    )
+    assert v["line"] == ("1 new failure from this change; 4 already failing on main; 1 flaky; 1 on an unstable device")
     assert v["base"] == "main" and v["base_runs"] == 30
     md = markdown.render(t)
     assert "## Verdicts: is this failure mine?" in md and f"**{v['line']}**" in md
@@ -99,7 +93,9 @@ def test_the_evidence_of_each_verdict(main_history: Path, tmp_path: Path) -> Non
     assert v is not None
     by = {(i["row"], i["nodeid"]): i for i in v["items"]}
     broken = by[("cpu", "suites/mlp/test_mlp.py::test_loss_is_finite")]
-    assert broken["verdict"] == "broken-on-base" and broken["since"] is not None and broken["since"].startswith("main 20")
+    assert (
+        broken["verdict"] == "broken-on-base" and broken["since"] is not None and broken["since"].startswith("main 20")
+    )
     assert "same message" in broken["evidence"] and "last 11 run(s)" in broken["evidence"]
     flaky = by[("tpu", "suites/collectives/test_collectives.py::test_allreduce_flaky")]
     assert flaky["rate"] is not None and 0.1 <= flaky["rate"] <= 0.45
