@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,10 @@ import pytest
 from device_matrix.cli.triage import run_triage
 from device_matrix.output import Output
 from device_matrix.report import html, markdown
+from device_matrix.report.history import Base, LaneRun
 from device_matrix.report.model import Triage
+from device_matrix.report.verdicts import hidden_rate, interval, judge, judge_test, runs_to_see
+from tests import records as R
 
 FIXTURE = Path(__file__).parent / "fixtures" / "verdicts"
 TRUTH: dict[str, Any] = json.loads((FIXTURE / "truth.json").read_text())
@@ -138,3 +142,115 @@ def test_a_pull_request_without_any_history_is_unknown(tmp_path: Path) -> None:
     assert {i["verdict"] for i in v["items"]} == {"unknown"}
     assert all("no history of main" in i["evidence"] for i in v["items"])
     assert v["line"].endswith("unknown (no history of main to compare with)")
+
+
+# --- the pieces ----------------------------------------------------------------------------
+
+
+def test_the_statistics_the_verdicts_state() -> None:
+    # a flake failing a quarter of the time shows within 9 runs 9 times out of 10
+    assert [runs_to_see(p) for p in (0.25, 0.10, 0.05, 0.01)] == [9, 22, 45, 230]
+    assert runs_to_see(0.0) is None and runs_to_see(1.0) == 1
+    assert hidden_rate(30) == pytest.approx(0.0739, abs=1e-4) and hidden_rate(0) == 1.0
+    low, high = interval(7, 28)
+    assert low < 0.25 < high
+    # Clopper-Pearson: each bound is where the binomial tail beyond the count is 5%
+    tail_low = sum(math.comb(28, k) * low**k * (1 - low) ** (28 - k) for k in range(7, 29))
+    tail_high = sum(math.comb(28, k) * high**k * (1 - high) ** (28 - k) for k in range(8))
+    assert tail_low == pytest.approx(0.05, abs=1e-6) and tail_high == pytest.approx(0.05, abs=1e-6)
+    assert interval(0, 10)[0] == 0.0 and interval(10, 10)[1] == 1.0
+
+
+def _base(
+    series: dict[tuple[str, str], tuple[str, str | None]],
+    *,
+    runs: int,
+    rows: dict[str, int] | None = None,
+    crashes: dict[str, dict[str, list[int]]] | None = None,
+) -> Base:
+    lane_runs = [LaneRun(i + 1, f"main {i + 1}", "t", "branch:main", None) for i in range(runs)]
+    status: dict[str, list[str | None]] = {row: ["passed"] * runs for row in (rows or {"cpu": runs})}
+    return Base("branch:main", lane_runs, status, series, crashes or {})
+
+
+def _judge_one(base: Base, **kw: Any) -> Any:
+    args: dict[str, Any] = {
+        "row": "cpu",
+        "nodeid": "t::a",
+        "outcome": "crashed",
+        "sig": "crash fp1",
+        "fingerprint": "fp1",
+        "key": "t::a",
+        "anchor": "verdict-1",
+    }
+    args.update(kw)
+    return judge_test(base, **args)
+
+
+def test_a_crash_on_several_rows_that_comes_and_goes_is_flaky_not_the_device() -> None:
+    text = "PCPPCPPCPP"
+    crashes = {"fp1": {"cpu": [1, 4, 7], "tpu": [2]}}
+    item = _judge_one(_base({("cpu", "t::a"): (text, "crash fp1")}, runs=10, crashes=crashes))
+    assert item["verdict"] == "flaky"
+    alone = _judge_one(_base({("cpu", "t::a"): (text, "crash fp1")}, runs=10, crashes={"fp1": {"cpu": [1, 4, 7]}}))
+    assert alone["verdict"] == "device-unstable"
+
+
+def test_a_regression_on_the_base_is_broken_there_and_a_long_streak_after_flakes_too() -> None:
+    sig = "failed: AssertionError: N != N"
+    regression = _judge_one(
+        _base({("cpu", "t::a"): ("PPPPPPFF", sig)}, runs=8), outcome="failed", sig=sig, fingerprint=None
+    )
+    assert regression["verdict"] == "broken-on-base" and regression["since"] == "main 7"
+    streak = _judge_one(
+        _base({("cpu", "t::a"): ("PFPPFPFFFF", sig)}, runs=10), outcome="failed", sig=sig, fingerprint=None
+    )
+    assert streak["verdict"] == "broken-on-base"
+    short = _judge_one(
+        _base({("cpu", "t::a"): ("PFFPPFPPFF", sig)}, runs=10), outcome="failed", sig=sig, fingerprint=None
+    )
+    assert short["verdict"] == "flaky"
+
+
+def test_skipped_and_absent_runs_say_nothing() -> None:
+    item = _judge_one(
+        _base({("cpu", "t::a"): ("SS--NNSS", None)}, runs=8), outcome="failed", sig="failed: x", fingerprint=None
+    )
+    assert item["verdict"] == "new" and "did not run on main in its last 8 run(s)" in item["evidence"]
+    few = _judge_one(
+        _base({("cpu", "t::a"): ("--SSP", None)}, runs=5), outcome="failed", sig="failed: x", fingerprint=None
+    )
+    assert few["verdict"] == "new" and "under 90% of runs" in few["evidence"]  # one pass proves little
+
+
+def test_a_declared_unstable_row_and_a_row_that_never_reached_its_tests(tmp_path: Path) -> None:
+    from device_matrix.cli import main
+
+    (tmp_path / "pyproject.toml").write_text("[tool.device-matrix.devices.cuda]\nunstable = true\n")
+    run = _load("pr-105")
+    results = _results(tmp_path, run)
+    assert main(["--project", str(tmp_path), "triage", str(results), "--no-history", "--fail-on", "new"]) == 0
+    data = json.loads((results / "triage" / "triage.json").read_text())
+    by = {(i["row"], i["nodeid"]): i for i in data["verdicts"]["items"]}
+    crash = by[("cuda", "suites/collectives/test_collectives.py::test_all_gather")]
+    assert crash["verdict"] == "device-unstable" and "declared unstable" in crash["evidence"]
+    infra = by[("neuron", None)]
+    assert infra["verdict"] == "infrastructure" and "errored before its tests" in infra["evidence"]
+    assert "container engine podman not found" in infra["evidence"]
+
+
+def test_a_crash_outside_any_test_is_judged_by_its_fingerprint() -> None:
+    base = _base({}, runs=4, crashes={"fpx": {"cpu": [3]}})
+    report = judge(_startup_crash_triage(), base, base_ref="main", base_commit=None, stored=lambda n: n)
+    (item,) = report["items"]
+    assert item["nodeid"] == "(startup)" and item["verdict"] == "broken-on-base"
+    never = judge(_startup_crash_triage(), _base({}, runs=4), base_ref="main", base_commit=None)
+    assert never["items"][0]["verdict"] == "new" and "never happened on main" in never["items"][0]["evidence"]
+
+
+def _startup_crash_triage() -> Triage:
+    from device_matrix.report.model import build
+
+    crash = R.crash("cpu", None, "fpx")
+    crash["phase"] = "startup"
+    return build([R.record("cpu", [], [crash], status="crashed")], [], {})  # type: ignore[list-item]
