@@ -22,7 +22,7 @@ def test_facets_of_a_cuda_snapshot() -> None:
     env = {
         "drivers": {
             "nvidia-smi": "Tesla T4, 535.104.05, 15360 MiB\nTesla T4, 535.104.05, 15360 MiB",
-            "nvidia-smi-cuda": "==============NVSMI LOG==============\nDriver Version : 535.104.05\nCUDA Version : 12.2\n",
+            "nvidia-smi-cuda": "=====NVSMI LOG=====\nDriver Version : 535.104.05\nCUDA Version : 12.2\n",
         },
         "packages": {"torch": "2.7.0+cu126", "torch_xla": "2.7.0"},
         "host": "gpu-1",

@@ -171,7 +171,7 @@ def test_run_writes_its_source_into_run_json(tmp_path: Path, monkeypatch: pytest
     (tmp_path / "pyproject.toml").write_text(
         "[tool.device-matrix]\ncrash_reruns = 0\n[tool.device-matrix.devices.cpu]\nsuites = ['mine']\nrun_in = 'host'\n"
     )
-    for name in list(ACTIONS) + ["GITHUB_EVENT_NAME", "GITHUB_EVENT_PATH", "GITHUB_REF_NAME", "GITHUB_STEP_SUMMARY"]:
+    for name in [*ACTIONS, "GITHUB_EVENT_NAME", "GITHUB_EVENT_PATH", "GITHUB_REF_NAME", "GITHUB_STEP_SUMMARY"]:
         monkeypatch.delenv(name, raising=False)
     code = main(
         [
