@@ -254,3 +254,24 @@ def _startup_crash_triage() -> Triage:
     crash = R.crash("cpu", None, "fpx")
     crash["phase"] = "startup"
     return build([R.record("cpu", [], [crash], status="crashed")], [], {})  # type: ignore[list-item]
+
+
+def test_the_crash_issue_says_where_the_crash_happens(main_history: Path, tmp_path: Path) -> None:
+    from device_matrix.cli import main
+    from device_matrix.issues.ledger import Ledger
+
+    (tmp_path / "pyproject.toml").write_text("")
+    results = _results(tmp_path, _load("main-30"))
+    args = ["--project", str(tmp_path), "issues", "sync", str(results), "--history", str(main_history)]
+    assert main(args) == 0
+    fp = TRUTH["crash"]["fingerprint"]
+    ledger = Ledger(results / "ledger.sqlite")
+    (issue,) = ledger.find([f"crash-{fp}"])[f"crash-{fp}"]
+    crashes = TRUTH["crash"]["t4_runs"]  # main 30 is in the history: counted once
+    assert "### Where it happens" in issue.body
+    assert f"{crashes} of {crashes} crashes on Tesla T4 / driver 535.104.05" in issue.body
+    # without the history, this run alone places nothing
+    again = _results(tmp_path / "alone", _load("main-30"))
+    assert main(["--project", str(tmp_path), "issues", "sync", str(again), "--no-history"]) == 0
+    (alone,) = Ledger(again / "ledger.sqlite").find([f"crash-{fp}"])[f"crash-{fp}"]
+    assert "too few to place by environment" in alone.body

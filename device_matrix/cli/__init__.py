@@ -175,9 +175,10 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
 
 def _link_with_ledger(cfg: Config, out: Output) -> None:
     """The embedded ledger is local and offline: link findings at the end of every run."""
-    from device_matrix.cli.issues import load_records
+    from device_matrix.cli.issues import crash_placements, load_records
     from device_matrix.issues import open_tracker
     from device_matrix.issues.sync import collect, sync
+    from device_matrix.report.history import DEFAULT_PATH
     from device_matrix.skips import uncited
 
     records, _ = load_records(cfg.results_dir)
@@ -194,6 +195,7 @@ def _link_with_ledger(cfg: Config, out: Output) -> None:
         results_dir=cfg.results_dir,
         declared=declared,
         on_recurrence=cfg.tracker.on_recurrence,
+        placements=crash_placements(records, cfg.project_root / DEFAULT_PATH, out),
     )
     for line in report.lines():
         out.line(line)

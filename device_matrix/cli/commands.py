@@ -50,6 +50,10 @@ def add_issues_commands(sub: Any) -> None:
     group = s.add_mutually_exclusive_group()
     group.add_argument("--apply", dest="apply", action="store_true", default=None, help="file and comment for real")
     group.add_argument("--dry-run", dest="apply", action="store_false", help="only say what would be filed")
+    s.add_argument(
+        "--history", help="run history a crash is placed by, read-only (default .device-matrix/history.sqlite)"
+    )
+    s.add_argument("--no-history", action="store_true", help="place crashes by this run's rows only")
     s.set_defaults(func=_lazy("device_matrix.cli.issues:cmd_issues_sync"))
 
 

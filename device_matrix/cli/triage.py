@@ -25,13 +25,13 @@ from device_matrix.records.atomic import storable_text, write_json_atomic, write
 from device_matrix.records.schema import RunRecord, SourceInfo
 from device_matrix.records.source import base_lane, is_pull_request, override, short, unknown
 from device_matrix.report import html, markdown
-from device_matrix.report.history import DEFAULT_WINDOW, KEEP_RUNS, History, set_aside
+from device_matrix.report.history import DEFAULT_PATH, DEFAULT_WINDOW, KEEP_RUNS, History, set_aside
 from device_matrix.report.model import Triage, build
 from device_matrix.report.placement import place
 from device_matrix.report.verdicts import VERDICTS, WORDS, judge
 from device_matrix.skips import DeviceSkip, uncited
 
-DEFAULT_HISTORY = Path(".device-matrix") / "history.sqlite"
+DEFAULT_HISTORY = DEFAULT_PATH
 
 
 def records_source(records: Sequence[RunRecord], out: Output) -> SourceInfo | None:

@@ -63,6 +63,7 @@ from device_matrix.report.model import (
 from device_matrix.report.placement import Observation
 
 VERSION = 3
+DEFAULT_PATH = Path(".device-matrix") / "history.sqlite"  # under the project root
 KEEP_RUNS = 50  # per lane
 KEEP_PR_LANES = 30  # pull requests whose runs are kept; older ones are forgotten
 DEFAULT_WINDOW = 30
@@ -659,16 +660,23 @@ class History:
         return out
 
     def observations(
-        self, nodeids: Mapping[str, Collection[str]], *, include: int | None = None
+        self,
+        nodeids: Mapping[str, Collection[str]],
+        *,
+        include: int | None = None,
+        skip: SourceInfo | None = None,
     ) -> dict[str, list[Observation]]:
         """Per fingerprint, a crash or a pass per run and row of its tests (the nodeids named
         here and those it crashed before), with the row's facets in that run.
 
         Runs of branches and tags only (a pull request's own crash may be its change's),
-        and the run ``include`` (this triage's) whatever its lane.
+        and the run ``include`` (this triage's) whatever its lane; never a run of the same
+        source as ``skip`` (its records are counted by the caller).
         """
         runs = self._runs()
-        kept = {r.id: r for r in runs if not r.lane.startswith("pr:") or r.id == include}
+        kept = {
+            r.id: r for r in runs if (not r.lane.startswith("pr:") or r.id == include) and not _same_run(r.source, skip)
+        }
         by_lane: dict[str, list[LaneRun]] = {}
         for r in runs:
             by_lane.setdefault(r.lane, []).append(r)
@@ -713,6 +721,12 @@ class History:
                 for run_id, row in sorted(group)
             ]
         return out
+
+
+def _same_run(a: SourceInfo | None, b: SourceInfo | None) -> bool:
+    if a is None or b is None or not b.get("run_id"):
+        return False
+    return all(a.get(k) == b.get(k) for k in ("commit", "run_id", "run_attempt", "repository"))
 
 
 def _run_source(r: LaneRun) -> RunSource:

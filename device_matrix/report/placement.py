@@ -23,11 +23,12 @@ Where none separates, the sentence says so.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypedDict
 
-from device_matrix.diagnostics.environment import FACET_WORDS, FACETS
+from device_matrix.diagnostics.environment import FACET_WORDS, FACETS, facets
+from device_matrix.records.schema import RunRecord
 
 RECUR = 2
 ALPHA = 0.05
@@ -59,6 +60,22 @@ class Placement(TypedDict):
     separating: list[FacetSplit]  # the best split and the facets that pick the same runs; [] if none
     also: list[str]  # other facets that separate, less well
     text: str
+
+
+def from_records(records: Sequence[RunRecord], nodeids: Mapping[str, Collection[str]]) -> dict[str, list[Observation]]:
+    """Per fingerprint, a crash or a pass for each row of this run whose record has its tests."""
+    out: dict[str, list[Observation]] = {fp: [] for fp in nodeids}
+    for rec in records:
+        env = rec.get("environment")
+        seen = facets(env if isinstance(env, dict) else {}, image=rec.get("image"))
+        crashed = {c["diagnosis"]["fingerprint"] for c in rec["crashes"]}
+        outcomes = {t["nodeid"]: t["outcome"] for t in rec["tests"]}
+        for fp, ids in nodeids.items():
+            if fp in crashed:
+                out[fp].append(Observation(rec["row"], seen, True))
+            elif any(outcomes.get(n) == "passed" for n in ids):
+                out[fp].append(Observation(rec["row"], seen, False))
+    return out
 
 
 def _split(facet: str, obs: Sequence[Observation]) -> tuple[FacetSplit, frozenset[int]] | None:
