@@ -12,6 +12,8 @@ import hashlib
 import io
 import json
 import math
+import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,7 @@ from tests import records as R
 
 FIXTURE = Path(__file__).parent / "fixtures" / "verdicts"
 TRUTH: dict[str, Any] = json.loads((FIXTURE / "truth.json").read_text())
+TRUTH_COMMIT_30 = json.loads((FIXTURE / "runs" / "main-30.json").read_text())["records"][0]["source"]["commit"]
 
 
 def _load(name: str) -> dict[str, Any]:
@@ -275,3 +278,38 @@ def test_the_crash_issue_says_where_the_crash_happens(main_history: Path, tmp_pa
     assert main(["--project", str(tmp_path), "issues", "sync", str(again), "--no-history"]) == 0
     (alone,) = Ledger(again / "ledger.sqlite").find([f"crash-{fp}"])[f"crash-{fp}"]
     assert "too few to place by environment" in alone.body
+
+
+def test_rows_against_commits_link_failures_to_their_verdicts(main_history: Path, tmp_path: Path) -> None:
+    t = _triage(tmp_path, "pr-101", main_history, read_only=True)
+    page = html.render(t)
+    start = page.index("<table id='commits-table'>")
+    table = page[start : page.index("</table>", start)]
+    heads = re.findall(r"<th class='o' data-run='(\d+)' title='([^']*)'>([^<]*)</th>", table)
+    assert len(heads) == 20 and heads[-1][1] == "pr 101" and heads[-1][2].endswith("PR 101")
+    assert heads[0][1] == "main 12" and heads[-2][1] == "main 30"
+    assert heads[-2][2] == TRUTH_COMMIT_30[:10]
+    v = t["verdicts"]
+    assert v is not None
+    anchors = {i["anchor"] for i in v["items"]}
+    links = set(re.findall(r"<a href='#(verdict-\d+)'>", table))
+    assert links and links <= anchors
+    for anchor in links:
+        assert f"<tr id='{anchor}'" in page
+    # the cuda row's crashes on main link to the device-unstable verdict, its clean runs link nothing
+    cuda = next(i for i in v["items"] if i["row"] == "cuda" and i["verdict"] == "device-unstable")
+    row = re.search(r"<tr data-row='cuda'>(.*?)</tr>", table)
+    assert row is not None and f"href='#{cuda['anchor']}'" in row.group(1)
+    cells = re.findall(r"<td class='o [^']*' data-status='([^']*)'>(.*?)</td>", row.group(1))
+    assert len(cells) == 20 and {status for status, _ in cells} == {"passed", "failed", "crashed"}
+    for status, inner in cells:
+        assert inner.startswith("<a href='#verdict-") is (status != "passed"), (status, inner)
+
+
+def test_a_branch_run_shows_its_own_commits_and_no_verdicts(main_history: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "h.sqlite"
+    shutil.copy(main_history, copy)
+    t = _triage(tmp_path, "main-30", copy)
+    page = html.render(t)
+    assert "id='verdicts'" not in page and "Rows against commits (main)" in page
+    assert "<a href='#verdict" not in page
