@@ -9,11 +9,13 @@ read-only, and every verdict must be the one the fixture built.
 from __future__ import annotations
 
 import hashlib
+import html as htmlmod
 import io
 import json
 import math
 import re
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,7 @@ from device_matrix.report.history import Base, LaneRun
 from device_matrix.report.model import Triage
 from device_matrix.report.verdicts import hidden_rate, interval, judge, judge_test, runs_to_see
 from tests import records as R
+from tests.test_triage import ARTIFACTS, _screenshot, browser  # noqa: F401 - browser: the fixture
 
 FIXTURE = Path(__file__).parent / "fixtures" / "verdicts"
 TRUTH: dict[str, Any] = json.loads((FIXTURE / "truth.json").read_text())
@@ -288,7 +291,7 @@ def test_rows_against_commits_link_failures_to_their_verdicts(main_history: Path
     heads = re.findall(r"<th class='o' data-run='(\d+)' title='([^']*)'>([^<]*)</th>", table)
     assert len(heads) == 20 and heads[-1][1] == "pr 101" and heads[-1][2].endswith("PR 101")
     assert heads[0][1] == "main 12" and heads[-2][1] == "main 30"
-    assert heads[-2][2] == TRUTH_COMMIT_30[:10]
+    assert heads[-2][2] == TRUTH_COMMIT_30[:7]
     v = t["verdicts"]
     assert v is not None
     anchors = {i["anchor"] for i in v["items"]}
@@ -313,3 +316,50 @@ def test_a_branch_run_shows_its_own_commits_and_no_verdicts(main_history: Path, 
     page = html.render(t)
     assert "id='verdicts'" not in page and "Rows against commits (main)" in page
     assert "<a href='#verdict" not in page
+
+
+VERDICT_PROBE = """<script>
+(function () {
+  var out = {rows: [], links: [], broken: [], line: document.querySelector('.verdict-line').textContent};
+  document.querySelectorAll('#verdict-table tbody tr').forEach(function (tr) {
+    out.rows.push({id: tr.id, verdict: tr.getAttribute('data-verdict'), height: tr.getBoundingClientRect().height});
+  });
+  document.querySelectorAll('#commits-table a').forEach(function (a) {
+    var id = a.getAttribute('href').slice(1);
+    out.links.push(id);
+    if (!document.getElementById(id)) { out.broken.push(id); }
+  });
+  out.columns = document.querySelectorAll('#commits-table thead th.o').length;
+  var pre = document.createElement('pre'); pre.id = 'probe'; pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script></body>"""
+
+
+def test_the_verdicts_and_the_commits_in_a_real_browser(
+    browser: list[str],  # noqa: F811 - the fixture of test_triage, imported
+    main_history: Path,
+    tmp_path: Path,
+) -> None:
+    t = _triage(tmp_path, "pr-105", main_history, read_only=True)
+    page = tmp_path / "probed.html"
+    page.write_text(html.render(t).replace("</body>", VERDICT_PROBE))
+    proc = subprocess.run(
+        [*browser, "--window-size=1280,900", "--dump-dom", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    m = re.search(r"<pre id=\"probe\">(.*?)</pre>", proc.stdout, re.S)
+    assert m, proc.stdout[-2000:]
+    seen = json.loads(htmlmod.unescape(m.group(1)))
+    v = t["verdicts"]
+    assert v is not None
+    assert seen["line"] == v["line"]
+    assert [r["verdict"] for r in seen["rows"]] == [i["verdict"] for i in v["items"]]
+    assert all(r["height"] > 0 for r in seen["rows"])
+    assert seen["columns"] == 20 and seen["links"] and seen["broken"] == []
+    plain = tmp_path / "triage.html"
+    plain.write_text(html.render(t))
+    _screenshot(browser, plain, ARTIFACTS / "verdicts.png", "1280,1600")  # for a reader of the CI's artifacts

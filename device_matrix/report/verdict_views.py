@@ -157,7 +157,7 @@ def commits_section(t: Triage, h: HistoryView) -> str:
         "failure links to its verdict.</p><div class='scroll'><table id='commits-table'><thead><tr><th>row</th>"
     ]
     for s in sources:
-        commit = short(s["commit"]) if s["commit"] else "?"
+        commit = s["commit"][:7] if s["commit"] else "?"  # 20 columns: git's short form
         pr = f" PR {s['pull_request']}" if s["pull_request"] else ""
         out.append(f"<th class='o' data-run='{s['id']}' title='{_e(s['label'])}'>{_e(commit)}{_e(pr)}</th>")
     out.append("</tr></thead><tbody>")
