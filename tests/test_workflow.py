@@ -360,6 +360,20 @@ EVENTS = {
 }
 
 
+def test_a_branch_prefix_never_matches_another_branchs_cache() -> None:
+    """main's prefix must not restore main-2's history (a cache is restored by key prefix)."""
+    restore, store = _cache_steps("triage")
+    for event in ("push", "release push"):
+        saved = interpolate(store["with"]["key"], EVENTS[event])
+        for other in ("push", "release push"):
+            first = interpolate(restore["with"]["restore-keys"], EVENTS[other]).split()[0]
+            assert saved.startswith(first) is (event == other), (saved, first)
+    main_2 = interpolate(
+        store["with"]["key"], context("push", "refs/heads/main-2", PUSH, ref_name="main-2", run_id="9")
+    )
+    assert not main_2.startswith(interpolate(restore["with"]["restore-keys"], EVENTS["push"]).split()[0])
+
+
 def _cache_steps(job: str) -> list[dict[str, Any]]:
     return [s for s in steps(jobs()[job]) if "actions/cache" in s.get("uses", "")]
 
@@ -371,15 +385,16 @@ def test_triage_restores_its_branch_history_and_a_pull_request_its_base_branch(e
     restore, store = _cache_steps("triage")
     assert restore["uses"].startswith("actions/cache/restore@") and store["uses"].startswith("actions/cache/save@")
     branch = "main" if event != "release push" else "release-2"
-    prefix = f"device-matrix-history-{branch}-"
-    assert interpolate(restore["with"]["restore-keys"], ctx) == prefix
+    prefix = f"device-matrix-history-{branch}~"
+    # the branch's own caches first; a cache of the form before "~" while none of these exists
+    assert interpolate(restore["with"]["restore-keys"], ctx).split() == [prefix, f"device-matrix-history-{branch}-"]
     assert interpolate(restore["with"]["key"], ctx).startswith(prefix)
     saved = "if" not in store or evaluate(store["if"], ctx)
     assert saved is (event != "pull request")  # a pull request never writes its base's history
     if saved:
         key = interpolate(store["with"]["key"], ctx)
         # a new key per run and attempt (a cache is never overwritten), found by the prefix
-        assert key.startswith(prefix) and key.endswith(f"-{ctx['github']['run_id']}-{ctx['github']['run_attempt']}")
+        assert key == f"{prefix}{ctx['github']['run_id']}-{ctx['github']['run_attempt']}"
     assert restore["with"]["path"] == store["with"]["path"] == ".device-matrix/history.sqlite"
 
 
@@ -396,7 +411,7 @@ def test_the_issues_job_reads_the_history_and_never_stores_it() -> None:
     (restore,) = _cache_steps("issues")
     assert restore["uses"].startswith("actions/cache/restore@")
     ctx = EVENTS["push"]
-    assert interpolate(restore["with"]["restore-keys"], ctx) == "device-matrix-history-main-"
+    assert interpolate(restore["with"]["restore-keys"], ctx).split()[0] == "device-matrix-history-main~"
     names = [s.get("name") for s in steps(jobs()["issues"])]
     assert names.index(restore["name"]) < names.index("File or link issues")
 
