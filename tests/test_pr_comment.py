@@ -58,6 +58,16 @@ def test_one_comment_posted_then_updated_in_place() -> None:
         assert [r.method for r in gh.writes()] == ["POST", "PATCH"]
 
 
+def test_nothing_to_judge_posts_nothing_but_updates_a_comment_made_before() -> None:
+    with serve() as gh:
+        number = _pull_request(gh)
+        quiet = post(_client(gh), number, _body("**no failures: nothing to judge**"), create=False)
+        assert quiet.action == "unchanged" and gh.writes() == []
+        post(_client(gh), number, _body())
+        green = post(_client(gh), number, _body("**no failures: nothing to judge**", run="r2"), create=False)
+        assert green.action == "updated" and "no failures" in gh.comments[number][0]
+
+
 def test_a_marker_in_someone_elses_comment_is_passed_over() -> None:
     with serve() as gh:
         number = _pull_request(gh)

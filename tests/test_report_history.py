@@ -375,7 +375,7 @@ def _source(*, branch: str = "main", pr: int | None = None, commit: str = "a" * 
         "base_ref": "main" if pr else None,
         "base_commit": None,
         "repository": "acme/xla",
-        "run_id": "1",
+        "run_id": None,  # each run its own (see _triage_run)
         "run_attempt": 1,
         "workflow": "ci",
         "origin": "actions",
@@ -386,7 +386,7 @@ def _triage_run(tmp_path: Path, history: Path, label: str, outcome: str, source:
     results = tmp_path / label.replace(" ", "-")
     (results / "cpu").mkdir(parents=True)
     rec = R.record("cpu", [R.test("s/t.py::test_a", outcome, message="boom" if outcome == "failed" else None)])
-    rec["source"] = source
+    rec["source"] = {**source, "run_id": source["run_id"] or label}
     (results / "cpu" / "run.json").write_text(json.dumps(rec))
     return run_triage(results, results / "triage", history, label, Output(io.StringIO(), environ={}))
 
@@ -505,3 +505,20 @@ def test_a_read_only_history_is_never_written_nor_moved(tmp_path: Path) -> None:
     t = run_triage(results, tmp_path / "o2", junk, "pr 1", Output(stream, environ={}), read_only=True)
     assert junk.read_bytes() == b"not a database at all" * 50 and not list(tmp_path.glob("junk.sqlite.corrupt-*"))
     assert "compared with no history, the file left as it is" in stream.getvalue()
+
+
+def test_a_rerun_of_the_same_run_replaces_it_and_never_counts_twice(tmp_path: Path) -> None:
+    history = tmp_path / "h.sqlite"
+    first = {**_source(), "run_id": "10"}
+    _triage_run(tmp_path, history, "run 10", "passed", first)
+    second = {**_source(commit="b" * 40), "run_id": "11"}
+    _triage_run(tmp_path, history, "run 11", "failed", second)
+    # "Re-run failed jobs": attempt 2 of run 11, the test fixed meanwhile
+    again = _triage_run(tmp_path, history, "run 11 again", "passed", {**second, "run_attempt": 2})
+    assert again["changes"]["previous"] == "run 10" and again["changes"]["fixed"] == []
+    assert again["history"] is not None and again["history"]["runs"] == ["run 10", "run 11 again"]
+    assert again["history"]["flaky"] == []
+    h = History.open(history)
+    assert h.lanes() == {"branch:main": 2}
+    assert h.db.execute("SELECT outcomes FROM series").fetchall() == [("PP",)]
+    assert h.db.execute("SELECT COUNT(*) FROM row_runs").fetchone()[0] == 2

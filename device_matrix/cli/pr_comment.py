@@ -51,7 +51,7 @@ def comment_on_pull_request(t: Triage, cfg: Config, out: Output, *, repository: 
     run_url = next((r["run_url"] for r in t["rows"] if r["run_url"]), None)
     body = body_of(comment(t, run_url), run, Redactor(os.environ))
     try:
-        outcome = post(tracker, number, body)
+        outcome = post(tracker, number, body, create=bool(v["items"]))
     except TrackerError as exc:
         _skip(out, f"not commented on pull request {number}: {exc.message}; the verdicts are in the step summary")
         return

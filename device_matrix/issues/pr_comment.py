@@ -72,13 +72,15 @@ def _author(comment: dict[str, Any]) -> str | None:
     return login if isinstance(login, str) else None
 
 
-def post(tracker: GitHubTracker, number: int, body: str) -> CommentOutcome:
-    """Create or update the one comment of verdicts on pull request ``number``."""
+def post(tracker: GitHubTracker, number: int, body: str, *, create: bool = True) -> CommentOutcome:
+    """Create or update the one comment of verdicts on pull request ``number``. ``create``
+    False: only update one made before (a pull request with nothing to judge gets no new
+    comment, but one that said it was red says it is not any more)."""
     marker = MARKER_END_RE.search(body)
     if marker is None:
         raise ValueError("the body does not end with the verdicts marker (see body_of)")
     try:
-        return _post(tracker, number, body, marker.group(0).strip())
+        return _post(tracker, number, body, marker.group(0).strip(), create=create)
     except RefusedError as exc:
         return CommentOutcome(
             "skipped",
@@ -92,7 +94,7 @@ def post(tracker: GitHubTracker, number: int, body: str) -> CommentOutcome:
         )
 
 
-def _post(tracker: GitHubTracker, number: int, body: str, marker: str) -> CommentOutcome:
+def _post(tracker: GitHubTracker, number: int, body: str, marker: str, *, create: bool) -> CommentOutcome:
     refused: list[str] = []
     for existing in _marked(tracker.pr_comments(number)):
         if existing["body"] == body:
@@ -105,6 +107,8 @@ def _post(tracker: GitHubTracker, number: int, body: str, marker: str) -> Commen
             refused.append(f"comment {existing['id']}: {exc.message}")
             continue  # someone else's comment that ends with our marker: not ours to edit
         return CommentOutcome("updated", f"pull request {number}: verdicts comment updated", existing["id"])
+    if not create:
+        return CommentOutcome("unchanged", f"pull request {number}: no failures to judge, no comment posted")
     made: dict[str, Any] | None = None
     for _ in range(MAX_TRIES):
         try:

@@ -345,18 +345,22 @@ class History:
         Rows in ``unreadable`` are not called gone.
         """
         lane = lane_of(source)
-        last = self._last_of(lane)
+        runs = self.lane_runs(lane)
+        back = 1  # the previous run's place from the end of each series
+        if runs and _same_run(runs[-1].source, source, attempt=False):
+            back = 2  # a re-run of the last run: it is replaced, the one before is the previous
+        last = runs[-back] if len(runs) >= back else None
         against = lane
         base = base_lane(source) if is_pull_request(source) else None
         if last is None and base is not None:
-            last, against = self._last_of(base), base
+            last, against, back = self._last_of(base), base, 1
         if last is None:
             return no_changes()
         run_id = last.id
         changes = no_changes(last.label)
         before: dict[tuple[str, str], str] = {}
         for row, nodeid, outcomes, _, _ in self._series(against):
-            code = outcomes[-1:]
+            code = outcomes[-back : len(outcomes) - back + 1]
             if code and code != ABSENT:
                 before[(row, nodeid)] = OUTCOME_OF.get(code, "")
         rows_before = {str(r[0]) for r in self.db.execute("SELECT row FROM row_runs WHERE run_id = ?", (run_id,))}
@@ -415,6 +419,17 @@ class History:
                 self.db.execute("UPDATE series SET lane = ? WHERE lane = ''", (lane,))
                 self._series_cache.pop("", None)
                 self._series_cache.pop(lane, None)
+            last = self._last_of(lane)
+            if last is not None and _same_run(last.source, source, attempt=False):
+                # the same run again (a re-run of its jobs): it replaces what was recorded for
+                # it, so that no run counts twice toward flips and rates
+                for table, column in (("runs", "id"), ("row_runs", "run_id"), ("crash_seen", "run_id")):
+                    self.db.execute(f"DELETE FROM {table} WHERE {column} = ?", (last.id,))  # noqa: S608 - constants
+                self._series_cache[lane] = [
+                    (row, nodeid, outcomes[:-1], blob[:-_F32], sig)
+                    for row, nodeid, outcomes, blob, sig in self._series(lane)
+                    if len(blob) == _F32 * len(outcomes)
+                ]
             cur = self.db.execute(
                 "INSERT INTO runs (created, label, lane, source) VALUES (?, ?, ?, ?)",
                 (_now(), label, lane, None if source is None else json.dumps(source)),
@@ -723,10 +738,12 @@ class History:
         return out
 
 
-def _same_run(a: SourceInfo | None, b: SourceInfo | None) -> bool:
+def _same_run(a: SourceInfo | None, b: SourceInfo | None, *, attempt: bool = True) -> bool:
+    """Runs of one CI run (of one attempt, unless ``attempt`` is False)."""
     if a is None or b is None or not b.get("run_id"):
         return False
-    return all(a.get(k) == b.get(k) for k in ("commit", "run_id", "run_attempt", "repository"))
+    keys = ("commit", "run_id", "repository", *(("run_attempt",) if attempt else ()))
+    return all(a.get(k) == b.get(k) for k in keys)
 
 
 def _run_source(r: LaneRun) -> RunSource:
