@@ -210,12 +210,19 @@ def test_triage_on_a_fork_skips_the_comment_and_exits_as_before(
         _pull_request(gh)
         _project(tmp_path, gh)
         monkeypatch.setenv("GITHUB_TOKEN", gh.readonly_token)
+        monkeypatch.setenv("GITHUB_ACTIONS", "true")
+        summary = tmp_path / "summary.md"
+        monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
         _pr_results(tmp_path, "AssertionError: x")
         code = main(["--project", str(tmp_path), "triage", str(tmp_path / "results"), "--no-history", "--pr-comment"])
         out = capsys.readouterr().out
         assert code == 0
         assert "--pr-comment: not commented on pull request 7: the token may not write there" in out
+        assert "::warning title=pull request comment::not commented on pull request 7" in out
         assert gh.comments.get(PR) is None
+        # the step summary carries the verdicts all the same
+        assert "## Verdicts: is this failure mine?" in summary.read_text()
+        assert "**1 unknown (no history of main to compare with)**" in summary.read_text()
 
 
 def test_triage_without_a_token_skips_the_comment(
