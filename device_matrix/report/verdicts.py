@@ -1,5 +1,5 @@
-""" "Is this failure mine?": a verdict for every failing, crashing or timed-out test of a pull
-request's run, per row, against its base branch's history (#25).
+"""Verdicts for a pull request, "is this failure mine?": one for every failing, crashing or
+timed-out test of its run, per row, against its base branch's history (#25).
 
 The verdicts, in the order they are tried (the first that holds is given):
 
@@ -11,10 +11,6 @@ The verdicts, in the order they are tried (the first that holds is given):
     crash (fingerprint) recurs on the base on this row only, coming and going.
 ``unknown``
     the base has no history of this row (or the run names no base): said, never guessed.
-``new``
-    the test did not run on the base (a test the change adds, renames or enables), or it
-    passes there (the evidence: how many runs, which commit last; and how rare a flake
-    would have to be to hide in that many passes), or it fails there differently.
 ``broken on base``
     it fails on the base's latest runs with the same signature (fingerprint, or message):
     a regression (at most one flip: pass, then fail) or a streak of at least
@@ -22,6 +18,11 @@ The verdicts, in the order they are tried (the first that holds is given):
 ``flaky``
     it flips on the base: pass, fail, pass (two flips or more), with its failure rate over
     the base's runs and a 90% interval for it.
+``new``
+    none of those: the test did not run on the base (a test the change adds, renames or
+    enables), or it passes there (the evidence: how many runs, which commit last, and how
+    rare a flake would have to be to hide in that many passes), or it fails there
+    differently.
 
 The statistics, stated so a reader can weigh them: a test that fails with probability p
 shows no failure in n runs with probability (1-p)^n, so n passes bound p below
@@ -341,6 +342,7 @@ def judge(
     against ``base`` (None: no history of it). ``unstable``: the rows declared unstable.
     ``placements``: fingerprint -> where it happens, by environment. ``stored``: a nodeid as
     the history keys it."""
+    # here, not above: the history imports the model, which imports this module
     from device_matrix.report.history import crash_signature, signature
 
     placements = placements or {}
