@@ -136,6 +136,25 @@ def test_the_comment_is_found_on_a_later_page() -> None:
         assert len(gh.comments[number]) == 131
 
 
+@pytest.mark.parametrize(
+    ("url", "linked"),
+    [
+        ("https://github.com/acme/xla/actions/runs/99", True),
+        ("https://evil.example/x) [click](https://evil.example", False),
+        ("javascript:alert(1)", False),
+        ("http://github.com/acme/xla/actions/runs/99", False),
+    ],
+)
+def test_the_comment_links_the_run_only_by_a_plain_address(tmp_path: Path, url: str, linked: bool) -> None:
+    from device_matrix.report.verdict_views import comment
+
+    results = _pr_results(tmp_path, "AssertionError: x")
+    t = run_triage(results, tmp_path / "out", None, "pr 7", Output(io.StringIO(), environ={}))
+    text = comment(t, url)
+    assert (f"[the run]({url})" in text) is linked
+    assert ("evil.example" in text) is False
+
+
 def test_a_long_body_is_clipped_and_keeps_its_marker() -> None:
     body = _body("x" * 100 + "\n" + "y" * 70_000)
     assert len(body) <= 65_536 and MARKER_END_RE.search(body) and "clipped" in body

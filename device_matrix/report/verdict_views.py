@@ -7,6 +7,7 @@ report escapes it: ``markdown._cell``/``markdown.code`` and ``html._e``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from device_matrix.records.source import lane_words, short
@@ -16,6 +17,7 @@ from device_matrix.report.markdown import _cell, code
 from device_matrix.report.model import HistoryView, TrendPoint, Triage
 from device_matrix.report.verdicts import WORDS, VerdictItem, VerdictReport
 
+_PLAIN_URL_RE = re.compile(r"https://[A-Za-z0-9.-]+(?::\d+)?(?:/[A-Za-z0-9._~%/-]*)?")
 MAX_LISTED = 50
 COMMITS_SHOWN = 20
 ICON = {
@@ -87,7 +89,8 @@ def comment(t: Triage, run_url: str | None) -> str:
     v = t["verdicts"]
     assert v is not None
     out = markdown(v, heading="###")
-    where = f"[the run]({run_url})" if run_url and run_url.startswith("https://") else "the run"
+    # a link only to a plain https address: nothing in it can end the link or start markup
+    where = f"[the run]({run_url})" if run_url and _PLAIN_URL_RE.fullmatch(run_url) else "the run"
     out.append(f"The full report (trends, crashes, every test) is the `triage-report` artifact of {where}.")
     return "\n".join(out)
 
