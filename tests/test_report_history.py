@@ -522,3 +522,20 @@ def test_a_rerun_of_the_same_run_replaces_it_and_never_counts_twice(tmp_path: Pa
     assert h.lanes() == {"branch:main": 2}
     assert h.db.execute("SELECT outcomes FROM series").fetchall() == [("PP",)]
     assert h.db.execute("SELECT COUNT(*) FROM row_runs").fetchone()[0] == 2
+
+
+def test_a_broken_constraint_is_a_bug_and_never_sets_the_history_aside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    history = tmp_path / "h.sqlite"
+    _triage_run(tmp_path, history, "main 1", "passed", _source())
+
+    def broken(*args: Any, **kwargs: Any) -> int:
+        raise sqlite3.IntegrityError("UNIQUE constraint failed: row_runs.run_id, row_runs.row")
+
+    monkeypatch.setattr(History, "record", broken)
+    with pytest.raises(sqlite3.IntegrityError):
+        _triage_run(tmp_path, history, "main 2", "passed", _source())
+    assert not list(tmp_path.glob("h.sqlite.corrupt-*"))
+    monkeypatch.undo()
+    assert History.open(history).lanes() == {"branch:main": 1}

@@ -163,6 +163,8 @@ def _with_history(
                 f"{path}: cannot write the history: {exc}",
                 tip="Free space or permissions for it, wait for the other triage, or pass --no-history.",
             ) from exc
+        except sqlite3.IntegrityError:
+            raise  # a constraint this code broke is a bug (exit 70), not damage: the file stays
         except sqlite3.DatabaseError as exc:
             # damage that only shows when a page is read: set aside like an unreadable file
             if last_try or read_only:
