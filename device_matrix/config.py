@@ -86,6 +86,7 @@ class Row:
     run_timeout: float = 3600.0
     presence: tuple[str, ...] = ()
     enabled: bool = True
+    unstable: bool = False  # its failures read "device-unstable" in a pull request's verdicts (#25)
     ci: CiSwitch = "always"
     isolation: Isolation = "row"
     scripts: tuple[Script, ...] = ()  # files run as scripts, each in a process of its own
@@ -432,6 +433,7 @@ _ROW_KEYS: dict[str, tuple[Check, str]] = {
     "run_timeout": (_is_seconds, "a finite number of seconds > 0"),
     "presence": (_is_str_list, "a list like ['env:VAR', 'glob:/dev/x*', 'command:tool', 'always']"),
     "enabled": (_is_bool, "true or false"),
+    "unstable": (_is_bool, "true or false"),
     "ci": (_one_of(CI_SWITCHES), " | ".join(CI_SWITCHES)),
     "isolation": (_one_of(ISOLATIONS), " | ".join(ISOLATIONS)),
     "scripts": (

@@ -2,8 +2,10 @@
 
 Implements what the client uses: list issues (state, labels, sort, direction, per_page,
 page, ``Link`` pagination, pull requests mixed in), get one (any repository; 404, 410 for
-a deleted one), create, comment, list comments, reopen (PATCH), search by body text, and
-a GraphQL endpoint for batched ``issueOrPullRequest`` lookups, with token checks.
+a deleted one), create, comment, list comments (paginated, each with its id and author),
+edit and delete a comment (the pull request comment of verdicts), reopen (PATCH), search by
+body text, and a GraphQL endpoint for batched ``issueOrPullRequest`` lookups, with token
+checks: a read-only token (a fork's pull request's) reads and is refused every write (403).
 
 Faults are scripted per route: an answer (403/429 with or without rate-limit headers,
 5xx, 422, an HTML body, a 201 without ``number``), optionally after doing the real work
@@ -51,9 +53,11 @@ class FakeGitHub:
     def __init__(self, repo: str = "acme/xla", token: str = "t0ken-for-tests") -> None:
         self.repo = repo
         self.token = token
+        self.readonly_token = "read-0nly-t0ken"
+        self.login = "github-actions[bot]"  # the author of what the token writes
         self.repos: dict[str, dict[int, dict[str, Any]]] = {repo: {}}
         self.deleted: set[tuple[str, int]] = set()
-        self.comments: dict[int, list[str]] = {}
+        self.comment_list: list[dict[str, Any]] = []  # {"id", "issue", "body", "user"}
         self.received: list[Received] = []
         self.script: dict[tuple[str, str], list[Scripted]] = {}
         self.hooks: list[Callable[[str, str], None]] = []
@@ -95,8 +99,25 @@ class FakeGitHub:
             issues[n] = issue
             return n
 
+    @property
+    def comments(self) -> dict[int, list[str]]:
+        """Each issue's comment bodies, oldest first."""
+        out: dict[int, list[str]] = {}
+        for c in self.comment_list:
+            out.setdefault(c["issue"], []).append(c["body"])
+        return out
+
+    def add_comment(self, issue: int, body: str, *, login: str | None = None, kind: str = "Bot") -> int:
+        with self.lock:
+            number = max((c["id"] for c in self.comment_list), default=0) + 1
+            self.comment_list.append(
+                {"id": number, "issue": issue, "body": body, "user": {"login": login or self.login, "type": kind}}
+            )
+            return number
+
     def fail_next(self, method: str, route: str, *responses: Scripted) -> None:
-        """Answer the next requests to ``route`` (issues, issue, comments, search, graphql) so."""
+        """Answer the next requests to ``route`` (issues, issue, comments, comment, search,
+        graphql) so."""
         self.script.setdefault((method, route), []).extend(responses)
 
     def writes(self) -> list[Received]:
@@ -115,7 +136,8 @@ def _handler(gh: FakeGitHub) -> type[BaseHTTPRequestHandler]:
             pass
 
         def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
-            self._send_raw(status, json.dumps(body).encode(), "application/json", headers)
+            data = b"" if status == 204 else json.dumps(body).encode()  # 204: no content
+            self._send_raw(status, data, "application/json", headers)
 
         def _send_raw(self, status: int, data: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
             self.send_response(status)
@@ -132,6 +154,9 @@ def _handler(gh: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                 return "graphql", "", None
             if path == "/search/issues":
                 return "search", "", None
+            m = re.fullmatch(r"/repos/([\w.-]+/[\w.-]+)/issues/comments/(\d+)", path)
+            if m:
+                return "comment", m.group(1), int(m.group(2))
             m = re.fullmatch(r"/repos/([\w.-]+/[\w.-]+)/issues(?:/(\d+))?(/comments)?", path)
             if not m:
                 return "unknown", "", None
@@ -164,7 +189,11 @@ def _handler(gh: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                 else:
                     self._send(s.status, s.body, s.headers)
                 return
-            if self.headers.get("Authorization") != f"Bearer {gh.token}":
+            auth = self.headers.get("Authorization")
+            if auth == f"Bearer {gh.readonly_token}" and method != "GET" and route != "graphql":
+                self._send(403, {"message": "Resource not accessible by integration"})
+                return
+            if auth not in (f"Bearer {gh.token}", f"Bearer {gh.readonly_token}"):
                 self._send(401, {"message": "Bad credentials"})
                 return
             self._serve(method, route, repo, number, raw, answer=True)
@@ -215,12 +244,25 @@ def _handler(gh: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                 if route == "comments" and repo == gh.repo:
                     if (number or -1) not in gh.issues:
                         return 404, {"message": "Not Found"}, {}
-                    comments = gh.comments.setdefault(number or -1, [])
                     if method == "GET":
-                        return 200, [{"id": i + 1, "body": b} for i, b in enumerate(comments)], {}
+                        return self._comments(number or -1, q)
                     if method == "POST":
-                        comments.append(json.loads(raw)["body"])
-                        return 201, {"id": len(comments)}, {}
+                        made = gh.add_comment(number or -1, json.loads(raw)["body"])
+                        return 201, self._comment_json(made), {}
+                if route == "comment" and repo == gh.repo:
+                    found = [c for c in gh.comment_list if c["id"] == number]
+                    if not found:
+                        return 404, {"message": "Not Found"}, {}
+                    if method == "GET":
+                        return 200, self._comment_json(found[0]["id"]), {}
+                    if found[0]["user"]["login"] != gh.login:
+                        return 403, {"message": "Resource not accessible by integration"}, {}
+                    if method == "PATCH":
+                        found[0]["body"] = json.loads(raw or "{}").get("body", found[0]["body"])
+                        return 200, self._comment_json(found[0]["id"]), {}
+                    if method == "DELETE":
+                        gh.comment_list.remove(found[0])
+                        return 204, None, {}
                 if method == "GET" and route == "search":
                     return self._search(q)
                 if method == "POST" and route == "graphql":
@@ -255,6 +297,25 @@ def _handler(gh: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                 nxt = f"{base}/repos/{repo}/issues?" + "&".join(f"{k}={v}" for k, v in query.items())
                 headers["Link"] = f'<{nxt}>; rel="next", <{gh.url}/repos/{repo}/issues?page=1>; rel="first"'
             return 200, chunk, headers
+
+        def _comment_json(self, number: int) -> dict[str, Any]:
+            (c,) = [c for c in gh.comment_list if c["id"] == number]
+            return {
+                "id": c["id"],
+                "body": c["body"],
+                "user": c["user"],
+                "html_url": f"https://github.com/{gh.repo}/issues/{c['issue']}#issuecomment-{c['id']}",
+            }
+
+        def _comments(self, issue: int, q: dict[str, list[str]]) -> tuple[int, Any, dict[str, str]]:
+            per_page = int(q.get("per_page", ["30"])[0])
+            page = int(q.get("page", ["1"])[0])
+            items = [self._comment_json(c["id"]) for c in gh.comment_list if c["issue"] == issue]
+            headers = {}
+            if page * per_page < len(items):
+                nxt = f"{gh.url}/repos/{gh.repo}/issues/{issue}/comments?per_page={per_page}&page={page + 1}"
+                headers["Link"] = f'<{nxt}>; rel="next"'
+            return 200, items[(page - 1) * per_page : page * per_page], headers
 
         def _search(self, q: dict[str, list[str]]) -> tuple[int, Any, dict[str, str]]:
             text = q.get("q", [""])[0]
@@ -302,6 +363,9 @@ def _handler(gh: FakeGitHub) -> type[BaseHTTPRequestHandler]:
 
         def do_PATCH(self) -> None:
             self._handle("PATCH")
+
+        def do_DELETE(self) -> None:
+            self._handle("DELETE")
 
     return Handler
 

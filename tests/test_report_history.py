@@ -203,7 +203,7 @@ def test_a_history_of_the_first_layout_is_migrated(tmp_path: Path) -> None:
     db.commit()
     db.close()
     h = History.open(path)
-    assert h.db.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert h.db.execute("PRAGMA user_version").fetchone()[0] == history_mod.VERSION
     tables = {r[0] for r in h.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert "outcomes" not in tables and "crashes" not in tables
     now = _triage([R.record("cpu", [R.test("s/t.py::test_a", "failed"), R.test("s/t.py::test_b", "skipped")])])
@@ -358,3 +358,184 @@ def test_a_nodeid_from_a_file_name_that_is_not_utf8_is_kept_as_its_escape(tmp_pa
     (flaky,) = h.view(t, window=30)["flaky"]
     assert flaky["nodeid"] == "s/caf\\udce9.py::test_flip"
     assert flaky["runs"] == 4 and flaky["flips"] == 3 and flaky["current"] == "failed"
+
+
+# --- a branch axis (#25) -------------------------------------------------------------------
+
+
+def _source(*, branch: str = "main", pr: int | None = None, commit: str = "a" * 40) -> dict[str, Any]:
+    return {
+        "commit": commit,
+        "head_commit": None,
+        "ref": branch,
+        "ref_type": "branch",
+        "event": "pull_request" if pr else "push",
+        "event_name": "pull_request" if pr else "push",
+        "pull_request": pr,
+        "base_ref": "main" if pr else None,
+        "base_commit": None,
+        "repository": "acme/xla",
+        "run_id": None,  # each run its own (see _triage_run)
+        "run_attempt": 1,
+        "workflow": "ci",
+        "origin": "actions",
+    }
+
+
+def _triage_run(tmp_path: Path, history: Path, label: str, outcome: str, source: dict[str, Any]) -> Triage:
+    results = tmp_path / label.replace(" ", "-")
+    (results / "cpu").mkdir(parents=True)
+    rec = R.record("cpu", [R.test("s/t.py::test_a", outcome, message="boom" if outcome == "failed" else None)])
+    rec["source"] = {**source, "run_id": source["run_id"] or label}
+    (results / "cpu" / "run.json").write_text(json.dumps(rec))
+    return run_triage(results, results / "triage", history, label, Output(io.StringIO(), environ={}))
+
+
+def test_pull_request_runs_never_make_a_test_flaky_on_its_branch(tmp_path: Path) -> None:
+    """Issue 25: main and pull-request runs mixed, so a pull request that breaks a test made it
+    look flaky on main."""
+    history = tmp_path / "h.sqlite"
+    _triage_run(tmp_path, history, "main 1", "passed", _source())
+    _triage_run(tmp_path, history, "pr 1", "failed", _source(branch="feature", pr=5))
+    _triage_run(tmp_path, history, "main 2", "passed", _source())
+    _triage_run(tmp_path, history, "pr 2", "failed", _source(branch="feature", pr=5))
+    t = _triage_run(tmp_path, history, "main 3", "passed", _source())
+    assert t["history"] is not None
+    assert t["history"]["flaky"] == []
+    assert t["history"]["runs"] == ["main 1", "main 2", "main 3"]
+    assert t["changes"]["previous"] == "main 2"
+
+
+def test_a_pull_request_is_compared_with_its_base_and_shown_after_it(tmp_path: Path) -> None:
+    history = tmp_path / "h.sqlite"
+    for i, outcome in enumerate(("passed", "failed", "passed", "failed", "passed"), 1):
+        _triage_run(tmp_path, history, f"main {i}", outcome, _source())
+    t = _triage_run(tmp_path, history, "pr 1", "failed", _source(branch="feature", pr=5))
+    h = t["history"]
+    assert h is not None
+    assert t["changes"]["previous"] == "main 5" and t["changes"]["new_failures"] == [["s/t.py::test_a", "cpu"]]
+    assert h["runs"] == ["main 1", "main 2", "main 3", "main 4", "main 5", "pr 1"]
+    assert h["lane"] == "pr:5" and h["flaky_lane"] == "branch:main"
+    (flaky,) = h["flaky"]
+    assert flaky["runs"] == 5 and flaky["flips"] == 4 and flaky["current"] == "failed"
+    again = _triage_run(tmp_path, history, "pr 2", "passed", _source(branch="feature", pr=5))
+    assert again["changes"]["previous"] == "pr 1" and again["changes"]["fixed"] == [["s/t.py::test_a", "cpu"]]
+
+
+def test_each_branch_keeps_its_own_runs(tmp_path: Path) -> None:
+    history = tmp_path / "h.sqlite"
+    for i in range(3):
+        _triage_run(tmp_path, history, f"main {i}", "passed", _source())
+        _triage_run(tmp_path, history, f"release {i}", "failed", _source(branch="release-2"))
+    t = _triage_run(tmp_path, history, "release 3", "failed", _source(branch="release-2"))
+    assert t["history"] is not None and t["history"]["runs"] == [f"release {i}" for i in range(4)]
+    assert [p["counts"]["failed"] for p in t["history"]["trends"]["cpu"]] == [1, 1, 1, 1]
+    h = History.open(history)
+    assert h.lanes() == {"branch:main": 3, "branch:release-2": 4}
+
+
+# the layout of version 2: one series per row and test, no lanes
+SECOND_LAYOUT = """
+CREATE TABLE runs (id INTEGER PRIMARY KEY, created TEXT NOT NULL, label TEXT NOT NULL);
+CREATE TABLE row_runs (run_id INTEGER NOT NULL, row TEXT NOT NULL, label TEXT NOT NULL,
+    duration REAL, passed INTEGER NOT NULL, failed INTEGER NOT NULL, crashed INTEGER NOT NULL,
+    timeout INTEGER NOT NULL, skipped INTEGER NOT NULL, xfailed INTEGER NOT NULL, not_run INTEGER NOT NULL,
+    PRIMARY KEY (run_id, row));
+CREATE TABLE series (row TEXT NOT NULL, nodeid TEXT NOT NULL, outcomes TEXT NOT NULL,
+    durations BLOB NOT NULL, PRIMARY KEY (row, nodeid)) WITHOUT ROWID;
+CREATE TABLE crash_seen (run_id INTEGER NOT NULL, fingerprint TEXT NOT NULL, row TEXT NOT NULL,
+    classification TEXT NOT NULL, headline TEXT NOT NULL, issue TEXT);
+CREATE INDEX crash_seen_run ON crash_seen(run_id);
+PRAGMA user_version = 2;
+"""
+
+
+def test_a_history_of_version_2_is_migrated_and_taken_on_by_its_branch(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(SECOND_LAYOUT)
+    for run_id, (label, code) in enumerate((("old 1", "P"), ("old 2", "F"), ("old 3", "P")), 1):
+        db.execute("INSERT INTO runs VALUES (?, '2026-11-01T00:00:00+00:00', ?)", (run_id, label))
+        db.execute(
+            "INSERT INTO row_runs VALUES (?, 'cpu', 'passed', 1.0, ?, ?, 0, 0, 0, 0, 0)",
+            (run_id, int(code == "P"), int(code == "F")),
+        )
+    db.execute("INSERT INTO series VALUES ('cpu', 's/t.py::test_a', 'PFP', ?)", (b"\x00\x00\x80\x7f" * 3,))
+    db.execute("INSERT INTO crash_seen VALUES (2, 'ffff', 'cpu', 'deterministic', 'SIGSEGV in test_a', NULL)")
+    db.commit()
+    db.close()
+    h = History.open(path)
+    assert h.db.execute("PRAGMA user_version").fetchone()[0] == history_mod.VERSION
+    assert h.lanes() == {"": 3}
+    h.close()
+    t = _triage_run(tmp_path, path, "main 4", "failed", _source())
+    view = t["history"]
+    assert view is not None and view["runs"] == ["old 1", "old 2", "old 3", "main 4"]
+    (flaky,) = view["flaky"]
+    assert flaky["flips"] == 3 and view["lane"] == "branch:main"
+    assert [c["first_seen"] for c in view["crashes"]] == ["old 2"]
+    assert History.open(path).lanes() == {"branch:main": 4}
+
+
+def test_the_oldest_pull_requests_are_forgotten(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(history_mod, "KEEP_PR_LANES", 2)
+    history = tmp_path / "h.sqlite"
+    _triage_run(tmp_path, history, "main 1", "passed", _source())
+    for pr in (1, 2, 3):
+        _triage_run(tmp_path, history, f"pr {pr}", "failed", _source(branch=f"f{pr}", pr=pr))
+    h = History.open(history)
+    assert h.lanes() == {"branch:main": 1, "pr:2": 1, "pr:3": 1}
+    lanes = {r[0] for r in h.db.execute("SELECT DISTINCT lane FROM series")}
+    assert lanes == {"branch:main", "pr:2", "pr:3"}
+    assert h.db.execute("SELECT COUNT(*) FROM row_runs").fetchone()[0] == 3
+
+
+def test_a_read_only_history_is_never_written_nor_moved(tmp_path: Path) -> None:
+    missing = tmp_path / "none.sqlite"
+    stream = io.StringIO()
+    t = _triage_run(tmp_path, missing, "pr 1", "failed", _source(branch="f", pr=1))
+    assert missing.exists()  # the writable one was created
+    missing.unlink()
+    results = tmp_path / "pr-1"
+    t = run_triage(results, tmp_path / "o1", missing, "pr 1", Output(stream, environ={}), read_only=True)
+    assert not missing.exists() and t["verdicts"] is not None
+    assert {i["verdict"] for i in t["verdicts"]["items"]} == {"unknown"}
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"not a database at all" * 50)
+    t = run_triage(results, tmp_path / "o2", junk, "pr 1", Output(stream, environ={}), read_only=True)
+    assert junk.read_bytes() == b"not a database at all" * 50 and not list(tmp_path.glob("junk.sqlite.corrupt-*"))
+    assert "compared with no history, the file left as it is" in stream.getvalue()
+
+
+def test_a_rerun_of_the_same_run_replaces_it_and_never_counts_twice(tmp_path: Path) -> None:
+    history = tmp_path / "h.sqlite"
+    first = {**_source(), "run_id": "10"}
+    _triage_run(tmp_path, history, "run 10", "passed", first)
+    second = {**_source(commit="b" * 40), "run_id": "11"}
+    _triage_run(tmp_path, history, "run 11", "failed", second)
+    # "Re-run failed jobs": attempt 2 of run 11, the test fixed meanwhile
+    again = _triage_run(tmp_path, history, "run 11 again", "passed", {**second, "run_attempt": 2})
+    assert again["changes"]["previous"] == "run 10" and again["changes"]["fixed"] == []
+    assert again["history"] is not None and again["history"]["runs"] == ["run 10", "run 11 again"]
+    assert again["history"]["flaky"] == []
+    h = History.open(history)
+    assert h.lanes() == {"branch:main": 2}
+    assert h.db.execute("SELECT outcomes FROM series").fetchall() == [("PP",)]
+    assert h.db.execute("SELECT COUNT(*) FROM row_runs").fetchone()[0] == 2
+
+
+def test_a_broken_constraint_is_a_bug_and_never_sets_the_history_aside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    history = tmp_path / "h.sqlite"
+    _triage_run(tmp_path, history, "main 1", "passed", _source())
+
+    def broken(*args: Any, **kwargs: Any) -> int:
+        raise sqlite3.IntegrityError("UNIQUE constraint failed: row_runs.run_id, row_runs.row")
+
+    monkeypatch.setattr(History, "record", broken)
+    with pytest.raises(sqlite3.IntegrityError):
+        _triage_run(tmp_path, history, "main 2", "passed", _source())
+    assert not list(tmp_path.glob("h.sqlite.corrupt-*"))
+    monkeypatch.undo()
+    assert History.open(history).lanes() == {"branch:main": 1}

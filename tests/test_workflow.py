@@ -110,6 +110,23 @@ def _eq(a: Any, b: Any) -> bool:
 
 
 def evaluate(expr: str, context: dict[str, Any]) -> Any:
+    return _truthy(value(expr, context))
+
+
+def _truthy(v: Any) -> bool:
+    return v not in (None, False, 0, "", 0.0)
+
+
+def interpolate(text: str, context: dict[str, Any]) -> str:
+    """A string with ``${{ ... }}`` in it, as GitHub fills it in."""
+    return re.sub(r"\$\{\{(.*?)\}\}", lambda m: _text(value(m.group(1), context)), text)
+
+
+def _text(v: Any) -> str:
+    return "" if v is None else str(v)
+
+
+def value(expr: str, context: dict[str, Any]) -> Any:
     toks = _tokens(expr.removeprefix("${{").removesuffix("}}"))
     pos = 0
 
@@ -193,12 +210,12 @@ def evaluate(expr: str, context: dict[str, Any]) -> Any:
 
     result = or_()
     assert pos == len(toks), f"left over: {toks[pos:]}"
-    return truthy(result)
+    return result
 
 
-def context(event_name: str, ref: str, event: dict[str, Any]) -> dict[str, Any]:
+def context(event_name: str, ref: str, event: dict[str, Any], **github: Any) -> dict[str, Any]:
     return {
-        "github": {"event_name": event_name, "ref": ref, "event": event},
+        "github": {"event_name": event_name, "ref": ref, "event": event, **github},
         "inputs": {"file-issues": True, "tracker": "github"},
         "needs": {"plan": {"result": "success"}},
     }
@@ -243,7 +260,9 @@ def test_shape_and_least_privilege() -> None:
     assert set(j) == {"plan", "rows-host", "rows-container", "issues", "triage"}
     writers = {name for name, job in j.items() if (job.get("permissions") or {}).get("issues") == "write"}
     assert writers == {"issues"}
-    assert j["triage"]["permissions"] == {"contents": "read", "issues": "read"}
+    commenters = {name for name, job in j.items() if (job.get("permissions") or {}).get("pull-requests") == "write"}
+    assert commenters == {"triage"}  # the one comment of verdicts (#25)
+    assert j["triage"]["permissions"] == {"contents": "read", "issues": "read", "pull-requests": "write"}
     assert "github.ref" in caller["concurrency"]["group"]
     assert j["triage"]["if"].startswith("always()")
 
@@ -263,7 +282,7 @@ def test_the_caller_is_ten_lines_of_jobs() -> None:
     (job,) = caller["jobs"].values()
     assert job["uses"] == "./.github/workflows/reusable.yml"
     assert set(job["with"]) <= set(triggers(load(REUSABLE))["workflow_call"]["inputs"])
-    assert job["permissions"] == {"contents": "read", "issues": "write"}
+    assert job["permissions"] == {"contents": "read", "issues": "write", "pull-requests": "write"}
     text = CALLER.read_text()
     jobs_block = text[text.index("jobs:") :].strip().splitlines()
     assert len(jobs_block) <= 10, jobs_block
@@ -274,7 +293,8 @@ def test_the_caller_is_ten_lines_of_jobs() -> None:
 
 def test_reusable_inputs() -> None:
     inputs = triggers(load(REUSABLE))["workflow_call"]["inputs"]
-    assert {"package", "install", "rows", "tracker", "file-issues", "gate-label", "python-version"} <= set(inputs)
+    assert {"package", "install", "rows", "tracker", "file-issues", "gate-label", "python-version", "fail-on"} <= set(inputs)
+    assert inputs["fail-on"]["default"] == ""  # no gate unless the caller asks for one
     assert inputs["gate-label"]["default"] == GATE_LABEL
     # #20: no package name that no index serves; no tracker other than the configuration's
     assert inputs["package"]["default"] == "" and inputs["install"]["default"] == ""
@@ -368,14 +388,86 @@ def test_actions_are_on_current_majors_pinned_by_commit() -> None:
     seen = set()
     for path in (CALLER, REUSABLE):
         for line in path.read_text().splitlines():
-            m = re.search(r"uses: ([\w.-]+/[\w.-]+)@(\S+)(?: # (\S+))?", line)
-            if not m or m.group(1).startswith("./"):
+            # an action, or one of its sub-actions (actions/cache/restore): pinned as the action
+            m = re.search(r"uses: ([\w.-]+/[\w.-]+)(?:/[\w./-]+)?@(\S+)(?: # (\S+))?", line)
+            if not m or "uses: ./" in line or line.lstrip().startswith("#"):
                 continue
             action, ref, comment = m.groups()
             assert action in PINS, action
             assert (ref, comment) == PINS[action], line
             seen.add(action)
     assert seen == set(PINS)
+
+
+# --- the history cache (#25) ----------------------------------------------------------------
+
+PULL = {**PUSH, "pull_request": {"number": 7, "base": {"ref": "main"}}}
+EVENTS = {
+    "push": context("push", "refs/heads/main", PUSH, ref_name="main", base_ref="", run_id="11", run_attempt="1"),
+    "release push": context(
+        "push", "refs/heads/release-2", PUSH, ref_name="release-2", base_ref="", run_id="12", run_attempt="1"
+    ),
+    "schedule": context("schedule", "refs/heads/main", {}, ref_name="main", base_ref="", run_id="13", run_attempt="2"),
+    "pull request": context(
+        "pull_request", "refs/pull/7/merge", PULL, ref_name="7/merge", base_ref="main", run_id="14", run_attempt="1"
+    ),
+}
+
+
+def test_a_branch_prefix_never_matches_another_branchs_cache() -> None:
+    """main's prefix must not restore main-2's history (a cache is restored by key prefix)."""
+    restore, store = _cache_steps("triage")
+    for event in ("push", "release push"):
+        saved = interpolate(store["with"]["key"], EVENTS[event])
+        for other in ("push", "release push"):
+            first = interpolate(restore["with"]["restore-keys"], EVENTS[other]).split()[0]
+            assert saved.startswith(first) is (event == other), (saved, first)
+    main_2 = interpolate(
+        store["with"]["key"], context("push", "refs/heads/main-2", PUSH, ref_name="main-2", run_id="9")
+    )
+    assert not main_2.startswith(interpolate(restore["with"]["restore-keys"], EVENTS["push"]).split()[0])
+
+
+def _cache_steps(job: str) -> list[dict[str, Any]]:
+    return [s for s in steps(jobs()[job]) if "actions/cache" in s.get("uses", "")]
+
+
+@pytest.mark.parametrize("event", sorted(EVENTS))
+def test_triage_restores_its_branch_history_and_a_pull_request_its_base_branch(event: str) -> None:
+    """Issue 25: keyed by ref_name, a pull request ("7/merge") never saw its base's history."""
+    ctx = EVENTS[event]
+    restore, store = _cache_steps("triage")
+    assert restore["uses"].startswith("actions/cache/restore@") and store["uses"].startswith("actions/cache/save@")
+    branch = "main" if event != "release push" else "release-2"
+    prefix = f"device-matrix-history-{branch}~"
+    # the branch's own caches first; a cache of the form before "~" while none of these exists
+    assert interpolate(restore["with"]["restore-keys"], ctx).split() == [prefix, f"device-matrix-history-{branch}-"]
+    assert interpolate(restore["with"]["key"], ctx).startswith(prefix)
+    saved = "if" not in store or evaluate(store["if"], ctx)
+    assert saved is (event != "pull request")  # a pull request never writes its base's history
+    if saved:
+        key = interpolate(store["with"]["key"], ctx)
+        # a new key per run and attempt (a cache is never overwritten), found by the prefix
+        assert key == f"{prefix}{ctx['github']['run_id']}-{ctx['github']['run_attempt']}"
+    assert restore["with"]["path"] == store["with"]["path"] == ".device-matrix/history.sqlite"
+
+
+def test_a_pull_requests_triage_reads_the_history_read_only_and_comments() -> None:
+    run = next(s for s in steps(jobs()["triage"]) if s.get("name") == "Triage")["run"]
+    pr_branch = run[run.index('if [ "$GITHUB_EVENT_NAME" = pull_request ]') : run.index("else")]
+    assert "--history-read-only" in pr_branch and "--pr-comment" in pr_branch and '--fail-on "$FAIL_ON"' in pr_branch
+    assert run.rstrip().endswith('device-matrix triage results --label "run ${GITHUB_RUN_ID}" "$@"')
+    names = [s.get("name", s.get("uses", "")) for s in steps(jobs()["triage"])]
+    assert names.index("Triage") < next(i for i, n in enumerate(names) if n.startswith("Store the run history"))
+
+
+def test_the_issues_job_reads_the_history_and_never_stores_it() -> None:
+    (restore,) = _cache_steps("issues")
+    assert restore["uses"].startswith("actions/cache/restore@")
+    ctx = EVENTS["push"]
+    assert interpolate(restore["with"]["restore-keys"], ctx).split()[0] == "device-matrix-history-main~"
+    names = [s.get("name") for s in steps(jobs()["issues"])]
+    assert names.index(restore["name"]) < names.index("File or link issues")
 
 
 def test_dependabot_keeps_the_actions_current() -> None:
@@ -633,4 +725,12 @@ def test_the_readme_caller_is_a_valid_call_at_this_release() -> None:
     (job,) = yaml.safe_load(block.group(1))["jobs"].values()
     assert job["uses"] == f"OWNER/device-matrix/.github/workflows/reusable.yml@v{device_matrix.__version__}"
     assert set(job.get("with", {})) <= set(triggers(load(REUSABLE))["workflow_call"]["inputs"])
-    assert job["permissions"] == {"contents": "read", "issues": "write"}
+    # a called workflow's jobs get at most what the caller grants: the README's caller grants
+    # every permission a job of the reusable workflow asks for, and nothing more
+    asked: dict[str, str] = {}
+    for reusable_job in load(REUSABLE)["jobs"].values():
+        for scope, level in reusable_job.get("permissions", {}).items():
+            if asked.get(scope) != "write":
+                asked[scope] = level
+    assert job["permissions"] == asked
+    assert load(CALLER)["jobs"]["devices"]["permissions"] == asked

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from device_matrix import __version__
 from device_matrix import config as config_mod
-from device_matrix.cli.commands import add_more_commands, whole_number
+from device_matrix.cli.commands import add_more_commands, add_source_flags, source_from_args, whole_number
 from device_matrix.config import Config, check_results_dir
 from device_matrix.devices import detect, install_hint
 from device_matrix.errors import (
@@ -131,6 +131,7 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
         use_gdb=not args.no_gdb,
         keep_cores=args.keep_cores,
         run_url=args.run_url or _actions_run_url(),
+        source=source_from_args(args, cfg.project_root),
         resume=args.resume,
     )
     codes = []
@@ -178,9 +179,10 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
 
 def _link_with_ledger(cfg: Config, out: Output) -> None:
     """The embedded ledger is local and offline: link findings at the end of every run."""
-    from device_matrix.cli.issues import load_records
+    from device_matrix.cli.issues import crash_placements, load_records
     from device_matrix.issues import open_tracker
     from device_matrix.issues.sync import collect, sync
+    from device_matrix.report.history import DEFAULT_PATH
     from device_matrix.skips import uncited
 
     records, _ = load_records(cfg.results_dir)
@@ -197,6 +199,7 @@ def _link_with_ledger(cfg: Config, out: Output) -> None:
         results_dir=cfg.results_dir,
         declared=declared,
         on_recurrence=cfg.tracker.on_recurrence,
+        placements=crash_placements(records, cfg.project_root / DEFAULT_PATH, out),
     )
     for line in report.lines():
         out.line(line)
@@ -457,6 +460,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     from device_matrix.cli.shards import add_merge_command, add_run_options
 
+    add_source_flags(run)
     add_run_options(run)
     run.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --: arguments for pytest")
     run.set_defaults(func=cmd_run)

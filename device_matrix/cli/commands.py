@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from importlib import import_module
+from pathlib import Path
 from typing import Any
 
 from device_matrix.output import Output
+from device_matrix.records.schema import SourceInfo
 
 
 def _lazy(target: str) -> Callable[[argparse.Namespace, Output], int]:
@@ -48,6 +50,10 @@ def add_issues_commands(sub: Any) -> None:
     group = s.add_mutually_exclusive_group()
     group.add_argument("--apply", dest="apply", action="store_true", default=None, help="file and comment for real")
     group.add_argument("--dry-run", dest="apply", action="store_false", help="only say what would be filed")
+    s.add_argument(
+        "--history", help="run history a crash is placed by, read-only (default .device-matrix/history.sqlite)"
+    )
+    s.add_argument("--no-history", action="store_true", help="place crashes by this run's rows only")
     s.set_defaults(func=_lazy("device_matrix.cli.issues:cmd_issues_sync"))
 
 
@@ -66,6 +72,33 @@ def whole_number(minimum: int) -> Callable[[str], int]:
     return parse
 
 
+SOURCE_FLAGS = ("commit", "branch", "pr", "base", "base_commit")
+
+
+def add_source_flags(parser: Any) -> None:
+    """Where the code came from (#25), over what Actions or git tell; the same for run and triage."""
+    group = parser.add_argument_group("source", "the commit under test (default: from GitHub Actions, else git)")
+    group.add_argument("--commit", help="the commit tested")
+    group.add_argument("--branch", help="the branch tested (a pull request's head branch)")
+    group.add_argument("--pr", type=whole_number(1), help="the pull request number: the run is a pull request's")
+    group.add_argument("--base", help="the branch the verdicts compare with (a pull request's base)")
+    group.add_argument("--base-commit", help="the base commit (default: the merge-base with --base, where git knows)")
+
+
+def source_from_args(args: argparse.Namespace, cwd: Path | None) -> SourceInfo:
+    from device_matrix.records.source import detect, override
+
+    return override(
+        detect(cwd=cwd),
+        commit=args.commit,
+        branch=args.branch,
+        pull_request=args.pr,
+        base=args.base,
+        base_commit=args.base_commit,
+        cwd=cwd,
+    )
+
+
 def add_triage_command(sub: Any) -> None:
     tr = sub.add_parser("triage", help="one report (md, html, json) over every row's run.json")
     tr.add_argument("results", nargs="?", help="results folder (default from config), or downloaded artifacts")
@@ -76,6 +109,23 @@ def add_triage_command(sub: Any) -> None:
     tr.add_argument(
         "--history-runs", type=whole_number(1), default=30, help="runs of the history the trends cover (default 30)"
     )
+    tr.add_argument(
+        "--history-read-only",
+        action="store_true",
+        help="read the history, never write it (a pull request reading its base branch's)",
+    )
+    tr.add_argument(
+        "--fail-on",
+        metavar="VERDICTS",
+        help="exit 1 when a failure of a pull request gets one of these verdicts (comma-separated, e.g. new)",
+    )
+    tr.add_argument(
+        "--pr-comment",
+        action="store_true",
+        help="post the verdicts as one comment on the pull request, updated in place (GitHub)",
+    )
+    tr.add_argument("--repository", help="owner/name for --pr-comment (default: tracker.repository, or the run's)")
+    add_source_flags(tr)
     tr.set_defaults(func=_lazy("device_matrix.cli.triage:cmd_triage"))
 
 

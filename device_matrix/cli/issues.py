@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 
 from device_matrix import config as config_mod
@@ -12,6 +13,7 @@ from device_matrix.issues import open_tracker
 from device_matrix.issues.sync import sync
 from device_matrix.output import Output
 from device_matrix.records.schema import RunRecord, load_run
+from device_matrix.report.history import DEFAULT_PATH
 from device_matrix.run.shards import has_shards, merge_row
 from device_matrix.skips import uncited
 
@@ -56,6 +58,35 @@ def load_records(results: Path, out: Output | None = None) -> tuple[list[RunReco
     return records, problems
 
 
+def crash_placements(records: Sequence[RunRecord], history_path: Path | None, out: Output) -> dict[str, str]:
+    """Each crash of these records placed by environment (#25): over the history's runs,
+    read-only, and these records."""
+    from device_matrix.report.placement import from_records, place
+
+    wanted: dict[str, set[str]] = {}
+    for rec in records:
+        for c in rec["crashes"]:
+            if c["nodeid"]:
+                wanted.setdefault(c["diagnosis"]["fingerprint"], set()).add(c["nodeid"])
+    if not wanted:
+        return {}
+    observed = from_records(records, wanted)
+    if history_path is not None and history_path.is_file():
+        from device_matrix.report.history import History
+
+        def warn(message: str) -> None:
+            out.line(f"warning: {message}")
+
+        source = next((src for r in records if (src := r.get("source"))), None)
+        history = History.open(history_path, warn, read_only=True)
+        try:
+            for fp, obs in history.observations(wanted, skip=source).items():
+                observed[fp] = [*obs, *observed[fp]]
+        finally:
+            history.close()
+    return {fp: place(fp, obs)["text"] for fp, obs in observed.items()}
+
+
 def cmd_issues_sync(args: argparse.Namespace, out: Output) -> int:
     cfg = config_mod.load(Path(args.project) if args.project else None)
     results = Path(args.results) if args.results else cfg.results_dir
@@ -76,6 +107,7 @@ def cmd_issues_sync(args: argparse.Namespace, out: Output) -> int:
     kind = args.tracker or cfg.tracker.kind
     apply = args.apply if args.apply is not None else kind == "ledger"
     tracker = open_tracker(cfg, results, kind=kind)
+    history = None if args.no_history else (Path(args.history) if args.history else cfg.project_root / DEFAULT_PATH)
     report = sync(
         records,
         tracker,
@@ -84,6 +116,7 @@ def cmd_issues_sync(args: argparse.Namespace, out: Output) -> int:
         results_dir=results,
         on_recurrence=cfg.tracker.on_recurrence,
         declared=uncited(cfg.project_root, cfg.suite_folders()),
+        placements=crash_placements(records, history, out),
     )
     for line in report.lines():
         out.line(line)

@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from device_matrix.cli.commands import SOURCE_FLAGS
 from device_matrix.config import Config, Row
 from device_matrix.errors import EXIT_OK, EXIT_TESTS_FAILED, ResultsError, UsageProblem
 from device_matrix.output import Output
@@ -236,7 +237,7 @@ def forwarded_options(args: argparse.Namespace) -> list[str]:
     for flag in ("local", "container", "no_gdb", "keep_cores"):
         if getattr(args, flag):
             argv.append("--" + flag.replace("_", "-"))
-    for name in ("engine", "python", "test_timeout", "run_timeout", "reruns", "max_restarts", "run_url"):
+    for name in ("engine", "python", "test_timeout", "run_timeout", "reruns", "max_restarts", "run_url", *SOURCE_FLAGS):
         value = getattr(args, name)
         if value is not None:
             argv += ["--" + name.replace("_", "-"), str(value)]

@@ -1,25 +1,57 @@
-"""``device-matrix triage RESULTS``: one report over every row, what changed, and the trends."""
+"""``device-matrix triage RESULTS``: one report over every row, what changed, and the trends;
+for a pull request's run, a verdict for each failure against its base branch (#25)."""
 
 from __future__ import annotations
 
 import argparse
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from device_matrix import config as config_mod
 from device_matrix.cli.issues import load_records
-from device_matrix.errors import EXIT_OK, EXIT_RESULTS, EnvironmentProblem, ResultsError
+from device_matrix.errors import (
+    EXIT_OK,
+    EXIT_RESULTS,
+    EXIT_TESTS_FAILED,
+    EnvironmentProblem,
+    ResultsError,
+    UsageProblem,
+)
 from device_matrix.issues.sync import load_links
 from device_matrix.output import Output
-from device_matrix.records.atomic import write_json_atomic, write_text_atomic
+from device_matrix.records.atomic import storable_text, write_json_atomic, write_text_atomic
+from device_matrix.records.schema import RunRecord, SourceInfo
+from device_matrix.records.source import base_lane, is_pull_request, override, short, unknown
 from device_matrix.report import html, markdown
 from device_matrix.report.actions import annotate, workspace_path
-from device_matrix.report.history import DEFAULT_WINDOW, KEEP_RUNS, History, set_aside
+from device_matrix.report.history import DEFAULT_PATH, DEFAULT_WINDOW, KEEP_RUNS, History, set_aside
 from device_matrix.report.model import Triage, build
+from device_matrix.report.placement import place
+from device_matrix.report.verdicts import VERDICTS, WORDS, judge
 from device_matrix.skips import DeviceSkip, uncited
 
-DEFAULT_HISTORY = Path(".device-matrix") / "history.sqlite"
+DEFAULT_HISTORY = DEFAULT_PATH
+
+
+def records_source(records: Sequence[RunRecord], out: Output) -> SourceInfo | None:
+    """The source the rows recorded; rows that ran different commits are warned about."""
+    sources = [(r["row"], src) for r in records if (src := r.get("source"))]
+    if not sources:
+        return None
+    commits = {src["commit"] for _, src in sources}
+    if len(commits) > 1:
+        listed = ", ".join(f"{row} {short(src['commit'])}" for row, src in sources)
+        message = f"the rows ran different commits ({listed}); the report reads {sources[0][0]}'s source"
+        out.line(f"warning: {message}")
+        out.annotate("warning", message, title="source")
+    return sources[0][1]
+
+
+def wants_verdicts(src: SourceInfo | None) -> bool:
+    """A pull request's run, or any run that names a base to compare with."""
+    return is_pull_request(src) or bool(src and src["base_ref"])
 
 
 def run_triage(
@@ -32,8 +64,15 @@ def run_triage(
     window: int = DEFAULT_WINDOW,
     declared: Sequence[DeviceSkip] = (),
     base: str = "",
+    overrides: Mapping[str, Any] | None = None,
+    read_only: bool = False,
+    unstable: Collection[str] = (),
+    project: Path | None = None,
 ) -> Triage:
-    """``base``: the project's folder inside the checkout, for annotations (``workspace_path``)."""
+    """``base``: the project's folder inside the checkout, for annotations (``workspace_path``).
+    ``overrides``: source fields given as flags (commit, branch, pull_request, base,
+    base_commit), over the rows' recorded source. ``read_only``: the history is read, never
+    written (a pull request reading its base's). ``unstable``: rows declared unstable."""
     records, problems = load_records(results)
     if not records and not problems:
         raise ResultsError(
@@ -41,10 +80,25 @@ def run_triage(
             tip="Run a row first (nox -s cpu), or point at downloaded artifacts.",
         )
     triage = build(records, problems, load_links(results), declared)
+    src = records_source(records, out)
+    if overrides and any(v is not None for v in overrides.values()):
+        src = override(src or unknown(), cwd=project, **overrides)
+    triage["source"] = src
     # a triage where no row could be read is not a run: recording it would read as every
     # test having disappeared
     if history_path is not None and records:
-        _with_history(triage, history_path, label=label, window=window, unreadable={r for r, _ in problems}, out=out)
+        _with_history(
+            triage,
+            history_path,
+            label=label,
+            window=window,
+            unreadable={r for r, _ in problems},
+            out=out,
+            read_only=read_only,
+            unstable=unstable,
+        )
+    elif wants_verdicts(src) and records:
+        triage["verdicts"] = _judge(triage, None, unstable)
     out_dir.mkdir(parents=True, exist_ok=True)
     md = markdown.render(triage)
     write_text_atomic(out_dir / "triage.md", md)
@@ -54,28 +108,69 @@ def run_triage(
     return triage
 
 
+def _judge(triage: Triage, history: History | None, unstable: Collection[str], window: int = DEFAULT_WINDOW) -> Any:
+    src = triage["source"]
+    lane = base_lane(src)
+    base = history.base(lane, window) if history is not None and lane is not None else None
+    placements = {c["fingerprint"]: c["placement"]["text"] for c in triage["crashes"] if c["placement"]}
+    return judge(
+        triage,
+        base,
+        base_ref=src["base_ref"] if src else None,
+        base_commit=src["base_commit"] if src else None,
+        unstable=unstable,
+        placements=placements,
+        stored=storable_text,
+    )
+
+
+def _place_crashes(triage: Triage, history: History, run_id: int) -> None:
+    """Each crash of this run placed by environment, over the history's runs (#25)."""
+    if not triage["crashes"]:
+        return
+    wanted = {c["fingerprint"]: [n for _, n in c["seen"] if not n.startswith("(")] for c in triage["crashes"]}
+    observed = history.observations(wanted, include=run_id)
+    for c in triage["crashes"]:
+        if wanted[c["fingerprint"]]:
+            c["placement"] = place(c["fingerprint"], observed.get(c["fingerprint"], []))
+
+
 def _with_history(
-    triage: Triage, path: Path, *, label: str | None, window: int, unreadable: set[str], out: Output
+    triage: Triage,
+    path: Path,
+    *,
+    label: str | None,
+    window: int,
+    unreadable: set[str],
+    out: Output,
+    read_only: bool = False,
+    unstable: Collection[str] = (),
 ) -> None:
     def warn(message: str) -> None:
         out.line(f"warning: {message}")
         out.annotate("warning", message, title="history")
 
+    src = triage["source"]
     for last_try in (False, True):
-        history = History.open(path, warn)
+        history = History.open(path, warn, read_only=read_only)
         try:
-            triage["changes"] = history.compare(triage, frozenset(unreadable))
-            history.record(triage, label or triage["generated_at"], keep=max(KEEP_RUNS, window))
+            triage["changes"] = history.compare(triage, frozenset(unreadable), source=src)
+            run_id = history.record(triage, label or triage["generated_at"], keep=max(KEEP_RUNS, window), source=src)
             triage["history"] = history.view(triage, window)
+            _place_crashes(triage, history, run_id)
+            if wants_verdicts(src):
+                triage["verdicts"] = _judge(triage, history, unstable, window)
         except sqlite3.OperationalError as exc:
             # locked, read-only, disk full: the file may be fine, so it is never moved
             raise EnvironmentProblem(
                 f"{path}: cannot write the history: {exc}",
                 tip="Free space or permissions for it, wait for the other triage, or pass --no-history.",
             ) from exc
+        except sqlite3.IntegrityError:
+            raise  # a constraint this code broke is a bug (exit 70), not damage: the file stays
         except sqlite3.DatabaseError as exc:
             # damage that only shows when a page is read: set aside like an unreadable file
-            if last_try:
+            if last_try or read_only:
                 raise ResultsError(f"{path}: history database is damaged: {exc}", tip="Pass --no-history.") from exc
             history.close()
             aside = set_aside(path)
@@ -95,7 +190,29 @@ def _to_actions(t: Triage, md: str, out: Output, base: str) -> None:
             if r["reason"]:
                 out.line(r["reason"])
     annotate(t, out, base=base)
+    if t["verdicts"] is not None:
+        out.annotate("notice", t["verdicts"]["line"], title="verdicts")
     out.step_summary(md)
+
+
+def parse_fail_on(text: str) -> frozenset[str]:
+    """``--fail-on new,flaky``: verdicts, by id (broken-on-base) or in words (broken on base)."""
+    by_words = {w: v for v, w in WORDS.items()}
+    out = set()
+    for part in text.split(","):
+        name = part.strip()
+        if not name:
+            continue
+        verdict = name if name in VERDICTS else by_words.get(name)
+        if verdict is None:
+            raise UsageProblem(
+                f"--fail-on {text!r}: {name!r} is not a verdict",
+                tip=f"Name one or more of: {', '.join(VERDICTS)} (comma-separated), e.g. --fail-on new.",
+            )
+        out.add(verdict)
+    if not out:
+        raise UsageProblem("--fail-on names no verdict", tip="For example: --fail-on new.")
+    return frozenset(out)
 
 
 def cmd_triage(args: argparse.Namespace, out: Output) -> int:
@@ -104,6 +221,7 @@ def cmd_triage(args: argparse.Namespace, out: Output) -> int:
     out_dir = Path(args.out) if args.out else results / "triage"
     history = None if args.no_history else (Path(args.history) if args.history else cfg.project_root / DEFAULT_HISTORY)
     window = int(getattr(args, "history_runs", DEFAULT_WINDOW))
+    gate = parse_fail_on(args.fail_on) if args.fail_on else frozenset()
     declared = uncited(cfg.project_root, cfg.suite_folders())
     t = run_triage(
         results,
@@ -114,6 +232,16 @@ def cmd_triage(args: argparse.Namespace, out: Output) -> int:
         window=window,
         declared=declared,
         base=workspace_path(cfg.project_root),
+        overrides={
+            "commit": args.commit,
+            "branch": args.branch,
+            "pull_request": args.pr,
+            "base": args.base,
+            "base_commit": args.base_commit,
+        },
+        read_only=args.history_read_only,
+        unstable=[name for name, row in cfg.rows.items() if row.unstable],
+        project=cfg.project_root,
     )
     crashes = len(t["crashes"])
     out.line(
@@ -128,4 +256,23 @@ def cmd_triage(args: argparse.Namespace, out: Output) -> int:
             tip="See the problems listed above and in the report; rerun the rows or download their artifacts again.",
         )
         return EXIT_RESULTS
+    verdicts = t["verdicts"]
+    if verdicts is not None:
+        out.line(f"verdicts: {verdicts['line']}")
+    if args.pr_comment:
+        from device_matrix.cli.pr_comment import comment_on_pull_request
+
+        comment_on_pull_request(t, cfg, out, repository=args.repository)
+    if gate:
+        if verdicts is None:
+            out.line("--fail-on: this run is no pull request's and names no base: no verdicts to gate on")
+            return EXIT_OK
+        hits = {v: verdicts["counts"].get(v, 0) for v in sorted(gate) if verdicts["counts"].get(v, 0)}
+        if hits:
+            judged = ", ".join(f"{n} {WORDS[v]}" for v, n in hits.items())
+            out.error(
+                f"--fail-on {','.join(sorted(gate))}: {judged}",
+                tip="See the verdicts in the report (triage.md, the step summary); each says what it rests on.",
+            )
+            return EXIT_TESTS_FAILED
     return EXIT_OK

@@ -39,6 +39,11 @@ SEARCH_TERMS = 5  # fingerprints OR-ed in one search (GitHub allows at most 5 op
 GRAPHQL_BATCH = 50  # cited issues per GraphQL query
 
 
+class RefusedError(TrackerError):
+    """403 that is no rate limit: the token may not do this (a fork's pull request gets a
+    read-only token)."""
+
+
 class GoneError(TrackerError):
     """404 or 410: no such thing (or deleted); a state for a cited issue, an error elsewhere."""
 
@@ -231,7 +236,7 @@ class GitHubTracker:
                 tip="Set a valid token in the variable named by tracker.token_env (GITHUB_TOKEN).",
             )
         if code == 403:
-            raise TrackerError(
+            raise RefusedError(
                 f"GitHub refused {where} (403): {message}",
                 tip="The token needs `issues: write` on the repository (in Actions: permissions: issues: write).",
             )
@@ -486,6 +491,34 @@ class GitHubTracker:
         path = f"/repos/{self.repository}/issues/{issue.number}"
         resp = self._request("PATCH", path, json={"state": "open"})
         return self._issue(self._json(resp, "PATCH", path))
+
+    # --- a pull request's comments (#25: one comment of verdicts, updated in place) ------
+
+    def pr_comments(self, number: int) -> list[dict[str, Any]]:
+        """Every comment on issue or pull request ``number``, oldest first."""
+        path = f"/repos/{self.repository}/issues/{number}/comments"
+        out: list[dict[str, Any]] = []
+        for page in self._pages(path, {"per_page": PER_PAGE}):
+            out.extend(page)
+        return out
+
+    def create_comment(self, number: int, body: str) -> dict[str, Any]:
+        """A new comment; an unclear answer raises :class:`AmbiguousWrite` (look before writing again)."""
+        path = f"/repos/{self.repository}/issues/{number}/comments"
+        resp = self._request("POST", path, json={"body": body})
+        try:
+            data = self._json(resp, "POST", path)
+        except TrackerError as exc:
+            raise AmbiguousWrite(f"POST {path}: {exc.message}") from None
+        if not isinstance(data, dict) or not isinstance(data.get("id"), int):
+            raise AmbiguousWrite(f"POST {path}: GitHub answered without the comment's id")
+        return data
+
+    def update_comment(self, comment_id: int, body: str) -> None:
+        self._request("PATCH", f"/repos/{self.repository}/issues/comments/{comment_id}", json={"body": body})
+
+    def delete_comment(self, comment_id: int) -> None:
+        self._request("DELETE", f"/repos/{self.repository}/issues/comments/{comment_id}")
 
 
 def _item_key(item: Any) -> Any:

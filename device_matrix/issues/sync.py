@@ -15,7 +15,10 @@ guarantees:
   GitHub the newest issues are re-read right before each create (and the workflow's
   issues job runs in one concurrency group);
 * a crash whose issue was closed reopens it with a comment naming the run, or, with
-  ``tracker.on_recurrence = "new"``, files a new issue that links the old one.
+  ``tracker.on_recurrence = "new"``, files a new issue that links the old one;
+* a crash placed by environment (#25: the accelerator, driver or versions that separate
+  its runs from the passing ones, over the history) says where in its body and in each
+  "seen again" comment.
 
 Cited issues (skips and crashes that name one, in any repository) are looked up in one
 batched query; a closed one is reported as "can be re-enabled", and a missing or deleted
@@ -26,7 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,6 +69,7 @@ class Finding:
     nodeids: list[str] = field(default_factory=list)
     runs: list[tuple[str, str]] = field(default_factory=list)  # (row, run id or url)
     cited: str | None = None
+    placement: str | None = None  # where it happens, by environment (#25)
     # for the lines that name a finding, not part of what it is (equality ignores them):
     # "SIGSEGV", "timeout", "skip", "xfail"; the devices of a skip found in the sources
     what: str = field(default="", compare=False)
@@ -304,11 +308,16 @@ def sync(
     redactor: Redactor | None = None,
     on_recurrence: OnRecurrence = "reopen",
     declared: Sequence[DeviceSkip] = (),
+    placements: Mapping[str, str] | None = None,
 ) -> SyncReport:
-    """``declared``: the device skips in the sources that cite no issue (:func:`skips.uncited`)."""
+    """``declared``: the device skips in the sources that cite no issue (:func:`skips.uncited`).
+    ``placements``: a crash's diagnosis fingerprint -> where it happens, by environment."""
     redactor = redactor or Redactor()
     report = SyncReport(tracker=tracker.name, applied=apply)
     findings, cited = collect(records)
+    for f in findings:
+        if f.kind == "crash" and placements:
+            f.placement = placements.get(f.fingerprint.removeprefix("crash-"))
     known = {f.fingerprint for f in findings}
     findings += [f for f in uncited_skip_findings(declared) if f.fingerprint not in known]
     report.subjects = {f.fingerprint: redactor.text(f.subject()) for f in findings}
@@ -392,6 +401,8 @@ def _file(
 ) -> tuple[Issue, bool]:
     """File ``f``, unless a fresh look finds it filed; (issue, True when filed here)."""
     sections = [*f.sections, ("Seen on", ", ".join(f.rows) + _runs_text(f.runs), False)]
+    if f.placement:
+        sections.insert(1, ("Where it happens", f.placement, False))
     if previous is not None:
         sections.append(("Earlier issue", f"{previous.key} ({previous.state}) had the same fingerprint.", False))
     seen = [SEEN_MARKER.format(f.fingerprint, _run_hash(run)) for run in _runs_of(f.runs)]
@@ -437,7 +448,8 @@ def _comment(
     for run, rows in runs.items():
         marker = SEEN_MARKER.format(f.fingerprint, _run_hash(run))
         verb = "Reopened: seen again" if reopened else "Seen again"
-        text = neutralize(redactor.text(f"{verb} in {_run_text(run)} on {', '.join(rows)}."))
+        placed = f" Placed by environment: {f.placement}." if f.placement else ""
+        text = neutralize(redactor.text(f"{verb} in {_run_text(run)} on {', '.join(rows)}.{placed}"))
         for _ in range(MAX_CREATE_TRIES):
             try:
                 tracker.comment(issue, f"{text}\n\n{marker}")

@@ -151,6 +151,31 @@ class Summary(TypedDict):
     not_run: int
 
 
+EventKind: TypeAlias = Literal["push", "pull_request", "schedule", "manual", "local", "other"]
+
+
+class SourceInfo(TypedDict):
+    """Where a run's code came from (#25): what the verdicts of a pull request compare.
+
+    Every field may be unknown (None): a run outside Actions and outside git knows none.
+    """
+
+    commit: str | None  # the commit tested; on a pull request, the merge commit Actions built
+    head_commit: str | None  # a pull request's own head commit
+    ref: str | None  # the branch or tag name (a pull request's head branch)
+    ref_type: Literal["branch", "tag"] | None
+    event: EventKind
+    event_name: str | None  # the Actions event as GitHub names it (push, pull_request_target, ...)
+    pull_request: int | None
+    base_ref: str | None  # the branch a pull request (or a --base run) is compared with
+    base_commit: str | None  # the merge-base with it where git can tell, else the base's tip
+    repository: str | None  # owner/name
+    run_id: str | None
+    run_attempt: int | None
+    workflow: str | None
+    origin: Literal["actions", "git", "none"]  # where the fields were read (flags override any)
+
+
 class _RunFields(TypedDict):
     schema: str
     version: int
@@ -175,7 +200,10 @@ class _RunFields(TypedDict):
 
 
 class RunRecord(_RunFields, total=False):
+    # fields added after the first records were written: older records lack them, and
+    # the version stays 1 while every addition is optional (a reader of version 1 reads them all)
     runner_pid: int | None  # the device-matrix process that wrote it (see status "running")
+    source: SourceInfo | None  # commit, branch, pull request, base (#25)
 
 
 def summarize(tests: list[TestRecord]) -> Summary:

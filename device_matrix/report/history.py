@@ -7,27 +7,46 @@ passed, ``F`` failed, ``-`` absent, see ``CODE``) and a float32 per run for the 
 Reading 30 runs of 4 rows x 5,000 tests is then 20,000 short rows, not 600,000, and a
 flip is a string test.
 
+Every run is stored with its source (#25: commit, branch, pull request, base) in a *lane*:
+its branch (``branch:main``), its pull request (``pr:12``) or its tag; the series are kept
+per lane, so a pull request that breaks a test never makes it look flaky on its base.
+Trends, flips, slowdowns and "first seen" are read per lane: a branch's own runs, and for a
+pull request its base branch's runs followed by its own (flaky and slower from the base
+alone). Per row and run the environment's facets are kept, per crash the test it crashed,
+and per test and lane the signature of its latest failure (fingerprint or message), which
+the verdicts of a pull request compare with (report/verdicts.py).
+
 Schema versions (``PRAGMA user_version``): 0 is the first layout (runs, outcomes and
-crashes without rows, durations or counts); it is migrated in place to 2. A file that is
+crashes without rows, durations or counts), 2 the layout without lanes; both are migrated
+in place to 3, their runs in the lane of no source (""), which the first branch run
+recorded after the migration adopts (a history was kept per branch before). A file that is
 not a SQLite database, or a damaged one, is moved aside with a warning and a new history
-is started; a history written by a newer device-matrix is left alone (exit 7).
+is started; a history written by a newer device-matrix is left alone (exit 7). A history
+opened read-only (a pull request reading its base's) is copied into memory: the file is
+never written, moved or migrated on disk.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import itertools
+import json
 import math
+import re
 import sqlite3
 import statistics
 import struct
 from array import array
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from device_matrix.errors import EnvironmentProblem, ResultsError
 from device_matrix.records.atomic import storable_text
-from device_matrix.records.schema import FAILING_OUTCOMES
+from device_matrix.records.schema import FAILING_OUTCOMES, SourceInfo
+from device_matrix.records.source import base_lane, is_pull_request
+from device_matrix.records.source import lane as lane_of
 from device_matrix.records.summary import BUCKET_OF, BUCKETS
 from device_matrix.report.model import (
     Changes,
@@ -35,14 +54,18 @@ from device_matrix.report.model import (
     FlakyTest,
     Flip,
     HistoryView,
+    RunSource,
     SlowTest,
     TrendPoint,
     Triage,
     no_changes,
 )
+from device_matrix.report.placement import Observation
 
-VERSION = 2
-KEEP_RUNS = 50
+VERSION = 3
+DEFAULT_PATH = Path(".device-matrix") / "history.sqlite"  # under the project root
+KEEP_RUNS = 50  # per lane
+KEEP_PR_LANES = 30  # pull requests whose runs are kept; older ones are forgotten
 DEFAULT_WINDOW = 30
 # A test counts as slower when it took at least SLOWER_RATIO times its median over the
 # earlier runs and at least SLOWER_FLOOR_S seconds: a 3 ms test that took 9 ms is noise.
@@ -75,15 +98,23 @@ PASS_CODES = frozenset("Px")
 FAIL_CODES = frozenset(CODE[o] for o in FAILING_OUTCOMES)
 
 SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY, created TEXT NOT NULL, label TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY, created TEXT NOT NULL, label TEXT NOT NULL,
+    lane TEXT NOT NULL DEFAULT '', source TEXT);
+CREATE INDEX IF NOT EXISTS runs_lane ON runs(lane, id);
 CREATE TABLE IF NOT EXISTS row_runs (run_id INTEGER NOT NULL, row TEXT NOT NULL, label TEXT NOT NULL,
-    duration REAL, {", ".join(f"{b} INTEGER NOT NULL" for b in BUCKETS)}, PRIMARY KEY (run_id, row));
-CREATE TABLE IF NOT EXISTS series (row TEXT NOT NULL, nodeid TEXT NOT NULL, outcomes TEXT NOT NULL,
-    durations BLOB NOT NULL, PRIMARY KEY (row, nodeid)) WITHOUT ROWID;
+    duration REAL, {", ".join(f"{b} INTEGER NOT NULL" for b in BUCKETS)}, env TEXT, PRIMARY KEY (run_id, row));
+CREATE TABLE IF NOT EXISTS series (lane TEXT NOT NULL, row TEXT NOT NULL, nodeid TEXT NOT NULL,
+    outcomes TEXT NOT NULL, durations BLOB NOT NULL, signature TEXT, PRIMARY KEY (lane, row, nodeid)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS crash_seen (run_id INTEGER NOT NULL, fingerprint TEXT NOT NULL, row TEXT NOT NULL,
-    classification TEXT NOT NULL, headline TEXT NOT NULL, issue TEXT);
+    classification TEXT NOT NULL, headline TEXT NOT NULL, issue TEXT, nodeid TEXT);
 CREATE INDEX IF NOT EXISTS crash_seen_run ON crash_seen(run_id);
 """
+# columns added by version 3 to the tables of version 2 (and of the first layout's runs)
+_ADDED_COLUMNS = {
+    "runs": (("lane", "TEXT NOT NULL DEFAULT ''"), ("source", "TEXT")),
+    "row_runs": (("env", "TEXT"),),
+    "crash_seen": (("nodeid", "TEXT"),),
+}
 
 _BUCKET_SQL = "CASE outcome " + " ".join(f"WHEN '{o}' THEN '{b}'" for o, b in BUCKET_OF.items()) + " ELSE '' END"
 # The first layout's per-run tables, as written before per-test durations were kept; the
@@ -95,17 +126,29 @@ INSERT OR REPLACE INTO row_runs (run_id, row, label, duration, {", ".join(BUCKET
 INSERT INTO crash_seen (run_id, fingerprint, row, classification, headline, issue)
     SELECT run_id, fingerprint, '', classification, 'crash ' || fingerprint, NULL FROM crashes;
 """  # noqa: S608 - built from constants only
+# version 2 kept one series per row and test: they become the lane of no source
+_SERIES_FROM_2 = """
+ALTER TABLE series RENAME TO series_2;
+CREATE TABLE series (lane TEXT NOT NULL, row TEXT NOT NULL, nodeid TEXT NOT NULL,
+    outcomes TEXT NOT NULL, durations BLOB NOT NULL, signature TEXT, PRIMARY KEY (lane, row, nodeid)) WITHOUT ROWID;
+INSERT INTO series (lane, row, nodeid, outcomes, durations) SELECT '', row, nodeid, outcomes, durations FROM series_2;
+DROP TABLE series_2;
+"""
 
 _COLUMNS = ", ".join(BUCKETS)
 # column names come from the BUCKETS constant; every value is a bound parameter
 _INSERT_ROW_RUN = (
-    f"INSERT INTO row_runs (run_id, row, label, duration, {_COLUMNS}) "  # noqa: S608 - see above
-    f"VALUES (?, ?, ?, ?, {', '.join('?' for _ in BUCKETS)})"
+    f"INSERT INTO row_runs (run_id, row, label, duration, env, {_COLUMNS}) "  # noqa: S608 - see above
+    f"VALUES (?, ?, ?, ?, ?, {', '.join('?' for _ in BUCKETS)})"
 )
 _SELECT_TRENDS = (
     f"SELECT run_id, row, label, duration, {_COLUMNS} FROM row_runs "  # noqa: S608 - see above
     "WHERE run_id >= ? ORDER BY row, run_id"
 )
+# A failure's signature: its fingerprint, or the first line of its message with numbers and
+# addresses masked (a value, a time or a pointer that differs is the same failure)
+_NUMBER_RE = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?")
+SIGNATURE_LIMIT = 300
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -114,20 +157,92 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
+@dataclass(frozen=True)
+class LaneRun:
+    id: int
+    label: str
+    created: str
+    lane: str
+    source: SourceInfo | None
+
+
+@dataclass
+class Base:
+    """A lane's newest runs as the verdicts of a pull request read them (report/verdicts.py)."""
+
+    lane: str
+    runs: list[LaneRun]  # oldest first
+    rows: dict[str, list[str | None]]  # row -> its status label in each run (None: the row did not run)
+    # (row, nodeid) -> (a code per run, aligned with ``runs``; its latest failure's signature)
+    series: dict[tuple[str, str], tuple[str, str | None]] = field(default_factory=dict)
+    # fingerprint -> row -> the positions (in ``runs``) of the runs it crashed in
+    crashes: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+
+
+SeriesRow = tuple[str, str, str, bytes, str | None]  # row, nodeid, outcomes, durations, signature
+
+
+def signature(outcome: str, message: str | None) -> str:
+    """What makes two failures of a test the same failure: the outcome and the message's first
+    line with its numbers and addresses masked (a crash's is its fingerprint, see crash_signature)."""
+    first = next((line.strip() for line in (message or "").splitlines() if line.strip()), "")
+    return f"{outcome}: {_NUMBER_RE.sub('N', first)}"[:SIGNATURE_LIMIT]
+
+
+def crash_signature(fingerprint: str) -> str:
+    return f"crash {fingerprint}"
+
+
+def signatures(triage: Triage) -> dict[tuple[str, str], str]:
+    """(row, nodeid as stored) -> the signature of each failing test of this triage."""
+    out: dict[tuple[str, str], str] = {}
+    for f in triage["failures"]:
+        out[(f["row"], storable_text(f["nodeid"]))] = signature(f["outcome"], f["message"])
+    for c in triage["crashes"]:
+        for row, nodeid in c["seen"]:
+            out[(row, storable_text(nodeid))] = crash_signature(c["fingerprint"])
+    return out
+
+
+def _source_of(text: Any) -> SourceInfo | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None  # type: ignore[return-value]
+
+
+def _facets_of(text: Any) -> dict[str, str]:
+    if not isinstance(text, str):
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {}
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
 class History:
     """Open with :meth:`open`; every method may raise ``sqlite3.DatabaseError`` on a damaged file."""
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, *, read_only: bool = False) -> None:
         self.db = db
-        self._cached: list[tuple[str, str, str, bytes]] | None = None
+        self.read_only = read_only
+        self._series_cache: dict[str, list[SeriesRow]] = {}
+        self._recorded: int | None = None  # the run this object recorded: the one view() shows
 
     @classmethod
-    def open(cls, path: Path, warn: Callable[[str], None] = lambda _: None) -> History:
+    def open(cls, path: Path, warn: Callable[[str], None] = lambda _: None, *, read_only: bool = False) -> History:
         """Open or create the history, migrating an older layout.
 
         A damaged file is renamed ``<name>.corrupt-<time>`` (kept for a post mortem) and a
-        new history is started; ``warn`` is told so.
+        new history is started; ``warn`` is told so. ``read_only``: the file is read into
+        memory and never written; one that cannot be read is warned about and left alone.
         """
+        if read_only:
+            return cls._open_read_only(path, warn)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -142,6 +257,25 @@ class History:
                 f"{path}: cannot use the history: {exc}",
                 tip="Pass --history PATH naming a file in a writable folder, or --no-history.",
             ) from exc
+
+    @classmethod
+    def _open_read_only(cls, path: Path, warn: Callable[[str], None]) -> History:
+        mem = sqlite3.connect(":memory:")
+        try:
+            if path.is_file() and path.stat().st_size:
+                _check_magic(path)
+                src = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, timeout=LOCK_WAIT_S)
+                try:
+                    src.backup(mem)
+                finally:
+                    src.close()
+            _upgrade(mem, _version(mem, path))
+        except (sqlite3.DatabaseError, OSError) as exc:
+            mem.close()
+            warn(f"{path}: cannot read the history ({exc}); compared with no history, the file left as it is")
+            mem = sqlite3.connect(":memory:")
+            _upgrade(mem, 0)
+        return cls(mem, read_only=True)
 
     @classmethod
     def _open_or_set_aside(cls, path: Path, warn: Callable[[str], None]) -> History:
@@ -161,18 +295,10 @@ class History:
     @classmethod
     def _open(cls, path: Path) -> History:
         if path.exists() and path.stat().st_size:
-            with path.open("rb") as fh:
-                if fh.read(len(SQLITE_MAGIC)) != SQLITE_MAGIC:
-                    raise sqlite3.DatabaseError("file is not a database")
+            _check_magic(path)
         db = sqlite3.connect(path, timeout=LOCK_WAIT_S)
         try:
-            version = _version(db, path)
-            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            with db:
-                db.executescript(SCHEMA)
-                if version == 0 and "outcomes" in tables:
-                    _migrate_from_0(db)
-                db.execute(f"PRAGMA user_version = {VERSION}")
+            _upgrade(db, _version(db, path))
         except BaseException:
             db.close()
             raise
@@ -181,29 +307,60 @@ class History:
     def close(self) -> None:
         self.db.close()
 
-    def _last_run(self) -> tuple[int, str] | None:
-        row = self.db.execute("SELECT id, label FROM runs ORDER BY id DESC LIMIT 1").fetchone()
-        return (int(row[0]), str(row[1])) if row else None
+    # --- reading a lane ---------------------------------------------------------------
 
-    def _run_ids(self) -> list[int]:
-        return [int(r[0]) for r in self.db.execute("SELECT id FROM runs ORDER BY id")]
+    def _runs(self, where: str = "", args: Sequence[object] = ()) -> list[LaneRun]:
+        return [
+            LaneRun(int(i), str(label), str(created), str(lane), _source_of(source))
+            for i, label, created, lane, source in self.db.execute(
+                f"SELECT id, label, created, lane, source FROM runs {where} ORDER BY id",  # noqa: S608 - constant
+                tuple(args),
+            )
+        ]
 
-    def _series(self) -> list[tuple[str, str, str, bytes]]:
-        # read once per triage: compare, record and view each walk every series
-        if self._cached is None:
-            self._cached = self.db.execute("SELECT row, nodeid, outcomes, durations FROM series").fetchall()
-        return self._cached
+    def lane_runs(self, lane: str) -> list[LaneRun]:
+        return self._runs("WHERE lane = ?", (lane,))
 
-    def compare(self, triage: Triage, unreadable: frozenset[str] = frozenset()) -> Changes:
-        """This triage against the last one recorded. Rows in ``unreadable`` are not called gone."""
-        last = self._last_run()
+    def lanes(self) -> dict[str, int]:
+        """Every lane and its number of runs."""
+        return {str(lane): int(n) for lane, n in self.db.execute("SELECT lane, COUNT(*) FROM runs GROUP BY lane")}
+
+    def _last_of(self, lane: str) -> LaneRun | None:
+        runs = self._runs("WHERE lane = ? AND id = (SELECT MAX(id) FROM runs WHERE lane = ?)", (lane, lane))
+        return runs[0] if runs else None
+
+    def _series(self, lane: str) -> list[SeriesRow]:
+        # read once per triage and lane: compare, record, view and the verdicts each walk them
+        if lane not in self._series_cache:
+            self._series_cache[lane] = self.db.execute(
+                "SELECT row, nodeid, outcomes, durations, signature FROM series WHERE lane = ?", (lane,)
+            ).fetchall()
+        return self._series_cache[lane]
+
+    def compare(
+        self, triage: Triage, unreadable: frozenset[str] = frozenset(), *, source: SourceInfo | None = None
+    ) -> Changes:
+        """This triage against the last one of its lane (a pull request's first: its base's last).
+
+        Rows in ``unreadable`` are not called gone.
+        """
+        lane = lane_of(source)
+        runs = self.lane_runs(lane)
+        back = 1  # the previous run's place from the end of each series
+        if runs and _same_run(runs[-1].source, source, attempt=False):
+            back = 2  # a re-run of the last run: it is replaced, the one before is the previous
+        last = runs[-back] if len(runs) >= back else None
+        against = lane
+        base = base_lane(source) if is_pull_request(source) else None
+        if last is None and base is not None:
+            last, against, back = self._last_of(base), base, 1
         if last is None:
             return no_changes()
-        run_id, label = last
-        changes = no_changes(label)
+        run_id = last.id
+        changes = no_changes(last.label)
         before: dict[tuple[str, str], str] = {}
-        for row, nodeid, outcomes, _ in self._series():
-            code = outcomes[-1:]
+        for row, nodeid, outcomes, _, _ in self._series(against):
+            code = outcomes[-back : len(outcomes) - back + 1]
             if code and code != ABSENT:
                 before[(row, nodeid)] = OUTCOME_OF.get(code, "")
         rows_before = {str(r[0]) for r in self.db.execute("SELECT row FROM row_runs WHERE run_id = ?", (run_id,))}
@@ -248,13 +405,37 @@ class History:
                 changes["stopped_crashes"].append([fp, headline])
         return changes
 
-    def record(self, triage: Triage, label: str, *, keep: int = KEEP_RUNS) -> int:
-        """Add this triage as the newest run; drop runs beyond the newest ``keep``."""
+    # --- writing ----------------------------------------------------------------------
+
+    def record(self, triage: Triage, label: str, *, keep: int = KEEP_RUNS, source: SourceInfo | None = None) -> int:
+        """Add this triage as the newest run of its lane; drop the lane's runs beyond the newest ``keep``."""
         keep = max(keep, 1)
+        lane = lane_of(source)
         with self.db:
-            cur = self.db.execute("INSERT INTO runs (created, label) VALUES (?, ?)", (_now(), label))
+            if lane.startswith(("branch:", "tag:")) and self._last_of(lane) is None and self._last_of(""):
+                # runs recorded before lanes (or without a source) were one branch's history:
+                # the first branch recorded after them takes them on
+                self.db.execute("UPDATE runs SET lane = ? WHERE lane = ''", (lane,))
+                self.db.execute("UPDATE series SET lane = ? WHERE lane = ''", (lane,))
+                self._series_cache.pop("", None)
+                self._series_cache.pop(lane, None)
+            last = self._last_of(lane)
+            if last is not None and _same_run(last.source, source, attempt=False):
+                # the same run again (a re-run of its jobs): it replaces what was recorded for
+                # it, so that no run counts twice toward flips and rates
+                for table, column in (("runs", "id"), ("row_runs", "run_id"), ("crash_seen", "run_id")):
+                    self.db.execute(f"DELETE FROM {table} WHERE {column} = ?", (last.id,))  # noqa: S608 - constants
+                self._series_cache[lane] = [
+                    (row, nodeid, outcomes[:-1], blob[:-_F32], sig)
+                    for row, nodeid, outcomes, blob, sig in self._series(lane)
+                    if len(blob) == _F32 * len(outcomes)
+                ]
+            cur = self.db.execute(
+                "INSERT INTO runs (created, label, lane, source) VALUES (?, ?, ?, ?)",
+                (_now(), label, lane, None if source is None else json.dumps(source)),
+            )
             run_id = int(cur.lastrowid or 0)
-            ids = self._run_ids()
+            ids = [r.id for r in self.lane_runs(lane)]
             oldest_kept = ids[-keep:][0]
             length = min(len(ids), keep)
             now: dict[tuple[str, str], tuple[str, float]] = {
@@ -262,12 +443,21 @@ class History:
                 for t in triage["tests"]
                 for row, o in t["outcomes"].items()
             }
-            rows: list[tuple[str, str, str, bytes]] = []
-            for row, nodeid, outcomes, blob in self._series():
+            failed = signatures(triage)
+            rows: list[SeriesRow] = []
+            for row, nodeid, outcomes, blob, sig in self._series(lane):
                 code, duration = now.pop((row, nodeid), (ABSENT, math.inf))
                 text, durations = _align(outcomes, blob, length - 1)
                 if (text + code).strip(ABSENT):  # a test absent from every kept run is forgotten
-                    rows.append((row, nodeid, text + code, durations + struct.pack("<f", duration)))
+                    rows.append(
+                        (
+                            row,
+                            nodeid,
+                            text + code,
+                            durations + struct.pack("<f", duration),
+                            failed.get((row, nodeid), sig),
+                        )
+                    )
             for (row, nodeid), (code, duration) in now.items():
                 rows.append(
                     (
@@ -275,53 +465,115 @@ class History:
                         nodeid,
                         ABSENT * (length - 1) + code,
                         _NO_DURATION * (length - 1) + struct.pack("<f", duration),
+                        failed.get((row, nodeid)),
                     )
                 )
-            self.db.execute("DELETE FROM series")
-            self.db.executemany("INSERT INTO series (row, nodeid, outcomes, durations) VALUES (?, ?, ?, ?)", rows)
-            self._cached = rows
+            self.db.execute("DELETE FROM series WHERE lane = ?", (lane,))
+            self.db.executemany(
+                "INSERT INTO series (lane, row, nodeid, outcomes, durations, signature) VALUES (?, ?, ?, ?, ?, ?)",
+                ((lane, *r) for r in rows),
+            )
+            self._series_cache[lane] = rows
             self.db.executemany(
                 _INSERT_ROW_RUN,
                 (
-                    (run_id, r["row"], r["label"], r["duration"], *(r["counts"].get(b, 0) for b in BUCKETS))
+                    (
+                        run_id,
+                        r["row"],
+                        r["label"],
+                        r["duration"],
+                        json.dumps(r["facets"]),
+                        *(r["counts"].get(b, 0) for b in BUCKETS),
+                    )
                     for r in triage["rows"]
                 ),
             )
             self.db.executemany(
-                "INSERT INTO crash_seen (run_id, fingerprint, row, classification, headline, issue) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO crash_seen (run_id, fingerprint, row, classification, headline, issue, nodeid) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
-                    (run_id, c["fingerprint"], row, c["classification"], storable_text(c["headline"]), c["issue"])
+                    (
+                        run_id,
+                        c["fingerprint"],
+                        row,
+                        c["classification"],
+                        storable_text(c["headline"]),
+                        c["issue"],
+                        storable_text(nodeid),
+                    )
                     for c in triage["crashes"]
-                    for row in c["rows"]
+                    for row, nodeid in c["seen"]
                 ),
             )
-            self.db.execute("DELETE FROM row_runs WHERE run_id < ?", (oldest_kept,))
-            self.db.execute("DELETE FROM crash_seen WHERE run_id < ?", (oldest_kept,))
-            self.db.execute("DELETE FROM runs WHERE id < ?", (oldest_kept,))
+            self.db.execute("DELETE FROM runs WHERE lane = ? AND id < ?", (lane, oldest_kept))
+            self._forget_old_pull_requests()
+            self.db.execute("DELETE FROM row_runs WHERE run_id NOT IN (SELECT id FROM runs)")
+            self.db.execute("DELETE FROM crash_seen WHERE run_id NOT IN (SELECT id FROM runs)")
+        self._recorded = run_id
         return run_id
+
+    def _forget_old_pull_requests(self) -> None:
+        lanes = [
+            str(r[0])
+            for r in self.db.execute(
+                "SELECT lane FROM runs WHERE lane LIKE 'pr:%' GROUP BY lane ORDER BY MAX(id) DESC LIMIT -1 OFFSET ?",
+                (KEEP_PR_LANES,),
+            )
+        ]
+        for lane in lanes:
+            self.db.execute("DELETE FROM runs WHERE lane = ?", (lane,))
+            self.db.execute("DELETE FROM series WHERE lane = ?", (lane,))
+            self._series_cache.pop(lane, None)
+
+    # --- views ------------------------------------------------------------------------
 
     def view(self, triage: Triage, window: int = DEFAULT_WINDOW) -> HistoryView:
         """Trends, flaky tests, slowdowns and crash history over the newest ``window`` runs.
 
-        Call after :meth:`record`: the newest run is this triage.
+        Call after :meth:`record`: the newest run is this triage. A pull request's view is
+        its base's runs followed by its own; its flaky tests and slowdowns are its base's.
         """
-        runs = self.db.execute("SELECT id, label, created FROM runs ORDER BY id").fetchall()
-        if not runs:
-            return HistoryView(window=window, runs=[], trends={}, flaky=[], slower=[], crashes=[])
-        shown = runs[-max(window, 1) :]
-        labels = [str(lb) for _, lb, _ in shown]
-        current = {storable_text(t["nodeid"]): t["outcomes"] for t in triage["tests"]}
+        window = max(window, 1)
+        newest = self._runs("WHERE id = ?", (self._recorded,)) if self._recorded else []
+        if not newest:
+            newest = self._runs("WHERE id = (SELECT MAX(id) FROM runs)")
+        if not newest:
+            return HistoryView(
+                window=window,
+                runs=[],
+                trends={},
+                flaky=[],
+                slower=[],
+                crashes=[],
+                lane="",
+                flaky_lane="",
+                sources=[],
+            )
+        this = newest[0]
+        base = base_lane(this.source) if is_pull_request(this.source) else None
+        own = self.lane_runs(this.lane)
+        flaky_lane = base or this.lane
+        flaky_runs = self.lane_runs(flaky_lane)[-window:] if base else own[-window:]
+        shown = sorted([*flaky_runs, *own], key=lambda r: r.id)[-window:] if base else own[-window:]
+        labels = [r.label for r in flaky_runs]
+        current = {storable_text(t["nodeid"]): t for t in triage["tests"]}
         flaky: list[FlakyTest] = []
         slower: list[SlowTest] = []
-        for row, nodeid, outcomes, blob in self._series():
-            text, durations = _align(outcomes, blob, len(shown))
+        for row, nodeid, outcomes, blob, _ in self._series(flaky_lane):
+            text, durations = _align(outcomes, blob, len(flaky_runs))
             kinds = set(text)
             if kinds & PASS_CODES and kinds & FAIL_CODES:
                 found = _flaky(text, labels, nodeid, row)
                 if found is not None:
-                    found["current"] = current.get(nodeid, {}).get(row)
+                    found["current"] = current[nodeid]["outcomes"].get(row) if nodeid in current else None
                     flaky.append(found)
+            if base is not None:
+                # a pull request's durations against its base's: the base's runs, then this one
+                test = current.get(nodeid)
+                if test is None or test["outcomes"].get(row) != "passed":
+                    continue
+                text += "P"
+                durations += struct.pack("<f", test["durations"].get(row, math.inf))
             if text[-1] == "P" and struct.unpack_from("<f", durations, len(durations) - _F32)[0] >= SLOWER_FLOOR_S:
                 slow = _slower(text, durations, nodeid, row)
                 if slow is not None:
@@ -330,18 +582,26 @@ class History:
         slower.sort(key=lambda s: (-(s["ratio"] or 0.0), s["nodeid"], s["row"]))
         return HistoryView(
             window=window,
-            runs=labels,
-            trends=self._trends(int(shown[0][0]), {int(i): (str(lb), str(c)) for i, lb, c in shown}),
+            runs=[r.label for r in shown],
+            trends=self._trends({r.id: (r.label, r.created) for r in shown}),
             flaky=flaky,
             slower=slower[:SLOWER_LISTED],
-            crashes=self._crashes(int(runs[-1][0]), set(triage["devices"])),
+            crashes=self._crashes(this.id, set(triage["devices"]), {r.id for r in shown}),
+            lane=this.lane,
+            flaky_lane=flaky_lane,
+            sources=[_run_source(r) for r in shown],
         )
 
-    def _trends(self, first: int, runs: Mapping[int, tuple[str, str]]) -> dict[str, list[TrendPoint]]:
+    def _trends(self, runs: Mapping[int, tuple[str, str]]) -> dict[str, list[TrendPoint]]:
         trends: dict[str, list[TrendPoint]] = {}
-        for run_id, row, label, duration, *counts in self.db.execute(_SELECT_TRENDS, (first,)):
+        if not runs:
+            return trends
+        for run_id, row, label, duration, *counts in self.db.execute(_SELECT_TRENDS, (min(runs),)):
+            if run_id not in runs:
+                continue  # another lane's run
             trends.setdefault(row, []).append(
                 TrendPoint(
+                    run_id=int(run_id),
                     run=runs[run_id][0],
                     created=runs[run_id][1],
                     label=label,
@@ -351,12 +611,14 @@ class History:
             )
         return trends
 
-    def _crashes(self, current: int, rows_now: set[str]) -> list[CrashHistory]:
+    def _crashes(self, current: int, rows_now: set[str], shown: Collection[int]) -> list[CrashHistory]:
         labels = dict(self.db.execute("SELECT id, label FROM runs"))
         seen: dict[str, dict[str, object]] = {}
         for run_id, fp, row, classification, headline, issue in self.db.execute(
             "SELECT run_id, fingerprint, row, classification, headline, issue FROM crash_seen ORDER BY run_id"
         ):
+            if run_id not in shown:
+                continue
             e = seen.setdefault(fp, {"first": run_id, "runs": set(), "rows": set(), "flaky": False})
             e["last"] = run_id
             e["headline"] = headline
@@ -389,6 +651,134 @@ class History:
             )
         order = {"current": 0, "stopped": 1, "row not run": 2}
         return sorted(out, key=lambda c: (order[c["state"]], -c["runs"], c["fingerprint"]))
+
+    def base(self, lane: str, window: int = DEFAULT_WINDOW) -> Base:
+        """The newest ``window`` runs of ``lane``: what a pull request's verdicts compare with."""
+        runs = self.lane_runs(lane)[-max(window, 1) :]
+        position = {r.id: i for i, r in enumerate(runs)}
+        out = Base(lane=lane, runs=runs, rows={})
+        if not runs:
+            return out
+        first = runs[0].id
+        for run_id, row, label in self.db.execute(
+            "SELECT run_id, row, label FROM row_runs WHERE run_id >= ?", (first,)
+        ):
+            if run_id in position:
+                out.rows.setdefault(row, [None] * len(runs))[position[run_id]] = str(label)
+        for row, nodeid, outcomes, blob, sig in self._series(lane):
+            out.series[(row, nodeid)] = (_align(outcomes, blob, len(runs))[0], sig)
+        for run_id, fp, row in self.db.execute(
+            "SELECT DISTINCT run_id, fingerprint, row FROM crash_seen WHERE run_id >= ? ORDER BY run_id", (first,)
+        ):
+            if run_id in position:
+                out.crashes.setdefault(fp, {}).setdefault(row, []).append(position[run_id])
+        return out
+
+    def observations(
+        self,
+        nodeids: Mapping[str, Collection[str]],
+        *,
+        include: int | None = None,
+        skip: SourceInfo | None = None,
+    ) -> dict[str, list[Observation]]:
+        """Per fingerprint, a crash or a pass per run and row of its tests (the nodeids named
+        here and those it crashed before), with the row's facets in that run.
+
+        Runs of branches and tags only (a pull request's own crash may be its change's),
+        and the run ``include`` (this triage's) whatever its lane; never a run of the same
+        source as ``skip`` (its records are counted by the caller).
+        """
+        runs = self._runs()
+        kept = {
+            r.id: r for r in runs if (not r.lane.startswith("pr:") or r.id == include) and not _same_run(r.source, skip)
+        }
+        by_lane: dict[str, list[LaneRun]] = {}
+        for r in runs:
+            by_lane.setdefault(r.lane, []).append(r)
+        envs: dict[tuple[int, str], dict[str, str]] = {
+            (int(run_id), str(row)): _facets_of(env)
+            for run_id, row, env in self.db.execute("SELECT run_id, row, env FROM row_runs")
+            if run_id in kept
+        }
+        wanted = {fp: {storable_text(n) for n in ids} for fp, ids in nodeids.items()}
+        crashed: dict[str, set[tuple[int, str]]] = {fp: set() for fp in wanted}
+        marks = ", ".join("?" for _ in wanted)
+        if wanted:
+            for run_id, fp, row, nodeid in self.db.execute(
+                f"SELECT run_id, fingerprint, row, nodeid FROM crash_seen WHERE fingerprint IN ({marks})",  # noqa: S608
+                tuple(wanted),
+            ):
+                if run_id in kept:
+                    crashed[fp].add((int(run_id), str(row)))
+                    if nodeid:
+                        wanted[fp].add(str(nodeid))
+        every = set().union(*wanted.values()) if wanted else set()
+        passed: dict[str, set[tuple[int, str]]] = {}  # nodeid -> (run, row) where it passed
+        if every:
+            for lane, row, nodeid, outcomes, blob in self.db.execute(
+                "SELECT lane, row, nodeid, outcomes, durations FROM series"
+            ):
+                if nodeid not in every:
+                    continue
+                lane_runs = by_lane.get(lane, [])
+                text = _align(outcomes, blob, len(lane_runs))[0]
+                hits = passed.setdefault(nodeid, set())
+                for r, code in zip(lane_runs, text, strict=True):
+                    if code == "P" and r.id in kept:
+                        hits.add((r.id, str(row)))
+        out: dict[str, list[Observation]] = {}
+        for fp, ids in wanted.items():
+            crash_runs = crashed[fp]
+            pass_runs = set().union(*(passed.get(n, set()) for n in ids)) - crash_runs if ids else set()
+            out[fp] = [
+                Observation(row=row, facets=envs.get((run_id, row), {}), crashed=hit)
+                for hit, group in ((True, crash_runs), (False, pass_runs))
+                for run_id, row in sorted(group)
+            ]
+        return out
+
+
+def _same_run(a: SourceInfo | None, b: SourceInfo | None, *, attempt: bool = True) -> bool:
+    """Runs of one CI run (of one attempt, unless ``attempt`` is False)."""
+    if a is None or b is None or not b.get("run_id"):
+        return False
+    keys = ("commit", "run_id", "repository", *(("run_attempt",) if attempt else ()))
+    return all(a.get(k) == b.get(k) for k in keys)
+
+
+def _run_source(r: LaneRun) -> RunSource:
+    return RunSource(
+        id=r.id,
+        label=r.label,
+        lane=r.lane,
+        commit=r.source.get("commit") if r.source else None,
+        pull_request=r.source.get("pull_request") if r.source else None,
+    )
+
+
+def _check_magic(path: Path) -> None:
+    with path.open("rb") as fh:
+        if fh.read(len(SQLITE_MAGIC)) != SQLITE_MAGIC:
+            raise sqlite3.DatabaseError("file is not a database")
+
+
+def _upgrade(db: sqlite3.Connection, version: int) -> None:
+    """Bring a history of ``version`` to this one, in place (in one transaction)."""
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    with db:
+        for table, columns in _ADDED_COLUMNS.items():
+            if table not in tables:
+                continue
+            have = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+            for name, decl in columns:
+                if name not in have:
+                    db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {decl}")
+        if "series" in tables and "lane" not in {r[1] for r in db.execute("PRAGMA table_info(series)")}:
+            db.executescript(_SERIES_FROM_2)
+        db.executescript(SCHEMA)
+        if version == 0 and "outcomes" in tables:
+            _migrate_from_0(db)
+        db.execute(f"PRAGMA user_version = {VERSION}")
 
 
 def _align(outcomes: str, blob: bytes, length: int) -> tuple[str, bytes]:
@@ -462,7 +852,7 @@ def _migrate_from_0(db: sqlite3.Connection) -> None:
             text[position[run_id]] = CODE.get(outcome, ABSENT)
     none = _NO_DURATION * len(ids)  # the first layout kept no durations
     db.executemany(
-        "INSERT OR REPLACE INTO series (row, nodeid, outcomes, durations) VALUES (?, ?, ?, ?)",
+        "INSERT OR REPLACE INTO series (lane, row, nodeid, outcomes, durations) VALUES ('', ?, ?, ?, ?)",
         ((row, nodeid, "".join(text), none) for (row, nodeid), text in texts.items()),
     )
     db.execute("DROP TABLE outcomes")

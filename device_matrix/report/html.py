@@ -225,6 +225,8 @@ def _crashes(t: Triage) -> str:
             out.append(f"<p><b>At:</b> <code>{_e(where)}</code></p>")
         if c["fatal"]:
             out.append(f"<p><b>Fatal:</b> <code>{_e(c['fatal'])}</code></p>")
+        if c["placement"] is not None:
+            out.append(f"<p class='placement'><b>Placed by environment:</b> {_e(c['placement']['text'])}</p>")
         out.append(f"<p><b>Reproduce:</b></p><pre>{_e(c['repro'])}</pre>")
         if c["python_stack"]:
             out.append(f"<p><b>Python stack</b></p><pre>{_e(c['python_stack'])}</pre>")
@@ -440,8 +442,14 @@ def _skips(t: Triage) -> str:
 
 
 def render(t: Triage) -> str:
+    from device_matrix.report.verdict_views import commits_section, html_section  # they import this module
+
     h = t["history"]
     sections = [("rows", "Rows")]
+    if t["verdicts"] is not None:
+        sections.append(("verdicts", "Verdicts"))
+    if h is not None and h["sources"]:
+        sections.append(("commits", "Commits"))
     if t["changes"]["previous"] is not None:
         sections.append(("changes", "What changed"))
     sections += [("failures", "Failures"), ("crashes", "Crashes")]
@@ -469,6 +477,10 @@ def render(t: Triage) -> str:
     for p in t["problems"]:
         add(f"<p class='error'>⚠ unreadable row {_e(p['row'])}: {_e(p['problem'])}</p>")
     add("</section>")
+    if t["verdicts"] is not None:
+        add(html_section(t["verdicts"]))
+    if h is not None and h["sources"]:
+        add(commits_section(t, h))
     if t["changes"]["previous"] is not None:
         add(_changes(t))
     add(_failures(t))

@@ -169,6 +169,8 @@ def _crashes(t: Triage) -> list[str]:
         if c["fatal"]:
             out.append(f"  - {code(c['fatal'][:300])}")
         out.append(f"  - repro: {code(c['repro'].splitlines()[0] if c['repro'] else '')}")
+        if c["placement"] is not None:
+            out.append(f"  - placed by environment: {_cell(c['placement']['text'])}")
     out.append("")
     return out
 
@@ -297,6 +299,10 @@ def render(t: Triage, *, limit: int = STEP_SUMMARY_LIMIT) -> str:
         out.append("")
         out.append(f"> ⚠️ **{_cell(p['row'])}**: {_cell(p['problem'])}")
     out.append("")
+    if t["verdicts"] is not None:
+        from device_matrix.report.verdict_views import markdown as verdicts_markdown  # it imports this module
+
+        out += verdicts_markdown(t["verdicts"])
 
     h = t["history"]
     if h is not None and h["trends"]:

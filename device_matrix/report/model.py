@@ -7,10 +7,13 @@ import heapq
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypedDict
 
+from device_matrix.diagnostics.environment import facets as environment_facets
 from device_matrix.issues.sync import DEVICE_SKIP_SOURCES, skip_fingerprint
 from device_matrix.records.cause import cause_from_text
-from device_matrix.records.schema import FAILING_OUTCOMES, OUTCOMES, RunRecord, TestRecord
+from device_matrix.records.schema import FAILING_OUTCOMES, OUTCOMES, RunRecord, SourceInfo, TestRecord
 from device_matrix.records.summary import crash_headline, crash_kind_label, fold
+from device_matrix.report.placement import Placement
+from device_matrix.report.verdicts import VerdictReport
 from device_matrix.skips import DeviceSkip
 
 TRIAGE_SCHEMA = "device-matrix/triage"
@@ -32,6 +35,7 @@ class RowView(TypedDict):
     run_url: str | None
     versions: dict[str, str]
     image: str | None
+    facets: dict[str, str]  # accelerator, driver, versions, image, host (#25: crashes placed by them)
 
 
 class CrashView(TypedDict):
@@ -54,6 +58,8 @@ class CrashView(TypedDict):
     issue_state: str | None
     file: str | None  # of the test that was running: its file and the line it died on (#20)
     line: int | None
+    seen: list[list[str]]  # [row, nodeid or "(phase)"]: where it happened in this run
+    placement: Placement | None  # by environment, over the history (#25)
 
 
 class FailureView(TypedDict):
@@ -131,6 +137,7 @@ class SlowTest(TypedDict):
 
 
 class TrendPoint(TypedDict):
+    run_id: int  # the run's number in the history
     run: str
     created: str
     label: str
@@ -166,6 +173,14 @@ class CrashHistory(TypedDict):
     state: str  # "current" | "stopped" | "row not run"
 
 
+class RunSource(TypedDict):
+    id: int  # the run's number in the history
+    label: str
+    lane: str  # "branch:main", "pr:12", "tag:v1", "" (no source recorded)
+    commit: str | None
+    pull_request: int | None
+
+
 class HistoryView(TypedDict):
     window: int
     runs: list[str]  # labels, oldest first; the last is this run
@@ -173,6 +188,9 @@ class HistoryView(TypedDict):
     flaky: list[FlakyTest]
     slower: list[SlowTest]
     crashes: list[CrashHistory]
+    lane: str  # this run's lane
+    flaky_lane: str  # the lane flaky tests and slowdowns are read from (a pull request's base)
+    sources: list[RunSource]  # one per run, as ``runs``
 
 
 class Triage(TypedDict):
@@ -190,6 +208,8 @@ class Triage(TypedDict):
     changes: Changes
     slowest: list[SlowTest]
     history: HistoryView | None
+    source: SourceInfo | None  # the commit under test, from the rows' records or flags (#25)
+    verdicts: VerdictReport | None  # a pull request's failures judged against its base (#25)
 
 
 def _first_line(text: str | None, limit: int = 300) -> str | None:
@@ -274,6 +294,7 @@ def build(
                     if k in ("torch", "torch_xla", "libtpu", "jax", "torch_neuronx")
                 },
                 image=rec.get("image"),
+                facets=environment_facets(env if isinstance(env, dict) else {}, image=rec.get("image")),
             )
         )
         for t in rec["tests"]:
@@ -333,6 +354,8 @@ def build(
                     issue_state=state_of(issue),
                     file=died.get("file") if died else None,
                     line=died.get("line") if died else None,
+                    seen=[],
+                    placement=None,
                 )
                 crashes[fp] = view_c
             if row not in view_c["rows"]:
@@ -340,6 +363,8 @@ def build(
             where = c["nodeid"] or f"({c['phase']})"
             if where not in view_c["nodeids"]:
                 view_c["nodeids"].append(where)
+            if [row, where] not in view_c["seen"]:
+                view_c["seen"].append([row, where])
             if c["classification"] == "flaky":
                 view_c["classification"] = "flaky"
             if died is not None:
@@ -365,6 +390,8 @@ def build(
         changes=no_changes(),
         slowest=slowest(durations),
         history=None,
+        source=None,
+        verdicts=None,
     )
 
 

@@ -46,6 +46,7 @@ from device_matrix.records.schema import (
     RerunRecord,
     RowStatus,
     RunRecord,
+    SourceInfo,
     load_run,
 )
 from device_matrix.records.summary import crash_kind_label
@@ -172,6 +173,7 @@ class RunOptions:
     core_limit: int | None = DEFAULT_CORE_LIMIT
     poll_interval: float = 0.05
     run_url: str | None = None
+    source: SourceInfo | None = None  # commit, branch, pull request (#25)
     resume: bool = False
     max_log_bytes: int | None = DEFAULT_MAX_LOG
     # a shard (device_matrix.run.shards): only these tests, into results/<row>/<results_subdir>,
@@ -1112,6 +1114,7 @@ class RowRunner:
             duration=time.monotonic() - self._t0,
             run_url=self.options.run_url,
             runner_pid=os.getpid(),
+            source=self.options.source,
         )
         if self.options.command:
             record["command"] = list(self.options.command)

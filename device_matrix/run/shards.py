@@ -556,6 +556,8 @@ def merge(folder: Path) -> Merged:
         summary=summarize(merged_tests),
         run_url=next((r["run_url"] for r in records.values() if r["run_url"]), None),
         runner_pid=None,
+        # a shard that came back from no node has no source: any other shard's is the row's
+        source=next((r["source"] for r in records.values() if r.get("source")), None),
     )
     return Merged(record, problems, reports)
 

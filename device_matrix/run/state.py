@@ -20,6 +20,7 @@ from device_matrix.records.schema import (
     RowStatus,
     RunRecord,
     SkipInfo,
+    SourceInfo,
     TestRecord,
     summarize,
 )
@@ -183,6 +184,7 @@ class RunState:
         duration: float,
         run_url: str | None,
         runner_pid: int | None,
+        source: SourceInfo | None = None,
     ) -> RunRecord:
         tests = [self._located(self.results[n]) for n in self.expected if n in self.results]
         env = dict(self.environment)
@@ -209,6 +211,7 @@ class RunState:
             summary=summarize(tests),
             run_url=run_url,
             runner_pid=runner_pid,
+            source=source,
         )
 
 
