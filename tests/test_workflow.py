@@ -293,7 +293,8 @@ def test_the_caller_is_ten_lines_of_jobs() -> None:
 
 def test_reusable_inputs() -> None:
     inputs = triggers(load(REUSABLE))["workflow_call"]["inputs"]
-    assert {"package", "install", "rows", "tracker", "file-issues", "gate-label", "python-version", "fail-on"} <= set(inputs)
+    expected = {"package", "install", "rows", "tracker", "file-issues", "gate-label", "python-version", "fail-on"}
+    assert expected <= set(inputs)
     assert inputs["fail-on"]["default"] == ""  # no gate unless the caller asks for one
     assert inputs["gate-label"]["default"] == GATE_LABEL
     # #20: no package name that no index serves; no tracker other than the configuration's
