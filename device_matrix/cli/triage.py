@@ -13,6 +13,7 @@ from device_matrix.errors import EXIT_OK, EXIT_RESULTS, EnvironmentProblem, Resu
 from device_matrix.issues.sync import load_links
 from device_matrix.output import Output
 from device_matrix.records.atomic import write_json_atomic, write_text_atomic
+from device_matrix.redact import Redactor
 from device_matrix.report import html, markdown
 from device_matrix.report.history import DEFAULT_WINDOW, KEEP_RUNS, History, set_aside
 from device_matrix.report.model import Triage, build
@@ -37,7 +38,15 @@ def run_triage(
             f"{results}: no run records",
             tip="Run a row first (nox -s cpu), or point at downloaded artifacts.",
         )
-    triage = build(records, problems, load_links(results), declared)
+    # records come from other hosts (artifacts): redacted again here, value by value, with
+    # this host's secrets, before the reports and the history are made of them (#22)
+    redactor = Redactor()
+    triage = build(
+        [redactor.data(r) for r in records],
+        [(row, redactor.text(problem)) for row, problem in problems],
+        redactor.data(load_links(results)),
+        declared,
+    )
     # a triage where no row could be read is not a run: recording it would read as every
     # test having disappeared
     if history_path is not None and records:
@@ -46,7 +55,7 @@ def run_triage(
     md = markdown.render(triage)
     write_text_atomic(out_dir / "triage.md", md)
     write_text_atomic(out_dir / "triage.html", html.render(triage))
-    write_json_atomic(out_dir / "triage.json", triage)
+    write_json_atomic(out_dir / "triage.json", triage, redactor)
     _to_actions(triage, md, out)
     return triage
 

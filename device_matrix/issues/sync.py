@@ -289,7 +289,9 @@ def sync(
     """``declared``: the device skips in the sources that cite no issue (:func:`skips.uncited`)."""
     redactor = redactor or Redactor()
     report = SyncReport(tracker=tracker.name, applied=apply)
-    findings, cited = collect(records)
+    # this process's own secrets too (#22): titles, bodies and fingerprints are made of
+    # values redacted as the triage redacts them, before any text is built
+    findings, cited = collect([redactor.data(record) for record in records])
     known = {f.fingerprint for f in findings}
     findings += [f for f in uncited_skip_findings(declared) if f.fingerprint not in known]
     state_path = results_dir / STATE_FILE if results_dir else None
@@ -382,7 +384,7 @@ def _file(
         if again is not None and (previous is None or again.number != previous.number):
             return again, False
         try:
-            issue = tracker.create(f.title, body, labels)
+            issue = tracker.create(redactor.ident(f.title), body, labels)
         except AmbiguousWrite:
             continue
         first = tracker.settle(issue)

@@ -1,8 +1,10 @@
 """Atomic writes: a reader sees the old file or the whole new one, never half.
 
-Every results file goes through here, and so through redaction: whatever a record
-holds (a nodeid built from a parametrize id, an assertion message, a skip reason), no
-secret of this environment reaches the disk.
+JSON goes through redaction here, value by value before it is encoded
+(:meth:`~device_matrix.redact.Redactor.data`): whatever a record holds (a nodeid built from
+a parametrize id, an assertion message, a skip reason), no secret of this environment
+reaches the disk, and the file parses (#22). Text (XML, Markdown, HTML) is built by its
+writer from values redacted so; no rule ever runs over an encoded file.
 """
 
 from __future__ import annotations
@@ -16,24 +18,26 @@ from typing import Any
 from device_matrix.redact import Redactor
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON so a reader sees the old file or the whole new one, never half.
+def write_json_atomic(path: Path, data: Any, redactor: Redactor | None = None) -> None:
+    """Write JSON, redacted, so a reader sees the old file or the whole new one, never half.
 
     A temporary file renamed over the target: atomic against the death of this process
     or of a reader's. No fsync: the threat here is a dying row, not a power cut, and an
     fsync per file costs more than the rest of writing the results.
     """
+    redactor = redactor or Redactor()
     # compact: the C encoder; with indent= json falls back to pure Python (10x slower)
-    write_text_atomic(path, json.dumps(data, separators=(",", ":"), default=str) + "\n")
+    text = json.dumps(data, separators=(",", ":"), default=str)
+    if not redactor.clean_json(text):  # most records hold nothing any rule could match
+        text = json.dumps(redactor.data(json.loads(text)), separators=(",", ":"))
+    write_text_atomic(path, text + "\n")
 
 
-def write_text_atomic(path: Path, text: str, redactor: Redactor | None = None) -> None:
-    """Write text, redacted, through a temporary file renamed over ``path``.
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write text through a temporary file renamed over ``path`` (see :func:`write_json_atomic`).
 
-    See :func:`write_json_atomic`. Redaction replaces a secret by ``[redacted]``, which
-    needs no escaping in JSON, XML, Markdown or HTML text.
+    ``text`` is written as it is: built from redacted values (records/junit.py, the triage).
     """
-    text = (redactor or Redactor()).text(text)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

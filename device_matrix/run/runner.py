@@ -1082,15 +1082,19 @@ class RowRunner:
         )
         if self.options.command:
             record["command"] = list(self.options.command)
+        # the record's values redacted once (#22): every file below is built from them, so
+        # what a report cuts out of a nodeid is cut out of the nodeid a record shows
+        record = self.redactor.data(record)
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             if final:
-                write_junit(self.dir / "junit.xml", record, self.state.locations)
+                locations = self.redactor.data(self.state.locations)
+                write_junit(self.dir / "junit.xml", record, locations, self.redactor)
                 jsonreport.write(
                     self.dir / "report.json",
-                    jsonreport.build(record, self.state.phases, self.state.locations, self.cfg.project_root),
+                    jsonreport.build(record, self.redactor.data(self.state.phases), locations, self.cfg.project_root),
                 )
-            write_json_atomic(self.dir / "run.json", record)
+            write_json_atomic(self.dir / "run.json", record, self.redactor)
         except OSError as exc:
             raise self._unwritable(exc) from exc
         return record
@@ -1142,7 +1146,7 @@ class _Progress:
                 r.done += 1
                 r.listener.test_done(
                     r.row.name,
-                    r.redactor.text(event["nodeid"]),
+                    r.redactor.ident(event["nodeid"]),
                     shown,
                     duration=float(event["duration"]),
                     done=r.done,

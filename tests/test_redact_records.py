@@ -1,0 +1,111 @@
+"""Redaction never corrupts a record, merges two tests, or loses a test of a shard (issue #22).
+
+Ordinary test names and assertion messages that look like credentials to a pattern
+(``token=q``, ``password:x``) run through real rows: every file the tool writes parses,
+two tests stay two, and a test named so runs in its shard.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from device_matrix.records.schema import load_run
+from tests.conftest import Project
+
+pytestmark = pytest.mark.slow
+
+IDS = "suites/key_value_ids/test_key_value_ids.py"
+FAILURES = "suites/key_value_failures/test_key_value_failures.py"
+
+
+def _every_file_parses(folder: Path) -> list[Path]:
+    """Each JSON, JSON-lines and XML file under ``folder`` read back; the files read."""
+    read = []
+    for path in sorted(folder.rglob("*")):
+        if path.suffix == ".json":
+            json.loads(path.read_text("utf-8"))
+        elif path.suffix == ".jsonl":
+            for line in path.read_text("utf-8").splitlines():
+                json.loads(line)
+        elif path.suffix == ".xml":
+            ET.parse(path)
+        else:
+            continue
+        read.append(path)
+    return read
+
+
+def test_a_quoted_parametrize_id_leaves_run_json_readable(project: Callable[..., Project]) -> None:
+    # Seen 1: the value rule ate the backslash of \" in the serialized JSON
+    p = project("key_value_ids")
+    proc = p.run("run", "--device", "fixture")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    record = load_run(p.results / "fixture" / "run.json")
+    assert {t["nodeid"] for t in record["tests"]} == {
+        f'{IDS}::test_quoted_id[say "token=q"]',
+        f"{IDS}::test_header[token=abc]",
+        f"{IDS}::test_header[password:x]",
+    }
+    assert {p.name for p in _every_file_parses(p.results)} >= {"run.json", "report.json", "junit.xml", "journal.jsonl"}
+    triage = p.run("triage", "--no-history")
+    assert triage.returncode == 0, triage.stdout + triage.stderr
+    again = p.run("run", "--device", "fixture", "--resume")
+    assert again.returncode == 0, again.stdout + again.stderr
+    _every_file_parses(p.results)
+
+
+def test_two_tests_a_pattern_would_merge_stay_two(project: Callable[..., Project]) -> None:
+    # Seen 2: both ids became test_parse_header[token=[redacted] and the pass was lost
+    p = project("key_value_failures")
+    proc = p.run("run", "--device", "fixture")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    record = load_run(p.results / "fixture" / "run.json")
+    outcomes = {t["nodeid"]: t["outcome"] for t in record["tests"]}
+    assert outcomes == {
+        f"{FAILURES}::test_parse_header[token=good]": "passed",
+        f"{FAILURES}::test_parse_header[token=bad]": "failed",
+        f"{FAILURES}::test_message": "failed",
+    }
+    # the assertion message is free text: the value after token= goes, its quotes stay
+    message = next(t["message"] for t in record["tests"] if t["nodeid"].endswith("test_message"))
+    assert "token=[redacted]" in message and "bad" not in message
+    _every_file_parses(p.results)
+    triage = p.run("triage", "--no-history")
+    assert triage.returncode == 0, triage.stdout + triage.stderr
+    data = json.loads((p.results / "triage" / "triage.json").read_text())
+    listed = {t["nodeid"]: t["outcomes"]["fixture"] for t in data["tests"]}
+    assert listed == outcomes
+
+
+def test_an_assertion_naming_a_token_keeps_report_json_and_the_merged_phases(project: Callable[..., Project]) -> None:
+    # Seen 1, second half: report.json did not parse, and a merge dropped that shard's phases
+    p = project("key_value_failures")
+    proc = p.run("run", "--device", "fixture", "--shards", "2")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    _every_file_parses(p.results)
+    report = json.loads((p.results / "fixture" / "report.json").read_text())
+    (entry,) = [t for t in report["tests"] if t["nodeid"] == f"{FAILURES}::test_message"]
+    assert entry["call"]["outcome"] == "failed" and "token=[redacted]" in entry["call"]["longrepr"]
+    assert len(report["tests"]) == 3
+
+
+@pytest.mark.parametrize("parallel", [[], ["--parallel"]])
+def test_ids_that_look_like_credentials_run_in_their_shards(
+    project: Callable[..., Project], parallel: list[str]
+) -> None:
+    # Seen 3: plan.json went through redaction and the shards selected ...[token=[redacted]
+    p = project("key_value_ids")
+    proc = p.run("run", "--device", "fixture", "--shards", "2", *parallel)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    record = load_run(p.results / "fixture" / "run.json")
+    assert {t["outcome"] for t in record["tests"]} == {"passed"} and len(record["tests"]) == 3
+    # the split as each shard keeps it: the nodeids as they are, none rewritten
+    for k in (1, 2):
+        plan = json.loads((p.results / "fixture" / "shards" / str(k) / "shard.json").read_text())
+        assert f"{IDS}::test_header[token=abc]" in plan["tests"]
+    _every_file_parses(p.results)
