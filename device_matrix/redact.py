@@ -185,10 +185,9 @@ RULES: tuple[Rule, ...] = (
 _EVERYWHERE = tuple(rule for rule in RULES if rule.where == "everywhere")
 
 
-# one search for every trigger of the rules: most strings hold none, and are done
+# one search of the lower-cased text for every trigger of the rules: most strings hold none
 _TRIGGERS_ALL, _TRIGGERS_EVERYWHERE = (
-    re.compile("|".join(re.escape(t) for rule in rules for t in rule.triggers), re.IGNORECASE)
-    for rules in (RULES, _EVERYWHERE)
+    re.compile("|".join(re.escape(t) for rule in rules for t in rule.triggers)) for rules in (RULES, _EVERYWHERE)
 )
 # strings up to this long are remembered with their redaction: a record's nodeids,
 # outcomes and phases come back in every file built from it
@@ -213,6 +212,9 @@ FREE_TEXT_KEYS = frozenset(
         "problem",
     }
 )
+# a key of the formats' own (duration, last_output): never rewritten, so that a secret that is
+# also a word of them ("duration") leaves every file readable by its schema
+_FIELD_NAME = re.compile(r"[a-z][a-z_]*")
 _PRIVATE_KEY_START = re.compile(rb"-----BEGIN [A-Z ]*PRIVATE KEY-----")
 _PRIVATE_KEY_END = re.compile(rb"-----END [A-Z ]*PRIVATE KEY-----")
 _T = TypeVar("_T")
@@ -292,12 +294,10 @@ def _shaped(value: str) -> bool:
 
 
 def _apply(text: str, rules: Sequence[Rule], triggers: re.Pattern[str], replace: Callable[[str], str]) -> str:
-    if triggers.search(text) is None:
+    lower = text.lower()
+    if triggers.search(lower) is None:
         return text
-    lower: str | None = None
     for rule in rules:
-        if lower is None:
-            lower = text.lower()
         if not _may_match(rule, lower):
             continue
 
@@ -307,7 +307,7 @@ def _apply(text: str, rules: Sequence[Rule], triggers: re.Pattern[str], replace:
 
         new = rule.pattern.sub(keep_around, text)
         if new != text:
-            text, lower = new, None
+            text, lower = new, new.lower()
     return text
 
 
@@ -408,7 +408,7 @@ class Redactor:
         if "\\u" in serialized or any(n in serialized for n in self._json_needles):
             return False
         lower = serialized.lower()
-        return not any(_may_match(rule, lower) for rule in RULES)
+        return _TRIGGERS_ALL.search(lower) is None or not any(_may_match(rule, lower) for rule in RULES)
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """Where secrets sit in ``text`` (start, end): a cut there would leave halves unredacted."""
@@ -428,7 +428,9 @@ class Redactor:
             return self._redact(value, free)
         if isinstance(value, dict):
             return {
-                (self.ident(k) if isinstance(k, str) else k): self._walk(v, k in FREE_TEXT_KEYS)
+                (self.ident(k) if isinstance(k, str) and not _FIELD_NAME.fullmatch(k) else k): self._walk(
+                    v, k in FREE_TEXT_KEYS
+                )
                 for k, v in value.items()
             }
         if isinstance(value, list):

@@ -135,3 +135,22 @@ def test_untrusted_text_is_free_text_unless_it_is_an_identifier() -> None:
     assert out.untrusted("t.py::test[token=abc]") == "t.py::test[token=[redacted]]"
     token = "ghp_" + "Q" * 36
     assert out.untrusted(token, identifier=True).startswith("[redacted:")
+
+
+def test_the_traceback_of_an_internal_error_is_redacted_and_inert(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import device_matrix.cli.triage as triage_cli
+
+    token = "ghp_" + "Tr4cebackT0ken" * 3
+
+    def broken(args: object, out: object) -> int:
+        raise RuntimeError(f"a record said {token}\n::warning::fake")
+
+    monkeypatch.setattr(triage_cli, "cmd_triage", broken)
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    (tmp_path / "pyproject.toml").write_text("[tool.device-matrix]\n")
+    assert main(["--project", str(tmp_path), "triage", str(tmp_path)]) == 70
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "RuntimeError" in err
+    assert token not in err and _commands(err) == []

@@ -365,6 +365,20 @@ def test_data_is_the_value_itself_when_nothing_in_it_can_match() -> None:
     assert r.data(odd) == {("k", OPAQUE): r.ident(OPAQUE), 3: [r.ident(OPAQUE)]}
 
 
+def test_clean_json_needs_all_a_rule_requires() -> None:
+    # a run's URL has :// but no @: nothing a URL's password could be
+    assert Redactor({}).clean_json(json.dumps({"run_url": "https://github.com/a/b/actions/runs/1"}))
+    assert not Redactor({}).clean_json(json.dumps({"run_url": "https://u:p@github.com/a"}))
+
+
+def test_every_rule_of_a_text_applies_after_another_has() -> None:
+    text = f"Authorization: Bearer abc.def then {TOKEN} then password=hunter2 then hf_{'a' * 30}"
+    assert (
+        redact_text(text)
+        == f"Authorization: Bearer {REDACTED} then {REDACTED} then password={REDACTED} then {REDACTED}"
+    )
+
+
 def test_clean_json_looks_for_each_value_exactly_as_json_escapes_it() -> None:
     r = Redactor({"A_TOKEN": 'ab"cdefgh'})
     assert not r.clean_json(json.dumps({"m": 'x ab"cdefgh y'}))
@@ -417,6 +431,14 @@ def test_a_file_of_each_kind_is_written_back_exactly() -> None:
     )
     dtd = f"<!DOCTYPE a [<!ENTITY e '{OPAQUE}'>]><a>&e;</a>".encode()
     assert redact_file("r.xml", dtd, r) == b"<!DOCTYPE a [<!ENTITY e '[redacted]'>]><a>&e;</a>"  # never expanded
+
+
+def test_a_secret_that_is_a_word_of_the_record_leaves_its_fields_alone() -> None:
+    r = Redactor({"ODD_TOKEN": "duration"})
+    record = {"duration": 1.5, "message": "took a duration of 2s", "tests": {"t.py::duration": 1}}
+    out = r.data(record)
+    assert out["duration"] == 1.5 and out["message"] == f"took a {REDACTED} of 2s"
+    assert list(out["tests"]) == [r.ident("t.py::duration")] != ["t.py::duration"]
 
 
 # --- as it was ---------------------------------------------------------------------------

@@ -109,3 +109,33 @@ def test_ids_that_look_like_credentials_run_in_their_shards(
         plan = json.loads((p.results / "fixture" / "shards" / str(k) / "shard.json").read_text())
         assert f"{IDS}::test_header[token=abc]" in plan["tests"]
     _every_file_parses(p.results)
+
+
+PATH_SECRET = "s3cretpath42xx"  # the value of a secret variable, and part of a test file's name
+
+
+@pytest.mark.parametrize("isolation", ["row", "file"])
+def test_a_secret_in_a_test_files_name_is_redacted_and_its_tests_resume(
+    project: Callable[..., Project], isolation: str
+) -> None:
+    p = project("passing", row=f'isolation = "{isolation}"')
+    folder = p.root / "suites" / "passing"
+    (folder / f"test_{PATH_SECRET}.py").write_text("def test_one():\n    pass\n\n\ndef test_two():\n    pass\n")
+    env = {"FOO_TOKEN": PATH_SECRET}
+    proc = p.run("run", "--device", "fixture", env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run_json = p.results / "fixture" / "run.json"
+    record = json.loads(run_json.read_text())
+    named = [t for t in record["tests"] if "[redacted:" in t["nodeid"]]
+    assert len(named) == 2 and all(t["outcome"] == "passed" for t in named)
+    # a run cut off before these two ran: --resume runs exactly them, found by the record's names
+    for t in named:
+        t.update(outcome="not_run", message="not run: interrupted")
+    record.update(status="interrupted", reason="interrupted by SIGTERM")
+    run_json.write_text(json.dumps(record))
+    again = p.run("run", "--device", "fixture", "--resume", env=env)
+    assert again.returncode == 0, again.stdout + again.stderr
+    resumed = json.loads(run_json.read_text())
+    assert [t["outcome"] for t in resumed["tests"] if "[redacted:" in t["nodeid"]] == ["passed", "passed"]
+    assert len(resumed["tests"]) == len(record["tests"])
+    assert not [f for f in p.results.rglob("*") if f.is_file() and PATH_SECRET.encode() in f.read_bytes()]

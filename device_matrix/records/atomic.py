@@ -13,9 +13,11 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from device_matrix.redact import Redactor
+
+_T = TypeVar("_T")
 
 
 def write_json_atomic(path: Path, data: Any, redactor: Redactor | None = None) -> None:
@@ -25,12 +27,18 @@ def write_json_atomic(path: Path, data: Any, redactor: Redactor | None = None) -
     or of a reader's. No fsync: the threat here is a dying row, not a power cut, and an
     fsync per file costs more than the rest of writing the results.
     """
+    write_text_atomic(path, redacted_json(data, redactor)[1] + "\n")
+
+
+def redacted_json(data: _T, redactor: Redactor | None = None) -> tuple[_T, str]:
+    """``data`` redacted value by value, and its JSON text (compact: the C encoder; with
+    indent= json falls back to pure Python, 10x slower)."""
     redactor = redactor or Redactor()
-    # compact: the C encoder; with indent= json falls back to pure Python (10x slower)
     text = json.dumps(data, separators=(",", ":"), default=str)
-    if not redactor.clean_json(text):  # most records hold nothing any rule could match
-        text = json.dumps(redactor.data(json.loads(text)), separators=(",", ":"))
-    write_text_atomic(path, text + "\n")
+    if redactor.clean_json(text):  # most records hold nothing any rule could match
+        return data, text
+    clean: _T = redactor.data(json.loads(text))
+    return clean, json.dumps(clean, separators=(",", ":"))
 
 
 def write_text_atomic(path: Path, text: str) -> None:

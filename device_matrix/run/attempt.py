@@ -208,8 +208,12 @@ class _JournalReader:
         if self._copy is None or self.error is not None or not lines:
             return
         text = lines.decode("utf-8", "replace")
-        if '"secrets"' in text or not self.redactor.clean_json(text):
-            text = "\n".join(_copy_line(line, self.redactor) for line in text.split("\n"))
+        events = text.split("\n")
+        # as it came when every line is an event of ours (the child's writer starts each so)
+        # and nothing in the read could match; else line by line, so the copy stays JSON
+        ours = all(line.startswith('{"e":') and line.endswith("}") for line in events)
+        if not ours or '"secrets"' in text or not self.redactor.clean_json(text):
+            text = "\n".join(_copy_line(line, self.redactor) for line in events)
         try:
             self._copy.write(text + "\n")
         except OSError as exc:
