@@ -139,3 +139,16 @@ def test_a_secret_in_a_test_files_name_is_redacted_and_its_tests_resume(
     assert [t["outcome"] for t in resumed["tests"] if "[redacted:" in t["nodeid"]] == ["passed", "passed"]
     assert len(resumed["tests"]) == len(record["tests"])
     assert not [f for f in p.results.rglob("*") if f.is_file() and PATH_SECRET.encode() in f.read_bytes()]
+
+
+def test_after_a_crash_a_shard_resumes_the_tests_its_plan_names_redacted(project: Callable[..., Project]) -> None:
+    p = project("secret_ids")
+    proc = p.run(
+        "run", "--device", "fixture", "--shards", "2", "--parallel", "--reruns", "0", env={"FOO_TOKEN": PATH_SECRET}
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    record = load_run(p.results / "fixture" / "run.json")
+    outcomes = sorted(t["outcome"] for t in record["tests"])
+    assert outcomes == ["crashed", "passed", "passed", "passed"], record["reason"]  # none lost after the crash
+    assert all("[redacted:" in t["nodeid"] for t in record["tests"])
+    assert not [f for f in p.results.rglob("*") if f.is_file() and PATH_SECRET.encode() in f.read_bytes()]
