@@ -235,8 +235,8 @@ def remember_secrets(environ: Mapping[str, str]) -> None:
 
 
 def remember_values(values: Iterable[str]) -> None:
-    """Scrub these values everywhere from now on (those shorter than MIN_LITERAL never; a
-    child names them in its journal, so anything else there is left out)."""
+    """Scrub these values everywhere from now on: text of MIN_LITERAL characters or more (a
+    child names its values in its journal, where anything else may stand; that is left out)."""
     _REMEMBERED.update(v for v in values if isinstance(v, str) and len(v) >= MIN_LITERAL)
 
 
