@@ -3,11 +3,19 @@
 On a TTY: a live status line per row, rewritten in place. Elsewhere: plain lines. In
 GitHub Actions: fold groups, ``::error``/``::warning`` annotations (capped: GitHub shows
 at most 10 of each kind per step) and the step summary file.
+
+Whatever a record, a test or a log said (a reason, a message, a skip reason, a nodeid,
+crash text) goes through :meth:`Output.untrusted` before it is shown: redacted as a value
+(an identifier keeps its identity, see device_matrix/redact.py) and, under GitHub Actions,
+made :func:`inert`, so no such text ever runs as a workflow command (#22). Every line and
+error this object prints takes that way; annotations and group titles are escaped as the
+runner reads them.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
@@ -30,6 +38,30 @@ _COLORS = {
     "not_run": "90",
     "unavailable": "90",
 }
+
+
+ZERO_WIDTH_SPACE = "\u200b"
+_LINE_BREAK_RE = re.compile(r"(\r\n|\r|\n)")
+
+
+def inert(text: str) -> str:
+    """``text`` as the Actions log shows it and never runs it (#22).
+
+    The runner reads its output line by line, a line ending at CR or LF, and runs a line
+    that starts (after white space) with ``::`` as a workflow command (``::warning``,
+    ``::add-mask::``, ``::set-output``, ``::stop-commands::TOKEN`` and the ``::TOKEN::``
+    that resumes them), and the old form ``##[command]`` anywhere in a line. A zero-width
+    space before such a line's ``::``, and inside every ``##[``, leaves what a reader sees
+    and what the runner runs nothing of.
+    """
+    if "::" not in text and "##[" not in text:
+        return text
+    out = []
+    for line in _LINE_BREAK_RE.split(text):
+        body = line.lstrip()  # Python's white space includes all that .NET's TrimStart removes
+        shown = line[: len(line) - len(body)] + ZERO_WIDTH_SPACE + body if body.startswith("::") else line
+        out.append(shown.replace("##[", "##" + ZERO_WIDTH_SPACE + "["))
+    return "".join(out)
 
 
 def _escape_data(text: str) -> str:
@@ -63,9 +95,23 @@ class Output:
         self._status_shown = False
 
     def _write(self, text: str) -> None:
-        # a CI log is a file too: nothing secret is printed (a nodeid, a reason, a repro)
-        self.stream.write(self._redactor.text(text))
+        self.stream.write(text)
         self.stream.flush()
+
+    def untrusted(self, text: str, *, identifier: bool = False) -> str:
+        """What a record, a test or a log said, as this output may show it (#22).
+
+        Redacted as free text, or as an identifier (a nodeid keeps its identity), and under
+        GitHub Actions :func:`inert`. Route every such text through here (a line, an
+        annotation, a step summary's cell).
+        """
+        text = self._redactor.ident(text) if identifier else self._redactor.text(text)
+        return inert(text) if self.github else text
+
+    def _out(self, text: str) -> None:
+        """A line of ours around values already passed through :meth:`untrusted`."""
+        self._clear_status()
+        self._write((inert(text) if self.github else text) + "\n")
 
     def paint(self, outcome: str, text: str | None = None) -> str:
         text = outcome if text is None else text
@@ -80,27 +126,28 @@ class Output:
             self._status_shown = False
 
     def line(self, text: str = "") -> None:
-        self._clear_status()
-        self._write(text + "\n")
+        """A line of free text: it may hold what a record, a test or a log said."""
+        self._out(self.untrusted(text))
 
     def status(self, text: str) -> None:
-        """A transient progress line (TTY only)."""
+        """A transient progress line (TTY only): ours, around a nodeid."""
         if not self.tty:
             return
         width = 120
-        self._write("\r\x1b[2K" + text[:width])
+        self._write("\r\x1b[2K" + self.untrusted(text, identifier=True)[:width])
         self._status_shown = True
 
     def test_result(
         self, row: str, nodeid: str, outcome: str, *, duration: float, done: int, total: int | None
     ) -> None:
         counter = f"[{done}/{total}]" if total else f"[{done}]"
+        shown = self.untrusted(nodeid, identifier=True)
         if self.tty:
             if outcome not in ("passed", "skipped", "xfailed") or self.verbose:
-                self.line(f"{row} {self.paint(outcome, outcome.upper())} {nodeid} ({duration:.2f}s)")
+                self._out(f"{row} {self.paint(outcome, outcome.upper())} {shown} ({duration:.2f}s)")
             self.status(f"{row} {counter} {nodeid}")
         else:
-            self.line(f"{row} {counter} {outcome.upper()} {nodeid} ({duration:.2f}s)")
+            self._out(f"{row} {counter} {outcome.upper()} {shown} ({duration:.2f}s)")
 
     # --- the run listener (device_matrix.run.runner.RunListener) -------------------
 
@@ -115,18 +162,18 @@ class Output:
 
     def crash(self, row: str, nodeid: str | None, *, outcome: str, phase: str, what: str, fingerprint: str) -> None:
         label = self.paint(outcome, outcome.upper())
-        where = (
-            nodeid if nodeid is not None and phase == "test" else f"during {phase}" + (f" ({nodeid})" if nodeid else "")
-        )
-        self.line(f"{row} {label} {where}: {what} [fingerprint {fingerprint}]")
+        shown = None if nodeid is None else self.untrusted(nodeid, identifier=True)
+        where = shown if shown is not None and phase == "test" else f"during {phase}" + (f" ({shown})" if shown else "")
+        self._out(f"{row} {label} {where}: {self.untrusted(what)} [fingerprint {fingerprint}]")
 
     def note(self, row: str, text: str) -> None:
         self.line(f"{row}: {text}")
 
     @contextmanager
     def group(self, title: str) -> Iterator[None]:
-        if self.github:
-            self.line(f"::group::{title}")
+        self._clear_status()
+        if self.github:  # the title is the command's data: a line break in it is escaped
+            self._write(f"::group::{_escape_data(self._redactor.text(title))}\n")
         else:
             self.line(f"== {title}")
         try:
@@ -134,7 +181,7 @@ class Output:
         finally:
             self._clear_status()
             if self.github:
-                self.line("::endgroup::")
+                self._write("::endgroup::\n")
 
     def annotate(
         self,
@@ -152,23 +199,33 @@ class Output:
         if used >= ANNOTATION_CAP:
             return False
         self._annotations[level] = used + 1
-        props = []
-        if title:
-            props.append(f"title={_escape_property(title)}")
-        if file:
-            props.append(f"file={_escape_property(file)}")
-        if line:
-            props.append(f"line={line}")
-        head = f"::{level} {','.join(props)}::" if props else f"::{level}::"
-        self.line(head + _escape_data(message))
+        self.command(level, message, title=title, file=file, line=line)
         return True
 
+    def command(
+        self, name: str, message: str, *, title: str | None = None, file: str | None = None, line: int | None = None
+    ) -> None:
+        """The workflow command ``::name props::message`` (the CI subcommands', printed anywhere):
+        each value redacted, then escaped as the runner reads it, so nothing in it ends the
+        command or starts another (#22)."""
+        props = []
+        if title:
+            props.append(f"title={_escape_property(self._redactor.ident(title))}")
+        if file:
+            props.append(f"file={_escape_property(self._redactor.ident(file))}")
+        if line:
+            props.append(f"line={line}")
+        head = f"::{name} {','.join(props)}::" if props else f"::{name}::"
+        self._clear_status()
+        self._write(head + _escape_data(self._redactor.text(message)) + "\n")
+
     def step_summary(self, markdown: str) -> bool:
+        """Markdown built from redacted values (the triage's, or :meth:`untrusted`'s): no rule
+        runs over Markdown, whose syntax it could break (#22)."""
         if self.summary_path is None:
             return False
-        # a page the run publishes: redacted as the log is, and a name that is not text
-        # (a lone surrogate from a file name) written as its escape, never an error
-        text = self._redactor.text(markdown if markdown.endswith("\n") else markdown + "\n")
+        # a name that is not text (a lone surrogate from a file name) is written as its escape
+        text = markdown if markdown.endswith("\n") else markdown + "\n"
         with self.summary_path.open("a", encoding="utf-8", errors="backslashreplace") as fh:
             fh.write(text)
         return True
@@ -176,7 +233,7 @@ class Output:
     def error(self, message: str, tip: str | None = None) -> None:
         self._clear_status()
         prefix = self.paint("failed", "ERROR") if self.color else "ERROR"
-        sys.stderr.write(f"{prefix} {message}\n")
+        sys.stderr.write(f"{prefix} {self.untrusted(message)}\n")
         if tip:
-            sys.stderr.write(f"TIP   {tip}\n")
+            sys.stderr.write(f"TIP   {self.untrusted(tip)}\n")
         sys.stderr.flush()

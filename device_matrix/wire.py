@@ -73,7 +73,8 @@ def marker(seq: int) -> bytes:
 _NONE = type(None)
 _NUM = (int, float)
 EVENTS: Final[Mapping[str, Mapping[str, tuple[type, ...]]]] = {
-    "session": {"pid": (int,), "device": (str, _NONE), "t": _NUM, "env": (dict, _NONE)},
+    # secrets: a child in its own environment (--dm-env) names its secret values (#22)
+    "session": {"pid": (int,), "device": (str, _NONE), "t": _NUM, "env": (dict, _NONE), "secrets": (list, _NONE)},
     "collecting": {"nodeid": (str,), "path": (str,)},
     "collect_done": {"nodeid": (str,)},
     "collect_error": {"nodeid": (str,), "longrepr": (str, _NONE)},

@@ -7,6 +7,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from device_matrix.output import Output
 from device_matrix.redact import Redactor
 from device_matrix.run.pump import OutputPump
@@ -120,13 +122,82 @@ def test_a_stray_marker_start_in_the_output_is_output(tmp_path: Path) -> None:
     assert pump.offsets == {}
 
 
-def test_the_step_summary_is_redacted_and_takes_any_name(tmp_path: Path) -> None:
+def test_the_step_summary_is_written_from_redacted_values_and_takes_any_name(tmp_path: Path) -> None:
     summary = tmp_path / "summary.md"
     secret = "hf_" + "s3cretvalue" * 4
     out = Output(
         io.StringIO(), environ={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary), "HF_TOKEN": secret}
     )
-    assert out.step_summary(f"| test_caf\udce9.py | {secret} |")
-    assert out.step_summary("second\n")
+    assert out.step_summary(f"| test_caf\udce9.py | {out.untrusted(secret)} |")
+    # no rule runs over the Markdown itself (#22): a table whose cell reads like key=value stays a table
+    assert out.step_summary("| token=abc|ok |\n")
     text = summary.read_text("utf-8")
-    assert text == "| test_caf\\udce9.py | [redacted] |\nsecond\n"
+    assert text == "| test_caf\\udce9.py | [redacted] |\n| token=abc|ok |\n"
+
+
+def _pump_slowly(tmp_path: Path, chunks: list[bytes], redactor: Redactor, **kwargs: object) -> Path:
+    """Each chunk its own read: written, then a pause before the next."""
+    import time
+
+    r, w = os.pipe()
+    log = tmp_path / "log"
+    pump = OutputPump(r, log, redactor, **kwargs)  # type: ignore[arg-type]
+    pump.begin()
+    for chunk in chunks:
+        os.write(w, chunk)
+        time.sleep(0.15)
+    os.close(w)
+    pump.finish()
+    return log
+
+
+def test_a_secret_written_in_two_halves_is_redacted_whole(tmp_path: Path) -> None:
+    secret = "opaque-halves-value-77"
+    log = _pump_slowly(
+        tmp_path, [b"before " + secret[:9].encode(), secret[9:].encode() + b" after\n"], Redactor({"A_TOKEN": secret})
+    )
+    assert log.read_bytes() == b"before [redacted] after\n"
+
+
+def test_a_secret_across_the_long_line_cut_waits_for_its_end(tmp_path: Path) -> None:
+    from device_matrix.run.pump import MAX_LINE
+
+    secret = ("hf_" + "s3cretvalue" * 4).encode()
+    first = b"x" * (MAX_LINE - 5) + secret[:12]  # the cut would fall inside the token, whose rest is to come
+    log = _pump_slowly(tmp_path, [first, secret[12:] + b"y" * 10_000 + b"\n"], Redactor({"HF_TOKEN": secret.decode()}))
+    text = log.read_bytes()
+    assert text == b"x" * (MAX_LINE - 5) + b"[redacted]" + b"y" * 10_000 + b"\n"
+
+
+def test_a_private_key_written_in_two_reads_is_redacted_whole(tmp_path: Path) -> None:
+    body = b"MIIEowIBAAKCAQEAvQ3key\nAAKCAQEAs3cond-line\n"
+    chunks = [
+        b"log\n-----BEGIN RSA PRIVATE KEY-----\n" + body[:24],
+        body[24:] + b"-----END RSA PRIVATE KEY-----\nafter\n",
+    ]
+    text = _pump_slowly(tmp_path, chunks, Redactor({})).read_bytes()
+    assert b"MIIE" not in text and b"s3cond" not in text
+    assert text == b"log\n-----BEGIN RSA PRIVATE KEY-----[redacted]-----END RSA PRIVATE KEY-----\nafter\n"
+
+
+def test_a_childs_output_waits_until_it_named_its_secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+    import time
+
+    import device_matrix.redact as redact
+
+    monkeypatch.setattr(redact, "_REMEMBERED", set())
+    learned = threading.Event()
+    r, w = os.pipe()
+    log = tmp_path / "log"
+    pump = OutputPump(r, log, Redactor({}), hold=learned)
+    pump.begin()
+    os.write(w, b"conftest printed container-only-secret-1\n")
+    time.sleep(0.2)
+    assert log.read_bytes() == b""  # held: the child has not said what its secrets are
+    redact.remember_values(["container-only-secret-1"])  # what the journal's first event names
+    learned.set()
+    os.write(w, b"then container-only-secret-1 again\n")
+    os.close(w)
+    pump.finish()
+    assert log.read_bytes() == b"conftest printed [redacted]\nthen [redacted] again\n"

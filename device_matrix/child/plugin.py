@@ -138,13 +138,15 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(_FailurePlace(state, config.rootpath), "device-matrix-failure-place")
         end_forked_copies(state.journal)
         follow_chdir(state.journal)
-        env = None
+        env = secrets = None
         if config.getoption(wire.OPT_ENV):
-            # only when the runner cannot see this interpreter itself (a container, --python)
+            # only when the runner cannot see this interpreter itself (a container, --python):
+            # its snapshot, and its own secret values, which the runner scrubs too (#22)
             from device_matrix.diagnostics.environment import snapshot
+            from device_matrix.redact import secret_values
 
-            env = snapshot()
-        state.journal.write("session", pid=os.getpid(), device=state.device, t=time.time(), env=env)
+            env, secrets = snapshot(), secret_values()
+        state.journal.write("session", pid=os.getpid(), device=state.device, t=time.time(), env=env, secrets=secrets)
     select = config.getoption(wire.OPT_SELECT)
     if select:
         select_path = Path(select)
@@ -203,13 +205,15 @@ def _device_skips(item: pytest.Item, state: _State, disabled: list[DeviceSkip]) 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     state = config.stash[_state_key]
     if state.select is not None:
-        wanted = set(state.select)
-        keep = [i for i in items if i.nodeid in wanted]
-        dropped = [i for i in items if i.nodeid not in wanted]
+        from device_matrix.redact import selected
+
+        # a nodeid as a record names it (a shard's plan, a resume: redacted) selects its test too
+        position = selected((i.nodeid for i in items), state.select)
+        keep = [i for i in items if i.nodeid in position]
+        dropped = [i for i in items if i.nodeid not in position]
         if dropped:
             config.hook.pytest_deselected(items=dropped)
         # run in the order the runner asked for (resume keeps the first attempt's order)
-        position = {n: k for k, n in enumerate(state.select)}
         keep.sort(key=lambda i: position[i.nodeid])
         items[:] = keep
 

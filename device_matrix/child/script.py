@@ -201,7 +201,10 @@ class Recorder:
                 name = f"{name}[{seen[name]}]"
             names.append((name, test))
         if self.select is not None:
-            position = {n: k for k, n in enumerate(self.select)}
+            from device_matrix.redact import selected
+
+            # a nodeid as a record names it (a resume: redacted) selects its test too
+            position = selected((name for name, _ in names), self.select)
             names = sorted((x for x in names if x[0] in position), key=lambda x: position[x[0]])
         self.nodeids = {id(test): name for name, test in names}
         self.write("collected", nodeids=[name for name, _ in names], t=time.time())
@@ -548,12 +551,13 @@ def main(argv: list[str] | None = None) -> int:
     journal = JournalWriter(Path(opts.journal)) if opts.journal else None
     if journal is not None:
         follow_chdir(journal)
-        env = None
-        if opts.env:
+        env = secrets = None
+        if opts.env:  # its snapshot, and its own secret values (see the plugin)
             from device_matrix.diagnostics.environment import snapshot
+            from device_matrix.redact import secret_values
 
-            env = snapshot()
-        journal.write("session", pid=os.getpid(), device=device, t=time.time(), env=env)
+            env, secrets = snapshot(), secret_values()
+        journal.write("session", pid=os.getpid(), device=device, t=time.time(), env=env, secrets=secrets)
     select = None
     if opts.select:
         select_path = Path(opts.select)

@@ -514,7 +514,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         import traceback
 
-        traceback.print_exc()
+        # what it says may come from a record or a test: redacted and inert as any output (#22)
+        sys.stderr.write(out.untrusted(traceback.format_exc()))
         out.error(
             f"internal error: {exc!r}",
             "This is a bug in device-matrix; please report it with the traceback above.",

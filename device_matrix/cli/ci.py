@@ -42,13 +42,14 @@ def cmd_ci_matrix(args: argparse.Namespace, out: Output) -> int:
     rows = [r for part in args.rows or () for r in part.split(",") if r.strip()]
     plan = plan_jobs(cfg, _event(args), [r.strip() for r in rows], gate_label=args.label)
     for name, why in plan.skipped.items():
-        out.line(f"::notice title=row {name} not run::{why}")
+        out.command("notice", why, title=f"row {name} not run")  # escaped: an event names labels (#22)
     for e in plan.host + plan.container:
         # a host-only row never starts its image
         if e["image"] and not e["image_pinned"] and cfg.row(e["row"]).run_in != "host":
-            out.line(
-                f"::warning title=unpinned image::row {e['row']} uses {e['image']}; "
-                "pin it by digest (image@sha256:...) in pyproject.toml"
+            out.command(
+                "warning",
+                f"row {e['row']} uses {e['image']}; pin it by digest (image@sha256:...) in pyproject.toml",
+                title="unpinned image",
             )
     lines = "".join(f"{k}={v}\n" for k, v in plan.outputs().items())
     if args.output:

@@ -24,6 +24,7 @@ from device_matrix.output import Output
 from device_matrix.records.atomic import storable_text, write_json_atomic, write_text_atomic
 from device_matrix.records.schema import RunRecord, SourceInfo
 from device_matrix.records.source import base_lane, is_pull_request, override, short, unknown
+from device_matrix.redact import Redactor
 from device_matrix.report import html, markdown
 from device_matrix.report.actions import annotate, workspace_path
 from device_matrix.report.history import DEFAULT_PATH, DEFAULT_WINDOW, KEEP_RUNS, History, set_aside
@@ -79,7 +80,15 @@ def run_triage(
             f"{results}: no run records",
             tip="Run a row first (nox -s cpu), or point at downloaded artifacts.",
         )
-    triage = build(records, problems, load_links(results), declared)
+    # records come from other hosts (artifacts): redacted again here, value by value, with
+    # this host's secrets, before the reports and the history are made of them (#22)
+    redactor = Redactor()
+    triage = build(
+        [redactor.data(r) for r in records],
+        [(row, redactor.text(problem)) for row, problem in problems],
+        redactor.data(load_links(results)),
+        declared,
+    )
     src = records_source(records, out)
     if overrides and any(v is not None for v in overrides.values()):
         src = override(src or unknown(), cwd=project, **overrides)
@@ -103,7 +112,7 @@ def run_triage(
     md = markdown.render(triage)
     write_text_atomic(out_dir / "triage.md", md)
     write_text_atomic(out_dir / "triage.html", html.render(triage))
-    write_json_atomic(out_dir / "triage.json", triage)
+    write_json_atomic(out_dir / "triage.json", triage, redactor)
     _to_actions(triage, md, out, base)
     return triage
 

@@ -314,7 +314,9 @@ def sync(
     ``placements``: a crash's diagnosis fingerprint -> where it happens, by environment."""
     redactor = redactor or Redactor()
     report = SyncReport(tracker=tracker.name, applied=apply)
-    findings, cited = collect(records)
+    # this process's own secrets too (#22): titles, bodies and fingerprints are made of
+    # values redacted as the triage redacts them, before any text is built
+    findings, cited = collect([redactor.data(record) for record in records])
     for f in findings:
         if f.kind == "crash" and placements:
             f.placement = placements.get(f.fingerprint.removeprefix("crash-"))
@@ -413,7 +415,7 @@ def _file(
         if again is not None and (previous is None or again.number != previous.number):
             return again, False
         try:
-            issue = tracker.create(f.title, body, labels)
+            issue = tracker.create(redactor.ident(f.title), body, labels)
         except AmbiguousWrite:
             continue
         first = tracker.settle(issue)

@@ -1,8 +1,10 @@
 """Atomic writes: a reader sees the old file or the whole new one, never half.
 
-Every results file goes through here, and so through redaction: whatever a record
-holds (a nodeid built from a parametrize id, an assertion message, a skip reason), no
-secret of this environment reaches the disk.
+JSON goes through redaction here, value by value before it is encoded
+(:meth:`~device_matrix.redact.Redactor.data`): whatever a record holds (a nodeid built from
+a parametrize id, an assertion message, a skip reason), no secret of this environment
+reaches the disk, and the file parses (#22). Text (XML, Markdown, HTML) is built by its
+writer from values redacted so; no rule ever runs over an encoded file.
 """
 
 from __future__ import annotations
@@ -11,29 +13,39 @@ import json
 import os
 import secrets
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from device_matrix.redact import Redactor
 
+_T = TypeVar("_T")
 
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON so a reader sees the old file or the whole new one, never half.
+
+def write_json_atomic(path: Path, data: Any, redactor: Redactor | None = None) -> None:
+    """Write JSON, redacted, so a reader sees the old file or the whole new one, never half.
 
     A temporary file renamed over the target: atomic against the death of this process
     or of a reader's. No fsync: the threat here is a dying row, not a power cut, and an
     fsync per file costs more than the rest of writing the results.
     """
-    # compact: the C encoder; with indent= json falls back to pure Python (10x slower)
-    write_text_atomic(path, json.dumps(data, separators=(",", ":"), default=str) + "\n")
+    write_text_atomic(path, redacted_json(data, redactor)[1] + "\n")
 
 
-def write_text_atomic(path: Path, text: str, redactor: Redactor | None = None) -> None:
-    """Write text, redacted, through a temporary file renamed over ``path``.
+def redacted_json(data: _T, redactor: Redactor | None = None) -> tuple[_T, str]:
+    """``data`` redacted value by value, and its JSON text (compact: the C encoder; with
+    indent= json falls back to pure Python, 10x slower)."""
+    redactor = redactor or Redactor()
+    text = json.dumps(data, separators=(",", ":"), default=str)
+    if redactor.clean_json(text):  # most records hold nothing any rule could match
+        return data, text
+    clean: _T = redactor.data(json.loads(text))
+    return clean, json.dumps(clean, separators=(",", ":"))
 
-    See :func:`write_json_atomic`. Redaction replaces a secret by ``[redacted]``, which
-    needs no escaping in JSON, XML, Markdown or HTML text.
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write text through a temporary file renamed over ``path`` (see :func:`write_json_atomic`).
+
+    ``text`` is written as it is: built from redacted values (records/junit.py, the triage).
     """
-    text = (redactor or Redactor()).text(text)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = _create_beside(path)
     try:

@@ -14,6 +14,7 @@ from pathlib import Path
 from device_matrix.records.atomic import write_text_atomic
 from device_matrix.records.schema import CrashRecord, RunRecord
 from device_matrix.records.summary import fold
+from device_matrix.redact import Redactor
 
 NOT_GREEN = ("failed", "crashed", "error", "interrupted")
 _ILLEGAL = {c: None for c in range(32) if c not in (9, 10, 13)}
@@ -133,5 +134,13 @@ def _crash_detail(crash: CrashRecord, outcome: str | None = None) -> str:
     return "\n\n".join(x for x in parts if x)
 
 
-def write_junit(path: Path, record: RunRecord, locations: Mapping[str, tuple[str, int | None]] | None = None) -> None:
-    write_text_atomic(path, junit_xml(record, locations))
+def write_junit(
+    path: Path,
+    record: RunRecord,
+    locations: Mapping[str, tuple[str, int | None]] | None = None,
+    redactor: Redactor | None = None,
+) -> None:
+    """The XML built from the record's values redacted first (#22): names cut from a nodeid
+    (classname, file) never hold half a secret, and no rule runs over the XML."""
+    redactor = redactor or Redactor()
+    write_text_atomic(path, junit_xml(redactor.data(record), redactor.data(locations)))

@@ -2,8 +2,9 @@
 
 One attempt is one child. Its journal arrives through a FIFO in the attempt's folder
 whose name the child removes once it has opened it; a reader thread feeds every line
-to the attempt's :class:`~device_matrix.run.journal.Fold` and keeps a redacted copy in
-``journal.jsonl``. The output goes through the redacting pump into the row's log.
+to the attempt's :class:`~device_matrix.run.journal.Fold` and keeps a copy in
+``journal.jsonl``, redacted event by event. The output goes through the redacting pump
+into the row's log; the stacks faulthandler writes are redacted once the child is done.
 
 Deadlines: whatever the child is doing (starting, importing a test module, running a
 test, exiting after its session) may last ``test_timeout`` seconds; the row as a whole
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import queue
 import secrets
@@ -29,11 +31,19 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from device_matrix import diagnostics
-from device_matrix.redact import Redactor
+from device_matrix.redact import Redactor, remember_values
 from device_matrix.run.executors.base import Child, Executor, LaunchSpec
 from device_matrix.run.journal import Activity, Fold
 from device_matrix.run.pump import BATCH_WAIT, SMALL_READ, OutputPump
-from device_matrix.wire import ENV_ATTEMPT, OPT_FAULTHANDLER, OPT_JOURNAL, OPT_SELECT, option, write_select
+from device_matrix.wire import (
+    ENV_ATTEMPT,
+    OPT_ENV,
+    OPT_FAULTHANDLER,
+    OPT_JOURNAL,
+    OPT_SELECT,
+    option,
+    write_select,
+)
 
 Purpose = Literal["collect", "run", "resume", "rerun"]
 HANG_DUMP_GRACE = 2.0  # seconds for faulthandler to write every thread's stack
@@ -140,12 +150,19 @@ def _journal_fifo(path: Path) -> Iterator[tuple[int, int]]:
 
 
 class _JournalReader:
-    """Reads the FIFO until every writer is gone; feeds the fold; keeps a redacted copy."""
+    """Reads the FIFO until every writer is gone; feeds the fold; keeps a redacted copy.
 
-    def __init__(self, fd: int, fold: Fold, copy: Path, redactor: Redactor) -> None:
+    A child in an environment of its own (a container, another interpreter) names its own
+    secret values in its first event (``session``): from then on every redaction of this
+    process scrubs them (#22), and ``learned`` tells the output pump, which holds the
+    child's output until then, that it may write.
+    """
+
+    def __init__(self, fd: int, fold: Fold, copy: Path, redactor: Redactor, learned: threading.Event) -> None:
         self.fd = fd
         self.fold = fold
         self.redactor = redactor
+        self.learned = learned
         self.events: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
         self.error: OSError | None = None
         try:
@@ -167,8 +184,9 @@ class _JournalReader:
                 for line in lines:
                     event = self.fold.feed(line)
                     if event is not None:
+                        self._learn(event)
                         self.events.put(event)
-                # one redaction for the whole read, not one per line: the copy's cost
+                # one test for the whole read, not one per line: the copy's cost
                 # stays off the child's per-test budget
                 self._keep(b"\n".join(lines))
                 if len(chunk) < SMALL_READ:
@@ -176,20 +194,54 @@ class _JournalReader:
         except OSError:
             pass
         finally:
+            self.learned.set()
             if self._copy is not None:
                 with contextlib.suppress(OSError):
                     self._copy.close()
 
+    def _learn(self, event: dict[str, Any]) -> None:
+        if event["e"] == "session" and isinstance(event.get("secrets"), list):
+            remember_values(event["secrets"])
+        self.learned.set()  # the first event is the session's: nothing comes before it
+
     def _keep(self, lines: bytes) -> None:
         if self._copy is None or self.error is not None or not lines:
             return
+        text = lines.decode("utf-8", "replace")
+        events = text.split("\n")
+        # as it came when every line is an event of ours (the child's writer starts each so)
+        # and nothing in the read could match; else line by line, so the copy stays JSON
+        ours = all(line.startswith('{"e":') and line.endswith("}") for line in events)
+        if not ours or '"secrets"' in text or not self.redactor.clean_json(text):
+            text = "\n".join(_copy_line(line, self.redactor) for line in events)
         try:
-            self._copy.write(self.redactor.text(lines.decode("utf-8", "replace")) + "\n")
+            self._copy.write(text + "\n")
         except OSError as exc:
             self.error = exc
 
     def join(self, timeout: float) -> None:
         self._thread.join(timeout)
+
+
+def _copy_line(line: str, redactor: Redactor) -> str:
+    """One line of the journal's copy, redacted by value: JSON still (a line that is not
+    JSON is kept as a JSON string); a child's own secret values are never copied."""
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return json.dumps(redactor.text(line))
+    if isinstance(event, dict):
+        event.pop("secrets", None)
+    return json.dumps(redactor.data(event), separators=(",", ":"))
+
+
+def _redact_in_place(path: Path, redactor: Redactor) -> None:
+    """A file the child wrote itself (faulthandler's stacks), redacted once it is done."""
+    with contextlib.suppress(OSError):
+        text = path.read_text("utf-8", "replace")
+        clean = redactor.text(text)
+        if clean != text:
+            path.write_text(clean, "utf-8")
 
 
 def run_attempt(
@@ -235,13 +287,18 @@ def run_attempt(
         header = f"\n=== device-matrix attempt {spec.index} ({spec.purpose}): {command}\n"
         log.write(redactor.text(header).encode())
     read_out, write_out = os.pipe()
-    pump = OutputPump(read_out, log_path, redactor, max_bytes=limits.max_log_bytes)
+    # a child in its own environment names its secrets first: its output waits for them
+    learned = threading.Event()
+    own_env = OPT_ENV in spec.args
+    if not own_env:
+        learned.set()
+    pump = OutputPump(read_out, log_path, redactor, max_bytes=limits.max_log_bytes, hold=learned if own_env else None)
     started, started_wall = time.monotonic(), time.time()
     overrun: Overrun | None = None
     interrupted: Interrupted | None = None
     child: Child | None = None
     with _journal_fifo(fifo) as (read_fd, keep_fd):
-        reader = _JournalReader(read_fd, fold, folder / "journal.jsonl", redactor)
+        reader = _JournalReader(read_fd, fold, folder / "journal.jsonl", redactor, learned)
         try:
             with os.fdopen(write_out, "wb", buffering=0) as child_out:
                 child = executor.launch(launch, child_out)
@@ -258,6 +315,7 @@ def run_attempt(
             _drain(reader, progress)
             pump.finish(2.0)
             select_file.unlink(missing_ok=True)
+            _redact_in_place(fault, redactor)
     result = AttemptResult(
         index=spec.index,
         purpose=spec.purpose,

@@ -147,6 +147,8 @@ def rank_on_node(project_root: str, argv: Sequence[str], env: Mapping[str, str],
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)  # nothing of the rank outlives it
+    # redacted here, with this node's own secrets, before it leaves the node (#22)
+    output = Redactor({**os.environ, **env}).text(output.decode("utf-8", "replace")).encode("utf-8")
     return {
         "node": str(context.get_node_id()),
         "host": socket.gethostname(),

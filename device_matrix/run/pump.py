@@ -8,6 +8,11 @@ of each test's first byte is exact even when the process dies a moment later.
 The pipe is always drained, whatever happens to the log: a log that cannot be written
 (a full disk) or that reached ``max_bytes`` must never block the child, which would
 then look hung. What could not be written is counted and said at the end of the log.
+
+Nothing is written that a later read could complete into a secret (#22): a line is
+written whole (a long one cut where no secret spans, with room after the cut to see one
+end), a private key block whose end has not come yet waits for it, and the output of a
+child in an environment of its own waits until it has named its secrets (``hold``).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from collections import deque
 from pathlib import Path
 from typing import BinaryIO
 
-from device_matrix.redact import Redactor
+from device_matrix.redact import Redactor, unterminated_block
 from device_matrix.wire import MARKER_RE, MARKER_START
 
 READ_SIZE = 65536
@@ -29,11 +34,21 @@ READ_SIZE = 65536
 SMALL_READ = 4096
 BATCH_WAIT = 0.005  # seconds
 MAX_LINE = 1 << 20  # a longer line is written in pieces (split where no secret spans)
+SPLIT_WINDOW = 4096  # bytes each side of a cut searched for a secret: a cut waits for them all
+MAX_HOLD = 4 << 20  # bytes held back for a secret's end (a key block, a child's secrets); then written
 TAIL_KEEP = 256 << 10  # after the cap, the last bytes kept for the end of the log
 
 
 class OutputPump:
-    def __init__(self, read_fd: int, log_path: Path, redactor: Redactor, *, max_bytes: int | None = None) -> None:
+    def __init__(
+        self,
+        read_fd: int,
+        log_path: Path,
+        redactor: Redactor,
+        *,
+        max_bytes: int | None = None,
+        hold: threading.Event | None = None,
+    ) -> None:
         self.fd = read_fd
         self.log: BinaryIO = log_path.open("ab")
         self.redactor = redactor
@@ -46,6 +61,9 @@ class OutputPump:
         self._tail_size = 0
         self._written = 0
         self._pending = b""
+        self._hold = hold  # set: the child named its secrets (see attempt._JournalReader)
+        self._held: list[bytes] = []
+        self._held_size = 0
         self._thread = threading.Thread(target=self._run, name="device-matrix-output", daemon=True)
         self._stop = False
 
@@ -70,6 +88,12 @@ class OutputPump:
     def _emit(self, data: bytes) -> None:
         if not data:
             return
+        if self._hold is not None:
+            if not self._hold.is_set() and self._held_size + len(data) <= MAX_HOLD:
+                self._held.append(data)
+                self._held_size += len(data)
+                return
+            self._release()
         out = self.redactor.text(data.decode("utf-8", "replace")).encode("utf-8")
         if self.max_bytes is not None and self._written + len(out) > self.max_bytes:
             if not self.cut:
@@ -85,11 +109,17 @@ class OutputPump:
             return
         self._write(out)
 
+    def _release(self) -> None:
+        """Write what waited for the child's secrets, redacted with what is known now."""
+        self._hold = None
+        held, self._held, self._held_size = b"".join(self._held), [], 0
+        self._emit(held)
+
     def _split_point(self, rest: bytes) -> int:
         """Where to cut a line longer than MAX_LINE: never inside a secret."""
         cut = MAX_LINE
-        window_from = max(0, cut - 4096)
-        spans = self.redactor.spans(rest[window_from : cut + 4096].decode("utf-8", "replace"))
+        window_from = max(0, cut - SPLIT_WINDOW)
+        spans = self.redactor.spans(rest[window_from : cut + SPLIT_WINDOW].decode("utf-8", "replace"))
         for start, end in reversed(spans):  # latest first: a cut moved back is checked again
             # spans are character offsets of a decoded window; bytes and chars agree
             # for the ASCII a token is made of, and a cut earlier than needed is harmless
@@ -105,11 +135,15 @@ class OutputPump:
             if m is None:
                 break
             self._emit(buf[pos : m.start()])
+            if self._hold is not None:
+                self._release()  # a test starts: its offset is a place in the log as written
             self.offsets[int(m.group(1))] = self.position()
             pos = m.end()
         rest = buf[pos:]
         if final:
             self._emit(rest)
+            if self._hold is not None:
+                self._release()
             self._pending = b""
             return
         # keep a possible half marker and the last partial line for the next read; the
@@ -120,8 +154,11 @@ class OutputPump:
             cut = -1
         keep_from = cut if cut != -1 else len(rest)
         nl = rest.rfind(b"\n", 0, keep_from)
-        if nl == -1 and keep_from == len(rest) and len(rest) > MAX_LINE:
+        if nl == -1 and keep_from == len(rest) and len(rest) >= MAX_LINE + SPLIT_WINDOW:
             nl = self._split_point(rest) - 1
+        block = unterminated_block(rest[: nl + 1])
+        if block is not None and len(rest) - block <= MAX_HOLD:
+            nl = block - 1  # a private key whose end is still to come: written with its end
         self._emit(rest[: nl + 1])
         self._pending = rest[nl + 1 :]
 

@@ -39,7 +39,7 @@ from device_matrix.config import Config, Row
 from device_matrix.errors import EnvironmentProblem, ResultsError
 from device_matrix.records.atomic import write_json_atomic
 from device_matrix.records.schema import RowStatus, RunRecord
-from device_matrix.redact import Redactor
+from device_matrix.redact import Redactor, redact_file
 from device_matrix.run import gang
 from device_matrix.run.attempt import Interrupted
 from device_matrix.run.plan import RowPlan
@@ -227,7 +227,11 @@ def collect_on_node(
 
     cfg = config.load(Path(project_root))
     plan = plan_row(cfg, cfg.row(row), force=force)  # type: ignore[arg-type]
-    return collect(RowRunner(cfg, plan, options, Output(verbose=False)))
+    tests, reason = collect(RowRunner(cfg, plan, options, Output(verbose=False)))
+    # what leaves the node is redacted with the node's own secrets (#22): each nodeid as
+    # an identifier, as the shards redact their own collection to find it in the plan
+    redactor = Redactor()
+    return (None if tests is None else [redactor.ident(t) for t in tests]), (reason and redactor.text(reason))
 
 
 def shard_on_node(
@@ -269,7 +273,8 @@ def shard_on_node(
             for p in sorted(folder.rglob("*"))
             if p.is_file() and p.name != ".lock"
         }
-        files["console.log"] = proc.stdout + proc.stderr
+        # the runner's files are redacted by it; what it printed is, here, before it leaves (#22)
+        files["console.log"] = Redactor().text((proc.stdout + proc.stderr).decode("utf-8", "replace")).encode()
         return {"node": node, "host": socket.gethostname(), "returncode": proc.returncode, "files": files}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -527,12 +532,14 @@ def _on(ray: Any, node: Node) -> Any:
 def _receive(cfg: Config, row: str, job: _Running, result: Mapping[str, Any], lost: list[dict[str, str]]) -> None:
     folder = shard_folder(cfg, row, job.shard)
     shutil.rmtree(folder, ignore_errors=True)
+    redactor = Redactor()
     for rel, data in result["files"].items():
         path = (folder / rel).resolve()
         if not path.is_relative_to(folder.resolve()):
             continue  # a name that climbs out of the shard's folder is not ours to write
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
+        # redacted by the node with its secrets; here again with the driver's (#22)
+        path.write_bytes(redact_file(rel, data, redactor))
     _note_node(folder, job.node, lost)
 
 

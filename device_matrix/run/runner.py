@@ -36,8 +36,8 @@ from device_matrix.config import Config, Script
 from device_matrix.diagnostics.repro import container_repro_command, repro_command
 from device_matrix.errors import ConfigError, DeviceMatrixError, EnvironmentProblem, ResultsError, UsageProblem
 from device_matrix.records import jsonreport
-from device_matrix.records.atomic import write_json_atomic
-from device_matrix.records.junit import write_junit
+from device_matrix.records.atomic import redacted_json, write_text_atomic
+from device_matrix.records.junit import junit_xml
 from device_matrix.records.schema import (
     AttemptRecord,
     Classification,
@@ -50,7 +50,7 @@ from device_matrix.records.schema import (
     load_run,
 )
 from device_matrix.records.summary import crash_kind_label
-from device_matrix.redact import Redactor, remember_secrets
+from device_matrix.redact import PLACEHOLDER_RE, Redactor, remember_secrets
 from device_matrix.run import crashes
 from device_matrix.run.attempt import (
     PHASE_MIN,
@@ -481,7 +481,9 @@ class RowRunner:
         outcomes: list[tuple[RowStatus, str | None]] = []
         for target, group in isolation_groups(nodeids, self.row.isolation):
             outcomes.append(
-                self._attempts(executor, [target], reader, deadline, select=group, purpose="run", scope=set(group))
+                self._attempts(
+                    executor, _files(target, targets), reader, deadline, select=group, purpose="run", scope=set(group)
+                )
             )
         return worst(outcomes) if outcomes else (self.state.status(), None)
 
@@ -889,7 +891,7 @@ class RowRunner:
                 # alone: its own file is the only module imported
                 script = self._crash_script.get(crash["id"])
                 attempt = self._attempt(
-                    executor, "rerun", [nodeid.split("::", 1)[0]], [nodeid], deadline, script=script
+                    executor, "rerun", _files(nodeid.split("::", 1)[0], targets), [nodeid], deadline, script=script
                 )
                 rerun = self._rerun_record(attempt, nodeid)
                 reader.attach(None, self._cores(attempt))
@@ -1121,18 +1123,29 @@ class RowRunner:
         if self._container is not None:
             # the engine and the image's interpreter: the child's own snapshot cannot see them
             record["environment"].update(self._container.facts())
+        # the record's values redacted once (#22): every file below is built from them, so
+        # what a report cuts out of a nodeid is cut out of the nodeid a record shows
+        record, text = redacted_json(record, self.redactor)
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             if final:
-                write_junit(self.dir / "junit.xml", record, self.state.locations)
+                locations = self.redactor.data(self.state.locations)
+                write_text_atomic(self.dir / "junit.xml", junit_xml(record, locations))
                 jsonreport.write(
                     self.dir / "report.json",
-                    jsonreport.build(record, self.state.phases, self.state.locations, self.cfg.project_root),
+                    jsonreport.build(record, self.redactor.data(self.state.phases), locations, self.cfg.project_root),
                 )
-            write_json_atomic(self.dir / "run.json", record)
+            write_text_atomic(self.dir / "run.json", text + "\n")
         except OSError as exc:
             raise self._unwritable(exc) from exc
         return record
+
+
+def _files(path: str, targets: Sequence[str]) -> list[str]:
+    """What pytest is given for the tests of one file: the file, or the row's own targets
+    when a record names it with a placeholder (a secret in its name, #22): the tests are then
+    found by their recorded nodeids among all the row collects."""
+    return list(targets) if PLACEHOLDER_RE.search(path) else [path]
 
 
 def _imported(named: str, collected: Sequence[str], redactor: Redactor) -> str | None:
@@ -1181,7 +1194,7 @@ class _Progress:
                 r.done += 1
                 r.listener.test_done(
                     r.row.name,
-                    r.redactor.text(event["nodeid"]),
+                    r.redactor.ident(event["nodeid"]),
                     shown,
                     duration=float(event["duration"]),
                     done=r.done,

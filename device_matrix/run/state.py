@@ -39,6 +39,8 @@ class RunState:
     results: dict[str, TestRecord] = field(default_factory=dict)
     expected: list[str] = field(default_factory=list)  # every test pytest collected, in order
     _expected: set[str] = field(default_factory=set)  # the same, for membership
+    _placeholders: int = 0  # expected nodeids known only as a record names them (see _adopt_raw)
+    _known_as: dict[str, str] = field(default_factory=dict)  # a nodeid -> how a record named it
     crashes: list[CrashRecord] = field(default_factory=list)
     attempts: list[AttemptRecord] = field(default_factory=list)
     environment: dict[str, Any] = field(default_factory=dict)
@@ -49,13 +51,38 @@ class RunState:
 
     def expect(self, nodeids: list[str]) -> None:
         for nodeid in nodeids:
-            if nodeid not in self._expected:
-                self._expected.add(nodeid)
-                self.expected.append(nodeid)
+            if nodeid in self._expected:
+                continue
+            if self._placeholders and self._adopt_raw(nodeid):
+                continue
+            self._expected.add(nodeid)
+            self.expected.append(nodeid)
+            self._placeholders += "[redacted:" in nodeid
+
+    def _adopt_raw(self, nodeid: str) -> bool:
+        """A collected test that this run knew only as a record names it (a shard's plan,
+        the record a resume continues: redacted, #22) takes that entry's place, outcome and
+        all, under its own nodeid again: one test, and the next attempt can select it."""
+        known = self.redactor.ident(nodeid)
+        if known == nodeid or known not in self._expected:
+            return False
+        self.expected[self.expected.index(known)] = nodeid
+        self._expected.discard(known)
+        self._expected.add(nodeid)
+        self._known_as[nodeid] = known
+        self._placeholders -= 1
+        if known in self.results:
+            self.results[nodeid] = TestRecord(**{**self.results.pop(known), "nodeid": nodeid})
+        return True
 
     def remaining(self, scope: set[str] | None = None) -> list[str]:
-        """Collected tests without an outcome (of ``scope`` only, when given)."""
-        return [n for n in self.expected if n not in self.results and (scope is None or n in scope)]
+        """Collected tests without an outcome (of ``scope`` only, when given: a scope may
+        name a test as a record does, see _adopt_raw)."""
+        return [
+            n
+            for n in self.expected
+            if n not in self.results and (scope is None or n in scope or self._known_as.get(n) in scope)
+        ]
 
     def put(
         self,
