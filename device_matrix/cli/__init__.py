@@ -116,7 +116,8 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
     from device_matrix.cli.shards import check_spread_args, run_spread, run_whole, spread_requested
     from device_matrix.run.attempt import Interrupted
     from device_matrix.run.plan import plan_row
-    from device_matrix.run.runner import NothingSelected, RunOptions
+    from device_matrix.run.runner import RunOptions
+    from device_matrix.run.selection import NothingSelected
 
     check_spread_args(args)
     cfg = _load(args)

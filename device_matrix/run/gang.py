@@ -39,7 +39,7 @@ from device_matrix.errors import EnvironmentProblem
 from device_matrix.records.atomic import write_json_atomic
 from device_matrix.records.schema import AttemptRecord, CrashRecord, Outcome, RowStatus, RunRecord, SkipInfo
 from device_matrix.redact import Redactor, remember_secrets
-from device_matrix.run.runner import selecting_options
+from device_matrix.run.selection import selecting_options
 from device_matrix.run.shards import GANGS_DIR
 from device_matrix.run.state import RunState, now_iso
 

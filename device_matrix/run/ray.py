@@ -43,7 +43,7 @@ from device_matrix.redact import Redactor
 from device_matrix.run import gang
 from device_matrix.run.attempt import Interrupted
 from device_matrix.run.plan import RowPlan
-from device_matrix.run.runner import RowRunner, RunListener, RunOptions
+from device_matrix.run.runner import Run, RunListener, RunOptions, collect, run_row
 from device_matrix.run.shards import (
     PLAN_FILE,
     SHARD_FILE,
@@ -51,7 +51,6 @@ from device_matrix.run.shards import (
     Shard,
     ShardPlan,
     clear_shards,
-    collect,
     make_plan,
     merge,
     plan_part,
@@ -227,7 +226,8 @@ def collect_on_node(
 
     cfg = config.load(Path(project_root))
     plan = plan_row(cfg, cfg.row(row), force=force)  # type: ignore[arg-type]
-    return collect(RowRunner(cfg, plan, options, Output(verbose=False)))
+    found = collect(Run(cfg, plan, options, Output(verbose=False)))
+    return (list(found.nodeids) if found.nodeids is not None else None), found.problem
 
 
 def shard_on_node(
@@ -316,7 +316,7 @@ def run_on_ray(
     """Run the row as ``shards`` Ray tasks and merge their results into ``results/<row>/``."""
     row = plan.row
     if plan.mode == "unavailable":
-        return RowRunner(cfg, plan, options, listener).run()
+        return run_row(cfg, plan, options, listener)
     ray = import_ray()
     connect(ray, address)
     try:
