@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from device_matrix.errors import TrackerError
+from device_matrix.findings import skip_key
 from device_matrix.issues.base import (
     BODY_LIMIT,
     FINGERPRINT_MARKER,
@@ -26,7 +27,7 @@ from device_matrix.issues.base import (
     pick,
     safe_body,
 )
-from device_matrix.issues.sync import Finding, collect, load_links, skip_fingerprint, sync
+from device_matrix.issues.sync import Finding, collect, load_links, sync
 from device_matrix.redact import REDACTED, Redactor
 from tests import records as R
 
@@ -290,7 +291,7 @@ def test_a_skip_without_an_issue_is_a_finding() -> None:
     (f,), cited = collect(recs)  # type: ignore[arg-type]
     assert cited == []
     assert f == Finding(
-        fingerprint=skip_fingerprint("s/t.py::a", "xfail"),
+        fingerprint=skip_key("s/t.py::a", "xfail"),
         kind="skip",
         title="Disabled (xfail): s/t.py::a",
         sections=[
@@ -306,8 +307,8 @@ def test_a_skip_without_an_issue_is_a_finding() -> None:
         nodeids=["s/t.py::a", "s/t.py::a"],
         runs=[("cpu", "run-1"), ("tpu", "run-1")],
     )
-    assert skip_fingerprint("s/t.py::a", "xfail") != skip_fingerprint("s/t.py::a", "skip")
-    assert skip_fingerprint("s/t.py::a", "skip").startswith("skip-") and len(skip_fingerprint("x", "skip")) == 21
+    assert skip_key("s/t.py::a", "xfail") != skip_key("s/t.py::a", "skip")
+    assert skip_key("s/t.py::a", "skip").startswith("skip-") and len(skip_key("x", "skip")) == 21
 
 
 @pytest.mark.parametrize(
@@ -408,7 +409,7 @@ def test_a_closed_skip_issue_is_linked_not_reopened() -> None:
     t.issues[0].state = "closed"
     later = R.record("cpu", [R.test("s/t.py::a", "skipped", skip=info)], started="run-2")
     report = _sync([later], t)
-    assert report.linked == [(skip_fingerprint("s/t.py::a", "skip"), "fake:1")]
+    assert report.linked == [(skip_key("s/t.py::a", "skip"), "fake:1")]
     assert report.reopened == [] and t.notes == {} and t.issues[0].state == "closed"
 
 
@@ -515,7 +516,7 @@ def test_nothing_to_find_asks_the_tracker_nothing() -> None:
 
 def test_a_skip_issue_filed_meanwhile_gets_no_comment() -> None:
     info = R.skip_info(None)
-    fp = skip_fingerprint("s/t.py::a", "skip")
+    fp = skip_key("s/t.py::a", "skip")
     t = FakeTracker()
     t.filed_meanwhile = Issue("fake:3", 3, "other", "x\n" + FINGERPRINT_MARKER.format(fp), "open")
     report = _sync([R.record("cpu", [R.test("s/t.py::a", "skipped", skip=info)])], t)
@@ -544,7 +545,7 @@ def test_the_links_file_keeps_earlier_links_and_names_the_tracker(tmp_path: Path
     _sync([other], t, results_dir=tmp_path)
     links = load_links(tmp_path)
     assert links["tracker"] == "fake"
-    assert links["links"] == {"crash-abcd": "fake:1", skip_fingerprint("s/t.py::a", "skip"): "fake:2"}
+    assert links["links"] == {"crash-abcd": "fake:1", skip_key("s/t.py::a", "skip"): "fake:2"}
 
 
 def test_an_uncited_device_skip_in_the_sources_is_filed_once() -> None:
@@ -566,7 +567,7 @@ def test_an_uncited_device_skip_in_the_sources_is_filed_once() -> None:
     assert tracker.creates == 1 and len(report.filed) == 1
     (issue,) = tracker.issues
     assert issue.title == "Disabled (skip) on cpu, cuda: test/test_ops.py::TestOps::test_layout"
-    assert skip_fingerprint("test/test_ops.py::TestOps::test_layout", "skip") in issue.body
+    assert skip_key("test/test_ops.py::TestOps::test_layout", "skip") in issue.body
 
 
 def test_a_source_skip_already_found_at_run_time_is_not_filed_twice() -> None:

@@ -7,7 +7,7 @@ import heapq
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypedDict
 
-from device_matrix.issues.sync import DEVICE_SKIP_SOURCES, skip_fingerprint
+from device_matrix.findings import crash_key, declared_test, is_device_skip, skip_key
 from device_matrix.records.schema import FAILING_OUTCOMES, OUTCOMES, RunRecord
 from device_matrix.records.summary import crash_headline, crash_kind_label, fold
 from device_matrix.skips import DeviceSkip
@@ -257,10 +257,10 @@ def build(
                     }
                 )
             skip = t.get("skip")
-            if skip and skip["source"] in DEVICE_SKIP_SOURCES:
+            if skip is not None and is_device_skip(skip):
                 key = (t["nodeid"], skip["mode"])
                 view = skips.get(key)
-                issue = skip["issue"] or fp_links.get(skip_fingerprint(t["nodeid"], skip["mode"]))
+                issue = skip["issue"] or fp_links.get(skip_key(t["nodeid"], skip["mode"]))
                 if view is None:
                     where = (
                         f"{skip['file']}:{skip['line']}" if skip.get("file") and skip.get("line") else skip.get("file")
@@ -282,7 +282,7 @@ def build(
             fp = d["fingerprint"]
             view_c = crashes.get(fp)
             if view_c is None:
-                issue = c.get("issue") or fp_links.get("crash-" + fp)
+                issue = c.get("issue") or fp_links.get(crash_key(fp))
                 view_c = CrashView(
                     fingerprint=fp,
                     kind=c["kind"],
@@ -339,11 +339,11 @@ def _declared_views(
     """Uncited device skips found in the sources: each needs an issue (or a by-design mark)."""
     views: dict[tuple[str, str], SkipView] = {}
     for skip in declared:
-        test = skip.test or f"{skip.file}:{skip.line}"
+        test = declared_test(skip)
         key = (test, skip.mode)
         if key in seen or key in views:
             continue
-        issue = fp_links.get(skip_fingerprint(test, skip.mode))
+        issue = fp_links.get(skip_key(test, skip.mode))
         views[key] = SkipView(
             nodeid=test,
             rows=list(skip.devices),
