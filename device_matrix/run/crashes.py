@@ -13,7 +13,7 @@ import concurrent.futures
 import contextlib
 import re
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -21,6 +21,7 @@ from typing import Literal
 from device_matrix import diagnostics
 from device_matrix.child.journal import FORKED_AT_IMPORT, FORKED_COPY_NOTE
 from device_matrix.config import Row, Script
+from device_matrix.diagnostics import core as core_files
 from device_matrix.diagnostics.repro import Container, repro_command
 from device_matrix.records.schema import CrashDiagnosis, CrashPhase, CrashRecord, Outcome, RerunRecord, TestRecord
 from device_matrix.redact import Redactor
@@ -35,7 +36,6 @@ OUTPUT_TAIL = 2_000_000  # bytes of output a diagnosis reads: the end is where a
 SCAN_CHUNK = 8 << 20  # bytes of output read at a time when the whole of it is searched
 _before, _, _after = FORKED_COPY_NOTE.partition("{nodeid}")
 FORKED_COPY_RE = re.compile(re.escape(_before).encode() + rb"(.+?)" + re.escape(_after[:40]).encode())
-ET_CORE = 4
 
 
 def read_log(log: Path, start: int, end: int | None = None) -> str:
@@ -92,33 +92,6 @@ def output_of(attempt: AttemptResult, log: Path, nodeid: str | None) -> str:
     if state is not None and state.seq is not None:
         start = max(start, attempt.offsets.get(state.seq, start))
     return read_log(log, start, attempt.log_end)
-
-
-def is_core(path: Path) -> bool:
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(18)
-    except OSError:
-        return False
-    return head[:4] == b"\x7fELF" and int.from_bytes(head[16:18], "little") == ET_CORE
-
-
-def new_cores(folders: Iterable[Path], since: float) -> list[Path]:
-    """Core files written in ``folders`` since ``since`` (wall clock), newest first."""
-    found: dict[Path, float] = {}
-    for folder in folders:
-        try:
-            entries = list(folder.glob("core*"))
-        except OSError:
-            continue
-        for path in entries:
-            try:
-                mtime = path.stat().st_mtime
-            except OSError:
-                continue
-            if mtime >= since - 1 and path.is_file() and is_core(path):
-                found[path.resolve()] = mtime
-    return sorted(found, key=lambda p: found[p], reverse=True)
 
 
 class CoreReader:
@@ -305,7 +278,7 @@ def rerun_record(attempt: AttemptResult, nodeid: str, log: Path, redactor: Redac
 def cores_of(attempt: AttemptResult, project_root: Path) -> list[Path]:
     """The core files the attempt's processes left: in the project, its folder, any folder a test moved to."""
     folders = {project_root, attempt.folder, *(Path(p) for p in attempt.fold.cwds)}
-    return new_cores(folders, attempt.started_at)
+    return core_files.new_cores(folders, attempt.started_at)
 
 
 @dataclass(frozen=True, kw_only=True)
