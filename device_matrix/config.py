@@ -23,7 +23,6 @@ import math
 import os
 import re
 import shlex
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -32,12 +31,8 @@ from types import MappingProxyType
 from typing import Any, Literal, TypeAlias, cast, get_args
 from urllib.parse import urlsplit
 
+from device_matrix import tomlfile
 from device_matrix.errors import ConfigError, EnvironmentProblem
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
 
 PjrtDevice: TypeAlias = Literal["CPU", "TPU", "CUDA", "NEURON"]
 RunIn: TypeAlias = Literal["host", "container", "auto"]
@@ -501,46 +496,9 @@ def _merge(base: dict[str, Any], overlay: Mapping[str, Any], source: str) -> dic
     return out
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"not valid TOML: {exc}", source=str(path), tip="Fix the syntax error shown.") from exc
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"not UTF-8 text (byte {exc.start})", source=str(path), tip="TOML files are UTF-8; save it as UTF-8."
-        ) from None
-    except RecursionError:
-        raise ConfigError("nested too deeply", source=str(path), tip="Flatten the arrays and tables.") from None
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot read: {exc.strerror or exc}", source=str(path), tip="Check that the file is readable."
-        ) from None
-
-
-def read_array_of_tables(path: Path, key: str) -> list[Any]:
-    """The ``[[key]]`` tables of a TOML file, [] when the file is missing.
-
-    Any other top-level key, or ``key`` not being an array of tables, is a ConfigError.
-    """
-    if not path.is_file():
-        return []
-    data = _read_toml(path)
-    entries = data.get(key, [])
-    extra = set(data) - {key}
-    if extra or not isinstance(entries, list):
-        raise ConfigError(
-            f"unknown top-level key(s) {sorted(extra)}" if extra else f"{key} must be [[{key}]] tables",
-            source=str(path),
-            allowed=f"[[{key}]] tables",
-        )
-    return entries
-
-
 def packaged_defaults() -> dict[str, Any]:
     text = resources.files("device_matrix").joinpath("defaults.toml").read_text("utf-8")
-    return tomllib.loads(text)
+    return tomlfile.loads(text)
 
 
 def find_project_root(start: Path) -> Path:
@@ -606,7 +564,7 @@ def load(
     sources = [defaults_source]
     pyproject = root / "pyproject.toml"
     if pyproject.is_file():
-        data = _read_toml(pyproject)
+        data = tomlfile.read(pyproject)
         tool = data.get("tool", {})
         if not isinstance(tool, dict):
             raise ConfigError("must be a table", source=str(pyproject), key="tool")
