@@ -180,31 +180,41 @@ def triage(session: nox.Session) -> None:
 # module decides anything, the functions to mutate.
 MUTATION_MODULES = {
     "device_matrix/diagnostics/parse.py": {
-        "tests": ["tests/test_diagnostics.py", "tests/test_diagnose_logs.py", "tests/test_mutation_diagnostics.py"],
+        "tests": [
+            "tests/test_diagnostics.py",
+            "tests/test_diagnose_logs.py",
+            "tests/test_parse.py",
+            "tests/test_fingerprint.py",
+        ],
         "threshold": 90,
     },
     "device_matrix/diagnostics/fingerprint.py": {
-        "tests": ["tests/test_diagnostics.py", "tests/test_diagnose_logs.py", "tests/test_mutation_diagnostics.py"],
+        "tests": [
+            "tests/test_diagnostics.py",
+            "tests/test_diagnose_logs.py",
+            "tests/test_parse.py",
+            "tests/test_fingerprint.py",
+        ],
         "threshold": 90,
     },
     "device_matrix/redact.py": {
-        "tests": ["tests/test_redact.py", "tests/test_mutation_redact.py"],
+        "tests": ["tests/test_redact.py"],
         "threshold": 90,
     },
     "device_matrix/run/journal.py": {
-        "tests": ["tests/test_journal.py", "tests/test_mutation_run.py"],
+        "tests": ["tests/test_journal.py"],
         "threshold": 90,
     },
     "device_matrix/run/policy.py": {
-        "tests": ["tests/test_policy.py", "tests/test_mutation_run.py"],
+        "tests": ["tests/test_policy.py"],
         "threshold": 90,
     },
     "device_matrix/records/summary.py": {
-        "tests": ["tests/test_report_summary.py", "tests/test_mutation_summary.py"],
+        "tests": ["tests/test_report_summary.py"],
         "threshold": 90,
     },
     "device_matrix/issues/base.py": {
-        "tests": ["tests/test_issues.py", "tests/test_mutation_issues.py"],
+        "tests": ["tests/test_issues.py", "tests/test_issue_bodies.py", "tests/test_sync.py"],
         "threshold": 90,
     },
     # the keys of crash and skip findings: a changed key files every known finding again
@@ -215,7 +225,12 @@ MUTATION_MODULES = {
     # the decisions of a sync: what is a finding, which issue it gets, what is filed,
     # commented or reopened; not the report's wording or the links file's I/O
     "device_matrix/issues/sync.py": {
-        "tests": ["tests/test_issues.py", "tests/test_tracker_ledger.py", "tests/test_mutation_issues.py"],
+        "tests": [
+            "tests/test_issues.py",
+            "tests/test_tracker_ledger.py",
+            "tests/test_issue_bodies.py",
+            "tests/test_sync.py",
+        ],
         "threshold": 90,
         "functions": [
             "_run_id",

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Project
+from tests.runs import outcomes_of
 
 pytestmark = pytest.mark.slow
 
@@ -173,3 +174,18 @@ def test_junit_and_log_survive_the_crash(project: Callable[..., Project]) -> Non
     assert tests["test_c_dies"]["device_matrix"]["outcome"] == "crashed"
     assert tests["test_a_before"]["call"]["outcome"] == "passed"
     assert tests["test_a_before"]["lineno"] > 0
+
+
+def test_a_crash_in_a_process_the_test_started_is_diagnosed(project: Callable[..., Project]) -> None:
+    p = project("worker_crash")
+    proc = p.run("run", "--device", "fixture")
+    record = p.record()
+    assert proc.returncode == 1
+    outcomes = outcomes_of(record)
+    assert outcomes == {"test_a_fine": "passed", "test_b_worker_dies": "failed", "test_c_plain_failure": "failed"}
+    (crash,) = record["crashes"]  # the plain failure is not a crash
+    assert crash["kind"] == "worker_crash" and crash["nodeid"].endswith("::test_b_worker_dies")
+    assert crash["diagnosis"]["signal_name"] == "SIGSEGV"
+    assert record["status"] == "crashed"
+    tests = {t["nodeid"].rsplit("::", 1)[-1]: t for t in record["tests"]}
+    assert tests["test_b_worker_dies"]["crash"] == crash["id"]
