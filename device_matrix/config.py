@@ -137,6 +137,8 @@ class Config:
     container_engine: EngineChoice = "auto"
     crash_reruns: int = 2
     max_restarts: int = 20
+    # starting pytest, importing one module, exiting: never less than this (a busy host)
+    phase_timeout_min: float = 30.0
     disable_list: Path
     env_allowlist: tuple[str, ...] = ()
     tracker: TrackerConfig = field(default_factory=TrackerConfig)
@@ -376,6 +378,7 @@ _TOP_KEYS: dict[str, tuple[Check, str]] = {
     "container_engine": (_one_of(ENGINE_CHOICES), " | ".join(ENGINE_CHOICES)),
     "crash_reruns": (_is_count, "a whole number from 0 to 10000"),
     "max_restarts": (_is_count, "a whole number from 0 to 10000"),
+    "phase_timeout_min": (_is_seconds, "a finite number of seconds > 0"),
     "disable_list": (_is_path, "a non-empty path (string)"),
     "env_allowlist": (_is_var_list, "a list of variable names (letters, digits, _)"),
     "tracker": (lambda v: isinstance(v, dict), "a table"),
@@ -627,6 +630,7 @@ def load(
         container_engine=cast(EngineChoice, merged.get("container_engine", "auto")),
         crash_reruns=int(merged.get("crash_reruns", 2)),
         max_restarts=int(merged.get("max_restarts", 20)),
+        phase_timeout_min=float(merged.get("phase_timeout_min", 30.0)),
         disable_list=root / merged.get("disable_list", "device-matrix-disabled.toml"),
         env_allowlist=tuple(merged.get("env_allowlist", ())),
         tracker=tracker,

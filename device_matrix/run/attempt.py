@@ -40,8 +40,8 @@ HANG_DUMP_GRACE = 2.0  # seconds for faulthandler to write every thread's stack
 PIPE_SIZE = 1 << 20  # the journal FIFO's buffer: a fast child never waits for the reader
 # starting pytest (imports, plugins, conftest.py importing torch_xla), importing one test
 # module and exiting may take longer on a busy host than a short test_timeout allows a
-# test: these phases of the process itself are never given less than this
-PHASE_MIN = 30.0
+# test: these phases of the process itself are never given less than Limits.phase_min
+# (the configuration's phase_timeout_min)
 PROCESS_PHASES = frozenset({"startup", "collecting", "exit"})
 
 
@@ -114,6 +114,7 @@ class AttemptSpec:
 @dataclass(frozen=True)
 class Limits:
     test_timeout: float
+    phase_min: float  # seconds at least for a phase of the process itself (PROCESS_PHASES)
     run_deadline: float  # monotonic
     poll: float = 0.05
     core_limit: int | None = None
@@ -307,7 +308,7 @@ def _watch(
         _drain(reader, progress)
         activity, _, since = fold.activity()
         now = time.monotonic()
-        limit = max(limits.test_timeout, PHASE_MIN) if activity in PROCESS_PHASES else limits.test_timeout
+        limit = max(limits.test_timeout, limits.phase_min) if activity in PROCESS_PHASES else limits.test_timeout
         if now - since > limit:
             return _end_overrun(child, fold, fault, exited, run=None)
         if now > limits.run_deadline:

@@ -19,7 +19,7 @@ from device_matrix.errors import EnvironmentProblem
 from device_matrix.records.schema import AttemptRecord, CrashDiagnosis, Outcome
 from device_matrix.records.summary import crash_kind_label
 from device_matrix.run import crashes
-from device_matrix.run.attempt import PHASE_MIN, AttemptResult, AttemptSpec, Limits, Purpose, run_attempt
+from device_matrix.run.attempt import AttemptResult, AttemptSpec, Limits, Purpose, run_attempt
 from device_matrix.run.context import CrashOrigin, Quiet, Run, Verdict
 from device_matrix.run.policy import CrashAt, Decision, Observation, decide
 
@@ -114,8 +114,10 @@ def _observe(run: Run, attempt: AttemptResult, restarts: int, scope: set[str] | 
 
 
 def limits(run: Run) -> Limits:
+    """The deadlines and bounds of the run's attempts, from the row and the configuration."""
     return Limits(
         test_timeout=run.row.test_timeout,
+        phase_min=run.cfg.phase_timeout_min,
         run_deadline=run.deadline,
         poll=run.options.poll_interval,
         core_limit=run.options.core_limit,
@@ -221,7 +223,7 @@ def _record_crash(run: Run, attempt: AttemptResult, at: CrashAt, targets: Sequen
             attempt,
             test_timeout=run.row.test_timeout,
             run_timeout=run.row.run_timeout,
-            phase_min=PHASE_MIN,
+            phase_min=run.cfg.phase_timeout_min,
         ),
     )
     run.origins[crash["id"]] = CrashOrigin(tuple(targets), script)
