@@ -36,6 +36,7 @@ OPT_FAULTHANDLER: Final = "--dm-faulthandler"
 OPT_ENV: Final = "--dm-env"
 OPT_DEVICE: Final = "--dm-device"
 OPT_DISABLE_LIST: Final = "--dm-disable-list"
+PLUGIN: Final = "device_matrix.child.plugin"  # the plugin's module, and its pytest11 entry point's name
 
 
 def write_select(path: Path, nodeids: Sequence[str]) -> None:
@@ -116,6 +117,10 @@ class ChildCommand:
             *targets,
             "--rootdir",
             self.rootdir,
+            # by name, not only through its entry point: a project that turns plugin
+            # autoloading off (PYTEST_DISABLE_PLUGIN_AUTOLOAD) still gets the journal
+            "-p",
+            PLUGIN,
             "-p",
             "no:cacheprovider",
             "-p",

@@ -188,3 +188,13 @@ def test_subtests_count_once_and_a_skipped_subtest_skips_no_test(project: Callab
     assert "1 != 2" in (tests["test_d_subtest_fails"]["message"] or "")
     counters = [line.split()[1] for line in proc.stdout.splitlines() if line.startswith("fixture [")]
     assert counters == [f"[{k}/5]" for k in range(1, 6)]
+
+
+def test_a_project_that_turns_plugin_autoloading_off_still_runs_journaled(project: Callable[..., Project]) -> None:
+    # the runner's plugin is named on the child's command line, not only found as an entry point
+    p = project("passing")
+    proc = p.run("run", "--device", "fixture", env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    record = p.record()
+    assert record["status"] == "passed" and record["tests"]
+    assert {t["outcome"] for t in record["tests"]} == {"passed"}
