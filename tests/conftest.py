@@ -52,6 +52,9 @@ def clean_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "DEVICE_MATRIX_", "PYTEST_"))}
     env.pop("CI", None)
     env["PYTHONPATH"] = str(REPO)
+    # hypothesis is for this suite's own tests: the pytest processes the tests start
+    # need not import it (a fifth of a bare pytest start)
+    env["PYTEST_ADDOPTS"] = "-p no:hypothesispytest"
     return env
 
 

@@ -9,6 +9,7 @@ diagnosis, the child and the runner, the reports, and the command line on top.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -71,6 +72,7 @@ def _imports(name: str, path: Path, known: set[str]) -> Iterator[str]:
                     yield ancestor
 
 
+@functools.cache  # the sources do not change during a run
 def _graph() -> dict[str, set[str]]:
     modules = _modules()
     known = set(modules)
