@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -189,3 +191,27 @@ def test_a_crash_in_a_process_the_test_started_is_diagnosed(project: Callable[..
     assert record["status"] == "crashed"
     tests = {t["nodeid"].rsplit("::", 1)[-1]: t for t in record["tests"]}
     assert tests["test_b_worker_dies"]["crash"] == crash["id"]
+
+
+def test_gdb_reads_the_core_of_a_real_crash_and_the_core_is_removed(project: Callable[..., Project]) -> None:
+    # the other tests run without gdb (it takes a second or more a core): this one reads one
+    p = project("segv")
+    proc = p.run("run", "--device", "fixture", "--reruns", "0", gdb=True)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (crash,) = p.record()["crashes"]
+    d = crash["diagnosis"]
+    try:
+        pattern = Path("/proc/sys/kernel/core_pattern").read_text().strip()
+    except OSError:
+        pattern = "|"
+    if pattern.startswith("|") or "/" in pattern:
+        # the host sends cores elsewhere (systemd-coredump, apport): none reaches the project
+        assert d["core_file"] is None and d["gdb_backtrace"] is None
+    elif shutil.which("gdb") is None:
+        assert d["core_file"] is not None and d["core_file"].endswith("(deleted after reading)")
+        assert d["gdb_backtrace"] is None and d["gdb_frames"] == []
+    else:
+        assert d["core_file"] is not None and d["core_file"].endswith("(deleted after reading)")
+        assert "Program terminated with signal SIGSEGV" in (d["gdb_backtrace"] or ""), d["gdb_backtrace"]
+        assert d["gdb_frames"] and len(d["gdb_frames"]) <= 10
+    assert not list(p.root.glob("core*")) and not list(p.results.rglob("core*"))
