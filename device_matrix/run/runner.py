@@ -39,6 +39,7 @@ from device_matrix.run import crashes, selection
 from device_matrix.run.attempt import AttemptSpec, Interrupted, run_attempt
 from device_matrix.run.attempts import attach_cores, attempts, limits, note_attempt, one_attempt
 from device_matrix.run.context import Quiet, Run, RunListener, RunOptions, Verdict, worst
+from device_matrix.run.folder import RUN_FILE
 from device_matrix.run.lock import row_lock
 from device_matrix.run.plan import RowPlan
 
@@ -75,7 +76,7 @@ def prepare(run: Run, verdict: Verdict = RUNNING) -> Verdict:
     previous = None
     if run.options.resume:
         try:
-            previous = load_run(run.folder.path / "run.json")
+            previous = load_run(run.folder.path / RUN_FILE)
         except ResultsError as exc:
             raise ResultsError(f"nothing to resume: {exc.message}", tip="Run the row without --resume.") from None
         if not previous["tests"]:
@@ -405,6 +406,7 @@ def finish(run: Run, verdict: Verdict, *, select: Sequence[str] | None = None) -
     ``select`` changes the run's options by :func:`dataclasses.replace`, never the options
     it was opened with.
     """
+    assert run.reader is not None, "prepare(run) comes before finish(run)"
     if select is not None:
         run.options = dataclasses.replace(run.options, select=tuple(select))
     with run.listener.row_group(f"{run.row.name}: {run.plan.mode} ({run.plan.reason})"):
