@@ -99,6 +99,15 @@ def test_options_and_verdicts_are_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         Verdict("passed").status = "failed"  # type: ignore[misc]
     assert dataclasses.replace(options, resume=True).resume and not options.resume
+    # a list handed over is copied: changing it afterwards changes no run's options
+    args = ["-k", "x"]
+    env = {"CUDA_VISIBLE_DEVICES": "0"}
+    options = RunOptions(pytest_args=args, slot_env=env)
+    args.append("-x")
+    env["CUDA_VISIBLE_DEVICES"] = "1"
+    assert options.pytest_args == ("-k", "x") and options.slot_env == {"CUDA_VISIBLE_DEVICES": "0"}
+    with pytest.raises(TypeError):
+        options.slot_env["X"] = "1"  # type: ignore[index]
 
 
 def test_the_running_record_comes_before_collection_and_a_selection_runs_alone(

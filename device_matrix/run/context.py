@@ -61,6 +61,14 @@ class RunOptions:
     slot_env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     command: Sequence[str] = ()  # the record's `command` when not the whole row's (a shard's own)
 
+    def __post_init__(self) -> None:
+        # frozen all the way down: a list handed over (argparse's) is copied, not shared
+        for name in ("suites", "tests", "pytest_args", "select", "command"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, tuple(value))
+        object.__setattr__(self, "slot_env", MappingProxyType(dict(self.slot_env)))
+
 
 @dataclass(frozen=True)
 class Verdict:
