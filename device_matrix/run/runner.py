@@ -42,6 +42,7 @@ from device_matrix.run.context import Quiet, Run, RunListener, RunOptions, Verdi
 from device_matrix.run.folder import RUN_FILE
 from device_matrix.run.lock import row_lock
 from device_matrix.run.plan import RowPlan
+from device_matrix.run.selection import refuse_xdist, selecting_options
 
 PYTEST_EXIT_WORDS = {
     0: "no failure reported",  # not "all passed": pytest.exit(returncode=0) exits 0 too
@@ -421,9 +422,11 @@ def run_row(cfg: Config, plan: RowPlan, options: RunOptions, listener: RunListen
     with opened(cfg, plan, options, listener) as run:
         if plan.mode == "unavailable":
             return write_record(run, Verdict("unavailable", plan.reason))
-        return finish(run, STEPS[0](run, RUNNING))
+        return finish(run, prepare(run))
 
 
+# refuse_xdist, selecting_options and row_lock live in run.selection and run.lock; the
+# names stay importable from here for the modules that import them from the runner
 __all__ = [
     "STEPS",
     "Collection",
@@ -435,6 +438,9 @@ __all__ = [
     "finish",
     "opened",
     "prepare",
+    "refuse_xdist",
+    "row_lock",
     "run_row",
+    "selecting_options",
     "write_record",
 ]
