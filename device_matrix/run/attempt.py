@@ -33,7 +33,7 @@ from device_matrix.redact import Redactor
 from device_matrix.run.executors.base import Child, Executor, LaunchSpec
 from device_matrix.run.journal import Activity, Fold
 from device_matrix.run.pump import BATCH_WAIT, SMALL_READ, OutputPump
-from device_matrix.wire import ENV_ATTEMPT, OPT_FAULTHANDLER, OPT_JOURNAL, OPT_SELECT, option, write_select
+from device_matrix.wire import ENV_ATTEMPT, attempt_args, write_select
 
 Purpose = Literal["collect", "run", "resume", "rerun"]
 HANG_DUMP_GRACE = 2.0  # seconds for faulthandler to write every thread's stack
@@ -209,14 +209,12 @@ def run_attempt(
     fifo = folder / "journal.fifo"
     fault = folder / "faulthandler.txt"
     fault.write_bytes(b"")
-    # first: a script's launcher takes its own options before the file and its arguments
-    args = [option(OPT_JOURNAL, str(fifo)), option(OPT_FAULTHANDLER, str(fault))]
     # the real nodeids, which may hold anything a parametrize id holds: the child removes
     # the file once read (and the runner after the attempt), so it never stays in results
     select_file = folder / ".select"
     if spec.select is not None:
         write_select(select_file, spec.select)
-        args.append(option(OPT_SELECT, str(select_file)))
+    args = attempt_args(journal=fifo, faulthandler=fault, select=select_file if spec.select is not None else None)
     args += spec.args
     env = dict(spec.env)
     token = secrets.token_hex(8)
