@@ -23,7 +23,6 @@ import math
 import os
 import re
 import shlex
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -32,12 +31,8 @@ from types import MappingProxyType
 from typing import Any, Literal, TypeAlias, cast, get_args
 from urllib.parse import urlsplit
 
+from device_matrix import tomlfile
 from device_matrix.errors import ConfigError, EnvironmentProblem
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
 
 PjrtDevice: TypeAlias = Literal["CPU", "TPU", "CUDA", "NEURON"]
 RunIn: TypeAlias = Literal["host", "container", "auto"]
@@ -146,6 +141,8 @@ class Config:
     container_engine: EngineChoice = "auto"
     crash_reruns: int = 2
     max_restarts: int = 20
+    # starting pytest, importing one module, exiting: never less than this (a busy host)
+    phase_timeout_min: float = 30.0
     disable_list: Path
     env_allowlist: tuple[str, ...] = ()
     # pip arguments that install the project itself where its rows run (nox venv, CI job)
@@ -239,7 +236,7 @@ def pytest_testpaths(root: Path) -> tuple[str, ...]:
         if not path.is_file():
             continue
         if section is None:
-            tool = read_toml(path).get("tool", {})
+            tool = tomlfile.read(path).get("tool", {})
             table = tool.get("pytest") if isinstance(tool, dict) else None
             if not isinstance(table, dict):
                 continue
@@ -463,6 +460,7 @@ _TOP_KEYS: dict[str, tuple[Check, str]] = {
     "container_engine": (_one_of(ENGINE_CHOICES), " | ".join(ENGINE_CHOICES)),
     "crash_reruns": (_is_count, "a whole number from 0 to 10000"),
     "max_restarts": (_is_count, "a whole number from 0 to 10000"),
+    "phase_timeout_min": (_is_seconds, "a finite number of seconds > 0"),
     "disable_list": (_is_path, "a non-empty path (string)"),
     "env_allowlist": (_is_var_list, "a list of variable names (letters, digits, _)"),
     "project_install": (_is_str_list, 'a list of pip arguments, e.g. ["-e", ".[test]"]'),
@@ -584,46 +582,9 @@ def _merge(base: dict[str, Any], overlay: Mapping[str, Any], source: str) -> dic
     return out
 
 
-def read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"not valid TOML: {exc}", source=str(path), tip="Fix the syntax error shown.") from exc
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"not UTF-8 text (byte {exc.start})", source=str(path), tip="TOML files are UTF-8; save it as UTF-8."
-        ) from None
-    except RecursionError:
-        raise ConfigError("nested too deeply", source=str(path), tip="Flatten the arrays and tables.") from None
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot read: {exc.strerror or exc}", source=str(path), tip="Check that the file is readable."
-        ) from None
-
-
-def read_array_of_tables(path: Path, key: str) -> list[Any]:
-    """The ``[[key]]`` tables of a TOML file, [] when the file is missing.
-
-    Any other top-level key, or ``key`` not being an array of tables, is a ConfigError.
-    """
-    if not path.is_file():
-        return []
-    data = read_toml(path)
-    entries = data.get(key, [])
-    extra = set(data) - {key}
-    if extra or not isinstance(entries, list):
-        raise ConfigError(
-            f"unknown top-level key(s) {sorted(extra)}" if extra else f"{key} must be [[{key}]] tables",
-            source=str(path),
-            allowed=f"[[{key}]] tables",
-        )
-    return entries
-
-
 def packaged_defaults() -> dict[str, Any]:
     text = resources.files("device_matrix").joinpath("defaults.toml").read_text("utf-8")
-    return tomllib.loads(text)
+    return tomlfile.loads(text)
 
 
 def find_project_root(start: Path) -> Path:
@@ -689,7 +650,7 @@ def load(
     sources = [defaults_source]
     pyproject = root / "pyproject.toml"
     if pyproject.is_file():
-        data = read_toml(pyproject)
+        data = tomlfile.read(pyproject)
         tool = data.get("tool", {})
         if not isinstance(tool, dict):
             raise ConfigError("must be a table", source=str(pyproject), key="tool")
@@ -752,6 +713,7 @@ def load(
         container_engine=cast(EngineChoice, merged.get("container_engine", "auto")),
         crash_reruns=int(merged.get("crash_reruns", 2)),
         max_restarts=int(merged.get("max_restarts", 20)),
+        phase_timeout_min=float(merged.get("phase_timeout_min", 30.0)),
         disable_list=root / merged.get("disable_list", "device-matrix-disabled.toml"),
         env_allowlist=tuple(merged.get("env_allowlist", ())),
         project_install=tuple(merged.get("project_install", ())),

@@ -34,6 +34,7 @@ import nox
 from nox.virtualenv import PassthroughEnv
 
 from device_matrix import config as config_mod
+from device_matrix import tomlfile
 from device_matrix.config import Config
 from device_matrix.devices import detect
 from device_matrix.errors import ConfigError, DeviceMatrixError, EnvironmentProblem
@@ -215,7 +216,7 @@ def _folder_metadata(folder: Path) -> str:
     parts: list[Any] = []
     pyproject = folder / "pyproject.toml"
     if pyproject.is_file():
-        data = config_mod.read_toml(pyproject)
+        data = tomlfile.read(pyproject)
         parts.append({key: data.get(key) for key in ("project", "build-system")})
     for name in ("setup.py", "setup.cfg"):
         if (folder / name).is_file():
@@ -309,7 +310,7 @@ def _is_source_tree(folder: Path) -> bool:
     if not pyproject.is_file():
         return False
     try:
-        project = config_mod.read_toml(pyproject).get("project", {})
+        project = tomlfile.read(pyproject).get("project", {})
     except ConfigError:
         return False
     return isinstance(project, dict) and project.get("name") == DISTRIBUTION

@@ -2,7 +2,9 @@
 
 The runner starts ``python -m pytest`` with ``--dm-*`` options and ``DEVICE_MATRIX_*``
 variables; the plugin in the child writes journal events into a FIFO the runner reads,
-and start markers into its own stdout. Both sides import their names from here.
+and start markers into its own stdout. Both sides import their names from here, and
+the child's command line and variables are built here (:class:`ChildCommand`,
+:func:`attempt_args`), in one place.
 
 Journal events are JSON objects, one a line, each with ``e`` (the kind) and ``n`` (1, 2,
 3... in the order written). The runner validates every event against :data:`EVENTS`;
@@ -15,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -33,6 +36,8 @@ OPT_FAULTHANDLER: Final = "--dm-faulthandler"
 OPT_ENV: Final = "--dm-env"
 OPT_DEVICE: Final = "--dm-device"
 OPT_DISABLE_LIST: Final = "--dm-disable-list"
+PLUGIN: Final = "device_matrix.child.plugin"  # the plugin's module, and its pytest11 entry point's name
+SCRIPT_MODULE: Final = "device_matrix.child.script"  # runs a test file as a script, journaled
 
 
 def write_select(path: Path, nodeids: Sequence[str]) -> None:
@@ -56,6 +61,97 @@ def option(name: str, value: str) -> str:
     yet, take the value for a test path and search for configuration files beside it.
     """
     return f"{name}={value}"
+
+
+# --- the child's command line and variables --------------------------------------------
+
+
+def attempt_args(*, journal: Path, faulthandler: Path, select: Path | None) -> list[str]:
+    """The options of one attempt's own files, first on its command line.
+
+    First: a script's launcher takes its own options before the file and its arguments.
+    """
+    args = [option(OPT_JOURNAL, str(journal)), option(OPT_FAULTHANDLER, str(faulthandler))]
+    if select is not None:
+        args.append(option(OPT_SELECT, str(select)))
+    return args
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChildCommand:
+    """What every child process of one row is given: its pytest arguments and its variables.
+
+    A row's test processes (``python -m pytest``) and its scripts (``python -m
+    device_matrix.child.script FILE``) get the same device, disable list and variables;
+    :func:`attempt_args` adds each attempt's journal, faulthandler file and selection.
+    """
+
+    device: str  # the row's name
+    pjrt_device: str
+    rootdir: str  # the project root
+    disable_list: str
+    settings: Mapping[str, object]
+    env: Mapping[str, str]  # the row's variables
+    slot_env: Mapping[str, str]  # a device slot's variables, over the row's
+    pytest_args: Sequence[str]  # the row's, then the command line's
+    own_env: bool  # the child is another interpreter: it snapshots its own environment (--dm-env)
+    script_files: Sequence[str] = ()  # the files the row's scripts run
+
+    def environment(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The child's variables over the host's: the row's, ours, a slot's, then ``extra`` (a script's)."""
+        env = dict(self.env)
+        env.setdefault("PJRT_DEVICE", self.pjrt_device)
+        env[ENV_DEVICE] = self.device
+        env[ENV_SETTINGS] = json.dumps(dict(self.settings), sort_keys=True)
+        env[ENV_DISABLE_LIST] = self.disable_list
+        env[ENV_MARKERS] = "1"
+        env.update(self.slot_env)
+        env["PYTHONUNBUFFERED"] = "1"
+        # no colour codes in logs, records, junit or issue bodies
+        env["PY_COLORS"] = "0"
+        env["NO_COLOR"] = "1"
+        env.update(extra or {})
+        return env
+
+    def pytest(self, targets: Sequence[str], *, left_out: Sequence[str] = (), collect_only: bool = False) -> list[str]:
+        """pytest's arguments: ``targets``, our options, the row's and the command line's, then what is left out."""
+        return [
+            *targets,
+            "--rootdir",
+            self.rootdir,
+            # by name, not only through its entry point: a project that turns plugin
+            # autoloading off (PYTEST_DISABLE_PLUGIN_AUTOLOAD) still gets the journal
+            "-p",
+            PLUGIN,
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:faulthandler",
+            # the runner watches one process; xdist workers it cannot (see run.selection.refuse_xdist)
+            "-p",
+            "no:xdist",
+            # Native code writes to fd 2: fd-level output must reach the run log, where a
+            # crash's native stack and fatal lines can be read after the process died.
+            # tee-sys also passes print() output through while keeping it for reports.
+            "--capture=tee-sys",
+            # a module that fails to import is recorded as an error; the others still run
+            "--continue-on-collection-errors",
+            "-o",
+            "console_output_style=classic",
+            option(OPT_DEVICE, self.device),
+            option(OPT_DISABLE_LIST, self.disable_list),
+            *([OPT_ENV] if self.own_env else []),
+            *self.pytest_args,
+            # a module whose import kills or hangs the process (collected again without it)
+            *(f"--ignore={path}" for path in left_out),
+            # a file a script runs is not collected by a suite too: it runs once, as its script (#20)
+            *(f"--ignore={file}" for file in self.script_files),
+            *(["--collect-only"] if collect_only else []),
+        ]
+
+    def script(self, file: str, args: Sequence[str]) -> list[str]:
+        """The script launcher's arguments: ours, then ``python FILE ARGS`` as upstream runs it."""
+        return [option(OPT_DEVICE, self.device), *([OPT_ENV] if self.own_env else []), file, *args]
 
 
 # --- the start marker in the child's output -------------------------------------------

@@ -28,8 +28,12 @@ class Project:
         self.results = root / "results"
 
     def run(
-        self, *args: str, env: dict[str, str] | None = None, timeout: float = 240
+        self, *args: str, env: dict[str, str] | None = None, timeout: float = 240, gdb: bool = False
     ) -> subprocess.CompletedProcess[str]:
+        if args[:1] == ("run",) and not gdb:
+            # gdb takes a second or more over each core of a crash: only the tests of what
+            # it reads ask for it (gdb=True); cores are still written, and removed
+            args = ("run", "--no-gdb", *args[1:])
         full_env = clean_env()
         if env:
             full_env.update(env)
@@ -52,6 +56,9 @@ def clean_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "DEVICE_MATRIX_", "PYTEST_"))}
     env.pop("CI", None)
     env["PYTHONPATH"] = str(REPO)
+    # hypothesis is for this suite's own tests: the pytest processes the tests start
+    # need not import it (a fifth of a bare pytest start)
+    env["PYTEST_ADDOPTS"] = "-p no:hypothesispytest"
     return env
 
 

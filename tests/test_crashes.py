@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import Project
+from tests.runs import outcomes_of
 
 pytestmark = pytest.mark.slow
 
@@ -173,3 +176,42 @@ def test_junit_and_log_survive_the_crash(project: Callable[..., Project]) -> Non
     assert tests["test_c_dies"]["device_matrix"]["outcome"] == "crashed"
     assert tests["test_a_before"]["call"]["outcome"] == "passed"
     assert tests["test_a_before"]["lineno"] > 0
+
+
+def test_a_crash_in_a_process_the_test_started_is_diagnosed(project: Callable[..., Project]) -> None:
+    p = project("worker_crash")
+    proc = p.run("run", "--device", "fixture")
+    record = p.record()
+    assert proc.returncode == 1
+    outcomes = outcomes_of(record)
+    assert outcomes == {"test_a_fine": "passed", "test_b_worker_dies": "failed", "test_c_plain_failure": "failed"}
+    (crash,) = record["crashes"]  # the plain failure is not a crash
+    assert crash["kind"] == "worker_crash" and crash["nodeid"].endswith("::test_b_worker_dies")
+    assert crash["diagnosis"]["signal_name"] == "SIGSEGV"
+    assert record["status"] == "crashed"
+    tests = {t["nodeid"].rsplit("::", 1)[-1]: t for t in record["tests"]}
+    assert tests["test_b_worker_dies"]["crash"] == crash["id"]
+
+
+def test_gdb_reads_the_core_of_a_real_crash_and_the_core_is_removed(project: Callable[..., Project]) -> None:
+    # the other tests run without gdb (it takes a second or more a core): this one reads one
+    p = project("segv")
+    proc = p.run("run", "--device", "fixture", "--reruns", "0", gdb=True)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (crash,) = p.record()["crashes"]
+    d = crash["diagnosis"]
+    try:
+        pattern = Path("/proc/sys/kernel/core_pattern").read_text().strip()
+    except OSError:
+        pattern = "|"
+    if pattern.startswith("|") or "/" in pattern:
+        # the host sends cores elsewhere (systemd-coredump, apport): none reaches the project
+        assert d["core_file"] is None and d["gdb_backtrace"] is None
+    elif shutil.which("gdb") is None:
+        assert d["core_file"] is not None and d["core_file"].endswith("(deleted after reading)")
+        assert d["gdb_backtrace"] is None and d["gdb_frames"] == []
+    else:
+        assert d["core_file"] is not None and d["core_file"].endswith("(deleted after reading)")
+        assert "Program terminated with signal SIGSEGV" in (d["gdb_backtrace"] or ""), d["gdb_backtrace"]
+        assert d["gdb_frames"] and len(d["gdb_frames"]) <= 10
+    assert not list(p.root.glob("core*")) and not list(p.results.rglob("core*"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ from device_matrix.diagnostics import core as core_files
 from device_matrix.diagnostics import diagnose, read_core
 from device_matrix.diagnostics.repro import container_repro_command, repro_command
 from device_matrix.redact import Redactor
+from device_matrix.run.crashes import CoreReader
 
 RECORDED = Path(__file__).parent / "fixtures" / "recorded"
 GDB = (RECORDED / "worker_thread_segfault_gdb.txt").read_text()
@@ -77,16 +79,35 @@ def test_read_core_records_the_crashing_thread(monkeypatch: pytest.MonkeyPatch, 
     assert not core.exists()
 
 
-def test_sweep_cores_reads_small_ones_and_removes_all(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def _core(path: Path, e_type: int = 4, size: int = 64) -> Path:
+    """An ELF file with the header of a core (``e_type`` 4) or of something else."""
+    path.write_bytes(core_files.ELF_MAGIC + b"\0" * 12 + e_type.to_bytes(2, "little") + b"\0" * size)
+    return path
+
+
+def test_new_cores_are_elf_cores_written_since_the_attempt_began(tmp_path: Path) -> None:
     work, test_dir = tmp_path / "work", tmp_path / "test"
     work.mkdir()
     test_dir.mkdir()
-    small = work / "core"
-    small.write_bytes(core_files.ELF_MAGIC + b"\0" * 16)
-    big = test_dir / "core.4242"
-    big.write_bytes(core_files.ELF_MAGIC + b"\0" * 4096)
-    not_a_core = test_dir / "core.py"
-    not_a_core.write_text("print('a module named core')\n")
+    older = _core(work / "core.1")
+    os.utime(older, (1_000_000, 1_000_000))  # left by an earlier run
+    first = _core(work / "core")
+    os.utime(first, (2_000_000, 2_000_000))
+    second = _core(test_dir / "core.4242")
+    os.utime(second, (2_000_005, 2_000_005))
+    (test_dir / "core.py").write_text("print('a module named core')\n")
+    _core(test_dir / "core.exe", e_type=2)  # an executable, not a core
+    (test_dir / "core.dir").mkdir()
+    found = core_files.new_cores([work, test_dir, tmp_path / "gone"], since=2_000_000)
+    assert found == [second.resolve(), first.resolve()]  # newest first
+    assert core_files.is_core(first) and not core_files.is_core(test_dir / "core.exe")
+    assert not core_files.is_core(tmp_path / "missing")
+
+
+def test_the_reader_reads_the_first_core_and_removes_the_others(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    first, other = _core(tmp_path / "core.1"), _core(tmp_path / "core.2")
     read: list[Path] = []
 
     def fake_gdb(executable: str, path: Path) -> str:
@@ -94,21 +115,31 @@ def test_sweep_cores_reads_small_ones_and_removes_all(monkeypatch: pytest.Monkey
         return GDB
 
     monkeypatch.setattr(core_files, "gdb_backtrace", fake_gdb)
-    reports = core_files.sweep_cores([work, test_dir], executable=sys.executable, read_limit=1024)
-    assert {r.path.name for r in reports} == {"core", "core.4242"}
-    assert read == [small.resolve()]  # the big one is removed unread
-    by_name = {r.path.name: r for r in reports}
-    assert by_name["core"].frames[0] == "dm_fixture::read_shard_header"
-    assert by_name["core.4242"].backtrace is None and by_name["core.4242"].size > 4096
-    assert not small.exists() and not big.exists()
-    assert not_a_core.exists()
+    diag = diagnose(returncode=-11, fault_text="", output_text="", redactor=Redactor({}))
+    reader = CoreReader(interpreter=sys.executable, redactor=Redactor({}), use_gdb=True, keep=False)
+    reader.attach(diag, [first, other])
+    assert not other.exists()  # a descendant's core: removed at once, unread
+    reader.close()
+    assert read == [first]
+    assert diag["gdb_frames"][0] == "dm_fixture::read_shard_header"
+    assert diag["core_file"] == f"{first} (deleted after reading)" and not first.exists()
+    # cores of an attempt that crashed nothing of ours are removed unread
+    stray = _core(tmp_path / "core.3")
+    reader = CoreReader(interpreter=sys.executable, redactor=Redactor({}), use_gdb=True, keep=False)
+    reader.attach(None, [stray])
+    reader.close()
+    assert not stray.exists() and read == [first]
 
 
-def test_sweep_cores_keeps_them_when_asked(tmp_path: Path) -> None:
-    core = tmp_path / "core.1"
-    core.write_bytes(core_files.ELF_MAGIC)
-    (report,) = core_files.sweep_cores([tmp_path], executable=sys.executable, read_limit=0, use_gdb=False, keep=True)
-    assert core.exists() and not report.removed and report.backtrace is None
+def test_the_reader_keeps_cores_when_asked(tmp_path: Path) -> None:
+    first, other, stray = _core(tmp_path / "core.1"), _core(tmp_path / "core.2"), _core(tmp_path / "core.3")
+    diag = diagnose(returncode=-6, fault_text="", output_text="", redactor=Redactor({}))
+    reader = CoreReader(interpreter=sys.executable, redactor=Redactor({}), use_gdb=False, keep=True)
+    reader.attach(diag, [first, other])
+    reader.attach(None, [stray])
+    reader.close()
+    assert first.exists() and other.exists() and stray.exists()
+    assert diag["core_file"] == str(first) and diag["gdb_backtrace"] is None
 
 
 def test_repro_names_the_interpreter_and_folder() -> None:

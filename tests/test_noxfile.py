@@ -12,7 +12,7 @@ import nox.registry
 from packaging.requirements import Requirement
 
 from device_matrix import config
-from device_matrix.config import read_toml
+from device_matrix.tomlfile import read as read_toml
 from tests.conftest import REPO
 
 

@@ -8,7 +8,7 @@ import tarfile
 import zipfile
 
 import device_matrix
-from device_matrix.config import read_toml
+from device_matrix.tomlfile import read as read_toml
 from tests.built import build
 from tests.conftest import REPO
 

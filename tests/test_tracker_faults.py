@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 
 from device_matrix.errors import EXIT_TRACKER, TrackerError
+from device_matrix.findings import skip_key
 from device_matrix.issues.base import FINGERPRINT_MARKER
 from device_matrix.issues.github import RATE_LIMIT_FLOOR, GitHubTracker
-from device_matrix.issues.sync import SyncReport, skip_fingerprint, sync
+from device_matrix.issues.sync import SyncReport, sync
 from tests import records as R
 from tests.github_server import FakeGitHub, Scripted, serve
 
@@ -95,7 +96,7 @@ def per_fingerprint(gh: FakeGitHub, *, open_only: bool = False) -> Counter[str]:
     return counts
 
 
-SKIP_FP = skip_fingerprint("suites/a/test_a.py::test_skip", "skip")
+SKIP_FP = skip_key("suites/a/test_a.py::test_skip", "skip")
 
 
 @pytest.mark.parametrize(

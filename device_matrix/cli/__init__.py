@@ -117,7 +117,8 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
     from device_matrix.report.actions import row_job
     from device_matrix.run.attempt import Interrupted
     from device_matrix.run.plan import plan_row
-    from device_matrix.run.runner import NothingSelected, RunOptions
+    from device_matrix.run.runner import RunOptions
+    from device_matrix.run.selection import NothingSelected
 
     check_spread_args(args)
     cfg = _load(args)

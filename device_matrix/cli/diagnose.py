@@ -67,11 +67,12 @@ def diagnose_log(text: str, *, redactor: Redactor, returncode: int | None = None
 
 def known_issues(fingerprint: str, results: Path, seed: Path | None = None) -> list[dict[str, str]]:
     """Issues that already carry ``fingerprint``: issues.json links, the ledger, its seed."""
+    from device_matrix.findings import crash_key
     from device_matrix.issues import LEDGER_FILE
     from device_matrix.issues.ledger import Ledger, load_seed
     from device_matrix.issues.sync import load_links
 
-    key = "crash-" + fingerprint
+    key = crash_key(fingerprint)
     found: dict[str, dict[str, str]] = {}
     state = load_links(results)
     linked = state.get("links", {}).get(key)

@@ -30,13 +30,13 @@ def run_whole(cfg: Config, plan: RowPlan, options: RunOptions, out: Output) -> R
     """The row in one piece: the shards of an earlier split of it are not its results any more."""
     import shutil
 
-    from device_matrix.run.runner import RowRunner
+    from device_matrix.run.runner import run_row
     from device_matrix.run.shards import SHARDS_DIR
 
     if not options.resume:
         shutil.rmtree(cfg.results_dir / plan.row.name / SHARDS_DIR, ignore_errors=True)
     _note_gangs(plan, out)
-    return RowRunner(cfg, plan, options, out).run()
+    return run_row(cfg, plan, options, out)
 
 
 def _note_gangs(plan: RowPlan, out: Output) -> None:
@@ -118,11 +118,10 @@ def run_shards_here(
     durations_from: list[Path],
 ) -> RunRecord:
     """All N shards on this host, one after another or (``--parallel``) at once, then merged."""
-    from device_matrix.run.runner import RowRunner
+    from device_matrix.run.runner import Run, collect, run_row
     from device_matrix.run.shards import (
         Shard,
         clear_shards,
-        collect,
         make_plan,
         merge,
         recorded_durations,
@@ -135,7 +134,7 @@ def run_shards_here(
     count: int = args.shards
     folder = cfg.results_dir / row.name
     if plan.mode == "unavailable":
-        return RowRunner(cfg, plan, options, out).run()
+        return run_row(cfg, plan, options, out)
     if args.parallel and row.slots == 0 and row.pjrt_device != "CPU":
         raise UsageProblem(
             f"row {row.name!r} has no device slots: {count} shards at once would share every {row.pjrt_device} device",
@@ -148,7 +147,8 @@ def run_shards_here(
         todo = dict.fromkeys(state.resume, True) | dict.fromkeys(state.fresh, False)
     else:
         durations = recorded_durations(durations_from or [cfg.results_dir], row.name)
-        tests, reason = collect(RowRunner(cfg, plan, options, out))
+        found = collect(Run(cfg, plan, options, out))
+        tests, reason = (list(found.nodeids) if found.nodeids is not None else None), found.problem
         clear_shards(folder)
         split_plan = make_plan(row.name, Shard(1, count), tests, durations, reason)
         todo = dict.fromkeys(range(1, count + 1), False)

@@ -1,8 +1,9 @@
-"""Core files: enable them for the child only, then read a backtrace with gdb.
+"""Core files: enable them for the child only, find the ones it left, read a backtrace with gdb.
 
 The host's ``core_pattern`` decides where a core goes; with the common ``core`` (or
-``core.%p``) it lands in the child's working directory, which the runner makes a
-folder of its own. System settings are never changed: only the child's RLIMIT_CORE.
+``core.%p``) it lands in the working directory of the process that died: the project
+root, or a folder a test moved to. System settings are never changed: only the child's
+RLIMIT_CORE, which every process it starts inherits.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ import resource
 import shutil
 import struct
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 ELF_MAGIC = b"\x7fELF"
+ET_CORE = 4  # e_type of an ELF core file (an executable or a library is not one)
 GDB_TIMEOUT = 120.0
 
 
@@ -27,28 +29,32 @@ def raise_core_limit(limit_bytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (want, hard))
 
 
-def core_pattern() -> str | None:
+def is_core(path: Path) -> bool:
+    """Whether ``path`` is an ELF core file, by its header (a module named ``core.py`` is not)."""
     try:
-        return Path("/proc/sys/kernel/core_pattern").read_text().strip()
+        with path.open("rb") as fh:
+            head = fh.read(18)
     except OSError:
-        return None
+        return False
+    return head[:4] == ELF_MAGIC and int.from_bytes(head[16:18], "little") == ET_CORE
 
 
-def find_core(workdir: Path, pid: int | None = None) -> Path | None:
-    """A core file the child left in ``workdir`` (``core`` or ``core.<pid>``)."""
-    candidates = []
-    if pid is not None:
-        candidates.append(workdir / f"core.{pid}")
-    candidates.append(workdir / "core")
-    candidates.extend(sorted(workdir.glob("core.*")))
-    for path in candidates:
+def new_cores(folders: Iterable[Path], since: float) -> list[Path]:
+    """Core files (``core*``) written directly inside ``folders`` since ``since`` (wall clock), newest first."""
+    found: dict[Path, float] = {}
+    for folder in folders:
         try:
-            with path.open("rb") as fh:
-                if fh.read(4) == ELF_MAGIC:
-                    return path
+            entries = list(folder.glob("core*"))
         except OSError:
             continue
-    return None
+        for path in entries:
+            try:
+                mtime = path.stat().st_mtime
+            except OSError:
+                continue
+            if mtime >= since - 1 and path.is_file() and is_core(path):
+                found[path.resolve()] = mtime
+    return sorted(found, key=lambda p: found[p], reverse=True)
 
 
 PT_NOTE = 4
@@ -254,72 +260,3 @@ def bound_backtrace(backtrace: str, limit: int = BACKTRACE_LIMIT) -> str:
         blocks.append(block)
         used += len(block) + 2
     return "\n\n".join(blocks)
-
-
-# --- cores of the processes a test started ------------------------------------------------
-
-
-@dataclass
-class CoreReport:
-    path: Path
-    size: int
-    backtrace: str | None  # bounded, crashing thread first; None when not read
-    frames: list[str]  # the crashing thread's function names
-    removed: bool
-
-
-def find_cores(folders: Iterable[Path], patterns: Sequence[str] = ("core", "core.*")) -> list[Path]:
-    """Core files (ELF, by their first bytes) directly inside ``folders``, oldest first.
-
-    A test's workers inherit the raised core limit and write their cores into their
-    own working directory: the runner passes the attempt's folder and the test's.
-    """
-    found: dict[Path, float] = {}
-    for folder in folders:
-        for pattern in patterns:
-            for path in folder.glob(pattern):
-                try:
-                    with path.open("rb") as fh:
-                        if fh.read(4) != ELF_MAGIC:
-                            continue
-                    found[path.resolve()] = path.stat().st_mtime
-                except OSError:
-                    continue
-    return sorted(found, key=lambda p: (found[p], str(p)))
-
-
-def sweep_cores(
-    folders: Iterable[Path],
-    *,
-    executable: str,
-    read_limit: int,
-    use_gdb: bool = True,
-    keep: bool = False,
-    backtrace_limit: int = BACKTRACE_LIMIT,
-) -> list[CoreReport]:
-    """Read (with gdb, where present) and remove every core left in ``folders``.
-
-    Cores over ``read_limit`` bytes are removed unread: gdb on a gigabyte core of an XLA
-    worker takes minutes, and the worker's own output already holds its crash.
-    """
-    reports: list[CoreReport] = []
-    for path in find_cores(folders):
-        try:
-            size = path.stat().st_size
-        except OSError:
-            continue
-        text = gdb_backtrace(executable, path) if use_gdb and size <= read_limit else None
-        removed = False
-        if not keep:
-            path.unlink(missing_ok=True)
-            removed = True
-        reports.append(
-            CoreReport(
-                path=path,
-                size=size,
-                backtrace=bound_backtrace(text, backtrace_limit) if text else None,
-                frames=gdb_frames(text)[:10] if text else [],
-                removed=removed,
-            )
-        )
-    return reports

@@ -18,10 +18,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from device_matrix.config import read_array_of_tables
 from device_matrix.errors import ConfigError, TrackerError
 from device_matrix.issues.base import FINGERPRINT_MARKER, Cited, Issue, IssueState
 from device_matrix.records.atomic import storable_text
+from device_matrix.tomlfile import read_array_of_tables
 
 T = TypeVar("T")
 BUSY_TIMEOUT = 120.0  # seconds a sync waits for another sync holding the ledger

@@ -36,6 +36,7 @@ from typing import Any
 
 from device_matrix.config import OnRecurrence
 from device_matrix.errors import EnvironmentProblem, TrackerError
+from device_matrix.findings import crash_key, declared_test, is_device_skip, skip_key
 from device_matrix.issues.base import (
     SEEN_MARKER,
     AmbiguousWrite,
@@ -55,7 +56,6 @@ from device_matrix.skips import DeviceSkip, normalize_issue
 
 STATE_FILE = "issues.json"
 STATE_VERSION = 1
-DEVICE_SKIP_SOURCES = frozenset({"marker", "disable_list", "unittest"})
 MAX_CREATE_TRIES = 3
 
 
@@ -133,10 +133,6 @@ class SyncReport:
         return f"{subject} [{fingerprint}]" if subject else fingerprint
 
 
-def skip_fingerprint(nodeid: str, mode: str) -> str:
-    return "skip-" + hashlib.sha256(f"{mode}|{nodeid}".encode()).hexdigest()[:16]
-
-
 def _run_id(record: RunRecord) -> str:
     return record.get("run_url") or record["started_at"]
 
@@ -149,7 +145,7 @@ def collect(records: Sequence[RunRecord]) -> tuple[list[Finding], list[tuple[str
         row = record["row"]
         for crash in record["crashes"]:
             d = crash["diagnosis"]
-            fp = "crash-" + d["fingerprint"]
+            fp = crash_key(d["fingerprint"])
             if crash.get("issue"):
                 ref = str(crash["issue"])
                 cited.append((crash["nodeid"] or crash["phase"], row, normalize_issue(ref) or ref))
@@ -193,12 +189,12 @@ def collect(records: Sequence[RunRecord]) -> tuple[list[Finding], list[tuple[str
                 f.nodeids.append(crash["nodeid"])
         for test in record["tests"]:
             skip = test["skip"]
-            if not skip or skip["source"] not in DEVICE_SKIP_SOURCES:
+            if skip is None or not is_device_skip(skip):
                 continue
             if skip["issue"]:
                 cited.append((test["nodeid"], row, normalize_issue(skip["issue"]) or skip["issue"]))
                 continue
-            fp = skip_fingerprint(test["nodeid"], skip["mode"])
+            fp = skip_key(test["nodeid"], skip["mode"])
             f = findings.get(fp)
             if f is None:
                 where = f"{skip['file']}:{skip['line']}" if skip["file"] and skip["line"] else (skip["file"] or "")
@@ -235,8 +231,8 @@ def uncited_skip_findings(declared: Sequence[DeviceSkip]) -> list[Finding]:
     """A finding for each device skip in the sources that cites no issue (not by design)."""
     findings: dict[str, Finding] = {}
     for skip in declared:
-        test = skip.test or f"{skip.file}:{skip.line}"
-        fp = skip_fingerprint(test, skip.mode)
+        test = declared_test(skip)
+        fp = skip_key(test, skip.mode)
         if fp in findings:
             continue
         devices = ", ".join(skip.devices) or "some devices"
@@ -484,6 +480,5 @@ __all__ = [
     "code_block",
     "collect",
     "load_links",
-    "skip_fingerprint",
     "sync",
 ]

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypedDict
 
 from device_matrix.diagnostics.environment import facets as environment_facets
-from device_matrix.issues.sync import DEVICE_SKIP_SOURCES, skip_fingerprint
+from device_matrix.findings import crash_key, declared_test, is_device_skip, skip_key
 from device_matrix.records.cause import cause_from_text
 from device_matrix.records.schema import FAILING_OUTCOMES, OUTCOMES, RunRecord, SourceInfo, TestRecord
 from device_matrix.records.summary import crash_headline, crash_kind_label, fold
@@ -306,10 +306,10 @@ def build(
                 if failure["message"]:
                     causes.setdefault(t["nodeid"], {})[row] = failure["message"]
             skip = t.get("skip")
-            if skip and skip["source"] in DEVICE_SKIP_SOURCES:
+            if skip is not None and is_device_skip(skip):
                 key = (t["nodeid"], skip["mode"])
                 view = skips.get(key)
-                issue = skip["issue"] or fp_links.get(skip_fingerprint(t["nodeid"], skip["mode"]))
+                issue = skip["issue"] or fp_links.get(skip_key(t["nodeid"], skip["mode"]))
                 if view is None:
                     where = (
                         f"{skip['file']}:{skip['line']}" if skip.get("file") and skip.get("line") else skip.get("file")
@@ -333,7 +333,7 @@ def build(
             fp = d["fingerprint"]
             view_c = crashes.get(fp)
             if view_c is None:
-                issue = c.get("issue") or fp_links.get("crash-" + fp)
+                issue = c.get("issue") or fp_links.get(crash_key(fp))
                 view_c = CrashView(
                     fingerprint=fp,
                     kind=c["kind"],
@@ -404,11 +404,11 @@ def _declared_views(
     """Uncited device skips found in the sources: each needs an issue (or a by-design mark)."""
     views: dict[tuple[str, str], SkipView] = {}
     for skip in declared:
-        test = skip.test or f"{skip.file}:{skip.line}"
+        test = declared_test(skip)
         key = (test, skip.mode)
         if key in seen or key in views:
             continue
-        issue = fp_links.get(skip_fingerprint(test, skip.mode))
+        issue = fp_links.get(skip_key(test, skip.mode))
         views[key] = SkipView(
             nodeid=test,
             rows=list(skip.devices),

@@ -35,23 +35,15 @@ from device_matrix.redact import Redactor, remember_values
 from device_matrix.run.executors.base import Child, Executor, LaunchSpec
 from device_matrix.run.journal import Activity, Fold
 from device_matrix.run.pump import BATCH_WAIT, SMALL_READ, OutputPump
-from device_matrix.wire import (
-    ENV_ATTEMPT,
-    OPT_ENV,
-    OPT_FAULTHANDLER,
-    OPT_JOURNAL,
-    OPT_SELECT,
-    option,
-    write_select,
-)
+from device_matrix.wire import ENV_ATTEMPT, OPT_ENV, attempt_args, write_select
 
 Purpose = Literal["collect", "run", "resume", "rerun"]
 HANG_DUMP_GRACE = 2.0  # seconds for faulthandler to write every thread's stack
 PIPE_SIZE = 1 << 20  # the journal FIFO's buffer: a fast child never waits for the reader
 # starting pytest (imports, plugins, conftest.py importing torch_xla), importing one test
 # module and exiting may take longer on a busy host than a short test_timeout allows a
-# test: these phases of the process itself are never given less than this
-PHASE_MIN = 30.0
+# test: these phases of the process itself are never given less than Limits.phase_min
+# (the configuration's phase_timeout_min)
 PROCESS_PHASES = frozenset({"startup", "collecting", "exit"})
 
 
@@ -124,6 +116,7 @@ class AttemptSpec:
 @dataclass(frozen=True)
 class Limits:
     test_timeout: float
+    phase_min: float  # seconds at least for a phase of the process itself (PROCESS_PHASES)
     run_deadline: float  # monotonic
     poll: float = 0.05
     core_limit: int | None = None
@@ -260,14 +253,12 @@ def run_attempt(
     fifo = folder / "journal.fifo"
     fault = folder / "faulthandler.txt"
     fault.write_bytes(b"")
-    # first: a script's launcher takes its own options before the file and its arguments
-    args = [option(OPT_JOURNAL, str(fifo)), option(OPT_FAULTHANDLER, str(fault))]
     # the real nodeids, which may hold anything a parametrize id holds: the child removes
     # the file once read (and the runner after the attempt), so it never stays in results
     select_file = folder / ".select"
     if spec.select is not None:
         write_select(select_file, spec.select)
-        args.append(option(OPT_SELECT, str(select_file)))
+    args = attempt_args(journal=fifo, faulthandler=fault, select=select_file if spec.select is not None else None)
     args += spec.args
     env = dict(spec.env)
     token = secrets.token_hex(8)
@@ -365,7 +356,7 @@ def _watch(
         _drain(reader, progress)
         activity, _, since = fold.activity()
         now = time.monotonic()
-        limit = max(limits.test_timeout, PHASE_MIN) if activity in PROCESS_PHASES else limits.test_timeout
+        limit = max(limits.test_timeout, limits.phase_min) if activity in PROCESS_PHASES else limits.test_timeout
         if now - since > limit:
             return _end_overrun(child, fold, fault, exited, run=None)
         if now > limits.run_deadline:

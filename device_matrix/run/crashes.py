@@ -1,27 +1,44 @@
-"""From an abnormal attempt to a CrashRecord: diagnosis, core file, repro command."""
+"""Crash evidence: from an attempt to a CrashRecord (diagnosis, core file, repro command).
+
+:func:`crash_record` is the one constructor of a crash record; :func:`abnormal_end`
+makes the record of an attempt that died or hung, :func:`worker_crashes` finds the
+crashes of processes a failed test started, :func:`rerun_record` says what a rerun of a
+crashed test showed. :class:`Repro` writes the command that reruns a crash as the run
+ran it, and :class:`CoreReader` reads core files with gdb off the critical path.
+"""
 
 from __future__ import annotations
 
 import concurrent.futures
 import contextlib
 import re
+import shlex
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeAlias
+from typing import Literal, TypeAlias
 
 from device_matrix import diagnostics
-from device_matrix.child.journal import FORKED_COPY_NOTE
-from device_matrix.records.schema import CrashDiagnosis, CrashRecord
+from device_matrix.child.journal import FORKED_AT_IMPORT, FORKED_COPY_NOTE
+from device_matrix.config import Row, Script
+from device_matrix.diagnostics import core as core_files
+from device_matrix.diagnostics.repro import container_repro_command, repro_command
+from device_matrix.records.schema import CrashDiagnosis, CrashPhase, CrashRecord, Outcome, RerunRecord, TestRecord
 from device_matrix.redact import Redactor
-from device_matrix.run.attempt import AttemptResult
+from device_matrix.run.attempt import PROCESS_PHASES, AttemptResult
+from device_matrix.run.executors.base import LaunchSpec
+from device_matrix.run.executors.container import ContainerExecutor
+from device_matrix.run.journal import final_outcome
 from device_matrix.run.policy import CrashAt
+from device_matrix.wire import ENV_DEVICE, PLUGIN
+
+CrashKind = Literal["crash", "timeout", "worker_crash"]
 
 OUTPUT_TAIL = 2_000_000  # bytes of output a diagnosis reads: the end is where a crash speaks
 SCAN_CHUNK = 8 << 20  # bytes of output read at a time when the whole of it is searched
 _before, _, _after = FORKED_COPY_NOTE.partition("{nodeid}")
 FORKED_COPY_RE = re.compile(re.escape(_before).encode() + rb"(.+?)" + re.escape(_after[:40]).encode())
-ET_CORE = 4
 # a core -> a folder holding the files it maps at their paths in the image (None: not copied)
 ImageFiles: TypeAlias = Callable[[Path], contextlib.AbstractContextManager[Path | None]]
 
@@ -59,6 +76,20 @@ def forked_copies(log: Path, start: int, end: int) -> list[str]:
     return list(found)
 
 
+def imported(named: str, collected: Sequence[str], redactor: Redactor) -> str | None:
+    """The module or directory a forked copy's note names as imported when it forked."""
+    before, _, after = FORKED_AT_IMPORT.partition("{nodeid}")
+    if not (named.startswith(before) and named.endswith(after)):
+        return None
+    name = named[len(before) : len(named) - len(after)]
+    for nodeid in collected:
+        path = nodeid.split("::", 1)[0]
+        for candidate in (path, *(str(parent) for parent in Path(path).parents if str(parent) != ".")):
+            if redactor.text(candidate) == name:
+                return candidate
+    return None
+
+
 def output_of(attempt: AttemptResult, log: Path, nodeid: str | None) -> str:
     """The output of ``nodeid`` in this attempt (from its start marker), or all of it."""
     state = attempt.fold.tests.get(nodeid) if nodeid else None
@@ -66,33 +97,6 @@ def output_of(attempt: AttemptResult, log: Path, nodeid: str | None) -> str:
     if state is not None and state.seq is not None:
         start = max(start, attempt.offsets.get(state.seq, start))
     return read_log(log, start, attempt.log_end)
-
-
-def is_core(path: Path) -> bool:
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(18)
-    except OSError:
-        return False
-    return head[:4] == b"\x7fELF" and int.from_bytes(head[16:18], "little") == ET_CORE
-
-
-def new_cores(folders: Iterable[Path], since: float) -> list[Path]:
-    """Core files written in ``folders`` since ``since`` (wall clock), newest first."""
-    found: dict[Path, float] = {}
-    for folder in folders:
-        try:
-            entries = list(folder.glob("core*"))
-        except OSError:
-            continue
-        for path in entries:
-            try:
-                mtime = path.stat().st_mtime
-            except OSError:
-                continue
-            if mtime >= since - 1 and path.is_file() and is_core(path):
-                found[path.resolve()] = mtime
-    return sorted(found, key=lambda p: found[p], reverse=True)
 
 
 class CoreReader:
@@ -182,29 +186,167 @@ def diagnose(attempt: AttemptResult, at: CrashAt, log: Path, redactor: Redactor)
 
 def crash_record(
     crash_id: str,
+    *,
+    kind: CrashKind,
+    phase: CrashPhase,
+    nodeid: str | None,
+    when: str | None,
+    attempt: int,
+    diagnosis: CrashDiagnosis,
+    repro: str,
+    deadline: float | None = None,
+) -> CrashRecord:
+    """A new crash record: not classified, not rerun, linked to no issue yet.
+
+    ``deadline`` (seconds) is kept for a timeout only: the deadline that passed.
+    """
+    return CrashRecord(
+        id=crash_id,
+        kind=kind,
+        phase=phase,
+        nodeid=nodeid,
+        when=when,
+        attempt=attempt,
+        diagnosis=diagnosis,
+        classification="unknown",
+        reruns=[],
+        repro=repro,
+        issue=None,
+        deadline=deadline if kind == "timeout" else None,
+    )
+
+
+def abnormal_end(
+    crash_id: str,
     attempt: AttemptResult,
     at: CrashAt,
     diagnosis: CrashDiagnosis,
-    repro_text: str,
+    repro: str,
     *,
     deadline: float | None,
 ) -> CrashRecord:
+    """The record of an attempt that died or hung ``at`` a test, a module or a phase."""
     state = attempt.fold.tests.get(at.nodeid) if at.nodeid and at.phase == "test" else None
     when = None
     if state is not None:
         phases = [r.when for r in state.reports if r.sub is None]  # a subtest's report is inside the call
         when = "setup" if not phases else {"setup": "call", "call": "teardown"}.get(phases[-1], "teardown")
-    return CrashRecord(
-        id=crash_id,
+    return crash_record(
+        crash_id,
         kind=at.kind,
         phase=at.phase,
         nodeid=at.nodeid,
         when=when,
         attempt=attempt.index,
         diagnosis=diagnosis,
-        classification="unknown",
-        reruns=[],
-        repro=repro_text,
-        issue=None,
-        deadline=deadline if at.kind == "timeout" else None,
+        repro=repro,
+        deadline=deadline,
     )
+
+
+def deadline_of(attempt: AttemptResult, *, test_timeout: float, run_timeout: float, phase_min: float) -> float | None:
+    """The deadline that passed, as the headline says it: TIMEOUT after N s."""
+    if attempt.overrun is None:
+        return None
+    if attempt.overrun.activity == "run":
+        return run_timeout
+    if attempt.overrun.activity in PROCESS_PHASES:
+        return max(test_timeout, phase_min)
+    return test_timeout
+
+
+def worker_crashes(
+    attempt: AttemptResult, results: Mapping[str, TestRecord], log: Path, redactor: Redactor
+) -> list[tuple[str, CrashDiagnosis]]:
+    """Failed tests whose output shows a process dying in native code: (nodeid, its diagnosis).
+
+    The test's own process ended normally (``BrokenProcessPool``, a failed assert on a
+    worker's exit code); the worker's signal line, native stack or fatal line is in the
+    test's slice of the output, and gets the fingerprint the same crash gets anywhere.
+    """
+    found = []
+    started = sorted((state.seq, n) for n, state in attempt.fold.tests.items() if state.seq is not None)
+    for k, (seq, nodeid) in enumerate(started):
+        record = results.get(nodeid)
+        begin = attempt.offsets.get(seq)
+        if record is None or record["outcome"] not in ("failed", "error") or begin is None:
+            continue
+        end = attempt.offsets.get(started[k + 1][0], attempt.log_end) if k + 1 < len(started) else attempt.log_end
+        diagnosis = diagnostics.diagnose_output(read_log(log, begin, end), redactor=redactor)
+        if diagnosis is not None:
+            found.append((nodeid, diagnosis))
+    return found
+
+
+def rerun_record(attempt: AttemptResult, nodeid: str, log: Path, redactor: Redactor) -> RerunRecord:
+    """What a rerun of crashed test ``nodeid`` alone showed: its outcome, and a crash's fingerprint."""
+    state = attempt.fold.tests.get(nodeid)
+    fingerprint = None
+    if attempt.abnormal and state is not None and not state.finished:
+        outcome: Outcome = "timeout" if attempt.overrun else "crashed"
+        at = CrashAt("test", nodeid, "timeout" if attempt.overrun else "crash")
+        fingerprint = diagnose(attempt, at, log, redactor)["fingerprint"]
+    elif state is not None and state.finished:
+        outcome = final_outcome(state)[0]
+    else:
+        outcome = "not_run"
+    return RerunRecord(
+        outcome=outcome,
+        returncode=attempt.returncode,
+        signal_name=diagnostics.signal_name(attempt.signal),
+        fingerprint=fingerprint,
+        duration=round(attempt.duration, 3),
+    )
+
+
+def cores_of(attempt: AttemptResult, project_root: Path) -> list[Path]:
+    """The core files the attempt's processes left: in the project, its folder, any folder a test moved to."""
+    folders = {project_root, attempt.folder, *(Path(p) for p in attempt.fold.cwds)}
+    return core_files.new_cores(folders, attempt.started_at)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Repro:
+    """The command that reruns a crash as the run ran it: its interpreter, folder and variables,
+    or its container's own engine command (options, mounts, image: #21)."""
+
+    row: Row
+    project_root: Path
+    python: str  # the interpreter the run used (--python, or the runner's own)
+    launch: LaunchSpec  # the children's folders and core limit (a container's command mounts them)
+    container: ContainerExecutor | None = None  # the row's container, its image checked
+
+    def of(self, nodeid: str | None, targets: Sequence[str]) -> str:
+        """pytest on ``nodeid`` (or, for a crash outside a test, on ``targets``), with the nox form."""
+        env = dict(self.row.env)
+        env.setdefault("PJRT_DEVICE", self.row.pjrt_device)
+        env[ENV_DEVICE] = self.row.name
+        tests = [nodeid] if nodeid else list(targets)
+        if self.container is not None:
+            # the run's own engine command, its options and mounts; the plugin by name, as
+            # the run loads it (the image may lack device-matrix)
+            return container_repro_command(
+                tests,
+                launcher=self.container.repro_prefix(env, self.launch),
+                pytest_args=("-p", PLUGIN, "-p", "no:cacheprovider"),
+                nox_session=self.row.name,
+            )
+        return repro_command(
+            tests,
+            python=self.python,
+            workdir=str(self.project_root),
+            env=env,
+            nox_session=self.row.name,
+        )
+
+    def of_script(self, script: Script, nodeid: str | None) -> str:
+        """``python FILE ARGS [Class.test]``: the script as upstream runs it, with the row's variables."""
+        row = self.row
+        env = {**row.env, "PJRT_DEVICE": row.env.get("PJRT_DEVICE", row.pjrt_device), **script.env}
+        test = [".".join(nodeid.split("::")[1:])] if nodeid and "::" in nodeid else []
+        script_argv = [script.file, *script.args, *test]
+        if self.container is not None:
+            return shlex.join([*self.container.repro_prefix(env, self.launch), *script_argv])
+        assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env.items()))
+        command = " ".join(x for x in (assigns, shlex.join([self.python, *script_argv])) if x)
+        return f"cd {shlex.quote(str(self.project_root))} && {command}"

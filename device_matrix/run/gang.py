@@ -18,6 +18,7 @@ other failure, and every crash, stays a failure. It is strict unless ``strict = 
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import os
 import re
@@ -39,7 +40,8 @@ from device_matrix.errors import EnvironmentProblem
 from device_matrix.records.atomic import write_json_atomic
 from device_matrix.records.schema import AttemptRecord, CrashRecord, Outcome, RowStatus, RunRecord, SkipInfo
 from device_matrix.redact import Redactor, remember_secrets
-from device_matrix.run.runner import selecting_options
+from device_matrix.run.executors.base import die_with_parent
+from device_matrix.run.selection import selecting_options
 from device_matrix.run.shards import GANGS_DIR
 from device_matrix.run.state import RunState, now_iso
 
@@ -117,8 +119,6 @@ def master_on_node() -> tuple[str, int]:
 
 def rank_on_node(project_root: str, argv: Sequence[str], env: Mapping[str, str], timeout: float) -> dict[str, Any]:
     """One rank, a process group of its own; its output, exit status and where it ran."""
-    from device_matrix.run.ray import _die_with_parent
-
     ray = importlib.import_module("ray")
     context = ray.get_runtime_context()
     started = time.monotonic()
@@ -130,7 +130,7 @@ def rank_on_node(project_root: str, argv: Sequence[str], env: Mapping[str, str],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
-        preexec_fn=_die_with_parent,  # noqa: PLW1509 - prctl only, no locks taken
+        preexec_fn=functools.partial(die_with_parent, signal.SIGTERM),  # noqa: PLW1509 - prctl only
     )
     timed_out = False
     try:

@@ -43,7 +43,7 @@ from device_matrix.redact import Redactor, redact_file
 from device_matrix.run import gang
 from device_matrix.run.attempt import Interrupted
 from device_matrix.run.plan import RowPlan
-from device_matrix.run.runner import RowRunner, RunListener, RunOptions
+from device_matrix.run.runner import Run, RunListener, RunOptions, collect, run_row
 from device_matrix.run.shards import (
     PLAN_FILE,
     SHARD_FILE,
@@ -51,7 +51,6 @@ from device_matrix.run.shards import (
     Shard,
     ShardPlan,
     clear_shards,
-    collect,
     make_plan,
     merge,
     plan_part,
@@ -227,11 +226,12 @@ def collect_on_node(
 
     cfg = config.load(Path(project_root))
     plan = plan_row(cfg, cfg.row(row), force=force)  # type: ignore[arg-type]
-    tests, reason = collect(RowRunner(cfg, plan, options, Output(verbose=False)))
+    found = collect(Run(cfg, plan, options, Output(verbose=False)))
     # what leaves the node is redacted with the node's own secrets (#22): each nodeid as
     # an identifier, as the shards redact their own collection to find it in the plan
     redactor = Redactor()
-    return (None if tests is None else [redactor.ident(t) for t in tests]), (reason and redactor.text(reason))
+    tests = None if found.nodeids is None else [redactor.ident(t) for t in found.nodeids]
+    return tests, (found.problem and redactor.text(found.problem))
 
 
 def shard_on_node(
@@ -321,7 +321,7 @@ def run_on_ray(
     """Run the row as ``shards`` Ray tasks and merge their results into ``results/<row>/``."""
     row = plan.row
     if plan.mode == "unavailable":
-        return RowRunner(cfg, plan, options, listener).run()
+        return run_row(cfg, plan, options, listener)
     ray = import_ray()
     connect(ray, address)
     try:

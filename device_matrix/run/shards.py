@@ -23,8 +23,6 @@ import json
 import re
 import shutil
 import socket
-import tempfile
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -45,9 +43,18 @@ from device_matrix.records.schema import (
     load_run,
     summarize,
 )
-from device_matrix.run.attempt import AttemptSpec, Limits, run_attempt
 from device_matrix.run.plan import RowPlan
-from device_matrix.run.runner import RowRunner, RunListener, RunOptions, refuse_xdist, row_lock
+from device_matrix.run.runner import (
+    Run,
+    RunListener,
+    RunOptions,
+    Verdict,
+    collect,
+    opened,
+    prepare,
+    run_row,
+    write_record,
+)
 
 SHARD_FILE = "shard.json"
 SHARD_SCHEMA = "device-matrix/shard"
@@ -217,60 +224,6 @@ def read_plan(path: Path) -> ShardPlan:
     return data  # type: ignore[return-value]  # checked by its schema field
 
 
-# --- collection -------------------------------------------------------------------------
-
-
-class _Quiet:
-    def journal_event(self, event: dict[str, Any]) -> None:
-        pass
-
-
-def collect(runner: RowRunner) -> tuple[list[str] | None, str | None]:
-    """The row's tests, from a ``--collect-only`` attempt of the runner's own child.
-
-    A module whose import kills or hangs the process is left out and collection tried
-    again, as a whole run does (the shard's own run records that crash). Returns the
-    nodeids, or None and why when nothing could be collected.
-    """
-    targets = runner._targets()
-    refuse_xdist([*runner.row.pytest_args, *runner.options.pytest_args])
-    executor = runner._executor(targets)
-    ignored: list[str] = []
-    deadline = time.monotonic() + runner.row.run_timeout
-    runner.dir.mkdir(parents=True, exist_ok=True)
-    # under the results folder: a row in a container sees it (its journal FIFO lives there)
-    with tempfile.TemporaryDirectory(prefix=".collect-", dir=runner.dir) as tmp:
-        log = Path(tmp) / "output.log"
-        for index in range(1, runner.cfg.max_restarts + 2):
-            spec = AttemptSpec(
-                index=index,
-                purpose="run",
-                args=[*runner._args(targets), "--collect-only", "-q", *(f"--ignore={p}" for p in ignored)],
-                env=runner._child_env(),
-                select=None,
-            )
-            attempt = run_attempt(
-                executor,
-                spec,
-                project_root=runner.cfg.project_root,
-                folder=Path(tmp) / f"{index:02d}",
-                log_path=log,
-                redactor=runner.redactor,
-                limits=Limits(
-                    test_timeout=runner.row.test_timeout, run_deadline=deadline, poll=runner.options.poll_interval
-                ),
-                progress=_Quiet(),
-            )
-            fold = attempt.fold
-            if fold.collected is not None:
-                return list(fold.collected), None
-            if fold.collect_culprit is None:
-                tail = log.read_text("utf-8", "replace").strip().splitlines()[-3:]
-                return None, f"collection ended with exit status {attempt.returncode}: {' | '.join(tail)}"
-            ignored.append(fold.collect_culprit[1])
-    return None, f"collection died {runner.cfg.max_restarts + 1} times"
-
-
 # --- one shard --------------------------------------------------------------------------
 
 
@@ -304,9 +257,8 @@ def run_shard(
     opts = replace(
         options, results_subdir=f"{SHARDS_DIR}/{shard.index}", command=shard_command(plan.row.name, shard, slot)
     )
-    runner = RowRunner(cfg, plan, opts, listener)
     if plan.mode == "unavailable":
-        return runner.run()  # nothing to split: the record says why
+        return run_row(cfg, plan, opts, listener)  # nothing to split: the record says why
     folder = shard_folder(cfg, plan.row.name, shard.index)
     if options.resume:
         # the shard's own part of the split it ran with, and only that part, whatever its
@@ -316,24 +268,24 @@ def run_shard(
         except ResultsError as exc:
             raise ResultsError(f"nothing to resume: {exc.message}", tip="Run the shard without --resume.") from None
         part = plan_part(split_plan, shard.index)
-        opts.select = part if part is not None else []
-        return runner.run()
+        return run_row(cfg, plan, replace(opts, select=part if part is not None else []), listener)
     if split_plan is None:
-        tests, reason = collect(runner)
+        found = collect(Run(cfg, plan, opts, listener))
+        tests = list(found.nodeids) if found.nodeids is not None else None
         durations = recorded_durations(durations_from or [cfg.results_dir], plan.row.name)
-        split_plan = make_plan(plan.row.name, shard, tests, durations, reason)
+        split_plan = make_plan(plan.row.name, shard, tests, durations, found.problem)
     else:
         split_plan = ShardPlan(**{**split_plan, "shard": shard.index, "host": socket.gethostname()})
     part = plan_part(split_plan, shard.index)
     folder.mkdir(parents=True, exist_ok=True)
     write_json_atomic(folder / SHARD_FILE, split_plan)
     if part is not None and not part:
-        with row_lock(folder):
-            runner._prepare()
-            return runner._write("passed", f"shard {shard} has no tests ({len(split_plan['tests'] or ())} in the row)")
+        with opened(cfg, plan, opts, listener) as run:
+            prepare(run)
+            why = f"shard {shard} has no tests ({len(split_plan['tests'] or ())} in the row)"
+            return write_record(run, Verdict("passed", why))
     # collection failed: the shard's run selects nothing, and records why as a whole run would
-    opts.select = part if part is not None else []
-    return runner.run()
+    return run_row(cfg, plan, replace(opts, select=part if part is not None else []), listener)
 
 
 # --- resuming every shard of a row ---------------------------------------------------------

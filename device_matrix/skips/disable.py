@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from device_matrix.config import read_array_of_tables
 from device_matrix.errors import ConfigError
 from device_matrix.skips.model import DeviceSkip, parse_date
 from device_matrix.skips.refs import normalize_issue
+from device_matrix.tomlfile import read_array_of_tables
 
 _DISABLE_KEYS = {"test", "devices", "issue", "reason", "mode", "expires", "strict"}
 

@@ -86,15 +86,15 @@ PR_SET_CHILD_SUBREAPER = 36
 SWEEP_ROUNDS = 100  # rounds of 10 ms: an adopted orphan's own children are adopted in turn
 
 
-def die_with_parent() -> None:
-    """``preexec_fn`` body (Linux): SIGKILL this process when the process that started it dies.
+def die_with_parent(sig: int = signal.SIGKILL) -> None:
+    """``preexec_fn`` body (Linux): send this process ``sig`` when the process that started it dies.
 
     Without it a runner killed with SIGKILL leaves its pytest child running, and the row's
     lock free for another run beside it.
     """
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0)
     except (OSError, AttributeError):
         pass  # not Linux: the runner's own handlers are all there is
 

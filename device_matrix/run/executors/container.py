@@ -34,11 +34,11 @@ from device_matrix.diagnostics.core import GDB_TIMEOUT, mapped_files
 from device_matrix.errors import EnvironmentProblem
 from device_matrix.run.executors.base import FAULTHANDLER_FROM_START, ExecutorName, LaunchSpec, PopenChild
 from device_matrix.run.executors.engine import ENGINE_CHECK_TIMEOUT, Engine
+from device_matrix.wire import PLUGIN
 
 # the interpreters looked for when the row names none: Debian's, Ubuntu's and most CUDA
 # base images' apt Python is python3 only (#21)
 CONTAINER_PYTHONS = ("python", "python3")
-PLUGIN = "device_matrix.child.plugin"
 # this package, mounted read-only so the plugin loads in images that lack device-matrix
 PACKAGE_MOUNT = "/opt/device-matrix"
 PACKAGE_DIR = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""The mutation session's own arithmetic: names, diffs, equivalents and the score."""
+"""The mutation session's own arithmetic (tools/mutation.py): names, diffs, equivalents and the score."""
 
 from __future__ import annotations
 

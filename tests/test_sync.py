@@ -1,4 +1,4 @@
-"""Issue identity and safe bodies, pinned exactly: which issue a finding gets, what a body says."""
+"""The decisions of an issue sync, pinned exactly: what is a finding, which issue it gets, what is filed or reopened."""
 
 from __future__ import annotations
 
@@ -11,107 +11,18 @@ from typing import Any
 import pytest
 
 from device_matrix.errors import TrackerError
+from device_matrix.findings import skip_key
 from device_matrix.issues.base import (
-    BODY_LIMIT,
     FINGERPRINT_MARKER,
     SEEN_MARKER,
-    TITLE_LIMIT,
     AmbiguousWrite,
     Cited,
     Issue,
-    clip_body,
-    clip_title,
-    code_block,
-    neutralize,
     pick,
-    safe_body,
 )
-from device_matrix.issues.sync import Finding, collect, load_links, skip_fingerprint, sync
-from device_matrix.redact import REDACTED, Redactor
+from device_matrix.issues.sync import Finding, collect, load_links, sync
+from device_matrix.redact import Redactor
 from tests import records as R
-
-
-def _issue(number: int, state: str, body: str = "") -> Issue:
-    return Issue(f"ledger:{number}", number, f"t{number}", body, state)  # type: ignore[arg-type]
-
-
-def test_pick_the_oldest_open_issue_else_the_newest_closed_one() -> None:
-    assert pick([_issue(5, "closed"), _issue(7, "open"), _issue(3, "open"), _issue(9, "closed")]).number == 3
-    assert pick([_issue(2, "closed"), _issue(8, "closed"), _issue(4, "closed")]).number == 8
-    assert pick([_issue(6, "open")]).number == 6
-
-
-def test_an_issue_fingerprint_is_the_marker_that_ends_its_body() -> None:
-    marker = FINGERPRINT_MARKER.format("abc:1_2-3")
-    assert _issue(1, "open", f"text\n{marker}\n  \n").fingerprint == "abc:1_2-3"
-    assert _issue(1, "open", f"{marker}\nlater text").fingerprint is None
-    assert _issue(1, "open", "").fingerprint is None
-
-
-def test_neutralize_mentions_links_and_comments_but_not_code_or_emails() -> None:
-    assert neutralize("@alice see #12 <!-- x -->") == "@\u200balice see #\u200b12 &lt;!-- x -->"
-    assert neutralize("mail a@b.c, `@x`, #tag, &#39;, issue#3") == "mail a@b.c, `@x`, #tag, &#39;, issue#3"
-    assert neutralize("@ alone, # 1") == "@ alone, # 1"
-
-
-@pytest.mark.parametrize(
-    ("text", "fence"),
-    [("plain", "```"), ("a ` b", "```"), ("a ``` b", "````"), ("x ````` y ``", "``````")],
-)
-def test_a_code_block_fence_is_longer_than_any_backtick_run_inside(text: str, fence: str) -> None:
-    assert code_block(text) == f"{fence}\n{text}\n{fence}"
-    assert code_block(text, "text") == f"{fence}text\n{text}\n{fence}"
-
-
-def test_titles_are_one_line_within_the_limit() -> None:
-    assert clip_title("  a\n b\tc  ") == "a b c"
-    exact = "x" * TITLE_LIMIT
-    assert clip_title(exact) == exact
-    clipped = clip_title("y" * (TITLE_LIMIT + 1))
-    assert clipped == "y" * (TITLE_LIMIT - 1) + "…" and len(clipped) == TITLE_LIMIT
-
-
-def test_a_long_body_is_clipped_and_keeps_its_markers() -> None:
-    assert clip_body("z" * 100, limit=100) == "z" * 100
-    tail = SEEN_MARKER.format("fp1", "0a1b") + "\n" + FINGERPRINT_MARKER.format("fp1")
-    body = "b" * 500 + "\n" + tail
-    out = clip_body(body, limit=300)
-    assert out.startswith("b" * 100)
-    assert out.endswith("_(truncated by device-matrix: the full text is in the run's artifacts)_\n\n" + tail)
-    # the cut leaves a margin of 10 characters under the limit
-    assert len(out) == 300 - 10
-    plain = clip_body("c" * 500, limit=300)
-    assert plain.endswith("_(truncated by device-matrix: the full text is in the run's artifacts)_\n")
-    assert len(plain) == 300 - 10
-
-
-def test_a_safe_body_is_redacted_fenced_neutralized_and_ends_with_its_markers() -> None:
-    redactor = Redactor({"GH_TOKEN": "secret-token-value"})
-    body = safe_body(
-        [
-            ("Summary", "cc @bob about #4", False),
-            ("Empty", "", False),
-            ("Missing", None, False),
-            ("Log", "token secret-token-value\n```", True),
-        ],
-        "fp9",
-        redactor,
-        markers=[SEEN_MARKER.format("fp9", "beef")],
-    )
-    assert body == (
-        "### Summary\n\ncc @\u200bbob about #\u200b4\n\n"
-        f"### Log\n\n````\ntoken {REDACTED}\n```\n````\n\n"
-        f"{SEEN_MARKER.format('fp9', 'beef')}\n{FINGERPRINT_MARKER.format('fp9')}"
-    )
-    assert _issue(1, "open", body).fingerprint == "fp9"
-
-
-def test_a_safe_body_is_clipped_to_the_body_limit() -> None:
-    body = safe_body([("Log", "x" * (BODY_LIMIT * 2), True)], "fp", Redactor({}))
-    assert len(body) <= BODY_LIMIT and body.endswith(FINGERPRINT_MARKER.format("fp"))
-
-
-# --- sync decisions ------------------------------------------------------------------------
 
 
 class FakeTracker:
@@ -290,7 +201,7 @@ def test_a_skip_without_an_issue_is_a_finding() -> None:
     (f,), cited = collect(recs)  # type: ignore[arg-type]
     assert cited == []
     assert f == Finding(
-        fingerprint=skip_fingerprint("s/t.py::a", "xfail"),
+        fingerprint=skip_key("s/t.py::a", "xfail"),
         kind="skip",
         title="Disabled (xfail): s/t.py::a",
         sections=[
@@ -306,8 +217,8 @@ def test_a_skip_without_an_issue_is_a_finding() -> None:
         nodeids=["s/t.py::a", "s/t.py::a"],
         runs=[("cpu", "run-1"), ("tpu", "run-1")],
     )
-    assert skip_fingerprint("s/t.py::a", "xfail") != skip_fingerprint("s/t.py::a", "skip")
-    assert skip_fingerprint("s/t.py::a", "skip").startswith("skip-") and len(skip_fingerprint("x", "skip")) == 21
+    assert skip_key("s/t.py::a", "xfail") != skip_key("s/t.py::a", "skip")
+    assert skip_key("s/t.py::a", "skip").startswith("skip-") and len(skip_key("x", "skip")) == 21
 
 
 @pytest.mark.parametrize(
@@ -408,7 +319,7 @@ def test_a_closed_skip_issue_is_linked_not_reopened() -> None:
     t.issues[0].state = "closed"
     later = R.record("cpu", [R.test("s/t.py::a", "skipped", skip=info)], started="run-2")
     report = _sync([later], t)
-    assert report.linked == [(skip_fingerprint("s/t.py::a", "skip"), "fake:1")]
+    assert report.linked == [(skip_key("s/t.py::a", "skip"), "fake:1")]
     assert report.reopened == [] and t.notes == {} and t.issues[0].state == "closed"
 
 
@@ -515,7 +426,7 @@ def test_nothing_to_find_asks_the_tracker_nothing() -> None:
 
 def test_a_skip_issue_filed_meanwhile_gets_no_comment() -> None:
     info = R.skip_info(None)
-    fp = skip_fingerprint("s/t.py::a", "skip")
+    fp = skip_key("s/t.py::a", "skip")
     t = FakeTracker()
     t.filed_meanwhile = Issue("fake:3", 3, "other", "x\n" + FINGERPRINT_MARKER.format(fp), "open")
     report = _sync([R.record("cpu", [R.test("s/t.py::a", "skipped", skip=info)])], t)
@@ -544,7 +455,7 @@ def test_the_links_file_keeps_earlier_links_and_names_the_tracker(tmp_path: Path
     _sync([other], t, results_dir=tmp_path)
     links = load_links(tmp_path)
     assert links["tracker"] == "fake"
-    assert links["links"] == {"crash-abcd": "fake:1", skip_fingerprint("s/t.py::a", "skip"): "fake:2"}
+    assert links["links"] == {"crash-abcd": "fake:1", skip_key("s/t.py::a", "skip"): "fake:2"}
 
 
 def test_an_uncited_device_skip_in_the_sources_is_filed_once() -> None:
@@ -566,7 +477,7 @@ def test_an_uncited_device_skip_in_the_sources_is_filed_once() -> None:
     assert tracker.creates == 1 and len(report.filed) == 1
     (issue,) = tracker.issues
     assert issue.title == "Disabled (skip) on cpu, cuda: test/test_ops.py::TestOps::test_layout"
-    assert skip_fingerprint("test/test_ops.py::TestOps::test_layout", "skip") in issue.body
+    assert skip_key("test/test_ops.py::TestOps::test_layout", "skip") in issue.body
 
 
 def test_a_source_skip_already_found_at_run_time_is_not_filed_twice() -> None:

@@ -1,0 +1,39 @@
+"""The identity of a finding: the key its issue carries, for a crash or a device skip.
+
+A crash is known by its diagnosis fingerprint (the same crash gets the same one from
+every shape of log and every rerun); a device skip that cites no issue by its test and
+its mode. The issue sync files and finds issues by these keys, and the reports and
+``device-matrix diagnose`` look links up by them: each is built here, and only here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from device_matrix.records.schema import SkipInfo
+from device_matrix.skips import DeviceSkip
+
+# where a skip that is a device skip comes from (not pytest's own skip, not a by-design one)
+DEVICE_SKIP_SOURCES = frozenset({"marker", "disable_list", "unittest"})
+CRASH_PREFIX = "crash-"
+SKIP_PREFIX = "skip-"
+
+
+def crash_key(fingerprint: str) -> str:
+    """The key of the crash whose diagnosis has ``fingerprint``."""
+    return CRASH_PREFIX + fingerprint
+
+
+def skip_key(test: str, mode: str) -> str:
+    """The key of ``test`` (a nodeid, or ``FILE:LINE`` of a skip in the sources) skipped in ``mode``."""
+    return SKIP_PREFIX + hashlib.sha256(f"{mode}|{test}".encode()).hexdigest()[:16]
+
+
+def is_device_skip(skip: SkipInfo) -> bool:
+    """Whether a test's recorded skip is a device skip, the kind that needs an issue."""
+    return skip["source"] in DEVICE_SKIP_SOURCES
+
+
+def declared_test(skip: DeviceSkip) -> str:
+    """The test a skip found in the sources names: its nodeid, else where it is declared."""
+    return skip.test or f"{skip.file}:{skip.line}"

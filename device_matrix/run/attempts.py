@@ -1,0 +1,305 @@
+"""Attempts until every test has an outcome, and what a crash leaves in the run's state.
+
+:func:`attempts` starts one child after another (:func:`one_attempt`) and asks the
+policy (:func:`device_matrix.run.policy.decide`) what each one's end means: done, resume
+after a death with the tests not yet run, collect again without a module whose import
+killed the process, or stop with the rest ``not_run``. A crash becomes a crash record
+(:mod:`device_matrix.run.crashes`), the test it hit gets its outcome, and the listener
+is told.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from device_matrix import diagnostics
+from device_matrix.config import Script
+from device_matrix.errors import EnvironmentProblem
+from device_matrix.records.schema import AttemptRecord, CrashDiagnosis, Outcome
+from device_matrix.records.summary import crash_kind_label
+from device_matrix.run import crashes
+from device_matrix.run.attempt import AttemptResult, AttemptSpec, Limits, Purpose, run_attempt
+from device_matrix.run.context import CrashOrigin, Quiet, Run, Verdict
+from device_matrix.run.policy import CrashAt, Decision, Observation, decide
+from device_matrix.wire import SCRIPT_MODULE
+
+
+def attempts(
+    run: Run,
+    targets: Sequence[str],
+    *,
+    select: list[str] | None,
+    purpose: Purpose,
+    scope: set[str] | None = None,
+    script: Script | None = None,
+) -> Verdict:
+    """Attempts until every test in ``scope`` (all, when None) has an outcome."""
+    state = run.state
+    restarts = 0
+    while True:
+        attempt = one_attempt(run, purpose, targets, select, script=script)
+        state.record_finished(attempt)
+        _record_worker_crashes(run, attempt, targets)
+        _record_forked_copies(run, attempt)
+        # one non-zero pytest exit anywhere is never overwritten by a later 0; a
+        # collection's own status counts only when it found nothing (5): then no
+        # process runs after it to say so
+        counts = purpose != "collect" or attempt.returncode == 5
+        normal = attempt.fold.ended and not attempt.abnormal and counts
+        if normal and state.pytest_exit in (None, 0):
+            state.pytest_exit = attempt.returncode
+        decision = decide(_observe(run, attempt, restarts, scope))
+        if decision.crash is not None:
+            _record_crash(run, attempt, decision.crash, targets, script)
+        elif attempt.fold.ended and attempt.fold.running:
+            # pytest.exit() or a KeyboardInterrupt inside a test: the session ended with it
+            state.put(
+                attempt.fold.running,
+                "error",
+                duration=0.0,
+                message=f"the session ended while this test ran (pytest exit status {attempt.returncode})",
+                attempt=attempt.index,
+            )
+        if decision.next == "done":
+            return Verdict(state.status(), decision.reason)
+        if decision.next == "stop":
+            assert decision.status is not None
+            state.mark_not_run(f"not run: {decision.reason}", scope)
+            return Verdict(decision.status, _with_output(run, decision))
+        restarts += 1
+        remaining = state.remaining(scope)
+        if decision.next == "collect_again":
+            assert decision.reason is not None
+            run.left_out.append(decision.reason)
+            module = decision.crash.nodeid if decision.crash and decision.crash.nodeid else decision.reason
+            run.listener.note(run.row.name, f"collecting again without {module}")
+            select = remaining if scope is not None else None
+            continue
+        select, purpose = remaining, ("collect" if purpose == "collect" else "resume")
+        run.listener.note(run.row.name, f"resuming with {len(select)} test(s) not yet run")
+
+
+def _with_output(run: Run, decision: Decision) -> str | None:
+    if decision.status != "error":
+        return decision.reason
+    return f"{decision.reason}: {run.output_tail()}"
+
+
+def _observe(run: Run, attempt: AttemptResult, restarts: int, scope: set[str] | None) -> Observation:
+    fold = attempt.fold
+    culprit = fold.collect_culprit
+    if culprit is not None and (Path(culprit[1]) / "conftest.py").is_file():
+        # a directory dies while its conftest.py is imported: that file is named, and
+        # the directory left out (its conftest.py would be imported again otherwise)
+        nodeid = f"{culprit[0]}/conftest.py" if culprit[0] else "conftest.py"
+        culprit = (nodeid, culprit[1])
+    return Observation(
+        abnormal=attempt.abnormal,
+        signal=attempt.signal,
+        returncode=attempt.returncode,
+        overrun=attempt.overrun.activity if attempt.overrun else None,
+        broken=fold.broken is not None,
+        session_started=fold.session_started,
+        collected=fold.collected is not None,
+        ended=fold.ended,
+        running=fold.running,
+        collect_culprit=culprit,
+        # the running test gets its outcome from this very decision
+        remaining=len([n for n in run.state.remaining(scope) if n != fold.running]),
+        restarts=restarts,
+        max_restarts=run.cfg.max_restarts,
+    )
+
+
+def limits(run: Run) -> Limits:
+    """The deadlines and bounds of the run's attempts, from the row and the configuration."""
+    return Limits(
+        test_timeout=run.row.test_timeout,
+        phase_min=run.cfg.phase_timeout_min,
+        run_deadline=run.deadline,
+        poll=run.options.poll_interval,
+        core_limit=run.options.core_limit,
+        max_log_bytes=run.options.max_log_bytes,
+    )
+
+
+def one_attempt(
+    run: Run,
+    purpose: Purpose,
+    targets: Sequence[str],
+    select: Sequence[str] | None,
+    *,
+    script: Script | None = None,
+) -> AttemptResult:
+    """One child of this run, into ``attempts/NN/`` and the row's log, and what it showed."""
+    state, folder, child = run.state, run.folder, run.child
+    index = len(state.attempts) + 1
+    if script is None:
+        args = child.pytest(targets, left_out=run.left_out, collect_only=purpose == "collect")
+        spec = AttemptSpec(index=index, purpose=purpose, args=args, env=child.environment(), select=select)
+    else:
+        spec = AttemptSpec(
+            index=index,
+            purpose=purpose,
+            args=child.script(script.file, script.args),
+            env=child.environment(script.env),
+            select=select,
+            module=SCRIPT_MODULE,
+        )
+    before = folder.identities()
+    try:
+        attempt = run_attempt(
+            run.executor,
+            spec,
+            project_root=run.cfg.project_root,
+            folder=folder.attempt(index),
+            log_path=folder.log,
+            redactor=run.redactor,
+            limits=limits(run),
+            progress=Quiet() if purpose == "rerun" else run.progress,
+        )
+    except OSError as exc:
+        raise folder.unwritable(exc) from exc
+    note_attempt(run, attempt)
+    lost = folder.check(attempt.index, before)
+    if lost is not None:
+        run.listener.note(run.row.name, f"evidence {lost}")
+    run.last_output = attempt.log_start
+    if attempt.output_error is not None:
+        err = attempt.output_error
+        raise EnvironmentProblem(
+            f"the output of row {run.row.name!r} could not be written to {folder.path}: {err.strerror or err}",
+            tip="Free space on the results folder's disk, or pick another with --results.",
+        )
+    if attempt.fold.env and not state.environment:
+        state.environment = dict(attempt.fold.env)
+    elif not state.environment and run.environment.taken:
+        state.environment = dict(run.environment.taken)
+    return attempt
+
+
+def note_attempt(run: Run, attempt: AttemptResult) -> None:
+    """The attempt in the record (once)."""
+    if any(a["index"] == attempt.index for a in run.state.attempts):
+        return
+    path = run.folder.path
+    run.state.attempts.append(
+        AttemptRecord(
+            index=attempt.index,
+            purpose=attempt.purpose,
+            returncode=attempt.returncode,
+            signal_name=diagnostics.signal_name(attempt.signal),
+            duration=round(attempt.duration, 3),
+            selected=attempt.selected,
+            finished=len(attempt.fold.finished_ids()),
+            journal=str((attempt.folder / "journal.jsonl").relative_to(path)),
+            log=str(run.folder.log.relative_to(path)),
+        )
+    )
+
+
+# --- what a crash leaves --------------------------------------------------------------------
+
+
+def attach_cores(run: Run, diagnosis: CrashDiagnosis | None, attempt: AttemptResult) -> None:
+    if run.reader is not None:
+        run.reader.attach(diagnosis, crashes.cores_of(attempt, run.cfg.project_root))
+
+
+def _record_crash(run: Run, attempt: AttemptResult, at: CrashAt, targets: Sequence[str], script: Script | None) -> None:
+    state = run.state
+    diagnosis = crashes.diagnose(attempt, at, run.folder.log, run.redactor)
+    attach_cores(run, diagnosis, attempt)
+    nodeid = at.nodeid if at.phase == "test" else None
+    crash = crashes.abnormal_end(
+        f"{run.row.name}-{len(state.crashes) + 1}",
+        attempt,
+        at,
+        diagnosis,
+        run.repro.of(nodeid, targets) if script is None else run.repro.of_script(script, nodeid),
+        deadline=crashes.deadline_of(
+            attempt,
+            test_timeout=run.row.test_timeout,
+            run_timeout=run.row.run_timeout,
+            phase_min=run.cfg.phase_timeout_min,
+        ),
+    )
+    run.origins[crash["id"]] = CrashOrigin(tuple(targets), script)
+    state.crashes.append(crash)
+    outcome: Outcome = "timeout" if at.kind == "timeout" else "crashed"
+    what = crash_kind_label(crash)
+    if at.nodeid is not None:
+        test = attempt.fold.tests.get(at.nodeid)
+        duration = attempt.overrun.seconds if attempt.overrun and at.kind == "timeout" else 0.0
+        if test is not None and at.kind == "crash":
+            duration = test.duration
+        state.put(
+            at.nodeid,
+            outcome,
+            duration=duration,
+            message=f"{outcome}: {what} ({diagnosis['hint'] or ''})",
+            crash=crash["id"],
+            attempt=attempt.index,
+        )
+    run.listener.crash(
+        run.row.name, at.nodeid, outcome=outcome, phase=at.phase, what=what, fingerprint=diagnosis["fingerprint"]
+    )
+
+
+def _record_worker_crashes(run: Run, attempt: AttemptResult, targets: Sequence[str]) -> None:
+    """A failed test whose output shows a process dying in native code: a crash too."""
+    state = run.state
+    for nodeid, diagnosis in crashes.worker_crashes(attempt, state.results, run.folder.log, run.redactor):
+        crash = crashes.crash_record(
+            f"{run.row.name}-{len(state.crashes) + 1}",
+            kind="worker_crash",
+            phase="test",
+            nodeid=nodeid,
+            when=None,
+            attempt=attempt.index,
+            diagnosis=diagnosis,
+            repro=run.repro.of(nodeid, targets),
+        )
+        state.crashes.append(crash)
+        state.results[nodeid]["crash"] = crash["id"]
+        what = diagnosis["signal_name"] or "a native crash"
+        run.listener.crash(
+            run.row.name,
+            nodeid,
+            outcome="worker_crash",
+            phase="test",
+            what=f"{what} in a process it started",
+            fingerprint=diagnosis["fingerprint"],
+        )
+
+
+def _record_forked_copies(run: Run, attempt: AttemptResult) -> None:
+    """A test whose forked copy returned into pytest (the child ended that copy): an error.
+
+    Under plain pytest the copy would have run the rest of the session again; its
+    outcome in the real process is kept in the message.
+    """
+    state, redactor = run.state, run.redactor
+    for named in crashes.forked_copies(run.folder.log, attempt.log_start, attempt.log_end):
+        module = crashes.imported(named, attempt.fold.collected or [], redactor)
+        if module is not None:
+            # no test ran: the module whose import forked is the error, beside its tests
+            message = (
+                "a process forked while this module was imported returned into pytest instead of ending "
+                "with os._exit(); device-matrix ended it before it collected and ran the session again"
+            )
+            state.put(module, "error", duration=0.0, message=message, attempt=attempt.index)
+            run.listener.note(run.row.name, f"{module}: a forked copy of the test process returned into pytest")
+            continue
+        nodeid = next((n for n in state.results if redactor.text(n) == named), None)
+        record = state.results.get(nodeid or "")
+        if nodeid is None or record is None or record["attempt"] != attempt.index or record["crash"]:
+            continue
+        was = record["outcome"]
+        message = (
+            "a process this test forked returned into pytest instead of ending with os._exit(); "
+            f"device-matrix ended it before it ran other tests (the test itself: {was})"
+        )
+        state.put(nodeid, "error", duration=record["duration"], message=message, attempt=attempt.index)
+        run.listener.note(run.row.name, f"{named}: a forked copy of the test process returned into pytest")

@@ -1,0 +1,333 @@
+"""One run of one row: what the command line asks (:class:`RunOptions`), the state every
+step reads and writes (:class:`Run`), and the verdict each step returns (:class:`Verdict`).
+
+The steps are in :mod:`device_matrix.run.runner`; the attempts they start, and what a
+crash leaves, in :mod:`device_matrix.run.attempts`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from types import MappingProxyType
+from typing import Any, Protocol
+
+from device_matrix.config import Config, Row, Script
+from device_matrix.errors import EnvironmentProblem
+from device_matrix.records.schema import RowStatus, RunRecord, SourceInfo
+from device_matrix.redact import Redactor, remember_secrets
+from device_matrix.run import crashes, selection
+from device_matrix.run.executors.base import Executor, LaunchSpec
+from device_matrix.run.executors.container import ContainerExecutor
+from device_matrix.run.executors.local import LocalExecutor
+from device_matrix.run.folder import RowFolder
+from device_matrix.run.plan import RowPlan
+from device_matrix.run.state import RunState, now_iso
+from device_matrix.wire import PLUGIN, SCRIPT_MODULE, ChildCommand
+
+DEFAULT_CORE_LIMIT = 4 << 30  # bytes; enough for a backtrace of a torch_xla process
+DEFAULT_MAX_LOG = 512 << 20  # bytes of output.log; the rest is cut with a note
+STATUS_SEVERITY = {"passed": 0, "failed": 1, "crashed": 2, "error": 3}
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunOptions:
+    """What the command line asks of a run; changed only with :func:`dataclasses.replace`."""
+
+    suites: Sequence[str] | None = None
+    tests: Sequence[str] = ()
+    pytest_args: Sequence[str] = ()
+    python: str | None = None
+    use_gdb: bool = True
+    keep_cores: bool = False
+    core_limit: int | None = DEFAULT_CORE_LIMIT
+    poll_interval: float = 0.05
+    run_url: str | None = None
+    source: SourceInfo | None = None  # commit, branch, pull request (#25)
+    resume: bool = False
+    max_log_bytes: int | None = DEFAULT_MAX_LOG
+    # a shard: only these tests (raw nodeids), into results/<row>/<results_subdir>, with
+    # its device slot's variables over the row's own
+    select: Sequence[str] | None = None
+    results_subdir: str | None = None
+    slot_env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    command: Sequence[str] = ()  # the record's `command` when not the whole row's (a shard's own)
+
+    def __post_init__(self) -> None:
+        # frozen all the way down: a list handed over (argparse's) is copied, not shared
+        for name in ("suites", "tests", "pytest_args", "select", "command"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, tuple(value))
+        object.__setattr__(self, "slot_env", MappingProxyType(dict(self.slot_env)))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The row's status so far and why; each step returns the next one."""
+
+    status: RowStatus
+    reason: str | None = None
+
+
+def worst(verdicts: Sequence[Verdict]) -> Verdict:
+    """Several processes' verdicts as one: the most serious status, every reason once."""
+    status = max((v.status for v in verdicts), key=lambda st: STATUS_SEVERITY.get(st, 0))
+    reasons = "; ".join(dict.fromkeys(v.reason for v in verdicts if v.reason))
+    return Verdict(status, reasons or None)
+
+
+class RunListener(Protocol):
+    """What a run tells the person watching it (the terminal implements it)."""
+
+    def row_group(self, title: str) -> contextlib.AbstractContextManager[None]: ...
+
+    def test_running(self, row: str, nodeid: str) -> None: ...
+
+    def test_done(
+        self, row: str, nodeid: str, outcome: str, *, duration: float, done: int, total: int | None
+    ) -> None: ...
+
+    def crash(self, row: str, nodeid: str | None, *, outcome: str, phase: str, what: str, fingerprint: str) -> None: ...
+
+    def note(self, row: str, text: str) -> None: ...
+
+
+class Progress:
+    """Journal events to the listener: progress lines and the running test."""
+
+    def __init__(self, listener: RunListener, row: str, redactor: Redactor) -> None:
+        self.listener = listener
+        self.row = row
+        self.redactor = redactor
+        self.done = 0  # tests reported so far, for the progress counter
+        self.collected: set[str] = set()  # every nodeid a process of this run collected
+
+    @property
+    def total(self) -> int | None:
+        return len(self.collected) or None
+
+    def journal_event(self, event: dict[str, Any]) -> None:
+        kind = event["e"]
+        if kind == "collected":
+            # every process's tests once: a resume collects some again, a script its own
+            self.collected.update(event["nodeids"])
+        elif kind == "start":
+            self.listener.test_running(self.row, event["nodeid"])
+        elif kind == "report":
+            when, outcome = event["when"], event["outcome"]
+            if outcome == "rerun" or event.get("sub") is not None:
+                return  # the test runs again, or a subtest: the test's own report is the one counted
+            failed_phase = outcome == "failed" and when != "call"
+            if when == "call" or failed_phase or (when == "setup" and outcome == "skipped"):
+                shown = outcome
+                if event.get("wasxfail") is not None:
+                    shown = "xfailed" if outcome == "skipped" else "xpassed"
+                elif failed_phase:
+                    shown = "error"
+                self.done += 1
+                self.listener.test_done(
+                    self.row,
+                    self.redactor.ident(event["nodeid"]),
+                    shown,
+                    duration=float(event["duration"]),
+                    done=self.done,
+                    total=self.total,
+                )
+
+
+class Quiet:
+    """The events of an attempt nobody watches (a crash's rerun, a shard's collection)."""
+
+    def journal_event(self, event: dict[str, Any]) -> None:
+        pass
+
+
+class LocalEnvironment:
+    """The environment snapshot of a child that is this interpreter, taken here on the other core."""
+
+    def __init__(self) -> None:
+        self.taken: dict[str, Any] = {}
+        self._thread: threading.Thread | None = None
+
+    def start(self, child_env: Mapping[str, str]) -> None:
+        def snap() -> None:
+            from device_matrix.diagnostics.environment import snapshot
+
+            env = dict(os.environ)
+            env.update(child_env)
+            self.taken = snapshot(env)
+
+        self._thread = threading.Thread(target=snap, daemon=True)
+        self._thread.start()
+
+    def join(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+
+
+@dataclass(frozen=True)
+class CrashOrigin:
+    """What the process of a crash was given: for its reruns and its repro command."""
+
+    targets: tuple[str, ...]
+    script: Script | None = None
+
+
+class Run:
+    """One run of one row: the state every step reads and writes.
+
+    Made by :func:`opened`, which holds the row's lock while the steps run.
+    """
+
+    def __init__(self, cfg: Config, plan: RowPlan, options: RunOptions, listener: RunListener) -> None:
+        self.cfg = cfg
+        self.plan = plan
+        self.options = options
+        self.listener = listener
+        path = cfg.results_dir / self.row.name
+        self.folder = RowFolder(path / options.results_subdir if options.results_subdir else path, self.row.name)
+        # the row's and its scripts' variables hold secrets too (a token set in the config):
+        # every redactor of this process scrubs them, the terminal's and the files' too
+        for variables in (self.row.env, self.row.slot_env, *(script.env for script in self.row.scripts)):
+            remember_secrets(variables)
+        self.redactor = Redactor()
+        self.state = RunState(self.redactor)
+        self.progress = Progress(listener, self.row.name, self.redactor)
+        self.started_at = now_iso()
+        self._t0 = time.monotonic()
+        self.deadline = self._t0 + self.row.run_timeout  # set again when the run starts (prepare)
+        self.left_out: list[str] = []  # modules whose import kills or hangs the process
+        self.origins: dict[str, CrashOrigin] = {}  # crash id -> what its process was given
+        self.previous: Verdict | None = None  # the verdict of the run --resume continues
+        self.last_output = 0  # where the output of the last attempt begins in the log
+        self.environment = LocalEnvironment()
+        self.reader: crashes.CoreReader | None = None
+        self.record: RunRecord | None = None  # the record last written
+        self.container: ContainerExecutor | None = None  # the row's container, once made (executor)
+
+    @property
+    def row(self) -> Row:
+        return self.plan.row
+
+    @property
+    def resumed(self) -> bool:
+        """Whether this run continues an earlier one (--resume, and it had collected tests)."""
+        return self.previous is not None
+
+    @property
+    def own_env(self) -> bool:
+        """The child is another interpreter (a container, --python): it snapshots its own environment."""
+        return self.plan.mode == "container" or self.options.python is not None
+
+    @property
+    def child(self) -> ChildCommand:
+        """The arguments and variables every child of this run gets."""
+        return ChildCommand(
+            device=self.row.name,
+            pjrt_device=self.row.pjrt_device,
+            rootdir=str(self.cfg.project_root),
+            disable_list=str(self.cfg.disable_list),
+            settings=self.row.settings,
+            env=self.row.env,
+            slot_env=self.options.slot_env,
+            pytest_args=(*self.row.pytest_args, *self.options.pytest_args),
+            own_env=self.own_env,
+            script_files=tuple(script.file for script in self.scripts),
+        )
+
+    @property
+    def scripts(self) -> tuple[Script, ...]:
+        return selection.scripts(self.row, suites=self.options.suites, tests=self.options.tests)
+
+    @property
+    def project_tests(self) -> bool:
+        """The run gives pytest nothing: the row runs what plain pytest runs in the project (#20)."""
+        return selection.project_tests(self.row, suites=self.options.suites, tests=self.options.tests)
+
+    @property
+    def runs_pytest(self) -> bool:
+        """Whether the run starts pytest at all (not a row of scripts only)."""
+        return bool(self.targets) or self.project_tests
+
+    @cached_property
+    def targets(self) -> list[str]:
+        """What pytest is given (a ConfigError when the row or the command line is wrong)."""
+        return selection.targets(self.cfg, self.row, suites=self.options.suites, tests=self.options.tests)
+
+    @cached_property
+    def executor(self) -> Executor:
+        """Where the children run: this host's interpreter, or the row's container once its
+        image is checked (an EnvironmentProblem that names what the image lacks)."""
+        if self.plan.mode == "container":
+            assert self.plan.engine is not None
+            root = self.cfg.project_root.resolve()
+            results = self.cfg.results_dir.resolve()
+            self.container = ContainerExecutor(
+                self.plan.engine,
+                self.row,
+                env_allowlist=self.cfg.env_allowlist,
+                extra_mounts=[] if results.is_relative_to(root) else [results],
+            )
+            # before the first attempt: the image's interpreter, its pytest, the modules (#21)
+            imports = [*([PLUGIN] if self.runs_pytest else []), *([SCRIPT_MODULE] if self.scripts else [])]
+            self.container.prepare(self.launch_spec(self.child.environment()), imports)
+            return self.container
+        python = self.options.python
+        if python is not None and shutil.which(python) is None:
+            raise EnvironmentProblem(
+                f"--python {python}: no such interpreter",
+                tip="Pass the path of a Python that has pytest (and the row's packages), or leave it out.",
+            )
+        return LocalExecutor(python)
+
+    @property
+    def repro(self) -> crashes.Repro:
+        """The repro commands of this run's crashes: its interpreter, or its container's own command."""
+        return crashes.Repro(
+            row=self.row,
+            project_root=self.cfg.project_root,
+            python=self.options.python or sys.executable,
+            container=self.container,
+            launch=self.launch_spec(),
+        )
+
+    def launch_spec(self, env: Mapping[str, str] | None = None) -> LaunchSpec:
+        """A child's folders and core limit, as every attempt gets them (the image check, repro lines)."""
+        root = self.cfg.project_root
+        return LaunchSpec(
+            pytest_args=(),
+            env=env or {},
+            workdir=root,
+            project_root=root,
+            core_limit=self.options.core_limit,
+        )
+
+    def check(self) -> None:
+        """Refuse what cannot run before anything runs: xdist, cache options, bad targets, no
+        interpreter, an image that cannot run the row."""
+        selection.refuse_xdist([*self.row.pytest_args, *self.options.pytest_args])
+        self.targets  # noqa: B018 - resolved now: its errors are the refusal
+        self.executor  # noqa: B018
+
+    def elapsed(self) -> float:
+        """Seconds since the run began."""
+        return time.monotonic() - self._t0
+
+    def output_tail(self, lines: int = 3) -> str:
+        """The last lines of the last attempt: where pytest says why it stopped."""
+        tail = crashes.read_log(self.folder.log, self.last_output).strip().splitlines()[-lines:]
+        return " | ".join(tail) or f"see {self.folder.log}"
+
+    def close_reader(self) -> None:
+        """Wait for gdb to read the cores it was given: their backtraces go in the record."""
+        if self.reader is not None:
+            self.reader.close()
+            self.reader = None

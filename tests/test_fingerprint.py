@@ -1,0 +1,110 @@
+"""What a crash's fingerprint is made of, pinned exactly: which frames and words, in which order, and its hash."""
+
+from __future__ import annotations
+
+import hashlib
+
+from device_matrix.diagnostics import fingerprint as fp
+
+
+def test_native_frames_lose_addresses_offsets_templates_arguments_and_folders() -> None:
+    assert (
+        fp.normalize_native("xla::Foo<int, std::vector<int>>::Run[abi:cxx11](int, char) const+0x1f [0x7f00]")
+        == "xla::Foo<>::Run() const []"
+    )
+    assert fp.normalize_native("f(a(b)c)(d) g<h<i>>j") == "f()() g<>j"
+    # a closing bracket without its opening one is text
+    assert fp.normalize_native("operator> x)") == "operator> x)"
+    assert fp.normalize_native("/usr/lib/x86_64/libfoo.so   bar+12") == "libfoo.so bar"
+    assert fp.normalize_native("") == ""
+
+
+def test_python_frames_keep_the_file_base_name() -> None:
+    assert fp.normalize_python("/srv/p/suites/test_a.py", "test_x") == "test_a.py:test_x"
+    assert fp.normalize_python("C:\\p\\suites\\test_a.py", "test_x") == "test_a.py:test_x"
+    assert fp.normalize_python("test_a.py", "f") == "test_a.py:f"
+
+
+def test_messages_lose_paths_addresses_and_numbers() -> None:
+    assert (
+        fp.normalize_message("/home/u/x/file.cc:12 failed  at 0xDEADbeef\nwith 42 items")
+        == "file.cc:N failed at <hex> with N items"
+    )
+    assert fp.normalize_message("./build/out.txt (../a/b.txt)") == "out.txt (b.txt)"
+    assert len(fp.normalize_message("word " * 100)) == 200
+
+
+def test_the_handler_and_the_interpreter_are_not_part_of_a_crash() -> None:
+    frames = [
+        "tsl::CurrentStackTrace[abi:cxx11]()",
+        "raise (libc.so.6)",
+        "raise () from /lib/x86_64-linux-gnu/libc.so.6",
+        "abort",
+        "",
+        "foo::bar()",
+        "_PyEval_EvalFrameDefault",
+        "baz(int)",
+    ]
+    assert fp.significant_native(frames) == ["foo::bar()", "baz()"]
+
+
+def _digest(basis: list[str]) -> str:
+    return hashlib.sha256("\n".join(basis).encode()).hexdigest()[:16]
+
+
+def test_the_fingerprint_is_the_hash_of_its_basis() -> None:
+    digest, basis = fp.compute("SIGSEGV", native_frames=["abort", "f()"])
+    assert basis == ["SIGSEGV", "f()"] and digest == _digest(basis)
+    assert fp.compute("SIGSEGV", native_frames=["g()"])[0] != digest
+
+
+def test_the_head_is_the_signal_else_the_exit_code_else_unknown() -> None:
+    assert fp.compute("SIGABRT", exit_code=3)[1][0] == "SIGABRT"
+    assert fp.compute(None, exit_code=3)[1] == ["exit 3", fp.NOTHING_PRINTED]
+    assert fp.compute(None, exit_code=0)[1][0] == "exit 0"
+    assert fp.compute(None)[1][0] == "unknown"
+
+
+def test_every_kind_of_native_evidence_in_order_and_only_five_frames() -> None:
+    _, basis = fp.compute(
+        "SIGABRT",
+        fatal_message="Check failed: x == 1 at /p/a.cc",
+        exception=("std::runtime_error", "bad 7"),
+        native_frames=[f"f{i}()" for i in range(7)],
+        python_frames=[("t.py", "test_x")],
+    )
+    assert basis == [
+        "SIGABRT",
+        "Check failed: x == N at a.cc",
+        "throw std::runtime_error",
+        "what bad N",
+        "f0()",
+        "f1()",
+        "f2()",
+        "f3()",
+        "f4()",
+    ]
+    # an exception without what(): its type alone
+    assert fp.compute("SIGABRT", exception=("E", None))[1] == ["SIGABRT", "throw E"]
+    assert fp.compute("SIGABRT", exception=("E", ""))[1] == ["SIGABRT", "throw E"]
+
+
+def test_python_frames_only_without_native_evidence_and_without_pytest() -> None:
+    frames = [
+        ("/v/lib/_pytest/python.py", "pytest_pyfunc_call"),
+        ("/p/t.py", "helper"),
+        ("/p/t.py", "test_x"),
+        ("/v/lib/pluggy/_callers.py", "_multicall"),
+    ] + [(f"/p/m{i}.py", "f") for i in range(5)]
+    assert fp.compute("SIGSEGV", python_frames=frames)[1] == [
+        "SIGSEGV",
+        "t.py:helper",
+        "t.py:test_x",
+        "m0.py:f",
+        "m1.py:f",
+        "m2.py:f",
+    ]
+    # nothing but the runner's own frames: those, rather than nothing
+    only = [("/v/lib/_pytest/python.py", "a"), ("<frozen runpy>", "b")]
+    assert fp.compute("SIGSEGV", python_frames=only)[1] == ["SIGSEGV", "python.py:a", "<frozen runpy>:b"]
+    assert fp.compute("SIGSEGV", fatal_message="boom", python_frames=frames)[1] == ["SIGSEGV", "boom"]

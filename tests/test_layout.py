@@ -1,0 +1,150 @@
+"""The package's layout: no import circle, and no import from a lower floor to a higher one.
+
+Read from the sources (every ``import``, in functions and under TYPE_CHECKING too), so
+an import that only runs on one path still counts. The floors follow the data flow of
+the design: the contract and the configuration at the bottom, then the record, the
+diagnosis, the child and the runner, the reports, and the command line on top.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from collections.abc import Iterator
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "device_matrix"
+
+# device_matrix.<room> -> its floor; a room imports only rooms of lower floors
+FLOORS: dict[str, int] = {
+    "errors": 0,
+    "redact": 1,
+    "wire": 1,
+    "tomlfile": 1,
+    "skips": 2,
+    "config": 3,
+    "records": 4,
+    "devices": 4,
+    "workflow": 4,
+    "diagnostics": 5,
+    "findings": 5,
+    "output": 5,
+    "child": 6,
+    "issues": 6,
+    "run": 7,
+    "report": 7,
+    "cli": 8,
+    "nox": 8,
+    "__main__": 9,
+}
+
+
+def _module(path: Path) -> str:
+    parts = ["device_matrix", *path.relative_to(PACKAGE).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _imports(name: str, path: Path, known: set[str]) -> Iterator[str]:
+    """The package's modules ``name`` imports, and the packages that importing them runs."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*up, base] if base else up)
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
+        for target in targets:
+            if not target.startswith("device_matrix"):
+                continue
+            # importing a.b.c runs a.b first, unless the importer is inside a.b already
+            parts = target.split(".")
+            for k in range(2, len(parts) + 1):
+                ancestor = ".".join(parts[:k])
+                if ancestor in known and ancestor != name and not name.startswith(ancestor + "."):
+                    yield ancestor
+
+
+@functools.cache  # the sources do not change during a run
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    known = set(modules)
+    return {name: set(_imports(name, path, known)) for name, path in modules.items()}
+
+
+def _room(module: str) -> str:
+    return module.split(".")[1] if "." in module else ""
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected set of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_circle() -> None:
+    assert _cycles(_graph()) == []
+
+
+def test_the_cycle_check_sees_a_circle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(graph) == [["a", "b", "c"]]
+
+
+def test_every_room_has_a_floor() -> None:
+    rooms = {_room(m) for m in _modules()} - {""}
+    assert sorted(rooms - set(FLOORS)) == [], "place the new module in FLOORS, by the design's layout"
+
+
+def test_no_import_runs_back_up() -> None:
+    upward = sorted(
+        f"{module} -> {target}"
+        for module, targets in _graph().items()
+        for target in targets
+        if _room(module) and _room(target) and _room(module) != _room(target)
+        if FLOORS[_room(module)] <= FLOORS[_room(target)]
+    )
+    assert upward == []
+
+
+def test_the_contract_and_the_toml_reader_import_nothing_of_ours_but_errors() -> None:
+    # what the child imports at its start, and what config and skips share
+    graph = _graph()
+    for module in ("device_matrix.wire", "device_matrix.tomlfile", "device_matrix.errors"):
+        assert graph[module] <= {"device_matrix.errors"}, module
