@@ -24,6 +24,11 @@ def crash_key(fingerprint: str) -> str:
     return CRASH_PREFIX + fingerprint
 
 
+def fingerprint_of(key: str) -> str:
+    """The diagnosis fingerprint of the crash known by ``key`` (:func:`crash_key` undone)."""
+    return key.removeprefix(CRASH_PREFIX)
+
+
 def skip_key(test: str, mode: str) -> str:
     """The key of ``test`` (a nodeid, or ``FILE:LINE`` of a skip in the sources) skipped in ``mode``."""
     return SKIP_PREFIX + hashlib.sha256(f"{mode}|{test}".encode()).hexdigest()[:16]

@@ -18,6 +18,7 @@ from device_matrix.findings import (
     SKIP_PREFIX,
     crash_key,
     declared_test,
+    fingerprint_of,
     is_device_skip,
     skip_key,
 )
@@ -31,6 +32,11 @@ PACKAGE = Path(__file__).resolve().parent.parent / "device_matrix"
 def test_a_crash_is_known_by_its_fingerprint() -> None:
     assert crash_key("3f2a9c") == "crash-3f2a9c"
     assert crash_key("") == "crash-"
+
+
+def test_a_crash_key_gives_back_its_fingerprint() -> None:
+    assert fingerprint_of(crash_key("3f2a9c")) == "3f2a9c"
+    assert fingerprint_of("crash-crash-1") == "crash-1"  # the prefix once, not every one
 
 
 def test_a_skip_is_known_by_its_test_and_mode_and_the_key_never_changes() -> None:

@@ -36,7 +36,7 @@ from typing import Any
 
 from device_matrix.config import OnRecurrence
 from device_matrix.errors import EnvironmentProblem, TrackerError
-from device_matrix.findings import crash_key, declared_test, is_device_skip, skip_key
+from device_matrix.findings import crash_key, declared_test, fingerprint_of, is_device_skip, skip_key
 from device_matrix.issues.base import (
     SEEN_MARKER,
     AmbiguousWrite,
@@ -315,7 +315,7 @@ def sync(
     findings, cited = collect([redactor.data(record) for record in records])
     for f in findings:
         if f.kind == "crash" and placements:
-            f.placement = placements.get(f.fingerprint.removeprefix("crash-"))
+            f.placement = placements.get(fingerprint_of(f.fingerprint))
     known = {f.fingerprint for f in findings}
     findings += [f for f in uncited_skip_findings(declared) if f.fingerprint not in known]
     report.subjects = {f.fingerprint: redactor.text(f.subject()) for f in findings}
