@@ -126,7 +126,7 @@ def test_a_segfault_is_diagnosed_natively_rerun_and_its_repro_reproduces(
     images: engine_images.Images, tmp_path: Path, no_leftovers: None
 ) -> None:
     p = podman_project(tmp_path, ["segv"], images.pytest8)
-    proc = p.run("run", "--device", "fixture", env=SECRETS)
+    proc = p.run("run", "--device", "fixture", env=SECRETS, gdb=True)  # the test reads what gdb says
     assert proc.returncode == 1, proc.stdout + proc.stderr
     rec = p.record()
     (crash,) = rec["crashes"]

@@ -110,7 +110,7 @@ def test_the_reader_reads_the_first_core_and_removes_the_others(
     first, other = _core(tmp_path / "core.1"), _core(tmp_path / "core.2")
     read: list[Path] = []
 
-    def fake_gdb(executable: str, path: Path) -> str:
+    def fake_gdb(executable: str, path: Path, sysroot: Path | None = None) -> str:
         read.append(path)
         return GDB
 
