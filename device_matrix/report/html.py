@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from html import escape
 from importlib import resources
 from urllib.parse import urlsplit
 
 from device_matrix.records.summary import BUCKET_OF, BUCKETS
+from device_matrix.report.escape import html_text as _e
 from device_matrix.report.model import HistoryView, RowView, TrendPoint, Triage, nothing_changed
+from device_matrix.report.verdict_views import commits_section, html_section
 
 BAD = {"failed", "error", "xpassed", "crashed", "timeout", "not_run"}
 LABEL = {"not_run": "not run"}
@@ -26,10 +27,6 @@ BARS_H = 90
 WALL_H = 30
 GAP = 20
 AXIS_W = 64  # room right of the bars for the scale's words
-
-
-def _e(text: object) -> str:
-    return escape(str(text if text is not None else ""), quote=True)
 
 
 def safe_href(url: str | None) -> str | None:
@@ -442,8 +439,6 @@ def _skips(t: Triage) -> str:
 
 
 def render(t: Triage) -> str:
-    from device_matrix.report.verdict_views import commits_section, html_section  # they import this module
-
     h = t["history"]
     sections = [("rows", "Rows")]
     if t["verdicts"] is not None:

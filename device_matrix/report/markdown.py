@@ -7,13 +7,15 @@ neutralises @mentions and #N links and keeps it inside its table cell (issue 11)
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from device_matrix.issues.base import neutralize
 from device_matrix.records.atomic import storable_text
 from device_matrix.records.summary import BUCKETS
+from device_matrix.report.escape import cell as _cell
+from device_matrix.report.escape import code
 from device_matrix.report.model import HistoryView, RowView, Triage, nothing_changed
+from device_matrix.report.verdict_views import markdown as verdicts_markdown
 
 STEP_SUMMARY_LIMIT = 1024 * 1024  # bytes GitHub accepts per step summary
 SAFETY = 16 * 1024
@@ -30,29 +32,6 @@ ICON = {
 }
 SPARK = "▁▂▃▄▅▆▇█"
 COLUMN = {"not_run": "not run"}
-
-
-def _cell(text: str | None) -> str:
-    """Run text outside code: one line, no table break, no HTML, no code span, no @mention or #N link."""
-    flat = (text or "").replace("\r", " ").replace("\n", " ").replace("\\", "\\\\").replace("`", "\\`")
-    return neutralize(flat.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;"))
-
-
-def code(text: str, *, in_table: bool = False) -> str:
-    """A code span that no backtick inside ``text`` can close.
-
-    CommonMark: a span opened by N backticks ends only at a run of exactly N, so the fence
-    is one longer than the longest run inside; a space pads content that starts or ends
-    with a backtick. Inside a table a pipe ends the cell even in code, so it is escaped.
-    """
-    flat = " ".join(text.split())
-    if not flat:
-        return "(empty)"
-    longest = max((len(m) for m in re.findall(r"`+", flat)), default=0)
-    fence = "`" * (longest + 1)
-    pad = " " if flat[0] == "`" or flat[-1] == "`" else ""
-    span = f"{fence}{pad}{flat}{pad}{fence}"
-    return span.replace("|", "\\|") if in_table else span
 
 
 def sparkline(values: Sequence[float | None]) -> str:
@@ -300,8 +279,6 @@ def render(t: Triage, *, limit: int = STEP_SUMMARY_LIMIT) -> str:
         out.append(f"> ⚠️ **{_cell(p['row'])}**: {_cell(p['problem'])}")
     out.append("")
     if t["verdicts"] is not None:
-        from device_matrix.report.verdict_views import markdown as verdicts_markdown  # it imports this module
-
         out += verdicts_markdown(t["verdicts"])
 
     h = t["history"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import heapq
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypedDict
+from typing import Any, Literal, TypeAlias, TypedDict
 
 from device_matrix.diagnostics.environment import facets as environment_facets
 from device_matrix.findings import crash_key, declared_test, is_device_skip, skip_key
@@ -13,7 +13,6 @@ from device_matrix.records.cause import cause_from_text
 from device_matrix.records.schema import FAILING_OUTCOMES, OUTCOMES, RunRecord, SourceInfo, TestRecord
 from device_matrix.records.summary import crash_headline, crash_kind_label, fold
 from device_matrix.report.placement import Placement
-from device_matrix.report.verdicts import VerdictReport
 from device_matrix.skips import DeviceSkip
 
 TRIAGE_SCHEMA = "device-matrix/triage"
@@ -191,6 +190,43 @@ class HistoryView(TypedDict):
     lane: str  # this run's lane
     flaky_lane: str  # the lane flaky tests and slowdowns are read from (a pull request's base)
     sources: list[RunSource]  # one per run, as ``runs``
+
+
+# a pull request's failures, each judged against its base branch (report/verdicts.py, #25)
+Verdict: TypeAlias = Literal["new", "broken-on-base", "flaky", "device-unstable", "infrastructure", "unknown"]
+
+
+class VerdictItem(TypedDict):
+    anchor: str  # its id in the HTML report
+    row: str
+    nodeid: str | None  # None: the row itself (infrastructure)
+    outcome: str  # of this run: failed, error, xpassed, crashed, timeout; or the row's status
+    verdict: Verdict
+    evidence: str  # the sentence a reader weighs
+    signature: str | None  # this failure's: "crash <fingerprint>" or "failed: <first line>"
+    base_outcomes: str  # the test's codes over the base's runs (report/history.py CODE), oldest first
+    base_ran: int  # base runs where it passed or failed
+    base_failures: int
+    flips: int
+    rate: float | None  # failure rate over the base runs where it ran
+    low: float | None  # 90% bounds on that rate (for a test that only passed: 0 and the bound)
+    high: float | None
+    runs_needed: int | None  # runs to see a failure at ``rate`` 9 times out of 10
+    since: str | None  # the base run where its current failing streak began
+    last_pass: str | None  # the base run (commit) where it last passed
+    fingerprint: str | None
+    placement: str | None  # where the crash happens, by environment
+
+
+class VerdictReport(TypedDict):
+    base: str | None  # the base branch, as named ("main")
+    base_lane: str | None
+    base_commit: str | None
+    base_runs: int  # runs of the base the verdicts read
+    run_ids: list[int]  # the history's ids of those runs, aligned with each item's base_outcomes
+    line: str  # "2 new failures from this change; 1 already failing on main; 1 flaky"
+    counts: dict[str, int]  # per verdict
+    items: list[VerdictItem]
 
 
 class Triage(TypedDict):

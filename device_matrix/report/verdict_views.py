@@ -2,7 +2,7 @@
 request's comment) and HTML (triage.html), and the rows against commits grid.
 
 Run text (nodeids, messages, branch names, facet values) is escaped as the rest of each
-report escapes it: ``markdown._cell``/``markdown.code`` and ``html._e``.
+report escapes it (:mod:`device_matrix.report.escape`).
 """
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ import re
 from collections.abc import Mapping
 
 from device_matrix.records.source import lane_words, short
+from device_matrix.report.escape import cell as _cell
+from device_matrix.report.escape import code
+from device_matrix.report.escape import html_text as _e
 from device_matrix.report.history import FAIL_CODES
-from device_matrix.report.html import _e
-from device_matrix.report.markdown import _cell, code
-from device_matrix.report.model import HistoryView, TrendPoint, Triage
-from device_matrix.report.verdicts import WORDS, VerdictItem, VerdictReport
+from device_matrix.report.model import HistoryView, TrendPoint, Triage, VerdictItem, VerdictReport
+from device_matrix.report.verdicts import WORDS
 
 _PLAIN_URL_RE = re.compile(r"https://[A-Za-z0-9.-]+(?::\d+)?(?:/[A-Za-z0-9._~%/-]*)?")
 MAX_LISTED = 50

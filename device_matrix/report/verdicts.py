@@ -36,15 +36,12 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Literal, TypeAlias, TypedDict, get_args
+from typing import get_args
 
 from device_matrix.records.source import lane_words, short
+from device_matrix.report.history import Base, LaneRun, crash_signature, signature
+from device_matrix.report.model import Triage, Verdict, VerdictItem, VerdictReport
 
-if TYPE_CHECKING:
-    from device_matrix.report.history import Base, LaneRun
-    from device_matrix.report.model import Triage
-
-Verdict: TypeAlias = Literal["new", "broken-on-base", "flaky", "device-unstable", "infrastructure", "unknown"]
 VERDICTS: tuple[str, ...] = get_args(Verdict)
 WORDS: Mapping[str, str] = {
     "new": "new",
@@ -69,39 +66,6 @@ INFRASTRUCTURE_STATUSES = frozenset(INFRASTRUCTURE_WORDS)
 # the outcomes a code of the history's series stands for (report/history.py)
 PASSES = frozenset("Px")
 FAILS = frozenset("FEXCT")
-
-
-class VerdictItem(TypedDict):
-    anchor: str  # its id in the HTML report
-    row: str
-    nodeid: str | None  # None: the row itself (infrastructure)
-    outcome: str  # of this run: failed, error, xpassed, crashed, timeout; or the row's status
-    verdict: Verdict
-    evidence: str  # the sentence a reader weighs
-    signature: str | None  # this failure's: "crash <fingerprint>" or "failed: <first line>"
-    base_outcomes: str  # the test's codes over the base's runs (report/history.py CODE), oldest first
-    base_ran: int  # base runs where it passed or failed
-    base_failures: int
-    flips: int
-    rate: float | None  # failure rate over the base runs where it ran
-    low: float | None  # 90% bounds on that rate (for a test that only passed: 0 and the bound)
-    high: float | None
-    runs_needed: int | None  # runs to see a failure at ``rate`` 9 times out of 10
-    since: str | None  # the base run where its current failing streak began
-    last_pass: str | None  # the base run (commit) where it last passed
-    fingerprint: str | None
-    placement: str | None  # where the crash happens, by environment
-
-
-class VerdictReport(TypedDict):
-    base: str | None  # the base branch, as named ("main")
-    base_lane: str | None
-    base_commit: str | None
-    base_runs: int  # runs of the base the verdicts read
-    run_ids: list[int]  # the history's ids of those runs, aligned with each item's base_outcomes
-    line: str  # "2 new failures from this change; 1 already failing on main; 1 flaky"
-    counts: dict[str, int]  # per verdict
-    items: list[VerdictItem]
 
 
 # --- statistics ----------------------------------------------------------------------------
@@ -342,9 +306,6 @@ def judge(
     against ``base`` (None: no history of it). ``unstable``: the rows declared unstable.
     ``placements``: fingerprint -> where it happens, by environment. ``stored``: a nodeid as
     the history keys it."""
-    # here, not above: the history imports the model, which imports this module
-    from device_matrix.report.history import crash_signature, signature
-
     placements = placements or {}
     items: list[VerdictItem] = []
     name = base_ref or "the base"
