@@ -38,6 +38,7 @@ import hmac
 import json
 import os
 import re
+import threading
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -322,6 +323,9 @@ class Redactor:
         self._key = env.get(KEY_VARIABLE, "").encode(errors="surrogatepass")
         self._remembered = remembered
         self._hex: dict[str, str] = {}  # known value -> the hex its placeholders show
+        # threads of one run (the journal's copy, the record, the terminal) name values at
+        # once: a value hashed by two of them is one value, never a collision with itself
+        self._hex_lock = threading.Lock()
         self._build()
 
     def _count(self) -> int:
@@ -446,16 +450,17 @@ class Redactor:
     def _hex_of(self, value: str) -> str:
         """The hex a known value's placeholders show: the same for the same value and key,
         and never another value's (a collision of the short form takes a longer one)."""
-        if value not in self._hex:
-            if _shaped(value):
-                digest, digits = _fast_digest(value, self._key), _SHAPE_DIGITS
-            else:
-                digest, digits = _slow_digest(value, self._key), _KNOWN_DIGITS
-            taken = set(self._hex.values())
-            while digest[:digits] in taken:
-                digits += 2
-            self._hex[value] = digest[:digits]
-        return self._hex[value]
+        with self._hex_lock:
+            if value not in self._hex:
+                if _shaped(value):
+                    digest, digits = _fast_digest(value, self._key), _SHAPE_DIGITS
+                else:
+                    digest, digits = _slow_digest(value, self._key), _KNOWN_DIGITS
+                taken = set(self._hex.values())
+                while digest[:digits] in taken:
+                    digits += 2
+                self._hex[value] = digest[:digits]
+            return self._hex[value]
 
     def _shape(self, secret: str) -> str:
         return f"[redacted:{_fast_digest(secret, self._key)[:_SHAPE_DIGITS]}]"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import json
 import re
+import threading
+import time
 import xml.etree.ElementTree as ET
 from urllib.parse import quote, quote_plus
 
@@ -145,6 +147,31 @@ def test_a_collision_of_short_placeholders_takes_a_longer_one(monkeypatch: pytes
     first, second = r.ident("value-one-1"), r.ident("value-two-2")
     assert first == "[redacted:abcdef]" and second == "[redacted:abcdef22]"
     assert r.ident("value-one-1") == first  # asked again: the same
+
+
+def test_threads_that_name_one_value_at_once_get_one_placeholder(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the journal's copy and the record are redacted by threads of one run at the same time:
+    # a value hashed by both must not look like a collision with itself (two names, one test)
+    def slow(value: str, key: bytes) -> str:
+        time.sleep(0.05)
+        return "abcdef12" * 8
+
+    monkeypatch.setattr(redact, "_slow_digest", slow)
+    r = Redactor({"A_TOKEN": "value-one-1"})
+    start = threading.Barrier(4)
+    names: list[str] = []
+
+    def name() -> None:
+        start.wait()
+        names.append(r.ident("t.py::test[value-one-1]"))
+
+    threads = [threading.Thread(target=name) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert names == ["t.py::test[[redacted:abcdef]]"] * 4
+    assert r.ident("t.py::test[value-one-1]") == names[0]
 
 
 def test_encoded_forms_of_a_known_value_are_found_and_stay_distinct() -> None:
