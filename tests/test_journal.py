@@ -500,3 +500,98 @@ def test_a_started_test_is_named() -> None:
     j.session("t.py::a")
     j.start("t.py::a")
     assert j.fold.tests["t.py::a"].nodeid == "t.py::a"
+
+
+# --- the cause and place of a failure (#20), modules skipped whole, the short pass form ------
+
+
+def test_a_failures_cause_and_place_are_kept_as_sent() -> None:
+    j = Journal()
+    j.session("t.py::a")
+    j.start("t.py::a")
+    j.report("t.py::a", "setup", "passed")
+    cause = "AssertionError: 1 == 2"
+    j.report("t.py::a", "call", "failed", longrepr="E assert 1 == 2", cause=cause, where=["t.py", 12])
+    reports = j.fold.tests["t.py::a"].reports
+    assert reports[0].cause is None and reports[0].where is None
+    assert (reports[1].cause, reports[1].where) == (cause, ("t.py", 12))
+    assert j.fold.broken is None
+
+
+def _test_with(*reports: tuple[str, str, str | None, str | None]) -> journal.TestState:
+    """A finished test of these (when, outcome, longrepr, sub) reports."""
+    j = Journal()
+    j.session("t.py::a")
+    j.start("t.py::a")
+    for when, outcome, longrepr, sub in reports:
+        extra = {"sub": sub} if sub is not None else {}
+        j.report("t.py::a", when, outcome, longrepr=longrepr, **extra)
+    j("finish", nodeid="t.py::a", t=6.0)
+    assert j.fold.broken is None
+    return j.fold.tests["t.py::a"]
+
+
+def test_the_failure_report_is_the_one_its_message_came_from() -> None:
+    failed = _test_with(("setup", "passed", None, None), ("call", "failed", "E call", None))
+    assert journal.failure_report(failed) is failed.reports[1]
+    setup = _test_with(("setup", "failed", "E setup", None), ("teardown", "passed", None, None))
+    assert final_outcome(setup)[:2] == ("error", "E setup") and journal.failure_report(setup) is setup.reports[0]
+    # a setup that asked for a rerun and got none: an error too, its report the one
+    rerun = _test_with(("setup", "rerun", "E flaky setup", None))
+    assert final_outcome(rerun)[:2] == ("error", "E flaky setup") and journal.failure_report(rerun) is rerun.reports[0]
+    for passing in (
+        _test_with(("call", "passed", None, None)),
+        _test_with(("setup", "skipped", "why", None)),
+        _test_with(("call", "skipped", "why", None)),
+    ):
+        assert journal.failure_report(passing) is None
+
+
+def test_the_first_failed_subtest_is_the_message_whatever_fails_after_it() -> None:
+    state = _test_with(
+        ("call", "failed", None, "(i=1)"),
+        ("call", "failed", "E second", "(i=2)"),
+        ("call", "failed", "E the call", None),
+    )
+    assert final_outcome(state)[:2] == ("failed", "subtest (i=1): ")
+    assert journal.failure_report(state) is state.reports[0]
+    # a teardown that fails after a failed subtest makes it an error, as pytest counts it
+    torn = _test_with(("call", "failed", "E 1", "(i=1)"), ("teardown", "failed", "E teardown", None))
+    assert final_outcome(torn)[:2] == ("error", "E teardown") and journal.failure_report(torn) is torn.reports[1]
+
+
+def test_a_module_skipped_whole_is_kept_and_no_longer_collecting() -> None:
+    j = Journal()
+    j.session()
+    j("collecting", nodeid="a.py", path="/p/a.py")
+    j("collecting", nodeid="b.py", path="/p/b.py")
+    j("collect_skip", nodeid="b.py", longrepr="Skipped: no GPU")
+    assert j.fold.collect_skips == [("b.py", "Skipped: no GPU")]
+    assert j.fold.collect_culprit == ("a.py", "/p/a.py")
+    j("collect_skip", nodeid="a.py", longrepr=None)
+    assert j.fold.collect_skips == [("b.py", "Skipped: no GPU"), ("a.py", "")]
+    assert j.fold.collect_culprit is None and j.fold.collecting == {}
+    assert j("collect_skip", nodeid="never.py", longrepr="x") is not None  # never announced: nothing to forget
+    assert j.fold.broken is None and j.fold.collect_errors == []
+
+
+def test_a_pass_event_is_the_report_it_stands_for() -> None:
+    j = Journal()
+    j.session("t.py::a")
+    j.start("t.py::a")
+    event = j("pass", when="setup", duration=0.5)
+    assert event == {
+        "e": "report",
+        "n": 4,
+        "nodeid": "t.py::a",
+        "when": "setup",
+        "outcome": "passed",
+        "duration": 0.5,
+        "longrepr": None,
+        "wasxfail": None,
+        "skip": None,
+    }
+    j("finish", nodeid="t.py::a", t=6.0)
+    # with no test running it names none, and is refused as a report for no test
+    assert j("pass", when="call", duration=0.1) is None
+    assert j.fold.broken == "a report for '', which is not the running test"
