@@ -185,6 +185,7 @@ class _JournalReader:
             return
         try:
             self._copy.write(self.redactor.text(lines.decode("utf-8", "replace")) + "\n")
+            self._copy.flush()  # on disk at once: the copy names the running test even if the runner is killed (#23)
         except OSError as exc:
             self.error = exc
 

@@ -46,9 +46,10 @@ from device_matrix.records.schema import (
     RerunRecord,
     RowStatus,
     RunRecord,
+    SpreadRef,
     load_run,
 )
-from device_matrix.records.summary import crash_kind_label
+from device_matrix.records.summary import crash_kind_label, most_serious
 from device_matrix.redact import Redactor, remember_secrets
 from device_matrix.run import crashes
 from device_matrix.run.attempt import (
@@ -104,7 +105,6 @@ def selecting_options(args: Sequence[str]) -> list[tuple[str, str]]:
 
 
 NOT_FOUND_RE = re.compile(r"ERROR: not found: (\S+)")
-STATUS_SEVERITY = {"passed": 0, "failed": 1, "crashed": 2, "error": 3}
 PYTEST_EXIT_WORDS = {
     0: "no failure reported",  # not "all passed": pytest.exit(returncode=0) exits 0 too
     1: "tests failed",
@@ -117,7 +117,7 @@ PYTEST_EXIT_WORDS = {
 
 def worst(outcomes: Sequence[tuple[RowStatus, str | None]]) -> tuple[RowStatus, str | None]:
     """Several processes' (status, reason) as one: the most serious status, every reason once."""
-    status = max((o[0] for o in outcomes), key=lambda st: STATUS_SEVERITY.get(st, 0))
+    status = most_serious(o[0] for o in outcomes)
     reasons = "; ".join(dict.fromkeys(r for _, r in outcomes if r))
     return status, reasons or None
 
@@ -173,12 +173,13 @@ class RunOptions:
     run_url: str | None = None
     resume: bool = False
     max_log_bytes: int | None = DEFAULT_MAX_LOG
-    # a shard (device_matrix.run.shards): only these tests, into results/<row>/<results_subdir>,
+    # a shard (device_matrix.run.spread): only these tests, into results/<row>/<results_subdir>,
     # with its device slot's variables over the row's own
     select: Sequence[str] | None = None
     results_subdir: str | None = None
     slot_env: Mapping[str, str] = field(default_factory=dict)
     command: Sequence[str] = ()  # the record's `command` when not the whole row's (a shard's own)
+    spread: SpreadRef | None = None  # a shard's record names its split and its index (#23)
 
 
 def refuse_xdist(args: Sequence[str]) -> None:
@@ -1082,6 +1083,8 @@ class RowRunner:
         )
         if self.options.command:
             record["command"] = list(self.options.command)
+        if self.options.spread is not None:
+            record["spread"] = SpreadRef(**self.options.spread)
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             if final:

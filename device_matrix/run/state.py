@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from device_matrix.records.schema import (
-    FAILING_OUTCOMES,
     SCHEMA,
     SCHEMA_VERSION,
     AttemptRecord,
@@ -21,6 +20,7 @@ from device_matrix.records.schema import (
     TestRecord,
     summarize,
 )
+from device_matrix.records.summary import row_status
 from device_matrix.redact import Redactor
 from device_matrix.run.attempt import AttemptResult
 from device_matrix.run.journal import final_outcome
@@ -116,13 +116,8 @@ class RunState:
             self.put(nodeid, "not_run", duration=0.0, message=why, attempt=attempt)
 
     def status(self) -> RowStatus:
-        outcomes = {t["outcome"] for t in self.results.values()}
-        if self.crashes or outcomes & {"crashed", "timeout"}:
-            return "crashed"
-        if outcomes & FAILING_OUTCOMES or "not_run" in outcomes:
-            # a collected test that never ran is never green
-            return "failed"
-        return "passed"
+        """What the tests and crashes so far show (the one rule: records/summary.py)."""
+        return row_status([t["outcome"] for t in self.results.values()], self.crashes)
 
     def to_record(
         self,
