@@ -381,16 +381,27 @@ def test_a_shard_folder_that_is_not_a_number_is_a_results_error(project: Callabl
     assert "²" in proc.stderr
 
 
-def test_a_malformed_gang_record_is_a_results_error(project: Callable[..., Project]) -> None:
+GANG_INFO = {"name": "g", "module": "w", "world_size": 2, "master": None, "ranks": []}
+
+
+@pytest.mark.parametrize(
+    ("gang", "problem"),
+    [
+        ("abc", "environment.gang: should be an object"),  # Seen 10: exit 70
+        ({**GANG_INFO, "name": "h"}, "gang 'h' in the folder of gang 'g'"),
+        (GANG_INFO, "its tests are not the one test gang::g"),  # it would put a shard's tests in the row
+    ],
+)
+def test_a_malformed_gang_record_is_a_results_error(project: Callable[..., Project], gang: Any, problem: str) -> None:
     p = project("passing")
     folder = _two_shards(p)
     (folder / "gangs/g").mkdir(parents=True)
-    _edit_copy = json.loads((folder / "shards/1/run.json").read_text())
-    _edit_copy["environment"]["gang"] = "abc"
-    (folder / "gangs/g/run.json").write_text(json.dumps(_edit_copy))
+    copied = json.loads((folder / "shards/1/run.json").read_text())
+    copied["environment"]["gang"] = gang
+    (folder / "gangs/g/run.json").write_text(json.dumps(copied))
     proc = p.run("merge")
     assert proc.returncode == 7, proc.stdout + proc.stderr
-    assert "gang" in proc.stderr
+    assert problem in proc.stderr
 
 
 # --- gangs run in every full run of their row ------------------------------------------------

@@ -214,6 +214,9 @@ def load_gang(path: Path) -> RunRecord:
     problem = _checker(GangInfo)(info)
     if problem is None and info["name"] != path.parent.name:
         problem = f": gang {info['name']!r} in the folder of gang {path.parent.name!r}"
+    if problem is None and [t["nodeid"] for t in record["tests"]] != [f"gang::{info['name']}"]:
+        # a gang is one test: a record that holds others would put them in the row (#23)
+        problem = f": its tests are not the one test gang::{info['name']}"
     if problem is not None:
         raise ResultsError(
             f"{path}: environment.gang{problem}",

@@ -248,11 +248,6 @@ def refuse_unsatisfiable_gangs(
 # --- what runs on the nodes ------------------------------------------------------------
 
 
-def leave_node(payload: dict[str, Any]) -> dict[str, Any]:
-    """Every result a task sends back to the driver passes here, on its node, last (#22, #23)."""
-    return payload
-
-
 @contextlib.contextmanager
 def _task_folder(name: str) -> Iterator[Path]:
     """The task's temp folder on its node, removed in every ending of the task.
@@ -330,16 +325,15 @@ def _wait(child: PopenChild, timeout: float, *, abort: bool) -> tuple[int | None
     return code, timed_out
 
 
-def collect_on_node(
-    project_root: str, row: str, options: RunOptions, force: str | None
-) -> tuple[list[str] | None, str | None]:
+def collect_on_node(project_root: str, row: str, options: RunOptions, force: str | None) -> dict[str, Any]:
     """The row's tests, collected on a node that has the row's software."""
     from device_matrix import config
     from device_matrix.run.plan import plan_row
 
     cfg = config.load(Path(project_root))
     plan = plan_row(cfg, cfg.row(row), force=force)  # type: ignore[arg-type]
-    return collect(RowRun(cfg, plan, options))
+    tests, reason = collect(RowRun(cfg, plan, options))
+    return {"tests": tests, "reason": reason}  # ids: the plan made of them is written in run.shards.write_plan
 
 
 def shard_on_node(
@@ -381,19 +375,23 @@ def shard_on_node(
             timeout=timeout,
             grace=SHARD_GRACE,
         )
-        return leave_node(
-            {"node": node, "host": socket.gethostname(), "returncode": code, "files": _files(tmp, folder)}
-        )
+        files = _outgoing(folder, {"console.log": tmp / "console.log"})
+        return {"node": node, "host": socket.gethostname(), "returncode": code, "files": files}
 
 
-def _files(tmp: Path, folder: Path) -> dict[str, bytes]:
-    files = {
-        str(p.relative_to(folder)): p.read_bytes()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file() and not p.is_symlink() and p.name != ".lock"
-    }
-    with contextlib.suppress(OSError):
-        files["console.log"] = (tmp / "console.log").read_bytes()
+def _outgoing(folder: Path | None, extra: Mapping[str, Path]) -> dict[str, bytes]:
+    """What leaves this node for the driver: every file of ``folder`` (a shard's results) and
+    ``extra``, by name. The one place results leave a node (#22, #23)."""
+    files = {}
+    if folder is not None and folder.is_dir():
+        files = {
+            str(p.relative_to(folder)): p.read_bytes()
+            for p in sorted(folder.rglob("*"))
+            if p.is_file() and not p.is_symlink() and p.name != ".lock"
+        }
+    for name, path in extra.items():
+        with contextlib.suppress(OSError):
+            files[name] = path.read_bytes()
     return files
 
 
@@ -408,8 +406,8 @@ def salvage_on_node(name: str, row: str, index: int, wait: float) -> dict[str, A
         time.sleep(0.1)
     try:
         if not (tmp / ENDED).exists():
-            return leave_node({"files": None})
-        return leave_node({"files": _files(tmp, tmp / "results" / row / "shards" / str(index))})
+            return {"files": None}
+        return {"files": _outgoing(tmp / "results" / row / "shards" / str(index), {"console.log": tmp / "console.log"})}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -442,17 +440,15 @@ def rank_on_node(
             grace=3.0,
             abort=True,
         )
-        return leave_node(
-            {
-                "node": str(context.get_node_id()),
-                "host": socket.gethostname(),
-                "ip": str(ray.util.get_node_ip_address()),
-                "returncode": code,
-                "timed_out": timed_out,
-                "duration": time.monotonic() - started,
-                "output": log.read_bytes(),
-            }
-        )
+        return {
+            "node": str(context.get_node_id()),
+            "host": socket.gethostname(),
+            "ip": str(ray.util.get_node_ip_address()),
+            "returncode": code,
+            "timed_out": timed_out,
+            "duration": time.monotonic() - started,
+            "output": _outgoing(None, {"rank.log": log}).get("rank.log", b""),
+        }
 
 
 # --- the driver's side: the cluster as a scheduler ---------------------------------------------
@@ -544,14 +540,15 @@ class RayNodes:
         force = "local" if self.plan.mode == "local" else "container"
         first = next(node for node in self.nodes if node.can_ever(self.request))
         try:
-            tests, reason = ray.get(
+            collected = ray.get(
                 ray.remote(max_retries=0)(collect_on_node)
                 .options(**self.task_options, scheduling_strategy=_on(first))
                 .remote(str(self.cfg.project_root), self.row.name, self.options, force)
             )
         except ray.exceptions.RayError as exc:
             raise _task_failed("collecting the row's tests", first, exc) from None
-        return (None if tests is None else list(tests)), reason
+        tests = collected["tests"]
+        return (None if tests is None else list(tests)), collected["reason"]
 
     def _alive(self, node: Node) -> bool:
         """Whether Ray says ``node`` is alive (it is dead only when Ray says so)."""
@@ -638,15 +635,18 @@ class RayNodes:
                             "and was cancelled",
                         )
         except BaseException as exc:
-            for ref in running:
-                with contextlib.suppress(Exception):
-                    ray.cancel(ref, force=True)
             # an interrupt while Ray's own code waits comes wrapped (see _unwrapping_interrupts)
             cause = exc if isinstance(exc, Interrupted) else (exc.__cause__ or exc.__context__)
             if isinstance(cause, Interrupted):
-                # what was cut off is recorded here, so `--resume` continues it and the rest stands
+                # what was cut off is recorded here, so `--resume` continues it and the rest stands;
+                # its tasks go with this driver (Ray ends the tasks of a driver that leaves): a
+                # cancel racing their replies can abort the driver's own Ray worker
                 for k in sorted([job_.shard for job_ in running.values()] + [j.shard.index for j in waiting]):
                     cut_off(self.run_, split_plan, Shard(k, of), cause)
+            else:
+                for ref in running:
+                    with contextlib.suppress(Exception):
+                        ray.cancel(ref, force=True)
             raise
 
     def _after_death(
@@ -842,10 +842,15 @@ def run_gang(nodes: RayNodes, entry: Gang, folder: Path) -> None:
                 result.returncode, result.timed_out = out["returncode"], out["timed_out"]
                 result.duration = float(out["duration"])
                 result.output = out["output"].decode("utf-8", "replace")
-    except Interrupted as exc:
-        for ref in refs:
-            with contextlib.suppress(Exception):
-                ray.cancel(ref, force=True)
+    except BaseException as exc:
+        # an interrupt while Ray's own code waits comes wrapped (see _unwrapping_interrupts)
+        cause = exc if isinstance(exc, Interrupted) else (exc.__cause__ or exc.__context__)
+        if not isinstance(cause, Interrupted):
+            for ref in refs:
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref, force=True)
+            raise
+        # the ranks' tasks go with this driver (see RayNodes.run): the record first
         record = gangs.gang_record(
             row,
             nodes.plan.mode,
@@ -855,7 +860,7 @@ def run_gang(nodes: RayNodes, entry: Gang, folder: Path) -> None:
             duration=time.monotonic() - t0,
             master=master,
             redactor=redactor,
-            why_not_run=f"interrupted by {exc} while it ran; `--resume` runs it",
+            why_not_run=f"interrupted by {cause} while it ran; `--resume` runs it",
             status="interrupted",
         )
         gangs.write_gang(folder, record, ranks, redactor)

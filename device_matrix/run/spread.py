@@ -245,8 +245,8 @@ def _cut_gangs(run: RowRun, part: Path, todo: Sequence[Gang], status: RowStatus,
     for entry in todo:
         path = gangs.gang_folder(part, entry) / "run.json"
         with contextlib.suppress(ResultsError):
-            if load_run(path)["status"] not in ("running", "interrupted"):
-                continue  # it ran to its end: its record stands
+            if load_run(path)["status"] != "running":
+                continue  # it ran to its end, or wrote why it did not: its record stands
         write_json_atomic(path, gangs.pending_record(run.row, run.plan.mode, entry, status=status, why=why))
 
 
@@ -387,6 +387,7 @@ def run_shard(
     is_child = given_plan is not None
     existing = _read_plan(given_plan or plan_path(cfg, run.row.name), shard)
     todo = () if is_child else full_run_gangs(run, listener)  # a driver runs its gangs itself
+    gangs.refuse_unsatisfiable_here(run.row, todo)  # before anything is written
     if options.resume and existing is not None:
         this = shard_run(run, shard, plan_id=existing["plan"], slot=slot)
         return _run_shard_part(this, existing, shard, folder=folder, todo=todo, listener=listener, resume=True)
@@ -437,8 +438,6 @@ def _run_shard_part(
     # a driver's child keeps no gang (todo is empty): its driver runs them and merges them
     kept = tuple(g for g in todo if g.name in gangs_of(split_plan, shard.index))
     owned = tuple(_gangs_to_resume(folder, kept)) if resume else kept
-    if owned:
-        gangs.refuse_unsatisfiable_here(run.row, owned)
     part = part_of(split_plan, shard.index)
     with _gangs_after(this, folder, owned, resume=resume):
         # collection failed: the shard's run selects nothing, and records why as a whole run would
