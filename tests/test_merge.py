@@ -95,6 +95,11 @@ def test_one_rule_gives_the_rows_status(outcomes: list[str], crashes: int, claim
     assert label == status
 
 
+def test_a_crash_record_alone_makes_the_label_crashed_whatever_the_record_claims() -> None:
+    crash = R.crash("cpu", None, "f" * 16)  # the process died between tests: no test is crashed
+    assert row_label("passed", count([R.test("t.py::a")]), [crash]) == "crashed"  # type: ignore[list-item]
+
+
 # --- gangs folded into the record of the run that ran them -----------------------------------------
 
 

@@ -90,6 +90,20 @@ def test_sequential_shards_on_one_host_run_every_test_once(project: Callable[...
     assert len(plan_ids) == 1 and record["spread"]["plan"] in plan_ids
 
 
+def test_a_resume_never_continues_a_shards_record_of_another_split(project: Callable[..., Project]) -> None:
+    p = project("passing")
+    assert p.run("run", "--device", "fixture", "--shard", "1/2").returncode == 0
+
+    def of_another_split(d: dict[str, Any]) -> None:
+        d["spread"]["plan"] = "0" * 16
+        d["status"] = "interrupted"
+
+    _edit(p.results / "fixture/shards/1/run.json", of_another_split)
+    proc = p.run("run", "--device", "fixture", "--shard", "1/2", "--resume")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "the shard's record is of another split (plan 0000000000000000" in proc.stderr
+
+
 def test_a_shard_whose_collection_differs_from_the_plan_is_refused(project: Callable[..., Project]) -> None:
     p = project("passing")
     assert p.run("run", "--device", "fixture", "--shard", "1/2").returncode == 0
@@ -504,6 +518,18 @@ def test_a_sigterm_during_a_whole_runs_gang_keeps_the_gang_and_resume_finishes_i
     record = p.record()
     assert record["status"] == "passed"
     assert sorted(_outcomes(record).values()) == ["passed"] * 3
+
+
+def test_a_gang_this_hosts_slots_cannot_hold_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    p = _gang_project(tmp_path / "p", "--iterations", "5", row='pjrt_device = "CUDA"')
+    for args in ([], ["--shard", "1/2"], ["--shards", "2"]):
+        proc = p.run("run", "--device", "fixture", *args)
+        assert proc.returncode == 5, proc.stdout + proc.stderr
+        assert "gang 'g' of row 'fixture' needs 2 device slots at once, and the row has 0" in proc.stderr
+        assert not (p.results / "fixture").exists()
+    # a shard that does not keep the gang runs: shard 1 keeps it
+    proc = p.run("run", "--device", "fixture", "--shard", "2/2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_a_run_that_selects_tests_says_it_left_the_gangs_out(tmp_path: Path) -> None:

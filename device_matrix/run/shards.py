@@ -11,7 +11,8 @@ collection, the durations it used, the parts, the gangs and which shard keeps th
 id); every later shard of the row reads it, on this host or on another given the file,
 so the durations a finished shard recorded never move a test into another shard. A shard
 whose collection is not the plan's is refused. :func:`write_plan` is the one place a plan
-is written and :func:`part_of` the one place a shard's own collection is mapped onto it.
+is written, :func:`fit_collection` the one place a shard's own collection is held against
+it, and :func:`part_of` the one place a shard's selection is taken from it.
 """
 
 from __future__ import annotations

@@ -318,14 +318,13 @@ def run_whole(cfg: Config, plan: RowPlan, options: RunOptions, listener: RunList
     run = RowRun(cfg, plan, options)
     folder = run.folder
     todo = full_run_gangs(run, listener)
+    gangs.refuse_unsatisfiable_here(run.row, todo)  # before anything is written
     if options.resume:
         refuse_whole_resume_of_spread(folder)
         todo = tuple(_gangs_to_resume(folder, todo))
     else:
         shutil.rmtree(folder / SHARDS_DIR, ignore_errors=True)
         shutil.rmtree(folder / GANGS_DIR, ignore_errors=True)
-    if todo:
-        gangs.refuse_unsatisfiable_here(run.row, todo)
     with _gangs_after(run, folder, todo, resume=options.resume):
         record = run_part(run, listener)
         if todo:
@@ -387,8 +386,11 @@ def run_shard(
     is_child = given_plan is not None
     existing = _read_plan(given_plan or plan_path(cfg, run.row.name), shard)
     todo = () if is_child else full_run_gangs(run, listener)  # a driver runs its gangs itself
-    gangs.refuse_unsatisfiable_here(run.row, todo)  # before anything is written
+    # before anything is written: the gangs this shard keeps (a new split gives them to shard 1)
+    mine = gangs_of(existing, shard.index) if existing is not None else [g.name for g in todo if shard.index == 1]
+    gangs.refuse_unsatisfiable_here(run.row, [g for g in todo if g.name in mine])
     if options.resume and existing is not None:
+        _same_split(folder, existing, shard)
         this = shard_run(run, shard, plan_id=existing["plan"], slot=slot)
         return _run_shard_part(this, existing, shard, folder=folder, todo=todo, listener=listener, resume=True)
     if options.resume:
@@ -445,6 +447,18 @@ def _run_shard_part(
         if owned:
             return _run_gangs_here(this, folder, owned, listener)
     return _fold_gangs(folder) if kept else record
+
+
+def _same_split(folder: Path, split_plan: PlanFile, shard: Shard) -> None:
+    """A resume continues a record of this split, never one of another (its tests would mix)."""
+    with contextlib.suppress(ResultsError):
+        named = load_run(folder / "run.json").get("spread", {}).get("plan")
+        if named is not None and named != split_plan["plan"]:
+            raise UsageProblem(
+                f"--shard {shard} --resume: the shard's record is of another split (plan {named}, "
+                f"not {split_plan['plan']})",
+                tip=f"Run --shard {shard} without --resume.",
+            )
 
 
 def _something_to_resume(folder: Path, flag: str) -> None:
