@@ -190,7 +190,7 @@ MUTATION_MODULES = {
         "threshold": 90,
     },
     "device_matrix/records/summary.py": {
-        "tests": ["tests/test_report_summary.py"],
+        "tests": ["tests/test_report_summary.py", "tests/test_merge.py"],
         "threshold": 90,
     },
     "device_matrix/issues/base.py": {

@@ -85,7 +85,7 @@ class Row:
     ci: CiSwitch = "always"
     isolation: Isolation = "row"
     scripts: tuple[Script, ...] = ()  # files run as scripts, each in a process of its own
-    # spreading a row (device_matrix.run.shards, device_matrix.run.ray): shards per Actions
+    # spreading a row (device_matrix.run.spread, device_matrix.run.ray): shards per Actions
     # row, device slots on one host and the variables that give a shard its slot, and what
     # one shard asks of a Ray node
     shards: int = 1
@@ -94,12 +94,12 @@ class Row:
     ray_resources: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     ray_num_cpus: float = 1.0
     ray_labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    gangs: tuple[Gang, ...] = ()  # workers started together as N Ray tasks (device_matrix.run.gang)
+    gangs: tuple[Gang, ...] = ()  # workers started together, N ranks, in every full run (device_matrix.run.gang)
 
 
 @dataclass(frozen=True, kw_only=True)
 class Gang:
-    """``world_size`` ranks of ``python -m MODULE ARGS``, one Ray task each, recorded as one test."""
+    """``world_size`` ranks of ``python -m MODULE ARGS`` started together, recorded as one test."""
 
     name: str
     module: str

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import signal
 import socket
@@ -48,9 +50,20 @@ def _wait_for(path: Path, text: str, proc: subprocess.Popen[bytes], timeout: flo
 
 
 class Cluster:
-    def __init__(self, address: str, marker: Path) -> None:
+    def __init__(self, address: str, marker: Path, node_tmp: Path) -> None:
         self.address = address
         self.marker = marker  # its existence: the second node was killed
+        self.node_tmp = node_tmp  # TMPDIR of both nodes: where their tasks' temp folders go
+
+    def leftovers(self) -> list[str]:
+        return sorted(p.name for p in self.node_tmp.glob("device-matrix-*"))
+
+    def wait_clean(self, timeout: float = 120) -> None:
+        """Every task's temp folder gone (a dead worker's waits on its node for the driver first)."""
+        end = time.monotonic() + timeout
+        while self.leftovers():
+            assert time.monotonic() < end, f"temp folders left on the nodes: {self.leftovers()}"
+            time.sleep(0.5)
 
 
 # session scope: one cluster per xdist worker, kept while that worker runs other modules'
@@ -66,6 +79,9 @@ def cluster() -> Iterator[Cluster]:
     port = _free_port()
     env = clean_env()
     env["RAY_USAGE_STATS_ENABLED"] = "0"
+    node_tmp = tmp / "t"
+    node_tmp.mkdir()
+    env["TMPDIR"] = str(node_tmp)
     procs: list[subprocess.Popen[bytes]] = []
 
     def start(args: list[str], log: Path, node_env: dict[str, str]) -> subprocess.Popen[bytes]:
@@ -103,7 +119,7 @@ def cluster() -> Iterator[Cluster]:
             tmp / "node2.log",
             {**env, "FIXTURE_KILL_MARKER": str(marker)},
         )
-        yield Cluster(address, marker)
+        yield Cluster(address, marker, node_tmp)
     finally:
         # each node's `ray start --block` leads its own process group: ours, and only ours
         for proc in reversed(procs):
@@ -224,24 +240,29 @@ def test_without_ray_installed_the_tip_says_how_to_get_it(tmp_path: Path) -> Non
 
 def test_a_shard_lost_twice_leaves_its_tests_not_run_with_the_nodes_named(tmp_path: Path) -> None:
     from device_matrix import config
+    from device_matrix.records.merge import load_spread, merge
+    from device_matrix.records.schema import LostNode
     from device_matrix.run.plan import plan_row
-    from device_matrix.run.ray import _write_lost
-    from device_matrix.run.shards import Shard, make_plan, merge
+    from device_matrix.run.ray import RayNodes
+    from device_matrix.run.runner import RunOptions
+    from device_matrix.run.shards import make_plan
+    from device_matrix.run.spread import _Silent
 
     p = make_project(tmp_path, ["passing"])
     cfg = config.load(p.root)
     plan = plan_row(cfg, cfg.row("fixture"), force="local")
+    nodes = RayNodes(None, cfg, plan, RunOptions(), _Silent(), address="a:1", forwarded=[], nodes=[])
     tests = [f"suites/passing/test_passing.py::test_quick[{i}]" for i in range(4)]
-    split_plan = make_plan("fixture", Shard(1, 2), tests, {})
+    split_plan = make_plan("fixture", 2, tests, {})
     lost = [
-        {"node": "a" * 40, "name": "aaaaaaaaaaaa (host-a, 10.0.0.1)", "error": "NodeDiedError"},
-        {"node": "b" * 40, "name": "bbbbbbbbbbbb (host-b, 10.0.0.2)", "error": "NodeDiedError"},
+        LostNode(node="a" * 40, name="aaaaaaaaaaaa (host-a, 10.0.0.1)", error="NodeDiedError"),
+        LostNode(node="b" * 40, name="bbbbbbbbbbbb (host-b, 10.0.0.2)", error="NodeDiedError"),
     ]
     for k in (1, 2):
-        _write_lost(cfg, plan, split_plan, k, lost=lost if k == 2 else [], why="it was run twice")
-    merged = merge(p.results / "fixture")
+        nodes._lost(split_plan, k, lost if k == 2 else [], "it was run twice")
+    merged = merge(load_spread(p.results / "fixture"))
     record = merged.record
-    assert merged.problems == []  # every test is accounted for, if only as not_run
+    assert merged.problems == ()  # every test is accounted for, if only as not_run
     assert record["status"] == "error"
     assert {t["outcome"] for t in record["tests"]} == {"not_run"} and len(record["tests"]) == 4
     lost_tests = [t for t in record["tests"] if "host-a" in (t["message"] or "")]
@@ -299,6 +320,7 @@ def gangs(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> GangRun
         _gang("expected", 2, "--iterations", "5", "--raise", "WrongWorld", xfail=XFAIL),
         _gang("other", 2, "--iterations", "5", "--raise", "OtherError", xfail=XFAIL),
         _gang("fixed", 2, "--iterations", "5", xfail=XFAIL),
+        _gang("daemon", 2, "--iterations", "5", "--daemon", str(seen / "daemon.pid")),
     )
     return GangRun(p, _ray_run(p, cluster, "--shards", "2"), seen)
 
@@ -306,8 +328,8 @@ def gangs(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> GangRun
 def test_a_gang_starts_together_with_the_launcher_variables_and_is_one_test(gangs: GangRun) -> None:
     record, seen = gangs.record, gangs.seen
     assert gangs.proc.returncode == 1, gangs.proc.stdout + gangs.proc.stderr  # the failing gangs below
-    assert record["summary"]["total"] == 2 + 5  # the row's 2 tests, one test per gang
-    assert record["summary"]["passed"] == 3 and _test(record, "gang::sum")["outcome"] == "passed"
+    assert record["summary"]["total"] == 2 + 6  # the row's 2 tests, one test per gang
+    assert record["summary"]["passed"] == 4 and _test(record, "gang::sum")["outcome"] == "passed"
     gang = gangs.gang("sum")
     ranks = {r["rank"]: r for r in gang["ranks"]}
     assert sorted(ranks) == [0, 1, 2] and all(r["returncode"] == 0 for r in ranks.values())
@@ -322,10 +344,10 @@ def test_a_gang_starts_together_with_the_launcher_variables_and_is_one_test(gang
         same = sorted(k for k in ranks if ranks[k]["node"] == ranks[r]["node"])
         assert (e["LOCAL_RANK"], e["LOCAL_WORLD_SIZE"]) == (str(same.index(r)), str(len(same)))
     for r in range(3):  # each rank's output is kept; its own check saw 1000 sums of 3
-        log = (gangs.p.results / f"fixture/gangs/sum/rank{r}.log").read_text()
+        log = (gangs.p.results / f"fixture/shards/1/gangs/sum/rank{r}.log").read_text()
         assert json.loads(log.splitlines()[-1]) == {"rank": r, "iterations": 1000, "sums": [3]}
-    logs = [a["log"] for a in record["attempts"] if a["log"].startswith("gangs/sum/")]
-    assert logs == [f"gangs/sum/rank{r}.log" for r in range(3)]  # one attempt per rank
+    logs = [a["log"] for a in record["attempts"] if "gangs/sum/" in a["log"]]
+    assert logs == [f"shards/1/gangs/sum/rank{r}.log" for r in range(3)]  # one attempt per rank
 
 
 def test_a_rank_that_segfaults_is_diagnosed_as_a_local_crash(gangs: GangRun) -> None:
@@ -371,6 +393,24 @@ def test_a_gangs_xfail_admits_only_the_failure_it_names(gangs: GangRun) -> None:
     assert record["status"] == "crashed"  # the segfaulting gang's crash outranks the failures
 
 
+def test_a_ranks_daemon_that_keeps_stdout_open_is_ended_with_its_rank(gangs: GangRun, cluster: Cluster) -> None:
+    """Seen 9: the rank was "cancelled" after test_timeout + 60 s, its log empty, the daemon left."""
+    test = _test(gangs.record, "gang::daemon")
+    assert test["outcome"] == "passed", test
+    log = (gangs.p.results / "fixture/shards/1/gangs/daemon/rank0.log").read_text()  # kept by shard 1
+    assert '"rank": 0' in log
+    daemon = int((gangs.seen / "daemon.pid").read_text())
+    assert not _alive(daemon), "the rank's daemon outlived its gang"
+    cluster.wait_clean()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def test_a_gang_no_set_of_nodes_can_hold_is_refused_up_front(tmp_path: Path, cluster: Cluster) -> None:
     p = _gang_project(tmp_path, _gang("big", 5))
     proc = _ray_run(p, cluster, "--shards", "1")
@@ -409,12 +449,120 @@ def test_resume_on_ray_runs_only_what_the_interrupted_run_left(
         "test_c": "passed",
         "test_d": "not_run",
     }
+    # Seen 6: `run --resume` alone ran the row whole over the spread, and a re-merge undid it
+    proc = p.run("run", "--device", "fixture", "--resume")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert p.record() == interrupted
     (p.root / "gate").write_text("")
-    proc = p.run(*args, "--resume")
+    proc = p.run(*_tip(log.read_text()))  # the command the interrupted driver printed
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert sorted((p.root / "runs.txt").read_text().split()) == ["a", "b", "c", "d"]  # each once
     record = p.record()
     assert record["status"] == "passed" and record["summary"]["passed"] == 4
+    cluster.wait_clean()
+
+
+def _tip(output: str) -> list[str]:
+    found = re.findall(r"`device-matrix (run [^`]*)`", output)
+    assert found, output
+    return shlex.split(found[-1])
+
+
+def _driver(p: Project, cluster: Cluster, log: Path, *args: str) -> subprocess.Popen[bytes]:
+    argv = ["run", "--device", "fixture", "--executor", "ray", "--address", cluster.address, *args]
+    with log.open("wb") as fh:
+        return subprocess.Popen(
+            [sys.executable, "-m", "device_matrix", "--project", str(p.root), *argv],
+            cwd=p.root,
+            env=clean_env(),
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+        )
+
+
+def _when(path: Path, driver: subprocess.Popen[bytes], log: Path, timeout: float = 120) -> None:
+    end = time.monotonic() + timeout
+    while not path.exists():
+        assert driver.poll() is None and time.monotonic() < end, log.read_text()
+        time.sleep(0.1)
+    time.sleep(0.3)
+
+
+def test_an_interrupt_while_the_row_is_collected_on_a_node_leaves_no_green_record(
+    project: Callable[..., Project], cluster: Cluster, tmp_path: Path
+) -> None:
+    """Seen 2 on Ray: the collection ran before the old shards were cleared."""
+    p = project("slow_import", row=NEURON_ROW)
+    assert _ray_run(p, cluster, "--shards", "2").returncode == 0
+    (p.root / "slow").write_text("")
+    log = tmp_path / "driver.log"
+    driver = _driver(p, cluster, log, "--shards", "2")
+    _when(p.root / "importing", driver, log)
+    driver.send_signal(signal.SIGTERM)
+    assert driver.wait(90) == 143, log.read_text()
+    assert p.record()["status"] == "interrupted"
+    (p.root / "slow").unlink()
+    proc = p.run(*_tip(log.read_text()))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert p.record()["status"] == "passed" and p.record()["summary"]["passed"] == 6
+    cluster.wait_clean()
+
+
+def test_a_sigkilled_ray_driver_leaves_a_running_record(
+    project: Callable[..., Project], cluster: Cluster, tmp_path: Path
+) -> None:
+    """Seen 7 and 11: no record at all, and the shards' temp folders left on the nodes."""
+    p = project("resume_gate", row=NEURON_ROW)
+    log = tmp_path / "driver.log"
+    driver = _driver(p, cluster, log, "--shards", "2")
+    _when(p.root / "b_started", driver, log)
+    driver.kill()
+    driver.wait(30)
+    record = p.record()
+    assert record["status"] == "running" and record["spread"]["of"] == 2
+    cluster.wait_clean()  # the tasks went with their driver; their folders with them
+
+
+def test_a_test_that_kills_its_ray_worker_is_a_crash_of_that_test(
+    project: Callable[..., Project], cluster: Cluster
+) -> None:
+    """Seen 8: recorded as a node death, the node marked dead, exit 5, tests not_run, no culprit."""
+    p = project("worker_kill", row=NEURON_ROW)
+    proc = _ray_run(p, cluster, "--shards", "2")
+    assert (p.root / "worker_killed").exists(), proc.stdout + proc.stderr  # it did kill its worker
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    record = p.record()
+    killer = "suites/worker_kill/test_worker_kill.py::test_kills_its_worker"
+    outcomes = {t["nodeid"]: t["outcome"] for t in record["tests"]}
+    assert outcomes.pop(killer) == "crashed"
+    assert set(outcomes.values()) == {"passed"} and len(outcomes) == 4
+    (crash,) = record["crashes"]
+    assert crash["nodeid"] == killer and "Ray worker" in (crash["diagnosis"]["hint"] or "")
+    assert crash["classification"] == "flaky"  # alone, it passed
+    assert all(s["lost"] == [] for s in record["environment"]["shards"])  # no node died
+    assert "no node left" not in proc.stdout
+    cluster.wait_clean()
+
+
+def test_a_driver_sigterm_during_a_gang_on_ray_keeps_the_gang(cluster: Cluster, tmp_path: Path) -> None:
+    """Seen 3 on Ray: no gangs/ folder, no merged record, `merge` 0 and triage green."""
+    gate = tmp_path / "gate"
+    p = _gang_project(tmp_path / "p", _gang("g", 2, "--iterations", "5", "--gate", str(gate)))
+    log = tmp_path / "driver.log"
+    driver = _driver(p, cluster, log, "--shards", "2")
+    _when(Path(f"{gate}.rank1"), driver, log)
+    driver.send_signal(signal.SIGTERM)
+    assert driver.wait(90) == 143, log.read_text()
+    record = p.record()
+    assert record["status"] == "interrupted"
+    assert _test(record, "gang::g")["outcome"] == "not_run"
+    proc = p.run("merge")
+    assert proc.returncode != 0 and _test(p.record(), "gang::g")["outcome"] == "not_run", proc.stdout
+    gate.write_text("")
+    proc = p.run(*_tip(log.read_text()))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _test(p.record(), "gang::g")["outcome"] == "passed"
+    cluster.wait_clean()
 
 
 # --- last: the second node this kills stays dead for the rest of the session -----------------

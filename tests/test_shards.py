@@ -17,7 +17,8 @@ import pytest
 
 from device_matrix.config import Row
 from device_matrix.errors import UsageProblem
-from device_matrix.run.shards import artifact_folder, balance, parse_shard, recorded_durations, slot_env, split
+from device_matrix.records.merge import artifact_folder
+from device_matrix.run.shards import balance, parse_shard, recorded_durations, slot_env, split
 from tests import records as R
 from tests.conftest import Project, clean_env, make_project
 
@@ -253,17 +254,6 @@ def test_a_module_that_dies_on_import_is_one_crash_in_the_merged_row(project: Ca
         assert [c["phase"] for c in shard["crashes"]] == ["collection"]
 
 
-@pytest.mark.slow
-def test_more_shards_than_tests(project: Callable[..., Project]) -> None:
-    p = project("segv")
-    proc = p.run("run", "--device", "fixture", "--shards", "7", "--reruns", "0")
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    empty = json.loads((p.results / "fixture/shards/7/run.json").read_text())
-    assert empty["status"] == "passed" and empty["tests"] == []
-    assert "shard 7/7 has no tests (5 in the row)" in empty["reason"]
-    assert p.record()["summary"]["total"] == 5
-
-
 # --- device slots -------------------------------------------------------------------------
 
 SLOT_ROW = """slots = 2
@@ -313,6 +303,7 @@ def test_parallel_shards_of_a_device_row_without_slots_are_refused(project: Call
         (["--shard", "5/4"], "expected K/N"),
         (["--parallel"], "--parallel needs --shards N"),
         (["--shard", "1/2", "--shards", "2"], "--shard and --shards together"),
+        (["--shard", "1/2", "--executor", "ray", "--address", "auto"], "--shard with --executor ray"),
         (["--executor", "ray"], "--executor ray needs --address"),
         (["--address", "auto"], "--address is for --executor ray"),
     ],
@@ -457,11 +448,3 @@ def test_resume_of_shards_that_never_ran_is_a_results_error(project: Callable[..
     proc = p.run("run", "--device", "fixture", "--shards", "2", "--resume")
     assert proc.returncode == 7, proc.stdout + proc.stderr
     assert "nothing to resume" in proc.stderr
-
-
-def test_a_run_without_ray_says_the_rows_gangs_were_left_out(project: Callable[..., Project]) -> None:
-    p = project("passing", row='gangs = [{ name = "all_reduce", module = "w", world_size = 2 }]')
-    proc = p.run("run", "--device", "fixture", "--test", "suites/passing/test_passing.py::test_quick[0]")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "gang(s) all_reduce not run: they run only with --executor ray" in proc.stdout
-    assert [t["nodeid"] for t in p.record()["tests"]] == ["suites/passing/test_passing.py::test_quick[0]"]

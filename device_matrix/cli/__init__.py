@@ -113,7 +113,7 @@ def _interrupts_raise() -> Iterator[None]:
 
 
 def cmd_run(args: argparse.Namespace, out: Output) -> int:
-    from device_matrix.cli.shards import check_spread_args, run_spread, run_whole, spread_requested
+    from device_matrix.cli.shards import check_spread_args, resume_tip, run_spread, run_whole, spread_requested
     from device_matrix.report.actions import row_job
     from device_matrix.run.attempt import Interrupted
     from device_matrix.run.plan import plan_row
@@ -151,7 +151,7 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
             except Interrupted as exc:
                 out.error(
                     f"{name}: interrupted by {exc}; what finished is in {cfg.results_dir / name / 'run.json'}",
-                    "Continue with `device-matrix run --resume` and the same rows.",
+                    f"Continue with `{resume_tip(args, name)}`.",
                 )
                 return 128 + exc.signum
             except NothingSelected as exc:

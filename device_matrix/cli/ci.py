@@ -63,7 +63,7 @@ def cmd_ci_matrix(args: argparse.Namespace, out: Output) -> int:
 def cmd_ci_collect(args: argparse.Namespace, out: Output) -> int:
     """artifacts/results-<row>/ -> results/<row>/ (results-<row>@K -> results/<row>/shards/K);
     the issues job's links go to results/."""
-    from device_matrix.run.shards import artifact_folder
+    from device_matrix.records.merge import artifact_folder
 
     src, dest = Path(args.artifacts), Path(args.results)
     dest.mkdir(parents=True, exist_ok=True)

@@ -12,9 +12,9 @@ from device_matrix.errors import EXIT_OK, ConfigError, ResultsError
 from device_matrix.issues import open_tracker
 from device_matrix.issues.sync import sync
 from device_matrix.output import Output
+from device_matrix.records.merge import has_shards, read_row
 from device_matrix.records.schema import RunRecord, load_run
 from device_matrix.report.history import DEFAULT_PATH
-from device_matrix.run.shards import has_shards, merge_row
 from device_matrix.skips import uncited
 
 
@@ -41,7 +41,7 @@ def load_records(results: Path, out: Output | None = None) -> tuple[list[RunReco
             continue  # not a row folder
         try:
             # a row run as shards (on one host or several) is read as one merged record
-            records.append(merge_row(row_dir) if sharded else load_run(path))
+            records.append(read_row(row_dir))
         except ResultsError as exc:
             problems.append((row_dir.name, exc.message))
             if out is not None:

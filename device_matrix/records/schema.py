@@ -8,6 +8,7 @@ another version) and triage reports that instead of failing.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import math
 from collections.abc import Callable
@@ -199,11 +200,165 @@ class _RunFields(TypedDict):
     run_url: str | None
 
 
+class SpreadRef(TypedDict):
+    """Which part of a spread row a record is (#23): checked before any part is merged."""
+
+    plan: str | None  # the id of the split (None: written before the split was made)
+    shard: int | None  # 1..of; None: the record of the whole spread (its driver's, or the merge)
+    of: int
+
+
 class RunRecord(_RunFields, total=False):
     # fields added after the first records were written: older records lack them, and
     # the version stays 1 while every addition is optional (a reader of version 1 reads them all)
     runner_pid: int | None  # the device-matrix process that wrote it (see status "running")
     source: SourceInfo | None  # commit, branch, pull request, base (#25)
+    spread: SpreadRef  # a shard's record, or the merge of a row's shards; absent: a whole run
+
+
+# --- the split of a spread row: shards/plan.json, and shards/K/shard.json beside each part ---
+
+SHARD_SCHEMA = "device-matrix/shard"
+
+
+class GangSlot(TypedDict):
+    name: str
+    shard: int  # the part whose folder keeps the gang's record (shards/K/gangs/NAME/)
+
+
+class RankInfo(TypedDict):
+    rank: int
+    node: str
+    host: str
+    ip: str
+    returncode: int | None
+    lost: str | None
+
+
+class GangInfo(TypedDict):
+    """``environment.gang`` of a gang's record (device_matrix.run.gang)."""
+
+    name: str
+    module: str
+    world_size: int
+    master: str | None
+    ranks: list[RankInfo]
+
+
+def load_gang(path: Path) -> RunRecord:
+    """A gang's ``run.json``: a run record whose ``environment.gang`` says which gang and ranks."""
+    record = load_run(path)
+    info: Any = record["environment"].get("gang")
+    problem = _checker(GangInfo)(info)
+    if problem is None and info["name"] != path.parent.name:
+        problem = f": gang {info['name']!r} in the folder of gang {path.parent.name!r}"
+    if problem is None and [t["nodeid"] for t in record["tests"]] != [f"gang::{info['name']}"]:
+        # a gang is one test: a record that holds others would put them in the row (#23)
+        problem = f": its tests are not the one test gang::{info['name']}"
+    if problem is not None:
+        raise ResultsError(
+            f"{path}: environment.gang{problem}",
+            tip="Run the row again; a gang's record is written by device-matrix and never edited by hand.",
+        )
+    return record
+
+
+class LostNode(TypedDict):
+    node: str
+    name: str
+    error: str
+
+
+class _PlanFields(TypedDict):
+    schema: str
+    row: str
+    of: int
+    tests: list[str] | None  # every collected test in collection order; None: collection failed
+    parts: list[list[int]] | None  # indexes into tests, one list per shard
+    durations_known: int
+    estimated_seconds: list[float]  # what each shard should take by the recorded durations
+    reason: str | None
+
+
+class PlanFile(_PlanFields, total=False):
+    # fields added with #23; an older shard.json lacks them and its id is computed
+    plan: str  # the split's id: a digest of row, of, tests, parts and gangs
+    durations: list[float | None]  # the recorded duration the split used for each test
+    gangs: list[GangSlot]
+    # shard.json only: the part it sits beside, and where that part ran
+    shard: int
+    host: str
+    node: str | None  # the Ray node that ran the shard
+    lost: list[LostNode]  # Ray nodes that died while they ran it
+
+
+def plan_id(row: str, of: int, tests: list[str] | None, parts: list[list[int]] | None, gangs: list[GangSlot]) -> str:
+    """The id of a split: the same collection split the same way has the same id on every host."""
+    body = json.dumps([row, of, tests, parts, [[g["name"], g["shard"]] for g in gangs]], separators=(",", ":"))
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()[:16]
+
+
+def check_plan(data: Any, where: str) -> PlanFile:
+    """A plan read from ``where``, checked field by field and for what no type says (#23)."""
+    tip = "Run the row's shards again; a split is written by device-matrix and never edited by hand."
+    if not isinstance(data, dict) or data.get("schema") != SHARD_SCHEMA:
+        raise ResultsError(f"{where}: not a device-matrix shard plan", tip=tip)
+    problem = _checker(PlanFile)(data)
+    if problem is None:
+        problem = _plan_problem(data)
+    if problem:
+        raise ResultsError(f"{where}: plan{problem}", tip=tip)
+    plan = cast(PlanFile, data)
+    computed = plan_id(plan["row"], plan["of"], plan["tests"], plan["parts"], plan.get("gangs", []))
+    if plan.setdefault("plan", computed) != computed:
+        raise ResultsError(f"{where}: the split's id {plan['plan']} does not match its content", tip=tip)
+    plan.setdefault("node", None)
+    plan.setdefault("lost", [])
+    plan.setdefault("gangs", [])
+    return plan
+
+
+def _plan_problem(data: dict[str, Any]) -> str | None:
+    of = data["of"]
+    if not ROW_NAME_RE.fullmatch(data["row"]):
+        return f".row: {data['row']!r} is not a row name"
+    if of < 1:
+        return f".of: {of} is not a number of shards"
+    if "shard" in data and not 1 <= data["shard"] <= of:
+        return f".shard: {data['shard']} is not one of 1..{of}"
+    for gang in data.get("gangs", []):
+        if not 1 <= gang["shard"] <= of:
+            return f".gangs: {gang['name']!r} kept by shard {gang['shard']}, not one of 1..{of}"
+    tests, parts = data["tests"], data["parts"]
+    if (tests is None) != (parts is None):
+        return ": tests and parts go together"
+    if tests is None or parts is None:
+        return None
+    if len(set(tests)) != len(tests):
+        return ".tests: a test is listed twice"
+    if len(parts) != of:
+        return f".parts: {len(parts)} parts for {of} shards"
+    seen = sorted(i for part in parts for i in part)
+    if seen != list(range(len(tests))):
+        return f".parts: not every one of the {len(tests)} tests in exactly one part"
+    if "durations" in data and len(data["durations"]) != len(tests):
+        return ".durations: not one per test"
+    return None
+
+
+def load_plan(path: Path) -> PlanFile:
+    """Read and check a ``plan.json`` or ``shard.json``."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ResultsError(f"{path}: missing", tip="The shard did not finish writing its results.") from None
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot read: {exc.strerror or exc}", tip="Check the file's permissions.") from None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        raise ResultsError(f"{path}: truncated or not JSON ({str(exc)[:200]})") from None
+    return check_plan(data, str(path))
 
 
 def summarize(tests: list[TestRecord]) -> Summary:
@@ -325,6 +480,10 @@ def load_run(path: Path) -> RunRecord:
     problem = _checker(RunRecord)(data)
     if problem is None and not ROW_NAME_RE.fullmatch(data["row"]):
         problem = f".row: {data['row']!r} is not a row name"
+    if problem is None and "spread" in data:
+        spread = data["spread"]
+        if spread["of"] < 1 or (spread["shard"] is not None and not 1 <= spread["shard"] <= spread["of"]):
+            problem = f".spread: shard {spread['shard']} of {spread['of']} is not a part of a split"
     if problem:
         raise ResultsError(f"{path}: run{problem}", tip=tip)
     return cast(RunRecord, data)

@@ -17,7 +17,39 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias, get_args
 
-from device_matrix.records.schema import OUTCOMES, CrashRecord, RunRecord, TestRecord
+from device_matrix.records.schema import FAILING_OUTCOMES, OUTCOMES, CrashRecord, RowStatus, RunRecord, TestRecord
+
+# the one order of row statuses, most serious first: the runner's processes, the shards of
+# a merge and the parts of a row each give one, and the most serious is the row's (#23)
+STATUS_ORDER: tuple[RowStatus, ...] = ("running", "interrupted", "error", "crashed", "failed", "unavailable", "passed")
+
+
+def most_serious(statuses: Iterable[RowStatus]) -> RowStatus:
+    """The most serious of ``statuses`` ("passed" for none)."""
+    return min(statuses, key=STATUS_ORDER.index, default="passed")
+
+
+def row_status(
+    outcomes: Iterable[str], crashes: Sequence[CrashRecord], *, claimed: Iterable[RowStatus] = ()
+) -> RowStatus:
+    """The one rule of a row's status: never green when a test failed, crashed or never ran.
+
+    ``outcomes``: the tests' outcomes; ``claimed``: what the processes that ran them said
+    (the runner's verdict, each shard's status). The most serious of what the tests show
+    and what was claimed wins; a row whose every claim is ``unavailable`` and that holds no
+    test is unavailable.
+    """
+    seen = set(outcomes)
+    claims = list(claimed)
+    if claims and all(c == "unavailable" for c in claims) and not seen:
+        return "unavailable"
+    shown: RowStatus = "passed"
+    if crashes or seen & {"crashed", "timeout"}:
+        shown = "crashed"
+    elif seen & FAILING_OUTCOMES or "not_run" in seen:
+        shown = "failed"
+    return most_serious([*(c for c in claims if c != "unavailable"), shown])
+
 
 Bucket: TypeAlias = Literal["passed", "failed", "crashed", "timeout", "skipped", "xfailed", "not_run"]
 BUCKETS: tuple[Bucket, ...] = get_args(Bucket)
@@ -137,19 +169,18 @@ class RowFold:
         return f"{self.row}: {self.label}: {self.counts.phrase()}"
 
 
-def row_label(status: str, counts: Counts, crashes: Sequence[CrashRecord]) -> str:
-    """The row's status in words; never "passed" when a test failed, crashed or never ran."""
-    if status in ("unavailable", "error", "interrupted", "running"):
+def row_label(status: RowStatus, counts: Counts, crashes: Sequence[CrashRecord]) -> str:
+    """The row's status in words (:func:`row_status` of its tests and its claim)."""
+    if status == "unavailable":
         return status
+    shown = row_status([o for o, n in counts.by_outcome.items() if n], crashes, claimed=[status])
+    if shown != "crashed":
+        return shown
     if crashes and all(c["kind"] == "timeout" for c in crashes):
         return "timed out"
-    if crashes or counts.bucket("crashed") or status == "crashed":
-        return "crashed"
-    if counts.bucket("timeout"):
-        return "timed out"
-    if counts.bad or status == "failed":
-        return "failed"
-    return "passed"
+    if not crashes and status != "crashed" and not counts.bucket("crashed"):
+        return "timed out"  # tests timed out, and no crash record says more
+    return "crashed"
 
 
 def fold(record: RunRecord) -> RowFold:

@@ -209,6 +209,7 @@ class _JournalReader:
             text = "\n".join(_copy_line(line, self.redactor) for line in events)
         try:
             self._copy.write(text + "\n")
+            self._copy.flush()  # on disk at once: the copy names the running test even if the runner is killed (#23)
         except OSError as exc:
             self.error = exc
 

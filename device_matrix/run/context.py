@@ -21,7 +21,8 @@ from typing import Any, Protocol
 
 from device_matrix.config import Config, Row, Script
 from device_matrix.errors import EnvironmentProblem
-from device_matrix.records.schema import RowStatus, RunRecord, SourceInfo
+from device_matrix.records.schema import RowStatus, RunRecord, SourceInfo, SpreadRef
+from device_matrix.records.summary import most_serious
 from device_matrix.redact import Redactor, remember_secrets
 from device_matrix.run import crashes, selection
 from device_matrix.run.executors.base import Executor, LaunchSpec
@@ -34,7 +35,6 @@ from device_matrix.wire import PLUGIN, SCRIPT_MODULE, ChildCommand
 
 DEFAULT_CORE_LIMIT = 4 << 30  # bytes; enough for a backtrace of a torch_xla process
 DEFAULT_MAX_LOG = 512 << 20  # bytes of output.log; the rest is cut with a note
-STATUS_SEVERITY = {"passed": 0, "failed": 1, "crashed": 2, "error": 3}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,12 +53,13 @@ class RunOptions:
     source: SourceInfo | None = None  # commit, branch, pull request (#25)
     resume: bool = False
     max_log_bytes: int | None = DEFAULT_MAX_LOG
-    # a shard: only these tests (raw nodeids), into results/<row>/<results_subdir>, with
+    # a shard (device_matrix.run.spread): only these tests (raw nodeids), into results/<row>/<results_subdir>, with
     # its device slot's variables over the row's own
     select: Sequence[str] | None = None
     results_subdir: str | None = None
     slot_env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     command: Sequence[str] = ()  # the record's `command` when not the whole row's (a shard's own)
+    spread: SpreadRef | None = None  # a shard's record names its split and its index (#23)
 
     def __post_init__(self) -> None:
         # frozen all the way down: a list handed over (argparse's) is copied, not shared
@@ -79,7 +80,7 @@ class Verdict:
 
 def worst(verdicts: Sequence[Verdict]) -> Verdict:
     """Several processes' verdicts as one: the most serious status, every reason once."""
-    status = max((v.status for v in verdicts), key=lambda st: STATUS_SEVERITY.get(st, 0))
+    status = most_serious(v.status for v in verdicts)
     reasons = "; ".join(dict.fromkeys(v.reason for v in verdicts if v.reason))
     return Verdict(status, reasons or None)
 

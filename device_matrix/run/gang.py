@@ -1,14 +1,16 @@
-"""A gang: ``world_size`` ranks of one worker started together as Ray tasks, recorded as one test.
+"""A gang: ``world_size`` ranks of one worker started together, recorded as one test.
 
-A row's ``[[gangs]]`` entry names a worker module; under ``--executor ray`` each gang runs
-once, after the row's shards: a placement group with one bundle per rank (each the row's
-per-shard request) makes every rank start at once or not at all, a probe on rank 0's bundle
-picks ``MASTER_ADDR`` (that node's IP) and a free ``MASTER_PORT`` there, and each rank runs
-``python -X faulthandler -m MODULE ARGS`` with ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``,
-``LOCAL_WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT`` (the launcher contract torchrun
-keeps). The gang is one test in the row's record, ``gang::NAME``: passed when every rank
-exits 0; a rank killed by a signal or past ``test_timeout`` is diagnosed from its own output
-exactly as a crashed test is; each rank's output is kept (``gangs/NAME/rankR.log``).
+A row's ``[[gangs]]`` entry names a worker module; the gangs run in every full run of
+their row, after its tests: without Ray as ``world_size`` processes on this host (one per
+device slot when the row has slots), under ``--executor ray`` as Ray tasks placed by one
+placement group (device_matrix.run.ray). Each rank runs ``python -X faulthandler -m MODULE
+ARGS`` with ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``, ``MASTER_ADDR``
+and ``MASTER_PORT`` (the launcher contract torchrun keeps). The gang is one test in the
+row's record, ``gang::NAME``: passed when every rank exits 0; a rank killed by a signal or
+past ``test_timeout`` is diagnosed from its own output exactly as a crashed test is; each
+rank's output is kept (``gangs/NAME/rankR.log``). A rank runs like a test's process: its own
+session, its output in a file (a daemon that keeps the rank's stdout open holds nothing
+up), and what it leaves behind is ended with it (#23).
 
 A gang's ``xfail`` takes ``xfail_device``'s arguments; ``raises`` restricts it to ranks
 that end with one of those exceptions (the last traceback of each failing rank), so any
@@ -18,44 +20,45 @@ other failure, and every crash, stays a failure. It is strict unless ``strict = 
 from __future__ import annotations
 
 import contextlib
-import functools
-import importlib
-import os
 import re
 import shlex
 import signal
 import socket
-import subprocess
-import sys
+import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from device_matrix import diagnostics
 from device_matrix.config import Config, Gang, Row
 from device_matrix.diagnostics.parse import clean_lines
 from device_matrix.errors import EnvironmentProblem
 from device_matrix.records.atomic import write_json_atomic
+from device_matrix.records.merge import GANGS_DIR
 from device_matrix.records.schema import AttemptRecord, CrashRecord, Outcome, RowStatus, RunRecord, SkipInfo
+from device_matrix.records.summary import row_status
 from device_matrix.redact import Redactor, remember_secrets
-from device_matrix.run.executors.base import die_with_parent
+from device_matrix.run.attempt import Interrupted
+from device_matrix.run.executors.base import Child, Executor, LaunchSpec
 from device_matrix.run.selection import selecting_options
-from device_matrix.run.shards import GANGS_DIR
+from device_matrix.run.shards import slot_env
 from device_matrix.run.state import RunState, now_iso
+from device_matrix.wire import ENV_ATTEMPT
 
-READY_TIMEOUT = 60.0  # seconds for the placement group to hold every rank (others may be using the nodes)
-TIMEOUT_GRACE = 60.0  # seconds past test_timeout before a rank's task is cancelled
+ABORT_GRACE = 10.0  # seconds a rank past its timeout has to dump its stacks (SIGABRT) before SIGKILL
 _EXCEPTION_RE = re.compile(r"([A-Za-z_][\w.]*)(?::\s.*)?")
+
+Note = Callable[[str, str], None]
 
 
 def nodeid(gang: Gang) -> str:
     return f"gang::{gang.name}"
 
 
-def gang_folder(cfg: Config, row: str, gang: Gang) -> Path:
-    return cfg.results_dir / row / GANGS_DIR / gang.name
+def gang_folder(part: Path, gang: Gang) -> Path:
+    """Where the gang's record and rank logs go, in the folder of the run (or shard) that keeps it."""
+    return part / GANGS_DIR / gang.name
 
 
 def selected(row: Row, *, tests: Sequence[str], suites: Sequence[str] | None, pytest_args: Sequence[str]) -> str | None:
@@ -79,85 +82,18 @@ def selected(row: Row, *, tests: Sequence[str], suites: Sequence[str] | None, py
     return None
 
 
-# --- up front: can the cluster hold the gang at all ------------------------------------
-
-
-def capacity(total: Mapping[str, float], need: Mapping[str, float]) -> int:
-    """How many bundles of ``need`` one node with ``total`` holds."""
-    counts = [int((total.get(k, 0.0) + 1e-9) // v) for k, v in need.items() if v > 0]
-    return min(counts) if counts else 0
-
-
-def refuse_unsatisfiable(
-    nodes: Sequence[Any], need: Mapping[str, float], labels: Mapping[str, str], row: Row, address: str
-) -> None:
-    """Every gang of ``row`` fits the cluster's nodes, or the run is refused before anything starts."""
-    fitting = [n for n in nodes if all(n.labels.get(k) == v for k, v in labels.items())]
-    room = sum(capacity(n.total, need) for n in fitting)
-    for gang in row.gangs:
-        if gang.world_size > room:
-            wants = ", ".join(f"{k}={v:g}" for k, v in sorted(need.items()))
+def refuse_unsatisfiable_here(row: Row, gangs: Sequence[Gang]) -> None:
+    """A gang needs a device slot per rank on this host (a CPU row: as many processes as it asks)."""
+    if row.pjrt_device == "CPU" and not row.slots:
+        return
+    for gang in gangs:
+        if gang.world_size > row.slots:
             raise EnvironmentProblem(
-                f"gang {gang.name!r} of row {row.name!r} needs {gang.world_size} ranks at once, each {wants}, "
-                f"but the Ray cluster at {address} holds {room} at most ({len(fitting)} node(s) that fit)",
-                tip="Add nodes (ray start --resources ...), lower the gang's world_size, or change the row's "
-                "ray_resources / ray_num_cpus.",
+                f"gang {gang.name!r} of row {row.name!r} needs {gang.world_size} device slots at once, "
+                f"and the row has {row.slots} on this host",
+                tip="Set the row's `slots` and `slot_env` (one device per rank), lower the gang's world_size, "
+                "or run the row with --executor ray.",
             )
-
-
-# --- what runs on the nodes ------------------------------------------------------------
-
-
-def master_on_node() -> tuple[str, int]:
-    """Rank 0's node: its IP and a port free there now."""
-    ray = importlib.import_module("ray")
-    with socket.socket() as s:
-        s.bind(("", 0))
-        port = int(s.getsockname()[1])
-    return str(ray.util.get_node_ip_address()), port
-
-
-def rank_on_node(project_root: str, argv: Sequence[str], env: Mapping[str, str], timeout: float) -> dict[str, Any]:
-    """One rank, a process group of its own; its output, exit status and where it ran."""
-    ray = importlib.import_module("ray")
-    context = ray.get_runtime_context()
-    started = time.monotonic()
-    proc = subprocess.Popen(  # the rank dies with its task's worker (cancelled, its node lost)
-        [sys.executable, *argv],
-        cwd=project_root,
-        env={**os.environ, **env},
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        preexec_fn=functools.partial(die_with_parent, signal.SIGTERM),  # noqa: PLW1509 - prctl only
-    )
-    timed_out = False
-    try:
-        output, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGABRT)  # faulthandler dumps every thread's stack, then it dies
-        try:
-            output, _ = proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            output, _ = proc.communicate()
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)  # nothing of the rank outlives it
-    # redacted here, with this node's own secrets, before it leaves the node (#22)
-    output = Redactor({**os.environ, **env}).text(output.decode("utf-8", "replace")).encode("utf-8")
-    return {
-        "node": str(context.get_node_id()),
-        "host": socket.gethostname(),
-        "ip": str(ray.util.get_node_ip_address()),
-        "returncode": proc.returncode,
-        "timed_out": timed_out,
-        "duration": time.monotonic() - started,
-        "output": output,
-    }
 
 
 # --- the record ------------------------------------------------------------------------
@@ -235,6 +171,7 @@ def gang_record(
     master: tuple[str, int] | None,
     redactor: Redactor,
     why_not_run: str | None = None,
+    status: RowStatus = "error",
 ) -> RunRecord:
     """The gang as one test: outcome, per-rank crashes diagnosed, one attempt (and log) per rank."""
     test = nodeid(gang)
@@ -337,9 +274,8 @@ def gang_record(
             ],
         }
     }
-    status: RowStatus = "error" if why_not_run else ("crashed" if crashes else "passed")
-    if status == "passed" and outcome in ("failed", "xpassed"):
-        status = "failed"
+    if why_not_run is None:
+        status = row_status([outcome], crashes)
     return state.to_record(
         row=row.name,
         pjrt_device=row.pjrt_device,
@@ -359,10 +295,26 @@ def write_gang(folder: Path, record: RunRecord, ranks: Sequence[RankResult], red
     folder.mkdir(parents=True, exist_ok=True)
     for r in ranks:
         (folder / f"rank{r.rank}.log").write_text(redactor.text(r.output), "utf-8")
-    write_json_atomic(folder / "run.json", record)
+    write_json_atomic(folder / "run.json", record, redactor)
 
 
-# --- the driver ------------------------------------------------------------------------
+def pending_record(row: Row, mode: str, gang: Gang, *, status: RowStatus, why: str) -> RunRecord:
+    """The record of a gang that has not run (yet): its test not_run, why, and the row's status."""
+    return gang_record(
+        row,
+        mode,
+        gang,
+        [],
+        started_at=now_iso(),
+        duration=0.0,
+        master=None,
+        redactor=Redactor(),
+        why_not_run=why,
+        status=status,
+    )
+
+
+# --- the ranks, here ---------------------------------------------------------------------
 
 
 def rank_env(
@@ -380,90 +332,131 @@ def rank_env(
     return env
 
 
-def run_gang(
-    ray: Any,
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def run_here(
+    executor: Executor,
     cfg: Config,
     row: Row,
     mode: str,
     gang: Gang,
     *,
-    options: Mapping[str, Any],
-    labels: Mapping[str, str],
-    test_timeout: float,
-    note: Any,
+    folder: Path,
+    note: Note,
 ) -> RunRecord:
-    """Run one gang on the cluster ``ray`` is connected to; write and return its record."""
-    remember_secrets(gang.env)
-    redactor = Redactor()
+    """Run one gang as ``world_size`` processes on this host; write and return its record.
+
+    Rank R gets device slot R's variables when the row has ``slot_env``. An interrupt ends
+    every rank and writes the gang's record as ``interrupted`` before it goes on up.
+    """
     started_at, t0 = now_iso(), time.monotonic()
-    pg_mod = importlib.import_module("ray.util.placement_group")
-    strategies = importlib.import_module("ray.util.scheduling_strategies")
-    need = {"CPU": options["num_cpus"], **options.get("resources", {})}
-    if options.get("num_gpus"):
-        need["GPU"] = options["num_gpus"]
     world = gang.world_size
-    pg = pg_mod.placement_group(
-        [dict(need) for _ in range(world)],
-        strategy="PACK",
-        bundle_label_selector=[dict(labels) for _ in range(world)] if labels else None,
-    )
-    ranks: list[RankResult] = []
-    master: tuple[str, int] | None = None
-    why_not_run: str | None = None
+    master = ("127.0.0.1", free_port())
+    ranks = []
+    for r in range(world):
+        env = rank_env(row, gang, rank=r, world=world, local=(r, world), master=master)
+        if row.slot_env:
+            env.update(slot_env(row, r))
+        # a rank's secrets (the row's, the gang's, its slot's) are scrubbed from its log,
+        # the gang's record and the row's last_output, as a test's are (#22)
+        remember_secrets(env)
+        ranks.append(RankResult(rank=r, env=env, host=socket.gethostname(), ip=master[0]))
+    redactor = Redactor()
+    folder.mkdir(parents=True, exist_ok=True)
+    note(row.name, f"gang {gang.name}: {world} ranks started here, master {master[0]}:{master[1]}")
     try:
-        if not pg.wait(timeout_seconds=READY_TIMEOUT):
-            why_not_run = f"the cluster did not free room for its {world} ranks at once within {READY_TIMEOUT:.0f} s"
-        else:
-            remote = ray.remote(max_retries=0)
-
-            def on(rank: int) -> Any:
-                return strategies.PlacementGroupSchedulingStrategy(
-                    placement_group=pg, placement_group_bundle_index=rank
-                )
-
-            master = ray.get(remote(master_on_node).options(**options, scheduling_strategy=on(0)).remote())
-            bundle_nodes = ray.util.placement_group_table(pg).get("bundles_to_node_id", {})
-            node_of = [str(bundle_nodes.get(r, "")) for r in range(world)]
-            argv = ["-X", "faulthandler", "-m", gang.module, *gang.args]
-            refs = {}
-            for r in range(world):
-                local = (node_of[:r].count(node_of[r]), node_of.count(node_of[r]))
-                env = rank_env(row, gang, rank=r, world=world, local=local, master=master)
-                ranks.append(RankResult(rank=r, env=env))
-                ref = remote(rank_on_node).options(**options, scheduling_strategy=on(r))
-                refs[ref.remote(str(cfg.project_root), argv, env, test_timeout)] = r
-            note(row.name, f"gang {gang.name}: {world} ranks started, master {master[0]}:{master[1]}")
-            done, pending = ray.wait(list(refs), num_returns=len(refs), timeout=test_timeout + TIMEOUT_GRACE)
-            for ref in pending:
-                with contextlib.suppress(Exception):
-                    ray.cancel(ref, force=True)
-                ranks[refs[ref]].lost = f"its task ran past test_timeout + {TIMEOUT_GRACE:.0f} s and was cancelled"
-            for ref in done:
-                result = ranks[refs[ref]]
-                try:
-                    out = ray.get(ref)
-                except Exception as exc:  # a lost node or worker: the rank's result never came back
-                    result.lost = f"no result came back ({type(exc).__name__})"
-                    continue
-                result.node, result.host, result.ip = out["node"], out["host"], out["ip"]
-                result.returncode, result.timed_out = out["returncode"], out["timed_out"]
-                result.duration = float(out["duration"])
-                result.output = out["output"].decode("utf-8", "replace")
-    finally:
-        with contextlib.suppress(Exception):
-            pg_mod.remove_placement_group(pg)
+        with tempfile.TemporaryDirectory(prefix=".ranks-", dir=folder) as tmp:
+            run_ranks(executor, cfg.project_root, gang, ranks, Path(tmp), timeout=row.test_timeout, redactor=redactor)
+    except Interrupted as exc:
+        why = f"interrupted by {exc} while it ran; `--resume` runs it again"
+        record = gang_record(
+            row,
+            mode,
+            gang,
+            ranks,
+            started_at=started_at,
+            duration=time.monotonic() - t0,
+            master=master,
+            redactor=redactor,
+            why_not_run=why,
+            status="interrupted",
+        )
+        write_gang(folder, record, ranks, redactor)
+        raise
     record = gang_record(
-        row,
-        mode,
-        gang,
-        ranks,
-        started_at=started_at,
-        duration=time.monotonic() - t0,
-        master=master,
-        redactor=redactor,
-        why_not_run=why_not_run,
+        row, mode, gang, ranks, started_at=started_at, duration=time.monotonic() - t0, master=master, redactor=redactor
     )
-    write_gang(gang_folder(cfg, row.name, gang), record, ranks, redactor)
+    write_gang(folder, record, ranks, redactor)
     test = record["tests"][0]
     note(row.name, f"gang {gang.name}: {test['outcome']}" + (f" - {test['message']}" if test["message"] else ""))
     return record
+
+
+def run_ranks(
+    executor: Executor,
+    project_root: Path,
+    gang: Gang,
+    ranks: Sequence[RankResult],
+    tmp: Path,
+    *,
+    timeout: float,
+    redactor: Redactor,
+    poll: float = 0.05,
+) -> None:
+    """Start every rank at once, wait for each to end (at most ``timeout``), fill in ``ranks``.
+
+    A rank is ended like a test's process (its group, then what carries its token); one
+    past ``timeout`` gets SIGABRT first, so faulthandler dumps its stacks. Its output
+    goes to a file in ``tmp``, never a pipe: a daemon that keeps it open waits for nothing.
+    """
+    children: dict[int, Child] = {}
+    started: dict[int, float] = {}
+    ended: dict[int, float] = {}
+    aborted: dict[int, float] = {}
+    logs = {r.rank: (tmp / f"rank{r.rank}.out").open("wb") for r in ranks}
+    try:
+        for r in ranks:
+            token = f"gang-{gang.name}-{r.rank}-{time.monotonic_ns()}"
+            spec = LaunchSpec(
+                pytest_args=list(gang.args),
+                env={**r.env, ENV_ATTEMPT: token},
+                workdir=project_root,
+                project_root=project_root,
+                core_limit=None,
+                token=token,
+                module=gang.module,
+            )
+            children[r.rank] = executor.launch(spec, logs[r.rank])
+            started[r.rank] = time.monotonic()
+        deadline = time.monotonic() + timeout
+        while len(ended) < len(children):
+            now = time.monotonic()
+            for rank, child in children.items():
+                if rank in ended:
+                    continue
+                if child.poll() is not None:
+                    ended[rank] = now
+                    child.end()  # its leftovers go now: a daemon it started holds nothing up
+                elif now > deadline and rank not in aborted:
+                    aborted[rank] = now
+                    child.send(signal.SIGABRT)  # faulthandler dumps every thread's stack, then it dies
+                elif rank in aborted and now - aborted[rank] > ABORT_GRACE:
+                    child.end()
+            time.sleep(poll)
+    finally:
+        for child in children.values():
+            with contextlib.suppress(Exception):
+                child.end()  # nothing of a rank outlives it (#23): its group, its token, its orphans
+        for fh in logs.values():
+            fh.close()
+        now = time.monotonic()
+        for r in ranks:
+            child_ = children.get(r.rank)
+            r.returncode = child_.poll() if child_ is not None and r.rank in ended else None
+            r.timed_out = r.rank in aborted
+            r.duration = ended.get(r.rank, now) - started.get(r.rank, now)
+            r.output = (tmp / f"rank{r.rank}.out").read_text("utf-8", "replace")

@@ -1,27 +1,33 @@
 """Shards of a row as Ray tasks, on the nodes of a cluster that have the row's device.
 
-``device-matrix run --executor ray --address auto|HOST:PORT``. Each shard is one Ray Core
-task that runs the ordinary runner (``device-matrix run --shard K/N``, a process of its
-own, so a crash is handled and diagnosed exactly as on a local host) on a node that has
-what the row asks for (``ray_resources``, ``ray_num_cpus``, ``ray_labels``), and returns
-the shard's results files as bytes: they reach the driver's results folder through the
-object store, not a shared filesystem.
+``device-matrix run --executor ray --address auto|HOST:PORT``. :class:`RayNodes` is the
+spread's scheduler for a cluster (device_matrix.run.spread holds the driver): each shard is
+one Ray Core task that runs the ordinary runner (``device-matrix run --shard K/N``, a
+process of its own, so a crash is handled and diagnosed exactly as on a local host) on a
+node that has what the row asks for (``ray_resources``, ``ray_num_cpus``, ``ray_labels``),
+and returns the shard's results files as bytes: they reach the driver's results folder
+through the object store, not a shared filesystem. The row is collected on such a node.
 
 The driver places each task on a node itself (node affinity, strict), so it always knows
 where a shard runs: a request no node can satisfy is refused before anything is
-submitted (Ray would wait forever), a node that dies is named in the record, and its
-shard runs again once on another node. Tasks are never retried by Ray (``max_retries=0``),
-are cancelled when they overrun the row's ``run_timeout``, and nothing is reported to
-Ray's usage statistics. Ray is imported only here, only when asked for.
+submitted (Ray would wait forever), and a node is dead only when Ray says it is: its shard
+runs again once on another node. A task's worker that dies while the node lives (a test
+that kills it) is a crash of the test that was running, named and diagnosed from what the
+shard's folder on that node still holds, and the shard goes on (#23). Tasks are never
+retried by Ray (``max_retries=0``), are cancelled when they overrun the row's
+``run_timeout``, remove their temp folders in every ending (device_matrix.run.janitor),
+and nothing is reported to Ray's usage statistics. Ray is imported only here, only when
+asked for.
+
+A row's gangs run here too (:meth:`RayNodes.run_gang`): one placement group with a bundle
+per rank, so every rank starts at once or not at all.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
 import importlib
-import json
 import os
 import shutil
 import signal
@@ -30,44 +36,48 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from device_matrix.config import Config, Row
-from device_matrix.errors import EnvironmentProblem, ResultsError
-from device_matrix.records.atomic import write_json_atomic
-from device_matrix.records.schema import RowStatus, RunRecord
-from device_matrix.redact import Redactor, redact_file
-from device_matrix.run import gang
+from device_matrix.config import Config, Gang, Row
+from device_matrix.errors import EnvironmentProblem
+from device_matrix.records.merge import GANGS_DIR
+from device_matrix.records.schema import LostNode, PlanFile
+from device_matrix.redact import Redactor, redact_file, remember_secrets
+from device_matrix.run import gang as gangs
 from device_matrix.run.attempt import Interrupted
+from device_matrix.run.context import RunListener, RunOptions
+from device_matrix.run.executors.base import PopenChild, become_subreaper, spawn
+from device_matrix.run.janitor import CHILD, ENDED
 from device_matrix.run.plan import RowPlan
-from device_matrix.run.runner import Run, RunListener, RunOptions, collect, run_row
-from device_matrix.run.shards import (
-    PLAN_FILE,
-    SHARD_FILE,
-    SHARDS_DIR,
-    Shard,
-    ShardPlan,
-    clear_shards,
-    make_plan,
-    merge,
-    plan_part,
-    recorded_durations,
-    resume_shards,
-    shard_folder,
-    write_merged,
+from device_matrix.run.runner import Collection
+from device_matrix.run.shards import Shard, shard_folder, write_plan, write_shard_file
+from device_matrix.run.spread import (
+    MAX_RUNS,
+    SHARD_GRACE,
+    Job,
+    RowRun,
+    collect,
+    cut_off,
+    lost,
+    needs_salvage,
+    runner_died,
 )
-from device_matrix.run.state import RunState, now_iso
+from device_matrix.run.state import now_iso
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 TIMEOUT_GRACE = 120.0  # seconds past run_timeout before a shard's task is cancelled
+GANG_GRACE = 60.0  # seconds past test_timeout before a rank's task is cancelled
+READY_TIMEOUT = 60.0  # seconds for the placement group to hold every rank (others may be using the nodes)
+SALVAGE_WAIT = 90.0  # seconds for what a dead worker's shard left on its node to come back
+HOLD = 30.0  # seconds a dead worker's temp folder waits on its node for the driver to fetch it
 POLL = 0.2  # seconds between looks at the running tasks
-PR_SET_PDEATHSIG = 1  # prctl(2)
 NODE_LOST = ("NodeDiedError", "WorkerCrashedError", "LocalRayletDiedError", "OwnerDiedError")
+TEMP_PREFIX = "device-matrix-"
 
 
 def import_ray() -> Any:
@@ -206,81 +216,250 @@ def connect(ray: Any, address: str) -> None:
                 signal.signal(sig, handler)
 
 
+def capacity(total: Mapping[str, float], need: Mapping[str, float]) -> int:
+    """How many bundles of ``need`` one node with ``total`` holds."""
+    counts = [int((total.get(k, 0.0) + 1e-9) // v) for k, v in need.items() if v > 0]
+    return min(counts) if counts else 0
+
+
+def refuse_unsatisfiable_gangs(
+    nodes: Sequence[Node],
+    need: Mapping[str, float],
+    labels: Mapping[str, str],
+    row: Row,
+    *,
+    todo: Sequence[Gang],
+    address: str,
+) -> None:
+    """Every gang of ``row`` fits the cluster's nodes, or the run is refused before anything starts."""
+    fitting = [n for n in nodes if all(n.labels.get(k) == v for k, v in labels.items())]
+    room = sum(capacity(n.total, need) for n in fitting)
+    for entry in todo:
+        if entry.world_size > room:
+            wants = ", ".join(f"{k}={v:g}" for k, v in sorted(need.items()))
+            raise EnvironmentProblem(
+                f"gang {entry.name!r} of row {row.name!r} needs {entry.world_size} ranks at once, each {wants}, "
+                f"but the Ray cluster at {address} holds {room} at most ({len(fitting)} node(s) that fit)",
+                tip="Add nodes (ray start --resources ...), lower the gang's world_size, or change the row's "
+                "ray_resources / ray_num_cpus.",
+            )
+
+
 # --- what runs on the nodes ------------------------------------------------------------
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the forked child only
-    # the task's worker may be killed (cancelled, its node lost): the runner must not outlive
-    # it; SIGTERM lets the runner end its pytest child and write what it knows
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+@contextlib.contextmanager
+def _task_folder(name: str) -> Iterator[Path]:
+    """The task's temp folder on its node, removed in every ending of the task.
+
+    The task's own ``finally`` removes it; the janitor (a process of its own) when the
+    task's worker is killed before that ``finally`` runs.
+    """
+    folder = Path(tempfile.gettempdir()) / name
+    folder.mkdir(mode=0o700)
+    # the worker adopts no orphan (a collection here made it a subreaper): the janitor's
+    # own process must escape the worker, whose children Ray ends with it
+    become_subreaper(on=False)
+    janitor = subprocess.Popen(
+        [sys.executable, "-m", "device_matrix.run.janitor", str(os.getpid()), str(folder), str(HOLD)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # it outlives the worker it watches
+    )
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            janitor.wait(5)  # its first process exits at once; the one it forked sees the folder gone
 
 
-def collect_on_node(
-    project_root: str, row: str, options: RunOptions, force: str | None
-) -> tuple[list[str] | None, str | None]:
+def _run_child(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cwd: str,
+    folder: Path,
+    log: Path,
+    timeout: float,
+    grace: float,
+    abort: bool = False,
+) -> tuple[int | None, bool]:
+    """The task's process: spawned as every child is, waited for at most ``timeout``.
+
+    Returns its exit status and whether the timeout ended it (``abort``: SIGABRT first, so
+    faulthandler dumps its stacks).
+    """
+    with log.open("wb") as out:
+        child = spawn(
+            argv,
+            env=env,
+            cwd=Path(cwd),
+            output=out,
+            token=f"{folder.name}-{time.monotonic_ns()}",
+            grace=grace,
+            death_signal=signal.SIGTERM,
+            adopt=False,  # the worker stays no subreaper: see _task_folder
+        )
+        (folder / CHILD).write_text(str(child.pid))
+        return _wait(child, timeout, abort=abort)
+
+
+def _wait(child: PopenChild, timeout: float, *, abort: bool) -> tuple[int | None, bool]:
+    deadline = time.monotonic() + timeout
+    timed_out = False
+    try:
+        while child.poll() is None:
+            if time.monotonic() > deadline and not timed_out:
+                timed_out = True
+                if not abort:
+                    break
+                child.send(signal.SIGABRT)
+                deadline = time.monotonic() + gangs.ABORT_GRACE
+            elif timed_out and time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+    finally:
+        code = child.end()  # its group, what carries its token, its orphans (#23)
+    return code, timed_out
+
+
+def collect_on_node(project_root: str, row: str, options: RunOptions, force: str | None) -> dict[str, Any]:
     """The row's tests, collected on a node that has the row's software."""
     from device_matrix import config
-    from device_matrix.output import Output
     from device_matrix.run.plan import plan_row
 
     cfg = config.load(Path(project_root))
     plan = plan_row(cfg, cfg.row(row), force=force)  # type: ignore[arg-type]
-    found = collect(Run(cfg, plan, options, Output(verbose=False)))
-    # what leaves the node is redacted with the node's own secrets (#22): each nodeid as
-    # an identifier, as the shards redact their own collection to find it in the plan
+    found = collect(RowRun(cfg, plan, options))
+    # what leaves the node is redacted with the node's own secrets (#22): each nodeid as an
+    # identifier, as the shards' records name it (the plan is made of these), the reason as text
     redactor = Redactor()
     tests = None if found.nodeids is None else [redactor.ident(t) for t in found.nodeids]
-    return tests, (found.problem and redactor.text(found.problem))
+    return {"tests": tests, "reason": found.problem and redactor.text(found.problem)}
 
 
 def shard_on_node(
     project_root: str,
-    split_plan: ShardPlan,
+    split_plan: PlanFile,
     row: str,
     index: int,
     forwarded: Sequence[str],
     *,
+    name: str,
+    timeout: float,
     previous: Mapping[str, bytes] | None = None,
 ) -> dict[str, Any]:
     """Run one shard with the runner, in a process of its own; its results files as bytes.
 
-    ``previous``: the files of the shard's interrupted run, which this one resumes.
+    ``previous``: the files of the shard's interrupted run, which this one resumes;
+    ``name``: the task's temp folder, which the driver knows (it fetches what a dead
+    worker's shard left there: :func:`salvage_on_node`).
     """
     context = import_ray().get_runtime_context()
     node = str(context.get_node_id())
-    tmp = Path(tempfile.mkdtemp(prefix="device-matrix-shard-"))
-    try:
-        plan_path = tmp / "plan.json"
-        write_json_atomic(plan_path, split_plan)
+    with _task_folder(name) as tmp:
+        plan_file = tmp / "plan.json"
+        write_plan(plan_file, split_plan)
         folder = tmp / "results" / row / "shards" / str(index)
         for rel, data in (previous or {}).items():
             path = folder / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
-        command = ["--device", row, "--shard", f"{index}/{split_plan['of']}", "--shard-plan", str(plan_path)]
+        command = ["--device", row, "--shard", f"{index}/{split_plan['of']}", "--shard-plan", str(plan_file)]
         command += ["--results", str(tmp / "results"), *(["--resume"] if previous is not None else []), *forwarded]
-        proc = subprocess.run(
-            [sys.executable, "-m", "device_matrix", "--project", project_root, "run", *command],
+        argv = [sys.executable, "-m", "device_matrix", "--project", project_root, "run", *command]
+        code, _ = _run_child(
+            argv,
+            env=os.environ,
             cwd=project_root,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            preexec_fn=_die_with_parent,
-            check=False,
+            folder=tmp,
+            log=tmp / "console.log",
+            timeout=timeout,
+            grace=SHARD_GRACE,
         )
+        files = _outgoing(folder, {"console.log": tmp / "console.log"}, Redactor())
+        return {"node": node, "host": socket.gethostname(), "returncode": code, "files": files}
+
+
+def _outgoing(folder: Path | None, extra: Mapping[str, Path], redactor: Redactor) -> dict[str, bytes]:
+    """What leaves this node for the driver: every file of ``folder`` (a shard's results) and
+    ``extra``, by name. The one place results leave a node (#22, #23): each file redacted
+    by its kind (:func:`~device_matrix.redact.redact_file`) with ``redactor``, which knows
+    this node's own secrets (the driver, which does not, redacts again with its own)."""
+    files = {}
+    if folder is not None and folder.is_dir():
         files = {
             str(p.relative_to(folder)): p.read_bytes()
             for p in sorted(folder.rglob("*"))
-            if p.is_file() and p.name != ".lock"
+            if p.is_file() and not p.is_symlink() and p.name != ".lock"
         }
-        # the runner's files are redacted by it; what it printed is, here, before it leaves (#22)
-        files["console.log"] = Redactor().text((proc.stdout + proc.stderr).decode("utf-8", "replace")).encode()
-        return {"node": node, "host": socket.gethostname(), "returncode": proc.returncode, "files": files}
+    for name, path in extra.items():
+        with contextlib.suppress(OSError):
+            files[name] = path.read_bytes()
+    return {name: redact_file(name, data, redactor) for name, data in files.items()}
+
+
+def salvage_on_node(name: str, row: str, index: int, wait: float) -> dict[str, Any]:
+    """What a dead worker's shard left in its temp folder on this node, once its runner ended.
+
+    The folder goes with it: the janitor keeps it only until then.
+    """
+    tmp = Path(tempfile.gettempdir()) / name
+    end = time.monotonic() + wait
+    while tmp.is_dir() and not (tmp / ENDED).exists() and time.monotonic() < end:
+        time.sleep(0.1)
+    try:
+        if not (tmp / ENDED).exists():
+            return {"files": None}
+        shard = tmp / "results" / row / "shards" / str(index)
+        return {"files": _outgoing(shard, {"console.log": tmp / "console.log"}, Redactor())}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-# --- the driver ------------------------------------------------------------------------
+def master_on_node() -> tuple[str, int]:
+    """Rank 0's node: its IP and a port free there now."""
+    ray = importlib.import_module("ray")
+    with socket.socket() as s:
+        s.bind(("", 0))
+        port = int(s.getsockname()[1])
+    return str(ray.util.get_node_ip_address()), port
+
+
+def rank_on_node(
+    project_root: str, argv: Sequence[str], env: Mapping[str, str], timeout: float, *, name: str
+) -> dict[str, Any]:
+    """One rank, as a local gang's rank runs: its own session, its output in a file, its leftovers swept."""
+    ray = importlib.import_module("ray")
+    context = ray.get_runtime_context()
+    started = time.monotonic()
+    with _task_folder(name) as tmp:
+        log = tmp / "rank.log"
+        code, timed_out = _run_child(
+            [sys.executable, *argv],
+            env={**os.environ, **env},
+            cwd=project_root,
+            folder=tmp,
+            log=log,
+            timeout=timeout,
+            grace=3.0,
+            abort=True,
+        )
+        return {
+            "node": str(context.get_node_id()),
+            "host": socket.gethostname(),
+            "ip": str(ray.util.get_node_ip_address()),
+            "returncode": code,
+            "timed_out": timed_out,
+            "duration": time.monotonic() - started,
+            # the node's own secrets and the rank's (#22)
+            "output": _outgoing(None, {"rank.log": log}, Redactor({**os.environ, **env})).get("rank.log", b""),
+        }
+
+
+# --- the driver's side: the cluster as a scheduler ---------------------------------------------
 
 
 @dataclass
@@ -288,6 +467,7 @@ class _Running:
     shard: int
     node: Node
     started: float
+    name: str  # the task's temp folder on its node
 
 
 def _unwrapping_interrupts(func: Callable[_P, _R]) -> Callable[_P, _R]:
@@ -306,195 +486,250 @@ def _unwrapping_interrupts(func: Callable[_P, _R]) -> Callable[_P, _R]:
     return unwrapped
 
 
-@_unwrapping_interrupts
-def run_on_ray(
-    cfg: Config,
-    plan: RowPlan,
-    options: RunOptions,
-    listener: RunListener,
-    *,
-    shards: int,
-    address: str,
-    forwarded: Sequence[str],
-    durations_from: Sequence[Path] = (),
-) -> RunRecord:
-    """Run the row as ``shards`` Ray tasks and merge their results into ``results/<row>/``."""
-    row = plan.row
-    if plan.mode == "unavailable":
-        return run_row(cfg, plan, options, listener)
+@contextlib.contextmanager
+def on_ray(
+    cfg: Config, plan: RowPlan, options: RunOptions, listener: RunListener, *, address: str, forwarded: Sequence[str]
+) -> Iterator[RayNodes]:
+    """The cluster at ``address`` as the spread's scheduler; disconnected in every ending."""
+    if plan.mode == "unavailable":  # nothing runs: the row's record says why, Ray is not asked
+        yield RayNodes(None, cfg, plan, options, listener, address=address, forwarded=forwarded, nodes=[])
+        return
     ray = import_ray()
     connect(ray, address)
     try:
-        request = request_for(row)
         nodes = cluster_nodes(ray)
-        refuse_unsatisfiable(nodes, request, address, row.name)
-        if row.gangs:
-            gang.refuse_unsatisfiable(nodes, request.needs(), request.labels, row, address)
-        remote = ray.remote(max_retries=0)
-        options_ = _ray_options(ray, request)
-        folder = cfg.results_dir / row.name
-        resumed: set[int] = set()
-        if options.resume:
-            state = resume_shards(folder, shards)
-            split_plan, resumed, waiting = state.plan, set(state.resume), sorted(state.resume + state.fresh)
-            listener.note(row.name, f"resuming shard(s) {sorted(resumed) or 'none'} of {shards} on {address}")
-        else:
-            split_plan = _split_on_node(
-                ray,
-                cfg,
-                plan,
-                options=options,
-                shards=shards,
-                request=request,
-                nodes=nodes,
-                durations_from=durations_from,
+        yield RayNodes(ray, cfg, plan, options, listener, address=address, forwarded=forwarded, nodes=nodes)
+    finally:
+        ray.shutdown()
+
+
+class RayNodes:
+    """Shards and gangs as Ray tasks, each placed by the driver on a node that can run it."""
+
+    def __init__(
+        self,
+        ray: Any,
+        cfg: Config,
+        plan: RowPlan,
+        options: RunOptions,
+        listener: RunListener,
+        *,
+        address: str,
+        forwarded: Sequence[str],
+        nodes: list[Node],
+    ) -> None:
+        self.ray, self.cfg, self.plan, self.options, self.listener = ray, cfg, plan, options, listener
+        self.run_ = RowRun(cfg, plan, options)
+        self.row = plan.row
+        self.address = address
+        self.forwarded = list(forwarded)
+        self.nodes = nodes
+        self.request = request_for(self.row)
+        self.task_options = _ray_options(self.request)
+        self.run_id = f"{TEMP_PREFIX}{os.getpid()}-{time.monotonic_ns()}"
+
+    def where(self) -> str:
+        return (
+            f"on the Ray cluster at {self.address} ({len(self.nodes)} node(s); "
+            f"each shard asks for {self.request.describe()})"
+        )
+
+    def refuse_unsatisfiable(self, todo: Sequence[Gang]) -> None:
+        refuse_unsatisfiable(self.nodes, self.request, self.address, self.row.name)
+        if todo:
+            refuse_unsatisfiable_gangs(
+                self.nodes, self.request.needs(), self.request.labels, self.row, todo=todo, address=self.address
             )
-            waiting = list(range(1, shards + 1))
-            clear_shards(folder)
-            listener.note(
-                row.name,
-                f"{len(split_plan['tests'] or ())} tests in {shards} shard(s) on the Ray cluster at {address} "
-                f"({len(nodes)} node(s); each shard asks for {request.describe()})",
+
+    @_unwrapping_interrupts
+    def collect(self) -> Collection:
+        """The row collected on a node that can run it (its nodeids as its records name them)."""
+        ray = self.ray
+        force = "local" if self.plan.mode == "local" else "container"
+        first = next(node for node in self.nodes if node.can_ever(self.request))
+        try:
+            collected = ray.get(
+                ray.remote(max_retries=0)(collect_on_node)
+                .options(**self.task_options, scheduling_strategy=_on(first))
+                .remote(str(self.cfg.project_root), self.row.name, self.options, force)
             )
-        # the split, kept here: an interrupted run resumes from it even if no shard came back
-        write_json_atomic(folder / SHARDS_DIR / PLAN_FILE, split_plan)
-        task = remote(shard_on_node)
-        deadline_after = row.run_timeout + TIMEOUT_GRACE
-        tries: dict[int, int] = dict.fromkeys(waiting, 0)
-        lost: dict[int, list[dict[str, str]]] = {}
+        except ray.exceptions.RayError as exc:
+            raise _task_failed("collecting the row's tests", first, exc) from None
+        tests = collected["tests"]
+        return Collection(None if tests is None else tuple(tests), collected["reason"])
+
+    def _alive(self, node: Node) -> bool:
+        """Whether Ray says ``node`` is alive (it is dead only when Ray says so)."""
+        for entry in self.ray.nodes():
+            if str(entry.get("NodeID")) == node.id:
+                return bool(entry.get("Alive"))
+        return False
+
+    @_unwrapping_interrupts
+    def run(self, jobs: Sequence[Job], split_plan: PlanFile) -> None:
+        ray, row, request = self.ray, self.row, self.request
+        of = split_plan["of"]
+        task = ray.remote(max_retries=0)(shard_on_node)
+        timeout = row.run_timeout + TIMEOUT_GRACE
+        waiting = list(jobs)
+        runs: dict[int, int] = {}
+        dead: dict[int, list[LostNode]] = {}
         running: dict[Any, _Running] = {}
         try:
             while waiting or running:
-                for k in list(waiting):
-                    node = next((n for n in nodes if n.can_now(request)), None)
+                for job in list(waiting):
+                    node = next((n for n in self.nodes if n.can_now(request)), None)
                     if node is None:
                         break
-                    waiting.remove(k)
-                    tries[k] += 1
+                    waiting.remove(job)
+                    k = job.shard.index
+                    runs[k] = runs.get(k, 0) + 1
                     node.take(request)
-                    previous = _shard_files(shard_folder(cfg, row.name, k)) if k in resumed else None
-                    ref = task.options(**options_, scheduling_strategy=_on(ray, node)).remote(
-                        str(cfg.project_root), split_plan, row.name, k, list(forwarded), previous=previous
+                    folder = shard_folder(self.cfg, row.name, k)
+                    previous = _shard_files(folder) if job.resume else None
+                    name = f"{self.run_id}-{k}-{runs[k]}"
+                    ref = task.options(**self.task_options, scheduling_strategy=_on(node)).remote(
+                        str(self.cfg.project_root),
+                        split_plan,
+                        row.name,
+                        k,
+                        self.forwarded,
+                        name=name,
+                        timeout=row.run_timeout,
+                        previous=previous,
                     )
-                    running[ref] = _Running(k, node, time.monotonic())
-                    listener.note(row.name, f"shard {k}/{shards} on node {node.name()}")
-                if waiting and not running and not any(n.can_now(request) for n in nodes):
-                    for k in waiting:  # every node that could run it is gone
-                        _write_lost(cfg, plan, split_plan, k, lost=lost.get(k, []), why="no node left that can run it")
+                    running[ref] = _Running(k, node, time.monotonic(), name)
+                    self.listener.note(row.name, f"shard {k}/{of} on node {node.name()}")
+                if waiting and not running and not any(n.can_now(request) for n in self.nodes):
+                    for job in waiting:  # every node that could run it is gone
+                        self._lost(
+                            split_plan, job.shard.index, dead.get(job.shard.index, []), "no node left that can run it"
+                        )
                     waiting.clear()
                     break
                 if not running:
                     continue
                 ready, _ = ray.wait(list(running), num_returns=1, timeout=POLL)
                 for ref in ready:
-                    job = running.pop(ref)
-                    job.node.take(request, -1.0)
+                    job_ = running.pop(ref)
+                    job_.node.take(request, -1.0)
+                    k = job_.shard
                     try:
                         result = ray.get(ref)
                     except Exception as exc:
-                        if type(exc).__name__ not in NODE_LOST:
-                            raise _task_failed(f"shard {job.shard}/{shards}", job.node, exc) from None
-                        job.node.dead = True
-                        lost.setdefault(job.shard, []).append(
-                            {"node": job.node.id, "name": job.node.name(), "error": type(exc).__name__}
-                        )
-                        listener.note(
-                            row.name, f"shard {job.shard}/{shards}: node {job.node.name()} died ({type(exc).__name__})"
-                        )
-                        if tries[job.shard] < 2:
-                            waiting.append(job.shard)  # once more, elsewhere
-                        else:
-                            _write_lost(cfg, plan, split_plan, job.shard, lost=lost[job.shard], why="it was run twice")
+                        name = type(exc).__name__
+                        if name not in NODE_LOST:
+                            raise _task_failed(f"shard {k}/{of}", job_.node, exc) from None
+                        again = self._after_death(job_, split_plan, exc, dead, runs)
+                        if again is not None:
+                            waiting.append(again)
                         continue
-                    _receive(cfg, row.name, job, result, lost.get(job.shard, []))
-                    listener.note(row.name, f"shard {job.shard}/{shards} done on node {job.node.name()}")
+                    _receive(shard_folder(self.cfg, row.name, k), result["files"])
+                    write_shard_file(
+                        shard_folder(self.cfg, row.name, k), split_plan, k, node=job_.node.name(), lost=dead.get(k, [])
+                    )
+                    self.listener.note(row.name, f"shard {k}/{of} done on node {job_.node.name()}")
                 now = time.monotonic()
-                for ref, job in list(running.items()):
-                    if now - job.started > deadline_after:
-                        ray.cancel(ref, force=True)
+                for ref, job_ in list(running.items()):
+                    if now - job_.started > timeout + SHARD_GRACE:
+                        ray.cancel(ref, force=True)  # its worker goes; the janitor removes its folder
                         running.pop(ref)
-                        job.node.take(request, -1.0)
-                        _write_lost(
-                            cfg,
-                            plan,
+                        job_.node.take(request, -1.0)
+                        self._lost(
                             split_plan,
-                            job.shard,
-                            lost=lost.get(job.shard, []),
-                            why=f"its task ran past run_timeout + {TIMEOUT_GRACE:.0f} s on node {job.node.name()} "
+                            job_.shard,
+                            dead.get(job_.shard, []),
+                            f"its task ran past run_timeout + {TIMEOUT_GRACE:.0f} s on node {job_.node.name()} "
                             "and was cancelled",
                         )
         except BaseException as exc:
-            for ref in running:
-                with contextlib.suppress(Exception):
-                    ray.cancel(ref, force=True)
-            if isinstance(exc, Interrupted) or isinstance(exc.__cause__ or exc.__context__, Interrupted):
-                # what was cut off is recorded here, so `--resume` continues it and the rest stands
-                for k in sorted([job.shard for job in running.values()] + waiting):
-                    _write_lost(
-                        cfg,
-                        plan,
-                        split_plan,
-                        k,
-                        lost=lost.get(k, []),
-                        why="device-matrix was interrupted",
-                        status="interrupted",
-                    )
-                with contextlib.suppress(ResultsError):
-                    write_merged(folder, merge(folder))
+            # an interrupt while Ray's own code waits comes wrapped (see _unwrapping_interrupts)
+            cause = exc if isinstance(exc, Interrupted) else (exc.__cause__ or exc.__context__)
+            if isinstance(cause, Interrupted):
+                # what was cut off is recorded here, so `--resume` continues it and the rest stands;
+                # its tasks go with this driver (Ray ends the tasks of a driver that leaves): a
+                # cancel racing their replies can abort the driver's own Ray worker
+                for k in sorted([job_.shard for job_ in running.values()] + [j.shard.index for j in waiting]):
+                    cut_off(self.run_, split_plan, Shard(k, of), cause)
+            else:
+                for ref in running:
+                    with contextlib.suppress(Exception):
+                        ray.cancel(ref, force=True)
             raise
-        # the row's own pytest_args are part of the whole row: only this command line selects
-        left_out = gang.selected(row, tests=options.tests, suites=options.suites, pytest_args=options.pytest_args)
-        if left_out is not None:
-            names = ", ".join(entry.name for entry in row.gangs)
-            listener.note(row.name, f"gang(s) {names} not run: {left_out}, and a gang belongs to the whole row")
-        for entry in row.gangs if left_out is None else ():
-            if options.resume and (gang.gang_folder(cfg, row.name, entry) / "run.json").is_file():
-                continue  # it ran before the interruption
-            gang.run_gang(
-                ray,
-                cfg,
-                row,
-                plan.mode,
-                entry,
-                options=options_,
-                labels=request.labels,
-                test_timeout=row.test_timeout,
-                note=listener.note,
-            )
-        merged = merge(folder)
-        write_merged(folder, merged)
-        for problem in merged.problems:
-            listener.note(row.name, problem)
-        return merged.record
-    finally:
-        ray.shutdown()
 
+    def _after_death(
+        self,
+        job: _Running,
+        split_plan: PlanFile,
+        exc: BaseException,
+        dead: dict[int, list[LostNode]],
+        runs: dict[int, int],
+    ) -> Job | None:
+        """A task that died with its worker: the node's death, or a crash of the test that ran (#23)."""
+        row, k, of = self.row, job.shard, split_plan["of"]
+        shard = Shard(k, of)
+        error = type(exc).__name__
+        files = None
+        if error != "NodeDiedError" and self._alive(job.node):
+            files = self._salvage(job)
+        if files is None:
+            job.node.dead = True
+            dead.setdefault(k, []).append(LostNode(node=job.node.id, name=job.node.name(), error=error))
+            self.listener.note(row.name, f"shard {k}/{of}: node {job.node.name()} died ({error})")
+            if len(dead[k]) < 2:
+                return Job(shard, resume=False)  # once more, elsewhere
+            self._lost(split_plan, k, dead[k], "it was run twice")
+            return None
+        folder = shard_folder(self.cfg, row.name, k)
+        _receive(folder, files)
+        write_shard_file(folder, split_plan, k, node=job.node.name(), lost=dead.get(k, []))
+        how = f"its Ray worker on node {job.node.name()} died ({error}; the node is alive)"
+        self.listener.note(row.name, f"shard {k}/{of}: {how}")
+        if not needs_salvage(folder) and _status(folder) != "interrupted":
+            return None
+        left = runner_died(self.run_, split_plan, shard, how=how, returncode=None)
+        return Job(shard, resume=True) if left and runs.get(k, 0) < MAX_RUNS else None
 
-def _split_on_node(
-    ray: Any,
-    cfg: Config,
-    plan: RowPlan,
-    *,
-    options: RunOptions,
-    shards: int,
-    request: Request,
-    nodes: Sequence[Node],
-    durations_from: Sequence[Path],
-) -> ShardPlan:
-    """The row collected on a node that can run it, split by the recorded durations."""
-    row = plan.row
-    force = "local" if plan.mode == "local" else "container"
-    durations = recorded_durations(durations_from or [cfg.results_dir], row.name)
-    first = next(node for node in nodes if node.can_ever(request))
-    try:
-        tests, reason = ray.get(
-            ray.remote(max_retries=0)(collect_on_node)
-            .options(**_ray_options(ray, request), scheduling_strategy=_on(ray, first))
-            .remote(str(cfg.project_root), row.name, options, force)
+    def _salvage(self, job: _Running) -> dict[str, bytes] | None:
+        """What the dead worker's shard left on its node; None when the node does not answer."""
+        ray = self.ray
+        ref = (
+            ray.remote(max_retries=0)(salvage_on_node)
+            .options(num_cpus=0, scheduling_strategy=_on(job.node))
+            .remote(job.name, self.row.name, job.shard, SALVAGE_WAIT / 2)
         )
-    except ray.exceptions.RayError as exc:
-        raise _task_failed("collecting the row's tests", first, exc) from None
-    return make_plan(row.name, Shard(1, shards), tests, durations, reason)
+        ready, _ = ray.wait([ref], num_returns=1, timeout=SALVAGE_WAIT)
+        if not ready:
+            with contextlib.suppress(Exception):
+                ray.cancel(ref, force=True)
+            return None
+        try:
+            files: dict[str, bytes] | None = ray.get(ref)["files"]
+        except Exception:
+            return None
+        return files
+
+    def _lost(self, split_plan: PlanFile, k: int, nodes: list[LostNode], why: str) -> None:
+        """The record of a shard whose results never came back: its tests not_run, the nodes named."""
+        died = "; ".join(f"node {entry['name']} died while it ran ({entry['error']})" for entry in nodes)
+        message = f"shard {k}/{split_plan['of']} came back from no node: {died + '; ' if died else ''}{why}"
+        folder = shard_folder(self.cfg, self.row.name, k)
+        lost(self.run_, split_plan, Shard(k, split_plan["of"]), message)
+        write_shard_file(folder, split_plan, k, node=None, lost=nodes)
+
+    @_unwrapping_interrupts
+    def run_gang(self, entry: Gang, folder: Path) -> None:
+        run_gang(self, entry, folder)
+
+
+def _status(folder: Path) -> str | None:
+    from device_matrix.errors import ResultsError
+    from device_matrix.records.schema import load_run
+
+    try:
+        return load_run(folder / "run.json")["status"]
+    except ResultsError:
+        return None
 
 
 def _shard_files(folder: Path) -> dict[str, bytes]:
@@ -502,7 +737,10 @@ def _shard_files(folder: Path) -> dict[str, bytes]:
     return {
         str(p.relative_to(folder)): p.read_bytes()
         for p in sorted(folder.rglob("*"))
-        if p.is_file() and p.name not in (".lock", "console.log")
+        if p.is_file()
+        and not p.is_symlink()
+        and p.name not in (".lock", "console.log")
+        and GANGS_DIR not in p.relative_to(folder).parts[:1]
     }
 
 
@@ -515,7 +753,7 @@ def _task_failed(what: str, node: Node, exc: BaseException) -> EnvironmentProble
     )
 
 
-def _ray_options(ray: Any, request: Request) -> dict[str, Any]:
+def _ray_options(request: Request) -> dict[str, Any]:
     options: dict[str, Any] = {"num_cpus": request.num_cpus, "max_retries": 0}
     if request.num_gpus:
         options["num_gpus"] = request.num_gpus
@@ -524,67 +762,135 @@ def _ray_options(ray: Any, request: Request) -> dict[str, Any]:
     return options
 
 
-def _on(ray: Any, node: Node) -> Any:
+def _on(node: Node) -> Any:
     strategies = importlib.import_module("ray.util.scheduling_strategies")
     return strategies.NodeAffinitySchedulingStrategy(node_id=node.id, soft=False)
 
 
-def _receive(cfg: Config, row: str, job: _Running, result: Mapping[str, Any], lost: list[dict[str, str]]) -> None:
-    folder = shard_folder(cfg, row, job.shard)
-    shutil.rmtree(folder, ignore_errors=True)
+def _receive(folder: Path, files: Mapping[str, bytes]) -> None:
+    """A shard's files from its node into ``folder`` (its gangs' records stay)."""
+    if folder.is_symlink():
+        folder.unlink()  # a link is not the shard's folder: nothing is written through it
+    folder.mkdir(parents=True, exist_ok=True)
+    for entry in folder.iterdir():
+        if entry.name == GANGS_DIR and entry.is_dir() and not entry.is_symlink():
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+    root = folder.resolve()
     redactor = Redactor()
-    for rel, data in result["files"].items():
+    for rel, data in files.items():
         path = (folder / rel).resolve()
-        if not path.is_relative_to(folder.resolve()):
+        if not path.is_relative_to(root) or path == root:
             continue  # a name that climbs out of the shard's folder is not ours to write
         path.parent.mkdir(parents=True, exist_ok=True)
         # redacted by the node with its secrets; here again with the driver's (#22)
         path.write_bytes(redact_file(rel, data, redactor))
-    _note_node(folder, job.node, lost)
 
 
-def _note_node(folder: Path, node: Node, lost: list[dict[str, str]]) -> None:
-    path = folder / SHARD_FILE
-    with contextlib.suppress(OSError, ValueError):
-        data = json.loads(path.read_text("utf-8"))
-        data["node"] = node.name()
-        data["lost"] = lost
-        write_json_atomic(path, data)
+# --- gangs on the cluster ------------------------------------------------------------------
 
 
-def _write_lost(
-    cfg: Config,
-    plan: RowPlan,
-    split_plan: ShardPlan,
-    index: int,
-    *,
-    lost: list[dict[str, str]],
-    why: str,
-    status: RowStatus = "error",
-) -> None:
-    """The record of a shard whose results never came back: its tests not_run, the nodes named."""
-    folder = shard_folder(cfg, plan.row.name, index)
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True, exist_ok=True)
-    died = "; ".join(f"node {entry['name']} died while it ran ({entry['error']})" for entry in lost)
-    message = f"not run: shard {index}/{split_plan['of']} came back from no node: {died + '; ' if died else ''}{why}"
-    state = RunState(Redactor())
-    state.expect(plan_part(split_plan, index) or [])
-    state.mark_not_run(message)
-    record = state.to_record(
-        row=plan.row.name,
-        pjrt_device=plan.row.pjrt_device,
-        status=status,
-        reason=message,
-        mode=plan.mode,
-        image=plan.row.image or None,
-        suites=list(plan.row.suites),
-        started_at=now_iso(),
-        duration=0.0,
-        run_url=None,
-        runner_pid=None,
+def run_gang(nodes: RayNodes, entry: Gang, folder: Path) -> None:
+    """Run one gang on the cluster; write its record into ``folder``."""
+    ray, row, cfg = nodes.ray, nodes.row, nodes.cfg
+    options, labels = nodes.task_options, nodes.request.labels
+    remember_secrets({**row.env, **entry.env})  # the ranks' variables (the node redacts with its own too: #22)
+    redactor = Redactor()
+    started_at, t0 = now_iso(), time.monotonic()
+    pg_mod = importlib.import_module("ray.util.placement_group")
+    strategies = importlib.import_module("ray.util.scheduling_strategies")
+    need = dict(nodes.request.needs())
+    world = entry.world_size
+    pg = pg_mod.placement_group(
+        [dict(need) for _ in range(world)],
+        strategy="PACK",
+        bundle_label_selector=[dict(labels) for _ in range(world)] if labels else None,
     )
-    write_json_atomic(folder / "run.json", record)
-    data = dict(split_plan)
-    data.update(shard=index, node=None, lost=lost)
-    write_json_atomic(folder / SHARD_FILE, data)
+    ranks: list[gangs.RankResult] = []
+    master: tuple[str, int] | None = None
+    why_not_run: str | None = None
+    refs: dict[Any, int] = {}
+    try:
+        if not pg.wait(timeout_seconds=READY_TIMEOUT):
+            why_not_run = f"the cluster did not free room for its {world} ranks at once within {READY_TIMEOUT:.0f} s"
+        else:
+            remote = ray.remote(max_retries=0)
+
+            def on(rank: int) -> Any:
+                return strategies.PlacementGroupSchedulingStrategy(
+                    placement_group=pg, placement_group_bundle_index=rank
+                )
+
+            master = ray.get(remote(master_on_node).options(**options, scheduling_strategy=on(0)).remote())
+            bundle_nodes = ray.util.placement_group_table(pg).get("bundles_to_node_id", {})
+            node_of = [str(bundle_nodes.get(r, "")) for r in range(world)]
+            argv = ["-X", "faulthandler", "-m", entry.module, *entry.args]
+            for r in range(world):
+                local = (node_of[:r].count(node_of[r]), node_of.count(node_of[r]))
+                env = gangs.rank_env(row, entry, rank=r, world=world, local=local, master=master)
+                ranks.append(gangs.RankResult(rank=r, env=env))
+                ref = remote(rank_on_node).options(**options, scheduling_strategy=on(r))
+                name = f"{nodes.run_id}-gang-{entry.name}-{r}"
+                refs[ref.remote(str(cfg.project_root), argv, env, row.test_timeout, name=name)] = r
+            nodes.listener.note(row.name, f"gang {entry.name}: {world} ranks started, master {master[0]}:{master[1]}")
+            done, pending = ray.wait(list(refs), num_returns=len(refs), timeout=row.test_timeout + GANG_GRACE)
+            for ref in pending:
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref, force=True)
+                ranks[refs[ref]].lost = f"its task ran past test_timeout + {GANG_GRACE:.0f} s and was cancelled"
+            for ref in done:
+                result = ranks[refs[ref]]
+                try:
+                    out = ray.get(ref)
+                except Exception as exc:  # a lost node or worker: the rank's result never came back
+                    result.lost = f"no result came back ({type(exc).__name__})"
+                    continue
+                result.node, result.host, result.ip = out["node"], out["host"], out["ip"]
+                result.returncode, result.timed_out = out["returncode"], out["timed_out"]
+                result.duration = float(out["duration"])
+                result.output = out["output"].decode("utf-8", "replace")
+    except BaseException as exc:
+        # an interrupt while Ray's own code waits comes wrapped (see _unwrapping_interrupts)
+        cause = exc if isinstance(exc, Interrupted) else (exc.__cause__ or exc.__context__)
+        if not isinstance(cause, Interrupted):
+            for ref in refs:
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref, force=True)
+            raise
+        # the ranks' tasks go with this driver (see RayNodes.run): the record first
+        record = gangs.gang_record(
+            row,
+            nodes.plan.mode,
+            entry,
+            ranks,
+            started_at=started_at,
+            duration=time.monotonic() - t0,
+            master=master,
+            redactor=redactor,
+            why_not_run=f"interrupted by {cause} while it ran; `--resume` runs it",
+            status="interrupted",
+        )
+        gangs.write_gang(folder, record, ranks, redactor)
+        raise
+    finally:
+        with contextlib.suppress(Exception):
+            pg_mod.remove_placement_group(pg)
+    record = gangs.gang_record(
+        row,
+        nodes.plan.mode,
+        entry,
+        ranks,
+        started_at=started_at,
+        duration=time.monotonic() - t0,
+        master=master,
+        redactor=redactor,
+        why_not_run=why_not_run,
+    )
+    gangs.write_gang(folder, record, ranks, redactor)
+    test = record["tests"][0]
+    nodes.listener.note(
+        row.name, f"gang {entry.name}: {test['outcome']}" + (f" - {test['message']}" if test["message"] else "")
+    )

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import shlex
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -34,7 +35,7 @@ from pathlib import Path
 
 from device_matrix.config import Config
 from device_matrix.errors import DeviceMatrixError, ResultsError
-from device_matrix.records.schema import Classification, RunRecord, load_run
+from device_matrix.records.schema import Classification, RunRecord, SpreadRef, load_run
 from device_matrix.run import crashes, selection
 from device_matrix.run.attempt import AttemptSpec, Interrupted, run_attempt
 from device_matrix.run.attempts import attach_cores, attempts, limits, note_attempt, one_attempt
@@ -289,6 +290,8 @@ def write_record(run: Run, verdict: Verdict, *, final: bool = True) -> RunRecord
     )
     if run.options.command:
         record["command"] = list(run.options.command)
+    if run.options.spread is not None:
+        record["spread"] = SpreadRef(**run.options.spread)
     if run.container is not None:
         # the engine and the image's interpreter: the child's own snapshot cannot see them
         record["environment"].update(run.container.facts())
@@ -329,7 +332,9 @@ def _interrupted(run: Run, exc: Interrupted) -> None:
                 )
     state.mark_not_run(f"not run: device-matrix was interrupted ({exc})")
     run.close_reader()
-    write_record(run, Verdict("interrupted", f"interrupted by {exc}; `device-matrix run --resume` continues"))
+    # the command of this run's own record (a shard's is its --shard K/N) continues it
+    again = shlex.join([*(run.options.command or ["device-matrix", "run", "--device", run.row.name]), "--resume"])
+    write_record(run, Verdict("interrupted", f"interrupted by {exc}; `{again}` continues"))
 
 
 @contextlib.contextmanager

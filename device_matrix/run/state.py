@@ -24,6 +24,7 @@ from device_matrix.records.schema import (
     TestRecord,
     summarize,
 )
+from device_matrix.records.summary import row_status
 from device_matrix.redact import Redactor
 from device_matrix.run.attempt import AttemptResult
 from device_matrix.run.journal import failure_report, final_outcome
@@ -189,13 +190,8 @@ class RunState:
             self.put(nodeid, "not_run", duration=0.0, message=why, attempt=attempt)
 
     def status(self) -> RowStatus:
-        outcomes = {t["outcome"] for t in self.results.values()}
-        if self.crashes or outcomes & {"crashed", "timeout"}:
-            return "crashed"
-        if outcomes & FAILING_OUTCOMES or "not_run" in outcomes:
-            # a collected test that never ran is never green
-            return "failed"
-        return "passed"
+        """What the tests and crashes so far show (the one rule: records/summary.py)."""
+        return row_status([t["outcome"] for t in self.results.values()], self.crashes)
 
     def to_record(
         self,

@@ -90,7 +90,8 @@ def die_with_parent(sig: int = signal.SIGKILL) -> None:
     """``preexec_fn`` body (Linux): send this process ``sig`` when the process that started it dies.
 
     Without it a runner killed with SIGKILL leaves its pytest child running, and the row's
-    lock free for another run beside it.
+    lock free for another run beside it. A runner started by another (a shard's, a Ray
+    task's) takes SIGTERM: it ends its own child and writes what it knows.
     """
     try:
         libc = ctypes.CDLL(None, use_errno=True)
@@ -99,15 +100,16 @@ def die_with_parent(sig: int = signal.SIGKILL) -> None:
         pass  # not Linux: the runner's own handlers are all there is
 
 
-def become_subreaper() -> None:
+def become_subreaper(on: bool = True) -> None:
     """Linux: orphans among this process's descendants are reparented to it, not to init.
 
-    Process-wide and never undone: the runner runs one attempt at a time, and every
-    sweep spares what is not born of the attempt (:func:`adopted_leftovers`).
+    Process-wide: the runner runs one attempt at a time, and every sweep spares what is
+    not born of the attempt (:func:`adopted_leftovers`). ``on=False`` undoes it, for a
+    process whose orphans must escape it (a Ray worker: device_matrix.run.ray).
     """
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1 if on else 0, 0, 0, 0)
     except (OSError, AttributeError):
         pass  # not Linux: orphans go to init, and the token is all there is to find them
 
@@ -136,7 +138,9 @@ def proc_stat(pid: int, proc_root: Path = Path("/proc")) -> ProcStat | None:
         return None
 
 
-def adopted_leftovers(born_after: int, proc_root: Path = Path("/proc")) -> tuple[list[int], list[int]]:
+def adopted_leftovers(
+    born_after: int, proc_root: Path = Path("/proc"), spare: frozenset[int] = frozenset()
+) -> tuple[list[int], list[int]]:
     """What the attempt left with the runner: (processes to kill, adopted children to reap).
 
     An adopted child is a child of the runner that the runner did not start: its own
@@ -144,7 +148,7 @@ def adopted_leftovers(born_after: int, proc_root: Path = Path("/proc")) -> tuple
     runs) stay in the runner's session, while everything the attempt started lives in
     the child's session or one it made with setsid(), and started after the child did.
     Its descendants are killed with it: one that respawns its children cannot outrun the
-    sweep.
+    sweep. ``spare``: children of ours still running (shards, ranks started side by side).
     """
     me, own_session = os.getpid(), os.getsid(0)
     try:
@@ -152,7 +156,11 @@ def adopted_leftovers(born_after: int, proc_root: Path = Path("/proc")) -> tuple
     except OSError:
         return [], []
     stats = [s for s in (proc_stat(pid, proc_root) for pid in entries) if s is not None]
-    adopted = [s.pid for s in stats if s.ppid == me and s.session != own_session and s.start >= born_after]
+    adopted = [
+        s.pid
+        for s in stats
+        if s.ppid == me and s.session != own_session and s.start >= born_after and s.pid not in spare
+    ]
     children: dict[int, list[int]] = {}
     for s in stats:
         if s.state != "Z":
@@ -189,16 +197,21 @@ def tagged_processes(token: str, proc_root: Path = Path("/proc")) -> list[int]:
     return found
 
 
+_LIVE: set[int] = set()  # children of this process started here and not yet reaped: never swept
+
+
 class PopenChild:
     """A child in its own process group (session): signals reach it and its children."""
 
     # what the runner adopted from the attempt is ended too (see adopted_leftovers)
     sweeps_adopted = True
 
-    def __init__(self, proc: subprocess.Popen[bytes], token: str) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], token: str, *, grace: float = TERM_GRACE) -> None:
         self.proc = proc
         self.pid = proc.pid
         self.token = token
+        self.grace = grace
+        _LIVE.add(proc.pid)
         # whatever the attempt starts, starts after its first process
         stat = proc_stat(proc.pid)
         self.born = stat.start if stat is not None else 0
@@ -234,12 +247,13 @@ class PopenChild:
             self.ended_alive = True
             self.kill_group(signal.SIGTERM)
             try:
-                self.proc.wait(TERM_GRACE)
+                self.proc.wait(self.grace)
             except subprocess.TimeoutExpired:
                 pass
         # whatever answered SIGTERM or not: nothing of the attempt is left running
         self.kill_group(signal.SIGKILL)
-        code = self.proc.wait()  # reaped first: its orphans are the runner's to find
+        code = self.proc.wait()  # after SIGKILL: reaped first, its orphans are the runner's to find
+        _LIVE.discard(self.pid)
         self._sweep()
         return code
 
@@ -248,7 +262,7 @@ class PopenChild:
         for _ in range(SWEEP_ROUNDS):
             tagged = tagged_processes(self.token) if tagged_rounds > 0 else []
             tagged_rounds -= 1
-            doomed, adopted = adopted_leftovers(self.born) if self.sweeps_adopted else ([], [])
+            doomed, adopted = adopted_leftovers(self.born, spare=frozenset(_LIVE)) if self.sweeps_adopted else ([], [])
             if not tagged and not adopted:
                 return
             for pid in [*tagged, *doomed]:
@@ -264,3 +278,39 @@ class PopenChild:
                 except ChildProcessError:
                     pass
             time.sleep(0.01)
+
+
+def spawn(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cwd: Path,
+    output: BinaryIO,
+    token: str,
+    grace: float = TERM_GRACE,
+    death_signal: int = signal.SIGKILL,
+    adopt: bool = True,
+) -> PopenChild:
+    """A child process of our own (#23): the one way the spread starts one.
+
+    Its own session, stdin closed, its output to ``output`` (a file: a daemon that keeps
+    it open holds nothing up), ``death_signal`` when this process dies, and every process
+    of it carrying ``token``. :meth:`PopenChild.end` stops it: SIGTERM to its group,
+    ``grace`` seconds, SIGKILL, then the sweep of what it left (the token, adopted orphans).
+    Its exit status is the one :meth:`PopenChild.poll` and ``end`` give: nothing else is
+    asked of it. ``adopt``: this process becomes a subreaper, so the child's orphans come
+    back to it and are swept too.
+    """
+    if adopt:
+        become_subreaper()
+    proc = subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env={**env, ENV_ATTEMPT: token},
+        stdin=subprocess.DEVNULL,
+        stdout=output,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=lambda: die_with_parent(death_signal),  # noqa: PLW1509 - prctl only, no locks taken
+    )
+    return PopenChild(proc, token, grace=grace)
