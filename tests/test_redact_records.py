@@ -152,3 +152,28 @@ def test_after_a_crash_a_shard_resumes_the_tests_its_plan_names_redacted(project
     assert outcomes == ["crashed", "passed", "passed", "passed"], record["reason"]  # none lost after the crash
     assert all("[redacted:" in t["nodeid"] for t in record["tests"])
     assert not [f for f in p.results.rglob("*") if f.is_file() and PATH_SECRET.encode() in f.read_bytes()]
+
+
+def test_sequential_shards_find_their_secret_named_tests_in_the_plan(project: Callable[..., Project]) -> None:
+    # the plan names a test as a record does ([redacted:hex]); a later --shard K/N holds its
+    # own raw collection against it and selects its part by raw nodeid
+    p = project("passing")
+    named = p.root / "suites" / "passing" / "test_named.py"
+    named.write_text(
+        "import os\nimport pytest\n\n\n"
+        "@pytest.mark.parametrize('i', range(3), ids=[f\"{os.environ['FOO_TOKEN']}-{i}\" for i in range(3)])\n"
+        "def test_named(i):\n    pass\n"
+    )
+    env = {"FOO_TOKEN": PATH_SECRET}
+    for k in (1, 2):
+        proc = p.run("run", "--device", "fixture", "--shard", f"{k}/2", env=env)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    plan = json.loads((p.results / "fixture" / "shards" / "plan.json").read_text())
+    assert sum("[redacted:" in n for n in plan["tests"]) == 3 and len(plan["tests"]) == 43
+    ran = [t for k in (1, 2) for t in load_run(p.results / "fixture" / "shards" / str(k) / "run.json")["tests"]]
+    assert sorted(t["nodeid"] for t in ran) == sorted(plan["tests"])  # each test once, by the plan's names
+    assert {t["outcome"] for t in ran} == {"passed"}
+    merged = p.run("merge")
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    assert load_run(p.results / "fixture" / "run.json")["summary"]["passed"] == 43
+    assert not [f for f in p.results.rglob("*") if f.is_file() and PATH_SECRET.encode() in f.read_bytes()]
