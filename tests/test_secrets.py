@@ -69,3 +69,28 @@ def test_a_secret_in_the_rows_own_variables_is_redacted(project: Callable[..., P
     assert secret not in proc.stdout + proc.stderr
     leaked = [str(f) for f in p.results.rglob("*") if f.is_file() and secret.encode() in f.read_bytes()]
     assert leaked == []
+
+
+GANG_SECRET = "gang-only-value-8080"  # a gang's own variable, in the configuration alone
+
+
+@pytest.mark.parametrize("spread", [[], ["--shards", "2"]])
+def test_a_local_gang_ranks_own_secret_reaches_no_file(project: Callable[..., Project], spread: list[str]) -> None:
+    # a rank that prints its gang's FOO_TOKEN and segfaults, run here (#22, #23): its log, the
+    # gang's record and the row's last_output hold the placeholder, never the value
+    env = f'env = {{ FOO_TOKEN = "{GANG_SECRET}" }}'
+    gang = f'{{ name = "leak", module = "suites.node_secrets.worker", world_size = 1, {env} }}'
+    p = project("node_secrets", row=f"gangs = [{gang}]")
+    (p.root / "suites" / "__init__.py").touch()  # `-m suites.node_secrets.worker` finds this one
+    run = p.run("run", "--device", "fixture", *spread)
+    assert run.returncode == 1, run.stdout + run.stderr
+    record = p.record()
+    (test,) = [t for t in record["tests"] if t["nodeid"] == "gang::leak"]
+    assert test["outcome"] == "crashed"
+    (crash,) = [c for c in record["crashes"] if c["nodeid"] == "gang::leak"]
+    assert any("holds [redacted]" in line for line in crash["diagnosis"]["last_output"])
+    logs = list(p.results.rglob("gangs/leak/rank0.log"))
+    assert len(logs) == 1 and "holds [redacted]" in logs[0].read_text()
+    assert GANG_SECRET not in run.stdout + run.stderr
+    leaked = [f for f in p.results.rglob("*") if f.is_file() and GANG_SECRET.encode() in f.read_bytes()]
+    assert leaked == []
