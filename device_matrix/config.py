@@ -44,6 +44,10 @@ CiSwitch: TypeAlias = Literal["always", "schedule", "off"]
 # how many pytest processes a row's tests share: one for the row, one per test file (as
 # upstream's run_tests.sh runs them), or one per test class
 Isolation: TypeAlias = Literal["row", "file", "class"]
+# how a test file is imported and collected: as `python FILE` runs it (its folder first on
+# sys.path, a unittest file collected as unittest collects it), as pytest does, or "auto":
+# as a script with isolation "file" or "class", as pytest with "row" (#24)
+Collect: TypeAlias = Literal["auto", "as-script", "pytest"]
 OnRecurrence: TypeAlias = Literal["reopen", "new"]
 Scalar: TypeAlias = str | int | float | bool
 
@@ -53,6 +57,7 @@ ENGINE_CHOICES: tuple[str, ...] = get_args(EngineChoice)
 TRACKER_KINDS: tuple[str, ...] = get_args(TrackerKind)
 CI_SWITCHES: tuple[str, ...] = get_args(CiSwitch)
 ISOLATIONS: tuple[str, ...] = get_args(Isolation)
+COLLECTS: tuple[str, ...] = get_args(Collect)
 ON_RECURRENCE: tuple[str, ...] = get_args(OnRecurrence)
 PRESENCE_KINDS = ("env", "glob", "command", "always", "never")
 TABLE = "tool.device-matrix"
@@ -84,6 +89,7 @@ class Row:
     unstable: bool = False  # its failures read "device-unstable" in a pull request's verdicts (#25)
     ci: CiSwitch = "always"
     isolation: Isolation = "row"
+    collect: Collect = "auto"
     scripts: tuple[Script, ...] = ()  # files run as scripts, each in a process of its own
     # spreading a row (device_matrix.run.spread, device_matrix.run.ray): shards per Actions
     # row, device slots on one host and the variables that give a shard its slot, and what
@@ -95,6 +101,11 @@ class Row:
     ray_num_cpus: float = 1.0
     ray_labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     gangs: tuple[Gang, ...] = ()  # workers started together, N ranks, in every full run (device_matrix.run.gang)
+
+    @property
+    def as_script(self) -> bool:
+        """Whether the row's test files are imported and collected as ``python FILE`` runs them."""
+        return self.collect == "as-script" or (self.collect == "auto" and self.isolation != "row")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -433,6 +444,7 @@ _ROW_KEYS: dict[str, tuple[Check, str]] = {
     "unstable": (_is_bool, "true or false"),
     "ci": (_one_of(CI_SWITCHES), " | ".join(CI_SWITCHES)),
     "isolation": (_one_of(ISOLATIONS), " | ".join(ISOLATIONS)),
+    "collect": (_one_of(COLLECTS), " | ".join(COLLECTS)),
     "scripts": (
         lambda v: isinstance(v, list) and all(_is_script(x) for x in v),
         "[[...scripts]] tables: file = 'test/x.py' (required), args = ['--flag'], env = {VAR = 'value'}",

@@ -38,6 +38,11 @@ OPT_DEVICE: Final = "--dm-device"
 OPT_DISABLE_LIST: Final = "--dm-disable-list"
 PLUGIN: Final = "device_matrix.child.plugin"  # the plugin's module, and its pytest11 entry point's name
 SCRIPT_MODULE: Final = "device_matrix.child.script"  # runs a test file as a script, journaled
+# each test file imported as `python FILE` imports it: its folder first on sys.path, and a
+# unittest file collected as unittest collects it (issue #24)
+OPT_AS_SCRIPT: Final = "--dm-as-script"
+# the pytest options that go with it: pytest itself leaves sys.path alone
+AS_SCRIPT_PYTEST_ARGS: Final = ("--import-mode=importlib",)
 
 
 def write_select(path: Path, nodeids: Sequence[str]) -> None:
@@ -96,6 +101,7 @@ class ChildCommand:
     pytest_args: Sequence[str]  # the row's, then the command line's
     own_env: bool  # the child is another interpreter: it snapshots its own environment (--dm-env)
     script_files: Sequence[str] = ()  # the files the row's scripts run
+    as_script: bool = False  # each test file imported and collected as `python FILE` runs it (#24)
 
     def environment(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """The child's variables over the host's: the row's, ours, a slot's, then ``extra`` (a script's)."""
@@ -141,6 +147,7 @@ class ChildCommand:
             option(OPT_DEVICE, self.device),
             option(OPT_DISABLE_LIST, self.disable_list),
             *([OPT_ENV] if self.own_env else []),
+            *([OPT_AS_SCRIPT, *AS_SCRIPT_PYTEST_ARGS] if self.as_script else []),
             *self.pytest_args,
             # a module whose import kills or hangs the process (collected again without it)
             *(f"--ignore={path}" for path in left_out),

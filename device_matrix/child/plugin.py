@@ -13,7 +13,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import sys
 import time
+import unittest
 import warnings
 from collections.abc import Generator
 from pathlib import Path
@@ -64,6 +66,8 @@ class _State:
         self.markers = os.environ.get(wire.ENV_MARKERS) == "1"
         # (nodeid, phase) -> where the failing phase failed, from its traceback (#20)
         self.where: dict[tuple[str, str], tuple[str, int]] = {}
+        self.as_script = False
+        self.unittest_files: dict[str, bool] = {}  # module name -> defines a TestCase
 
 
 def current_device() -> str | None:
@@ -96,6 +100,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(wire.OPT_FAULTHANDLER, default=None, help="file for fatal-signal and hang stacks")
     group.addoption(wire.OPT_ENV, action="store_true", help="write an environment snapshot into the journal")
     group.addoption(
+        wire.OPT_AS_SCRIPT,
+        action="store_true",
+        help="import each test file as `python FILE` does (its folder first on sys.path) and collect a "
+        "unittest file as unittest does (its module-level functions are not tests)",
+    )
+    group.addoption(
         wire.OPT_DEVICE,
         default=None,
         help=f"device row name for skip_device/xfail_device (default: ${ENV_DEVICE}, else $PJRT_DEVICE)",
@@ -124,6 +134,7 @@ def pytest_configure(config: pytest.Config) -> None:
     _STACK.append(state)
     state.device = config.getoption(wire.OPT_DEVICE) or os.environ.get(ENV_DEVICE)
     state.here = state.device or pjrt_device_name(state.pjrt)
+    state.as_script = bool(config.getoption(wire.OPT_AS_SCRIPT))
     journal = config.getoption(wire.OPT_JOURNAL)
     if journal:
         numprocesses = config.getoption("numprocesses", None) if config.pluginmanager.hasplugin("xdist") else None
@@ -248,12 +259,35 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 
 def pytest_collectstart(collector: pytest.Collector) -> None:
+    if isinstance(collector, pytest.Module) and collector.config.stash[_state_key].as_script:
+        # `python FILE` puts the file's folder first: its helpers import by bare name (#24)
+        folder = str(collector.path.parent)
+        if not sys.path or sys.path[0] != folder:
+            sys.path.insert(0, folder)
+    state = _journal_state()
     # a module (or a directory's conftest.py) is about to be imported: if the process
     # dies now, this one did it
-    state = _journal_state()
     if state is not None and state.journal is not None and isinstance(collector, (pytest.File, pytest.Directory)):
         state.journal.write("collecting", nodeid=collector.nodeid, path=str(collector.path))
         state.journal.importing = collector.nodeid
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makeitem(collector: pytest.Module | pytest.Class, name: str, obj: object) -> list[Any] | None:
+    """In a unittest file, only what unittest's loader runs: its TestCase classes."""
+    state = collector.config.stash[_state_key]
+    if not state.as_script or not isinstance(collector, pytest.Module):
+        return None
+    if isinstance(obj, type) and issubclass(obj, unittest.TestCase):
+        return None  # pytest collects it as unittest would
+    module = collector.obj
+    if module.__name__ not in state.unittest_files:
+        state.unittest_files[module.__name__] = any(
+            isinstance(v, type) and issubclass(v, unittest.TestCase) and v.__module__ == module.__name__
+            for v in vars(module).values()
+        )
+    # a module-level def test_x(self) of a unittest file is a helper, never run by unittest
+    return [] if state.unittest_files[module.__name__] else None
 
 
 def pytest_collectreport(report: pytest.CollectReport) -> None:

@@ -242,6 +242,7 @@ class Run:
             pytest_args=(*self.row.pytest_args, *self.options.pytest_args),
             own_env=self.own_env,
             script_files=tuple(script.file for script in self.scripts),
+            as_script=self.row.as_script,
         )
 
     @property
