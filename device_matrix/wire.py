@@ -38,6 +38,8 @@ OPT_DEVICE: Final = "--dm-device"
 OPT_DISABLE_LIST: Final = "--dm-disable-list"
 PLUGIN: Final = "device_matrix.child.plugin"  # the plugin's module, and its pytest11 entry point's name
 SCRIPT_MODULE: Final = "device_matrix.child.script"  # runs a test file as a script, journaled
+# which entry of a file run more than once: the script launcher puts it after each nodeid
+OPT_VARIANT: Final = "--dm-variant"
 # each test file imported as `python FILE` imports it: its folder first on sys.path, and a
 # unittest file collected as unittest collects it (issue #24)
 OPT_AS_SCRIPT: Final = "--dm-as-script"
@@ -208,7 +210,9 @@ EVENTS: Final[Mapping[str, Mapping[str, tuple[type, ...]]]] = {
 PHASES: Final = frozenset({"setup", "call", "teardown"})
 # "rerun": a failed phase of an execution a plugin runs again (pytest-rerunfailures), between
 # that execution's own start and finish; the next execution starts the same test again
-REPORT_OUTCOMES: Final = frozenset({"passed", "failed", "skipped", "rerun"})
+# "error": a call that raised what unittest calls an error, not a failure (an exception other
+# than the test's failureException): the record keeps unittest's distinction (#24)
+REPORT_OUTCOMES: Final = frozenset({"passed", "failed", "skipped", "rerun", "error"})
 
 
 def check_event(event: Any, expected_n: int) -> str | None:

@@ -8,12 +8,9 @@ walks its callers' frames, and a file is run twice with other variables and flag
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import subprocess
 import sys
-import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -81,3 +78,13 @@ def test_bare_name_helpers_import_from_the_files_own_folder(tmp_path: Path, isol
         "test/test_module_function.py::TestUsesTheSharedCheck::test_one": "passed",
         "test/test_module_function.py::TestUsesTheSharedCheck::test_two": "passed",
     }
+
+
+def test_a_script_that_walks_its_callers_frames_passes_as_it_does_alone(tmp_path: Path) -> None:
+    scripts = '\n[[tool.device-matrix.devices.fixture.scripts]]\nfile = "test/test_frames.py"\n'
+    p = _project(tmp_path, "suites = []", extra=scripts)
+    assert _plain(p.root, "test/test_frames.py").returncode == 0
+    proc = p.run("run", "--device", "fixture")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert set(_outcomes(p.record()).values()) == {"passed"}
+    assert len(p.record()["tests"]) == 4

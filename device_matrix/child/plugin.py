@@ -47,6 +47,7 @@ LONGREPR_LIMIT = 20_000
 # journaled as 0: NaN and inf are not JSON, and huge ones add up to inf in the record
 MAX_SECONDS = 1e9
 _TEST_REPORT = pytest.TestReport  # a subclass of it is a subtest's report
+_UNITTEST_ERROR = "_device_matrix_unittest_error"
 
 
 _state_key = pytest.StashKey["_State"]()
@@ -383,6 +384,26 @@ def _text(longrepr: object) -> str | None:
     return text
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A unittest test whose call raised what unittest calls an error (not its failureException)."""
+    report = yield
+    cls = getattr(item, "cls", None)
+    if (
+        report.when == "call"
+        and report.failed
+        and call.excinfo is not None
+        and isinstance(cls, type)
+        and issubclass(cls, unittest.TestCase)
+        # pytest.fail() (and pytest's own "Unexpected success") is a failure, as in pytest
+        and not call.excinfo.errisinstance((cls.failureException, pytest.fail.Exception))
+    ):
+        setattr(report, _UNITTEST_ERROR, True)
+    return report
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     state = _journal_state()
     if state is None or state.journal is None:
@@ -422,7 +443,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         "report",
         nodeid=report.nodeid,
         when=report.when,
-        outcome=report.outcome,
+        # unittest's "error" stays an error in the record, however its file ran (#24)
+        outcome="error" if getattr(report, _UNITTEST_ERROR, False) else report.outcome,
         duration=round(report.duration, 6) if 0.0 <= report.duration < MAX_SECONDS else 0.0,
         longrepr=_text(report.longrepr) if report.failed or report.skipped else None,
         wasxfail=wasxfail,

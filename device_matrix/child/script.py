@@ -1,19 +1,27 @@
 """Run a unittest file as a script, as upstream does, and journal every test it runs.
 
     python -m device_matrix.child.script [--dm-journal=PATH] [--dm-faulthandler=PATH]
-        [--dm-select=PATH] [--dm-device=NAME] [--dm-env] FILE [ARGS...]
+        [--dm-select=PATH] [--dm-device=NAME] [--dm-variant=NAME] [--dm-env] FILE [ARGS...]
 
-The file runs as ``python FILE ARGS`` would run it: ``__name__ == "__main__"``,
-``sys.argv == [FILE, *ARGS]``, its folder first on ``sys.path``, its own flag parsing and
-environment checks in ``__main__``. The launcher hooks the top-level ``TestSuite.run``
-that any unittest runner ends in, so the script's runner, output and
-``result.wasSuccessful()`` stay as they are, and writes the same journal events as the
-pytest plugin, with nodeids in pytest's form (``FILE::Class::method``).
+The launcher checks its options and becomes ``python FILE ARGS`` (the same process, the
+same interpreter and its options): nothing of it is on the stack above the script, whose
+outermost frame is its own module, as under ``python FILE`` (a test that walks its
+callers' frames and their locals sees what it sees there, #24). ``site`` starts the
+journaling in that interpreter (:mod:`device_matrix.child.boot`) before ``__main__`` runs:
+
+- ``__name__ == "__main__"``, ``sys.argv == [FILE, *ARGS]``, the file's folder first on
+  ``sys.path``, PYTHONPATH as given; the script's own flag parsing and runner;
+- unittest's own suite runs, its results and output untouched; the journal follows it
+  through the attributes unittest sets on its result (:class:`_Watched`) and the parts of
+  each test it runs (:class:`_PhasedOutcome`), never through a frame of its own between
+  the script and a test;
+- events as the pytest plugin writes them, nodeids in pytest's form (``FILE::Class::method``,
+  with ``[NAME]`` after each when a file runs more than once: ``--dm-variant``).
 
 Decisions the journal's one ``collected`` event forces:
 
 - the first unittest run of the process is journaled; a later one runs as the script
-  asks, unjournaled, with a warning on stderr and a non-zero ``end`` status, so its tests
+  asks, unjournaled, with a warning on stderr, and the process then exits 1, so its tests
   are never counted as passed by a record that cannot see them;
 - a script that runs no unittest ends with ``collected`` [] and ``end``;
 - a script that fails (exception, non-zero exit) before any test ran is a
@@ -22,23 +30,26 @@ Decisions the journal's one ``collected`` event forces:
 
 from __future__ import annotations
 
-import builtins
-import importlib.machinery
+import atexit
+import contextlib
 import inspect
+import json
 import os
 import signal
 import sys
 import time
 import traceback
-import types
 import unittest
+import unittest.case
+import unittest.result
 import unittest.suite
 import unittest.util
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
+import device_matrix
 from device_matrix import wire
 from device_matrix.child.journal import JournalWriter, arm_faulthandler, end_forked_copies, follow_chdir
 from device_matrix.skips import find_issue_in_text, is_by_design_text
@@ -48,12 +59,14 @@ EXIT_USAGE = 2
 EXIT_SIGINT = 128 + signal.SIGINT  # in ``end``: the shell's number for a death by SIGINT
 USAGE = (
     "usage: python -m device_matrix.child.script [--dm-journal=PATH] [--dm-faulthandler=PATH] "
-    "[--dm-select=PATH] [--dm-device=NAME] [--dm-env] FILE [ARGS...]"
+    "[--dm-select=PATH] [--dm-device=NAME] [--dm-variant=NAME] [--dm-env] FILE [ARGS...]"
 )
-_VALUED = (wire.OPT_JOURNAL, wire.OPT_FAULTHANDLER, wire.OPT_SELECT, wire.OPT_DEVICE)
+_VALUED = (wire.OPT_JOURNAL, wire.OPT_FAULTHANDLER, wire.OPT_SELECT, wire.OPT_DEVICE, wire.OPT_VARIANT)
 _PHASE_ATTR = "__device_matrix_phase__"
+BOOT_DIR = Path(__file__).resolve().parent / "boot"
+BOOT_ENV = "DEVICE_MATRIX_SCRIPT_BOOT"  # the settings the boot's sitecustomize reads (and removes)
 # unittest leaves frames of modules with this global out of the tracebacks it prints:
-# the script's output shows no launcher frame (the setUp/tearDown wrappers)
+# a test's traceback shows none of this module's frames
 __unittest = True
 
 
@@ -65,6 +78,7 @@ class Options:
     faulthandler: str | None = None
     select: str | None = None
     device: str | None = None
+    variant: str | None = None
     env: bool = False
 
 
@@ -85,6 +99,7 @@ def parse_args(argv: list[str]) -> Options:
                 faulthandler=values.get(wire.OPT_FAULTHANDLER),
                 select=values.get(wire.OPT_SELECT),
                 device=values.get(wire.OPT_DEVICE),
+                variant=values.get(wire.OPT_VARIANT),
                 env=env,
             )
         name, eq, value = word.partition("=")
@@ -160,7 +175,12 @@ class _Test:
     reported: float | None = None  # when the last report was written
     started: bool = False  # unittest called startTest (class and module setup passed)
     stopped: bool = False
+    parts: int = 0  # parts of the test unittest began: setUp, the method, tearDown, cleanups
+    setup_ok: bool = True
+    phase: str | None = None  # the part running now
     errors: dict[str, list[str]] = field(default_factory=lambda: {"setup": [], "call": [], "teardown": []})
+    # an exception of the method that is not the test's failureException: unittest's "error"
+    call_error: bool = False
     skipped: str | None = None
     xfail: str | None = None
     unexpected_success: bool = False
@@ -171,27 +191,62 @@ class _Test:
 class Recorder:
     """Turns one unittest run into journal events."""
 
-    def __init__(self, journal: JournalWriter | None, path: str, select: list[str] | None) -> None:
+    def __init__(
+        self, journal: JournalWriter | None, path: str, select: list[str] | None, variant: str | None = None
+    ) -> None:
         self.journal = journal
         self.path = path
         self.select = select
+        self.suffix = f"[{variant}]" if variant else ""
         self.markers = os.environ.get(wire.ENV_MARKERS) == "1"
         self.runs = 0  # top-level unittest runs seen in this process
         self.collected = False
+        self.running: unittest.TestResult | None = None  # the result of the journaled run, while it runs
         self.seq = 0
         self.nodeids: dict[int, str] = {}  # id(test) -> nodeid, for the journaled run
         self.current: _Test | None = None
         # errors of class and module fixtures, for tests unittest then never starts
         self.fixture_errors: dict[str, tuple[str, str]] = {}  # "setUpClass (m.C)" -> (kind, text)
+        # how the script ends: its sys.exit() argument, or its uncaught exception
+        self.exit_code: object = None
+        self.failure: str | None = None
+        self.interrupted = False
+
+    @property
+    def file_nodeid(self) -> str:
+        return self.path + self.suffix
 
     def write(self, event: str, **fields: Any) -> None:
         if self.journal is not None:
             self.journal.write(event, **fields)
 
-    # --- the suite ------------------------------------------------------------------
+    # --- the run ----------------------------------------------------------------------
 
-    def prepare(self, suite: unittest.TestSuite) -> unittest.TestSuite:
-        """The suite to run: flattened, selected, each test named once; ``collected`` written."""
+    def begin_run(self, suite: unittest.TestSuite, result: unittest.TestResult) -> None:
+        """A top-level unittest run begins: the first is journaled, a later one is not."""
+        self.runs += 1
+        if self.runs > 1:
+            print(
+                f"device-matrix: {self.path} starts a second unittest run; only the first is "
+                "recorded, and the process is reported as failed",
+                file=sys.stderr,
+            )
+            return
+        self.prepare(suite)
+        self.running = journaled_result(result, self)
+
+    def end_run(self, result: unittest.TestResult) -> None:
+        if result is self.running:
+            self.close()
+            self.running = None
+            self.nodeids = {}  # ids of freed tests may be reused by a later run's
+
+    def prepare(self, suite: unittest.TestSuite) -> None:
+        """Name each test of the suite once, keep the selected ones, write ``collected``.
+
+        The script's own suite runs: only with a selection are its tests put in the order
+        the runner asked for (a resume keeps the first attempt's order).
+        """
         names: list[tuple[str, unittest.TestCase]] = []
         seen: dict[str, int] = {}
         for test in flatten(suite):
@@ -199,28 +254,24 @@ class Recorder:
             seen[name] = seen.get(name, 0) + 1
             if seen[name] > 1:  # the same test loaded twice: the journal needs one name each
                 name = f"{name}[{seen[name]}]"
-            names.append((name, test))
+            names.append((name + self.suffix, test))
         if self.select is not None:
             from device_matrix.redact import selected
 
             # a nodeid as a record names it (a resume: redacted) selects its test too
             position = selected((name for name, _ in names), self.select)
             names = sorted((x for x in names if x[0] in position), key=lambda x: position[x[0]])
+            suite._tests[:] = [test for _, test in names]
         self.nodeids = {id(test): name for name, test in names}
         self.write("collected", nodeids=[name for name, _ in names], t=time.time())
         self.collected = True
-        flat = _JournalSuite([test for _, test in names], recorder=self)
-        if getattr(suite, "_cleanup", False):
-            # unittest frees each test once run (and the tensors it holds); the flat suite
-            # does that now, so the script's own suite lets go of them too, counts kept
-            for index in range(len(getattr(suite, "_tests", ()))):
-                suite._removeTestAtIndex(index)  # type: ignore[attr-defined]
-        return flat
 
-    def announce(self, test: unittest.TestCase) -> None:
+    def announce(self, test: object) -> None:
         """Test ``test`` is next: its class and module fixtures are about to run."""
         nodeid = self.nodeids.get(id(test))
-        if nodeid is None or (self.current is not None and self.current.test is test):
+        if nodeid is None or not isinstance(test, unittest.TestCase):
+            return
+        if self.current is not None and self.current.test is test:
             return
         self.close()
         self.seq += 1
@@ -285,6 +336,33 @@ class Recorder:
         )
         cur.reported = now
 
+    # --- the parts of a test (setUp, the method, tearDown and cleanups) -------------------
+
+    def part_begins(self, test: object) -> str | None:
+        """unittest begins a part of ``test``: the phase it belongs to (None: not journaled)."""
+        cur = self.current
+        if cur is None or cur.test is not test:
+            return None
+        now = time.monotonic()
+        k, cur.parts = cur.parts, cur.parts + 1
+        if k == 0:
+            cur.phase = "setup"
+        elif k == 1 and cur.setup_ok:
+            cur.phase = "call"
+        else:
+            cur.phase = "teardown"
+            if cur.call_ended is None:
+                cur.call_ended = now
+        return cur.phase
+
+    def part_ends(self, test: object, phase: str, success: bool) -> None:
+        cur = self.current
+        if cur is None or cur.test is not test:
+            return
+        if phase == "setup":
+            cur.setup_ok = success
+            cur.call_began = time.monotonic()
+
     # --- the result's callbacks ----------------------------------------------------
 
     def start_test(self, test: unittest.TestCase) -> None:
@@ -312,7 +390,9 @@ class Recorder:
         else:
             self._report(cur, "setup", "passed", duration=setup)
             if cur.errors["call"]:
-                self._report(cur, "call", "failed", duration=call, longrepr="\n".join(cur.errors["call"]))
+                # unittest tells an error (any other exception) from a failure: so does the record
+                outcome = "error" if cur.call_error else "failed"
+                self._report(cur, "call", outcome, duration=call, longrepr="\n".join(cur.errors["call"]))
             elif cur.xfail is not None:
                 meta = skip_meta("", xfail=True)
                 self._report(cur, "call", "skipped", duration=call, longrepr=cur.xfail, wasxfail="", skip=meta)
@@ -329,14 +409,17 @@ class Recorder:
         self._report(cur, "teardown", outcome, duration=teardown, longrepr="\n".join(errors) if errors else None)
         cur.reported = end
 
-    def error(self, test: object, text: str, exc: BaseException | None) -> None:
+    def error(self, test: object, text: str, exc: BaseException | None, *, failure: bool) -> None:
+        """An exception of ``test``: ``failure`` when it is the test's failureException."""
         cur = self.current
         if isinstance(test, unittest.TestCase) and cur is not None and cur.test is test:
-            phase = getattr(exc, _PHASE_ATTR, None)
+            phase = getattr(exc, _PHASE_ATTR, None) or cur.phase
             if phase not in cur.errors:
-                # untagged: the method, or a cleanup (they run after tearDown or a failed setUp)
+                # no part seen: the method, or a cleanup (they run after tearDown or a failed setUp)
                 phase = "teardown" if cur.call_ended is not None or cur.errors["setup"] else "call"
             cur.errors[phase].append(text)
+            if phase == "call" and not failure:
+                cur.call_error = True
             if cur.stopped:  # e.g. a failure reported after stopTest: still this test's
                 self._report(cur, "teardown", "failed", longrepr=text)
             return
@@ -368,63 +451,17 @@ class Recorder:
         if self.current is not None and self.current.test is test:
             self.current.unexpected_success = True
 
+    # --- the end of the process --------------------------------------------------------
 
-class _JournalSuite(unittest.TestSuite):
-    """A flat suite that announces each test after the previous one's class and module
-    teardowns and before its own setUpModule and setUpClass, as pytest splits them."""
-
-    def __init__(self, tests: list[unittest.TestCase], recorder: Recorder) -> None:
-        super().__init__(tests)
-        self._recorder = recorder
-        self._next: unittest.TestCase | None = None
-
-    def _handleModuleFixture(self, test: unittest.TestCase, result: unittest.TestResult) -> None:
-        # a new module: the previous one's tearDownModule runs first (see below)
-        self._next = test
-        try:
-            super()._handleModuleFixture(test, result)  # type: ignore[misc]
-        finally:
-            self._announce_next()  # the same module: nothing ran in between
-
-    def _handleModuleTearDown(self, result: unittest.TestResult) -> None:
-        super()._handleModuleTearDown(result)  # type: ignore[misc]
-        # next comes setUpModule: a crash there is the next test's
-        self._announce_next()
-
-    def _announce_next(self) -> None:
-        test, self._next = self._next, None
-        if test is not None:
-            self._recorder.announce(test)
-            if self._recorder.current is not None and self._recorder.current.test is test:
-                _tag_phases(test, self._recorder.current)
-
-
-def _tag_phases(test: unittest.TestCase, record: _Test) -> None:
-    """Mark exceptions from setUp and tearDown, which unittest reports like the test's own,
-    and note where the call begins and ends: the phases' durations add up to the test's."""
-    for attr, phase in (("setUp", "setup"), ("tearDown", "teardown")):
-        method = getattr(test, attr, None)
-        if callable(method):
-            setattr(test, attr, _tagging(method, phase, record))
-
-
-def _tagging(method: Callable[[], object], phase: str, record: _Test) -> Callable[[], object]:
-    def tagged() -> object:
-        if phase == "teardown":
-            record.call_ended = time.monotonic()
-        try:
-            return method()
-        except BaseException as exc:
-            try:
-                setattr(exc, _PHASE_ATTR, phase)
-            except (AttributeError, TypeError):
-                pass
-            raise
-        finally:
-            if phase == "setup":
-                record.call_began = time.monotonic()
-
-    return tagged
+    def status(self) -> int:
+        """The exit status as this process knows it (the runner reads the real one)."""
+        if self.interrupted:
+            return EXIT_SIGINT
+        if self.failure is not None:
+            return 1
+        code = self.exit_code
+        status = 0 if code is None else (int(code) if isinstance(code, int) else 1)
+        return 1 if self.runs > 1 and status == 0 else status
 
 
 class _JournalResult(unittest.TestResult):
@@ -445,16 +482,17 @@ class _JournalResult(unittest.TestResult):
         super().addSuccess(test)
 
     def addError(self, test: unittest.TestCase, err: Any) -> None:
-        self._dm_recorder.error(test, self._dm_text(test, err), _exc(err))
+        self._dm_recorder.error(test, self._dm_text(test, err), _exc(err), failure=False)
         super().addError(test, err)
 
     def addFailure(self, test: unittest.TestCase, err: Any) -> None:
-        self._dm_recorder.error(test, self._dm_text(test, err), _exc(err))
+        self._dm_recorder.error(test, self._dm_text(test, err), _exc(err), failure=True)
         super().addFailure(test, err)
 
     def addSubTest(self, test: unittest.TestCase, subtest: unittest.TestCase, err: Any) -> None:
         if err is not None:
-            self._dm_recorder.error(test, f"{subtest}\n{self._dm_text(test, err)}", _exc(err))
+            failure = isinstance(_exc(err), test.failureException)
+            self._dm_recorder.error(test, f"{subtest}\n{self._dm_text(test, err)}", _exc(err), failure=failure)
         super().addSubTest(test, subtest, err)
 
     def addSkip(self, test: unittest.TestCase, reason: str) -> None:
@@ -484,61 +522,168 @@ def journaled_result(result: unittest.TestResult, recorder: Recorder) -> unittes
     """``result`` with journaling mixed in; its class, output and counts otherwise unchanged."""
     cls = type(result)
     # a result class this cannot extend raises here: the script fails with the reason, and
-    # its collected tests are recorded as not run rather than guessed at
-    result.__class__ = type(f"Journaled{cls.__name__}", (_JournalResult, cls), {"_dm_recorder": recorder})
+    # its collected tests are recorded as not run rather than guessed at. It keeps the
+    # script's class name: a test that looks at its callers' locals sees what python FILE
+    # shows it (#24)
+    names = {"__module__": cls.__module__, "__qualname__": cls.__qualname__}
+    result.__class__ = type(cls.__name__, (_JournalResult, cls), {"_dm_recorder": recorder, **names})
     return result
 
 
-def install(recorder: Recorder) -> Callable[[], None]:
-    """Hook the top-level ``TestSuite.run`` every unittest runner ends in; returns the undo."""
-    original = unittest.suite.TestSuite.run
+# --- following unittest without a frame in its way ----------------------------------------
+#
+# unittest's suite sets and reads a few attributes on its result at the points the journal
+# needs: `_testRunEntered` when the top-level run begins and ends, `_moduleSetUpFailed`
+# right before a test's setUpModule, `_previousTestClass` right before its setUpClass. A
+# data descriptor on TestResult sees each of them and returns before the suite goes on, so
+# no frame of the launcher stays between the script and its tests.
 
-    def journaled_run(
-        self: unittest.TestSuite, result: unittest.TestResult, debug: bool = False
-    ) -> unittest.TestResult:
-        if isinstance(self, _JournalSuite) or getattr(result, "_testRunEntered", False):
-            return original(self, result, debug)
-        recorder.runs += 1
-        if recorder.runs > 1:
-            print(
-                f"device-matrix: {recorder.path} starts a second unittest run; only the first is "
-                "recorded, and the process is reported as failed",
-                file=sys.stderr,
-            )
-            return original(self, result, debug)
-        suite = recorder.prepare(self)
+_SUITE = unittest.suite.TestSuite
+
+
+class _Watched:
+    """An attribute unittest's suite keeps on its result, with a hook on reads or writes."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        on_get: Callable[[unittest.TestResult, Any, Any], None] | None = None,
+        on_set: Callable[[unittest.TestResult, Any, Any], None] | None = None,
+    ) -> None:
+        self.key = f"_dm_{name}"
+        self.on_get, self.on_set = on_get, on_set
+
+    def __get__(self, result: unittest.TestResult | None, owner: type) -> Any:
+        if result is None:
+            return self
+        value = result.__dict__.get(self.key, _UNSET)
+        if self.on_get is not None:
+            self.on_get(result, value, sys._getframe(1))
+        if value is _UNSET:
+            raise AttributeError(self.key[4:])
+        return value
+
+    def __set__(self, result: unittest.TestResult, value: Any) -> None:
+        previous = result.__dict__.get(self.key, _UNSET)
+        result.__dict__[self.key] = value
+        if self.on_set is not None:
+            self.on_set(result, (previous, value), sys._getframe(1))
+
+
+_UNSET = object()
+
+
+class _PhasedOutcome(unittest.case._Outcome):  # type: ignore[name-defined,misc]
+    """unittest's outcome of one test, noting which part of the test runs: the journal's
+    phases (setup, call, teardown) and their durations. Its context managers are suspended
+    while the part runs: not on the stack of the test."""
+
+    _dm_recorder: Recorder | None = None
+    # a test that looks at its callers' locals sees unittest's own outcome (#24)
+    __module__ = "unittest.case"
+    __qualname__ = "_Outcome"
+
+    @contextlib.contextmanager
+    def testPartExecutor(self, test_case: Any, *args: Any, **kwargs: Any) -> Iterator[None]:
+        recorder = self._dm_recorder
+        phase = recorder.part_begins(test_case) if recorder is not None else None
+        if phase is None:  # a subtest's part, or a test the journal does not follow
+            with super().testPartExecutor(test_case, *args, **kwargs):
+                yield
+            return
+        errors = getattr(self, "errors", None)  # Python 3.10 reports errors after the test
+        before = len(errors) if isinstance(errors, list) else 0
         try:
-            return original(suite, journaled_result(result, recorder), debug)
+            with super().testPartExecutor(test_case, *args, **kwargs):
+                yield
         finally:
-            recorder.close()
+            if isinstance(errors, list):
+                for _, exc_info in errors[before:]:
+                    _tag(exc_info, phase)
+            if recorder is not None:
+                recorder.part_ends(test_case, phase, bool(self.success))
 
-    unittest.suite.TestSuite.run = journaled_run  # type: ignore[method-assign]
+
+def _tag(exc_info: Any, phase: str) -> None:
+    exc = _exc(exc_info)
+    if exc is not None:
+        with contextlib.suppress(AttributeError, TypeError):
+            setattr(exc, _PHASE_ATTR, phase)
+
+
+def install(recorder: Recorder) -> Callable[[], None]:
+    """Follow every unittest run of this process; returns the undo."""
+    run_code = _SUITE.run.__code__
+    module_fixture = _SUITE._handleModuleFixture.__code__  # type: ignore[attr-defined]
+    class_setup = _SUITE._handleClassSetUp.__code__  # type: ignore[attr-defined]
+
+    def entered(result: unittest.TestResult, value: Any, caller: Any) -> None:
+        # TestSuite.run asks whether a run is under way: when not, this one is the top level
+        if value in (_UNSET, False) and caller.f_code is run_code:
+            recorder.begin_run(caller.f_locals["self"], result)
+
+    def left(result: unittest.TestResult, values: tuple[Any, Any], caller: Any) -> None:
+        if values == (True, False):  # the top-level run is over, its last teardowns done
+            recorder.end_run(result)
+
+    def module_next(result: unittest.TestResult, values: tuple[Any, Any], caller: Any) -> None:
+        # the previous module's tearDownModule is done; next comes this test's setUpModule
+        if caller.f_code is module_fixture:
+            recorder.announce(caller.f_locals.get("test"))
+
+    def class_next(result: unittest.TestResult, value: Any, caller: Any) -> None:
+        # next comes this test's setUpClass: a crash there is this test's
+        if caller.f_code is class_setup:
+            recorder.announce(caller.f_locals.get("test"))
+
+    base = unittest.result.TestResult
+    watched = {
+        "_testRunEntered": _Watched("_testRunEntered", on_get=entered, on_set=left),
+        "_moduleSetUpFailed": _Watched("_moduleSetUpFailed", on_set=module_next),
+        "_previousTestClass": _Watched("_previousTestClass", on_get=class_next),
+    }
+    before = {name: base.__dict__.get(name, _UNSET) for name in watched}
+    for name, descriptor in watched.items():
+        setattr(base, name, descriptor)
+    outcome = unittest.case._Outcome  # type: ignore[attr-defined]
+    _PhasedOutcome._dm_recorder = recorder
+    unittest.case._Outcome = _PhasedOutcome  # type: ignore[attr-defined]
 
     def undo() -> None:
-        unittest.suite.TestSuite.run = original  # type: ignore[method-assign]
+        unittest.case._Outcome = outcome  # type: ignore[attr-defined]
+        _PhasedOutcome._dm_recorder = None
+        for name, value in before.items():
+            if value is _UNSET:
+                delattr(base, name)
+            else:
+                setattr(base, name, value)
 
     return undo
 
 
-def _exit_status(code: object) -> int:
-    """What ``python FILE`` exits with for ``sys.exit(code)``."""
-    if code is None:
-        return 0
-    if isinstance(code, int):  # unittest.main exits with a bool: sys.exit(False) is 0
-        return int(code)
-    return 1
+# --- the launcher, and the interpreter it becomes ------------------------------------------
 
 
-def _script_traceback(exc: BaseException, file: str) -> str:
-    """The traceback ``python FILE`` prints: from the script's frames on."""
-    tb = exc.__traceback__
-    target = Path(file).resolve()
-    while tb is not None and Path(tb.tb_frame.f_code.co_filename).resolve() != target:
-        tb = tb.tb_next
-    return "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__))
+def interpreter_flags() -> list[str]:
+    """The options of this interpreter that the one it becomes must repeat."""
+    flags = sys.flags
+    args = ["-O"] * flags.optimize + ["-b"] * flags.bytes_warning
+    if flags.dont_write_bytecode:
+        args.append("-B")
+    if flags.no_user_site:
+        args.append("-s")
+    if getattr(flags, "safe_path", False):
+        args.append("-P")
+    for warning in sys.warnoptions:
+        args += ["-W", warning]
+    for name, value in sys._xoptions.items():
+        args += ["-X", name if value is True else f"{name}={value}"]
+    return args
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:  # noqa: RET503 - os.execve does not return
+    """Check the command line, then become ``python FILE ARGS`` (returns only on a usage error)."""
     try:
         opts = parse_args(sys.argv[1:] if argv is None else argv)
     except UsageError as exc:
@@ -547,6 +692,45 @@ def main(argv: list[str] | None = None) -> int:
     if not Path(opts.file).is_file():
         print(f"ERROR: no script {opts.file!r}\nTIP: {USAGE}", file=sys.stderr)
         return EXIT_USAGE
+    if sys.flags.no_site or sys.flags.ignore_environment or sys.flags.isolated:
+        print(
+            "ERROR: the launcher starts the script through `site` and PYTHONPATH\nTIP: run it without -S, -E and -I.",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    pythonpath = os.environ.get("PYTHONPATH")
+    settings = {
+        "file": opts.file,
+        "journal": opts.journal,
+        "faulthandler": opts.faulthandler,
+        "select": opts.select,
+        "device": opts.device,
+        "variant": opts.variant,
+        "env": opts.env,
+        "pythonpath": pythonpath,
+        "package": str(Path(device_matrix.__file__).resolve().parent.parent),
+    }
+    env = dict(os.environ)
+    env[BOOT_ENV] = json.dumps(settings)
+    env["PYTHONPATH"] = os.pathsep.join([str(BOOT_DIR), *([pythonpath] if pythonpath else [])])
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    # the same process becomes python FILE ARGS: no shell, the launcher's own argv checked above
+    os.execve(sys.executable, [sys.executable, *interpreter_flags(), opts.file, *opts.args], env)  # noqa: S606
+
+
+def boot(raw: dict[str, Any]) -> None:
+    """In the interpreter the launcher became, before ``__main__``: start the journal."""
+    opts = Options(
+        file=str(raw["file"]),
+        args=[],
+        journal=raw.get("journal"),
+        faulthandler=raw.get("faulthandler"),
+        select=raw.get("select"),
+        device=raw.get("device"),
+        variant=raw.get("variant"),
+        env=bool(raw.get("env")),
+    )
     device = opts.device or os.environ.get(wire.ENV_DEVICE)
     journal = JournalWriter(Path(opts.journal)) if opts.journal else None
     if journal is not None:
@@ -566,70 +750,54 @@ def main(argv: list[str] | None = None) -> int:
     if opts.faulthandler:
         arm_faulthandler(opts.faulthandler)
     path = node_path(opts.file)
-    recorder = Recorder(journal, path, select)
+    recorder = Recorder(journal, path, select, opts.variant)
     if journal is not None:
         # a copy made by os.fork() that returns into unittest would run the rest again
         end_forked_copies(journal, lambda: recorder.current.nodeid if recorder.current is not None else None)
         # the script's import is its collection: a crash there names the file
-        journal.write("collecting", nodeid=path, path=str(Path(opts.file).resolve()))
-    status, failure, interrupted = _run_script(opts.file, opts.args, recorder)
-    if not recorder.collected:
-        if failure is not None:
-            recorder.write("collect_error", nodeid=path, longrepr=clip(failure), t=time.time())
-        recorder.write("collected", nodeids=[], t=time.time())
-    if recorder.runs > 1 and status == 0:
-        status = 1
-    recorder.write("end", exitstatus=status, t=time.time())
-    if journal is not None:
-        journal.close()
-    if interrupted:
-        # python FILE ends an uncaught KeyboardInterrupt by SIGINT: the parent sees the signal
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGINT)
-    return status
+        journal.write("collecting", nodeid=recorder.file_nodeid, path=str(Path(opts.file).resolve()))
+    install(recorder)
+    _watch_the_end(recorder)
 
 
-def _exec_main(path: Path) -> None:
-    """Run ``path`` as the ``__main__`` module, as ``python FILE`` does.
+def _watch_the_end(recorder: Recorder) -> None:
+    """How the script ends (sys.exit, an uncaught exception), and ``end`` at its exit."""
+    exit_ = sys.exit
+    excepthook = sys.excepthook
 
-    Not ``runpy.run_path``: it sets ``sys.argv[0]`` to the path it runs and puts the
-    previous ``__main__`` back afterwards, where the script's atexit handlers and pickled
-    classes expect its own module.
-    """
-    code = compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
-    module = types.ModuleType("__main__")
-    module.__dict__.update(
-        __file__=str(path),  # absolute, as python FILE gives it (3.9+)
-        __cached__=None,
-        __package__=None,
-        __spec__=None,
-        __loader__=importlib.machinery.SourceFileLoader("__main__", str(path)),
-        __builtins__=builtins,
-    )
-    sys.modules["__main__"] = module
-    exec(code, module.__dict__)  # noqa: S102 - running the script is the point
+    def journaled_exit(status: str | int | None = None) -> NoReturn:
+        recorder.exit_code = status
+        exit_(status)
 
+    def journaled_excepthook(kind: type[BaseException], exc: BaseException, tb: Any) -> None:
+        recorder.interrupted = issubclass(kind, KeyboardInterrupt)
+        recorder.failure = "".join(traceback.format_exception(kind, exc, tb))
+        excepthook(kind, exc, tb)
 
-def _run_script(file: str, args: list[str], recorder: Recorder) -> tuple[int, str | None, bool]:
-    """Run FILE as ``__main__``: its exit status, why it failed, whether it was interrupted."""
-    undo = install(recorder)
-    sys.argv = [file, *args]
-    sys.path[0] = str(Path(file).resolve().parent)  # as python FILE sets it
-    try:
-        _exec_main(Path(file).absolute())
-    except SystemExit as exc:
-        status = _exit_status(exc.code)
-        if exc.code is not None and not isinstance(exc.code, int):
-            print(exc.code, file=sys.stderr)
-        return status, None if status == 0 else f"SystemExit: {exc.code}", False
-    except BaseException as exc:  # the script's uncaught exception, reported as python does
-        text = _script_traceback(exc, file)
-        sys.stderr.write(text)
-        interrupted = isinstance(exc, KeyboardInterrupt)
-        return (EXIT_SIGINT if interrupted else 1), text, interrupted
-    finally:
-        undo()
-    return 0, None, False
+    def at_exit() -> None:
+        # registered first, so it runs last: after the script's own exit handlers
+        recorder.close()
+        status = recorder.status()
+        if not recorder.collected:
+            failure = recorder.failure
+            if failure is None and status != 0:
+                failure = f"SystemExit: {recorder.exit_code}"
+            if failure is not None:
+                recorder.write("collect_error", nodeid=recorder.file_nodeid, longrepr=clip(failure), t=time.time())
+            recorder.write("collected", nodeids=[], t=time.time())
+        recorder.write("end", exitstatus=status, t=time.time())
+        if recorder.journal is not None:
+            recorder.journal.close()
+        if recorder.runs > 1 and recorder.exit_code in (None, 0, False):
+            # a run the record cannot see never passes: python would have exited 0
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(OSError, ValueError):
+                    stream.flush()
+            os._exit(1)
+
+    sys.exit = journaled_exit
+    sys.excepthook = journaled_excepthook
+    atexit.register(at_exit)
 
 
 if __name__ == "__main__":

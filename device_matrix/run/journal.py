@@ -288,11 +288,11 @@ def _fold_reports(state: TestState) -> tuple[Outcome, str | None, Mapping[str, A
                 outcome = "xfailed" if rep.outcome == "skipped" else "xpassed"
                 message = rep.wasxfail or message
                 skip = rep.skip
-            elif rep.outcome in ("failed", "rerun"):
+            elif rep.outcome in ("failed", "rerun", "error"):
                 # "rerun" without the execution after it: the failure is what is known; a
                 # failed subtest's message stays (the test's own says only that one failed)
-                if outcome != "failed":
-                    outcome, message, source = "failed", rep.longrepr, rep
+                if outcome not in ("failed", "error"):
+                    outcome, message, source = ("error" if rep.outcome == "error" else "failed"), rep.longrepr, rep
             elif rep.outcome == "skipped":
                 outcome, message, skip = "skipped", rep.longrepr, rep.skip
         elif rep.outcome in ("failed", "rerun"):
