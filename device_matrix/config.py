@@ -23,7 +23,7 @@ import math
 import os
 import re
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -128,6 +128,15 @@ class Script:
     file: str  # relative to the project root (or absolute)
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # which run of the file this is, after each of its nodeids (``FILE::C::test[VARIANT]``)
+    # when the row runs the file more than once: its `name`, or its variables' names and
+    # its arguments; "" for a file run once, and for its run without either (#24)
+    variant: str = ""
+
+    @property
+    def suffix(self) -> str:
+        """What the nodeids of this run of its file end with: ``[VARIANT]``, or nothing."""
+        return f"[{self.variant}]" if self.variant else ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -342,10 +351,50 @@ def _is_scalar_map(v: Any) -> bool:
     return isinstance(v, dict) and all(isinstance(x, str | int | float | bool) for x in v.values())
 
 
+# a script entry's name: not only digits (unittest's own `[2]` names a test loaded twice)
+SCRIPT_NAME_RE = re.compile(r"(?![0-9]+$)[A-Za-z0-9_.+=,-]+")
+
+
+def _script_variant(entry: Mapping[str, Any]) -> str:
+    if entry.get("name"):
+        return str(entry["name"])
+    words = [*sorted(entry.get("env", {})), *entry.get("args", ())]
+    return ",".join(re.sub(r"[^A-Za-z0-9_.+=-]", "_", word) for word in words)
+
+
+def script_variants(entries: Sequence[Mapping[str, Any]]) -> list[str] | None:
+    """What each entry's nodeids end with (``[VARIANT]``, see Script.variant): None when two
+    runs of one file cannot be told apart (the same variable names and arguments, no name).
+
+    Two identical entries are one invocation (it runs once, #20): they share a variant.
+    """
+    by_file: dict[str, dict[tuple[object, ...], list[int]]] = {}
+    for k, entry in enumerate(entries):
+        invocation = (
+            tuple(entry.get("args", ())),
+            tuple(sorted((str(n), str(v)) for n, v in entry.get("env", {}).items())),
+            entry.get("name"),
+        )
+        by_file.setdefault(os.path.normpath(str(entry["file"])), {}).setdefault(invocation, []).append(k)
+    variants = [""] * len(entries)
+    for invocations in by_file.values():
+        groups = list(invocations.values())
+        if len(groups) == 1 and not entries[groups[0][0]].get("name"):
+            continue  # run once: its nodeids are the file's own
+        names = [_script_variant(entries[group[0]]) for group in groups]
+        if len(set(names)) != len(names):
+            return None
+        for group, name in zip(groups, names, strict=True):
+            for k in group:
+                variants[k] = name
+    return variants
+
+
 def _is_script(v: Any) -> bool:
     return (
         isinstance(v, dict)
-        and set(v) <= {"file", "args", "env"}
+        and set(v) <= {"file", "args", "env", "name"}
+        and (("name" not in v) or (isinstance(v["name"], str) and bool(SCRIPT_NAME_RE.fullmatch(v["name"]))))
         and _is_path(v.get("file"))
         and _is_str_list(v.get("args", []))
         and _is_str_map(v.get("env", {}))
@@ -446,8 +495,10 @@ _ROW_KEYS: dict[str, tuple[Check, str]] = {
     "isolation": (_one_of(ISOLATIONS), " | ".join(ISOLATIONS)),
     "collect": (_one_of(COLLECTS), " | ".join(COLLECTS)),
     "scripts": (
-        lambda v: isinstance(v, list) and all(_is_script(x) for x in v),
-        "[[...scripts]] tables: file = 'test/x.py' (required), args = ['--flag'], env = {VAR = 'value'}",
+        lambda v: isinstance(v, list) and all(_is_script(x) for x in v) and script_variants(v) is not None,
+        "[[...scripts]] tables: file = 'test/x.py' (required), args = ['--flag'], env = {VAR = 'value'}, "
+        "name = 'variant' (letters, digits, _ . + = , -); two runs of one file need other variable names, "
+        "other arguments or a name each (two identical entries are one run)",
     ),
     "shards": (_is_positive_int, "a whole number >= 1 (Actions jobs per row)"),
     "slots": (_is_count, "a whole number >= 0 (device slots on one host; 0: no slots)"),
@@ -612,9 +663,15 @@ def _row_from_table(name: str, table: Mapping[str, Any]) -> Row:
     kwargs: dict[str, Any] = {"name": name}
     for key, value in table.items():
         if key == "scripts":
+            variants = script_variants(value) or [""] * len(value)
             kwargs[key] = tuple(
-                Script(file=x["file"], args=tuple(x.get("args", ())), env=MappingProxyType(dict(x.get("env", {}))))
-                for x in value
+                Script(
+                    file=x["file"],
+                    args=tuple(x.get("args", ())),
+                    env=MappingProxyType(dict(x.get("env", {}))),
+                    variant=variant,
+                )
+                for x, variant in zip(value, variants, strict=True)
             )
         elif key == "gangs":
             kwargs[key] = tuple(

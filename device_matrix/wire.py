@@ -158,9 +158,11 @@ class ChildCommand:
             *(["--collect-only"] if collect_only else []),
         ]
 
-    def script(self, file: str, args: Sequence[str]) -> list[str]:
-        """The script launcher's arguments: ours, then ``python FILE ARGS`` as upstream runs it."""
-        return [option(OPT_DEVICE, self.device), *([OPT_ENV] if self.own_env else []), file, *args]
+    def script(self, file: str, args: Sequence[str], variant: str = "") -> list[str]:
+        """The script launcher's arguments: ours, then ``python FILE ARGS`` as upstream runs it;
+        ``variant`` names this run of a file the row runs more than once (#24)."""
+        ours = [option(OPT_DEVICE, self.device), *([OPT_ENV] if self.own_env else [])]
+        return [*ours, *([option(OPT_VARIANT, variant)] if variant else []), file, *args]
 
 
 # --- the start marker in the child's output -------------------------------------------

@@ -183,3 +183,50 @@ def test_config_module_needs_only_the_standard_library() -> None:
         "tomli",
         "device_matrix",
     }
+
+
+def test_each_run_of_a_script_gets_its_own_variant_and_two_alike_are_an_error(tmp_path: Path) -> None:
+    runs = """
+[[tool.device-matrix.devices.cpu.scripts]]
+file = "test/test_metrics.py"
+[[tool.device-matrix.devices.cpu.scripts]]
+file = "test/test_metrics.py"
+env = { XLA_METRICS_FILE = "/tmp/metrics.txt" }
+[[tool.device-matrix.devices.cpu.scripts]]
+file = "./test/test_metrics.py"
+args = ["--verbosity=2"]
+[[tool.device-matrix.devices.cpu.scripts]]
+file = "test/test_callback.py"
+env = { XLA_USE_SPMD = "1" }
+[[tool.device-matrix.devices.cpu.scripts]]
+file = "test/test_named.py"
+name = "spmd"
+"""
+    scripts = config.load(write(tmp_path, runs)).row("cpu").scripts
+    assert [s.variant for s in scripts] == ["", "XLA_METRICS_FILE", "--verbosity=2", "", "spmd"]
+
+    # two runs that differ only in a value: they need a name each
+    alike = """
+[[tool.device-matrix.devices.cpu.scripts]]
+file = "test/x.py"
+env = { CPU_NUM_DEVICES = "1" }
+[[tool.device-matrix.devices.cpu.scripts]]
+file = "test/x.py"
+env = { CPU_NUM_DEVICES = "4" }
+"""
+    with pytest.raises(ConfigError) as err:
+        config.load(write(tmp_path, alike))
+    assert err.value.exit_code == EXIT_CONFIG
+    assert "scripts" in err.value.message and "need other variable names, other arguments or a name each" in str(
+        err.value.allowed or err.value.message
+    )
+    named = alike.replace('"1" }', '"1" }\nname = "one"').replace('"4" }', '"4" }\nname = "four"')
+    assert [s.variant for s in config.load(write(tmp_path, named)).row("cpu").scripts] == ["one", "four"]
+    with pytest.raises(ConfigError):
+        config.load(write(tmp_path, named.replace('name = "one"', 'name = "12"')))  # unittest's own [2] form
+
+    # two identical entries are one run, not two runs alike (#20: it runs once)
+    twice = '[[tool.device-matrix.devices.cpu.scripts]]\nfile = "test/x.py"\nargs = ["--a"]\n' * 2
+    assert [s.variant for s in config.load(write(tmp_path, twice)).row("cpu").scripts] == ["", ""]
+    twice += '[[tool.device-matrix.devices.cpu.scripts]]\nfile = "test/x.py"\n'
+    assert [s.variant for s in config.load(write(tmp_path, twice)).row("cpu").scripts] == ["--a", "--a", ""]

@@ -8,9 +8,12 @@ walks its callers' frames, and a file is run twice with other variables and flag
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -88,3 +91,51 @@ def test_a_script_that_walks_its_callers_frames_passes_as_it_does_alone(tmp_path
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert set(_outcomes(p.record()).values()) == {"passed"}
     assert len(p.record()["tests"]) == 4
+
+
+TWICE = """
+[[tool.device-matrix.devices.fixture.scripts]]
+file = "test/test_variables.py"
+env = { FIXTURE_METRICS_FILE = "/tmp/metrics.txt" }
+
+[[tool.device-matrix.devices.fixture.scripts]]
+file = "test/test_variables.py"
+
+[[tool.device-matrix.devices.fixture.scripts]]
+file = "test/test_variables.py"
+args = ["--strict"]
+"""
+
+
+def test_each_run_of_a_file_is_its_own_test_in_every_output(tmp_path: Path) -> None:
+    # run_tests.sh runs test_metrics.py with and without XLA_METRICS_FILE, and others with
+    # flags: each run has its own outcomes, a failure never hidden by a later pass (#24)
+    p = _project(tmp_path, "suites = []", extra=TWICE)
+    assert _plain(p.root, "test/test_variables.py", env={"FIXTURE_METRICS_FILE": "/tmp/metrics.txt"}).returncode == 1
+    assert _plain(p.root, "test/test_variables.py").returncode == 0
+    proc = p.run("run", "--device", "fixture")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    record = p.record()
+    base = "test/test_variables.py::TestVariables::"
+    assert _outcomes(record) == {
+        f"{base}test_flag[FIXTURE_METRICS_FILE]": "skipped",
+        f"{base}test_without_the_metrics_file[FIXTURE_METRICS_FILE]": "failed",
+        f"{base}test_flag": "skipped",
+        f"{base}test_without_the_metrics_file": "passed",
+        f"{base}test_flag[--strict]": "passed",
+        f"{base}test_without_the_metrics_file[--strict]": "passed",
+    }
+    folder = p.results / "fixture"
+    suite = ET.parse(folder / "junit.xml").getroot().find("testsuite")
+    assert suite is not None and suite.get("tests") == "6" and suite.get("failures") == "1"
+    report = json.loads((folder / "report.json").read_text())
+    assert sorted(t["nodeid"] for t in report["tests"]) == sorted(_outcomes(record))
+    tri = p.run("triage", "--no-history")
+    assert tri.returncode == 0, tri.stdout + tri.stderr
+    triage = json.loads((p.results / "triage" / "triage.json").read_text())
+    assert f"{base}test_without_the_metrics_file[FIXTURE_METRICS_FILE]" in json.dumps(triage)
+    # progress: each test counted once, and a total shown only once it is known
+    counters = [re.search(r"\[(\d+)(?:/(\d+))?\]", line) for line in proc.stdout.splitlines()]
+    shown = [(int(m.group(1)), m.group(2)) for m in counters if m]
+    assert [k for k, _ in shown] == [1, 2, 3, 4, 5, 6], proc.stdout
+    assert {total for _, total in shown} <= {None, "6"}, proc.stdout

@@ -142,7 +142,7 @@ def one_attempt(
         spec = AttemptSpec(
             index=index,
             purpose=purpose,
-            args=child.script(script.file, script.args),
+            args=child.script(script.file, script.args, script.variant),
             env=child.environment(script.env),
             select=select,
             module=SCRIPT_MODULE,
@@ -157,7 +157,7 @@ def one_attempt(
             log_path=folder.log,
             redactor=run.redactor,
             limits=limits(run),
-            progress=Quiet() if purpose == "rerun" else run.progress,
+            progress=Quiet() if purpose == "rerun" else run.progress.of(script),
         )
     except OSError as exc:
         raise folder.unwritable(exc) from exc

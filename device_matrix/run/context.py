@@ -104,16 +104,28 @@ class RunListener(Protocol):
 class Progress:
     """Journal events to the listener: progress lines and the running test."""
 
-    def __init__(self, listener: RunListener, row: str, redactor: Redactor) -> None:
+    def __init__(self, listener: RunListener, row: str, redactor: Redactor, scripts: Sequence[Script] = ()) -> None:
         self.listener = listener
         self.row = row
         self.redactor = redactor
         self.done = 0  # tests reported so far, for the progress counter
+        self.counted: set[str] = set()  # each test counted once (a teardown error, a resume)
         self.collected: set[str] = set()  # every nodeid a process of this run collected
+        # scripts whose tests are not known yet (neither collected nor kept from the last
+        # run): until every script's are, the total is not known either (#24)
+        self.pending = {id(script) for script in scripts}
 
     @property
     def total(self) -> int | None:
-        return len(self.collected) or None
+        return None if self.pending else len(self.collected) or None
+
+    def known(self, script: Script) -> None:
+        """The tests of ``script`` are known: its process collected them, or the last run's record has them."""
+        self.pending.discard(id(script))
+
+    def of(self, script: Script | None) -> Progress | ScriptProgress:
+        """What an attempt's journal events go to: a script's process makes its tests known."""
+        return self if script is None else ScriptProgress(self, script)
 
     def journal_event(self, event: dict[str, Any]) -> None:
         kind = event["e"]
@@ -133,7 +145,9 @@ class Progress:
                     shown = "xfailed" if outcome == "skipped" else "xpassed"
                 elif failed_phase:
                     shown = "error"
-                self.done += 1
+                if event["nodeid"] not in self.counted:
+                    self.counted.add(event["nodeid"])
+                    self.done += 1
                 self.listener.test_done(
                     self.row,
                     self.redactor.ident(event["nodeid"]),
@@ -142,6 +156,19 @@ class Progress:
                     done=self.done,
                     total=self.total,
                 )
+
+
+@dataclass(frozen=True)
+class ScriptProgress:
+    """The events of one script's process, to the run's :class:`Progress`."""
+
+    progress: Progress
+    script: Script
+
+    def journal_event(self, event: dict[str, Any]) -> None:
+        if event["e"] == "collected":
+            self.progress.known(self.script)
+        self.progress.journal_event(event)
 
 
 class Quiet:
@@ -201,7 +228,7 @@ class Run:
             remember_secrets(variables)
         self.redactor = Redactor()
         self.state = RunState(self.redactor)
-        self.progress = Progress(listener, self.row.name, self.redactor)
+        self.progress = Progress(listener, self.row.name, self.redactor, self.scripts)
         self.started_at = now_iso()
         self._t0 = time.monotonic()
         self.deadline = self._t0 + self.row.run_timeout  # set again when the run starts (prepare)

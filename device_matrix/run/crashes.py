@@ -343,6 +343,8 @@ class Repro:
         """``python FILE ARGS [Class.test]``: the script as upstream runs it, with the row's variables."""
         row = self.row
         env = {**row.env, "PJRT_DEVICE": row.env.get("PJRT_DEVICE", row.pjrt_device), **script.env}
+        if nodeid and script.variant:
+            nodeid = nodeid.removesuffix(script.suffix)  # unittest names the test without it
         test = [".".join(nodeid.split("::")[1:])] if nodeid and "::" in nodeid else []
         script_argv = [script.file, *script.args, *test]
         if self.container is not None:

@@ -44,6 +44,7 @@ from device_matrix.run.folder import RUN_FILE
 from device_matrix.run.lock import row_lock
 from device_matrix.run.plan import RowPlan
 from device_matrix.run.selection import refuse_xdist, selecting_options
+from device_matrix.run.targets import of_script, script_node
 
 PYTEST_EXIT_WORDS = {
     0: "no failure reported",  # not "all passed": pytest.exit(returncode=0) exits 0 too
@@ -130,8 +131,8 @@ def run_tests(run: Run, verdict: Verdict) -> Verdict:
     if not targets and not run.project_tests:
         return Verdict(state.status())  # a row of scripts only
     if run.resumed:
-        scripts = {script.file for script in run.scripts}
-        nodeids = [n for n in state.remaining() if n.split("::", 1)[0] not in scripts]
+        root = run.cfg.project_root
+        nodeids = [n for n in state.remaining() if not any(of_script(n, s, run.scripts, root) for s in run.scripts)]
         if not nodeids:
             # the earlier verdict stands (a pytest exit it reported is not lost)
             earlier = run.previous or Verdict(state.status())
@@ -159,19 +160,20 @@ def run_tests(run: Run, verdict: Verdict) -> Verdict:
 
 def run_scripts(run: Run, verdict: Verdict) -> Verdict:
     """Each script in a process of its own, after the suites: ``python FILE ARGS``."""
-    state = run.state
+    state, scripts, root = run.state, run.scripts, run.cfg.project_root
     verdicts = [verdict]
-    for script in run.scripts:
+    for script in scripts:
         select = None
         if run.resumed:
-            select = [n for n in state.remaining() if n.split("::", 1)[0] == script.file]
-            if not select and any(n.split("::", 1)[0] == script.file for n in state.results):
+            select = [n for n in state.remaining() if of_script(n, script, scripts, root)]
+            if not select and any(of_script(n, script, scripts, root) for n in state.results):
+                run.progress.known(script)
                 continue  # every test of this script has its outcome
         verdicts.append(attempts(run, [script.file], select=select, purpose="run", script=script))
-        if not any(n == script.file or n.startswith(script.file + "::") for n in state.results):
+        if not any(of_script(n, script, scripts, root) for n in state.results):
             # no unittest ran in the script's own process: nothing was tested, never green
             state.put(
-                script.file,
+                script_node(script, root) + script.suffix,
                 "error",
                 duration=0.0,
                 message="the script ran no unittest test in its own process (unittest.main() never ran, "

@@ -52,8 +52,30 @@ def distinct_targets(targets: Sequence[str], root: Path, scripts: Iterable[Scrip
 
 
 def unique_scripts(scripts: Iterable[Script]) -> tuple[Script, ...]:
-    """Each invocation once: the same file with the same arguments and variables is one."""
-    seen: dict[tuple[str, tuple[str, ...], tuple[tuple[str, str], ...]], Script] = {}
+    """Each invocation once: the same file with the same arguments, variables and name is one."""
+    seen: dict[tuple[str, tuple[str, ...], tuple[tuple[str, str], ...], str], Script] = {}
     for script in scripts:
-        seen.setdefault((os.path.normpath(script.file), script.args, tuple(sorted(script.env.items()))), script)
+        key = (os.path.normpath(script.file), script.args, tuple(sorted(script.env.items())), script.variant)
+        seen.setdefault(key, script)
     return tuple(seen.values())
+
+
+def script_node(script: Script, root: Path) -> str:
+    """The script's file as its nodeids name it: relative to the project root, normalised."""
+    path = Path(os.path.normpath(root / script.file))
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+
+
+def of_script(nodeid: str, script: Script, scripts: Iterable[Script], root: Path) -> bool:
+    """Whether ``nodeid`` is a test (or the error) of this run of its file, among the row's
+    ``scripts``: a file run more than once tells its runs apart by their suffix (#24)."""
+    node = script_node(script, root)
+    head, sep, _ = nodeid.partition("::")
+    if not sep:
+        return head == node + script.suffix
+    if head != node:
+        return False
+    if script.variant:
+        return nodeid.endswith(script.suffix)
+    others = [s for s in scripts if s.variant and script_node(s, root) == node]
+    return not any(nodeid.endswith(s.suffix) for s in others)
