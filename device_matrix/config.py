@@ -150,6 +150,9 @@ class TrackerConfig:
     writes_per_hour: int = 400  # GitHub allows about 500 content-creating requests an hour
     on_recurrence: OnRecurrence = "reopen"  # a closed issue's crash is back: reopen it, or file "new"
     ledger_seed: str = "device-matrix-issues.toml"
+    # `run` files new issues into the ledger itself (else it links what exists and says how
+    # many `issues sync` would file: nothing is filed unasked, #24)
+    file_on_run: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -541,6 +544,7 @@ _TRACKER_KEYS: dict[str, tuple[Check, str]] = {
     "writes_per_hour": (_is_positive_int, "a whole number from 1 to 10000"),
     "on_recurrence": (_one_of(ON_RECURRENCE), " | ".join(ON_RECURRENCE)),
     "ledger_seed": (_is_path, "a path to the ledger's seed file (TOML)"),
+    "file_on_run": (_is_bool, "true or false"),
 }
 
 
@@ -766,6 +770,7 @@ def load(
         writes_per_hour=int(tracker_table.get("writes_per_hour", 400)),
         on_recurrence=cast(OnRecurrence, tracker_table.get("on_recurrence", "reopen")),
         ledger_seed=tracker_table.get("ledger_seed", "device-matrix-issues.toml"),
+        file_on_run=bool(tracker_table.get("file_on_run", False)),
     )
     if tracker.kind == "github" and "/" not in tracker.repository:
         raise ConfigError(

@@ -94,6 +94,8 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> tuple[Project, Any, str, st
             "tests/test_crash.py": CRASH,
             "scripts/test_unit.py": UNIT,
         },
+        # the run files its crash (#24: only when asked), so the summary names the issue
+        top="[tool.device-matrix.tracker]\nfile_on_run = true",
         row='[[tool.device-matrix.devices.cpu.scripts]]\nfile = "scripts/test_unit.py"',
     )
     summary = root / "step-summary.md"

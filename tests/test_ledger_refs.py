@@ -89,7 +89,7 @@ def test_without_a_seed_no_ledger_id_exists(tmp_path: Path) -> None:
 
 
 def test_an_issue_the_ledger_filed_counts(tmp_path: Path) -> None:
-    """A row files an issue for an uncited skip; a test may then cite it."""
+    """The ledger files an issue for an uncited skip a row met; a test may then cite it."""
     p = _project(tmp_path)
     user_project(
         tmp_path,
@@ -106,11 +106,13 @@ def test_an_issue_the_ledger_filed_counts(tmp_path: Path) -> None:
     )
     run = p.run("run", "--device", "cpu", "--test", "tests/test_new.py")
     assert run.returncode == 0, run.stdout + run.stderr
+    assert "1 issue(s) to file: run `device-matrix issues sync`" in run.stdout  # filed when asked (#24)
+    sync = p.run("issues", "sync")
     # the filing line names the test and the row, beside its fingerprint
     filed = re.search(
-        r"filed (ledger:\d+) for tests/test_new.py::test_new \(skip on cpu\) \[skip-[0-9a-f]{16}\]", run.stdout
+        r"filed (ledger:\d+) for tests/test_new.py::test_new \(skip on cpu\) \[skip-[0-9a-f]{16}\]", sync.stdout
     )
-    assert filed is not None, run.stdout
+    assert filed is not None, sync.stdout + sync.stderr
     (p.root / "device-matrix-disabled.toml").unlink()  # its ledger:98 is checked by every check
     (p.root / "tests" / "test_cites.py").write_text(
         "import pytest\n\n\n"
@@ -136,9 +138,11 @@ def test_a_crash_filing_names_its_test_and_row(tmp_path: Path) -> None:
     )
     run = p.run("run", "--device", "cpu")
     assert run.returncode == 1, run.stdout + run.stderr
+    assert "1 issue(s) to file: run `device-matrix issues sync`" in run.stdout  # filed when asked (#24)
+    sync = p.run("issues", "sync")
     assert re.search(
-        r"filed ledger:1 for tests/test_crash.py::test_segfault \(SIGSEGV on cpu\) \[crash-[0-9a-f]{16}\]", run.stdout
-    ), run.stdout
+        r"filed ledger:1 for tests/test_crash.py::test_segfault \(SIGSEGV on cpu\) \[crash-[0-9a-f]{16}\]", sync.stdout
+    ), sync.stdout + sync.stderr
     again = p.run("issues", "sync", "--dry-run")
     assert re.search(
         r"linked tests/test_crash.py::test_segfault \(SIGSEGV on cpu\) \[crash-[0-9a-f]{16}\] -> ledger:1", again.stdout

@@ -17,6 +17,7 @@ from device_matrix.skips import DeviceSkip, check, only_on, scan_source
 from tests.conftest import FIXTURES, clean_env
 
 UPSTREAM = FIXTURES / "upstream"
+PACKAGE = FIXTURES / "upstream_package"
 NOT_TPU = ("cpu", "cuda", "neuron")
 
 
@@ -203,7 +204,7 @@ def test_uncited_device_skips_are_flagged_unless_by_design() -> None:
 
         BY_DESIGN_TPU = "TPU-only API"
 
-        @unittest.skipIf(xr.device_type() != 'TPU', 'Skipping, not on TPU.')
+        @unittest.skipIf(xr.device_type() == 'CUDA', 'wrong result on CUDA')
         def test_uncited(): pass
 
         @unittest.skipIf(xr.device_type() != 'TPU', 'Pallas exists on TPU only')  # device-matrix: by-design
@@ -221,7 +222,7 @@ def test_uncited_device_skips_are_flagged_unless_by_design() -> None:
     )
     problems = {line: f.problem for line, f in ((f.skip.line, f) for f in check(found.values()))}
     assert problems == {7: "cites no issue", 10: None, 13: None, 16: None, 19: "cites no issue"}
-    assert found[7].devices == NOT_TPU and not found[7].by_design
+    assert found[7].devices == ("cuda",) and not found[7].by_design
     assert found[16].form == "only_on" and found[16].by_design and found[16].devices == NOT_TPU
     assert found[10].by_design and found[13].by_design
 
@@ -327,17 +328,19 @@ def test_skips_list_finds_every_form_of_the_upstream_project() -> None:
     cases = _case_lines()
     expected = {
         # case: (form, devices, issue, by design)
-        "uncited-not-tpu": ("unittest.skipIf", list(NOT_TPU), None, False),
+        # a condition that leaves the test to one device, a reason that says it needs it:
+        # where the test applies, by design (#24)
+        "not-tpu": ("unittest.skipIf", list(NOT_TPU), None, True),
         "fstring-cuda": ("unittest.skipIf", ["cuda"], "acme/xla#12", False),
         "constant-neuron": ("unittest.skipIf", ["neuron"], "acme/xla#41", False),
-        "uncited-helper": ("unittest.skipUnless", list(NOT_TPU), None, False),
+        "needs-helper": ("unittest.skipUnless", list(NOT_TPU), None, True),
         "by-design-constant": ("unittest.skipIf", list(NOT_TPU), None, True),
         "everywhere-cited": ("unittest.skip", ["*"], "acme/xla#5", False),
         "by-design-comment": ("self.skipTest", list(NOT_TPU), None, True),
         "class": ("unittest.skipIf", ["tpu"], "acme/xla#77", False),
         "skiptest-cuda": ("self.skipTest", ["cuda"], "acme/xla#88", False),
         "mark-skipif": ("pytest.mark.skipif", ["cpu"], "acme/xla#63", False),
-        "uncited-mark": ("pytest.mark.skipif", ["cpu", "neuron", "tpu"], None, False),
+        "cuda-mark": ("pytest.mark.skipif", ["cpu", "neuron", "tpu"], None, True),
         "pytest-skip": ("pytest.skip", ["neuron", "tpu"], "acme/xla#64", False),
     }
     got = {
@@ -352,14 +355,34 @@ def test_skips_list_finds_every_form_of_the_upstream_project() -> None:
 
 
 def test_skips_check_flags_exactly_the_uncited_device_skips_of_the_upstream_project() -> None:
+    # every uncited skip of the first fixture says where its test applies: nothing to fix
     proc = _cli("check", "test")
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    cases = _case_lines()
-    flagged = [line.split(": ", 1)[0] for line in proc.stdout.splitlines() if line.endswith("cites no issue")]
-    uncited = (cases["uncited-not-tpu"], cases["uncited-helper"], cases["uncited-mark"])
-    assert flagged == [f"{f}:{n}" for f, n in uncited]
-    assert "12 device skip(s)/xfail(s), 3 problem(s)" in proc.stdout
-    assert "TIP:" in proc.stdout and "only_on" in proc.stdout and "device-matrix: by-design" in proc.stdout
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "12 device skip(s)/xfail(s), 0 problem(s)" in proc.stdout
+    # the second says of some that they are broken, or disables them everywhere
+    check = subprocess.run(
+        [sys.executable, "-m", "device_matrix", "--project", str(PACKAGE), "skips", "check", "test"],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        check=False,
+    )
+    assert check.returncode == 1, check.stdout + check.stderr
+    lines = (PACKAGE / "test" / "test_device_skips.py").read_text().splitlines()
+    broken = (
+        "alias-comment",
+        "helper-runtime",
+        "absltest-neuron",
+        "bare-skip",
+        "cuda-reason",
+        "cuda-plain",
+        "everywhere",
+    )
+    at = {name: n for n, line in enumerate(lines, 1) for name in broken if f"case: {name}" in line}
+    flagged = [line.split(": ", 1)[0] for line in check.stdout.splitlines() if line.endswith("cites no issue")]
+    assert flagged == [f"test/test_device_skips.py:{at[name]}" for name in broken]
+    assert "17 device skip(s)/xfail(s), 7 problem(s)" in check.stdout
+    assert "TIP:" in check.stdout and "only_on" in check.stdout and "device-matrix: by-design" in check.stdout
 
 
 def _upstream_env(**extra: str) -> dict[str, str]:
@@ -425,3 +448,86 @@ def test_the_upstream_global_setup_can_break_a_shared_process() -> None:
     )
     assert alone.returncode == 0, alone.stdout + alone.stderr
 
+
+# --- upstream's own forms (#24): tests/fixtures/upstream_package -------------------------
+
+
+def test_every_form_upstream_writes_is_read_and_only_tests_are_listed() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "device_matrix", "--project", str(PACKAGE), "skips", "list", "test", "--json"],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)
+    file = "test/test_device_skips.py"
+    lines = (PACKAGE / file).read_text().splitlines()
+    case = {line.split("case: ", 1)[1].rstrip(")").strip(): n for n, line in enumerate(lines, 1) if "case: " in line}
+    got = {
+        name: (r["form"], r["devices"], r["issue"], r["by_design"], r["test"].split("::", 1)[1])
+        for name, n in case.items()
+        for r in rows
+        if r["file"] == file and r["line"] == n
+    }
+    every = ["*"]
+    expected = {
+        # case: (form, devices, issue, by design, test)
+        "or-version": ("unittest.skipIf", list(NOT_TPU), None, True, "TestDeviceSkips::test_or_version"),
+        "not-tpu": ("unittest.skipIf", list(NOT_TPU), None, True, "TestDeviceSkips::test_not_tpu"),
+        "alias": ("unittest.skipIf", ["tpu"], None, True, "TestDeviceSkips::test_alias"),
+        "alias-comment": ("unittest.skipIf", ["neuron"], None, False, "TestDeviceSkips::test_alias_comment"),
+        "sibling-helper": ("unittest.skipUnless", list(NOT_TPU), None, True, "TestDeviceSkips::test_sibling_helper"),
+        "helper-runtime": ("unittest.skipIf", ["tpu"], None, False, "TestDeviceSkips::test_helper_runtime"),
+        "absltest-neuron": ("unittest.skipIf", ["neuron"], None, False, "TestDeviceSkips::test_absltest_neuron"),
+        "absltest-set": ("unittest.skipUnless", ["cpu", "cuda"], None, True, "TestDeviceSkips::test_absltest_set"),
+        "bare-skip": ("unittest.skip", every, None, False, "TestDeviceSkips::test_bare_skip"),
+        "xenv": ("unittest.skipIf", ["tpu"], None, True, "TestDeviceSkips::test_xenv"),
+        "factory": ("unittest.skipIf", ["cuda", "neuron", "tpu"], None, True, "TestDeviceSkips::test_factory"),
+        "local": ("self.skipTest", list(NOT_TPU), None, True, "TestDeviceSkips::test_local_device"),
+        "owner-repo": ("unittest.skip", every, "pytorch/pytorch#91199", False, "TestDeviceSkips::test_owner_repo"),
+        "cuda-reason": ("unittest.skipIf", ["cuda"], None, False, "TestDeviceSkips::test_cuda_reason"),
+        "cuda-plain": ("unittest.skipIf", ["cuda"], None, False, "TestDeviceSkips::test_cuda_plain"),
+        "everywhere": ("unittest.skip", every, None, False, "TestDeviceSkips::test_everywhere"),
+        "setup": ("self.skipTest", list(NOT_TPU), None, True, "TestSetUpSkips"),
+    }
+    assert got == expected
+    # nothing else: not the aliases where they are defined, not the helpers of xla_test_base.py
+    assert len(rows) == len(expected), [(r["file"], r["line"], r["test"]) for r in rows]
+
+
+def test_a_reason_of_breakage_needs_an_issue_and_where_a_test_applies_does_not() -> None:
+    found = scan(
+        """\
+        import unittest
+        import torch_xla.runtime as xr
+
+        @unittest.skipIf(xr.device_type() != 'TPU', 'TODO: fix on the other devices')
+        def test_todo(): pass
+
+        @unittest.skipIf(xr.device_type() == 'NEURON', 'bug in the Neuron compiler')
+        def test_bug(): pass
+
+        @unittest.skipIf(xr.device_type() == 'NEURON', 'not supported yet on Neuron')
+        def test_yet(): pass
+
+        @unittest.skipIf(xr.device_type() == 'NEURON', 'Neuron does not support fp64')  # device-matrix: by-design
+        def test_said_so(): pass
+
+        @unittest.skipIf(xr.device_type() in ('CPU', 'CUDA', 'NEURON'), 'Skipping.')
+        def test_runs_on_one(): pass
+
+        @unittest.skipIf(xr.device_type() in ('CPU', 'CUDA'), 'Skipping.')
+        def test_half(): pass
+        """
+    )
+    problems = {line: f.problem for line, f in ((f.skip.line, f) for f in check(found.values()))}
+    assert problems == {
+        4: "cites no issue",
+        7: "cites no issue",
+        10: "cites no issue",
+        13: None,
+        16: None,
+        19: "cites no issue",
+    }

@@ -179,7 +179,11 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
 
 
 def _link_with_ledger(cfg: Config, out: Output) -> None:
-    """The embedded ledger is local and offline: link findings at the end of every run."""
+    """The embedded ledger is local and offline: link findings at the end of every run.
+
+    New issues are filed only when asked (``tracker.file_on_run``); else the run says how
+    many ``issues sync`` would file (#24).
+    """
     from device_matrix.cli.issues import crash_placements, load_records
     from device_matrix.issues import open_tracker
     from device_matrix.issues.sync import collect, sync
@@ -195,7 +199,7 @@ def _link_with_ledger(cfg: Config, out: Output) -> None:
     report = sync(
         records,
         tracker,
-        apply=True,
+        apply=cfg.tracker.file_on_run,
         labels=cfg.tracker.labels,
         results_dir=cfg.results_dir,
         declared=declared,
@@ -203,7 +207,13 @@ def _link_with_ledger(cfg: Config, out: Output) -> None:
         placements=crash_placements(records, cfg.project_root / DEFAULT_PATH, out),
     )
     for line in report.lines():
-        out.line(line)
+        if not line.startswith("  would file:"):  # listed by `issues sync`, not by every run
+            out.line(line)
+    if report.would_file:
+        out.line(
+            f"  {len(report.would_file)} issue(s) to file: run `device-matrix issues sync` "
+            "(or set tracker.file_on_run = true)"
+        )
 
 
 def _seconds(text: str) -> float:

@@ -21,10 +21,12 @@ from device_matrix.skips.scan import NOT_IN_LEDGER
 
 TIP_NO_ISSUE = (
     "TIP: a test disabled because it is broken cites the issue that tracks it: issue='#N' "
-    "(or a URL, or ledger:N) on skip_device/xfail_device, an issue URL or ledger:N in a "
+    "(or a URL, owner/name#N, or ledger:N) on skip_device/xfail_device, or in a "
     "unittest/pytest skip message; `device-matrix issues sync` can file one. A test that "
-    "does not apply on a device is by design: @only_on('tpu', reason=...) from "
-    f"device_matrix.skips, or a '# {BY_DESIGN_COMMENT}' comment on the skip's line."
+    "does not apply on a device is by design: say where it applies without a word of "
+    "breakage ('TPU only', 'requires a TPU'; not broken, flaky, fails, crash, bug, TODO), "
+    "or use @only_on('tpu', reason=...) from device_matrix.skips, or a "
+    f"'# {BY_DESIGN_COMMENT}' comment on the skip's line."
 )
 TIP_UNREADABLE = "TIP: fix or simplify the file; skips in it are not checked until it can be read."
 TIP_UNKNOWN_LEDGER = (

@@ -7,6 +7,7 @@ import re
 ISSUE_URL_RE = re.compile(r"https?://[^\s/]+/([\w.-]+)/([\w.-]+)/(?:issues|pull)/(\d+)")
 ISSUE_REF_RE = re.compile(r"^(?:([\w.-]+/[\w.-]+))?#(\d+)$")
 LEDGER_REF_RE = re.compile(r"^ledger:(\d+)$")
+TEXT_REF_RE = re.compile(r"(?<![\w./-])([A-Za-z0-9][\w.-]*)/([\w.-]+)#(\d+)\b")
 
 
 def normalize_issue(ref: str | None) -> str | None:
@@ -31,7 +32,8 @@ def normalize_issue(ref: str | None) -> str | None:
 
 
 def find_issue_in_text(text: str | None) -> str | None:
-    """An issue cited inside free text (a unittest skip message): URL first, then ledger:N.
+    """An issue cited inside free text (a unittest skip message): URL first, then ledger:N,
+    then ``owner/name#N``.
 
     The run-time recorder and the static scan both use this, so a message cites an issue
     for ``skips check`` exactly when it does in run.json.
@@ -44,4 +46,8 @@ def find_issue_in_text(text: str | None) -> str | None:
     m = re.search(r"\bledger:(\d+)\b", text)
     if m:
         return f"ledger:{int(m.group(1))}"
+    # GitHub's own short form in prose: "pytorch/pytorch#91199" (#24)
+    m = TEXT_REF_RE.search(text)
+    if m:
+        return f"{m.group(1)}/{m.group(2)}#{m.group(3)}"
     return None

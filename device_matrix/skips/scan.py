@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import datetime as dt
+import re
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -37,6 +38,7 @@ _RESOLVE_DEPTH = 12  # constants and helpers that refer to each other, cycles in
 _SKIPPED_DIRS = frozenset({".nox", ".venv", "venv", "node_modules", ".git", "__pycache__"})
 
 Devices = frozenset[str] | None  # where a condition holds; None when it is not understood
+_UNKNOWN = ast.Name(id="<unknown>", ctx=ast.Load())  # a local whose value the scan cannot know
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,27 @@ class _Module:
                 for alias in stmt.names:
                     mod.imports[alias.asname or alias.name] = f"{stmt.module}.{alias.name}"
         return mod
+
+    def with_locals(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> _Module:
+        """This module as seen from inside ``func``: a name it assigns once is a constant there
+        (``device_hw = xm.xla_device_hw(device)``, then ``if device_hw != "TPU"``); its
+        parameters and names it assigns more than once hide the module's names."""
+        params = func.args
+        stores = {
+            a.arg: 2
+            for a in [*params.posonlyargs, *params.args, *params.kwonlyargs, params.vararg, params.kwarg]
+            if a is not None
+        }
+        values: dict[str, ast.expr] = {}
+        for node in ast.walk(func):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                stores[node.id] = stores.get(node.id, 0) + 1
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                values[node.targets[0].id] = node.value
+        if not stores:
+            return self
+        local = {name: values[name] if n == 1 and name in values else _UNKNOWN for name, n in stores.items()}
+        return replace(self, constants={**self.constants, **local})
 
     def dotted(self, node: ast.AST) -> str | None:
         """``ut.skipIf`` -> ``unittest.skipIf``, ``skipIf`` -> ``unittest.skipIf``."""
@@ -127,29 +150,43 @@ class _Resolver:
                 return other, other.constants[node.attr], node.attr
         return None
 
+    def function(self, mod: _Module, node: ast.expr) -> tuple[_Module, ast.FunctionDef] | None:
+        """The module-level function ``node`` names, here or in a sibling module."""
+        if isinstance(node, ast.Name):
+            if node.id in mod.functions:
+                return mod, mod.functions[node.id]
+            origin = mod.imports.get(node.id, "")
+            if origin.count(".") == 1:
+                other = self.sibling(mod, origin.split(".")[0])
+                if other is not None and origin.split(".")[1] in other.functions:
+                    return other, other.functions[origin.split(".")[1]]
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            other = self.sibling(mod, mod.imports.get(node.value.id, ""))
+            if other is not None and node.attr in other.functions:
+                return other, other.functions[node.attr]
+        return None
+
     def helper(self, mod: _Module, node: ast.expr) -> tuple[_Module, ast.expr] | None:
         """The returned expression of a one-statement helper function called without arguments."""
         if not isinstance(node, ast.Call) or node.args or node.keywords:
             return None
-        func: ast.FunctionDef | None = None
-        where = mod
-        if isinstance(node.func, ast.Name):
-            func = mod.functions.get(node.func.id)
-            origin = mod.imports.get(node.func.id, "")
-            if func is None and origin.count(".") == 1:
-                other = self.sibling(mod, origin.split(".")[0])
-                if other is not None:
-                    where, func = other, other.functions.get(origin.split(".")[1])
-        elif isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
-            other = self.sibling(mod, mod.imports.get(node.func.value.id, ""))
-            if other is not None:
-                where, func = other, other.functions.get(node.func.attr)
-        if func is None:
+        found = self.function(mod, node.func)
+        if found is None:
             return None
+        where, func = found
         body = [s for s in func.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
         if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
             return where, body[0].value
         return None
+
+    def is_pjrt_name(self, mod: _Module, node: ast.expr) -> bool:
+        """``"PJRT_DEVICE"``, or a constant that holds it (``xenv.PJRT_DEVICE`` of torch_xla)."""
+        if isinstance(node, ast.Constant):
+            return node.value == "PJRT_DEVICE"
+        if isinstance(node, ast.Attribute) and node.attr == "PJRT_DEVICE":
+            return True
+        const = self.constant(mod, node)
+        return const is not None and isinstance(const[1], ast.Constant) and const[1].value == "PJRT_DEVICE"
 
     # --- conditions -> devices ------------------------------------------------------
 
@@ -164,19 +201,13 @@ class _Resolver:
             last = name.rsplit(".", 1)[-1]
             if last in ("device_type", "xla_device_hw") or name.endswith("runtime.device_type"):
                 return True
-            if last in ("getenv_as", "getenv", "get") and node.args:
-                first = node.args[0]
-                if isinstance(first, ast.Constant) and first.value == "PJRT_DEVICE":
-                    return last != "get" or name.endswith("environ.get")
+            if last in ("getenv_as", "getenv", "get") and node.args and self.is_pjrt_name(mod, node.args[0]):
+                return last != "get" or name.endswith("environ.get")
             found = self.helper(mod, node)
             return found is not None and self.is_device(found[0], found[1], depth + 1)
         if isinstance(node, ast.Subscript):
             key = node.slice
-            return (
-                (mod.dotted(node.value) or "").endswith("environ")
-                and isinstance(key, ast.Constant)
-                and key.value == "PJRT_DEVICE"
-            )
+            return (mod.dotted(node.value) or "").endswith("environ") and self.is_pjrt_name(mod, key)
         const = self.constant(mod, node)
         return const is not None and self.is_device(const[0], const[1], depth + 1)
 
@@ -207,13 +238,15 @@ class _Resolver:
             return None if inner is None else KNOWN_DEVICES - inner
         if isinstance(node, ast.BoolOp):
             parts = [self.devices(mod, v, depth + 1) for v in node.values]
+            known = [p for p in parts if p is not None]
+            if not known:
+                return None
             if isinstance(node.op, ast.And):
                 # an unknown conjunct only narrows: the known ones bound where it holds
-                known = [p for p in parts if p is not None]
-                return frozenset.intersection(*known) if known else None
-            if any(p is None for p in parts):
-                return None
-            return frozenset().union(*(p for p in parts if p is not None))
+                return frozenset.intersection(*known)
+            # an unknown disjunct (`or tpu.version() < 4`) adds what it adds where it holds:
+            # the known ones say where the skip applies at least (#24)
+            return frozenset().union(*known)
         if isinstance(node, ast.Compare) and len(node.ops) == 1:
             left, right, op = node.left, node.comparators[0], node.ops[0]
             if self.is_device(mod, right, depth + 1) and isinstance(op, ast.Eq | ast.NotEq):
@@ -305,12 +338,14 @@ _CALLS = {
     "unittest.SkipTest": _Form("unittest.SkipTest", "skip", "unittest", None, False, 0, ()),
     "unittest.case.SkipTest": _Form("unittest.SkipTest", "skip", "unittest", None, False, 0, ()),
 }
-_BARE_DECORATORS = frozenset({"pytest.mark.skip", "pytest.mark.xfail"})
+_BARE_DECORATORS = frozenset({"pytest.mark.skip", "pytest.mark.xfail", "unittest.skip"})
 _SKIP_TEST = _Form("self.skipTest", "skip", "unittest", None, False, 0, ("reason",))
 _INSIDE_TESTS = frozenset({*_CALLS, "self.skipTest"})
 # aliases pytest and unittest re-export under other names
 _CANONICAL = {"unittest.case.skip": "unittest.skip", "unittest.case.skipIf": "unittest.skipIf"}
 _CANONICAL["unittest.case.skipUnless"] = "unittest.skipUnless"
+# absl's absltest re-exports unittest's decorators
+_CANONICAL.update({f"absl.testing.absltest.{name}": f"unittest.{name}" for name in ("skip", "skipIf", "skipUnless")})
 
 
 def _form_of(mod: _Module, call: ast.Call) -> _Form | None:
@@ -335,31 +370,95 @@ def _is_device_marker(mod: _Module, call: ast.Call) -> str | None:
     return None
 
 
+# a skip in one of these skips the tests of its class (or module): it is theirs
+_CLASS_SETUP = frozenset({"setUp", "setUpClass", "asyncSetUp", "setup_method", "setup_class"})
+_MODULE_SETUP = frozenset({"setUpModule", "setup_module"})
+# what a skip's reason says: the test is broken there (it needs an issue), or it is for
+# some devices only (by design); read in its message and the comments on its lines (#24)
+BROKEN_RE = re.compile(
+    r"\b(broken|breaks?|flak(?:y|e|es|iness)|fail(?:s|ed|ing|ures?)?|crash(?:es|ed|ing)?|bugs?|todo|fixme|"
+    r"hangs?|hanging|wrong|incorrect|regress\w*|segfaults?|unstable|temporar\w*|re-?enable\w*|disabled?|"
+    r"issues?|now|yet|until)\b",
+    re.IGNORECASE,
+)
+APPLIES_RE = re.compile(
+    r"\b(only|requires?|required|needs?|not supported|unsupported|not available|unavailable|"
+    r"not applicable|specific|exclusive)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class _Use:
+    """Where a skip applies: the decorator (or call) at the test, and the module it is read in."""
+
+    node: ast.AST
+    mod: _Module
+
+
 class _Scanner(ast.NodeVisitor):
     def __init__(self, mod: _Module, rel: str, resolver: _Resolver) -> None:
         self.mod, self.rel, self.r = mod, rel, resolver
         self.found: list[DeviceSkip] = []
-        self.scope: list[str] = []
+        # the enclosing classes and functions: (name, "class" | "function")
+        self.scope: list[tuple[str, str]] = []
         # enclosing conditions inside the current function: (devices where it holds, negated)
         self.conditions: list[tuple[Devices, bool]] = []
-        self.decorating: str | None = None
+        self.decorating: list[tuple[str, str]] | None = None
+        self.marking = False  # in the value of `pytestmark = ...`: the module's or class's mark
 
     # scopes and the test a decorator belongs to
     def _scoped(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
+        kind = "class" if isinstance(node, ast.ClassDef) else "function"
         for deco in node.decorator_list:
-            self.decorating = "::".join([*self.scope, node.name])
-            if isinstance(deco, ast.Attribute) and self.mod.dotted(deco) in _BARE_DECORATORS:
-                # @pytest.mark.skip without parentheses: the same as with no arguments
+            self.decorating = [*self.scope, (node.name, kind)]
+            dotted = self.mod.dotted(deco)
+            if isinstance(deco, ast.Attribute) and _CANONICAL.get(dotted or "", dotted) in _BARE_DECORATORS:
+                # @pytest.mark.skip, @unittest.skip without parentheses: a skip with no reason
                 self.visit(ast.copy_location(ast.Call(func=deco, args=[], keywords=[]), deco))
-            else:
+            elif isinstance(deco, ast.Call):
                 self.visit(deco)
+                if _form_of(self.mod, deco) is None and _is_device_marker(self.mod, deco) is None:
+                    self._through(deco.func, deco)  # a factory called: @skip_if_tpu("why")
+            else:
+                self._through(deco, deco)  # an alias (@skipOnTpu) or a decorator function (@onlyOnCPU)
         self.decorating = None
-        self.scope.append(node.name)
+        self.scope.append((node.name, kind))
         outer, self.conditions = self.conditions, []
+        outer_mod = self.mod
+        if not isinstance(node, ast.ClassDef):
+            self.mod = self.mod.with_locals(node)
         for stmt in node.body:
             self.visit(stmt)
+        self.mod = outer_mod
         self.conditions = outer
         self.scope.pop()
+
+    def _through(self, target: ast.expr, use: ast.AST) -> None:
+        """The skip a decorator stands for: a module constant that holds one, or a function
+        that returns one (applied to the test, ``skipIf(...)(fn)``, or not)."""
+        try:
+            const = self.r.constant(self.mod, target)
+            if const is not None and isinstance(const[1], ast.Call):
+                self._add(self._skip(const[1], _Use(use, self.mod), const[0]))
+                return
+            found = self.r.function(self.mod, target)
+            if found is None:
+                return
+            where, func = found
+            inside = where.with_locals(func)
+            for stmt in func.body:
+                value = stmt.value if isinstance(stmt, ast.Return) else None
+                if isinstance(value, ast.Call) and isinstance(value.func, ast.Call):
+                    value = value.func
+                if isinstance(value, ast.Call):
+                    self._add(self._skip(value, _Use(use, self.mod), inside))
+        except (RecursionError, MemoryError):
+            self._add(self._problem(getattr(use, "lineno", 1), "expression nested too deeply to read"))
+
+    def _add(self, skip: DeviceSkip | None) -> None:
+        if skip is not None:
+            self.found.append(skip)
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         self._scoped(node)
@@ -369,6 +468,12 @@ class _Scanner(ast.NodeVisitor):
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         self._scoped(node)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+        self.marking = "pytestmark" in names and all(kind == "class" for _, kind in self.scope)
+        self.generic_visit(node)
+        self.marking = False
 
     def visit_If(self, node: ast.If) -> None:
         self.visit(node.test)
@@ -390,15 +495,40 @@ class _Scanner(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         self.generic_visit(node)
         try:
-            skip = self._skip(node)
+            skip = self._skip(node, _Use(node, self.mod), self.mod)
         except (RecursionError, MemoryError):
             skip = self._problem(node.lineno, "expression nested too deeply to read")
-        if skip is not None:
-            self.found.append(skip)
+        self._add(skip)
 
-    def _test(self) -> str | None:
-        name = self.decorating or ("::".join(self.scope) if self.scope else None)
-        return f"{self.rel}::{name}" if name else None
+    def _chain(self) -> list[tuple[str, str]]:
+        return self.decorating if self.decorating is not None else self.scope
+
+    def _test(self, decorator_form: bool) -> str | None:
+        """The test a skip here belongs to, as pytest names it; None where it is no test's.
+
+        A decorator applies to what it decorates; a call to the test it runs in (nested
+        functions included), or to a class from its setUp, or to the module at its top
+        level. A skip in a helper function, or a decorator form anywhere else (an alias
+        assigned at the top level), is no test's: it is listed where it is used.
+        """
+        chain = self._chain()
+        if not chain:
+            return self.rel if (self.marking or not decorator_form) else None
+        parts: list[str] = []
+        for name, kind in chain:
+            if kind == "class":
+                parts.append(name)
+                continue
+            if name.startswith("test"):
+                parts.append(name)
+                break
+            if (parts and name in _CLASS_SETUP) or (not parts and name in _MODULE_SETUP):
+                break
+            return None
+        else:
+            if self.decorating is None and decorator_form and not self.marking:
+                return None  # a class attribute that holds a skip decorator: used elsewhere
+        return "::".join([self.rel, *parts])
 
     def _problem(self, line: int, problem: str) -> DeviceSkip:
         return DeviceSkip(
@@ -409,58 +539,72 @@ class _Scanner(ast.NodeVisitor):
             source="pytest",
             file=self.rel,
             line=line,
-            test=self._test(),
+            test="::".join([self.rel, *(name for name, _ in self._chain())]) if self._chain() else None,
             form="unreadable",
             problem=problem,
         )
 
-    def _by_design_comment(self, node: ast.AST) -> bool:
+    @staticmethod
+    def _comments(node: ast.AST, mod: _Module, *, above: bool) -> list[str]:
+        """The comments on ``node``'s lines, and on the line above when it is one."""
         first = getattr(node, "lineno", 1)
         last = getattr(node, "end_lineno", None) or first
-        lines = self.mod.lines[max(first - 2, 0) : last]
-        return any(BY_DESIGN_COMMENT in line.partition("#")[2] for line in lines)
+        lines = mod.lines[first - 1 : last]
+        if above and first >= 2 and mod.lines[first - 2].lstrip().startswith("#"):
+            lines = [mod.lines[first - 2], *lines]
+        return [line.partition("#")[2] for line in lines if "#" in line]
 
-    def _skip(self, node: ast.Call) -> DeviceSkip | None:
-        marker = _is_device_marker(self.mod, node)
+    def _skip(self, node: ast.Call, use: _Use, mod: _Module) -> DeviceSkip | None:
+        """The skip ``node`` declares, read in ``mod``, for the test where ``use`` is."""
+        marker = _is_device_marker(mod, node)
         if marker == BY_DESIGN_MARK:
-            return self._only_on(node)
+            return self._only_on(node, use, mod)
         if marker is not None:
-            return self._marker(node, "skip" if marker == "skip_device" else "xfail")
-        form = _form_of(self.mod, node)
+            return self._marker(node, "skip" if marker == "skip_device" else "xfail", use, mod)
+        form = _form_of(mod, node)
         if form is None:
             return None
         if form.name in _INSIDE_TESTS and self.decorating is not None:
             return None  # pytest.skip(...) in a decorator's arguments: not a skip of this test
+        test = self._test(decorator_form=form.name not in _INSIDE_TESTS)
+        if test is None:
+            return None
         message_node = next((k.value for k in node.keywords if k.arg in form.keywords), None)
         if message_node is None and len(node.args) > form.message:
             message_node = node.args[form.message]
-        message, constant = self.r.text(self.mod, message_node)
-        devices = self._devices(node, form)
+        message, constant = self.r.text(mod, message_node)
+        devices = self._devices(node, form, mod)
         issue = find_issue_in_text(message)
-        by_design = self._by_design_comment(node) or bool(constant and constant.startswith(BY_DESIGN_CONSTANT_PREFIX))
+        comments = self._comments(use.node, use.mod, above=True)
+        if node is not use.node:
+            comments += self._comments(node, mod, above=False)  # where the alias is defined
+        said = any(BY_DESIGN_COMMENT in c for c in comments)
+        by_design = said or bool(constant and constant.startswith(BY_DESIGN_CONSTANT_PREFIX))
         if devices is None and issue is None and not by_design:
             return None  # a skip for some other reason (a missing package, a setting)
+        if not by_design and issue is None and form.mode == "skip":
+            by_design = _applies_only(devices, " ".join([message or "", *comments]))
         return DeviceSkip(
             mode=form.mode,
             devices=EVERYWHERE if devices is None else devices,
             issue=issue,
             reason=message or "",
             source=form.source,
-            test=self._test(),
+            test=test,
             file=self.rel,
-            line=node.lineno,
+            line=getattr(use.node, "lineno", node.lineno),
             form=form.name,
             by_design=by_design,
         )
 
-    def _devices(self, node: ast.Call, form: _Form) -> tuple[str, ...] | None:
+    def _devices(self, node: ast.Call, form: _Form, mod: _Module) -> tuple[str, ...] | None:
         if form.condition is not None:
             cond_node = next((k.value for k in node.keywords if k.arg == "condition"), None)
             if cond_node is None and len(node.args) > form.condition:
                 cond_node = node.args[form.condition]
             if cond_node is None:  # pytest.mark.xfail(reason=...): unconditional
                 return EVERYWHERE
-            where = self.r.devices(self.mod, cond_node)
+            where = self.r.devices(mod, cond_node)
             if where is None:
                 return None
             return _as_devices(KNOWN_DEVICES - where if form.negate else where)
@@ -477,17 +621,21 @@ class _Scanner(ast.NodeVisitor):
             return None
         return _as_devices(where_all)
 
-    def _marker(self, node: ast.Call, mode: SkipMode) -> DeviceSkip:
+    def _marker(self, node: ast.Call, mode: SkipMode, use: _Use, mod: _Module) -> DeviceSkip | None:
+        test = self._test(decorator_form=True)
+        if test is None:
+            return None
         args: list[Any] = []
         for a in node.args:
             if isinstance(a, ast.Starred):
-                const = self.r.constant(self.mod, a.value)
+                const = self.r.constant(mod, a.value)
                 value = _literal(const[1]) if const else None
                 args.extend(value if isinstance(value, list | tuple) else [None])
             else:
-                args.append(self._value(a))
-        kwargs = {k.arg: self._value(k.value) for k in node.keywords if k.arg}
-        where = f"{self.rel}:{node.lineno}"
+                args.append(self._value(a, mod))
+        kwargs = {k.arg: self._value(k.value, mod) for k in node.keywords if k.arg}
+        line = getattr(use.node, "lineno", node.lineno)
+        where = f"{self.rel}:{line}"
         problem = None
         try:
             skip = from_marker(mode, [a for a in args if a is not None], kwargs, where=where)
@@ -500,18 +648,14 @@ class _Scanner(ast.NodeVisitor):
                 reason=problem,
                 source="marker",
             )
-        return replace(
-            skip,
-            file=self.rel,
-            line=node.lineno,
-            test=self._test(),
-            form=f"{mode}_device",
-            problem=problem,
-        )
+        return replace(skip, file=self.rel, line=line, test=test, form=f"{mode}_device", problem=problem)
 
-    def _only_on(self, node: ast.Call) -> DeviceSkip:
-        wanted = self.r.names(self.mod, ast.Tuple(elts=list(node.args), ctx=ast.Load()))
-        reason, _ = self.r.text(self.mod, next((k.value for k in node.keywords if k.arg == "reason"), None))
+    def _only_on(self, node: ast.Call, use: _Use, mod: _Module) -> DeviceSkip | None:
+        test = self._test(decorator_form=True)
+        if test is None:
+            return None
+        wanted = self.r.names(mod, ast.Tuple(elts=list(node.args), ctx=ast.Load()))
+        reason, _ = self.r.text(mod, next((k.value for k in node.keywords if k.arg == "reason"), None))
         problem = None if wanted else "only_on() needs device names as literals or module constants"
         return DeviceSkip(
             mode="skip",
@@ -520,16 +664,28 @@ class _Scanner(ast.NodeVisitor):
             reason=reason or "",
             source="marker",
             file=self.rel,
-            line=node.lineno,
-            test=self._test(),
+            line=getattr(use.node, "lineno", node.lineno),
+            test=test,
             form=BY_DESIGN_MARK,
             by_design=True,
             problem=problem,
         )
 
-    def _value(self, node: ast.expr) -> Any:
-        const = self.r.constant(self.mod, node)
+    def _value(self, node: ast.expr, mod: _Module) -> Any:
+        const = self.r.constant(mod, node)
         return _literal(const[1] if const else node)
+
+
+def _applies_only(devices: tuple[str, ...] | None, said: str) -> bool:
+    """Whether an uncited skip says where its test applies rather than that it is broken:
+    a device condition, no word of breakage, and either a word that says so ("only",
+    "requires", "not supported") or a test left to run on fewer devices than it skips on
+    (``!= "TPU"``: a TPU test). A skip everywhere is a disabled test, never by design."""
+    if devices is None or devices == EVERYWHERE or BROKEN_RE.search(said):
+        return False
+    if APPLIES_RE.search(said):
+        return True
+    return 0 < len(KNOWN_DEVICES - set(devices)) < len(devices)
 
 
 def _as_devices(where: frozenset[str]) -> tuple[str, ...]:
