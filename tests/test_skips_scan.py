@@ -377,11 +377,12 @@ def test_skips_check_flags_exactly_the_uncited_device_skips_of_the_upstream_proj
         "cuda-reason",
         "cuda-plain",
         "everywhere",
+        "always",
     )
     at = {name: n for n, line in enumerate(lines, 1) for name in broken if f"case: {name}" in line}
     flagged = [line.split(": ", 1)[0] for line in check.stdout.splitlines() if line.endswith("cites no issue")]
     assert flagged == [f"test/test_device_skips.py:{at[name]}" for name in broken]
-    assert "17 device skip(s)/xfail(s), 7 problem(s)" in check.stdout
+    assert "19 device skip(s)/xfail(s), 8 problem(s)" in check.stdout
     assert "TIP:" in check.stdout and "only_on" in check.stdout and "device-matrix: by-design" in check.stdout
 
 
@@ -490,6 +491,8 @@ def test_every_form_upstream_writes_is_read_and_only_tests_are_listed() -> None:
         "cuda-reason": ("unittest.skipIf", ["cuda"], None, False, "TestDeviceSkips::test_cuda_reason"),
         "cuda-plain": ("unittest.skipIf", ["cuda"], None, False, "TestDeviceSkips::test_cuda_plain"),
         "everywhere": ("unittest.skip", every, None, False, "TestDeviceSkips::test_everywhere"),
+        "always": ("unittest.skipIf", every, None, False, "TestDeviceSkips::test_always"),
+        "absltest-raise": ("unittest.SkipTest", ["cpu", "cuda"], None, True, "TestDeviceSkips::test_absltest_raise"),
         "setup": ("self.skipTest", list(NOT_TPU), None, True, "TestSetUpSkips"),
     }
     assert got == expected

@@ -142,26 +142,26 @@ def test_each_run_of_a_file_is_its_own_test_in_every_output(tmp_path: Path) -> N
 
 
 def test_a_run_files_no_issue_unasked_and_says_how_many_sync_would_file(tmp_path: Path) -> None:
-    # of the package's 17 device skips, 7 say they are broken (or disable a test
+    # of the package's 19 device skips, 8 say they are broken (or disable a test
     # everywhere) and cite nothing; the others say where their test applies (#24)
     p = _project(tmp_path, 'suites = ["test_bare_helper.py"]\nisolation = "file"')
     run = p.run("run", "--device", "fixture")
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "0 filed, 7 to file" in run.stdout, run.stdout
-    assert "7 issue(s) to file: run `device-matrix issues sync`" in run.stdout
+    assert "0 filed, 8 to file" in run.stdout, run.stdout
+    assert "8 issue(s) to file: run `device-matrix issues sync`" in run.stdout
     synced = p.run("issues", "sync")
-    assert synced.returncode == 0 and "7 filed" in synced.stdout, synced.stdout
+    assert synced.returncode == 0 and "8 filed" in synced.stdout, synced.stdout
     again = p.run("run", "--device", "fixture")
-    assert "7 linked, 0 filed, 0 to file" in again.stdout, again.stdout
+    assert "8 linked, 0 filed, 0 to file" in again.stdout, again.stdout
     tri = p.run("triage", "--no-history")
     assert tri.returncode == 0, tri.stdout + tri.stderr
     skips = json.loads((p.results / "triage" / "triage.json").read_text())["skips"]
     from_sources = [s for s in skips if s["source"].startswith("source")]
-    assert len(from_sources) == 7 and all(s["issue"].startswith("ledger:") for s in from_sources)
+    assert len(from_sources) == 8 and all(s["issue"].startswith("ledger:") for s in from_sources)
 
     # a project that wants every run to file them says so
     fresh = _project(tmp_path / "again", 'suites = ["test_bare_helper.py"]\nisolation = "file"')
     text = (fresh.root / "pyproject.toml").read_text()
     (fresh.root / "pyproject.toml").write_text(text + "\n[tool.device-matrix.tracker]\nfile_on_run = true\n")
     filing = fresh.run("run", "--device", "fixture")
-    assert filing.returncode == 0 and "7 filed" in filing.stdout, filing.stdout
+    assert filing.returncode == 0 and "8 filed" in filing.stdout, filing.stdout

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import ast
 import datetime as dt
+import operator
 import re
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -249,6 +250,9 @@ class _Resolver:
             return frozenset().union(*known)
         if isinstance(node, ast.Compare) and len(node.ops) == 1:
             left, right, op = node.left, node.comparators[0], node.ops[0]
+            constant = _constant_comparison(left, op, right)
+            if constant is not None:  # `skipIf(1 == 1, ...)`: a skip everywhere, written as a condition
+                return KNOWN_DEVICES if constant else frozenset()
             if self.is_device(mod, right, depth + 1) and isinstance(op, ast.Eq | ast.NotEq):
                 left, right = right, left
             if not self.is_device(mod, left, depth + 1):
@@ -337,6 +341,7 @@ _CALLS = {
     "pytest.xfail": _Form("pytest.xfail", "xfail", "pytest", None, False, 0, ("reason",)),
     "unittest.SkipTest": _Form("unittest.SkipTest", "skip", "unittest", None, False, 0, ()),
     "unittest.case.SkipTest": _Form("unittest.SkipTest", "skip", "unittest", None, False, 0, ()),
+    "absl.testing.absltest.SkipTest": _Form("unittest.SkipTest", "skip", "unittest", None, False, 0, ()),
 }
 _BARE_DECORATORS = frozenset({"pytest.mark.skip", "pytest.mark.xfail", "unittest.skip"})
 _SKIP_TEST = _Form("self.skipTest", "skip", "unittest", None, False, 0, ("reason",))
@@ -383,7 +388,7 @@ BROKEN_RE = re.compile(
 )
 APPLIES_RE = re.compile(
     r"\b(only|requires?|required|needs?|not supported|unsupported|not available|unavailable|"
-    r"not applicable|specific|exclusive)\b",
+    r"not applicable|specific|exclusive|(?:does not|doesn't|do not|don't|cannot|can't) support)\b",
     re.IGNORECASE,
 )
 
@@ -574,10 +579,12 @@ class _Scanner(ast.NodeVisitor):
             message_node = node.args[form.message]
         message, constant = self.r.text(mod, message_node)
         devices = self._devices(node, form, mod)
-        issue = find_issue_in_text(message)
         comments = self._comments(use.node, use.mod, above=True)
         if node is not use.node:
             comments += self._comments(node, mod, above=False)  # where the alias is defined
+        # an issue cited in the comment beside the skip is cited too: filing another would
+        # be its duplicate
+        issue = find_issue_in_text(message) or find_issue_in_text(" ".join(comments))
         said = any(BY_DESIGN_COMMENT in c for c in comments)
         by_design = said or bool(constant and constant.startswith(BY_DESIGN_CONSTANT_PREFIX))
         if devices is None and issue is None and not by_design:
@@ -686,6 +693,25 @@ def _applies_only(devices: tuple[str, ...] | None, said: str) -> bool:
     if APPLIES_RE.search(said):
         return True
     return 0 < len(KNOWN_DEVICES - set(devices)) < len(devices)
+
+
+def _constant_comparison(left: ast.expr, op: ast.cmpop, right: ast.expr) -> bool | None:
+    """``1 == 1``: the value of a comparison of two literals (None for anything else)."""
+    if not (isinstance(left, ast.Constant) and isinstance(right, ast.Constant)):
+        return None
+    compare: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
+        ast.Eq: operator.eq,
+        ast.NotEq: operator.ne,
+        ast.Lt: operator.lt,
+        ast.LtE: operator.le,
+        ast.Gt: operator.gt,
+        ast.GtE: operator.ge,
+    }
+    how = compare.get(type(op))
+    try:
+        return None if how is None else bool(how(left.value, right.value))
+    except TypeError:
+        return None
 
 
 def _as_devices(where: frozenset[str]) -> tuple[str, ...]:
