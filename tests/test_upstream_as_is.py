@@ -165,3 +165,93 @@ def test_a_run_files_no_issue_unasked_and_says_how_many_sync_would_file(tmp_path
     (fresh.root / "pyproject.toml").write_text(text + "\n[tool.device-matrix.tracker]\nfile_on_run = true\n")
     filing = fresh.run("run", "--device", "fixture")
     assert filing.returncode == 0 and "8 filed" in filing.stdout, filing.stdout
+
+
+def _junit_messages(folder: Path) -> dict[str, tuple[str, str | None]]:
+    out = {}
+    for case in ET.parse(folder / "junit.xml").getroot().iter("testcase"):
+        for child in case:
+            if child.tag in ("failure", "error"):
+                out[f"{case.get('classname')}.{case.get('name')}"] = (child.tag, child.get("message"))
+    return out
+
+
+def test_the_record_keeps_errors_messages_and_the_command_that_ran(tmp_path: Path) -> None:
+    # the same tests under pytest and as a script (a file a script runs is left to it, #20: a copy)
+    scripts = '\n[[tool.device-matrix.devices.fixture.scripts]]\nfile = "test/test_record_script.py"\nname = "script"\n'
+    p = _project(tmp_path, 'suites = ["test_record.py"]\nisolation = "file"', extra='FIXTURE_CRASH = "1"\n' + scripts)
+    shutil.copy(p.root / "test" / "test_record.py", p.root / "test" / "test_record_script.py")
+    proc = p.run("run", "--device", "fixture", "--", "-W", "ignore::DeprecationWarning")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    record = p.record()
+    base = "test/test_record.py::TestRecord::"
+    script = "test/test_record_script.py::TestRecord::"
+    assert _outcomes(record) == {
+        f"{base}test_error": "error",  # unittest's error: not a failure (#24)
+        f"{base}test_failure": "failed",
+        f"{base}test_crash": "crashed",
+        f"{script}test_error[script]": "error",
+        f"{script}test_failure[script]": "failed",
+        f"{script}test_crash[script]": "crashed",
+    }
+    # junit's message: the exception's line, as pytest writes it, however the file ran
+    messages = _junit_messages(p.results / "fixture")
+    for name in ("test_record.TestRecord.test_{}", "test_record_script.TestRecord.test_{}[script]"):
+        error = messages["test." + name.format("error")]
+        assert error == ("error", "TypeError: cannot unpack non-iterable bool object"), messages
+        failure = messages["test." + name.format("failure")]
+        assert failure == ("failure", "AssertionError: 1 != 2"), messages
+    # the command that ran, and a repro that is it (the project has no noxfile)
+    assert record["command"] == [
+        "device-matrix",
+        "--project",
+        str(p.root),
+        "run",
+        "--no-gdb",  # the tests' own Project.run adds it
+        "--device",
+        "fixture",
+        "--",
+        "-W",
+        "ignore::DeprecationWarning",
+    ]
+    assert "nox -s" not in record["repro"] and record["repro"].endswith("-- -W ignore::DeprecationWarning")
+    crash = next(c for c in record["crashes"] if c["nodeid"] == f"{base}test_crash")
+    repro = crash["repro"]
+    assert "nox -s" not in repro and "-W ignore::DeprecationWarning" in repro
+    assert "--dm-as-script" in repro and "--import-mode=importlib" in repro
+    ran = subprocess.run(
+        ["bash", "-c", repro], env=clean_env(), capture_output=True, text=True, timeout=120, check=False
+    )
+    assert "Fatal Python error: Aborted" in ran.stderr or ran.returncode in (-6, 134), ran.stdout + ran.stderr
+    assert "ImportError" not in ran.stdout + ran.stderr
+
+
+def test_diagnose_on_a_rows_output_log_finds_what_the_run_recorded(tmp_path: Path) -> None:
+    # the process of a file hangs at exit, after its tests passed: TIMEOUT during exit, a
+    # fingerprint; `diagnose` on the row's own output.log says the same, with its issue (#24)
+    row = 'suites = ["test_exit_hang.py"]\nisolation = "file"\ntest_timeout = 2'
+    p = _project(tmp_path, row.replace("test_timeout = 2", ""), extra='FIXTURE_HANG_AT_EXIT = "1"\n')
+    text = (p.root / "pyproject.toml").read_text().replace("test_timeout = 60", "test_timeout = 2")
+    (p.root / "pyproject.toml").write_text(text.replace("crash_reruns = 1", "crash_reruns = 0"))
+    proc = p.run("run", "--device", "fixture")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (crash,) = p.record()["crashes"]
+    assert crash["kind"] == "timeout" and crash["phase"] == "exit"
+    fingerprint = crash["diagnosis"]["fingerprint"]
+    synced = p.run("issues", "sync")
+    assert "1 filed" in synced.stdout or "filed ledger:" in synced.stdout, synced.stdout
+    log = p.results / "fixture" / "output.log"
+    for extra in ([], ["--returncode", "143"]):
+        found = p.run("diagnose", "--json", *extra, str(log))
+        assert found.returncode == 0, found.stdout + found.stderr
+        (entry,) = json.loads(found.stdout)
+        assert entry["diagnosis"]["fingerprint"] == fingerprint
+        assert [i["issue"] for i in entry["issues"]] and entry["issues"][0]["issue"].startswith("ledger:")
+    # the log alone, downloaded without its record, says it too
+    alone = tmp_path / "downloaded.log"
+    shutil.copy(log, alone)
+    found = p.run("diagnose", "--json", str(alone))
+    assert found.returncode == 0, found.stdout + found.stderr
+    assert json.loads(found.stdout)[0]["diagnosis"]["fingerprint"] == fingerprint
+    printed = p.run("diagnose", str(log))
+    assert "TIMEOUT" in printed.stdout and fingerprint in printed.stdout and "no native crash" not in printed.stdout

@@ -134,6 +134,7 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
         run_url=args.run_url or _actions_run_url(),
         source=source_from_args(args, cfg.project_root),
         resume=args.resume,
+        command=("device-matrix", *args.argv),
     )
     codes = []
     records: list[RunRecord] = []
@@ -504,6 +505,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    # what was typed, for the record's `command` and `repro`: the command that ran (#24)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     if getattr(args, "pytest_args", None) and args.pytest_args[:1] == ["--"]:
         args.pytest_args = args.pytest_args[1:]
     for stream in (sys.stdout, sys.stderr):

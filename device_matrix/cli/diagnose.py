@@ -19,7 +19,8 @@ from device_matrix import diagnostics
 from device_matrix.diagnostics.parse import clean_lines
 from device_matrix.errors import EXIT_OK, EXIT_TESTS_FAILED, DeviceMatrixError, ResultsError
 from device_matrix.output import Output
-from device_matrix.records.schema import CrashDiagnosis
+from device_matrix.records.schema import CrashDiagnosis, load_run
+from device_matrix.records.summary import crash_headline
 from device_matrix.redact import Redactor
 
 # How a log says the process's exit status when nothing else did: the runner step's
@@ -154,12 +155,58 @@ def _print(out: Output, log: str, diag: CrashDiagnosis | None, issues: list[dict
         out.line("  issue: none has this fingerprint yet (device-matrix issues sync files one from a run)")
 
 
+def recorded(path: Path, text: str, *, redactor: Redactor) -> list[tuple[dict[str, str], CrashDiagnosis]]:
+    """The crashes the runner recorded for this log: from the run.json beside a row's own
+    output.log, else from the lines the runner wrote into the log (#24). Their diagnosis
+    and fingerprint are the record's, whatever the log alone would give."""
+    lines = diagnostics.recorded_crashes(text)
+    if not lines:
+        return []
+    beside = path.parent / "run.json"
+    if path.name == "output.log" and beside.is_file():
+        try:
+            record = load_run(beside)
+        except ResultsError:
+            record = None
+        if record is not None:
+            return [
+                (
+                    {"crash": c["id"], "headline": crash_headline(c, record["tests"]), "nodeid": c["nodeid"] or ""},
+                    c["diagnosis"],
+                )
+                for c in record["crashes"]
+                if c["kind"] in ("crash", "timeout")
+            ]
+    found = []
+    for line in lines:
+        # the attempt's own output: from its header to the runner's line
+        header = f"=== device-matrix attempt {line['attempt']} ("
+        begin = text.rfind(header, 0, line.start())
+        diag = diagnostics.diagnose(
+            returncode=None, fault_text="", output_text=text, redactor=redactor, start=max(begin, 0), end=line.start()
+        )
+        diag["fingerprint"] = line["fingerprint"]
+        diag["fingerprint_basis"] = [f"recorded by device-matrix in this log ({line['id']})"]
+        found.append(({"crash": line["id"], "headline": line["headline"], "nodeid": ""}, diag))
+    return found
+
+
 def cmd_diagnose(args: argparse.Namespace, out: Output) -> int:
     texts = [(name, _read(Path(name))) for name in args.logs]
     results, seed = _places(args)
     redactor = Redactor()
     report: list[dict[str, Any]] = []
     for name, text in texts:
+        crashes = recorded(Path(name), text, redactor=redactor)
+        if crashes:
+            # the runner knew more than the log says (the faulthandler file, the exit status)
+            for what, known in crashes:
+                issues = known_issues(known["fingerprint"], results, seed)
+                report.append({"log": name, "diagnosis": known, "issues": issues, "recorded": what})
+                if not args.json:
+                    out.line(f"{name}: recorded by device-matrix as {what['crash']}: {what['headline']}")
+                    _print(out, name, known, issues)
+            continue
         diag = diagnose_log(text, redactor=redactor, returncode=args.returncode)
         issues = known_issues(diag["fingerprint"], results, seed) if diag else []
         report.append({"log": name, "diagnosis": diag, "issues": issues})

@@ -24,6 +24,30 @@ def _clean(text: str | None) -> str:
     return (text or "").translate(_ILLEGAL)
 
 
+def exception_line(message: str) -> str:
+    """The line of a test's report that says what was raised, as pytest's junitxml writes it
+    in ``message`` ("TypeError: cannot unpack...", "AssertionError: 1 != 2"), not the
+    report's first line ("self = <...>", "Traceback (most recent call last):", #24).
+
+    pytest's report marks the exception's lines with ``E``: the first of the last such block.
+    A Python traceback (a script's unittest report, ``--tb=native``) ends with it: the first
+    line after the frames of its last traceback. Anything else: its first line.
+    """
+    lines = message.splitlines()
+    marked = [k for k, line in enumerate(lines) if _E_LINE.match(line) and not (k and _E_LINE.match(lines[k - 1]))]
+    if marked:
+        return lines[marked[-1]][1:].strip()
+    starts = [k for k, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")]
+    if starts:
+        for line in lines[starts[-1] + 1 :]:
+            if line.strip() and not line[0].isspace():
+                return line.strip()
+    return next((line.strip() for line in lines if line.strip()), "")
+
+
+_E_LINE = re.compile(r"E(?: |$)")
+
+
 def pytest_names(nodeid: str) -> tuple[str, str]:
     """(classname, name) as pytest's junitxml writes them.
 
@@ -106,9 +130,11 @@ def junit_xml(record: RunRecord, locations: Mapping[str, tuple[str, int | None]]
         attrs["time"] = f"{t['duration']:.3f}"
         outcome = t["outcome"]
         message = _clean(t["message"])
-        # the message attribute is what a CI's test view lists: the exception, as pytest's (#20)
-        summary = _clean(t.get("cause")) or message
-        head = summary.splitlines()[0][:500] if summary else outcome
+        # the message attribute is what a CI's test view lists: the exception, as pytest's
+        # (#20); a report without its cause (a script's unittest report) gives its line (#24)
+        cause = _clean(t.get("cause"))
+        summary = cause.splitlines()[0] if cause else exception_line(message)
+        head = summary[:500] if summary else outcome
         inner = ""
         if outcome in ("failed", "xpassed"):
             inner = _element("failure", {"message": head}, message)

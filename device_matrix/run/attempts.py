@@ -16,8 +16,8 @@ from pathlib import Path
 from device_matrix import diagnostics
 from device_matrix.config import Script
 from device_matrix.errors import EnvironmentProblem
-from device_matrix.records.schema import AttemptRecord, CrashDiagnosis, Outcome
-from device_matrix.records.summary import crash_kind_label
+from device_matrix.records.schema import AttemptRecord, CrashDiagnosis, CrashRecord, Outcome
+from device_matrix.records.summary import crash_headline, crash_kind_label
 from device_matrix.run import crashes
 from device_matrix.run.attempt import AttemptResult, AttemptSpec, Limits, Purpose, run_attempt
 from device_matrix.run.context import CrashOrigin, Quiet, Run, Verdict
@@ -207,6 +207,21 @@ def attach_cores(run: Run, diagnosis: CrashDiagnosis | None, attempt: AttemptRes
         run.reader.attach(diagnosis, crashes.cores_of(attempt, run.cfg.project_root))
 
 
+def _log_crash(run: Run, crash: CrashRecord) -> None:
+    """The crash as recorded, into output.log: `diagnose` on the log alone names it (#24)."""
+    line = diagnostics.RECORDED_CRASH.format(
+        id=crash["id"],
+        attempt=crash["attempt"],
+        headline=crash_headline(crash),
+        fingerprint=crash["diagnosis"]["fingerprint"],
+    )
+    try:
+        with run.folder.log.open("a", encoding="utf-8", errors="backslashreplace") as log:
+            log.write(f"{run.redactor.text(line)}\n")
+    except OSError as exc:
+        raise run.folder.unwritable(exc) from exc
+
+
 def _record_crash(run: Run, attempt: AttemptResult, at: CrashAt, targets: Sequence[str], script: Script | None) -> None:
     state = run.state
     diagnosis = crashes.diagnose(attempt, at, run.folder.log, run.redactor)
@@ -227,6 +242,7 @@ def _record_crash(run: Run, attempt: AttemptResult, at: CrashAt, targets: Sequen
     )
     run.origins[crash["id"]] = CrashOrigin(tuple(targets), script)
     state.crashes.append(crash)
+    _log_crash(run, crash)
     outcome: Outcome = "timeout" if at.kind == "timeout" else "crashed"
     what = crash_kind_label(crash)
     if at.nodeid is not None:

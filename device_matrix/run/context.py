@@ -326,6 +326,7 @@ class Run:
             python=self.options.python or sys.executable,
             container=self.container,
             launch=self.launch_spec(),
+            pytest_args=self.options.pytest_args,
         )
 
     def launch_spec(self, env: Mapping[str, str] | None = None) -> LaunchSpec:

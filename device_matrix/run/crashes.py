@@ -31,7 +31,7 @@ from device_matrix.run.executors.base import LaunchSpec
 from device_matrix.run.executors.container import ContainerExecutor
 from device_matrix.run.journal import final_outcome
 from device_matrix.run.policy import CrashAt
-from device_matrix.wire import ENV_DEVICE, PLUGIN
+from device_matrix.wire import AS_SCRIPT_PYTEST_ARGS, ENV_DEVICE, OPT_AS_SCRIPT, PLUGIN
 
 CrashKind = Literal["crash", "timeout", "worker_crash"]
 
@@ -315,6 +315,31 @@ class Repro:
     python: str  # the interpreter the run used (--python, or the runner's own)
     launch: LaunchSpec  # the children's folders and core limit (a container's command mounts them)
     container: ContainerExecutor | None = None  # the row's container, its image checked
+    pytest_args: Sequence[str] = ()  # the command line's, after the row's own
+
+    @property
+    def nox_session(self) -> str | None:
+        """The row's nox session, offered as a second repro only where a noxfile has one (#24)."""
+        try:
+            noxfile = (self.project_root / "noxfile.py").read_text("utf-8", "replace")
+        except OSError:
+            return None
+        return self.row.name if "device_matrix" in noxfile else None
+
+    def _pytest_options(self) -> list[str]:
+        """pytest's options as the run gave them: the same imports and collection (#24).
+
+        The plugin by name where its options are given, and in a container (the image may
+        lack device-matrix's entry point)."""
+        as_script = [OPT_AS_SCRIPT, *AS_SCRIPT_PYTEST_ARGS] if self.row.as_script else []
+        plugin = ["-p", PLUGIN] if as_script or self.container is not None else []
+        return [*plugin, "-p", "no:cacheprovider", *as_script, *self.row.pytest_args, *self.pytest_args]
+
+    def of_run(self, command: Sequence[str]) -> str:
+        """The command that ran, from the project's folder (and the nox form where there is one)."""
+        repro = f"cd {shlex.quote(str(self.project_root))} && {shlex.join(command)}"
+        session = self.nox_session
+        return f"{repro}\n# or: nox -s {session}" if session else repro
 
     def of(self, nodeid: str | None, targets: Sequence[str]) -> str:
         """pytest on ``nodeid`` (or, for a crash outside a test, on ``targets``), with the nox form."""
@@ -323,20 +348,20 @@ class Repro:
         env[ENV_DEVICE] = self.row.name
         tests = [nodeid] if nodeid else list(targets)
         if self.container is not None:
-            # the run's own engine command, its options and mounts; the plugin by name, as
-            # the run loads it (the image may lack device-matrix)
+            # the run's own engine command, its options and mounts
             return container_repro_command(
                 tests,
                 launcher=self.container.repro_prefix(env, self.launch),
-                pytest_args=("-p", PLUGIN, "-p", "no:cacheprovider"),
-                nox_session=self.row.name,
+                pytest_args=self._pytest_options(),
+                nox_session=self.nox_session,
             )
         return repro_command(
             tests,
             python=self.python,
             workdir=str(self.project_root),
             env=env,
-            nox_session=self.row.name,
+            pytest_args=self._pytest_options(),
+            nox_session=self.nox_session,
         )
 
     def of_script(self, script: Script, nodeid: str | None) -> str:

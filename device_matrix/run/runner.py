@@ -291,7 +291,8 @@ def write_record(run: Run, verdict: Verdict, *, final: bool = True) -> RunRecord
         source=run.options.source,
     )
     if run.options.command:
-        record["command"] = list(run.options.command)
+        record["command"] = [run.redactor.text(word) for word in run.options.command]
+    record["repro"] = run.repro.of_run(record["command"])  # the command that ran (#24)
     if run.options.spread is not None:
         record["spread"] = SpreadRef(**run.options.spread)
     if run.container is not None:
