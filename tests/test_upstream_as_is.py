@@ -255,3 +255,24 @@ def test_diagnose_on_a_rows_output_log_finds_what_the_run_recorded(tmp_path: Pat
     assert json.loads(found.stdout)[0]["diagnosis"]["fingerprint"] == fingerprint
     printed = p.run("diagnose", str(log))
     assert "TIMEOUT" in printed.stdout and fingerprint in printed.stdout and "no native crash" not in printed.stdout
+
+
+def test_a_scripts_only_row_runs_its_scripts(tmp_path: Path) -> None:
+    root = tmp_path / "upstream_package"
+    shutil.copytree(PACKAGE, root)
+    (root / "pyproject.toml").write_text(
+        (root / "pyproject.toml").read_text()
+        + """
+[tool.device-matrix]
+suites_dir = "test"
+
+[[tool.device-matrix.devices.cpu.scripts]]
+file = "test/test_bare_helper.py"
+"""
+    )
+    proc = Project(root).run("run", "--device", "cpu", "--local")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert set(_outcomes(Project(root).record("cpu"))) == {
+        "test/test_bare_helper.py::TestBareHelper::test_close",
+        "test/test_bare_helper.py::TestBareHelper::test_helper_is_the_folders_own",
+    }
