@@ -141,6 +141,22 @@ def add_diagnose_command(sub: Any) -> None:
     dg.set_defaults(func=_lazy("device_matrix.cli.diagnose:cmd_diagnose"))
 
 
+def add_compare_command(sub: Any) -> None:
+    cp = sub.add_parser(
+        "compare",
+        help="run a row's scripts as scripts and through device-matrix; per test: the same outcome or not",
+        description="Each [[scripts]] entry of the row runs as `VARS python FILE ARGS`, then the row runs "
+        "through `device-matrix run`: per test the outcomes side by side, per invocation the time ratio.",
+    )
+    cp.add_argument("--device", "-d", required=True, help="the row whose scripts to compare")
+    cp.add_argument("--python", help="interpreter for both ways (default: this one)")
+    cp.add_argument("--results", help="results folder of the device-matrix run (default RESULTS/compare)")
+    cp.add_argument("--timeout", type=float, default=3600.0, help="seconds one plain run may take (default 3600)")
+    cp.add_argument("--all", action="store_true", help="print every test, not only those that differ")
+    cp.add_argument("--json", action="store_true", help="print the comparison as JSON too")
+    cp.set_defaults(func=_lazy("device_matrix.cli.compare:cmd_compare"))
+
+
 def add_more_commands(sub: Any) -> None:
     add_skips_commands(sub)
     add_issues_commands(sub)
@@ -149,3 +165,4 @@ def add_more_commands(sub: Any) -> None:
 
     add_ci_commands(sub)
     add_diagnose_command(sub)
+    add_compare_command(sub)

@@ -1,0 +1,280 @@
+"""``device-matrix compare``: a row's scripts run both ways, side by side.
+
+Each of the row's ``scripts`` entries runs first as its authors run it (``VARS python FILE
+ARGS`` from the project's folder, nothing of device-matrix in the process), then the row
+runs through ``device-matrix run``. Per test it prints whether the outcome is the same, and
+per invocation the tests each way and the time ratio (#24). This is how a maintainer shows
+a team that the switch changes nothing but the record.
+
+What a plain run says of its tests is what unittest prints: every test by name when it is
+verbose (``test_x (module.Class.test_x) ... ok``), else the failures and errors by name and
+the rest as counts (``Ran 12 tests``, ``OK (skipped=2)``). A test it does not name is "not
+failing" there; the counts of skipped and expected failures are compared as counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from device_matrix import config as config_mod
+from device_matrix.config import Config, Row, Script
+from device_matrix.errors import EXIT_OK, EXIT_TESTS_FAILED, ResultsError, UsageProblem
+from device_matrix.output import Output
+from device_matrix.records.atomic import write_json_atomic
+from device_matrix.records.schema import RunRecord, load_run
+
+# unittest's verbose line, and the headers of its failure listing (3.11: "(module.Class.test)";
+# 3.10 and older: "(module.Class)"); a subtest's header ends with its parameters
+_VERBOSE_RE = re.compile(
+    r"^(?P<method>\w+) \((?P<where>[\w.]+)\)(?: \([^)]*\))?(?:\n.*?)? \.\.\. "
+    r"(?P<word>ok|FAIL|ERROR|skipped|expected failure|unexpected success)",
+    re.MULTILINE,
+)
+_HEADER_RE = re.compile(
+    r"^(?P<word>FAIL|ERROR|UNEXPECTED SUCCESS): (?P<method>\w+) \((?P<where>[\w.]+)\)", re.MULTILINE
+)
+_RAN_RE = re.compile(r"^Ran (\d+) tests? in ", re.MULTILINE)
+_SUMMARY_RE = re.compile(r"^(OK|FAILED)(?: \((?P<counts>[^)]*)\))?\s*$", re.MULTILINE)
+_WORDS = {
+    "ok": "passed",
+    "FAIL": "failed",
+    "ERROR": "error",
+    "skipped": "skipped",
+    "expected failure": "xfailed",
+    "unexpected success": "failed",
+    "UNEXPECTED SUCCESS": "failed",
+}
+_COUNTS = {"failures": "failed", "errors": "error", "skipped": "skipped", "expected failures": "xfailed"}
+_COUNTS["unexpected successes"] = "unexpected"
+NOT_FAILING = frozenset({"passed", "skipped", "xfailed"})
+
+
+@dataclass
+class PlainRun:
+    """What ``python FILE ARGS`` printed of its tests."""
+
+    returncode: int
+    seconds: float
+    ran: int | None = None  # None: unittest never said (the process died, or ran none)
+    named: dict[str, str] = field(default_factory=dict)  # "Class::method" -> outcome
+    counts: Counter[str] = field(default_factory=Counter)  # outcome -> tests, from the summary
+    verbose: bool = False
+
+
+def _class_and_method(method: str, where: str) -> str:
+    parts = where.split(".")
+    cls = parts[-2] if parts[-1] == method and len(parts) > 1 else parts[-1]
+    return f"{cls}::{method}"
+
+
+def read_plain(output: str, returncode: int, seconds: float) -> PlainRun:
+    """What a unittest script's output says of its tests."""
+    run = PlainRun(returncode=returncode, seconds=seconds)
+    ran = _RAN_RE.findall(output)
+    if ran:
+        run.ran = int(ran[-1])
+    for m in _VERBOSE_RE.finditer(output):
+        run.verbose = True
+        key = _class_and_method(m["method"], m["where"])
+        outcome = _WORDS[m["word"]]
+        if run.named.get(key) not in ("failed", "error"):  # a failed subtest fails its test
+            run.named[key] = outcome
+    for m in _HEADER_RE.finditer(output):
+        key = _class_and_method(m["method"], m["where"])
+        if run.named.get(key) != "error":
+            run.named[key] = _WORDS[m["word"]]
+    summaries = _SUMMARY_RE.findall(output)
+    if summaries and summaries[-1][1]:
+        for part in summaries[-1][1].split(","):
+            name, _, number = part.strip().partition("=")
+            if name in _COUNTS and number.isdigit():
+                run.counts[_COUNTS[name]] += int(number)
+    return run
+
+
+@dataclass
+class Invocation:
+    script: Script
+    plain: PlainRun
+    tests: dict[str, str]  # "Class::method" -> outcome in the record
+    seconds: float  # the device-matrix attempts of this invocation
+    rows: list[tuple[str, str, str | None, bool]] = field(default_factory=list)  # nodeid, ours, plain, same
+
+    @property
+    def label(self) -> str:
+        return self.script.file + (f" [{self.script.variant}]" if self.script.variant else "")
+
+    def compare(self, nodeids: dict[str, str]) -> int:
+        """Fill ``rows``; the number of mismatches."""
+        mismatches = 0
+        for key, ours in self.tests.items():
+            theirs = self.plain.named.get(key)
+            if theirs is None and not self.plain.verbose:
+                same = ours in NOT_FAILING and self.plain.ran is not None  # "not failing" there
+            else:
+                same = theirs == ours
+            mismatches += not same
+            self.rows.append((nodeids[key], ours, theirs, same))
+        for key, theirs in self.plain.named.items():
+            if key not in self.tests:
+                mismatches += 1
+                self.rows.append((f"{self.script.file}::{key}", "(not recorded)", theirs, False))
+        if not self.plain.verbose and self.plain.ran is not None:
+            # what a quiet run only counts: its skipped and expected failures, as counts
+            ours_counts = Counter(self.tests.values())
+            for outcome in ("skipped", "xfailed"):
+                mismatches += abs(ours_counts[outcome] - self.plain.counts[outcome])
+        return mismatches
+
+
+def _env(row: Row, script: Script) -> dict[str, str]:
+    """The variables the script runs with, as the row's run gives them (its own over the row's)."""
+    env = dict(os.environ)
+    env.update(row.env)
+    env.setdefault("PJRT_DEVICE", row.pjrt_device)
+    env.update(script.env)
+    return env
+
+
+def _plain(cfg: Config, row: Row, script: Script, python: str, timeout: float) -> PlainRun:
+    started = time.monotonic()
+    try:
+        proc = subprocess.run(
+            [python, script.file, *script.args],
+            cwd=cfg.project_root,
+            env=_env(row, script),
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+            check=False,
+        )
+        output, returncode = proc.stdout + proc.stderr, proc.returncode
+    except subprocess.TimeoutExpired as exc:
+        text = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        output, returncode = text, -9
+    return read_plain(output, returncode, time.monotonic() - started)
+
+
+def _through(cfg: Config, row: Row, python: str, results: Path) -> tuple[RunRecord, float, int]:
+    command = [sys.executable, "-m", "device_matrix", "--project", str(cfg.project_root), "run"]
+    command += ["--device", row.name, "--local", "--results", str(results), "--python", python]
+    started = time.monotonic()
+    proc = subprocess.run(command, cwd=cfg.project_root, capture_output=True, text=True, check=False)
+    seconds = time.monotonic() - started
+    try:
+        record = load_run(results / row.name / "run.json")
+    except ResultsError as exc:
+        raise ResultsError(
+            f"the run through device-matrix wrote no record ({exc.message}): {proc.stdout[-500:]}{proc.stderr[-500:]}",
+            tip=f"Run it alone to see why: {shlex.join(command)}",
+        ) from None
+    return record, seconds, proc.returncode
+
+
+def _key(nodeid: str, script: Script) -> str | None:
+    """``Class::method`` of a test of this invocation (its nodeid ends with [variant])."""
+    head, sep, rest = nodeid.partition("::")
+    if not sep or Path(os.path.normpath(head)) != Path(os.path.normpath(script.file)):
+        return None
+    suffix = f"[{script.variant}]" if script.variant else ""
+    if suffix:
+        if not rest.endswith(suffix):
+            return None
+        rest = rest[: -len(suffix)]
+    return rest
+
+
+def cmd_compare(args: argparse.Namespace, out: Output) -> int:
+    cfg = config_mod.load(Path(args.project) if args.project else None)
+    row = cfg.row(args.device)
+    if not row.scripts:
+        raise UsageProblem(
+            f"row {row.name!r} has no scripts to compare",
+            tip="List the files as [[tool.device-matrix.devices.ROW.scripts]] (docs/upstream.md), then compare.",
+        )
+    python = args.python or sys.executable
+    results = Path(args.results) if args.results else cfg.results_dir / "compare"
+    out.line(f"compare: row {row.name}, {len(row.scripts)} invocation(s), as scripts first, then through device-matrix")
+    plain_runs = []
+    for script in row.scripts:
+        plain = _plain(cfg, row, script, python, args.timeout)
+        plain_runs.append(plain)
+        ran = shlex.join([script.file, *script.args])
+        out.line(f"  plain {ran}: exit {plain.returncode}, {plain.seconds:.1f} s")
+    record, total_seconds, code = _through(cfg, row, python, results)
+    out.line(f"  device-matrix run: exit {code}, {total_seconds:.1f} s ({results / row.name / 'run.json'})")
+    durations = {a["index"]: a["duration"] for a in record["attempts"]}
+    invocations = []
+    for script, plain in zip(row.scripts, plain_runs, strict=True):
+        nodeids = {k: t["nodeid"] for t in record["tests"] if (k := _key(t["nodeid"], script)) is not None}
+        outcomes = {k: str(t["outcome"]) for t in record["tests"] if (k := _key(t["nodeid"], script)) is not None}
+        attempts = {t["attempt"] for t in record["tests"] if _key(t["nodeid"], script) is not None}
+        inv = Invocation(script, plain, outcomes, sum(durations.get(a, 0.0) for a in attempts))
+        mismatches = inv.compare(nodeids)
+        invocations.append((inv, mismatches))
+    _print(out, invocations, args.all)
+    plain_total = sum(p.seconds for p in plain_runs)
+    mismatched = sum(m for _, m in invocations)
+    summary = {
+        "row": row.name,
+        "invocations": [
+            {
+                "file": inv.script.file,
+                "variant": inv.script.variant,
+                "args": list(inv.script.args),
+                "tests_upstream": inv.plain.ran,
+                "tests_recorded": len(inv.tests),
+                "mismatches": m,
+                "plain_seconds": round(inv.plain.seconds, 3),
+                "device_matrix_seconds": round(inv.seconds, 3),
+                "plain_exit": inv.plain.returncode,
+                "tests": [{"nodeid": n, "device_matrix": o, "plain": p, "same": s} for n, o, p, s in inv.rows],
+            }
+            for inv, m in invocations
+        ],
+        "plain_seconds": round(plain_total, 3),
+        "device_matrix_seconds": round(total_seconds, 3),
+        "time_ratio": round(total_seconds / plain_total, 3) if plain_total else None,
+        "mismatches": mismatched,
+    }
+    write_json_atomic(results / "compare.json", summary)
+    ratio = f"{total_seconds / plain_total:.2f}" if plain_total else "?"
+    upstream = sum(inv.plain.ran or 0 for inv, _ in invocations)
+    recorded = sum(len(inv.tests) for inv, _ in invocations)
+    out.line(
+        f"total: {upstream} test(s) upstream, {recorded} recorded, {mismatched} mismatch(es); "
+        f"{plain_total:.1f} s as scripts, {total_seconds:.1f} s through device-matrix (ratio {ratio})"
+    )
+    if args.json:
+        out.line(json.dumps(summary, indent=2))
+    return EXIT_OK if mismatched == 0 else EXIT_TESTS_FAILED
+
+
+def _print(out: Output, invocations: list[tuple[Invocation, int]], every: bool) -> None:
+    out.line("")
+    header = f"{'invocation':<60} {'upstream':>8} {'recorded':>8} {'mismatch':>8} {'ratio':>6}"
+    out.line(header)
+    out.line("-" * len(header))
+    for inv, mismatches in invocations:
+        ratio = f"{inv.seconds / inv.plain.seconds:.2f}" if inv.plain.seconds else "?"
+        ran = "?" if inv.plain.ran is None else str(inv.plain.ran)
+        out.line(f"{inv.label[:60]:<60} {ran:>8} {len(inv.tests):>8} {mismatches:>8} {ratio:>6}")
+    out.line("")
+    for inv, _ in invocations:
+        for nodeid, ours, theirs, same in inv.rows:
+            if same and not every:
+                continue
+            word = "same" if same else "DIFFERENT"
+            said = theirs or ("not failing" if inv.plain.ran is not None else f"exit {inv.plain.returncode}")
+            out.line(f"  {word:<9} device-matrix {ours:<10} plain {said:<12} {nodeid}")

@@ -1,0 +1,187 @@
+"""``device-matrix compare``: a row's scripts as scripts and through device-matrix (#24)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from device_matrix.cli.compare import read_plain
+from tests.conftest import FIXTURES, SUITES, clean_env
+
+PACKAGE = FIXTURES / "upstream_package"
+
+QUIET = """\
+..sFE
+======================================================================
+ERROR: test_error (__main__.TestRecord.test_error)
+----------------------------------------------------------------------
+Traceback (most recent call last):
+TypeError: cannot unpack non-iterable bool object
+
+======================================================================
+FAIL: test_failure (__main__.TestRecord)
+----------------------------------------------------------------------
+AssertionError: 1 != 2
+
+----------------------------------------------------------------------
+Ran 5 tests in 0.004s
+
+FAILED (failures=1, errors=1, skipped=1)
+"""
+
+VERBOSE = """\
+test_a (__main__.T.test_a) ... ok
+test_b (__main__.T.test_b)
+The docstring's first line ... skipped 'no TPU'
+test_c (__main__.T.test_c) ... expected failure
+test_d (__main__.T.test_d) ...
+  test_d (__main__.T.test_d) (k=1) ... FAIL
+
+======================================================================
+FAIL: test_d (__main__.T.test_d) (k=1)
+----------------------------------------------------------------------
+AssertionError
+
+----------------------------------------------------------------------
+Ran 4 tests in 0.001s
+
+FAILED (failures=1, skipped=1, expected failures=1)
+"""
+
+
+def test_a_quiet_run_names_its_failures_and_counts_the_rest() -> None:
+    run = read_plain(QUIET, 1, 2.0)
+    assert run.ran == 5 and not run.verbose
+    # 3.11's header names the method, 3.10's only the class: both read as Class::method
+    assert run.named == {"TestRecord::test_error": "error", "TestRecord::test_failure": "failed"}
+    assert run.counts == {"failed": 1, "error": 1, "skipped": 1}
+
+
+def test_a_verbose_run_names_every_test() -> None:
+    run = read_plain(VERBOSE, 1, 1.0)
+    assert run.verbose and run.ran == 4
+    assert run.named == {"T::test_a": "passed", "T::test_b": "skipped", "T::test_c": "xfailed", "T::test_d": "failed"}
+
+
+def test_a_run_that_died_says_nothing_of_its_tests() -> None:
+    run = read_plain("..Fatal Python error: Segmentation fault\n", -11, 1.0)
+    assert run.ran is None and run.named == {} and not run.counts
+
+
+SCRIPTS = """
+[[tool.device-matrix.devices.fixture.scripts]]
+file = "test/test_variables.py"
+env = { FIXTURE_METRICS_FILE = "/tmp/metrics.txt" }
+
+[[tool.device-matrix.devices.fixture.scripts]]
+file = "test/test_variables.py"
+args = ["--strict"]
+
+[[tool.device-matrix.devices.fixture.scripts]]
+file = "test/test_record.py"
+
+[[tool.device-matrix.devices.fixture.scripts]]
+file = "test/test_frames.py"
+"""
+
+
+def _project(tmp_path: Path, scripts: str) -> Path:
+    root = tmp_path / "upstream_package"
+    shutil.copytree(PACKAGE, root)
+    (root / "pyproject.toml").write_text(
+        (root / "pyproject.toml").read_text()
+        + f"""
+[tool.device-matrix]
+suites_dir = "test"
+crash_reruns = 0
+
+[tool.device-matrix.devices.fixture]
+pjrt_device = "CPU"
+run_in = "host"
+presence = ["always"]
+suites = []
+test_timeout = 60
+{scripts}
+"""
+    )
+    return root
+
+
+def _compare(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "device_matrix", "--project", str(root), "compare", "--device", "fixture", *args],
+        cwd=root,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.mark.slow
+def test_the_same_outcomes_both_ways_per_test_with_the_time_ratio(tmp_path: Path) -> None:
+    root = _project(tmp_path, SCRIPTS)
+    proc = _compare(root, "--all")
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # failures, but the same both ways
+    data = json.loads((root / "results" / "compare" / "compare.json").read_text())
+    assert data["mismatches"] == 0 and data["time_ratio"] > 0
+    rows = {(i["file"], i["variant"]): i for i in data["invocations"]}
+    metrics = rows[("test/test_variables.py", "FIXTURE_METRICS_FILE")]
+    assert (metrics["tests_upstream"], metrics["tests_recorded"], metrics["plain_exit"]) == (2, 2, 1)
+    record = rows[("test/test_record.py", "")]
+    got = {t["nodeid"].rsplit("::", 1)[1]: (t["device_matrix"], t["plain"], t["same"]) for t in record["tests"]}
+    assert got == {
+        "test_error": ("error", "error", True),
+        "test_failure": ("failed", "failed", True),
+        "test_crash": ("passed", None, True),  # not named by a quiet run: not failing there
+    }
+    assert rows[("test/test_frames.py", "")]["tests_recorded"] == 4
+    assert "same      device-matrix error" in proc.stdout and "DIFFERENT" not in proc.stdout
+    assert "total: 11 test(s) upstream, 11 recorded, 0 mismatch(es)" in proc.stdout
+
+
+DIFFERS = """\
+import os
+import sys
+import unittest
+
+
+class TestDiffers(unittest.TestCase):
+    def test_same(self):
+        pass
+
+    def test_sees_the_runner(self):
+        self.assertNotIn("DEVICE_MATRIX_DEVICE", os.environ)
+
+
+if __name__ == "__main__":
+    sys.exit(0 if unittest.main(exit=False).result.wasSuccessful() else 1)
+"""
+
+
+@pytest.mark.slow
+def test_a_difference_is_shown_and_fails_the_command(tmp_path: Path) -> None:
+    root = _project(tmp_path, '[[tool.device-matrix.devices.fixture.scripts]]\nfile = "test/test_differs.py"\n')
+    (root / "test" / "test_differs.py").write_text(DIFFERS)
+    proc = _compare(root)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "DIFFERENT device-matrix failed     plain not failing" in proc.stdout
+    assert "test/test_differs.py::TestDiffers::test_sees_the_runner" in proc.stdout
+    assert "test_same" not in proc.stdout  # only the differences, without --all
+    assert "total: 2 test(s) upstream, 2 recorded, 1 mismatch(es)" in proc.stdout
+
+
+def test_a_row_without_scripts_is_refused_with_a_tip(tmp_path: Path) -> None:
+    shutil.copytree(SUITES / "passing", tmp_path / "suites" / "passing")
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.device-matrix.devices.fixture]\npjrt_device = "CPU"\nrun_in = "host"\nsuites = ["passing"]\n'
+    )
+    proc = _compare(tmp_path)
+    assert proc.returncode != 0 and "has no scripts to compare" in proc.stderr + proc.stdout
+    assert "TIP" in proc.stderr + proc.stdout
