@@ -173,7 +173,7 @@ def test_a_difference_is_shown_and_fails_the_command(tmp_path: Path) -> None:
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "DIFFERENT device-matrix failed     plain not failing" in proc.stdout
     assert "test/test_differs.py::TestDiffers::test_sees_the_runner" in proc.stdout
-    assert "test_same" not in proc.stdout  # only the differences, without --all
+    assert "  same " not in proc.stdout  # only the differences, without --all
     assert "total: 2 test(s) upstream, 2 recorded, 1 mismatch(es)" in proc.stdout
 
 

@@ -1,10 +1,11 @@
 """``device-matrix compare``: a row's scripts run both ways, side by side.
 
-Each of the row's ``scripts`` entries runs first as its authors run it (``VARS python FILE
-ARGS`` from the project's folder, nothing of device-matrix in the process), then the row
-runs through ``device-matrix run``. Per test it prints whether the outcome is the same, and
-per invocation the tests each way and the time ratio (#24). This is how a maintainer shows
-a team that the switch changes nothing but the record.
+Each of the row's ``scripts`` entries runs as its authors run it (``VARS python FILE ARGS``
+from the project's folder, nothing of device-matrix in the process), then at once through
+device-matrix (a row of that entry alone, into ``RESULTS/compare/NN/``): one way right after
+the other, so a busy machine weighs on both alike. Per test it prints whether the outcome
+is the same, and per invocation the tests each way and the time ratio (#24). This is how a
+maintainer shows a team that the switch changes nothing but the record.
 
 What a plain run says of its tests is what unittest prints: every test by name when it is
 verbose (``test_x (module.Class.test_x) ... ok``), else the failures and errors by name and
@@ -15,6 +16,7 @@ failing" there; the counts of skipped and expected failures are compared as coun
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -28,10 +30,10 @@ from pathlib import Path
 
 from device_matrix import config as config_mod
 from device_matrix.config import Config, Row, Script
-from device_matrix.errors import EXIT_OK, EXIT_TESTS_FAILED, ResultsError, UsageProblem
+from device_matrix.errors import EXIT_OK, EXIT_TESTS_FAILED, UsageProblem
 from device_matrix.output import Output
 from device_matrix.records.atomic import write_json_atomic
-from device_matrix.records.schema import RunRecord, load_run
+from device_matrix.records.schema import RunRecord
 
 # unittest's verbose line, and the headers of its failure listing (3.11: "(module.Class.test)";
 # 3.10 and older: "(module.Class)"); a subtest's header ends with its parameters
@@ -166,20 +168,21 @@ def _plain(cfg: Config, row: Row, script: Script, python: str, timeout: float) -
     return read_plain(output, returncode, time.monotonic() - started)
 
 
-def _through(cfg: Config, row: Row, python: str, results: Path) -> tuple[RunRecord, float, int]:
-    command = [sys.executable, "-m", "device_matrix", "--project", str(cfg.project_root), "run"]
-    command += ["--device", row.name, "--local", "--results", str(results), "--python", python]
+def _through(
+    cfg: Config, row: Row, script: Script, *, python: str, folder: Path, out: Output
+) -> tuple[RunRecord, float]:
+    """The one invocation through device-matrix: a row of this script alone, into ``folder``."""
+    from device_matrix.run.plan import plan_row
+    from device_matrix.run.runner import RunOptions, run_row
+
+    # the entry alone: no suites, no other script, no gang of the row's
+    alone = dataclasses.replace(row, suites=(), scripts=(script,), gangs=())
+    here = dataclasses.replace(cfg, results_dir=folder)
+    command = ("device-matrix", "--project", str(cfg.project_root), "compare", "--device", row.name)
+    options = RunOptions(python=python, command=command)
     started = time.monotonic()
-    proc = subprocess.run(command, cwd=cfg.project_root, capture_output=True, text=True, check=False)
-    seconds = time.monotonic() - started
-    try:
-        record = load_run(results / row.name / "run.json")
-    except ResultsError as exc:
-        raise ResultsError(
-            f"the run through device-matrix wrote no record ({exc.message}): {proc.stdout[-500:]}{proc.stderr[-500:]}",
-            tip=f"Run it alone to see why: {shlex.join(command)}",
-        ) from None
-    return record, seconds, proc.returncode
+    record = run_row(here, plan_row(here, alone, force="local"), options, out)
+    return record, time.monotonic() - started
 
 
 def _key(nodeid: str, script: Script) -> str | None:
@@ -205,26 +208,23 @@ def cmd_compare(args: argparse.Namespace, out: Output) -> int:
         )
     python = args.python or sys.executable
     results = Path(args.results) if args.results else cfg.results_dir / "compare"
-    out.line(f"compare: row {row.name}, {len(row.scripts)} invocation(s), as scripts first, then through device-matrix")
-    plain_runs = []
-    for script in row.scripts:
-        plain = _plain(cfg, row, script, python, args.timeout)
-        plain_runs.append(plain)
-        ran = shlex.join([script.file, *script.args])
-        out.line(f"  plain {ran}: exit {plain.returncode}, {plain.seconds:.1f} s")
-    record, total_seconds, code = _through(cfg, row, python, results)
-    out.line(f"  device-matrix run: exit {code}, {total_seconds:.1f} s ({results / row.name / 'run.json'})")
-    durations = {a["index"]: a["duration"] for a in record["attempts"]}
+    out.line(f"compare: row {row.name}, {len(row.scripts)} invocation(s), each as a script, then through device-matrix")
     invocations = []
-    for script, plain in zip(row.scripts, plain_runs, strict=True):
+    for index, script in enumerate(row.scripts, 1):
+        # one after the other, each way: the machine's load is about the same for both
+        plain = _plain(cfg, row, script, python, args.timeout)
+        record, seconds = _through(cfg, row, script, python=python, folder=results / f"{index:02d}", out=out)
+        out.line(
+            f"  {shlex.join([script.file, *script.args])}: as a script exit {plain.returncode} in "
+            f"{plain.seconds:.1f} s, through device-matrix {record['status']} in {seconds:.1f} s"
+        )
         nodeids = {k: t["nodeid"] for t in record["tests"] if (k := _key(t["nodeid"], script)) is not None}
         outcomes = {k: str(t["outcome"]) for t in record["tests"] if (k := _key(t["nodeid"], script)) is not None}
-        attempts = {t["attempt"] for t in record["tests"] if _key(t["nodeid"], script) is not None}
-        inv = Invocation(script, plain, outcomes, sum(durations.get(a, 0.0) for a in attempts))
-        mismatches = inv.compare(nodeids)
-        invocations.append((inv, mismatches))
+        inv = Invocation(script, plain, outcomes, seconds)
+        invocations.append((inv, inv.compare(nodeids)))
     _print(out, invocations, args.all)
-    plain_total = sum(p.seconds for p in plain_runs)
+    plain_total = sum(inv.plain.seconds for inv, _ in invocations)
+    total_seconds = sum(inv.seconds for inv, _ in invocations)
     mismatched = sum(m for _, m in invocations)
     summary = {
         "row": row.name,
