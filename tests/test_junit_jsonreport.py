@@ -15,7 +15,7 @@ import junitparser
 import pytest
 
 from device_matrix.records import jsonreport
-from device_matrix.records.junit import junit_xml, pytest_names
+from device_matrix.records.junit import exception_line, junit_xml, pytest_names
 from tests import records
 
 MIXED = textwrap.dedent(
@@ -168,3 +168,40 @@ def test_junit_text_survives_a_parser_whatever_the_test_said() -> None:
         if outcome in ("failed", "error"):
             assert child.text == kept.replace("\r\n", "\n")  # a parser normalises line ends in text
     assert root.get("tests") == "6" and root.find("testsuite") is not None
+
+
+@pytest.mark.parametrize(
+    ("message", "line"),
+    [
+        # pytest's long report: the first of the last block of E lines
+        (
+            "self = <t.T testMethod=test_x>\n\n    def test_x(self):\n>       a, b = False\n"
+            "E       TypeError: cannot unpack non-iterable bool object\n\nt.py:3: TypeError",
+            "TypeError: cannot unpack non-iterable bool object",
+        ),
+        (
+            "    def test_y():\n>       assert 1 == 2\nE       assert 1 == 2\nE        +  where 1 = f()\n\n"
+            "t.py:9: AssertionError",
+            "assert 1 == 2",
+        ),
+        (
+            "E   ValueError: first\n\nThe above exception was the direct cause of the following exception:\n\n"
+            ">   raise RuntimeError('second')\nE   RuntimeError: second\n\nt.py:4: RuntimeError",
+            "RuntimeError: second",
+        ),
+        # a Python traceback (a script's unittest report): the line after its last frames
+        (
+            'Traceback (most recent call last):\n  File "t.py", line 3, in test_x\n    a, b = False\n'
+            "    ^^^^\nTypeError: cannot unpack non-iterable bool object\n",
+            "TypeError: cannot unpack non-iterable bool object",
+        ),
+        (
+            'test_s (t.T.test_s) (k=1)\nTraceback (most recent call last):\n  File "t.py", line 5, in test_s\n'
+            "    self.assertNotEqual(k, 1)\nAssertionError: 1 == 1\n",
+            "AssertionError: 1 == 1",
+        ),
+        ("Unexpected success", "Unexpected success"),
+    ],
+)
+def test_junit_messages_are_the_exception_line(message: str, line: str) -> None:
+    assert exception_line(message) == line
