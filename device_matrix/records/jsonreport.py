@@ -140,8 +140,10 @@ def build(
         }
         crash = {"path": t.get("file"), "lineno": t.get("line"), "message": t.get("cause")}
         for phase in phases.get(t["nodeid"], ()):
-            body: dict[str, Any] = {"duration": phase["duration"], "outcome": phase["outcome"]}
-            if phase["outcome"] == "failed" and crash["message"]:
+            # a phase's outcome in pytest's words: a unittest error's call "failed" (the test is the error, #24)
+            said = "failed" if phase["outcome"] == "error" else phase["outcome"]
+            body: dict[str, Any] = {"duration": phase["duration"], "outcome": said}
+            if said == "failed" and crash["message"]:
                 # as pytest-json-report's: the exception and where, of the phase that failed (#20)
                 body["crash"], crash = crash, {}
             if phase.get("longrepr"):
