@@ -185,3 +185,47 @@ def test_a_row_without_scripts_is_refused_with_a_tip(tmp_path: Path) -> None:
     proc = _compare(tmp_path)
     assert proc.returncode != 0 and "has no scripts to compare" in proc.stderr + proc.stdout
     assert "TIP" in proc.stderr + proc.stdout
+
+
+EXITS = """\
+import os
+import sys
+import unittest
+
+
+class TestPasses(unittest.TestCase):
+    def test_a(self):
+        pass
+
+
+if __name__ == "__main__":
+    unittest.main(exit=False)
+    sys.exit(0 if "DEVICE_MATRIX_DEVICE" in os.environ else 5)  # fails only as a plain script
+"""
+
+BROKEN = "import module_that_does_not_exist\n"
+
+
+@pytest.mark.slow
+def test_the_process_and_a_script_that_never_ran_a_test_are_compared_too(tmp_path: Path) -> None:
+    scripts = "".join(
+        f'[[tool.device-matrix.devices.fixture.scripts]]\nfile = "test/{name}"\n'
+        for name in ("test_exits.py", "test_broken.py")
+    )
+    root = _project(tmp_path, scripts)
+    (root / "test" / "test_exits.py").write_text(EXITS)
+    (root / "test" / "test_broken.py").write_text(BROKEN)
+    proc = _compare(root, "--all")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    data = json.loads((root / "results" / "compare" / "compare.json").read_text())
+    exits, broken = data["invocations"]
+    # every test passed both ways, but the plain process exited 5: its CI step fails
+    assert exits["mismatches"] == 1
+    assert {"nodeid": "test/test_exits.py (the process)", "device_matrix": "row passed", "plain": "exit 5"} in [
+        {k: t[k] for k in ("nodeid", "device_matrix", "plain")} for t in exits["tests"]
+    ]
+    # the import failed both ways: the file's own error, the same
+    assert broken["mismatches"] == 0 and broken["tests_upstream"] is None and broken["tests_recorded"] == 1
+    assert broken["tests"] == [
+        {"nodeid": "test/test_broken.py", "device_matrix": "error", "plain": "error", "same": True}
+    ]

@@ -116,12 +116,16 @@ class Invocation:
     def label(self) -> str:
         return self.script.file + (f" [{self.script.variant}]" if self.script.variant else "")
 
-    def compare(self, nodeids: dict[str, str]) -> int:
-        """Fill ``rows``; the number of mismatches."""
+    def compare(self, nodeids: dict[str, str], status: str) -> int:
+        """Fill ``rows``; the number of mismatches. ``status``: the row's, through device-matrix."""
         mismatches = 0
         for key, ours in self.tests.items():
             theirs = self.plain.named.get(key)
-            if theirs is None and not self.plain.verbose:
+            if key == "":
+                # the script's own error: it failed before unittest ran a test, both ways
+                theirs = "error" if self.plain.ran is None and self.plain.returncode != 0 else None
+                same = theirs == ours
+            elif theirs is None and not self.plain.verbose:
                 same = ours in NOT_FAILING and self.plain.ran is not None  # "not failing" there
             else:
                 same = theirs == ours
@@ -136,6 +140,12 @@ class Invocation:
             ours_counts = Counter(self.tests.values())
             for outcome in ("skipped", "xfailed"):
                 mismatches += abs(ours_counts[outcome] - self.plain.counts[outcome])
+        if not mismatches and (self.plain.returncode == 0) != (status == "passed"):
+            # the process: a script that exits non-zero (a hang at exit, a crash after its
+            # tests) fails its CI step even when every test passed; so must the record
+            mismatches += 1
+            ours = f"row {status}"
+            self.rows.append((f"{self.label} (the process)", ours, f"exit {self.plain.returncode}", False))
         return mismatches
 
 
@@ -186,11 +196,14 @@ def _through(
 
 
 def _key(nodeid: str, script: Script) -> str | None:
-    """``Class::method`` of a test of this invocation (its nodeid ends with [variant])."""
+    """``Class::method`` of a test of this invocation (its nodeid ends with [variant]); ``""``
+    for the invocation's own error (the script failed before any test ran)."""
     head, sep, rest = nodeid.partition("::")
-    if not sep or Path(os.path.normpath(head)) != Path(os.path.normpath(script.file)):
-        return None
     suffix = f"[{script.variant}]" if script.variant else ""
+    if not sep:
+        return "" if Path(os.path.normpath(head.removesuffix(suffix))) == Path(os.path.normpath(script.file)) else None
+    if Path(os.path.normpath(head)) != Path(os.path.normpath(script.file)):
+        return None
     if suffix:
         if not rest.endswith(suffix):
             return None
@@ -221,7 +234,7 @@ def cmd_compare(args: argparse.Namespace, out: Output) -> int:
         nodeids = {k: t["nodeid"] for t in record["tests"] if (k := _key(t["nodeid"], script)) is not None}
         outcomes = {k: str(t["outcome"]) for t in record["tests"] if (k := _key(t["nodeid"], script)) is not None}
         inv = Invocation(script, plain, outcomes, seconds)
-        invocations.append((inv, inv.compare(nodeids)))
+        invocations.append((inv, inv.compare(nodeids, record["status"])))
     _print(out, invocations, args.all)
     plain_total = sum(inv.plain.seconds for inv, _ in invocations)
     total_seconds = sum(inv.seconds for inv, _ in invocations)
@@ -234,7 +247,7 @@ def cmd_compare(args: argparse.Namespace, out: Output) -> int:
                 "variant": inv.script.variant,
                 "args": list(inv.script.args),
                 "tests_upstream": inv.plain.ran,
-                "tests_recorded": len(inv.tests),
+                "tests_recorded": len(inv.tests),  # the script's own error included
                 "mismatches": m,
                 "plain_seconds": round(inv.plain.seconds, 3),
                 "device_matrix_seconds": round(inv.seconds, 3),
