@@ -484,3 +484,15 @@ def test_a_test_cannot_tell_the_launcher_from_python_file(tmp_path: Path) -> Non
     assert seen["launched"]["name"] == "__main__"
     # the same callers, frame by frame: functions, files and the types of their locals
     assert seen["launched"] == seen["plain"]
+
+
+def test_the_session_ends_before_the_exit_handlers_run(tmp_path: Path) -> None:
+    # a hang in an exit handler (torch_xla's, waiting for the device) is a hang at exit,
+    # after the session's end, as under pytest (#24)
+    ran = tmp_path / "ran.txt"
+    run = launch(tmp_path, "test_exit_handler.py", env={"EXIT_HANDLER_RAN": str(ran)})
+    assert run.proc.returncode == 0, run.proc.stderr
+    end = json.loads(run.lines[-1])
+    assert end["e"] == "end" and end["exitstatus"] == 0
+    assert end["t"] <= float(ran.read_text())
+    assert run.outcomes() == {"TestA::test_a": ("passed", None)}

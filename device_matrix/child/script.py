@@ -37,6 +37,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 import traceback
 import unittest
@@ -774,8 +775,10 @@ def _watch_the_end(recorder: Recorder) -> None:
         recorder.failure = "".join(traceback.format_exception(kind, exc, tb))
         excepthook(kind, exc, tb)
 
-    def at_exit() -> None:
-        # registered first, so it runs last: after the script's own exit handlers
+    def session_end() -> None:
+        # the script's __main__ is done (its end, sys.exit(), an uncaught exception): its
+        # session ended, as pytest's does at sessionfinish; what hangs after this (a runtime's
+        # exit handler, a thread joined) is a hang at exit, as under pytest
         recorder.close()
         status = recorder.status()
         if not recorder.collected:
@@ -788,6 +791,9 @@ def _watch_the_end(recorder: Recorder) -> None:
         recorder.write("end", exitstatus=status, t=time.time())
         if recorder.journal is not None:
             recorder.journal.close()
+
+    def at_exit() -> None:
+        # registered first, so it runs last: after the script's own exit handlers
         if recorder.runs > 1 and recorder.exit_code in (None, 0, False):
             # a run the record cannot see never passes: python would have exited 0
             for stream in (sys.stdout, sys.stderr):
@@ -797,6 +803,10 @@ def _watch_the_end(recorder: Recorder) -> None:
 
     sys.exit = journaled_exit
     sys.excepthook = journaled_excepthook
+    # before the interpreter joins its threads and runs its exit handlers (CPython's hook,
+    # as concurrent.futures uses it); else with the exit handlers
+    before_threads = getattr(threading, "_register_atexit", None)
+    (before_threads or atexit.register)(session_end)
     atexit.register(at_exit)
 
 

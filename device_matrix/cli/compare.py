@@ -173,8 +173,9 @@ def _plain(cfg: Config, row: Row, script: Script, python: str, timeout: float) -
         )
         output, returncode = proc.stdout + proc.stderr, proc.returncode
     except subprocess.TimeoutExpired as exc:
-        text = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        output, returncode = text, -9
+        # what it printed before it hung: unittest's summary comes before a hang at exit
+        parts = [p.decode(errors="replace") if isinstance(p, bytes) else (p or "") for p in (exc.stdout, exc.stderr)]
+        output, returncode = "".join(parts), -9
     return read_plain(output, returncode, time.monotonic() - started)
 
 
