@@ -34,6 +34,7 @@ from device_matrix.errors import EXIT_OK, EXIT_TESTS_FAILED, UsageProblem
 from device_matrix.output import Output
 from device_matrix.records.atomic import write_json_atomic
 from device_matrix.records.schema import RunRecord
+from device_matrix.run.targets import of_script
 
 # unittest's verbose line, and the headers of its failure listing (3.11: "(module.Class.test)";
 # 3.10 and older: "(module.Class)"); a subtest's header ends with its parameters
@@ -114,7 +115,7 @@ class Invocation:
 
     @property
     def label(self) -> str:
-        return self.script.file + (f" [{self.script.variant}]" if self.script.variant else "")
+        return self.script.file + (f" {self.script.suffix}" if self.script.variant else "")
 
     def compare(self, nodeids: dict[str, str], status: str) -> int:
         """Fill ``rows``; the number of mismatches. ``status``: the row's, through device-matrix."""
@@ -196,20 +197,13 @@ def _through(
     return record, time.monotonic() - started
 
 
-def _key(nodeid: str, script: Script) -> str | None:
+def _key(nodeid: str, script: Script, root: Path) -> str | None:
     """``Class::method`` of a test of this invocation (its nodeid ends with [variant]); ``""``
     for the invocation's own error (the script failed before any test ran)."""
-    head, sep, rest = nodeid.partition("::")
-    suffix = f"[{script.variant}]" if script.variant else ""
-    if not sep:
-        return "" if Path(os.path.normpath(head.removesuffix(suffix))) == Path(os.path.normpath(script.file)) else None
-    if Path(os.path.normpath(head)) != Path(os.path.normpath(script.file)):
+    if not of_script(nodeid, script, (script,), root):
         return None
-    if suffix:
-        if not rest.endswith(suffix):
-            return None
-        rest = rest[: -len(suffix)]
-    return rest
+    _, sep, rest = nodeid.partition("::")
+    return rest.removesuffix(script.suffix) if sep else ""
 
 
 def cmd_compare(args: argparse.Namespace, out: Output) -> int:
@@ -232,8 +226,9 @@ def cmd_compare(args: argparse.Namespace, out: Output) -> int:
             f"  {shlex.join([script.file, *script.args])}: as a script exit {plain.returncode} in "
             f"{plain.seconds:.1f} s, through device-matrix {record['status']} in {seconds:.1f} s"
         )
-        nodeids = {k: t["nodeid"] for t in record["tests"] if (k := _key(t["nodeid"], script)) is not None}
-        outcomes = {k: str(t["outcome"]) for t in record["tests"] if (k := _key(t["nodeid"], script)) is not None}
+        root = cfg.project_root
+        nodeids = {k: t["nodeid"] for t in record["tests"] if (k := _key(t["nodeid"], script, root)) is not None}
+        outcomes = {k: str(t["outcome"]) for t in record["tests"] if (k := _key(t["nodeid"], script, root)) is not None}
         inv = Invocation(script, plain, outcomes, seconds)
         invocations.append((inv, inv.compare(nodeids, record["status"])))
     _print(out, invocations, args.all)
