@@ -201,6 +201,12 @@ def test_the_record_keeps_errors_messages_and_the_command_that_ran(tmp_path: Pat
         assert error == ("error", "TypeError: cannot unpack non-iterable bool object"), messages
         failure = messages["test." + name.format("failure")]
         assert failure == ("failure", "AssertionError: 1 != 2"), messages
+    # report.json: the error's call phase in pytest-json-report's words, with its exception
+    report = {t["nodeid"]: t for t in json.loads((p.results / "fixture" / "report.json").read_text())["tests"]}
+    for nodeid in (f"{base}test_error", f"{script}test_error[script]"):
+        call = report[nodeid]["call"]
+        assert call["outcome"] == "failed", report[nodeid]
+        assert call["crash"]["message"].startswith("TypeError: cannot unpack non-iterable bool object"), call
     # the command that ran, and a repro that is it (the project has no noxfile)
     assert record["command"] == [
         "device-matrix",
