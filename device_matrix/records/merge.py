@@ -363,7 +363,7 @@ def merge(spread: Spread, *, command: Sequence[str] = ()) -> Merged:
 def _mixed(records: Mapping[int, RunRecord], problems: list[str]) -> bool:
     """Whether the parts ran different commits; that, and parts run in different places
     (here, in a container, in another image), are problems: one record is of one run."""
-    commits = {k: c for k, r in records.items() if (c := (r.get("source") or {}).get("commit"))}
+    commits = {k: c for k, r in records.items() if (source := r.get("source")) and (c := source["commit"])}
     mixed = len(set(commits.values())) > 1
     if mixed:
         listed = ", ".join(f"shard {k} at {c[:12]}" for k, c in commits.items())

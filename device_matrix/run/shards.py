@@ -270,6 +270,7 @@ __all__ = [
     "Shard",
     "balance",
     "check_count",
+    "claim_plan",
     "fit_collection",
     "gangs_of",
     "make_plan",
@@ -280,7 +281,6 @@ __all__ = [
     "shard_folder",
     "slot_env",
     "split",
-    "claim_plan",
     "write_plan",
     "write_shard_file",
 ]
