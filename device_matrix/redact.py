@@ -51,6 +51,8 @@ REDACTED = "[redacted]"
 PLACEHOLDER_RE = re.compile(r"\[redacted:[0-9a-f]{6,64}(?:\+[a-z0-9]+)?\]")
 KEY_VARIABLE = "DEVICE_MATRIX_REDACTION_KEY"
 _SALT = b"device-matrix/redact/1:"
+# the characters a URL quoted again keeps as they are (RFC 3986's reserved, and ~)
+URL_RESERVED = "!#$&'()*+,/:;=?@[]~"
 
 SECRET_NAME_RE = re.compile(
     r"(TOKEN|SECRET|PASSW(OR)?D|PASSPHRASE|CREDENTIAL|PRIVATE|API_?KEY|ACCESS_?KEY|AUTH|COOKIE|SESSION_?ID|_KEY$|^KEY$)",
@@ -251,14 +253,22 @@ def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
 def encodings(value: str) -> dict[str, str]:
     """``value`` as it may appear inside other text -> a short name of the form ("" as is).
 
-    URL-quoted (``u``, ``p`` with + for spaces), JSON-escaped (``j``), and the base64 of
+    URL-quoted (``u``; ``q`` keeping ``/`` as urllib's ``quote`` does, ``r`` keeping every
+    reserved character of a URL, ``p`` with + for spaces), JSON-escaped (``j``), and the base64 of
     its UTF-8 at each of the three alignments it can sit at inside a longer base64 string
     (``b0``-``b2``; ``s0``-``s2`` in the URL-safe alphabet): the characters that depend on
     the value alone. Forms shorter than MIN_LITERAL are left out.
     """
     forms = {value: ""}
     data = value.encode(errors="surrogatepass")  # a lone surrogate (a name not UTF-8) never fails
-    for tag, form in (("u", quote(data, safe="")), ("p", quote_plus(data)), ("j", json.dumps(value)[1:-1])):
+    quoted = (
+        ("u", quote(data, safe="")),
+        ("q", quote(data)),  # urllib's default keeps "/": the value's path stands readable in it
+        ("r", quote(data, safe=URL_RESERVED)),  # a URL quoted again keeps its reserved characters
+        ("p", quote_plus(data)),
+        ("j", json.dumps(value)[1:-1]),
+    )
+    for tag, form in quoted:
         forms.setdefault(form, tag)
     # after `align` bytes of something else, the first character that holds only the value's
     # bits is the 0th, 2nd or 3rd; the last ends where the value's bits end

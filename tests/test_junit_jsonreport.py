@@ -205,3 +205,45 @@ def test_junit_text_survives_a_parser_whatever_the_test_said() -> None:
 )
 def test_junit_messages_are_the_exception_line(message: str, line: str) -> None:
     assert exception_line(message) == line
+
+
+def test_a_test_that_fails_in_call_and_teardown_has_both_in_every_file(tmp_path: Path) -> None:
+    # an assertion fails, then the fixture's teardown raises: pytest reports the test twice
+    # (FAILED and ERROR); the record, junit.xml and report.json all say it failed
+    from tests.userproject import user_project
+
+    p = user_project(
+        tmp_path,
+        {
+            "tests/test_td.py": """\
+                import pytest
+
+                @pytest.fixture
+                def broken():
+                    yield
+                    raise RuntimeError("teardown broke")
+
+                def test_both(broken):
+                    assert 0, "call broke"
+
+                def test_ok():
+                    pass
+                """
+        },
+    )
+    proc = p.run("run", "--device", "cpu")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    record = p.record("cpu")
+    assert record["status"] == "failed"
+    # a teardown's failure is an error whatever the call did: the record names the teardown's
+    both = next(t for t in record["tests"] if t["nodeid"].endswith("test_both"))
+    assert (both["outcome"], both["cause"]) == ("error", "RuntimeError: teardown broke")
+    report = json.loads((p.results / "cpu" / "report.json").read_text())
+    entry = next(t for t in report["tests"] if t["nodeid"].endswith("test_both"))
+    assert entry["call"]["outcome"] == "failed" and "call broke" in entry["call"]["longrepr"]
+    assert "crash" not in entry["call"]  # the teardown's exception is not the call's
+    assert entry["teardown"]["outcome"] == "failed"
+    assert entry["teardown"]["crash"]["message"] == "RuntimeError: teardown broke"
+    assert report["summary"] == {"error": 1, "passed": 1, "total": 2, "collected": 2}
+    cases = {c.get("name"): [e.tag for e in c] for c in ET.parse(p.results / "cpu" / "junit.xml").iter("testcase")}
+    assert cases == {"test_both": ["error"], "test_ok": []}

@@ -227,3 +227,58 @@ def test_a_plan_is_the_same_on_every_host_and_an_older_one_gets_its_id() -> None
     older = {k: v for k, v in _plan().items() if k not in ("plan", "durations", "gangs")}
     checked = check_plan(dict(older, schema=SHARD_SCHEMA), "shard.json")
     assert checked["gangs"] == [] and len(checked["plan"]) == 16
+
+
+def _source(commit: str | None) -> dict[str, Any]:
+    return {
+        "commit": commit,
+        "head_commit": None,
+        "ref": "main",
+        "ref_type": "branch",
+        "event": "push",
+        "event_name": "push",
+        "pull_request": None,
+        "base_ref": None,
+        "base_commit": None,
+        "repository": "o/r",
+        "run_id": "1",
+        "run_attempt": 1,
+        "workflow": "ci",
+        "origin": "actions",
+    }
+
+
+def test_parts_of_different_commits_are_not_one_green_record_of_the_first() -> None:
+    # shard 2 run again after a commit: the same collection gives the same split, but the
+    # row's record would say every test passed at shard 1's commit
+    plan = _plan()
+    a, b = "a" * 40, "b" * 40
+    gang = (_gang("g", "passed"),)
+    one = _part(plan, 1, source=_source(a))
+    one = Part(one.index, one.record, one.plan, gangs=gang)
+    merged = merge(Spread("cpu", plan, (one, _part(plan, 2, source=_source(b)))))
+    assert merged.problems == (f"the shards ran different commits: shard 1 at {a[:12]}, shard 2 at {b[:12]}",)
+    record = merged.record
+    assert record["status"] == "failed" and "different commits" in (record["reason"] or "")
+    assert record.get("source") is not None and record["source"]["commit"] is None  # no one commit was tested
+    # the same commit (or a part that knows none, as from a node without git) merges green
+    same = merge(Spread("cpu", plan, (one, _part(plan, 2, source=_source(a)))))
+    assert same.problems == () and same.record["status"] == "passed"
+    assert same.record["source"] is not None and same.record["source"]["commit"] == a
+    unknown = merge(Spread("cpu", plan, (one, _part(plan, 2, source=_source(None)))))
+    assert unknown.problems == () and unknown.record["status"] == "passed"
+
+
+def test_parts_run_in_different_places_say_so() -> None:
+    plan = _plan()
+    gang = (_gang("g", "passed"),)
+    one = _part(plan, 1)
+    one = Part(one.index, one.record, one.plan, gangs=gang)
+    other = _part(plan, 2, mode="container", image="img:2")
+    merged = merge(Spread("cpu", plan, (one, other)))
+    first = one.record
+    assert first is not None
+    assert merged.problems == (
+        f"the shards ran in different places: shard 1 {first['mode']}, shard 2 container img:2",
+    )
+    assert merged.record["status"] == "failed"

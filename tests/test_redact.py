@@ -18,6 +18,7 @@ from device_matrix.redact import (
     MIN_LITERAL,
     REDACTED,
     RULES,
+    URL_RESERVED,
     Redactor,
     encodings,
     redact_env,
@@ -180,6 +181,8 @@ def test_encoded_forms_of_a_known_value_are_found_and_stay_distinct() -> None:
     data = secret.encode()
     texts = {
         "u": quote(secret, safe=""),
+        "q": quote(secret),
+        "r": quote(secret, safe=URL_RESERVED),
         "p": quote_plus(secret, safe=""),
         "j": json.dumps(secret)[1:-1],
         **{f"b{k}": base64.b64encode(b"x" * k + data + b"tail").decode() for k in range(3)},
@@ -420,13 +423,14 @@ def test_each_encoded_form_is_exactly_the_value_encoded() -> None:
     secret = '~~~???>>>"ab c/'  # every alignment's base64 writes + or /: the URL-safe forms differ
     forms = encodings(secret)
     assert forms[quote(secret, safe="")] == "u" and forms[quote_plus(secret)] == "p"
+    assert forms[quote(secret)] == "q" and forms[quote(secret, safe=URL_RESERVED)] == "r"
     assert forms[json.dumps(secret)[1:-1]] == "j"
     data = secret.encode()
     for align, first in ((0, 0), (1, 2), (2, 3)):
         last = 8 * (align + len(data)) // 6
         assert forms[base64.b64encode(bytes(align) + data)[first:last].decode()] == f"b{align}"
         assert forms[base64.urlsafe_b64encode(bytes(align) + data)[first:last].decode()] == f"s{align}"
-    assert len(forms) == 10
+    assert len(forms) == 12
     # a name from a file that is not UTF-8 holds a lone surrogate: still a value, still found
     lone = "caf\udce9-secret-1"
     assert lone in encodings(lone) and Redactor({"A_TOKEN": lone}).text(f"x {lone}") == f"x {REDACTED}"
@@ -573,3 +577,15 @@ def test_spans_find_overlapping_occurrences() -> None:
     env = {"MY_TOKEN": "aaaaaaaa"}
     assert Redactor(env).spans("a" * 10) == [(0, 8), (1, 9), (2, 10)]
     assert Redactor(env).spans("nothing here") == []
+
+
+def test_a_known_value_url_quoted_as_urllib_and_requests_leave_slashes_is_found() -> None:
+    # urllib.parse.quote keeps "/" by default and a URL re-quoted keeps its reserved
+    # characters: the value stands there, readable, with only its other characters escaped
+    secret = 's3cr3t/Valu"e!9 x:y@z'
+    r = Redactor({"PROBE_TOKEN": secret})
+    for text in (quote(secret), quote(secret, safe="!#$&'()*+,/:;=?@[]~")):
+        assert "/" in text and secret not in text
+        assert r.text(f"GET http://h/?q={text} 200") == f"GET http://h/?q={REDACTED} 200", text
+        assert text not in r.ident(f"test_url[{text}]")
+    assert r.ident(f"t[{quote(secret)}]") != r.ident(f"t[{secret}]")  # a form of its own, as every form

@@ -90,6 +90,63 @@ def test_sequential_shards_on_one_host_run_every_test_once(project: Callable[...
     assert len(plan_ids) == 1 and record["spread"]["plan"] in plan_ids
 
 
+HELD_COLLECTION = {
+    "tests/conftest.py": """\
+        import os, time
+        from pathlib import Path
+
+        def pytest_collection_modifyitems(items):
+            hold = os.environ.get("HOLD_COLLECTION")
+            if hold:  # this shard collects only once the test lets it
+                Path(hold + ".waiting").touch()
+                end = time.monotonic() + 60
+                while not Path(hold).exists() and time.monotonic() < end:
+                    time.sleep(0.05)
+        """,
+    "tests/test_slow.py": """\
+        import time, pytest
+
+        @pytest.mark.parametrize("i", range(8))
+        def test_slow(i):
+            time.sleep(0.05 * (8 - i) * (i % 3))
+        """,
+}
+
+
+def test_two_shards_started_at_once_in_one_folder_share_one_split(tmp_path: Path) -> None:
+    """Both find no plan; the first to split writes it, and the other runs its part of that split
+    (it made its own with the durations the first recorded, and its results were thrown away)."""
+    from tests.userproject import user_project
+
+    p = user_project(tmp_path, HELD_COLLECTION)
+    hold = tmp_path / "go"
+    env = {**clean_env(), "HOLD_COLLECTION": str(hold)}
+    argv = [sys.executable, "-m", "device_matrix", "--project", str(p.root), "run", "--no-gdb", "--device", "cpu"]
+    second = subprocess.Popen(
+        [*argv, "--shard", "2/2"], cwd=p.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        end = time.monotonic() + 60
+        while not Path(f"{hold}.waiting").exists():
+            assert second.poll() is None and time.monotonic() < end, second.communicate()[0]
+            time.sleep(0.05)
+        first = p.run("run", "--device", "cpu", "--shard", "1/2")  # splits, runs, records its durations
+        assert first.returncode == 0, first.stdout + first.stderr
+    finally:
+        hold.touch()
+        out = second.communicate(timeout=120)[0]
+    assert second.returncode == 0, out
+    plan = json.loads((p.results / "cpu/shards/plan.json").read_text())["plan"]
+    for k in (1, 2):
+        record = json.loads((p.results / f"cpu/shards/{k}/run.json").read_text())
+        assert record["spread"]["plan"] == plan, (k, out)
+        assert json.loads((p.results / f"cpu/shards/{k}/shard.json").read_text())["plan"] == plan
+    proc = p.run("merge")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    merged = p.record("cpu")
+    assert merged["status"] == "passed" and merged["summary"]["passed"] == 8 and merged["reason"] is None
+
+
 def test_a_resume_never_continues_a_shards_record_of_another_split(project: Callable[..., Project]) -> None:
     p = project("passing")
     assert p.run("run", "--device", "fixture", "--shard", "1/2").returncode == 0

@@ -59,6 +59,25 @@ def write_text_atomic(path: Path, text: str) -> None:
         raise
 
 
+def create_json_atomic(path: Path, data: Any, redactor: Redactor | None = None) -> bool:
+    """Write JSON, redacted, only where ``path`` does not exist yet; whether this wrote it.
+
+    Of two processes that both found no file, one writes it whole and the other learns so
+    (a link is made, never replaced): the first shard to split a row decides its split (#23).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = _create_beside(path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
+            fh.write(redacted_json(data, redactor)[1] + "\n")
+        os.link(tmp, path)
+    except FileExistsError:
+        return False
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return True
+
+
 def _create_beside(path: Path) -> tuple[int, str]:
     """A new temporary file beside ``path``, with the mode the umask gives a new file.
 

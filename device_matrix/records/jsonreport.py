@@ -139,13 +139,16 @@ def build(
             "keywords": [part for part in t["nodeid"].replace("::", "/").split("/") if part],
         }
         crash = {"path": t.get("file"), "lineno": t.get("line"), "message": t.get("cause")}
+        failed_in = _phase_of_cause(phases.get(t["nodeid"], ()), t.get("cause"))
         for phase in phases.get(t["nodeid"], ()):
             # a phase's outcome in pytest's words: a unittest error's call "failed" (the test is the error, #24)
             said = "failed" if phase["outcome"] == "error" else phase["outcome"]
             body: dict[str, Any] = {"duration": phase["duration"], "outcome": said}
-            if said == "failed" and crash["message"]:
-                # as pytest-json-report's: the exception and where, of the phase that failed (#20)
-                body["crash"], crash = crash, {}
+            if phase is failed_in:
+                # as pytest-json-report's: the exception and where, of the phase that failed
+                # with it (#20); a call that failed before its teardown did is not given the
+                # teardown's exception
+                body["crash"] = crash
             if phase.get("longrepr"):
                 body["longrepr"] = phase["longrepr"]
             entry[str(phase["when"])] = body
@@ -168,6 +171,16 @@ def build(
         "tests": tests,
         "device_matrix": {"row": record["row"], "status": record["status"], "run": "run.json"},
     }
+
+
+def _phase_of_cause(phases: Sequence[Mapping[str, Any]], cause: str | None) -> Mapping[str, Any] | None:
+    """The failed phase the record's cause came from: the one whose report shows its first
+    line (a call and its teardown can both fail), else the first that failed."""
+    failed = [p for p in phases if p["outcome"] in ("failed", "error")]
+    if not cause or not failed:
+        return None
+    first = cause.splitlines()[0]
+    return next((p for p in failed if first in str(p.get("longrepr") or "")), failed[0])
 
 
 def write(path: Path, report: Mapping[str, Any]) -> None:

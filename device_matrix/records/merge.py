@@ -43,6 +43,7 @@ from device_matrix.records.schema import (
     PlanFile,
     RowStatus,
     RunRecord,
+    SourceInfo,
     SpreadRef,
     TestRecord,
     load_gang,
@@ -219,6 +220,7 @@ def merge(spread: Spread, *, command: Sequence[str] = ()) -> Merged:
                 owner[reference["tests"][i]] = k
 
     records = {k: p.record for k, p in sorted(accepted.items()) if p.record is not None}
+    mixed = _mixed(records, problems)
     seen: dict[str, list[tuple[int, TestRecord]]] = {}
     crash_ids: dict[tuple[int, str], str] = {}
     crashes: list[CrashRecord] = []
@@ -350,11 +352,35 @@ def merge(spread: Spread, *, command: Sequence[str] = ()) -> Merged:
         summary=summarize(tests),
         run_url=next((r["run_url"] for r in records.values() if r["run_url"]), None),
         runner_pid=None,
-        # a shard that came back from no node has no source: any other shard's is the row's (#25)
-        source=next((r["source"] for r in records.values() if r.get("source")), None),
+        # a shard that came back from no node has no source: any other shard's is the row's (#25);
+        # shards of different commits tested no one commit
+        source=_source(records, mixed),
         spread=SpreadRef(plan=reference["plan"] if reference is not None else _only_plan(records), shard=None, of=of),
     )
     return Merged(record, tuple(problems), {k: p.report for k, p in accepted.items() if p.report is not None})
+
+
+def _mixed(records: Mapping[int, RunRecord], problems: list[str]) -> bool:
+    """Whether the parts ran different commits; that, and parts run in different places
+    (here, in a container, in another image), are problems: one record is of one run."""
+    commits = {k: c for k, r in records.items() if (source := r.get("source")) and (c := source["commit"])}
+    mixed = len(set(commits.values())) > 1
+    if mixed:
+        listed = ", ".join(f"shard {k} at {c[:12]}" for k, c in commits.items())
+        problems.append(f"the shards ran different commits: {listed}")
+    places = {k: r["mode"] if r["mode"] != "container" else f"container {r['image']}" for k, r in records.items()}
+    if len(set(places.values())) > 1:
+        problems.append(
+            "the shards ran in different places: " + ", ".join(f"shard {k} {where}" for k, where in places.items())
+        )
+    return mixed
+
+
+def _source(records: Mapping[int, RunRecord], mixed: bool) -> SourceInfo | None:
+    source = next((r["source"] for r in records.values() if r.get("source")), None)
+    if source is None or not mixed:
+        return source
+    return SourceInfo(**{**source, "commit": None, "head_commit": None})
 
 
 def _plan_of(part: Part) -> PlanFile | dict[str, Any]:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from device_matrix.config import Config, Row
 from device_matrix.errors import ResultsError, UsageProblem
-from device_matrix.records.atomic import write_json_atomic
+from device_matrix.records.atomic import create_json_atomic, write_json_atomic
 from device_matrix.records.merge import SHARD_FILE, SHARDS_DIR
 from device_matrix.records.schema import SHARD_SCHEMA, GangSlot, LostNode, PlanFile, RunRecord, load_run, plan_id
 from device_matrix.redact import Redactor, selected
@@ -201,6 +201,15 @@ def write_plan(path: Path, plan: PlanFile, redactor: Redactor | None = None) -> 
     write_json_atomic(path, plan, redactor)
 
 
+def claim_plan(path: Path, plan: PlanFile) -> bool:
+    """Write ``plan`` as the row's split unless another shard wrote one first (whether it did).
+
+    Shards of a row started at once in one results folder each find no plan and split the
+    row; the first to write decides, and the others read its split (#23).
+    """
+    return create_json_atomic(path, plan)
+
+
 def write_shard_file(
     folder: Path, plan: PlanFile, index: int, *, node: str | None = None, lost: Sequence[LostNode] = ()
 ) -> None:
@@ -261,6 +270,7 @@ __all__ = [
     "Shard",
     "balance",
     "check_count",
+    "claim_plan",
     "fit_collection",
     "gangs_of",
     "make_plan",

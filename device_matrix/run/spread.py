@@ -71,6 +71,7 @@ from device_matrix.run.runner import Collection
 from device_matrix.run.shards import (
     Shard,
     check_count,
+    claim_plan,
     fit_collection,
     gangs_of,
     make_plan,
@@ -419,7 +420,14 @@ def _split_here(
     split_plan = make_plan(
         run.row.name, shard.count, found.nodeids, durations, gangs=[g.name for g in todo], reason=found.problem
     )
-    write_plan(plan_path(run.cfg, run.row.name), split_plan)
+    path = plan_path(run.cfg, run.row.name)
+    if not claim_plan(path, split_plan):
+        # another shard of the row split it while this one collected: its split decides
+        decided = _read_plan(path, shard)
+        if decided is not None:
+            fit_collection(decided, found.nodeids, path, flag)
+            return decided, found.nodeids
+        write_plan(path, split_plan)  # removed again since: this split is the row's
     return split_plan, found.nodeids
 
 
