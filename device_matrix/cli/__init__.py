@@ -250,10 +250,30 @@ def print_summary(out: Output, records: Sequence[RunRecord], cfg: Config) -> Non
             if d["hint"]:
                 out.line(f"      hint: {d['hint']}")
             out.line(f"      repro: {c['repro'].splitlines()[0]}")
+        _print_failures(out, r, cfg)
         unlinked = [t for t in r["tests"] if t["skip"] and not t["skip"]["issue"] and t["skip"]["source"] != "pytest"]
         if unlinked:
             out.line(f"  {r['row']}: {len(unlinked)} device skip(s) cite no issue: run `device-matrix issues sync`")
     out.line(f"results: {cfg.results_dir}")
+
+
+FAILURES_SHOWN = 10
+
+
+def _print_failures(out: Output, r: RunRecord, cfg: Config) -> None:
+    """Each failing test's cause and place, as triage has them: a terminal that showed only
+    ``FAILED nodeid`` sent the user to run.json to learn why (crashes have their own lines)."""
+    from device_matrix.report.model import failure_view
+
+    failing = [t for t in r["tests"] if t["outcome"] in ("failed", "error", "xpassed")]
+    for t in failing[:FAILURES_SHOWN]:
+        f = failure_view(t, r["row"])
+        where = f" at {f['file']}:{f['line']}" if f["file"] and f["line"] else ""
+        why = f": {f['message']}" if f["message"] else ""
+        out.line(f"  {r['row']}: {out.paint(t['outcome'])} {t['nodeid']}{where}{why}")
+    if len(failing) > FAILURES_SHOWN:
+        more = len(failing) - FAILURES_SHOWN
+        out.line(f"  {r['row']}: {more} more failure(s): {cfg.results_dir / r['row'] / 'run.json'}, or `device-matrix triage`")
 
 
 # --- plan / list / doctor / matrix ------------------------------------------------------
