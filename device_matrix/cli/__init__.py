@@ -397,21 +397,62 @@ def cmd_doctor(args: argparse.Namespace, out: Output) -> int:
 
 
 def _software_problem(requirements: Sequence[str]) -> str | None:
+    """What of a row's ``install`` this environment lacks, as pip would judge it: the
+    version asked (a specifier, or a wheel URL's version) and an extra's packages (#20)."""
     from importlib import metadata
 
-    missing = []
-    for req in requirements:
-        name = req.split(";")[0]
-        for sep in ("==", ">=", "<=", "~=", "!=", ">", "<", "["):
-            name = name.split(sep)[0]
-        name = name.strip()
-        if not name:
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    problems = []
+    for text in requirements:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            problems.append(f"{text} (not a pip requirement)")
+            continue
+        if req.marker is not None and not req.marker.evaluate():
             continue
         try:
-            metadata.version(name)
+            here = metadata.version(req.name)
         except metadata.PackageNotFoundError:
-            missing.append(name)
-    return f"missing {', '.join(missing)}" if missing else None
+            problems.append(f"{req.name} missing")
+            continue
+        if req.url:
+            try:
+                _, wanted, _, _ = parse_wheel_filename(req.url.rsplit("/", 1)[-1])
+            except InvalidWheelFilename:
+                wanted = None  # a folder or an sdist: its version is not in its name
+            if wanted is not None and here != str(wanted):
+                problems.append(f"{req.name} {here} installed, the row needs {wanted} ({req.url})")
+                continue
+        elif req.specifier and not req.specifier.contains(here, prereleases=True):
+            problems.append(f"{req.name} {here} installed, the row needs {req.specifier}")
+            continue
+        for extra in sorted(req.extras):
+            for dep in _extra_requirements(req.name, extra):
+                try:
+                    metadata.version(dep)
+                except metadata.PackageNotFoundError:
+                    problems.append(f"{req.name}[{extra}] needs {dep}, missing")
+    return "; ".join(problems) if problems else None
+
+
+def _extra_requirements(name: str, extra: str) -> list[str]:
+    """The packages ``name[extra]`` adds, from the installed package's metadata."""
+    from importlib import metadata
+
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    found = []
+    for text in metadata.requires(name) or []:
+        try:
+            dep = Requirement(text)
+        except InvalidRequirement:
+            continue
+        if dep.marker is not None and "extra" in str(dep.marker) and dep.marker.evaluate({"extra": extra}):
+            found.append(dep.name)
+    return found
 
 
 def cmd_matrix(args: argparse.Namespace, out: Output) -> int:
