@@ -125,7 +125,10 @@ def test_unreadable_log_exits_7(tmp_path: Path, capsys: pytest.CaptureFixture[st
         ("E   AssertionError: Aborted download of 3 files", None),
         # a row's output.log: a signal ended attempt 1; the resume's exit and the runner's
         # own kill at a deadline are no crash and take nothing from it
-        ("=== device-matrix attempt 1 ended by SIGSEGV (returncode -11)\n=== device-matrix attempt 2 exited with 1", -11),
+        (
+            "=== device-matrix attempt 1 ended by SIGSEGV (returncode -11)\n=== device-matrix attempt 2 exited with 1",
+            -11,
+        ),
         ("=== device-matrix attempt 1 ended by SIGABRT (returncode 134)", 134),
         ("=== device-matrix attempt 3 was ended by the runner (returncode -9)", None),
         ("=== device-matrix attempt 2 exited with 0", None),
@@ -163,7 +166,9 @@ def test_fails():
 """
 
 
-def test_a_rows_own_output_log_is_diagnosed_as_the_runner_did(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_rows_own_output_log_is_diagnosed_as_the_runner_did(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     # `device-matrix diagnose results/cpu/output.log` on a row whose test segfaulted said
     # "no native crash found": faulthandler's dump went to attempts/NN/faulthandler.txt and
     # the log said nothing of how the process ended

@@ -550,9 +550,8 @@ def test_the_history_folder_it_makes_in_a_project_is_ignored_by_git(tmp_path: Pa
     subprocess.run(["git", "init", "-q", str(project)], check=True)
     History.open(project / history_mod.DEFAULT_PATH).close()
     assert (project / ".device-matrix" / ".gitignore").read_text() == "*\n"
-    status = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=all"], cwd=project, capture_output=True, text=True, check=True
-    )
+    git_status = ["git", "status", "--porcelain", "--untracked-files=all"]
+    status = subprocess.run(git_status, cwd=project, capture_output=True, text=True, check=True)
     assert status.stdout == ""
     # a folder the user made is theirs: nothing is written into it but the history
     mine = tmp_path / "mine"

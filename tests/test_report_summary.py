@@ -360,13 +360,15 @@ def test_the_terminal_says_why_each_test_failed_and_where(tmp_path: Path) -> Non
     # `nox -s cpu` printed "FAILED tests/test_fail.py::test_width (0.01s)" and the table:
     # the assertion's message was in run.json and output.log only
     failed = R.test("tests/test_fail.py::test_width", "failed", message="def test_width():\n>  assert 8 == 16")
-    failed.update(cause="AssertionError: the default width should be 16\nassert 8 == 16", file="tests/test_fail.py", line=5)
+    cause = "AssertionError: the default width should be 16\nassert 8 == 16"
+    failed.update(cause=cause, file="tests/test_fail.py", line=5)
     error = R.test("scripts/train.py", "error", message="Traceback ...\nModuleNotFoundError: No module named 'mypkg'\n")
     error.update(cause="ModuleNotFoundError: No module named 'mypkg'", file="scripts/train.py", line=7)
     old = R.test("tests/test_old.py::test_x", "failed", message="E   ValueError: from a record without causes")
     rec = R.record("cpu", [R.test("tests/test_ok.py::test_ok"), failed, error, old])
     lines = _summary(tmp_path, [rec]).splitlines()
-    assert "  cpu: failed tests/test_fail.py::test_width at tests/test_fail.py:5: AssertionError: the default width should be 16" in lines
+    where = "tests/test_fail.py::test_width at tests/test_fail.py:5"
+    assert f"  cpu: failed {where}: AssertionError: the default width should be 16" in lines
     assert "  cpu: error scripts/train.py at scripts/train.py:7: ModuleNotFoundError: No module named 'mypkg'" in lines
     assert "  cpu: failed tests/test_old.py::test_x: ValueError: from a record without causes" in lines
     assert not any("test_ok" in line for line in lines)

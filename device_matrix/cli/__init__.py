@@ -272,8 +272,8 @@ def _print_failures(out: Output, r: RunRecord, cfg: Config) -> None:
         why = f": {f['message']}" if f["message"] else ""
         out.line(f"  {r['row']}: {out.paint(t['outcome'])} {t['nodeid']}{where}{why}")
     if len(failing) > FAILURES_SHOWN:
-        more = len(failing) - FAILURES_SHOWN
-        out.line(f"  {r['row']}: {more} more failure(s): {cfg.results_dir / r['row'] / 'run.json'}, or `device-matrix triage`")
+        more, record = len(failing) - FAILURES_SHOWN, cfg.results_dir / r["row"] / "run.json"
+        out.line(f"  {r['row']}: {more} more failure(s): {record}, or `device-matrix triage`")
 
 
 # --- plan / list / doctor / matrix ------------------------------------------------------
