@@ -42,3 +42,14 @@ def test_another_version_a_wheel_url_and_an_extra_are_not_installed(
         "requests[socks] needs PySocks, missing; "
         "no-such-package-here missing; pip install "
     ), line
+
+
+def test_a_wheel_file_is_judged_by_its_name_and_a_folder_is_said_to_be_unchecked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    here = requests.__version__
+    line = _software(tmp_path, capsys, ["./wheels/requests-1.0.0-py3-none-any.whl", "../vendor/torch_xla"])
+    assert line.startswith(
+        f"requests {here} installed, the row needs ==1.0.0; ../vendor/torch_xla cannot be checked here"
+    ), line
+    assert _software(tmp_path / "b", capsys, [f"wheels/requests-{here}-py3-none-any.whl"]) == "installed"

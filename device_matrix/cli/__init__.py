@@ -409,8 +409,13 @@ def _software_problem(requirements: Sequence[str]) -> str | None:
         try:
             req = Requirement(text)
         except InvalidRequirement:
-            problems.append(f"{text} (not a pip requirement)")
-            continue
+            # a wheel file pip takes by its path: its name says the package and version
+            try:
+                name, version, _, _ = parse_wheel_filename(text.replace("\\", "/").rsplit("/", 1)[-1])
+            except InvalidWheelFilename:
+                problems.append(f"{text} cannot be checked here (a folder or an archive)")
+                continue
+            req = Requirement(f"{name}=={version}")
         if req.marker is not None and not req.marker.evaluate():
             continue
         try:
