@@ -229,7 +229,7 @@ def reconcile(run: Run, verdict: Verdict) -> Verdict:
             tests=run.options.tests,
             pytest_args=run.options.pytest_args,
             pytest_exit=state.pytest_exit,
-            output=crashes.read_log(run.folder.log, run.last_output),
+            output=crashes.read_log(run.folder.log, run.last_output, run.last_output_end),
             project_root=run.cfg.project_root,
         )
         if nothing is not None:
