@@ -413,7 +413,7 @@ def collect(run: Run) -> Collection:
             if fold.collected is not None:
                 return Collection(tuple(fold.collected))
             if fold.collect_culprit is None:
-                tail = log.read_text("utf-8", "replace").strip().splitlines()[-3:]
+                tail = crashes.read_log(log, attempt.log_start, attempt.log_end).strip().splitlines()[-3:]
                 return Collection(None, f"collection ended with exit status {attempt.returncode}: {' | '.join(tail)}")
             left_out.append(fold.collect_culprit[1])
     return Collection(None, f"collection died {run.cfg.max_restarts + 1} times")
