@@ -381,3 +381,21 @@ def test_the_terminal_lists_some_failures_and_says_how_many_more(tmp_path: Path)
     assert len(shown) == 10 and "number 0" in shown[0]
     run_json = tmp_path / "results" / "cpu" / "run.json"
     assert f"  cpu: 15 more failure(s): {run_json}, or `device-matrix triage`" in terminal.splitlines()
+
+
+def test_a_run_that_files_its_skips_issues_itself_does_not_send_the_user_to_sync(tmp_path: Path) -> None:
+    # `run` printed "1 device skip(s) cite no issue: run `device-matrix issues sync`" and,
+    # two lines below, "filed ledger:1 for tests/test_big.py::test_big (skip on cpu)"
+    from tests.userproject import user_project
+
+    skip = 'import pytest\n\n\n@pytest.mark.skip_device("cpu", reason="slow")\ndef test_big():\n    pass\n'
+    p = user_project(tmp_path / "proj", {"tests/test_big.py": skip})
+    proc = p.run("run", "--device", "cpu")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert "  cpu: 1 device skip(s) cite no issue" in lines
+    assert "  filed ledger:1 for tests/test_big.py::test_big (skip on cpu) [skip-" in proc.stdout
+    assert "issues sync" not in proc.stdout
+    # where nothing links them (a GitHub tracker), the line says how
+    rec = R.record("cpu", [R.test("t.py::test_a", "skipped", skip=R.skip_info(None))])
+    assert "  cpu: 1 device skip(s) cite no issue: run `device-matrix issues sync`" in _summary(tmp_path, [rec])

@@ -167,8 +167,9 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
                 # reports the others, as nox skips them (#20): `run && triage` holds
                 code = EXIT_ENVIRONMENT if args.require_device else (EXIT_UNAVAILABLE if args.device else EXIT_OK)
             codes.append(code)
-    print_summary(out, records, cfg)
-    if cfg.tracker.kind == "ledger" and records and not args.shard_plan:  # the parent of shards links
+    linking = cfg.tracker.kind == "ledger" and bool(records) and not args.shard_plan  # the parent of shards links
+    print_summary(out, records, cfg, linked_here=linking)
+    if linking:
         try:
             _link_with_ledger(cfg, out)
         except DeviceMatrixError as exc:
@@ -225,8 +226,10 @@ def _actions_run_url() -> str | None:
     return None
 
 
-def print_summary(out: Output, records: Sequence[RunRecord], cfg: Config) -> None:
-    """The terminal's table: counts, labels and crash headlines from the one fold."""
+def print_summary(out: Output, records: Sequence[RunRecord], cfg: Config, *, linked_here: bool = False) -> None:
+    """The terminal's table: counts, labels and crash headlines from the one fold.
+    ``linked_here``: the run links its findings to the ledger next, so nobody is sent to
+    ``issues sync`` for them."""
     from device_matrix.records.summary import BUCKETS, fold
 
     if not records:
@@ -253,7 +256,8 @@ def print_summary(out: Output, records: Sequence[RunRecord], cfg: Config) -> Non
         _print_failures(out, r, cfg)
         unlinked = [t for t in r["tests"] if t["skip"] and not t["skip"]["issue"] and t["skip"]["source"] != "pytest"]
         if unlinked:
-            out.line(f"  {r['row']}: {len(unlinked)} device skip(s) cite no issue: run `device-matrix issues sync`")
+            advice = "" if linked_here else ": run `device-matrix issues sync`"
+            out.line(f"  {r['row']}: {len(unlinked)} device skip(s) cite no issue{advice}")
     out.line(f"results: {cfg.results_dir}")
 
 
