@@ -172,6 +172,14 @@ def test_a_new_project_from_the_wheel_and_the_readme(tmp_path: Path) -> None:
     assert "test_crash.py" in (crash["diagnosis"]["python_stack"] or "")
     # the repro runs with the row's own interpreter, the venv's
     assert str(row_python) in crash["repro"], crash["repro"]
+    # the terminal says why the test failed, not only that it did
+    cause = "failed tests/test_fail.py::test_add_is_wrong at tests/test_fail.py:6: AssertionError: add(1, 1)"
+    assert cause in proc.stdout, proc.stdout
+    # the row's own log diagnoses its crash, and names the issue the run filed
+    proc = run([venv / "bin" / "device-matrix", "diagnose", "results/cpu/output.log"], cwd=project)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "signal: SIGSEGV" in proc.stdout and f"fingerprint: {crash['diagnosis']['fingerprint']}" in proc.stdout
+    assert "issue: ledger:1" in proc.stdout
 
     # triage: every report says why the test failed
     proc = run([venv / "bin" / "device-matrix", "triage", "results"], cwd=project)
@@ -180,3 +188,9 @@ def test_a_new_project_from_the_wheel_and_the_readme(tmp_path: Path) -> None:
     message = "add(1, 1) should be 3 in this world"
     for name in ("triage.md", "triage.html", "triage.json"):
         assert message in (triage / name).read_text(), name
+
+    # git: what the runs wrote is ignored once the README's line is in .gitignore
+    (project / ".gitignore").write_text("results/\n*.egg-info/\n")
+    assert run(["git", "init", "-q"], cwd=project).returncode == 0
+    status = run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=project).stdout.splitlines()
+    assert not [line for line in status if ".device-matrix" in line or "results" in line or ".nox" in line], status

@@ -123,6 +123,15 @@ def test_unreadable_log_exits_7(tmp_path: Path, capsys: pytest.CaptureFixture[st
         ("Trace/breakpoint trap", -5),
         ("all good\n", None),
         ("E   AssertionError: Aborted download of 3 files", None),
+        # a row's output.log: a signal ended attempt 1; the resume's exit and the runner's
+        # own kill at a deadline are no crash and take nothing from it
+        (
+            "=== device-matrix attempt 1 ended by SIGSEGV (returncode -11)\n=== device-matrix attempt 2 exited with 1",
+            -11,
+        ),
+        ("=== device-matrix attempt 1 ended by SIGABRT (returncode 134)", 134),
+        ("=== device-matrix attempt 3 was ended by the runner (returncode -9)", None),
+        ("=== device-matrix attempt 2 exited with 0", None),
     ],
 )
 def test_returncode_from_log(log: str, rc: int | None) -> None:
@@ -142,3 +151,43 @@ def test_names_a_seeded_issue_of_the_project(tmp_path: Path, capsys: pytest.Capt
     assert main(["--project", str(project), "diagnose", str(log)]) == EXIT_OK
     assert "issue: ledger:9 [open] peer never answers" in capsys.readouterr().out
     assert not (project / "results").exists()  # looking up wrote nothing
+
+
+CRASHING = """
+import ctypes
+
+
+def test_segfault():
+    ctypes.string_at(0)
+
+
+def test_fails():
+    assert 1 == 2, "a failure after the crash"
+"""
+
+
+def test_a_rows_own_output_log_is_diagnosed_as_the_runner_did(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `device-matrix diagnose results/cpu/output.log` on a row whose test segfaulted said
+    # "no native crash found": faulthandler's dump went to attempts/NN/faulthandler.txt and
+    # the log said nothing of how the process ended
+    from tests.userproject import user_project
+
+    p = user_project(tmp_path / "proj", {"tests/test_crash.py": CRASHING})
+    proc = p.run("run", "--device", "cpu")
+    assert proc.returncode == EXIT_TESTS_FAILED, proc.stdout + proc.stderr
+    (crash,) = p.record("cpu")["crashes"]
+    log = p.results / "cpu" / "output.log"
+    text = log.read_text()
+    # the log tells how each attempt ended, with the dump a plain pytest prints on stderr
+    assert "=== device-matrix attempt 1 ended by SIGSEGV (returncode -11)" in text
+    assert "=== device-matrix attempt 2 exited with 1" in text
+    assert text.count("Fatal Python error: Segmentation fault") == 2  # the run and its rerun
+    assert 'test_crash.py", line 6 in test_segfault' in text
+    code = main(["--project", str(p.root), "diagnose", "--json", str(log)])
+    assert code == EXIT_OK
+    (entry,) = json.loads(capsys.readouterr().out)
+    assert entry["diagnosis"]["signal_name"] == "SIGSEGV"
+    assert entry["diagnosis"]["fingerprint"] == crash["diagnosis"]["fingerprint"]
+    assert [i["issue"] for i in entry["issues"]] == ["ledger:1"]  # the run filed it

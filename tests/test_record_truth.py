@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from tests.conftest import Project
 from tests.runs import outcomes_of, write_suite
+from tests.userproject import user_project
 
 pytestmark = pytest.mark.slow
 
@@ -72,3 +74,14 @@ def test_an_internal_error_of_pytest_is_the_rows_reason(project: Callable[..., P
     assert outcomes == {"test_a_before": "passed", "test_b_hook_raises": "error", "test_c_after": "not_run"}
     reason = record["reason"] or ""
     assert "pytest exited 3 (internal error)" in reason and "a plugin's own bug" in reason, reason
+    assert "=== device-matrix" not in reason  # pytest's last words, not the log's attempt lines
+
+
+def test_a_usage_error_is_the_rows_reason_in_pytests_words(tmp_path: Path) -> None:
+    # after output.log gained each attempt's end line, the reason read
+    # "...: tests/nope.py |  | === device-matrix attempt 1 exited with 4"
+    p = user_project(tmp_path, {"tests/test_a.py": "def test_a():\n    pass\n"})
+    p.run("run", "--device", "cpu", "--test", "tests/nope.py")
+    reason = p.record("cpu")["reason"] or ""
+    assert reason.startswith("pytest exited 4 (usage error): ") and "not found: tests/nope.py" in reason, reason
+    assert "=== device-matrix" not in reason

@@ -344,3 +344,58 @@ def test_the_fold_of_a_row_that_did_not_run_says_why() -> None:
     for status in ("unavailable", "error", "interrupted"):
         f = fold(R.record("tpu", [], status=status))
         assert (f.status, f.label, f.line()) == (status, status, f"tpu: {status}: no tests")
+
+
+def _summary(tmp_path: Path, recs: list[dict[str, Any]]) -> str:
+    from device_matrix.cli import print_summary
+    from device_matrix.config import load
+
+    stream = io.StringIO()
+    (tmp_path / "pyproject.toml").write_text("[tool.device-matrix]\n")
+    print_summary(Output(stream, environ={}, tty=False), recs, load(tmp_path))  # type: ignore[arg-type]
+    return stream.getvalue()
+
+
+def test_the_terminal_says_why_each_test_failed_and_where(tmp_path: Path) -> None:
+    # `nox -s cpu` printed "FAILED tests/test_fail.py::test_width (0.01s)" and the table:
+    # the assertion's message was in run.json and output.log only
+    failed = R.test("tests/test_fail.py::test_width", "failed", message="def test_width():\n>  assert 8 == 16")
+    cause = "AssertionError: the default width should be 16\nassert 8 == 16"
+    failed.update(cause=cause, file="tests/test_fail.py", line=5)
+    error = R.test("scripts/train.py", "error", message="Traceback ...\nModuleNotFoundError: No module named 'mypkg'\n")
+    error.update(cause="ModuleNotFoundError: No module named 'mypkg'", file="scripts/train.py", line=7)
+    old = R.test("tests/test_old.py::test_x", "failed", message="E   ValueError: from a record without causes")
+    rec = R.record("cpu", [R.test("tests/test_ok.py::test_ok"), failed, error, old])
+    lines = _summary(tmp_path, [rec]).splitlines()
+    where = "tests/test_fail.py::test_width at tests/test_fail.py:5"
+    assert f"  cpu: failed {where}: AssertionError: the default width should be 16" in lines
+    assert "  cpu: error scripts/train.py at scripts/train.py:7: ModuleNotFoundError: No module named 'mypkg'" in lines
+    assert "  cpu: failed tests/test_old.py::test_x: ValueError: from a record without causes" in lines
+    assert not any("test_ok" in line for line in lines)
+
+
+def test_the_terminal_lists_some_failures_and_says_how_many_more(tmp_path: Path) -> None:
+    many = [R.test(f"t.py::test_{i:02}", "failed", message=f"E   AssertionError: number {i}") for i in range(25)]
+    terminal = _summary(tmp_path, [R.record("cpu", many)])
+    shown = [line for line in terminal.splitlines() if line.startswith("  cpu: failed t.py::test_")]
+    assert len(shown) == 10 and "number 0" in shown[0]
+    run_json = tmp_path / "results" / "cpu" / "run.json"
+    assert f"  cpu: 15 more failure(s): {run_json}, or `device-matrix triage`" in terminal.splitlines()
+
+
+def test_a_run_that_files_its_skips_issues_itself_does_not_send_the_user_to_sync(tmp_path: Path) -> None:
+    # `run` printed "1 device skip(s) cite no issue: run `device-matrix issues sync`" and,
+    # two lines below, "filed ledger:1 for tests/test_big.py::test_big (skip on cpu)"
+    from tests.userproject import user_project
+
+    skip = 'import pytest\n\n\n@pytest.mark.skip_device("cpu", reason="slow")\ndef test_big():\n    pass\n'
+    p = user_project(tmp_path / "proj", {"tests/test_big.py": skip})
+    proc = p.run("run", "--device", "cpu")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert "  cpu: 1 device skip(s) cite no issue" in lines
+    assert "  filed ledger:1 for tests/test_big.py::test_big (skip on cpu) [skip-" in proc.stdout
+    assert "issues sync" not in proc.stdout
+    # where nothing links them (a GitHub tracker), the line says how
+    rec = R.record("cpu", [R.test("t.py::test_a", "skipped", skip=R.skip_info(None))])
+    assert "  cpu: 1 device skip(s) cite no issue: run `device-matrix issues sync`" in _summary(tmp_path, [rec])

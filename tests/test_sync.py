@@ -152,9 +152,21 @@ def test_a_hang_outside_a_test_and_an_exit_without_signal() -> None:
     assert f.sections[4] == ("gdb backtrace (top frames)", None, True)
     assert f.nodeids == []
     gone = _crash_record()
-    gone["crashes"][0]["diagnosis"].update(signal_name=None, exit_code=3, hint=None)
+    gone["crashes"][0]["diagnosis"].update(signal_name=None, exit_code=3, hint=None, fatal_error=None)
     (g,), _ = collect([gone])  # type: ignore[list-item]
     assert g.title == "Crash: exit code 3 in s/t.py::test_x"
+    assert g.sections[1] == ("Fatal message", "", True)
+
+
+def test_the_fatal_message_is_what_the_process_said_never_our_hint() -> None:
+    # a segfault in ctypes: faulthandler's "Fatal Python error: Segmentation fault" and no F
+    # line; the "Fatal message" showed the hint, which "What happened" already says
+    rec = _crash_record()
+    assert rec["crashes"][0]["diagnosis"]["hint"] and not rec["crashes"][0]["diagnosis"]["fatal_lines"]
+    (f,), _ = collect([rec])  # type: ignore[list-item]
+    assert f.sections[1] == ("Fatal message", "Fatal Python error: Segmentation fault", True)
+    rec["crashes"][0]["diagnosis"].update(fatal_error=None)
+    (g,), _ = collect([rec])  # type: ignore[list-item]
     assert g.sections[1] == ("Fatal message", "", True)
 
 

@@ -735,3 +735,21 @@ def test_the_readme_caller_is_a_valid_call_at_this_release() -> None:
                 asked[scope] = level
     assert job["permissions"] == asked
     assert load(CALLER)["jobs"]["devices"]["permissions"] == asked
+
+
+def test_the_readme_caller_is_a_whole_workflow_file_as_docs_adopt_it() -> None:
+    # the README showed `jobs:` alone: copied as it was, a workflow with no `on` is refused
+    text = (REPO / "README.md").read_text()
+    section = text[text.index("## Use it in your project") :]
+    readme = re.search(r"```yaml\n(.*?)```", section, re.S)
+    docs_text = (REPO / "docs" / "github-actions.md").read_text()
+    adopting = docs_text[docs_text.index("## Adopting it from another repository") :]
+    docs = re.search(r"```yaml\n(.*?)```", adopting, re.S)
+    assert readme and docs
+    assert readme.group(1) == docs.group(1)
+    caller = yaml.safe_load(readme.group(1))
+    on = triggers(caller)
+    # pushes and schedules file issues; a label runs the self-hosted rows of a pull request
+    assert {"push", "pull_request", "schedule"} <= set(on)
+    assert "labeled" in on["pull_request"]["types"]
+    assert caller["permissions"] == {"contents": "read"}

@@ -168,8 +168,9 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
                 # reports the others, as nox skips them (#20): `run && triage` holds
                 code = EXIT_ENVIRONMENT if args.require_device else (EXIT_UNAVAILABLE if args.device else EXIT_OK)
             codes.append(code)
-    print_summary(out, records, cfg)
-    if cfg.tracker.kind == "ledger" and records and not args.shard_plan:  # the parent of shards links
+    linking = cfg.tracker.kind == "ledger" and bool(records) and not args.shard_plan  # the parent of shards links
+    print_summary(out, records, cfg, linked_here=linking)
+    if linking:
         try:
             _link_with_ledger(cfg, out)
         except DeviceMatrixError as exc:
@@ -236,8 +237,10 @@ def _actions_run_url() -> str | None:
     return None
 
 
-def print_summary(out: Output, records: Sequence[RunRecord], cfg: Config) -> None:
-    """The terminal's table: counts, labels and crash headlines from the one fold."""
+def print_summary(out: Output, records: Sequence[RunRecord], cfg: Config, *, linked_here: bool = False) -> None:
+    """The terminal's table: counts, labels and crash headlines from the one fold.
+    ``linked_here``: the run links its findings to the ledger next, so nobody is sent to
+    ``issues sync`` for them."""
     from device_matrix.records.summary import BUCKETS, fold
 
     if not records:
@@ -261,10 +264,31 @@ def print_summary(out: Output, records: Sequence[RunRecord], cfg: Config) -> Non
             if d["hint"]:
                 out.line(f"      hint: {d['hint']}")
             out.line(f"      repro: {c['repro'].splitlines()[0]}")
+        _print_failures(out, r, cfg)
         unlinked = [t for t in r["tests"] if t["skip"] and not t["skip"]["issue"] and t["skip"]["source"] != "pytest"]
         if unlinked:
-            out.line(f"  {r['row']}: {len(unlinked)} device skip(s) cite no issue: run `device-matrix issues sync`")
+            advice = "" if linked_here else ": run `device-matrix issues sync`"
+            out.line(f"  {r['row']}: {len(unlinked)} device skip(s) cite no issue{advice}")
     out.line(f"results: {cfg.results_dir}")
+
+
+FAILURES_SHOWN = 10
+
+
+def _print_failures(out: Output, r: RunRecord, cfg: Config) -> None:
+    """Each failing test's cause and place, as triage has them: a terminal that showed only
+    ``FAILED nodeid`` sent the user to run.json to learn why (crashes have their own lines)."""
+    from device_matrix.report.model import failure_view
+
+    failing = [t for t in r["tests"] if t["outcome"] in ("failed", "error", "xpassed")]
+    for t in failing[:FAILURES_SHOWN]:
+        f = failure_view(t, r["row"])
+        where = f" at {f['file']}:{f['line']}" if f["file"] and f["line"] else ""
+        why = f": {f['message']}" if f["message"] else ""
+        out.line(f"  {r['row']}: {out.paint(t['outcome'])} {t['nodeid']}{where}{why}")
+    if len(failing) > FAILURES_SHOWN:
+        more, record = len(failing) - FAILURES_SHOWN, cfg.results_dir / r["row"] / "run.json"
+        out.line(f"  {r['row']}: {more} more failure(s): {record}, or `device-matrix triage`")
 
 
 # --- plan / list / doctor / matrix ------------------------------------------------------
@@ -388,21 +412,67 @@ def cmd_doctor(args: argparse.Namespace, out: Output) -> int:
 
 
 def _software_problem(requirements: Sequence[str]) -> str | None:
+    """What of a row's ``install`` this environment lacks, as pip would judge it: the
+    version asked (a specifier, or a wheel URL's version) and an extra's packages (#20)."""
     from importlib import metadata
 
-    missing = []
-    for req in requirements:
-        name = req.split(";")[0]
-        for sep in ("==", ">=", "<=", "~=", "!=", ">", "<", "["):
-            name = name.split(sep)[0]
-        name = name.strip()
-        if not name:
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    problems = []
+    for text in requirements:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            # a wheel file pip takes by its path: its name says the package and version
+            try:
+                name, version, _, _ = parse_wheel_filename(text.replace("\\", "/").rsplit("/", 1)[-1])
+            except InvalidWheelFilename:
+                problems.append(f"{text} cannot be checked here (a folder or an archive)")
+                continue
+            req = Requirement(f"{name}=={version}")
+        if req.marker is not None and not req.marker.evaluate():
             continue
         try:
-            metadata.version(name)
+            here = metadata.version(req.name)
         except metadata.PackageNotFoundError:
-            missing.append(name)
-    return f"missing {', '.join(missing)}" if missing else None
+            problems.append(f"{req.name} missing")
+            continue
+        if req.url:
+            try:
+                _, wanted, _, _ = parse_wheel_filename(req.url.rsplit("/", 1)[-1])
+            except InvalidWheelFilename:
+                wanted = None  # a folder or an sdist: its version is not in its name
+            if wanted is not None and here != str(wanted):
+                problems.append(f"{req.name} {here} installed, the row needs {wanted} ({req.url})")
+                continue
+        elif req.specifier and not req.specifier.contains(here, prereleases=True):
+            problems.append(f"{req.name} {here} installed, the row needs {req.specifier}")
+            continue
+        for extra in sorted(req.extras):
+            for dep in _extra_requirements(req.name, extra):
+                try:
+                    metadata.version(dep)
+                except metadata.PackageNotFoundError:
+                    problems.append(f"{req.name}[{extra}] needs {dep}, missing")
+    return "; ".join(problems) if problems else None
+
+
+def _extra_requirements(name: str, extra: str) -> list[str]:
+    """The packages ``name[extra]`` adds, from the installed package's metadata."""
+    from importlib import metadata
+
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    found = []
+    for text in metadata.requires(name) or []:
+        try:
+            dep = Requirement(text)
+        except InvalidRequirement:
+            continue
+        if dep.marker is not None and "extra" in str(dep.marker) and dep.marker.evaluate({"extra": extra}):
+            found.append(dep.name)
+    return found
 
 
 def cmd_matrix(args: argparse.Namespace, out: Output) -> int:

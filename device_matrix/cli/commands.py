@@ -55,6 +55,16 @@ def add_issues_commands(sub: Any) -> None:
     )
     s.add_argument("--no-history", action="store_true", help="place crashes by this run's rows only")
     s.set_defaults(func=_lazy("device_matrix.cli.issues:cmd_issues_sync"))
+    lst = issues_sub.add_parser(
+        "list", help="the embedded ledger's issues: the seed file's and those filed in the results folder"
+    )
+    lst.add_argument("results", nargs="?", help="results folder whose ledger.sqlite to read (default from config)")
+    lst.add_argument("--json", action="store_true")
+    lst.set_defaults(func=_lazy("device_matrix.cli.issues:cmd_issues_list"))
+    show = issues_sub.add_parser("show", help="one ledger issue: its state, labels, body and comments")
+    show.add_argument("issue", help="ledger:N, or N")
+    show.add_argument("results", nargs="?", help="results folder whose ledger.sqlite to read (default from config)")
+    show.set_defaults(func=_lazy("device_matrix.cli.issues:cmd_issues_show"))
 
 
 def whole_number(minimum: int) -> Callable[[str], int]:

@@ -41,6 +41,9 @@ _NAMES = "|".join(map(re.escape, SHELL_SIGNALS))
 # bash: "run.sh: line 3:  4242 Segmentation fault      (core dumped) python train.py";
 # sh and others: the message alone on its line
 SHELL_RE = re.compile(rf": line \d+: +\d+ ({_NAMES})(?:\s|$)|^({_NAMES})(?: \(core dumped\))?$")
+# the line a row's output.log ends each attempt with when a signal ended its process
+# (run/attempt.py): `diagnose results/<row>/output.log` takes the status from it (#20)
+ATTEMPT_END_RE = re.compile(r"^=== device-matrix attempt \d+ ended by SIG[A-Z0-9]+ \(returncode (-?\d+)\)$")
 STACK_LINES = 25
 
 
@@ -55,6 +58,10 @@ def returncode_from_log(text: str) -> int | None:
         m = SHELL_RE.search(line.strip())
         if m:
             found = -SHELL_SIGNALS[m.group(1) or m.group(2)]
+            continue
+        m = ATTEMPT_END_RE.match(line.strip())
+        if m:
+            found = int(m.group(1))
     return found
 
 

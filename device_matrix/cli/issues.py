@@ -1,15 +1,18 @@
-"""``device-matrix issues sync``: link or file an issue for every skip and crash."""
+"""``device-matrix issues sync``: link or file an issue for every skip and crash; ``issues
+list`` and ``issues show``: the embedded ledger's issues, read."""
 
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
 from device_matrix import config as config_mod
 from device_matrix.config import REPOSITORY_RE
-from device_matrix.errors import EXIT_OK, ConfigError, ResultsError
+from device_matrix.errors import EXIT_OK, ConfigError, ResultsError, UsageProblem
 from device_matrix.issues import open_tracker
+from device_matrix.issues.ledger import Kept, read_issues
 from device_matrix.issues.sync import sync
 from device_matrix.output import Output
 from device_matrix.records.merge import has_shards, read_row
@@ -122,4 +125,76 @@ def cmd_issues_sync(args: argparse.Namespace, out: Output) -> int:
         out.line(line)
     if not apply and report.would_file:
         out.line("dry run: pass --apply to file them")
+    return EXIT_OK
+
+
+def _ledger_issues(args: argparse.Namespace) -> tuple[list[Kept], Path, Path, Path]:
+    """The ledger's issues, the seed and ledger files, and the project root they are shown from."""
+    from device_matrix.issues import LEDGER_FILE
+
+    cfg = config_mod.load(Path(args.project) if args.project else None)
+    results = Path(args.results) if args.results else cfg.results_dir
+    seed = cfg.project_root / cfg.tracker.ledger_seed
+    ledger = results / LEDGER_FILE
+    return read_issues(seed, ledger), seed, ledger, cfg.project_root
+
+
+def _shown(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+
+
+def cmd_issues_list(args: argparse.Namespace, out: Output) -> int:
+    kept, seed, ledger, root = _ledger_issues(args)
+    where = {True: _shown(seed, root), False: _shown(ledger, root)}
+    if args.json:
+        rows = [
+            {
+                "issue": k.issue.key,
+                "state": k.issue.state,
+                "title": k.issue.title,
+                "labels": k.issue.labels,
+                "fingerprint": k.issue.fingerprint,
+                "kept_in": where[k.seeded],
+                "comments": len(k.comments),
+            }
+            for k in kept
+        ]
+        out.line(json.dumps(rows, indent=2))
+        return EXIT_OK
+    for k in kept:
+        notes = f", {len(k.comments)} comment(s)" if k.comments else ""
+        out.line(f"{k.issue.key}  {k.issue.state:<6}  {k.issue.title}  [{where[k.seeded]}{notes}]")
+    if not kept:
+        out.line(f"no issues: none in {where[True]}, none filed in {where[False]}")
+    if any(not k.seeded for k in kept):
+        out.line(
+            f"TIP   Issues filed in {where[False]} are this machine's: a clone or a CI job has only "
+            f"{where[True]}. Copy an issue a skip cites there as an [[issue]] (id, title, state)."
+        )
+    return EXIT_OK
+
+
+def cmd_issues_show(args: argparse.Namespace, out: Output) -> int:
+    ref = args.issue if args.issue.startswith("ledger:") else f"ledger:{args.issue}"
+    kept, seed, ledger, root = _ledger_issues(args)
+    found = [k for k in kept if k.issue.key == ref]
+    if not found:
+        raise UsageProblem(
+            f"{ref} is not in the ledger ({_shown(seed, root)}, {_shown(ledger, root)})",
+            tip="`device-matrix issues list` shows the ledger's issues.",
+        )
+    (k,) = found
+    out.line(f"{k.issue.key}: {k.issue.title}")
+    out.line(f"state: {k.issue.state}")
+    if k.issue.labels:
+        out.line(f"labels: {', '.join(k.issue.labels)}")
+    out.line(f"kept in: {_shown(seed, root) if k.seeded else _shown(ledger, root)}")
+    out.line("")
+    for line in k.issue.body.splitlines():
+        out.line(line)
+    for i, comment in enumerate(k.comments, 1):
+        out.line("")
+        out.line(f"--- comment {i}")
+        for line in comment.splitlines():
+            out.line(line)
     return EXIT_OK

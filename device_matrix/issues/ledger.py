@@ -15,6 +15,7 @@ import re
 import sqlite3
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -101,6 +102,72 @@ def known_ids(seed: Path, ledger: Path) -> tuple[frozenset[int], str]:
     return frozenset(ids), f"{seed.name} or {ledger.parent.name}/{ledger.name}"
 
 
+@dataclass(frozen=True)
+class Kept:
+    """An issue a ``ledger:N`` may cite, its comments, and whether the seed file holds it."""
+
+    issue: Issue
+    comments: list[str]
+    seeded: bool
+
+
+def read_issues(seed: Path, ledger: Path) -> list[Kept]:
+    """The seed's issues and those filed in the results folder's ledger, by id. Read only:
+    no ledger is created or seeded (#20)."""
+    found: dict[int, Kept] = {}
+    for e in load_seed(seed):
+        issue = Issue(
+            key=f"ledger:{e['id']}",
+            number=int(e["id"]),
+            title=str(e["title"]),
+            body=str(e.get("body", "")),
+            state="closed" if e.get("state") == "closed" else "open",
+            url=f"ledger:{e['id']}",
+            labels=[str(x) for x in e.get("labels", [])],
+        )
+        found[issue.number] = Kept(issue, [], seeded=True)
+    if ledger.is_file():
+        try:
+            db = sqlite3.connect(ledger.resolve().as_uri() + "?mode=ro", uri=True)
+            try:
+                rows = db.execute("SELECT id, title, body, state, labels FROM issues ORDER BY id").fetchall()
+                notes: dict[int, list[str]] = {}
+                for issue_id, body in db.execute("SELECT issue_id, body FROM comments ORDER BY rowid"):
+                    notes.setdefault(int(issue_id), []).append(str(body))
+            finally:
+                db.close()
+        except sqlite3.Error as exc:
+            raise TrackerError(
+                f"{ledger}: the issue ledger cannot be read ({exc})",
+                tip=f"Move {ledger} aside: the next run rebuilds it from {seed.name}.",
+            ) from None
+        for row in rows:
+            issue = _issue_of(row)
+            seeded = found.get(issue.number)
+            # the seed is authoritative for what it holds; the ledger adds the comments
+            found[issue.number] = Kept(
+                seeded.issue if seeded else issue, notes.get(issue.number, []), seeded=seeded is not None
+            )
+    return [found[k] for k in sorted(found)]
+
+
+def _issue_of(row: Sequence[Any]) -> Issue:
+    id_, title, body, state, labels = row
+    try:
+        label_list = json.loads(labels)
+    except (TypeError, ValueError):
+        label_list = []
+    return Issue(
+        key=f"ledger:{id_}",
+        number=int(id_),
+        title=str(title),
+        body=str(body),
+        state="closed" if state == "closed" else "open",
+        url=f"ledger:{id_}",
+        labels=[str(x) for x in label_list] if isinstance(label_list, list) else [],
+    )
+
+
 class Ledger:
     """The SQLite ledger. A sync holds it in one ``BEGIN IMMEDIATE`` transaction, so two
     syncs at once run one after the other and the second links what the first filed."""
@@ -178,25 +245,9 @@ class Ledger:
                 (e["id"], e["title"], body, e.get("state", "open"), json.dumps(e.get("labels", [])), now, now),
             )
 
-    def _issue(self, row: Sequence[Any]) -> Issue:
-        id_, title, body, state, labels = row
-        try:
-            label_list = json.loads(labels)
-        except (TypeError, ValueError):
-            label_list = []
-        return Issue(
-            key=f"ledger:{id_}",
-            number=int(id_),
-            title=str(title),
-            body=str(body),
-            state="closed" if state == "closed" else "open",
-            url=f"ledger:{id_}",
-            labels=[str(x) for x in label_list] if isinstance(label_list, list) else [],
-        )
-
     def list_issues(self) -> list[Issue]:
         rows = self._execute("SELECT id, title, body, state, labels FROM issues ORDER BY id").fetchall()
-        return [self._issue(r) for r in rows]
+        return [_issue_of(r) for r in rows]
 
     def find(self, fingerprints: Collection[str]) -> dict[str, list[Issue]]:
         wanted = set(fingerprints)
@@ -220,7 +271,7 @@ class Ledger:
         row = self._execute(
             "SELECT id, title, body, state, labels FROM issues WHERE id = ?", (int(ref[7:]),)
         ).fetchone()
-        return self._issue(row) if row else None
+        return _issue_of(row) if row else None
 
     def lookup(self, refs: Sequence[str]) -> dict[str, Cited]:
         out: dict[str, Cited] = {}

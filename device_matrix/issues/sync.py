@@ -154,7 +154,10 @@ def collect(records: Sequence[RunRecord]) -> tuple[list[Finding], list[tuple[str
             if f is None:
                 what = d["signal_name"] or (f"exit code {d['exit_code']}" if crash["kind"] == "crash" else "timeout")
                 where = crash["nodeid"] or f"pytest {crash['phase']}"
-                head = d["fatal_lines"][-1] if d["fatal_lines"] else (d["terminate"] or d["hint"] or "")
+                # what the process said (an F line, a terminate, faulthandler's fatal error),
+                # never the hint: that is ours, and "What happened" says it already
+                fatal = f"Fatal Python error: {d['fatal_error']}" if d["fatal_error"] else ""
+                head = d["fatal_lines"][-1] if d["fatal_lines"] else (d["terminate"] or fatal)
                 f = Finding(
                     fingerprint=fp,
                     kind="crash",

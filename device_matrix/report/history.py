@@ -28,6 +28,7 @@ never written, moved or migrated on disk.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import itertools
 import json
@@ -243,6 +244,7 @@ class History:
         """
         if read_only:
             return cls._open_read_only(path, warn)
+        made = not path.parent.exists()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -250,6 +252,11 @@ class History:
                 f"{path}: cannot create the history's folder: {exc}",
                 tip="Pass --history PATH in a writable folder, or --no-history.",
             ) from exc
+        if made and path.parent.name == DEFAULT_PATH.parent.name:
+            # this machine's runs, never to be committed: the folder ignores itself, as
+            # .nox does (#20); a folder that was already there is left as it is
+            with contextlib.suppress(OSError):
+                (path.parent / ".gitignore").write_text("*\n")
         try:
             return cls._open_or_set_aside(path, warn)
         except OSError as exc:

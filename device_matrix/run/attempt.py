@@ -327,10 +327,46 @@ def run_attempt(
         cut=pump.cut,
         ended_by_runner=child is not None and child.ended_alive,
     )
+    if child is not None:
+        _log_end(log_path, result, redactor, dump=not pump.cut)
     if interrupted is not None:
         interrupted.attempt = result
         raise interrupted
     return result
+
+
+# faulthandler's dump in output.log: its last bytes (every thread's stack can be long)
+DUMP_IN_LOG = 256 * 1024
+
+
+def _log_end(log_path: Path, result: AttemptResult, redactor: Redactor, *, dump: bool) -> None:
+    """How the attempt ended, after its output: faulthandler's dump (what a plain pytest
+    prints on stderr; the child writes it to its own file) and the exit status, so that
+    output.log alone says what happened and ``diagnose`` finds the crash in it (#20).
+    After the attempt's ``log_end``: the runner's own reading of the attempt is unchanged."""
+    text = ""
+    if dump:
+        with contextlib.suppress(OSError):
+            data = result.fault.read_bytes()
+            if len(data) > DUMP_IN_LOG:
+                kept = data[-DUMP_IN_LOG:]
+                text += f"[device-matrix: the last {len(kept)} bytes of {result.fault.name} follow]\n"
+                data = kept
+            text += data.decode("utf-8", "replace")
+            if text and not text.endswith("\n"):
+                text += "\n"
+    rc = result.returncode
+    name = diagnostics.signal_name(diagnostics.signal_from_returncode(rc))
+    i = result.index
+    if result.ended_by_runner:
+        # never in the form diagnose takes for a crash: the runner's own kill is no crash
+        text += f"=== device-matrix attempt {i} was ended by the runner (returncode {rc})\n"
+    elif name:
+        text += f"=== device-matrix attempt {i} ended by {name} (returncode {rc})\n"
+    else:
+        text += f"=== device-matrix attempt {i} exited with {rc}\n"
+    with contextlib.suppress(OSError), log_path.open("ab") as log:
+        log.write(redactor.text(text).encode())
 
 
 def _drain(reader: _JournalReader, progress: Progress) -> None:

@@ -165,7 +165,7 @@ def one_attempt(
     lost = folder.check(attempt.index, before)
     if lost is not None:
         run.listener.note(run.row.name, f"evidence {lost}")
-    run.last_output = attempt.log_start
+    run.last_output, run.last_output_end = attempt.log_start, attempt.log_end
     if attempt.output_error is not None:
         err = attempt.output_error
         raise EnvironmentProblem(

@@ -236,6 +236,8 @@ class Run:
         self.origins: dict[str, CrashOrigin] = {}  # crash id -> what its process was given
         self.previous: Verdict | None = None  # the verdict of the run --resume continues
         self.last_output = 0  # where the output of the last attempt begins in the log
+        # and where it ends: the attempt's end lines after it are the runner's (#20)
+        self.last_output_end: int | None = None
         self.environment = LocalEnvironment()
         self.reader: crashes.CoreReader | None = None
         self.record: RunRecord | None = None  # the record last written
@@ -353,7 +355,7 @@ class Run:
 
     def output_tail(self, lines: int = 3) -> str:
         """The last lines of the last attempt: where pytest says why it stopped."""
-        tail = crashes.read_log(self.folder.log, self.last_output).strip().splitlines()[-lines:]
+        tail = crashes.read_log(self.folder.log, self.last_output, self.last_output_end).strip().splitlines()[-lines:]
         return " | ".join(tail) or f"see {self.folder.log}"
 
     def close_reader(self) -> None:

@@ -231,7 +231,7 @@ def reconcile(run: Run, verdict: Verdict) -> Verdict:
             tests=run.options.tests,
             pytest_args=run.options.pytest_args,
             pytest_exit=state.pytest_exit,
-            output=crashes.read_log(run.folder.log, run.last_output),
+            output=crashes.read_log(run.folder.log, run.last_output, run.last_output_end),
             project_root=run.cfg.project_root,
         )
         if nothing is not None:
@@ -416,7 +416,7 @@ def collect(run: Run) -> Collection:
             if fold.collected is not None:
                 return Collection(tuple(fold.collected))
             if fold.collect_culprit is None:
-                tail = log.read_text("utf-8", "replace").strip().splitlines()[-3:]
+                tail = crashes.read_log(log, attempt.log_start, attempt.log_end).strip().splitlines()[-3:]
                 return Collection(None, f"collection ended with exit status {attempt.returncode}: {' | '.join(tail)}")
             left_out.append(fold.collect_culprit[1])
     return Collection(None, f"collection died {run.cfg.max_restarts + 1} times")
