@@ -185,9 +185,11 @@ def test_a_rows_own_output_log_is_diagnosed_as_the_runner_did(
     assert "=== device-matrix attempt 2 exited with 1" in text
     assert text.count("Fatal Python error: Segmentation fault") == 2  # the run and its rerun
     assert 'test_crash.py", line 6 in test_segfault' in text
+    synced = p.run("issues", "sync")  # a run files only when asked (#24)
+    assert synced.returncode == 0, synced.stdout + synced.stderr
     code = main(["--project", str(p.root), "diagnose", "--json", str(log)])
     assert code == EXIT_OK
     (entry,) = json.loads(capsys.readouterr().out)
     assert entry["diagnosis"]["signal_name"] == "SIGSEGV"
     assert entry["diagnosis"]["fingerprint"] == crash["diagnosis"]["fingerprint"]
-    assert [i["issue"] for i in entry["issues"]] == ["ledger:1"]  # the run filed it
+    assert [i["issue"] for i in entry["issues"]] == ["ledger:1"]  # sync filed it
