@@ -21,6 +21,25 @@ class RowPlan:
     mode: Mode
     reason: str
     engine: Engine | None = None
+    in_image: bool = False  # this host is the row's image already (a job container, a nested call)
+
+    @property
+    def image(self) -> str | None:
+        """The image the row's tests run in (see :func:`image_ran_in`)."""
+        return self.row.image or None if self.mode == "container" or self.in_image else None
+
+
+def in_rows_image(row: Row, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether this host is the row's image already: its job container, or the row's own
+    container calling device-matrix again (``DEVICE_MATRIX_IN_IMAGE`` names the row)."""
+    named = (os.environ if environ is None else environ).get("DEVICE_MATRIX_IN_IMAGE")
+    return bool(named) and named in (row.name, row.image)
+
+
+def image_ran_in(row: Row, mode: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """The image a row's tests ran in: its container's, or the one this host is; a row run
+    on a host of its own ran in no image of the row's, and its record names none."""
+    return row.image or None if mode == "container" or in_rows_image(row, environ) else None
 
 
 def plan_row(
@@ -35,9 +54,8 @@ def plan_row(
     presence = detect(row, env)
     if not presence.present:
         return RowPlan(row, "unavailable", presence.reason)
-    in_image = env.get("DEVICE_MATRIX_IN_IMAGE")
-    if in_image and in_image in (row.name, row.image):
-        return RowPlan(row, "local", f"{presence.reason}; already in the row's image")
+    if in_rows_image(row, env):
+        return RowPlan(row, "local", f"{presence.reason}; already in the row's image", in_image=True)
     want: str = force or row.run_in
     if want == "host":
         want = "local"

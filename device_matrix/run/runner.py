@@ -282,7 +282,7 @@ def write_record(run: Run, verdict: Verdict, *, final: bool = True) -> RunRecord
         # the record stays truthful: what it cannot show any more is said
         reason=run.folder.lost_reason(verdict.reason),
         mode=run.plan.mode,
-        image=run.row.image or None,
+        image=run.plan.image,  # only an image the tests ran in
         suites=list(run.options.suites or run.row.suites),
         started_at=run.started_at,
         duration=run.elapsed(),

@@ -681,7 +681,7 @@ def _record(run: RowRun, *, status: RowStatus, reason: str, tests: Sequence[str]
         status=status,
         reason=reason,
         mode=run.plan.mode,
-        image=run.row.image or None,
+        image=run.plan.image,
         suites=list(run.options.suites or run.row.suites),
         started_at=now_iso(),
         duration=0.0,
