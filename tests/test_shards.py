@@ -448,3 +448,42 @@ def test_resume_of_shards_that_never_ran_is_a_results_error(project: Callable[..
     proc = p.run("run", "--device", "fixture", "--shards", "2", "--resume")
     assert proc.returncode == 7, proc.stdout + proc.stderr
     assert "nothing to resume" in proc.stderr
+
+
+def test_the_merge_line_counts_as_every_report_does(tmp_path: Path) -> None:
+    # `merge` printed "1 passed, 1 failed, 0 crashed" for a row whose fold has an xpass too:
+    # the triage counted 3 failed (an error and an xpass fold into failed), the line 2
+    from device_matrix.records.summary import fold
+    from tests.userproject import user_project
+
+    tests = """\
+        import pytest
+
+        @pytest.fixture
+        def broken():
+            raise RuntimeError("setup broke")
+
+        def test_pass():
+            pass
+
+        def test_fail():
+            assert 0, "no"
+
+        @pytest.mark.xfail(reason="known", strict=False)
+        def test_xpass():
+            pass
+
+        def test_error(broken):
+            pass
+        """
+    p = user_project(tmp_path / "proj", {"tests/test_mix.py": tests})
+    spread = p.run("run", "--device", "cpu", "--shards", "2")
+    assert spread.returncode == 1, spread.stdout + spread.stderr
+    proc = p.run("merge")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    record = p.record("cpu")
+    counts = fold(record).counts  # type: ignore[arg-type]
+    assert counts.bucket("failed") == 3
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("cpu: "))
+    assert f"4 tests from 2 shard(s): {counts.phrase()} -> " in line, line
+    assert "3 failed (1 error, 1 xpassed)" in line

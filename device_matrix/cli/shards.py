@@ -174,6 +174,7 @@ def forwarded_options(args: argparse.Namespace) -> list[str]:
 def cmd_merge(args: argparse.Namespace, out: Output) -> int:
     from device_matrix import config as config_mod
     from device_matrix.records.merge import has_shards, load_spread, merge, write_merged
+    from device_matrix.records.summary import fold
 
     cfg = config_mod.load(Path(args.project) if args.project else None)
     results = Path(args.results) if args.results else cfg.results_dir
@@ -191,12 +192,11 @@ def cmd_merge(args: argparse.Namespace, out: Output) -> int:
         merged = merge(load_spread(folder), command=["device-matrix", "merge", str(folder)])
         write_merged(folder, merged)
         r = merged.record
-        s = r["summary"]
         shards = len(r["environment"].get("shards", []))
         out.line(
-            f"{r['row']}: {out.paint(r['status'], r['status'])}: {s['total']} tests from {shards} shard(s), "
-            f"{s['passed']} passed, {s['failed'] + s['error']} failed, {s['crashed'] + s['timeout']} crashed, "
-            f"{s['not_run']} not run -> {folder / 'run.json'}"
+            # counted by the one fold, as every report counts (an xpass is a failure there)
+            f"{r['row']}: {out.paint(r['status'], r['status'])}: {r['summary']['total']} tests from "
+            f"{shards} shard(s): {fold(r).counts.phrase()} -> {folder / 'run.json'}"
         )
         for problem in merged.problems:
             out.line(f"  {problem}")
