@@ -175,7 +175,11 @@ def test_a_new_project_from_the_wheel_and_the_readme(tmp_path: Path) -> None:
     # the terminal says why the test failed, not only that it did
     cause = "failed tests/test_fail.py::test_add_is_wrong at tests/test_fail.py:6: AssertionError: add(1, 1)"
     assert cause in proc.stdout, proc.stdout
-    # the row's own log diagnoses its crash, and names the issue the run filed
+    # a run files issues only when asked: `issues sync` files the crash's
+    proc = run([venv / "bin" / "device-matrix", "issues", "sync"], cwd=project)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "filed ledger:1" in proc.stdout, proc.stdout
+    # the row's own log diagnoses its crash, and names the issue sync filed
     proc = run([venv / "bin" / "device-matrix", "diagnose", "results/cpu/output.log"], cwd=project)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "signal: SIGSEGV" in proc.stdout and f"fingerprint: {crash['diagnosis']['fingerprint']}" in proc.stdout
