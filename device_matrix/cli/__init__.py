@@ -385,13 +385,15 @@ def cmd_doctor(args: argparse.Namespace, out: Output) -> int:
     else:
         out.line(f"container engine: none ({engine.reason})")
     out.line(f"gdb: {shutil.which('gdb') or 'missing (crash backtraces from core files are skipped)'}")
-    for name, row in cfg.rows.items():
+    for name in _rows(cfg, args.device):
+        row = cfg.row(name)
         presence = detect(row)
         out.line(f"{name}:")
         if presence.present:
             out.line(f"  device: present ({presence.reason})")
         else:
-            problems += 1
+            # as `run`: a row named with --device must be here; the others are said (#20)
+            problems += bool(args.device)
             out.line(f"  device: absent - {presence.reason}")
             out.line(
                 f"  to get it: run on a host with a {row.pjrt_device} device, or set "
@@ -560,7 +562,13 @@ def build_parser() -> argparse.ArgumentParser:
     lst.add_argument("--json", action="store_true")
     lst.set_defaults(func=cmd_list)
 
-    doctor = sub.add_parser("doctor", help="what is missing for each row and how to get it")
+    doctor = sub.add_parser(
+        "doctor",
+        help="what is missing for each row and how to get it",
+        description="What each row lacks here and how to get it. Exit 4 when a row's suites are "
+        "missing, or a row named with --device is absent; an absent row not named is only reported.",
+    )
+    doctor.add_argument("--device", "-d", action="append", help="only these rows (repeat, or cpu,tpu)")
     doctor.set_defaults(func=cmd_doctor)
 
     matrix = sub.add_parser("matrix", help="the GitHub Actions matrix (JSON) for the configured rows")
