@@ -247,3 +247,26 @@ def test_a_test_that_fails_in_call_and_teardown_has_both_in_every_file(tmp_path:
     assert report["summary"] == {"error": 1, "passed": 1, "total": 2, "collected": 2}
     cases = {c.get("name"): [e.tag for e in c] for c in ET.parse(p.results / "cpu" / "junit.xml").iter("testcase")}
     assert cases == {"test_both": ["error"], "test_ok": []}
+
+
+def test_a_crashed_test_says_where_and_how_in_report_json(tmp_path: Path) -> None:
+    # report.json had `error` and a device_matrix field for a test that segfaulted: no call,
+    # no crash place, no stack, although run.json knew the file and the line
+    from tests.userproject import user_project
+
+    crashing = "import ctypes\n\n\ndef test_ok():\n    pass\n\n\ndef test_segfault():\n    ctypes.string_at(0)\n"
+    p = user_project(tmp_path, {"tests/test_crash.py": crashing})
+    proc = p.run("run", "--device", "cpu")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (dead,) = [t for t in p.record("cpu")["tests"] if t["outcome"] == "crashed"]
+    report = json.loads((p.results / "cpu" / "report.json").read_text())
+    entry = next(t for t in report["tests"] if t["nodeid"] == dead["nodeid"])
+    assert entry["outcome"] == "error"
+    call = entry["call"]
+    assert call["outcome"] == "failed"
+    assert call["crash"] == {"path": "tests/test_crash.py", "lineno": 9, "message": dead["message"]}
+    assert call["longrepr"].startswith(dead["message"])
+    assert 'test_crash.py", line 9 in test_segfault' in call["longrepr"]  # the Python stack
+    assert entry["device_matrix"]["outcome"] == "crashed"
+    (ok,) = [t for t in report["tests"] if t["nodeid"].endswith("test_ok")]
+    assert "crash" not in ok["call"]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from device_matrix.records.atomic import write_json_atomic
-from device_matrix.records.schema import RunRecord
+from device_matrix.records.schema import RunRecord, TestRecord
 
 JSON_REPORT_OUTCOME = {
     "passed": "passed",
@@ -152,6 +152,16 @@ def build(
             if phase.get("longrepr"):
                 body["longrepr"] = phase["longrepr"]
             entry[str(phase["when"])] = body
+        if t["outcome"] in ("crashed", "timeout") and not any("crash" in entry.get(w, {}) for w in WHEN):
+            # the process died in the test: no phase report came, but the record knows where
+            # (its Python stack) and how; a reader of pytest-json-report's layout looks in call
+            entry["call"] = {
+                **entry.get("call", {}),
+                "duration": t["duration"],
+                "outcome": "failed",
+                "crash": {"path": t.get("file"), "lineno": t.get("line"), "message": t["message"]},
+                "longrepr": _death(record, t),
+            }
         if t["outcome"] in ("crashed", "timeout", "not_run"):
             entry["device_matrix"] = {"outcome": t["outcome"], "crash": t["crash"], "message": t["message"]}
         tests.append(entry)
@@ -171,6 +181,16 @@ def build(
         "tests": tests,
         "device_matrix": {"row": record["row"], "status": record["status"], "run": "run.json"},
     }
+
+
+WHEN = ("setup", "call", "teardown")
+
+
+def _death(record: RunRecord, test: TestRecord) -> str:
+    """A dead test's report: how it ended and the Python stack its crash recorded."""
+    crash = next((c for c in record["crashes"] if c["id"] == test["crash"]), None)
+    stack = crash["diagnosis"]["python_stack"] if crash else None
+    return "\n".join(part for part in (test["message"], stack) if part)
 
 
 def _phase_of_cause(phases: Sequence[Mapping[str, Any]], cause: str | None) -> Mapping[str, Any] | None:
