@@ -79,6 +79,18 @@ if __name__ == "__main__":
     unittest.main()
 """
 
+# crashes the first time only: run alone again, it passes
+FLAKY = """\
+import ctypes
+import os
+import sys
+
+if not os.path.exists(sys.argv[1]):
+    open(sys.argv[1], "w").close()
+    ctypes.string_at(0)
+print("no crash this time")
+"""
+
 TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 KNOWN = "a-long-known-secret-value-42"
 
@@ -89,7 +101,7 @@ def entry(args: list[str], *, name: str = "", kind: str = "program", file: str =
 
 
 def project(tmp_path: Path, *entries: str, row: str = "") -> Project:
-    files = {"scripts/train.py": TRAIN, "scripts/unit_program.py": UNIT_PROGRAM}
+    files = {"scripts/train.py": TRAIN, "scripts/unit_program.py": UNIT_PROGRAM, "scripts/flaky.py": FLAKY}
     return user_project(tmp_path, files, suites="[]", row=row + "\n" + "\n".join(entries))
 
 
@@ -222,6 +234,22 @@ def test_a_program_killed_by_a_signal_is_a_crash_with_its_diagnosis(tmp_path: Pa
     assert again.returncode == proc.returncode, again.stdout + again.stderr
     assert len(resumed["attempts"]) == attempts and resumed["crashes"] == record["crashes"]
     assert outcomes_by_nodeid(resumed)["scripts/train.py"]["outcome"] == "crashed"
+
+
+def test_a_program_that_crashes_once_is_a_flaky_crash_whose_repro_is_the_program(tmp_path: Path) -> None:
+    p = project(tmp_path, entry([str(tmp_path / "crashed-once")], file="scripts/flaky.py"))
+    proc = p.run("run", "--device", "cpu")
+    record = p.record("cpu")
+    (test,) = record["tests"]
+    (crash,) = record["crashes"]
+    # the first run's crash is the record's; its rerun alone passed: flaky
+    assert (test["outcome"], test["crash"]) == ("crashed", crash["id"]), proc.stdout + proc.stderr
+    assert crash["classification"] == "flaky"
+    assert [r["outcome"] for r in crash["reruns"]] == ["passed"]
+    # the program itself, not pytest beside neighbours
+    assert " -m pytest" not in crash["repro"]
+    assert crash["repro"].splitlines()[0].endswith(f"python scripts/flaky.py {tmp_path / 'crashed-once'}")
+    assert "scripts/flaky.py crash is flaky (1 rerun(s))" in proc.stdout
 
 
 def test_a_resume_runs_again_a_program_that_had_no_outcome(tmp_path: Path) -> None:
