@@ -48,6 +48,9 @@ Isolation: TypeAlias = Literal["row", "file", "class"]
 # sys.path, a unittest file collected as unittest collects it), as pytest does, or "auto":
 # as a script with isolation "file" or "class", as pytest with "row" (#24)
 Collect: TypeAlias = Literal["auto", "as-script", "pytest"]
+# what a scripts entry is: a unittest file (its tests are the row's tests), or a program (a
+# training script with flags: one test, whose outcome is the process's exit)
+ScriptKind: TypeAlias = Literal["unittest", "program"]
 OnRecurrence: TypeAlias = Literal["reopen", "new"]
 Scalar: TypeAlias = str | int | float | bool
 
@@ -58,6 +61,7 @@ TRACKER_KINDS: tuple[str, ...] = get_args(TrackerKind)
 CI_SWITCHES: tuple[str, ...] = get_args(CiSwitch)
 ISOLATIONS: tuple[str, ...] = get_args(Isolation)
 COLLECTS: tuple[str, ...] = get_args(Collect)
+SCRIPT_KINDS: tuple[str, ...] = get_args(ScriptKind)
 ON_RECURRENCE: tuple[str, ...] = get_args(OnRecurrence)
 PRESENCE_KINDS = ("env", "glob", "command", "always", "never")
 TABLE = "tool.device-matrix"
@@ -132,6 +136,9 @@ class Script:
     # when the row runs the file more than once: its `name`, or its variables' names and
     # its arguments; "" for a file run once, and for its run without either (#24)
     variant: str = ""
+    # "unittest": its unittest tests are the row's tests; "program": it is one test, its
+    # nodeid FILE (and the suffix), its outcome the process's exit status
+    kind: ScriptKind = "unittest"
 
     @property
     def suffix(self) -> str:
@@ -377,6 +384,7 @@ def script_variants(entries: Sequence[Mapping[str, Any]]) -> list[str] | None:
             tuple(entry.get("args", ())),
             tuple(sorted((str(n), str(v)) for n, v in entry.get("env", {}).items())),
             entry.get("name"),
+            entry.get("kind", "unittest"),
         )
         by_file.setdefault(os.path.normpath(str(entry["file"])), {}).setdefault(invocation, []).append(k)
     variants = [""] * len(entries)
@@ -396,7 +404,8 @@ def script_variants(entries: Sequence[Mapping[str, Any]]) -> list[str] | None:
 def _is_script(v: Any) -> bool:
     return (
         isinstance(v, dict)
-        and set(v) <= {"file", "args", "env", "name"}
+        and set(v) <= {"file", "args", "env", "name", "kind"}
+        and v.get("kind", "unittest") in SCRIPT_KINDS
         and (("name" not in v) or (isinstance(v["name"], str) and bool(SCRIPT_NAME_RE.fullmatch(v["name"]))))
         and _is_path(v.get("file"))
         and _is_str_list(v.get("args", []))
@@ -500,8 +509,8 @@ _ROW_KEYS: dict[str, tuple[Check, str]] = {
     "scripts": (
         lambda v: isinstance(v, list) and all(_is_script(x) for x in v) and script_variants(v) is not None,
         "[[...scripts]] tables: file = 'test/x.py' (required), args = ['--flag'], env = {VAR = 'value'}, "
-        "name = 'variant' (letters, digits, _ . + = , -); two runs of one file need other variable names, "
-        "other arguments or a name each (two identical entries are one run)",
+        "name = 'variant' (letters, digits, _ . + = , -), kind = 'unittest' | 'program'; two runs of one file "
+        "need other variable names, other arguments or a name each (two identical entries are one run)",
     ),
     "shards": (_is_positive_int, "a whole number >= 1 (Actions jobs per row)"),
     "slots": (_is_count, "a whole number >= 0 (device slots on one host; 0: no slots)"),
@@ -589,6 +598,20 @@ def presence_problem(item: str) -> str | None:
     return None
 
 
+def _validate_script_kinds(entries: list[Any], source: str, key: str) -> None:
+    """A script's ``kind`` is one of the closed set: said before the table's other checks."""
+    for k, entry in enumerate(entries):
+        if isinstance(entry, dict) and "kind" in entry and entry["kind"] not in SCRIPT_KINDS:
+            raise ConfigError(
+                f"unknown script kind {entry['kind']!r}",
+                source=source,
+                key=f"{key}[{k}].kind",
+                allowed=" | ".join(SCRIPT_KINDS),
+                tip='A unittest file is kind = "unittest" (the default); a script that is not one (a training '
+                'script with flags) is one test with kind = "program", its outcome its exit status.',
+            )
+
+
 def _validate_presence(checks: list[str], source: str, key: str) -> None:
     for item in checks:
         problem = presence_problem(item)
@@ -623,6 +646,8 @@ def _merge(base: dict[str, Any], overlay: Mapping[str, Any], source: str) -> dic
                         source=source,
                         key=f"{TABLE}.devices.{name}",
                     )
+                if isinstance(row.get("scripts"), list):
+                    _validate_script_kinds(row["scripts"], source, f"{TABLE}.devices.{name}.scripts")
                 _validate(row, _ROW_KEYS, source, f"{TABLE}.devices.{name}.")
                 if "presence" in row:
                     _validate_presence(row["presence"], source, f"{TABLE}.devices.{name}.presence")
@@ -674,6 +699,7 @@ def _row_from_table(name: str, table: Mapping[str, Any]) -> Row:
                     args=tuple(x.get("args", ())),
                     env=MappingProxyType(dict(x.get("env", {}))),
                     variant=variant,
+                    kind=x.get("kind", "unittest"),
                 )
                 for x, variant in zip(value, variants, strict=True)
             )

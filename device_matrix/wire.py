@@ -40,6 +40,8 @@ PLUGIN: Final = "device_matrix.child.plugin"  # the plugin's module, and its pyt
 SCRIPT_MODULE: Final = "device_matrix.child.script"  # runs a test file as a script, journaled
 # which entry of a file run more than once: the script launcher puts it after each nodeid
 OPT_VARIANT: Final = "--dm-variant"
+# the file is a program, not a unittest file: one test, from its start to its process's exit
+OPT_PROGRAM: Final = "--dm-program"
 # each test file imported as `python FILE` imports it: its folder first on sys.path, and a
 # unittest file collected as unittest collects it (issue #24)
 OPT_AS_SCRIPT: Final = "--dm-as-script"
@@ -158,11 +160,13 @@ class ChildCommand:
             *(["--collect-only"] if collect_only else []),
         ]
 
-    def script(self, file: str, args: Sequence[str], variant: str = "") -> list[str]:
+    def script(self, file: str, args: Sequence[str], variant: str = "", *, program: bool = False) -> list[str]:
         """The script launcher's arguments: ours, then ``python FILE ARGS`` as upstream runs it;
-        ``variant`` names this run of a file the row runs more than once (#24)."""
+        ``variant`` names this run of a file the row runs more than once (#24); ``program``:
+        the file is one test, not a unittest file."""
         ours = [option(OPT_DEVICE, self.device), *([OPT_ENV] if self.own_env else [])]
-        return [*ours, *([option(OPT_VARIANT, variant)] if variant else []), file, *args]
+        ours += [*([option(OPT_VARIANT, variant)] if variant else []), *([OPT_PROGRAM] if program else [])]
+        return [*ours, file, *args]
 
 
 # --- the start marker in the child's output -------------------------------------------

@@ -1,7 +1,8 @@
 """Run a unittest file as a script, as upstream does, and journal every test it runs.
 
     python -m device_matrix.child.script [--dm-journal=PATH] [--dm-faulthandler=PATH]
-        [--dm-select=PATH] [--dm-device=NAME] [--dm-variant=NAME] [--dm-env] FILE [ARGS...]
+        [--dm-select=PATH] [--dm-device=NAME] [--dm-variant=NAME] [--dm-env] [--dm-program]
+        FILE [ARGS...]
 
 The launcher checks its options and becomes ``python FILE ARGS`` (the same process, the
 same interpreter and its options): nothing of it is on the stack above the script, whose
@@ -17,6 +18,12 @@ journaling in that interpreter (:mod:`device_matrix.child.boot`) before ``__main
   the script and a test;
 - events as the pytest plugin writes them, nodeids in pytest's form (``FILE::Class::method``,
   with ``[NAME]`` after each when a file runs more than once: ``--dm-variant``).
+
+A program (``--dm-program``: a scripts entry of ``kind = "program"``, a training script
+with flags) is one test, ``FILE[NAME]``: it is collected and started before ``__main__``
+runs, and nothing else is journaled; unittest is not followed in it. Its test ends with
+the process: the runner reads its outcome from the exit status (:mod:`device_matrix.run.programs`),
+and a death or a hang is that test's, as for any test.
 
 Decisions the journal's one ``collected`` event forces:
 
@@ -60,7 +67,7 @@ EXIT_USAGE = 2
 EXIT_SIGINT = 128 + signal.SIGINT  # in ``end``: the shell's number for a death by SIGINT
 USAGE = (
     "usage: python -m device_matrix.child.script [--dm-journal=PATH] [--dm-faulthandler=PATH] "
-    "[--dm-select=PATH] [--dm-device=NAME] [--dm-variant=NAME] [--dm-env] FILE [ARGS...]"
+    "[--dm-select=PATH] [--dm-device=NAME] [--dm-variant=NAME] [--dm-env] [--dm-program] FILE [ARGS...]"
 )
 _VALUED = (wire.OPT_JOURNAL, wire.OPT_FAULTHANDLER, wire.OPT_SELECT, wire.OPT_DEVICE, wire.OPT_VARIANT)
 _PHASE_ATTR = "__device_matrix_phase__"
@@ -81,6 +88,7 @@ class Options:
     device: str | None = None
     variant: str | None = None
     env: bool = False
+    program: bool = False
 
 
 class UsageError(Exception):
@@ -90,7 +98,7 @@ class UsageError(Exception):
 def parse_args(argv: list[str]) -> Options:
     """``--dm-*`` options up to the first other word, which is FILE; the rest is the script's."""
     values: dict[str, str] = {}
-    env = False
+    env = program = False
     for k, word in enumerate(argv):
         if not word.startswith("--dm-"):
             return Options(
@@ -102,10 +110,13 @@ def parse_args(argv: list[str]) -> Options:
                 device=values.get(wire.OPT_DEVICE),
                 variant=values.get(wire.OPT_VARIANT),
                 env=env,
+                program=program,
             )
         name, eq, value = word.partition("=")
         if name == wire.OPT_ENV and not eq:
             env = True
+        elif name == wire.OPT_PROGRAM and not eq:
+            program = True
         elif name in _VALUED and eq and value:
             values[name] = value
         else:
@@ -708,6 +719,7 @@ def main(argv: list[str] | None = None) -> int:  # noqa: RET503 - os.execve does
         "device": opts.device,
         "variant": opts.variant,
         "env": opts.env,
+        "program": opts.program,
         "pythonpath": pythonpath,
         "package": str(Path(device_matrix.__file__).resolve().parent.parent),
     }
@@ -731,6 +743,7 @@ def boot(raw: dict[str, Any]) -> None:
         device=raw.get("device"),
         variant=raw.get("variant"),
         env=bool(raw.get("env")),
+        program=bool(raw.get("program")),
     )
     device = opts.device or os.environ.get(wire.ENV_DEVICE)
     journal = JournalWriter(Path(opts.journal)) if opts.journal else None
@@ -752,6 +765,9 @@ def boot(raw: dict[str, Any]) -> None:
         arm_faulthandler(opts.faulthandler)
     path = node_path(opts.file)
     recorder = Recorder(journal, path, select, opts.variant)
+    if opts.program:
+        _start_program(journal, recorder.file_nodeid, path)
+        return
     if journal is not None:
         # a copy made by os.fork() that returns into unittest would run the rest again
         end_forked_copies(journal, lambda: recorder.current.nodeid if recorder.current is not None else None)
@@ -759,6 +775,20 @@ def boot(raw: dict[str, Any]) -> None:
         journal.write("collecting", nodeid=recorder.file_nodeid, path=str(Path(opts.file).resolve()))
     install(recorder)
     _watch_the_end(recorder)
+
+
+def _start_program(journal: JournalWriter | None, nodeid: str, path: str) -> None:
+    """A program is one test, from before its ``__main__`` to the process's exit: collected
+    and started here, never finished by the process (the runner reads its exit status)."""
+    if journal is None:
+        return
+    # a fork's copy never writes the journal, nor keeps the runner's reader open
+    end_forked_copies(journal, lambda: nodeid)
+    journal.write("collected", nodeids=[nodeid], t=time.time())
+    journal.write("start", nodeid=nodeid, t=time.time(), meta={}, seq=1, loc=[path, None])
+    if os.environ.get(wire.ENV_MARKERS) == "1":
+        with contextlib.suppress(OSError):
+            os.write(1, wire.marker(1))
 
 
 def _watch_the_end(recorder: Recorder) -> None:

@@ -10,7 +10,9 @@ maintainer shows a team that the switch changes nothing but the record.
 What a plain run says of its tests is what unittest prints: every test by name when it is
 verbose (``test_x (module.Class.test_x) ... ok``), else the failures and errors by name and
 the rest as counts (``Ran 12 tests``, ``OK (skipped=2)``). A test it does not name is "not
-failing" there; the counts of skipped and expected failures are compared as counts.
+failing" there; the counts of skipped and expected failures are compared as counts. A
+program (``kind = "program"``) is one test both ways: its exit status as a plain run ends
+(:func:`exit_outcome`) beside its outcome in the record.
 """
 
 from __future__ import annotations
@@ -72,6 +74,16 @@ class PlainRun:
     named: dict[str, str] = field(default_factory=dict)  # "Class::method" -> outcome
     counts: Counter[str] = field(default_factory=Counter)  # outcome -> tests, from the summary
     verbose: bool = False
+    timed_out: bool = False
+
+
+def exit_outcome(plain: PlainRun) -> str:
+    """A program's outcome as its plain run ended, in the record's words."""
+    if plain.timed_out:
+        return "timeout"
+    if plain.returncode < 0:
+        return "crashed"  # a signal ended it
+    return "passed" if plain.returncode == 0 else "failed"
 
 
 def _class_and_method(method: str, where: str) -> str:
@@ -122,7 +134,10 @@ class Invocation:
         mismatches = 0
         for key, ours in self.tests.items():
             theirs = self.plain.named.get(key)
-            if key == "":
+            if key == "" and self.script.kind == "program":
+                theirs = exit_outcome(self.plain)  # one test both ways: the process's end
+                same = theirs == ours
+            elif key == "":
                 # the script's own error: it failed before unittest ran a test, both ways
                 theirs = "error" if self.plain.ran is None and self.plain.returncode != 0 else None
                 same = theirs == ours
@@ -177,6 +192,11 @@ def _plain(cfg: Config, row: Row, script: Script, python: str, timeout: float) -
         # what it printed before it hung: unittest's summary comes before a hang at exit
         parts = [p.decode(errors="replace") if isinstance(p, bytes) else (p or "") for p in (exc.stdout, exc.stderr)]
         output, returncode = "".join(parts), -9
+        if script.kind == "program":
+            return PlainRun(returncode=returncode, seconds=time.monotonic() - started, ran=1, timed_out=True)
+    if script.kind == "program":
+        # one test, whatever it printed (unittest in a program is the program's own business)
+        return PlainRun(returncode=returncode, seconds=time.monotonic() - started, ran=1)
     return read_plain(output, returncode, time.monotonic() - started)
 
 

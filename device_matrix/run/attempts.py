@@ -18,7 +18,7 @@ from device_matrix.config import Script
 from device_matrix.errors import EnvironmentProblem
 from device_matrix.records.schema import AttemptRecord, CrashDiagnosis, CrashRecord, Outcome
 from device_matrix.records.summary import crash_headline, crash_kind_label
-from device_matrix.run import crashes
+from device_matrix.run import crashes, programs
 from device_matrix.run.attempt import AttemptResult, AttemptSpec, Limits, Purpose, run_attempt
 from device_matrix.run.context import CrashOrigin, Quiet, Run, Verdict
 from device_matrix.run.policy import CrashAt, Decision, Observation, decide
@@ -46,6 +46,8 @@ def attempts(
         # collection's own status counts only when it found nothing (5): then no
         # process runs after it to say so
         counts = purpose != "collect" or attempt.returncode == 5
+        if script is not None and script.kind == "program":
+            counts = False  # a program's exit status is its test's outcome, not pytest's
         normal = attempt.fold.ended and not attempt.abnormal and counts
         if normal and state.pytest_exit in (None, 0):
             state.pytest_exit = attempt.returncode
@@ -142,12 +144,13 @@ def one_attempt(
         spec = AttemptSpec(
             index=index,
             purpose=purpose,
-            args=child.script(script.file, script.args, script.variant),
+            args=child.script(script.file, script.args, script.variant, program=script.kind == "program"),
             env=child.environment(script.env),
             select=select,
             module=SCRIPT_MODULE,
         )
     before = folder.identities()
+    progress = Quiet() if purpose == "rerun" else run.progress.of(script)
     try:
         attempt = run_attempt(
             run.executor,
@@ -157,8 +160,13 @@ def one_attempt(
             log_path=folder.log,
             redactor=run.redactor,
             limits=limits(run),
-            progress=Quiet() if purpose == "rerun" else run.progress.of(script),
+            progress=progress,
         )
+        if script is not None and script.kind == "program":
+            # its test ends with its process: the exit status is the outcome
+            output = crashes.read_log(folder.log, attempt.log_start, attempt.log_end)
+            for event in programs.conclude(attempt, output):
+                progress.journal_event(event)
     except OSError as exc:
         raise folder.unwritable(exc) from exc
     note_attempt(run, attempt)

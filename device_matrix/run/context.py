@@ -31,6 +31,7 @@ from device_matrix.run.executors.local import LocalExecutor
 from device_matrix.run.folder import RowFolder
 from device_matrix.run.plan import RowPlan
 from device_matrix.run.state import RunState, now_iso
+from device_matrix.run.targets import script_node
 from device_matrix.wire import PLUGIN, SCRIPT_MODULE, ChildCommand
 
 DEFAULT_CORE_LIMIT = 4 << 30  # bytes; enough for a backtrace of a torch_xla process
@@ -104,24 +105,38 @@ class RunListener(Protocol):
 class Progress:
     """Journal events to the listener: progress lines and the running test."""
 
-    def __init__(self, listener: RunListener, row: str, redactor: Redactor, scripts: Sequence[Script] = ()) -> None:
+    def __init__(
+        self,
+        listener: RunListener,
+        row: str,
+        redactor: Redactor,
+        scripts: Sequence[Script] = (),
+        programs: Mapping[int, str] | None = None,
+    ) -> None:
         self.listener = listener
         self.row = row
         self.redactor = redactor
         self.done = 0  # tests reported so far, for the progress counter
         self.counted: set[str] = set()  # each test counted once (a teardown error, a resume)
-        self.collected: set[str] = set()  # every nodeid a process of this run collected
+        # every nodeid a process of this run collected; a program's is known from the start
+        self.programs = dict(programs or {})  # id(script) -> the program's nodeid
+        self.collected: set[str] = set(self.programs.values())
         # scripts whose tests are not known yet (neither collected nor kept from the last
         # run): until every script's are, the total is not known either (#24)
-        self.pending = {id(script) for script in scripts}
+        self.pending = {id(script) for script in scripts if id(script) not in self.programs}
 
     @property
     def total(self) -> int | None:
         return None if self.pending else len(self.collected) or None
 
     def known(self, script: Script) -> None:
-        """The tests of ``script`` are known: its process collected them, or the last run's record has them."""
+        """The tests of ``script`` are known: its process collected them."""
         self.pending.discard(id(script))
+
+    def kept(self, script: Script) -> None:
+        """The tests of ``script`` keep the last run's outcomes (a resume): none runs in this one."""
+        self.pending.discard(id(script))
+        self.collected.discard(self.programs.get(id(script), ""))
 
     def of(self, script: Script | None) -> Progress | ScriptProgress:
         """What an attempt's journal events go to: a script's process makes its tests known."""
@@ -228,7 +243,9 @@ class Run:
             remember_secrets(variables)
         self.redactor = Redactor()
         self.state = RunState(self.redactor)
-        self.progress = Progress(listener, self.row.name, self.redactor, self.scripts)
+        root = cfg.project_root
+        programs = {id(s): script_node(s, root) + s.suffix for s in self.scripts if s.kind == "program"}
+        self.progress = Progress(listener, self.row.name, self.redactor, self.scripts, programs)
         self.started_at = now_iso()
         self._t0 = time.monotonic()
         self.deadline = self._t0 + self.row.run_timeout  # set again when the run starts (prepare)
@@ -276,7 +293,7 @@ class Run:
 
     @property
     def scripts(self) -> tuple[Script, ...]:
-        return selection.scripts(self.row, suites=self.options.suites, tests=self.options.tests)
+        return selection.scripts(self.row, self.cfg.project_root, suites=self.options.suites, tests=self.options.tests)
 
     @property
     def project_tests(self) -> bool:

@@ -108,6 +108,13 @@ class Fold:
             self._touch()
             return event  # type: ignore[no-any-return]
 
+    def append(self, kind: str, **fields: Any) -> dict[str, Any] | None:
+        """An event the runner adds once the child is gone (a program's end, see
+        :mod:`device_matrix.run.programs`): numbered next and checked as the child's are."""
+        with self._lock:
+            number = self._n + 1
+        return self.feed(json.dumps({"e": kind, "n": number, **fields}).encode())
+
     def freeze(self) -> tuple[Activity, str | None, float]:
         """Stop believing events (a deadline passed); what was going on, and for how long."""
         with self._lock:

@@ -54,6 +54,12 @@ PYTEST_EXIT_WORDS = {
     4: "usage error",
     5: "no tests collected",
 }
+NO_UNITTEST = (
+    "the script ran no unittest test in its own process (unittest.main() never ran, or ran in a subprocess)\n"
+    'TIP: a script that is not a unittest file is one test with kind = "program" in its [[scripts]] entry: '
+    "its exit status is its outcome (docs/upstream.md)"
+)
+NO_PROGRAM = "the program never started: the launcher's process ended before it (see output.log)"
 RUNNING = Verdict("running", "the run is in progress (or its runner was killed)")
 
 
@@ -167,17 +173,17 @@ def run_scripts(run: Run, verdict: Verdict) -> Verdict:
         if run.resumed:
             select = [n for n in state.remaining() if of_script(n, script, scripts, root)]
             if not select and any(of_script(n, script, scripts, root) for n in state.results):
-                run.progress.known(script)
+                run.progress.kept(script)
                 continue  # every test of this script has its outcome
         verdicts.append(attempts(run, [script.file], select=select, purpose="run", script=script))
         if not any(of_script(n, script, scripts, root) for n in state.results):
-            # no unittest ran in the script's own process: nothing was tested, never green
+            # no unittest ran in the script's own process (a program: it never started):
+            # nothing was tested, never green
             state.put(
                 script_node(script, root) + script.suffix,
                 "error",
                 duration=0.0,
-                message="the script ran no unittest test in its own process (unittest.main() never ran, "
-                "or ran in a subprocess)",
+                message=NO_PROGRAM if script.kind == "program" else NO_UNITTEST,
                 attempt=len(state.attempts),
             )
             verdicts.append(Verdict("failed", f"{script.file}: no test ran"))

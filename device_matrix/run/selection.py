@@ -20,7 +20,7 @@ from device_matrix.config import Config, Row, Script
 from device_matrix.errors import ConfigError, UsageProblem
 from device_matrix.records.schema import RunRecord
 from device_matrix.redact import PLACEHOLDER_RE
-from device_matrix.run.targets import distinct_targets, unique_scripts
+from device_matrix.run.targets import distinct_targets, names_program, unique_scripts
 
 # pytest options that would move tests into processes the runner does not watch
 XDIST_OPTIONS = ("-n", "--numprocesses", "--dist", "-d", "--tx", "--looponfail", "-f")
@@ -63,9 +63,17 @@ def refuse_xdist(args: Sequence[str]) -> None:
             )
 
 
-def scripts(row: Row, *, suites: Sequence[str] | None, tests: Sequence[str]) -> tuple[Script, ...]:
-    """The row's scripts, unless the command line picked suites or tests; each invocation once (#20)."""
-    return () if tests or suites else unique_scripts(row.scripts)
+def scripts(row: Row, root: Path, *, suites: Sequence[str] | None, tests: Sequence[str]) -> tuple[Script, ...]:
+    """The row's scripts, unless the command line picked suites or tests; each invocation once (#20).
+
+    ``--test`` that names a program (its nodeid, or its file for each of its entries) runs
+    that program: a program is a test of the row, never a file for pytest to collect.
+    """
+    if suites:
+        return ()
+    if tests:
+        return tuple(s for s in unique_scripts(row.scripts) if any(names_program(t, s, root) for t in tests))
+    return unique_scripts(row.scripts)
 
 
 def project_tests(row: Row, *, suites: Sequence[str] | None, tests: Sequence[str]) -> bool:
@@ -84,7 +92,8 @@ def targets(cfg: Config, row: Row, *, suites: Sequence[str] | None, tests: Seque
     """
     root = cfg.project_root
     if tests:
-        return distinct_targets(tests, root)
+        programs = scripts(row, root, suites=suites, tests=tests)
+        return distinct_targets([t for t in tests if not any(names_program(t, s, root) for s in programs)], root)
     chosen = list(suites or row.suites)
     unknown = [s for s in chosen if s not in row.suites] if suites else []
     if unknown:
@@ -103,7 +112,7 @@ def targets(cfg: Config, row: Row, *, suites: Sequence[str] | None, tests: Seque
                 "(a row without suites runs the project's tests, as plain pytest does).",
             )
         found.append(str(path.relative_to(root)) if path.is_relative_to(root) else str(path))
-    its_scripts = scripts(row, suites=suites, tests=tests)
+    its_scripts = scripts(row, root, suites=suites, tests=tests)
     for script in its_scripts:
         if not (root / script.file).is_file():
             raise ConfigError(

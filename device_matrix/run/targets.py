@@ -53,9 +53,10 @@ def distinct_targets(targets: Sequence[str], root: Path, scripts: Iterable[Scrip
 
 def unique_scripts(scripts: Iterable[Script]) -> tuple[Script, ...]:
     """Each invocation once: the same file with the same arguments, variables and name is one."""
-    seen: dict[tuple[str, tuple[str, ...], tuple[tuple[str, str], ...], str], Script] = {}
+    seen: dict[tuple[str, tuple[str, ...], tuple[tuple[str, str], ...], str, str], Script] = {}
     for script in scripts:
-        key = (os.path.normpath(script.file), script.args, tuple(sorted(script.env.items())), script.variant)
+        env = tuple(sorted(script.env.items()))
+        key = (os.path.normpath(script.file), script.args, env, script.variant, script.kind)
         seen.setdefault(key, script)
     return tuple(seen.values())
 
@@ -64,6 +65,17 @@ def script_node(script: Script, root: Path) -> str:
     """The script's file as its nodeids name it: relative to the project root, normalised."""
     path = Path(os.path.normpath(root / script.file))
     return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+
+
+def names_program(test: str, script: Script, root: Path) -> bool:
+    """Whether ``test`` (a ``--test`` argument) names this program: its nodeid, or its file
+    (each program entry of a file, as a file names its tests)."""
+    if script.kind != "program" or "::" in test:
+        return False
+    path, bracket, rest = test.partition("[")
+    named = Path(os.path.normpath(root / path))
+    named_node = named.relative_to(root).as_posix() if named.is_relative_to(root) else str(named)
+    return named_node == script_node(script, root) and (not bracket or bracket + rest == script.suffix)
 
 
 def of_script(nodeid: str, script: Script, scripts: Iterable[Script], root: Path) -> bool:
