@@ -383,30 +383,7 @@ def test_the_terminal_lists_some_failures_and_says_how_many_more(tmp_path: Path)
     assert f"  cpu: 15 more failure(s): {run_json}, or `device-matrix triage`" in terminal.splitlines()
 
 
-def test_a_run_that_links_its_skips_itself_sends_the_user_to_sync_once_or_not_at_all(tmp_path: Path) -> None:
-    # `run` printed "1 device skip(s) cite no issue: run `device-matrix issues sync`" and,
-    # two lines below, "filed ledger:1 for tests/test_big.py::test_big (skip on cpu)"
-    from tests.userproject import user_project
-
-    skip = 'import pytest\n\n\n@pytest.mark.skip_device("cpu", reason="slow")\ndef test_big():\n    pass\n'
-    # by default the run files nothing and says once how many issues sync would file (#24)
-    p = user_project(tmp_path / "proj", {"tests/test_big.py": skip})
-    proc = p.run("run", "--device", "cpu")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    lines = proc.stdout.splitlines()
-    assert "  cpu: 1 device skip(s) cite no issue" in lines
-    assert "filed ledger:" not in proc.stdout
-    assert proc.stdout.count("issues sync") == 1
-    assert "  1 issue(s) to file: run `device-matrix issues sync` (or set tracker.file_on_run = true)" in lines
-    # a run that files them itself sends nobody to sync
-    p = user_project(
-        tmp_path / "filing", {"tests/test_big.py": skip}, top="[tool.device-matrix.tracker]\nfile_on_run = true"
-    )
-    proc = p.run("run", "--device", "cpu")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "  cpu: 1 device skip(s) cite no issue" in proc.stdout.splitlines()
-    assert "  filed ledger:1 for tests/test_big.py::test_big (skip on cpu) [skip-" in proc.stdout
-    assert "issues sync" not in proc.stdout
+def test_a_skip_nothing_links_sends_the_user_to_sync(tmp_path: Path) -> None:
     # where nothing links them (a GitHub tracker), the line says how
     rec = R.record("cpu", [R.test("t.py::test_a", "skipped", skip=R.skip_info(None))])
     assert "  cpu: 1 device skip(s) cite no issue: run `device-matrix issues sync`" in _summary(tmp_path, [rec])
