@@ -364,3 +364,25 @@ def test_the_image_needs_what_the_package_declares() -> None:
     project = tomllib.loads((FIXTURES.parent.parent / "pyproject.toml").read_text())["project"]
     assert project["requires-python"] == ">=" + ".".join(map(str, MIN_PYTHON))
     assert "pytest>=" + ".".join(map(str, MIN_PYTEST)) in project["dependencies"]
+
+
+def test_the_row_pythonpath_reaches_the_container_after_the_plugin_and_project(
+    project: Callable[..., Project], engine: dict[str, str]
+) -> None:
+    # Seen: a row's env PYTHONPATH = "src" (a src layout, mounted, not installed in the
+    # image) was replaced by the runner's own, and the tests could not import the project
+    p = project("passing", row=ROW + 'env = { PJRT_DEVICE = "CPU", PYTHONPATH = "src" }')
+    (p.root / "src").mkdir()
+    (p.root / "src" / "toy_src_pkg.py").write_text("VALUE = 3\n")
+    (p.root / "suites" / "passing" / "test_src_layout.py").write_text(
+        "import toy_src_pkg\n\n\ndef test_imports_from_src():\n    assert toy_src_pkg.VALUE == 3\n"
+    )
+    proc = p.run("run", "--device", "fixture", env=engine)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rec = p.record()
+    assert rec["summary"]["passed"] == 41 and rec["summary"]["error"] == 0
+    run = next(c for c in calls(engine) if c[0] == "run" and "pytest" in c)
+    given = [run[k + 1] for k in range(len(run)) if run[k] == "-e" and run[k + 1].startswith("PYTHONPATH=")]
+    assert given == [f"PYTHONPATH=/opt/device-matrix:{p.root.resolve()}:src"]
+    # the record has what the child saw (the fake engine's /opt is a folder of its own)
+    assert rec["environment"]["variables"]["PYTHONPATH"].endswith(f"device-matrix:{p.root.resolve()}:src")

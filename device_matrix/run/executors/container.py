@@ -321,7 +321,10 @@ class ContainerExecutor:
         out["DEVICE_MATRIX_IN_IMAGE"] = self.row.name
         out["DEVICE_MATRIX_IMAGE"] = self.row.image
         if project_root is not None:
-            out["PYTHONPATH"] = f"{PACKAGE_MOUNT}:{project_root}"
+            # the plugin and the project first, then the row's own entries (a src layout): the
+            # project is mounted, not installed in the image
+            own = out.get("PYTHONPATH")
+            out["PYTHONPATH"] = ":".join([PACKAGE_MOUNT, str(project_root), *([own] if own else [])])
         return sorted(out.items())
 
     def _mounts(self, project_root: Path) -> list[tuple[str, str, str]]:
