@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import json
 import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
@@ -20,7 +24,7 @@ import pytest
 
 from device_matrix import config
 from device_matrix.errors import EXIT_CONFIG, ConfigError
-from tests.conftest import Project
+from tests.conftest import Project, clean_env
 from tests.userproject import user_project
 
 pytestmark = pytest.mark.slow
@@ -354,3 +358,33 @@ def test_a_kind_outside_the_closed_set_is_refused_naming_the_kinds(tmp_path: Pat
     assert err.value.tip and 'kind = "program"' in err.value.tip
     (tmp_path / "pyproject.toml").write_text('[[tool.device-matrix.devices.cpu.scripts]]\nfile = "scripts/x.py"\n')
     assert config.load(tmp_path).row("cpu").scripts[0].kind == "unittest"
+
+
+def test_an_interrupt_lists_the_programs_that_never_ran_as_not_run(tmp_path: Path) -> None:
+    # interrupted while the first program ran, the record had no entry at all for the second
+    # (the progress line had counted it): a program's test is known before it runs
+    p = project(tmp_path, entry(["--hang"]), entry(["--steps", "2"]))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "device_matrix", "--project", str(p.root), "run", "--device", "cpu"],
+        cwd=p.root,
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    log = p.results / "cpu" / "output.log"
+    for _ in range(300):
+        if log.is_file() and "step 0 loss" in log.read_text(errors="replace"):
+            break
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGINT, out + err
+    record = p.record("cpu")
+    assert record["status"] == "interrupted"
+    tests = outcomes_by_nodeid(record)
+    assert tests["scripts/train.py[--hang]"]["outcome"] == "not_run"
+    never = tests["scripts/train.py[--steps,2]"]
+    assert never["outcome"] == "not_run" and "interrupted" in never["message"]
+    assert record["summary"]["total"] == 2 and record["summary"]["not_run"] == 2
+    # (--resume runs a not_run program again: test_a_resume_runs_again_a_program_that_had_no_outcome)

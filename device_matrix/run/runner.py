@@ -339,6 +339,15 @@ def _interrupted(run: Run, exc: Interrupted) -> None:
                     message=f"interrupted by {exc} while it ran",
                     attempt=attempt.index,
                 )
+    # a program's test is known before it runs: one the interrupt came before is not_run too
+    root = run.cfg.project_root
+    state.expect(
+        [
+            script_node(script, root) + script.suffix
+            for script in run.scripts
+            if script.kind == "program" and not any(of_script(n, script, run.scripts, root) for n in state.results)
+        ]
+    )
     state.mark_not_run(f"not run: device-matrix was interrupted ({exc})")
     run.close_reader()
     # the command of this run's own record (a shard's is its --shard K/N) continues it
