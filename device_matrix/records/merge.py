@@ -194,6 +194,36 @@ def gang_not_run(row: str, name: str, why: str) -> TestRecord:
     return _not_run(f"{GANG_PREFIX}{name}", why)
 
 
+def _edited(record: RunRecord, report: Mapping[str, Any] | None) -> list[str]:
+    """Where a part's run.json and the report.json its runner wrote with it disagree.
+
+    The runner writes both from one record; a test whose outcome differs was changed by
+    hand (or by a tool) after the run, and the merge believes neither over the other.
+    """
+    entries = report.get("tests") if report is not None else None
+    if not isinstance(entries, list):
+        return []  # no report.json (an older part, a shard whose runner was killed): nothing to hold it to
+    said: dict[str, str] = {}
+    for entry in entries:
+        if isinstance(entry, dict) and isinstance(entry.get("nodeid"), str):
+            own = entry.get("device_matrix")
+            outcome = own.get("outcome") if isinstance(own, dict) else entry.get("outcome")
+            said[entry["nodeid"]] = str(outcome)
+    out = []
+    for t in record["tests"]:
+        if "::" not in t["nodeid"] and t["outcome"] == "error":
+            continue  # a collection error is a collector there, not a test
+        mine = (
+            t["outcome"]
+            if t["outcome"] in ("crashed", "timeout", "not_run")
+            else jsonreport.JSON_REPORT_OUTCOME[t["outcome"]]
+        )
+        theirs = said.get(t["nodeid"], "absent")
+        if mine != theirs:
+            out.append(f"{t['nodeid']}: {t['outcome']} in its run.json, {theirs} in its report.json")
+    return out
+
+
 def _not_run(nodeid: str, why: str) -> TestRecord:
     return TestRecord(
         nodeid=nodeid, outcome="not_run", duration=0.0, message=f"not run: {why}", skip=None, crash=None, attempt=0
@@ -242,6 +272,7 @@ def merge(spread: Spread, *, command: Sequence[str] = ()) -> Merged:
     attempt_offset: dict[int, int] = {}
     for k, kept in records.items():
         rec = without_gangs(kept)
+        problems.extend(f"shard {k}: {said}" for said in _edited(rec, accepted[k].report))
         attempt_offset[k] = len(attempts)
         for a in rec["attempts"]:
             attempts.append(
