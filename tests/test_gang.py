@@ -152,3 +152,33 @@ def test_a_run_that_selects_tests_leaves_the_gangs_out(
     bare = config.load(ROOT).row("tpu")
     assert not bare.gangs
     assert selected(bare, tests=tests, suites=suites, pytest_args=pytest_args) is None
+
+
+def test_a_rank_that_waits_on_a_crashed_rank_does_not_take_the_crashs_place() -> None:
+    """Rank 1 segfaults; rank 0, in a collective with it, hangs until its timeout.
+
+    Seen: the gang's test named rank 0's timeout as its crash (its fingerprint a generic hang,
+    its attempt rank 0's), while the segfault that caused it was only the second crash.
+    """
+    row, gang = _cpu_row()
+    code = "import faulthandler\nfaulthandler.enable()\nfaulthandler._sigsegv()\n"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert proc.returncode == -signal.SIGSEGV
+    hung = _rank(0, -signal.SIGABRT, "Fatal Python error: Aborted\n", timed_out=True)
+    record = _record(row, gang, [hung, _rank(1, proc.returncode, proc.stdout + proc.stderr)])
+    (test,) = record["tests"]  # type: ignore[misc]
+    crashes = {c["id"]: c for c in record["crashes"]}  # type: ignore[attr-defined]
+    assert test["outcome"] == "crashed" and len(crashes) == 2
+    crash = crashes[test["crash"]]
+    assert crash["diagnosis"]["signal_name"] == "SIGSEGV" and "RANK=1" in crash["repro"]
+    assert test["attempt"] == crash["attempt"] == 2  # rank 1's attempt, its log rank1.log
+    assert test["message"].startswith("crashed: rank 1 ")
+
+
+def test_a_failed_gangs_attempt_is_its_failing_ranks() -> None:
+    row, gang = _cpu_row()
+    record = _record(row, gang, [_rank(0, 0), _rank(1, 3, "rank 1: bailing out\n")])
+    (test,) = record["tests"]  # type: ignore[misc]
+    assert test["outcome"] == "failed" and test["message"].startswith("rank 1 ")
+    attempts = {a["index"]: a for a in record["attempts"]}  # type: ignore[attr-defined]
+    assert attempts[test["attempt"]]["log"] == "rank1.log"

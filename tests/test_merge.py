@@ -7,11 +7,14 @@ passes before it is merged: its row, its split, its index and count.
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from device_matrix.errors import ResultsError
+from device_matrix.records import jsonreport
 from device_matrix.records.merge import Gang, Part, Spread, merge, with_gangs, without_gangs
 from device_matrix.records.schema import SHARD_SCHEMA, PlanFile, RunRecord, check_plan
 from device_matrix.records.summary import STATUS_ORDER, count, most_serious, row_label, row_status
@@ -282,3 +285,46 @@ def test_parts_run_in_different_places_say_so() -> None:
         f"the shards ran in different places: shard 1 {first['mode']}, shard 2 container img:2",
     )
     assert merged.record["status"] == "failed"
+
+
+# --- a part edited by hand -----------------------------------------------------------------------
+
+
+def _with_report(part: Part) -> Part:
+    """The part as its runner leaves it: report.json built from the same record as run.json."""
+    assert part.record is not None
+    return replace(part, report=jsonreport.build(part.record, {}, {}, Path(".")))
+
+
+def test_a_parts_outcome_edited_after_its_run_is_not_believed() -> None:
+    """Seen: a test flipped from failed to passed in shards/2/run.json merged green, exit 0."""
+    plan = make_plan("cpu", 2, TESTS, {}, gangs=[])
+    one = _with_report(_part(plan, 1))
+    failing = _part(plan, 2, status="failed")
+    assert failing.record is not None
+    victim = failing.record["tests"][0]["nodeid"]
+    failing.record["tests"][0] = R.test(victim, "failed")
+    two = _with_report(failing)
+    assert two.record is not None
+    edited = copy.deepcopy(dict(two.record))
+    edited["tests"][0] = R.test(victim, "passed")
+    edited["status"], edited["reason"] = "passed", None
+    merged = merge(Spread("cpu", plan, (one, replace(two, record=edited))))  # type: ignore[arg-type]
+    assert merged.record["status"] == "failed"
+    (problem,) = merged.problems
+    assert problem == f"shard 2: {victim}: passed in its run.json, failed in its report.json"
+    assert merged.record["reason"] is not None and problem in merged.record["reason"]
+    # the same parts as their runners wrote them merge without a word
+    honest = merge(Spread("cpu", plan, (one, two)))
+    assert honest.problems == () and _outcomes(honest.record)[victim] == "failed"
+
+
+def test_a_parts_summary_is_never_read_the_merge_counts_its_tests() -> None:
+    plan = _plan()
+    one, two = _part(plan, 1), _part(plan, 2, status="failed")
+    assert two.record is not None
+    two.record["tests"][0] = R.test(two.record["tests"][0]["nodeid"], "failed")
+    two.record["summary"] = {**two.record["summary"], "failed": 0, "passed": 99, "total": 99}
+    merged = merge(Spread("cpu", plan, (one, two)))
+    assert merged.record["summary"]["total"] == len(TESTS) + 1  # the plan's gang, not run
+    assert merged.record["summary"]["failed"] == 1 and merged.record["summary"]["passed"] == len(TESTS) - 1

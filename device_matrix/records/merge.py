@@ -118,14 +118,25 @@ def with_gangs(record: RunRecord, gangs: Sequence[Gang]) -> RunRecord:
         infos.append(dict(gang.record["environment"].get("gang") or {"name": gang.name}))
     environment = dict(base["environment"])
     environment["gangs"] = infos
-    environment["without_gangs"] = {"status": base["status"], "reason": base["reason"]}
+    environment["without_gangs"] = {
+        "status": base["status"],
+        "reason": base["reason"],
+        "finished_at": base["finished_at"],
+        "duration": base["duration"],
+    }
     claims = [base["status"], *(g.record["status"] for g in gangs)]
     reasons = [base["reason"], *(f"gang {g.name}: {g.record['reason']}" for g in gangs if g.record["reason"])]
+    # the gangs run after the row's tests: the row ends when the last of them ended
+    _, finished = _span(
+        [(base["started_at"], base["finished_at"])] + [(base["started_at"], g.record["finished_at"]) for g in gangs]
+    )
     return RunRecord(
         **{
             **base,
             "status": row_status([t["outcome"] for t in tests], crashes, claimed=claims),
             "reason": " | ".join(r for r in reasons if r) or None,
+            "finished_at": finished,
+            "duration": _duration(base["started_at"], finished, [base["duration"]]),
             "tests": tests,
             "crashes": crashes,
             "attempts": attempts,
@@ -148,6 +159,8 @@ def without_gangs(record: RunRecord) -> RunRecord:
             **record,
             "status": own.get("status", record["status"]),
             "reason": own.get("reason"),
+            "finished_at": own.get("finished_at", record["finished_at"]),
+            "duration": own.get("duration", record["duration"]),
             "tests": tests,
             "crashes": [c for c in record["crashes"] if not (c["nodeid"] or "").startswith(GANG_PREFIX)],
             "attempts": [a for a in record["attempts"] if not _is_gang_log(a["log"])],
@@ -179,6 +192,36 @@ def _add_gang(
 
 def gang_not_run(row: str, name: str, why: str) -> TestRecord:
     return _not_run(f"{GANG_PREFIX}{name}", why)
+
+
+def _edited(record: RunRecord, report: Mapping[str, Any] | None) -> list[str]:
+    """Where a part's run.json and the report.json its runner wrote with it disagree.
+
+    The runner writes both from one record; a test whose outcome differs was changed by
+    hand (or by a tool) after the run, and the merge believes neither over the other.
+    """
+    entries = report.get("tests") if report is not None else None
+    if not isinstance(entries, list):
+        return []  # no report.json (an older part, a shard whose runner was killed): nothing to hold it to
+    said: dict[str, str] = {}
+    for entry in entries:
+        if isinstance(entry, dict) and isinstance(entry.get("nodeid"), str):
+            own = entry.get("device_matrix")
+            outcome = own.get("outcome") if isinstance(own, dict) else entry.get("outcome")
+            said[entry["nodeid"]] = str(outcome)
+    out = []
+    for t in record["tests"]:
+        if "::" not in t["nodeid"] and t["outcome"] == "error":
+            continue  # a collection error is a collector there, not a test
+        mine = (
+            t["outcome"]
+            if t["outcome"] in ("crashed", "timeout", "not_run")
+            else jsonreport.JSON_REPORT_OUTCOME[t["outcome"]]
+        )
+        theirs = said.get(t["nodeid"], "absent")
+        if mine != theirs:
+            out.append(f"{t['nodeid']}: {t['outcome']} in its run.json, {theirs} in its report.json")
+    return out
 
 
 def _not_run(nodeid: str, why: str) -> TestRecord:
@@ -229,6 +272,7 @@ def merge(spread: Spread, *, command: Sequence[str] = ()) -> Merged:
     attempt_offset: dict[int, int] = {}
     for k, kept in records.items():
         rec = without_gangs(kept)
+        problems.extend(f"shard {k}: {said}" for said in _edited(rec, accepted[k].report))
         attempt_offset[k] = len(attempts)
         for a in rec["attempts"]:
             attempts.append(
@@ -609,7 +653,7 @@ def load_spread(folder: Path) -> Spread:
                 record=record,
                 plan=part_plan,
                 gangs=load_gangs(entry, f"{SHARDS_DIR}/{k}/"),
-                report=_report(entry / "report.json"),
+                report=read_report(entry / "report.json"),
             )
         )
     return Spread(
@@ -620,7 +664,7 @@ def load_spread(folder: Path) -> Spread:
     )
 
 
-def _report(path: Path) -> Mapping[str, Any] | None:
+def read_report(path: Path) -> Mapping[str, Any] | None:
     try:
         data = json.loads(path.read_text("utf-8"))
     except (OSError, ValueError):
@@ -643,16 +687,24 @@ def merge_row(folder: Path) -> RunRecord:
 
 
 def write_merged(folder: Path, merged: Merged) -> None:
-    record = merged.record
+    write_reports(folder, merged.record, merged.reports.values())
+    write_json_atomic(folder / "run.json", merged.record)
+
+
+def write_reports(folder: Path, record: RunRecord, reports: Iterable[Mapping[str, Any]]) -> None:
+    """``junit.xml`` and ``report.json`` of ``record``, each test's phases and line from ``reports``.
+
+    ``reports``: the report.json files its runners wrote; a gang's test has no phases there (#23).
+    """
     phases: dict[str, list[dict[str, Any]]] = {}
     locations: dict[str, tuple[str, int | None]] = {}
     root = ""
-    for report in merged.reports.values():
+    for report in reports:
         root = root or str(report.get("root", ""))
         entries = report.get("tests", [])
         for entry in entries if isinstance(entries, list) else ():
             nodeid = entry.get("nodeid") if isinstance(entry, dict) else None
-            if not isinstance(nodeid, str) or nodeid in phases:
+            if not isinstance(nodeid, str) or nodeid in phases or nodeid.startswith(GANG_PREFIX):
                 continue
             phases[nodeid] = [
                 {"when": when, **entry[when]}
@@ -663,7 +715,6 @@ def write_merged(folder: Path, merged: Merged) -> None:
             locations[nodeid] = (nodeid.split("::", 1)[0], lineno if type(lineno) is int else None)
     write_junit(folder / "junit.xml", record)
     jsonreport.write(folder / "report.json", jsonreport.build(record, phases, locations, Path(root or folder)))
-    write_json_atomic(folder / "run.json", record)
 
 
 def artifact_folder(results: Path, artifact: str) -> Path | None:

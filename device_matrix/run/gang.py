@@ -180,7 +180,9 @@ def gang_record(
     state.expect([test])
     crashes: list[CrashRecord] = []
     problems: list[str] = []
+    deaths: list[str] = []  # ranks killed by a signal: the cause, before the ranks that waited on them
     exceptions: list[str | None] = []
+    failing: list[int] = []  # the attempts of ranks that did not exit 0
     for r in ranks:
         where = f"rank {r.rank} on {r.host or '?'} ({r.ip or '?'})"
         signum = diagnostics.signal_from_returncode(r.returncode)
@@ -197,6 +199,8 @@ def gang_record(
                 log=f"rank{r.rank}.log",
             )
         )
+        if r.lost is not None or r.returncode != 0:
+            failing.append(r.rank + 1)
         if r.lost is not None:
             problems.append(f"{where}: {r.lost}")
             continue
@@ -225,11 +229,17 @@ def gang_record(
                 )
             )
             what = "timed out" if r.timed_out else (diagnosis["signal_name"] or f"exit {r.returncode}")
-            problems.append(f"{where}: {what} ({diagnosis['hint'] or diagnosis['fingerprint']})")
+            (problems if r.timed_out else deaths).append(
+                f"{where}: {what} ({diagnosis['hint'] or diagnosis['fingerprint']})"
+            )
         elif r.returncode != 0:
             name = last_exception(r.output)
             exceptions.append(name)
             problems.append(f"{where}: exit {r.returncode}" + (f" ({name})" if name else ""))
+    problems[:0] = deaths
+    # a rank that died is the gang's crash; ranks in a collective with it hang until their
+    # timeout, which is what followed, not the cause
+    cause = next((c for c in crashes if c["kind"] == "crash"), crashes[0] if crashes else None)
     xfail = expected_failure(gang, row)
     outcome: Outcome
     if why_not_run is not None:
@@ -258,8 +268,9 @@ def gang_record(
         outcome,
         duration=max((r.duration for r in ranks), default=0.0),
         message=message,
-        crash=crashes[0]["id"] if crashes else None,
-        attempt=1,
+        crash=cause["id"] if cause else None,
+        # the attempt (and log) of the rank that decided the outcome
+        attempt=cause["attempt"] if cause else (failing[0] if failing else 1),
         skip=dict(xfail) if xfail is not None else None,
     )
     state.crashes.extend(crashes)

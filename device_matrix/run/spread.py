@@ -42,9 +42,11 @@ from device_matrix.records.merge import (
     load_gangs,
     load_spread,
     merge,
+    read_report,
     with_gangs,
     without_gangs,
     write_merged,
+    write_reports,
 )
 from device_matrix.records.schema import (
     AttemptRecord,
@@ -242,8 +244,15 @@ def _gangs_to_resume(part: Path, todo: Sequence[Gang]) -> list[Gang]:
 
 
 def _fold_gangs(part: Path) -> RunRecord:
-    """The part's run.json with its gangs folded in, written back."""
+    """The part's run.json with its gangs folded in, written back; its junit.xml and report.json too.
+
+    Only where its runner wrote them (a run that ended): a CI job reads those, and they hold
+    the gangs run.json holds (#23).
+    """
     record = with_gangs(load_run(part / "run.json"), load_gangs(part, ""))
+    own = read_report(part / "report.json")
+    if own is not None:
+        write_reports(part, record, [own])
     write_json_atomic(part / "run.json", record)
     return record
 
