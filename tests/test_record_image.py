@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from device_matrix.config import load
-from device_matrix.run.plan import image_ran_in, plan_row
+from device_matrix.run.plan import image_ran_in, in_rows_image, plan_row
 from tests.userproject import user_project
 
 IMAGE = "localhost/xla:r2.9.0_3.11"
@@ -39,6 +39,6 @@ def test_the_plan_says_which_image_a_row_runs_in(tmp_path: Path) -> None:
     assert plan_row(cfg, row, environ={"DEVICE_MATRIX_IN_IMAGE": IMAGE}).image == IMAGE
     assert plan_row(cfg, row, environ={"DEVICE_MATRIX_IN_IMAGE": "tpu"}, force="local").image is None
     # a gang's record reads the same rule
-    assert image_ran_in(row, "container", {}) == IMAGE
-    assert image_ran_in(row, "local", {}) is None
-    assert image_ran_in(row, "local", {"DEVICE_MATRIX_IN_IMAGE": "cpu"}) == IMAGE
+    assert image_ran_in(row, "container", in_image=in_rows_image(row, {})) == IMAGE
+    assert image_ran_in(row, "local", in_image=in_rows_image(row, {})) is None
+    assert image_ran_in(row, "local", in_image=in_rows_image(row, {"DEVICE_MATRIX_IN_IMAGE": "cpu"})) == IMAGE

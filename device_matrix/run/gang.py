@@ -41,7 +41,7 @@ from device_matrix.records.summary import row_status
 from device_matrix.redact import Redactor, remember_secrets
 from device_matrix.run.attempt import Interrupted
 from device_matrix.run.executors.base import Child, Executor, LaunchSpec
-from device_matrix.run.plan import image_ran_in
+from device_matrix.run.plan import image_ran_in, in_rows_image
 from device_matrix.run.selection import selecting_options
 from device_matrix.run.shards import slot_env
 from device_matrix.run.state import RunState, now_iso
@@ -294,7 +294,7 @@ def gang_record(
         status=status,
         reason=why_not_run,
         mode=mode,
-        image=image_ran_in(row, mode),
+        image=image_ran_in(row, mode, in_image=in_rows_image(row)),
         suites=list(row.suites),
         started_at=started_at,
         duration=duration,

@@ -26,7 +26,7 @@ class RowPlan:
     @property
     def image(self) -> str | None:
         """The image the row's tests run in (see :func:`image_ran_in`)."""
-        return self.row.image or None if self.mode == "container" or self.in_image else None
+        return image_ran_in(self.row, self.mode, in_image=self.in_image)
 
 
 def in_rows_image(row: Row, environ: Mapping[str, str] | None = None) -> bool:
@@ -36,10 +36,11 @@ def in_rows_image(row: Row, environ: Mapping[str, str] | None = None) -> bool:
     return bool(named) and named in (row.name, row.image)
 
 
-def image_ran_in(row: Row, mode: str, environ: Mapping[str, str] | None = None) -> str | None:
-    """The image a row's tests ran in: its container's, or the one this host is; a row run
-    on a host of its own ran in no image of the row's, and its record names none."""
-    return row.image or None if mode == "container" or in_rows_image(row, environ) else None
+def image_ran_in(row: Row, mode: str, *, in_image: bool) -> str | None:
+    """The image a row's tests ran in: its container's, or the one this host is
+    (``in_image``: see :func:`in_rows_image`); a row run on a host of its own ran in no
+    image of the row's, and its record names none."""
+    return row.image or None if mode == "container" or in_image else None
 
 
 def plan_row(
