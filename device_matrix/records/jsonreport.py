@@ -183,7 +183,7 @@ def build(
     }
 
 
-WHEN = ("setup", "call", "teardown")
+WHEN = ("setup", "call", "teardown")  # the phases of a test in pytest-json-report's layout
 
 
 def _death(record: RunRecord, test: TestRecord) -> str:

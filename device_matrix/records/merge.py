@@ -707,9 +707,7 @@ def write_reports(folder: Path, record: RunRecord, reports: Iterable[Mapping[str
             if not isinstance(nodeid, str) or nodeid in phases or nodeid.startswith(GANG_PREFIX):
                 continue
             phases[nodeid] = [
-                {"when": when, **entry[when]}
-                for when in ("setup", "call", "teardown")
-                if isinstance(entry.get(when), dict)
+                {"when": when, **entry[when]} for when in jsonreport.WHEN if isinstance(entry.get(when), dict)
             ]
             lineno = entry.get("lineno")
             locations[nodeid] = (nodeid.split("::", 1)[0], lineno if type(lineno) is int else None)
