@@ -310,6 +310,44 @@ def write_gang(folder: Path, record: RunRecord, ranks: Sequence[RankResult], red
     write_json_atomic(folder / "run.json", record, redactor)
 
 
+def finish_gang(
+    folder: Path,
+    row: Row,
+    mode: str,
+    gang: Gang,
+    ranks: Sequence[RankResult],
+    *,
+    started_at: str,
+    t0: float,
+    master: tuple[str, int] | None,
+    redactor: Redactor,
+    why_not_run: str | None = None,
+    status: RowStatus = "error",
+) -> RunRecord:
+    """The record of a gang whose ranks ended (or were cut off), written with their logs:
+    the one ending of a gang here and on Ray."""
+    record = gang_record(
+        row,
+        mode,
+        gang,
+        ranks,
+        started_at=started_at,
+        duration=time.monotonic() - t0,
+        master=master,
+        redactor=redactor,
+        why_not_run=why_not_run,
+        status=status,
+    )
+    write_gang(folder, record, ranks, redactor)
+    return record
+
+
+def outcome_line(gang: Gang, record: RunRecord) -> str:
+    """What the terminal says of a gang that ran: its test's outcome and message."""
+    test = record["tests"][0]
+    return f"gang {gang.name}: {test['outcome']}" + (f" - {test['message']}" if test["message"] else "")
+
+
 def pending_record(row: Row, mode: str, gang: Gang, *, status: RowStatus, why: str) -> RunRecord:
     """The record of a gang that has not run (yet): its test not_run, why, and the row's status."""
     return gang_record(
@@ -384,27 +422,22 @@ def run_here(
         with tempfile.TemporaryDirectory(prefix=".ranks-", dir=folder) as tmp:
             run_ranks(executor, cfg.project_root, gang, ranks, Path(tmp), timeout=row.test_timeout, redactor=redactor)
     except Interrupted as exc:
-        why = f"interrupted by {exc} while it ran; `--resume` runs it again"
-        record = gang_record(
+        finish_gang(
+            folder,
             row,
             mode,
             gang,
             ranks,
             started_at=started_at,
-            duration=time.monotonic() - t0,
+            t0=t0,
             master=master,
             redactor=redactor,
-            why_not_run=why,
+            why_not_run=f"interrupted by {exc} while it ran; `--resume` runs it again",
             status="interrupted",
         )
-        write_gang(folder, record, ranks, redactor)
         raise
-    record = gang_record(
-        row, mode, gang, ranks, started_at=started_at, duration=time.monotonic() - t0, master=master, redactor=redactor
-    )
-    write_gang(folder, record, ranks, redactor)
-    test = record["tests"][0]
-    note(row.name, f"gang {gang.name}: {test['outcome']}" + (f" - {test['message']}" if test["message"] else ""))
+    record = finish_gang(folder, row, mode, gang, ranks, started_at=started_at, t0=t0, master=master, redactor=redactor)
+    note(row.name, outcome_line(gang, record))
     return record
 
 

@@ -861,36 +861,33 @@ def run_gang(nodes: RayNodes, entry: Gang, folder: Path) -> None:
                     ray.cancel(ref, force=True)
             raise
         # the ranks' tasks go with this driver (see RayNodes.run): the record first
-        record = gangs.gang_record(
+        gangs.finish_gang(
+            folder,
             row,
             nodes.plan.mode,
             entry,
             ranks,
             started_at=started_at,
-            duration=time.monotonic() - t0,
+            t0=t0,
             master=master,
             redactor=redactor,
             why_not_run=f"interrupted by {cause} while it ran; `--resume` runs it",
             status="interrupted",
         )
-        gangs.write_gang(folder, record, ranks, redactor)
         raise
     finally:
         with contextlib.suppress(Exception):
             pg_mod.remove_placement_group(pg)
-    record = gangs.gang_record(
+    record = gangs.finish_gang(
+        folder,
         row,
         nodes.plan.mode,
         entry,
         ranks,
         started_at=started_at,
-        duration=time.monotonic() - t0,
+        t0=t0,
         master=master,
         redactor=redactor,
         why_not_run=why_not_run,
     )
-    gangs.write_gang(folder, record, ranks, redactor)
-    test = record["tests"][0]
-    nodes.listener.note(
-        row.name, f"gang {entry.name}: {test['outcome']}" + (f" - {test['message']}" if test["message"] else "")
-    )
+    nodes.listener.note(row.name, gangs.outcome_line(entry, record))
