@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import PY, ROOT, clean_env, run_command, timed, write_project
 
 sys.path.insert(0, str(ROOT))
-from device_matrix.run.shards import balance, split
+from device_matrix.spread.split import balance, split
 
 SUITE = """
 import json

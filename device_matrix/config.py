@@ -95,7 +95,7 @@ class Row:
     isolation: Isolation = "row"
     collect: Collect = "auto"
     scripts: tuple[Script, ...] = ()  # files run as scripts, each in a process of its own
-    # spreading a row (device_matrix.run.spread, device_matrix.run.ray): shards per Actions
+    # spreading a row (device_matrix.spread.driver, device_matrix.spread.ray): shards per Actions
     # row, device slots on one host and the variables that give a shard its slot, and what
     # one shard asks of a Ray node
     shards: int = 1
@@ -104,7 +104,7 @@ class Row:
     ray_resources: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     ray_num_cpus: float = 1.0
     ray_labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    gangs: tuple[Gang, ...] = ()  # workers started together, N ranks, in every full run (device_matrix.run.gang)
+    gangs: tuple[Gang, ...] = ()  # workers started together, N ranks, in every full run (device_matrix.spread.gang)
 
     @property
     def as_script(self) -> bool:

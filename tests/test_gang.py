@@ -13,7 +13,7 @@ from device_matrix import config
 from device_matrix.config import Gang, Row
 from device_matrix.diagnostics import diagnose
 from device_matrix.redact import Redactor
-from device_matrix.run.gang import RankResult, gang_record, last_exception, rank_env, selected
+from device_matrix.spread.gang import RankResult, gang_record, last_exception, rank_env, selected
 
 RECORDED = Path(__file__).parent / "fixtures" / "recorded"
 ROOT = Path(__file__).resolve().parents[1]

@@ -33,9 +33,10 @@ FLOORS: dict[str, int] = {
     "issues": 6,
     "run": 7,
     "report": 7,
-    "cli": 8,
-    "nox": 8,
-    "__main__": 9,
+    "spread": 8,  # #31: a row over many runs uses the runner; the runner never imports it
+    "cli": 9,
+    "nox": 9,
+    "__main__": 10,
 }
 
 

@@ -19,7 +19,7 @@ from device_matrix.records.merge import Gang, Part, Spread, merge, with_gangs, w
 from device_matrix.records.schema import SHARD_SCHEMA, PlanFile, RunRecord, check_plan
 from device_matrix.records.summary import STATUS_ORDER, count, most_serious, row_label, row_status
 from device_matrix.run.context import Verdict, worst
-from device_matrix.run.shards import make_plan
+from device_matrix.spread.split import make_plan
 from tests import records as R
 
 TESTS = [f"t.py::test_{i}" for i in range(6)]
@@ -281,9 +281,7 @@ def test_parts_run_in_different_places_say_so() -> None:
     merged = merge(Spread("cpu", plan, (one, other)))
     first = one.record
     assert first is not None
-    assert merged.problems == (
-        f"the shards ran in different places: shard 1 {first['mode']}, shard 2 container img:2",
-    )
+    assert merged.problems == (f"the shards ran in different places: shard 1 {first['mode']}, shard 2 container img:2",)
     assert merged.record["status"] == "failed"
 
 

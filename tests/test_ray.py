@@ -243,10 +243,10 @@ def test_a_shard_lost_twice_leaves_its_tests_not_run_with_the_nodes_named(tmp_pa
     from device_matrix.records.merge import load_spread, merge
     from device_matrix.records.schema import LostNode
     from device_matrix.run.plan import plan_row
-    from device_matrix.run.ray import RayNodes
     from device_matrix.run.runner import RunOptions
-    from device_matrix.run.shards import make_plan
-    from device_matrix.run.spread import _Silent
+    from device_matrix.spread.driver import _Silent
+    from device_matrix.spread.ray import RayNodes
+    from device_matrix.spread.split import make_plan
 
     p = make_project(tmp_path, ["passing"])
     cfg = config.load(p.root)

@@ -18,7 +18,7 @@ import pytest
 from device_matrix.config import Row
 from device_matrix.errors import UsageProblem
 from device_matrix.records.merge import artifact_folder
-from device_matrix.run.shards import balance, parse_shard, recorded_durations, slot_env, split
+from device_matrix.spread.split import balance, parse_shard, recorded_durations, slot_env, split
 from tests import records as R
 from tests.conftest import Project, clean_env, make_project
 
@@ -397,7 +397,7 @@ def test_a_row_with_shards_is_one_matrix_entry_per_shard(project: Callable[..., 
 
 def test_ray_is_imported_only_when_used() -> None:
     code = (
-        "import sys, device_matrix.cli, device_matrix.cli.shards, device_matrix.run.shards;"
+        "import sys, device_matrix.cli, device_matrix.cli.shards, device_matrix.spread.split;"
         "device_matrix.cli.build_parser();"
         "assert 'ray' not in sys.modules, 'ray imported'"
     )

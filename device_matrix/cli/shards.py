@@ -1,6 +1,6 @@
 """``run --shard K/N``, ``run --shards N [--parallel]``, ``run --executor ray`` and ``merge``.
 
-The arguments are checked here and the row handed to device_matrix.run.spread; nothing
+The arguments are checked here and the row handed to device_matrix.spread.driver; nothing
 of a spread happens in this module.
 """
 
@@ -28,7 +28,7 @@ def spread_requested(args: argparse.Namespace) -> bool:
 
 def run_whole(cfg: Config, plan: RowPlan, options: RunOptions, out: Output) -> RunRecord:
     """The row in one piece, its gangs too."""
-    from device_matrix.run.spread import run_whole as whole
+    from device_matrix.spread.driver import run_whole as whole
 
     return whole(cfg, plan, options, out)
 
@@ -55,7 +55,7 @@ def check_spread_args(args: argparse.Namespace) -> None:
     if args.shards is not None and args.shards < 1:
         raise UsageProblem(f"--shards {args.shards}: must be >= 1")
     if args.shard:
-        from device_matrix.run.shards import parse_shard
+        from device_matrix.spread.split import parse_shard
 
         parse_shard(args.shard)
 
@@ -63,13 +63,13 @@ def check_spread_args(args: argparse.Namespace) -> None:
 def run_spread(args: argparse.Namespace, cfg: Config, plan: RowPlan, options: RunOptions, out: Output) -> RunRecord:
     from dataclasses import replace
 
-    from device_matrix.run import spread
+    from device_matrix.spread import driver as spread
 
     row = plan.row
     durations_from = [Path(p) for p in args.durations or ()]
     forwarded = forwarded_options(args)
     if args.shard:
-        from device_matrix.run.shards import parse_shard
+        from device_matrix.spread.split import parse_shard
 
         if args.slot is not None:
             options = replace(options, slot_env=_slot_env(row, args.slot))
@@ -86,7 +86,7 @@ def run_spread(args: argparse.Namespace, cfg: Config, plan: RowPlan, options: Ru
     count: int = args.shards or row.shards
     command = spread_command(args, row.name, count)
     if args.executor == "ray":
-        from device_matrix.run.ray import on_ray
+        from device_matrix.spread.ray import on_ray
 
         with on_ray(cfg, plan, options, out, address=args.address, forwarded=forwarded) as nodes:
             return spread.spread(
@@ -103,7 +103,7 @@ def run_spread(args: argparse.Namespace, cfg: Config, plan: RowPlan, options: Ru
 
 
 def _slot_env(row: Row, slot: int) -> dict[str, str]:
-    from device_matrix.run.shards import slot_env
+    from device_matrix.spread.split import slot_env
 
     if not row.slot_env:
         raise UsageProblem(

@@ -236,7 +236,7 @@ class RankInfo(TypedDict):
 
 
 class GangInfo(TypedDict):
-    """``environment.gang`` of a gang's record (device_matrix.run.gang)."""
+    """``environment.gang`` of a gang's record (device_matrix.spread.gang)."""
 
     name: str
     module: str

@@ -4,7 +4,7 @@ Reads RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT, joins the ``xla
 process group (rendezvous), then all-reduces a ones tensor ``--iterations`` times,
 all-gathers and reduce-scatters, and prints one JSON object.
 
-``--check`` (a gang of Ray tasks runs it so: device_matrix.run.gang) makes the worker its
+``--check`` (a gang of Ray tasks runs it so: device_matrix.spread.gang) makes the worker its
 own test: a last rendezvous after the collectives, a short summary instead of every
 iteration, and :class:`CollectiveMismatch` when the world or any sum is not the one the
 launcher gave (WORLD_SIZE).

@@ -3,7 +3,7 @@
 A row's ``[[gangs]]`` entry names a worker module; the gangs run in every full run of
 their row, after its tests: without Ray as ``world_size`` processes on this host (one per
 device slot when the row has slots), under ``--executor ray`` as Ray tasks placed by one
-placement group (device_matrix.run.ray). Each rank runs ``python -X faulthandler -m MODULE
+placement group (device_matrix.spread.ray). Each rank runs ``python -X faulthandler -m MODULE
 ARGS`` with ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``, ``MASTER_ADDR``
 and ``MASTER_PORT`` (the launcher contract torchrun keeps). The gang is one test in the
 row's record, ``gang::NAME``: passed when every rank exits 0; a rank killed by a signal or
@@ -43,8 +43,8 @@ from device_matrix.run.attempt import Interrupted
 from device_matrix.run.executors.base import Child, Executor, LaunchSpec
 from device_matrix.run.plan import image_ran_in, in_rows_image
 from device_matrix.run.selection import selecting_options
-from device_matrix.run.shards import slot_env
 from device_matrix.run.state import RunState, now_iso
+from device_matrix.spread.split import slot_env
 from device_matrix.wire import ENV_ATTEMPT
 
 ABORT_GRACE = 10.0  # seconds a rank past its timeout has to dump its stacks (SIGABRT) before SIGKILL

@@ -10,7 +10,7 @@ SIGTERM when its worker dies, and writes what it knows), marks ``FOLDER/.ended``
 driver ``hold`` seconds to fetch what is there, and removes the folder. It stops at once
 when the folder is gone: the task removed it itself.
 
-    python -m device_matrix.run.janitor WORKER_PID FOLDER [HOLD]
+    python -m device_matrix.spread.janitor WORKER_PID FOLDER [HOLD]
 
 Standard library only: it starts in milliseconds and needs nothing of the project.
 """
@@ -85,5 +85,5 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-if __name__ == "__main__":  # pragma: no cover - run as its own process by device_matrix.run.ray
+if __name__ == "__main__":  # pragma: no cover - run as its own process by device_matrix.spread.ray
     sys.exit(main(sys.argv[1:]))

@@ -1,7 +1,7 @@
 """Shards of a row as Ray tasks, on the nodes of a cluster that have the row's device.
 
 ``device-matrix run --executor ray --address auto|HOST:PORT``. :class:`RayNodes` is the
-spread's scheduler for a cluster (device_matrix.run.spread holds the driver): each shard is
+spread's scheduler for a cluster (device_matrix.spread.driver holds the driver): each shard is
 one Ray Core task that runs the ordinary runner (``device-matrix run --shard K/N``, a
 process of its own, so a crash is handled and diagnosed exactly as on a local host) on a
 node that has what the row asks for (``ray_resources``, ``ray_num_cpus``, ``ray_labels``),
@@ -15,7 +15,7 @@ runs again once on another node. A task's worker that dies while the node lives 
 that kills it) is a crash of the test that was running, named and diagnosed from what the
 shard's folder on that node still holds, and the shard goes on (#23). Tasks are never
 retried by Ray (``max_retries=0``), are cancelled when they overrun the row's
-``run_timeout``, remove their temp folders in every ending (device_matrix.run.janitor),
+``run_timeout``, remove their temp folders in every ending (device_matrix.spread.janitor),
 and nothing is reported to Ray's usage statistics. Ray is imported only here, only when
 asked for.
 
@@ -46,15 +46,14 @@ from device_matrix.errors import EnvironmentProblem
 from device_matrix.records.merge import GANGS_DIR
 from device_matrix.records.schema import LostNode, PlanFile
 from device_matrix.redact import Redactor, redact_file, remember_secrets
-from device_matrix.run import gang as gangs
 from device_matrix.run.attempt import Interrupted
 from device_matrix.run.context import RunListener, RunOptions
 from device_matrix.run.executors.base import PopenChild, become_subreaper, spawn
-from device_matrix.run.janitor import CHILD, ENDED
 from device_matrix.run.plan import RowPlan
 from device_matrix.run.runner import Collection
-from device_matrix.run.shards import Shard, shard_folder, write_plan, write_shard_file
-from device_matrix.run.spread import (
+from device_matrix.run.state import now_iso
+from device_matrix.spread import gang as gangs
+from device_matrix.spread.driver import (
     MAX_RUNS,
     SHARD_GRACE,
     Job,
@@ -65,7 +64,8 @@ from device_matrix.run.spread import (
     needs_salvage,
     runner_died,
 )
-from device_matrix.run.state import now_iso
+from device_matrix.spread.janitor import CHILD, ENDED
+from device_matrix.spread.split import Shard, shard_folder, write_plan, write_shard_file
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -261,7 +261,7 @@ def _task_folder(name: str) -> Iterator[Path]:
     # own process must escape the worker, whose children Ray ends with it
     become_subreaper(on=False)
     janitor = subprocess.Popen(
-        [sys.executable, "-m", "device_matrix.run.janitor", str(os.getpid()), str(folder), str(HOLD)],
+        [sys.executable, "-m", "device_matrix.spread.janitor", str(os.getpid()), str(folder), str(HOLD)],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -7,7 +7,7 @@ written before anything is collected, resume, clearing what an earlier run left,
 scheduling the shards, running the row's gangs in every full run of it, merging, and
 what the record says when a shard's runner died under it. Where the shards of a split
 run is a :class:`Scheduler`: the device slots of this host (:class:`Slots`, below) or the
-nodes of a Ray cluster (``device_matrix.run.ray.RayNodes``).
+nodes of a Ray cluster (``device_matrix.spread.ray.RayNodes``).
 
 The runner is used through one door, the section right below, and only through its
 public steps (device_matrix.run.runner): collect the row, open a part's run and write its
@@ -62,7 +62,6 @@ from device_matrix.records.schema import (
 )
 from device_matrix.records.summary import row_status
 from device_matrix.redact import Redactor
-from device_matrix.run import gang as gangs
 from device_matrix.run import runner
 from device_matrix.run.attempt import Interrupted
 from device_matrix.run.context import Run, RunListener, RunOptions, Verdict
@@ -70,7 +69,9 @@ from device_matrix.run.executors.base import Executor, PopenChild, spawn
 from device_matrix.run.journal import Fold
 from device_matrix.run.plan import RowPlan
 from device_matrix.run.runner import Collection
-from device_matrix.run.shards import (
+from device_matrix.run.state import RunState, now_iso
+from device_matrix.spread import gang as gangs
+from device_matrix.spread.split import (
     Shard,
     check_count,
     claim_plan,
@@ -84,7 +85,6 @@ from device_matrix.run.shards import (
     write_plan,
     write_shard_file,
 )
-from device_matrix.run.state import RunState, now_iso
 
 SHARD_GRACE = 30.0  # seconds a shard's runner has, after SIGTERM, to end its tests and write its record
 MAX_RUNS = 3  # a shard whose runner dies under it runs at most this often (each death names its test)
