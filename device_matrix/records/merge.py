@@ -12,7 +12,7 @@ The layout, under ``results/<row>/``::
 
     run.json                 the whole run, or the merge of the shards (its ``spread``)
     gangs/NAME/run.json      a whole run's gangs, each one test ``gang::NAME``
-    shards/plan.json         the split every shard of the row reads (run/shards.py)
+    shards/plan.json         the split every shard of the row reads (spread/split.py)
     shards/K/run.json        shard K's record (``spread``: plan id, shard K of N)
     shards/K/shard.json      the split as shard K read it, where it ran
     shards/K/gangs/NAME/     the gangs the split gave shard K to keep
@@ -240,90 +240,13 @@ def merge(spread: Spread, *, command: Sequence[str] = ()) -> Merged:
     problems: list[str] = []
     reference = _reference(spread, problems)
     of = reference["of"] if reference is not None else max(_counts(spread))
-    accepted: dict[int, Part] = {}
-    why_not: dict[int, str] = {}
-    for part in spread.parts:
-        why = _refusal(part, spread.row, reference, of)
-        if why is None:
-            accepted[part.index] = part
-            continue
-        why_not[part.index] = why
-        problems.append(f"shard {part.index}: {why}")
-    for k in range(1, of + 1):
-        if k not in accepted and k not in why_not:
-            why_not[k] = "no results"
-            problems.append(f"shard {k}/{of}: no results")
-
-    owner: dict[str, int] = {}
-    order: list[str] = []
-    if reference is not None and reference["tests"] is not None and reference["parts"] is not None:
-        order = list(reference["tests"])
-        for k, part_indexes in enumerate(reference["parts"], 1):
-            for i in part_indexes:
-                owner[reference["tests"][i]] = k
-
+    accepted, why_not = _accepted(spread, reference, of, problems)
+    owner, order = _owners(reference)
     records = {k: p.record for k, p in sorted(accepted.items()) if p.record is not None}
     mixed = _mixed(records, problems)
-    seen: dict[str, list[tuple[int, TestRecord]]] = {}
-    crash_ids: dict[tuple[int, str], str] = {}
-    crashes: list[CrashRecord] = []
-    crash_keys: set[tuple[str, str | None, str]] = set()
-    attempts: list[AttemptRecord] = []
-    attempt_offset: dict[int, int] = {}
-    for k, kept in records.items():
-        rec = without_gangs(kept)
-        problems.extend(f"shard {k}: {said}" for said in _edited(rec, accepted[k].report))
-        attempt_offset[k] = len(attempts)
-        for a in rec["attempts"]:
-            attempts.append(
-                AttemptRecord(
-                    **{
-                        **a,
-                        "index": a["index"] + attempt_offset[k],
-                        "journal": f"{SHARDS_DIR}/{k}/{a['journal']}" if a["journal"] else "",
-                        "log": f"{SHARDS_DIR}/{k}/{a['log']}",
-                    }
-                )
-            )
-        for c in rec["crashes"]:
-            key = (c["phase"], c["nodeid"], c["diagnosis"]["fingerprint"])
-            new_id = f"{spread.row}-{k}.{c['id'].rsplit('-', 1)[-1]}"
-            crash_ids[(k, c["id"])] = new_id
-            if c["phase"] != "test" and key in crash_keys:
-                continue  # every shard imports every module: one crash, seen by each shard
-            crash_keys.add(key)
-            crashes.append(CrashRecord(**{**c, "id": new_id, "attempt": c["attempt"] + attempt_offset[k]}))
-        for t in rec["tests"]:
-            if t["nodeid"] not in seen and t["nodeid"] not in owner:
-                order.append(t["nodeid"])
-            seen.setdefault(t["nodeid"], []).append((k, t))
-
-    tests: list[TestRecord] = []
-    for nodeid in order:
-        entries = seen.get(nodeid, [])
-        if not entries:
-            k = owner[nodeid]
-            why = why_not.get(k) or "in no shard's results"
-            where = f"shard {k}/{of}"
-            if k in accepted:
-                problems.append(f"{nodeid}: in no shard's results (assigned to {where})")
-                tests.append(_not_run(nodeid, f"in no shard's results (assigned to {where})"))
-            else:
-                tests.append(_not_run(nodeid, f"{where}: {why}"))
-            continue
-        shards_of = [k for k, _ in entries]
-        # a module that fails (or dies) on import: every shard imports it and says so
-        module = nodeid not in owner and "::" not in nodeid
-        if len(entries) > 1 and not module:
-            problems.append(f"{nodeid}: ran in shards {', '.join(map(str, shards_of))}")
-        elif owner and nodeid not in owner and not module:
-            problems.append(f"{nodeid}: ran in shard {shards_of[0]} but is in no shard of the split")
-        elif owner and not module and owner[nodeid] != shards_of[0]:
-            problems.append(f"{nodeid}: ran in shard {shards_of[0]}, the split gave it to shard {owner[nodeid]}")
-        k, test = entries[0] if module else max(entries, key=lambda e: _severity(e[1]))
-        crash = crash_ids.get((k, test["crash"])) if test["crash"] else None
-        tests.append(TestRecord(**{**test, "crash": crash, "attempt": test["attempt"] + attempt_offset[k]}))
-
+    pool = _pool(spread.row, records, accepted=accepted, owner=owner, order=order, problems=problems)
+    tests = _tests(pool, order, owner=owner, accepted=accepted, why_not=why_not, of=of, problems=problems)
+    crashes, attempts = pool.crashes, pool.attempts
     gangs, gang_claims = _gangs(
         spread,
         reference=reference,
@@ -344,6 +267,165 @@ def merge(spread: Spread, *, command: Sequence[str] = ()) -> Merged:
     status = row_status([t["outcome"] for t in tests], crashes, claimed=claims)
 
     first = next(iter(records.values()), None)
+    times = [(r["started_at"], r["finished_at"]) for r in records.values()]
+    started, finished = _span(times)
+    durations = [r["duration"] for r in records.values()]
+    record = RunRecord(
+        schema=first["schema"] if first else "device-matrix/run",
+        version=first["version"] if first else 1,
+        row=spread.row,
+        pjrt_device=first["pjrt_device"] if first else "",
+        status=status,
+        reason=" | ".join(_reasons(records, accepted, problems)) or None,
+        mode=first["mode"] if first else "none",
+        image=first["image"] if first else None,
+        suites=first["suites"] if first else [],
+        started_at=started,
+        finished_at=finished,
+        duration=_duration(started, finished, durations),
+        command=list(command) or ["device-matrix", "merge"],
+        repro=first["repro"] if first else f"nox -s {spread.row}",
+        environment=_environment(first, records, accepted, of, gangs),
+        tests=tests,
+        crashes=crashes,
+        attempts=attempts,
+        summary=summarize(tests),
+        run_url=next((r["run_url"] for r in records.values() if r["run_url"]), None),
+        runner_pid=None,
+        # a shard that came back from no node has no source: any other shard's is the row's (#25);
+        # shards of different commits tested no one commit
+        source=_source(records, mixed),
+        spread=SpreadRef(plan=reference["plan"] if reference is not None else _only_plan(records), shard=None, of=of),
+    )
+    return Merged(record, tuple(problems), {k: p.report for k, p in accepted.items() if p.report is not None})
+
+
+def _accepted(
+    spread: Spread, reference: PlanFile | None, of: int, problems: list[str]
+) -> tuple[dict[int, Part], dict[int, str]]:
+    """The parts that are of this row's split, and why each other shard (refused, missing) is not."""
+    accepted: dict[int, Part] = {}
+    why_not: dict[int, str] = {}
+    for part in spread.parts:
+        why = _refusal(part, spread.row, reference, of)
+        if why is None:
+            accepted[part.index] = part
+            continue
+        why_not[part.index] = why
+        problems.append(f"shard {part.index}: {why}")
+    for k in range(1, of + 1):
+        if k not in accepted and k not in why_not:
+            why_not[k] = "no results"
+            problems.append(f"shard {k}/{of}: no results")
+    return accepted, why_not
+
+
+def _owners(reference: PlanFile | None) -> tuple[dict[str, int], list[str]]:
+    """The shard the split gave each test, and the split's order of the tests."""
+    owner: dict[str, int] = {}
+    order: list[str] = []
+    if reference is not None and reference["tests"] is not None and reference["parts"] is not None:
+        order = list(reference["tests"])
+        for k, part_indexes in enumerate(reference["parts"], 1):
+            for i in part_indexes:
+                owner[reference["tests"][i]] = k
+    return owner, order
+
+
+@dataclass
+class _Pool:
+    """Every accepted part's attempts, crashes and tests, renumbered for the row's record."""
+
+    attempts: list[AttemptRecord] = field(default_factory=list)
+    offset: dict[int, int] = field(default_factory=dict)  # each part's attempts follow those before it
+    crashes: list[CrashRecord] = field(default_factory=list)
+    crash_ids: dict[tuple[int, str], str] = field(default_factory=dict)  # (part, its id) -> the row's id
+    seen: dict[str, list[tuple[int, TestRecord]]] = field(default_factory=dict)  # each test, by the parts
+
+
+def _pool(
+    row: str,
+    records: Mapping[int, RunRecord],
+    *,
+    accepted: Mapping[int, Part],
+    owner: Mapping[str, int],
+    order: list[str],
+    problems: list[str],
+) -> _Pool:
+    """The parts' attempts, crashes and tests in one pool; a test of no split is added to ``order``."""
+    pool = _Pool()
+    crash_keys: set[tuple[str, str | None, str]] = set()
+    for k, kept in records.items():
+        rec = without_gangs(kept)
+        problems.extend(f"shard {k}: {said}" for said in _edited(rec, accepted[k].report))
+        pool.offset[k] = len(pool.attempts)
+        for a in rec["attempts"]:
+            pool.attempts.append(
+                AttemptRecord(
+                    **{
+                        **a,
+                        "index": a["index"] + pool.offset[k],
+                        "journal": f"{SHARDS_DIR}/{k}/{a['journal']}" if a["journal"] else "",
+                        "log": f"{SHARDS_DIR}/{k}/{a['log']}",
+                    }
+                )
+            )
+        for c in rec["crashes"]:
+            key = (c["phase"], c["nodeid"], c["diagnosis"]["fingerprint"])
+            new_id = f"{row}-{k}.{c['id'].rsplit('-', 1)[-1]}"
+            pool.crash_ids[(k, c["id"])] = new_id
+            if c["phase"] != "test" and key in crash_keys:
+                continue  # every shard imports every module: one crash, seen by each shard
+            crash_keys.add(key)
+            pool.crashes.append(CrashRecord(**{**c, "id": new_id, "attempt": c["attempt"] + pool.offset[k]}))
+        for t in rec["tests"]:
+            if t["nodeid"] not in pool.seen and t["nodeid"] not in owner:
+                order.append(t["nodeid"])
+            pool.seen.setdefault(t["nodeid"], []).append((k, t))
+    return pool
+
+
+def _tests(
+    pool: _Pool,
+    order: Sequence[str],
+    *,
+    owner: Mapping[str, int],
+    accepted: Mapping[int, Part],
+    why_not: Mapping[int, str],
+    of: int,
+    problems: list[str],
+) -> list[TestRecord]:
+    """Each test once, in the split's order: from the part that ran it, or not_run and why."""
+    tests: list[TestRecord] = []
+    for nodeid in order:
+        entries = pool.seen.get(nodeid, [])
+        if not entries:
+            k = owner[nodeid]
+            why = why_not.get(k) or "in no shard's results"
+            where = f"shard {k}/{of}"
+            if k in accepted:
+                problems.append(f"{nodeid}: in no shard's results (assigned to {where})")
+                tests.append(_not_run(nodeid, f"in no shard's results (assigned to {where})"))
+            else:
+                tests.append(_not_run(nodeid, f"{where}: {why}"))
+            continue
+        shards_of = [k for k, _ in entries]
+        # a module that fails (or dies) on import: every shard imports it and says so
+        module = nodeid not in owner and "::" not in nodeid
+        if len(entries) > 1 and not module:
+            problems.append(f"{nodeid}: ran in shards {', '.join(map(str, shards_of))}")
+        elif owner and nodeid not in owner and not module:
+            problems.append(f"{nodeid}: ran in shard {shards_of[0]} but is in no shard of the split")
+        elif owner and not module and owner[nodeid] != shards_of[0]:
+            problems.append(f"{nodeid}: ran in shard {shards_of[0]}, the split gave it to shard {owner[nodeid]}")
+        k, test = entries[0] if module else max(entries, key=lambda e: _severity(e[1]))
+        crash = pool.crash_ids.get((k, test["crash"])) if test["crash"] else None
+        tests.append(TestRecord(**{**test, "crash": crash, "attempt": test["attempt"] + pool.offset[k]}))
+    return tests
+
+
+def _reasons(records: Mapping[int, RunRecord], accepted: Mapping[int, Part], problems: Sequence[str]) -> list[str]:
+    """What the row's record says of its parts: the shards' own reasons, nodes lost, disagreements first."""
     reasons = [f"shard {k}: {r['reason']}" for k, r in records.items() if r["reason"]]
     for k, part in sorted(accepted.items()):
         lost = part.plan.get("lost", []) if part.plan is not None else []
@@ -353,8 +435,17 @@ def merge(spread: Spread, *, command: Sequence[str] = ()) -> Merged:
                 reasons.append(f"shard {k}: node {entry['name']} died while it ran; it ran again on node {node}")
     if problems:
         reasons.insert(0, f"shards disagree: {'; '.join(problems[:20])}" + (" ..." if len(problems) > 20 else ""))
-    times = [(r["started_at"], r["finished_at"]) for r in records.values()]
-    started, finished = _span(times)
+    return reasons
+
+
+def _environment(
+    first: RunRecord | None,
+    records: Mapping[int, RunRecord],
+    accepted: Mapping[int, Part],
+    of: int,
+    gangs: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """The first part's environment, each shard's place and end in ``shards``, the gangs in ``gangs``."""
     environment: dict[str, Any] = dict(first["environment"]) if first is not None else {}
     environment.pop("gangs", None)
     environment.pop("without_gangs", None)
@@ -373,35 +464,7 @@ def merge(spread: Spread, *, command: Sequence[str] = ()) -> Merged:
     ]
     if gangs:
         environment["gangs"] = gangs
-    durations = [r["duration"] for r in records.values()]
-    record = RunRecord(
-        schema=first["schema"] if first else "device-matrix/run",
-        version=first["version"] if first else 1,
-        row=spread.row,
-        pjrt_device=first["pjrt_device"] if first else "",
-        status=status,
-        reason=" | ".join(reasons) or None,
-        mode=first["mode"] if first else "none",
-        image=first["image"] if first else None,
-        suites=first["suites"] if first else [],
-        started_at=started,
-        finished_at=finished,
-        duration=_duration(started, finished, durations),
-        command=list(command) or ["device-matrix", "merge"],
-        repro=first["repro"] if first else f"nox -s {spread.row}",
-        environment=environment,
-        tests=tests,
-        crashes=crashes,
-        attempts=attempts,
-        summary=summarize(tests),
-        run_url=next((r["run_url"] for r in records.values() if r["run_url"]), None),
-        runner_pid=None,
-        # a shard that came back from no node has no source: any other shard's is the row's (#25);
-        # shards of different commits tested no one commit
-        source=_source(records, mixed),
-        spread=SpreadRef(plan=reference["plan"] if reference is not None else _only_plan(records), shard=None, of=of),
-    )
-    return Merged(record, tuple(problems), {k: p.report for k, p in accepted.items() if p.report is not None})
+    return environment
 
 
 def _mixed(records: Mapping[int, RunRecord], problems: list[str]) -> bool:
