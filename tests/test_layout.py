@@ -3,7 +3,9 @@
 Read from the sources (every ``import``, in functions and under TYPE_CHECKING too), so
 an import that only runs on one path still counts. The floors follow the data flow of
 the design: the contract and the configuration at the bottom, then the record, the
-diagnosis, the child and the runner, the reports, and the command line on top.
+diagnosis, the child and the runner, the reports, the spread of a row over runs, and the
+command line on top. No folder holds a sixth of the package, and no function or class
+grows past what one reading holds (#31).
 """
 
 from __future__ import annotations
@@ -149,3 +151,77 @@ def test_the_contract_and_the_toml_reader_import_nothing_of_ours_but_errors() ->
     graph = _graph()
     for module in ("device_matrix.wire", "device_matrix.tomlfile", "device_matrix.errors"):
         assert graph[module] <= {"device_matrix.errors"}, module
+
+
+def test_the_spread_reaches_the_runner_through_one_door() -> None:
+    # #31: every use of the runner by the spread is in spread/door.py
+    graph = _graph()
+    users = sorted(m for m in graph if _room(m) == "spread" and "device_matrix.run.runner" in graph[m])
+    assert users == ["device_matrix.spread.door"]
+
+
+# --- sizes (#31) ------------------------------------------------------------------------
+
+FOLDER_SHARE = 0.17  # of the package's lines, at most, in the modules of one folder
+MAX_FUNCTION = 80  # lines
+MAX_CLASS = 400
+# longer today, each to be cut by its own change: a name here may only leave the list
+LONG_TODAY = {
+    "cli/__init__.py:build_parser",
+    "config.py:load",
+    "issues/github.py:GitHubTracker",
+    "issues/sync.py:collect",
+    "report/history.py:History",
+    "report/history.py:History.record",
+    "report/model.py:build",
+    "report/verdicts.py:judge_test",
+    "report/verdicts.py:judge",
+    "run/attempt.py:run_attempt",
+}
+
+
+def _folder_lines() -> dict[str, int]:
+    """Each folder's lines, its own modules only (a subfolder is a folder of its own)."""
+    sizes: dict[str, int] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        folder = path.parent.relative_to(PACKAGE).as_posix()
+        sizes[folder] = sizes.get(folder, 0) + len(path.read_text().splitlines())
+    return sizes
+
+
+def _too_long(tree: ast.AST, where: str) -> Iterator[str]:
+    """``where:name`` of each function over MAX_FUNCTION lines and class over MAX_CLASS in ``tree``."""
+
+    def walk(node: ast.AST, prefix: str) -> Iterator[str]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                name = f"{prefix}{child.name}"
+                lines = (child.end_lineno or child.lineno) - child.lineno + 1
+                if lines > (MAX_CLASS if isinstance(child, ast.ClassDef) else MAX_FUNCTION):
+                    yield f"{where}:{name}"
+                yield from walk(child, f"{name}.")
+            else:
+                yield from walk(child, prefix)
+
+    return walk(tree, "")
+
+
+def test_no_folder_holds_more_than_its_share_of_the_package() -> None:
+    sizes = _folder_lines()
+    total = sum(sizes.values())
+    over = {f"{folder}/": f"{lines / total:.1%}" for folder, lines in sizes.items() if lines > FOLDER_SHARE * total}
+    assert over == {}, "a folder that holds two layers: give the second its own room"
+
+
+def test_no_function_or_class_grows_past_one_reading() -> None:
+    found = set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        found.update(_too_long(ast.parse(path.read_text(), str(path)), path.relative_to(PACKAGE).as_posix()))
+    assert sorted(found - LONG_TODAY) == []
+
+
+def test_the_size_check_sees_a_long_function_and_a_long_class() -> None:
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION))
+    short = "".join(f"    def m{i}(self) -> None:\n" + "".join(["        pass\n"] * 70) for i in range(6))
+    source = f"def long():\n{body}\ndef fine():\n    pass\nclass Big:\n{short}"
+    assert list(_too_long(ast.parse(source), "m.py")) == ["m.py:long", "m.py:Big"]

@@ -19,14 +19,14 @@ from device_matrix.records.merge import Gang, Part, Spread, merge, with_gangs, w
 from device_matrix.records.schema import SHARD_SCHEMA, PlanFile, RunRecord, check_plan
 from device_matrix.records.summary import STATUS_ORDER, count, most_serious, row_label, row_status
 from device_matrix.run.context import Verdict, worst
-from device_matrix.spread.split import make_plan
+from device_matrix.spread.split import Split
 from tests import records as R
 
 TESTS = [f"t.py::test_{i}" for i in range(6)]
 
 
 def _plan() -> PlanFile:
-    return make_plan("cpu", 2, TESTS, {n: float(i + 1) for i, n in enumerate(TESTS)}, gangs=["g"])
+    return Split.make("cpu", 2, TESTS, {n: float(i + 1) for i, n in enumerate(TESTS)}, gangs=["g"]).plan
 
 
 def _part(plan: PlanFile, k: int, **changes: Any) -> Part:
@@ -296,7 +296,7 @@ def _with_report(part: Part) -> Part:
 
 def test_a_parts_outcome_edited_after_its_run_is_not_believed() -> None:
     """Seen: a test flipped from failed to passed in shards/2/run.json merged green, exit 0."""
-    plan = make_plan("cpu", 2, TESTS, {}, gangs=[])
+    plan = Split.make("cpu", 2, TESTS, {}, gangs=[]).plan
     one = _with_report(_part(plan, 1))
     failing = _part(plan, 2, status="failed")
     assert failing.record is not None

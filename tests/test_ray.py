@@ -244,22 +244,22 @@ def test_a_shard_lost_twice_leaves_its_tests_not_run_with_the_nodes_named(tmp_pa
     from device_matrix.records.schema import LostNode
     from device_matrix.run.plan import plan_row
     from device_matrix.run.runner import RunOptions
-    from device_matrix.spread.driver import _Silent
+    from device_matrix.spread.door import Silent
     from device_matrix.spread.ray import RayNodes
-    from device_matrix.spread.split import make_plan
+    from device_matrix.spread.split import Split
 
     p = make_project(tmp_path, ["passing"])
     cfg = config.load(p.root)
     plan = plan_row(cfg, cfg.row("fixture"), force="local")
-    nodes = RayNodes(None, cfg, plan, RunOptions(), _Silent(), address="a:1", forwarded=[], nodes=[])
+    nodes = RayNodes(None, cfg, plan, RunOptions(), Silent(), address="a:1", forwarded=[], nodes=[])
     tests = [f"suites/passing/test_passing.py::test_quick[{i}]" for i in range(4)]
-    split_plan = make_plan("fixture", 2, tests, {})
+    split = Split.make("fixture", 2, tests, {})
     lost = [
         LostNode(node="a" * 40, name="aaaaaaaaaaaa (host-a, 10.0.0.1)", error="NodeDiedError"),
         LostNode(node="b" * 40, name="bbbbbbbbbbbb (host-b, 10.0.0.2)", error="NodeDiedError"),
     ]
     for k in (1, 2):
-        nodes._lost(split_plan, k, lost if k == 2 else [], "it was run twice")
+        nodes._lost(split, k, lost if k == 2 else [], "it was run twice")
     merged = merge(load_spread(p.results / "fixture"))
     record = merged.record
     assert merged.problems == ()  # every test is accounted for, if only as not_run

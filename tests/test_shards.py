@@ -18,7 +18,8 @@ import pytest
 from device_matrix.config import Row
 from device_matrix.errors import UsageProblem
 from device_matrix.records.merge import artifact_folder
-from device_matrix.spread.split import balance, parse_shard, recorded_durations, slot_env, split
+from device_matrix.spread.slots import slot_env
+from device_matrix.spread.split import balance, parse_shard, recorded_durations, split
 from tests import records as R
 from tests.conftest import Project, clean_env, make_project
 

@@ -1,13 +1,14 @@
 """``run --shard K/N``, ``run --shards N [--parallel]``, ``run --executor ray`` and ``merge``.
 
-The arguments are checked here and the row handed to device_matrix.spread.driver; nothing
-of a spread happens in this module.
+The arguments are checked here, read once into plain values (:class:`Spreading`), and the
+row handed to device_matrix.spread's driver; nothing of a spread happens in this module.
 """
 
 from __future__ import annotations
 
 import argparse
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -60,50 +61,87 @@ def check_spread_args(args: argparse.Namespace) -> None:
         parse_shard(args.shard)
 
 
+@dataclass(frozen=True)
+class Spreading:
+    """What the spreading options ask for, as plain values: all the driver is given of them (#31)."""
+
+    shard: str | None  # --shard K/N
+    count: int  # --shards N, else the row's own `shards`
+    parallel: bool
+    slot: int | None
+    address: str | None  # --executor ray: the cluster
+    durations_from: tuple[Path, ...]
+    given_plan: Path | None  # --shard-plan: a driver's child
+    forwarded: tuple[str, ...]  # the options each shard's own `run` takes too
+    command: tuple[str, ...]  # how the spread was asked for (its record's command)
+
+
+def spreading_of(args: argparse.Namespace, row: Row) -> Spreading:
+    """The spreading options of ``args``, read once."""
+    count: int = args.shards or row.shards
+    return Spreading(
+        shard=args.shard,
+        count=count,
+        parallel=bool(args.parallel),
+        slot=args.slot,
+        address=args.address if args.executor == "ray" else None,
+        durations_from=tuple(Path(p) for p in args.durations or ()),
+        given_plan=Path(args.shard_plan) if args.shard_plan else None,
+        forwarded=tuple(forwarded_options(args)),
+        command=tuple(spread_command(args, row.name, count)),
+    )
+
+
 def run_spread(args: argparse.Namespace, cfg: Config, plan: RowPlan, options: RunOptions, out: Output) -> RunRecord:
+    return spread_row(spreading_of(args, plan.row), cfg, plan, options, out)
+
+
+def spread_row(ask: Spreading, cfg: Config, plan: RowPlan, options: RunOptions, out: Output) -> RunRecord:
+    """One shard (``--shard``), or every shard on Ray's nodes or this host's slots (``--shards``)."""
     from dataclasses import replace
 
-    from device_matrix.spread import driver as spread
+    from device_matrix.spread import driver
 
     row = plan.row
-    durations_from = [Path(p) for p in args.durations or ()]
-    forwarded = forwarded_options(args)
-    if args.shard:
+    if ask.shard:
         from device_matrix.spread.split import parse_shard
 
-        if args.slot is not None:
-            options = replace(options, slot_env=_slot_env(row, args.slot))
-        return spread.run_shard(
+        if ask.slot is not None:
+            options = replace(options, slot_env=_slot_env(row, ask.slot))
+        return driver.run_shard(
             cfg,
             plan,
             options,
             out,
-            parse_shard(args.shard),
-            given_plan=Path(args.shard_plan) if args.shard_plan else None,
-            durations_from=durations_from,
-            slot=args.slot,
+            parse_shard(ask.shard),
+            given_plan=ask.given_plan,
+            durations_from=ask.durations_from,
+            slot=ask.slot,
         )
-    count: int = args.shards or row.shards
-    command = spread_command(args, row.name, count)
-    if args.executor == "ray":
+    count = ask.count
+    if ask.address is not None:
         from device_matrix.spread.ray import on_ray
 
-        with on_ray(cfg, plan, options, out, address=args.address, forwarded=forwarded) as nodes:
-            return spread.spread(
-                cfg, plan, options, out, nodes, count=count, command=command, durations_from=durations_from
+        with on_ray(cfg, plan, options, out, address=ask.address, forwarded=ask.forwarded) as nodes:
+            return driver.spread(
+                cfg, plan, options, out, nodes, count=count, command=ask.command, durations_from=ask.durations_from
             )
-    if args.parallel and row.slots == 0 and row.pjrt_device != "CPU":
+    if ask.parallel and row.slots == 0 and row.pjrt_device != "CPU":
         raise UsageProblem(
             f"row {row.name!r} has no device slots: {count} shards at once would share every {row.pjrt_device} device",
             tip="Set the row's `slots` (devices on one host) and `slot_env`, or leave out --parallel.",
         )
-    width = (min(count, row.slots) if row.slots else count) if args.parallel else 1
-    slots = spread.Slots(cfg, plan, options, out, width=width, forwarded=forwarded)
-    return spread.spread(cfg, plan, options, out, slots, count=count, command=command, durations_from=durations_from)
+    from device_matrix.spread.local import Slots
+
+    width = (min(count, row.slots) if row.slots else count) if ask.parallel else 1
+    slots = Slots(cfg, plan, options, out, width=width, forwarded=ask.forwarded)
+    return driver.spread(
+        cfg, plan, options, out, slots, count=count, command=ask.command, durations_from=ask.durations_from
+    )
 
 
 def _slot_env(row: Row, slot: int) -> dict[str, str]:
-    from device_matrix.spread.split import slot_env
+    from device_matrix.spread.slots import slot_env
 
     if not row.slot_env:
         raise UsageProblem(

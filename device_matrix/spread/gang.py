@@ -27,8 +27,9 @@ import socket
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from device_matrix import diagnostics
 from device_matrix.config import Config, Gang, Row
@@ -40,11 +41,12 @@ from device_matrix.records.schema import AttemptRecord, CrashRecord, Outcome, Ro
 from device_matrix.records.summary import row_status
 from device_matrix.redact import Redactor, remember_secrets
 from device_matrix.run.attempt import Interrupted
+from device_matrix.run.crashes import crash_record
 from device_matrix.run.executors.base import Child, Executor, LaunchSpec
 from device_matrix.run.plan import image_ran_in, in_rows_image
 from device_matrix.run.selection import selecting_options
 from device_matrix.run.state import RunState, now_iso
-from device_matrix.spread.split import slot_env
+from device_matrix.spread.slots import slot_env
 from device_matrix.wire import ENV_ATTEMPT
 
 ABORT_GRACE = 10.0  # seconds a rank past its timeout has to dump its stacks (SIGABRT) before SIGKILL
@@ -161,6 +163,121 @@ def repro(gang: Gang, rank: RankResult) -> str:
     return f"{assigns} {shlex.join(['python', '-X', 'faulthandler', '-m', gang.module, *gang.args])}"
 
 
+@dataclass
+class _Told:
+    """What the ranks' ends say of the gang: its crashes, its problems, the failing ranks' attempts."""
+
+    crashes: list[CrashRecord] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    exceptions: list[str | None] = field(default_factory=list)
+    failing: list[int] = field(default_factory=list)  # the attempts of ranks that did not exit 0
+
+
+def _attempt_of(r: RankResult) -> AttemptRecord:
+    """A rank is one attempt of the gang's test, its log ``rankR.log``."""
+    signum = diagnostics.signal_from_returncode(r.returncode)
+    return AttemptRecord(
+        index=r.rank + 1,
+        purpose="run",
+        returncode=r.returncode,
+        signal_name=diagnostics.signal_name(signum),
+        duration=round(r.duration, 3),
+        selected=1,
+        finished=0 if r.lost or r.timed_out or signum else 1,
+        journal="",
+        log=f"rank{r.rank}.log",
+    )
+
+
+def _told(row: Row, gang: Gang, ranks: Sequence[RankResult], redactor: Redactor) -> _Told:
+    """Each rank's end: lost, a crash (diagnosed from its own output as a crashed test is), or an exit."""
+    told = _Told()
+    deaths: list[str] = []  # ranks killed by a signal: the cause, before the ranks that waited on them
+    for r in ranks:
+        where = f"rank {r.rank} on {r.host or '?'} ({r.ip or '?'})"
+        if r.lost is not None or r.returncode != 0:
+            told.failing.append(r.rank + 1)
+        if r.lost is not None:
+            told.problems.append(f"{where}: {r.lost}")
+            continue
+        if r.timed_out or diagnostics.signal_from_returncode(r.returncode) is not None:
+            crash = _crash_of(row, gang, r, f"{row.name}-{len(told.crashes) + 1}", redactor)
+            told.crashes.append(crash)
+            diagnosis = crash["diagnosis"]
+            what = "timed out" if r.timed_out else (diagnosis["signal_name"] or f"exit {r.returncode}")
+            (told.problems if r.timed_out else deaths).append(
+                f"{where}: {what} ({diagnosis['hint'] or diagnosis['fingerprint']})"
+            )
+        elif r.returncode != 0:
+            name = last_exception(r.output)
+            told.exceptions.append(name)
+            told.problems.append(f"{where}: exit {r.returncode}" + (f" ({name})" if name else ""))
+    told.problems[:0] = deaths
+    return told
+
+
+def _crash_of(row: Row, gang: Gang, r: RankResult, crash_id: str, redactor: Redactor) -> CrashRecord:
+    """A rank killed by a signal or past ``test_timeout``: the crash of the gang's test."""
+    diagnosis = diagnostics.diagnose(
+        returncode=r.returncode, fault_text="", output_text=r.output, redactor=redactor, timed_out=r.timed_out
+    )
+    # a gang is not rerun: one run says nothing of flakiness (the crash stays unclassified)
+    return crash_record(
+        crash_id,
+        kind="timeout" if r.timed_out else "crash",
+        phase="test",
+        nodeid=nodeid(gang),
+        when="call",
+        attempt=r.rank + 1,
+        diagnosis=diagnosis,
+        repro=redactor.text(repro(gang, r)),
+        deadline=row.test_timeout if r.timed_out else None,
+    )
+
+
+def _outcome(
+    gang: Gang, row: Row, ranks: Sequence[RankResult], told: _Told, why_not_run: str | None
+) -> tuple[Outcome, str | None]:
+    """The gang's test's outcome and message, from what its ranks told."""
+    xfail = expected_failure(gang, row)
+    if why_not_run is not None:
+        return "not_run", f"not run: {why_not_run}"
+    if told.crashes:
+        outcome: Outcome = "timeout" if all(c["kind"] == "timeout" for c in told.crashes) else "crashed"
+        return outcome, f"{outcome}: " + "; ".join(told.problems)
+    if told.problems:
+        allowed = list((gang.xfail or {}).get("raises", ()))
+        if (
+            xfail is not None
+            and not any(r.lost for r in ranks)
+            and (not allowed or all(_raised(name, allowed) for name in told.exceptions))
+        ):
+            return "xfailed", f"{xfail['reason']} ({'; '.join(told.problems)})"
+        return "failed", "; ".join(told.problems)
+    if xfail is not None:
+        strict = bool((gang.xfail or {}).get("strict", True))
+        if strict:
+            return "failed", f"[XPASS(strict)] {xfail['reason']}"
+        return "xpassed", xfail["reason"]
+    return "passed", None
+
+
+def _environment(gang: Gang, ranks: Sequence[RankResult], master: tuple[str, int] | None) -> dict[str, Any]:
+    """``environment.gang``: the gang, its master, and where each rank ran and how it ended."""
+    return {
+        "gang": {
+            "name": gang.name,
+            "module": gang.module,
+            "world_size": gang.world_size,
+            "master": f"{master[0]}:{master[1]}" if master else None,
+            "ranks": [
+                {"rank": r.rank, "node": r.node, "host": r.host, "ip": r.ip, "returncode": r.returncode, "lost": r.lost}
+                for r in ranks
+            ],
+        }
+    }
+
+
 def gang_record(
     row: Row,
     mode: str,
@@ -178,91 +295,13 @@ def gang_record(
     test = nodeid(gang)
     state = RunState(redactor)
     state.expect([test])
-    crashes: list[CrashRecord] = []
-    problems: list[str] = []
-    deaths: list[str] = []  # ranks killed by a signal: the cause, before the ranks that waited on them
-    exceptions: list[str | None] = []
-    failing: list[int] = []  # the attempts of ranks that did not exit 0
-    for r in ranks:
-        where = f"rank {r.rank} on {r.host or '?'} ({r.ip or '?'})"
-        signum = diagnostics.signal_from_returncode(r.returncode)
-        state.attempts.append(
-            AttemptRecord(
-                index=r.rank + 1,
-                purpose="run",
-                returncode=r.returncode,
-                signal_name=diagnostics.signal_name(signum),
-                duration=round(r.duration, 3),
-                selected=1,
-                finished=0 if r.lost or r.timed_out or signum else 1,
-                journal="",
-                log=f"rank{r.rank}.log",
-            )
-        )
-        if r.lost is not None or r.returncode != 0:
-            failing.append(r.rank + 1)
-        if r.lost is not None:
-            problems.append(f"{where}: {r.lost}")
-            continue
-        if r.timed_out or signum is not None:
-            diagnosis = diagnostics.diagnose(
-                returncode=r.returncode,
-                fault_text="",
-                output_text=r.output,
-                redactor=redactor,
-                timed_out=r.timed_out,
-            )
-            crashes.append(
-                CrashRecord(
-                    id=f"{row.name}-{len(crashes) + 1}",
-                    kind="timeout" if r.timed_out else "crash",
-                    phase="test",
-                    nodeid=test,
-                    when="call",
-                    attempt=r.rank + 1,
-                    diagnosis=diagnosis,
-                    classification="unknown",  # a gang is not rerun: one run says nothing of flakiness
-                    reruns=[],
-                    repro=redactor.text(repro(gang, r)),
-                    issue=None,
-                    deadline=row.test_timeout if r.timed_out else None,
-                )
-            )
-            what = "timed out" if r.timed_out else (diagnosis["signal_name"] or f"exit {r.returncode}")
-            (problems if r.timed_out else deaths).append(
-                f"{where}: {what} ({diagnosis['hint'] or diagnosis['fingerprint']})"
-            )
-        elif r.returncode != 0:
-            name = last_exception(r.output)
-            exceptions.append(name)
-            problems.append(f"{where}: exit {r.returncode}" + (f" ({name})" if name else ""))
-    problems[:0] = deaths
+    state.attempts.extend(_attempt_of(r) for r in ranks)
+    told = _told(row, gang, ranks, redactor)
     # a rank that died is the gang's crash; ranks in a collective with it hang until their
     # timeout, which is what followed, not the cause
-    cause = next((c for c in crashes if c["kind"] == "crash"), crashes[0] if crashes else None)
+    cause = next((c for c in told.crashes if c["kind"] == "crash"), told.crashes[0] if told.crashes else None)
     xfail = expected_failure(gang, row)
-    outcome: Outcome
-    if why_not_run is not None:
-        outcome, message = "not_run", f"not run: {why_not_run}"
-    elif crashes:
-        outcome = "timeout" if all(c["kind"] == "timeout" for c in crashes) else "crashed"
-        message = f"{outcome}: " + "; ".join(problems)
-    elif problems:
-        allowed = list((gang.xfail or {}).get("raises", ()))
-        if (
-            xfail is not None
-            and not any(r.lost for r in ranks)
-            and (not allowed or all(_raised(name, allowed) for name in exceptions))
-        ):
-            outcome, message = "xfailed", f"{xfail['reason']} ({'; '.join(problems)})"
-        else:
-            outcome, message = "failed", "; ".join(problems)
-    elif xfail is not None:
-        strict = bool((gang.xfail or {}).get("strict", True))
-        outcome = "failed" if strict else "xpassed"
-        message = f"[XPASS(strict)] {xfail['reason']}" if strict else xfail["reason"]
-    else:
-        outcome, message = "passed", None
+    outcome, message = _outcome(gang, row, ranks, told, why_not_run)
     state.put(
         test,
         outcome,
@@ -270,24 +309,13 @@ def gang_record(
         message=message,
         crash=cause["id"] if cause else None,
         # the attempt (and log) of the rank that decided the outcome
-        attempt=cause["attempt"] if cause else (failing[0] if failing else 1),
+        attempt=cause["attempt"] if cause else (told.failing[0] if told.failing else 1),
         skip=dict(xfail) if xfail is not None else None,
     )
-    state.crashes.extend(crashes)
-    state.environment = {
-        "gang": {
-            "name": gang.name,
-            "module": gang.module,
-            "world_size": gang.world_size,
-            "master": f"{master[0]}:{master[1]}" if master else None,
-            "ranks": [
-                {"rank": r.rank, "node": r.node, "host": r.host, "ip": r.ip, "returncode": r.returncode, "lost": r.lost}
-                for r in ranks
-            ],
-        }
-    }
+    state.crashes.extend(told.crashes)
+    state.environment = _environment(gang, ranks, master)
     if why_not_run is None:
-        status = row_status([outcome], crashes)
+        status = row_status([outcome], told.crashes)
     return state.to_record(
         row=row.name,
         pjrt_device=row.pjrt_device,

@@ -1,12 +1,13 @@
 """Shards of a row as Ray tasks, on the nodes of a cluster that have the row's device.
 
 ``device-matrix run --executor ray --address auto|HOST:PORT``. :class:`RayNodes` is the
-spread's scheduler for a cluster (device_matrix.spread.driver holds the driver): each shard is
-one Ray Core task that runs the ordinary runner (``device-matrix run --shard K/N``, a
+spread's scheduler for a cluster (device_matrix.spread.driver holds the driver): each shard
+is one Ray Core task that runs the ordinary runner (``device-matrix run --shard K/N``, a
 process of its own, so a crash is handled and diagnosed exactly as on a local host) on a
 node that has what the row asks for (``ray_resources``, ``ray_num_cpus``, ``ray_labels``),
 and returns the shard's results files as bytes: they reach the driver's results folder
 through the object store, not a shared filesystem. The row is collected on such a node.
+What runs on the nodes is device_matrix.spread.ray_node.
 
 The driver places each task on a node itself (node affinity, strict), so it always knows
 where a shard runs: a request no node can satisfy is refused before anything is
@@ -16,8 +17,8 @@ that kills it) is a crash of the test that was running, named and diagnosed from
 shard's folder on that node still holds, and the shard goes on (#23). Tasks are never
 retried by Ray (``max_retries=0``), are cancelled when they overrun the row's
 ``run_timeout``, remove their temp folders in every ending (device_matrix.spread.janitor),
-and nothing is reported to Ray's usage statistics. Ray is imported only here, only when
-asked for.
+and nothing is reported to Ray's usage statistics. Ray is imported only here and on the
+nodes, only when asked for.
 
 A row's gangs run here too (:meth:`RayNodes.run_gang`): one placement group with a bundle
 per rank, so every rank starts at once or not at all.
@@ -32,9 +33,6 @@ import os
 import shutil
 import signal
 import socket
-import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,28 +42,25 @@ from typing import Any, ParamSpec, TypeVar
 from device_matrix.config import Config, Gang, Row
 from device_matrix.errors import EnvironmentProblem
 from device_matrix.records.merge import GANGS_DIR
-from device_matrix.records.schema import LostNode, PlanFile
+from device_matrix.records.schema import LostNode, RowStatus, RunRecord
 from device_matrix.redact import Redactor, redact_file, remember_secrets
 from device_matrix.run.attempt import Interrupted
 from device_matrix.run.context import RunListener, RunOptions
-from device_matrix.run.executors.base import PopenChild, become_subreaper, spawn
 from device_matrix.run.plan import RowPlan
-from device_matrix.run.runner import Collection
 from device_matrix.run.state import now_iso
 from device_matrix.spread import gang as gangs
-from device_matrix.spread.driver import (
-    MAX_RUNS,
-    SHARD_GRACE,
-    Job,
-    RowRun,
-    collect,
-    cut_off,
-    lost,
-    needs_salvage,
-    runner_died,
+from device_matrix.spread.door import Collection, RowRun
+from device_matrix.spread.driver import MAX_RUNS, SHARD_GRACE, Job
+from device_matrix.spread.postmortem import cut_off, lost, needs_salvage, runner_died
+from device_matrix.spread.ray_node import (
+    collect_on_node,
+    import_ray,
+    master_on_node,
+    rank_on_node,
+    salvage_on_node,
+    shard_on_node,
 )
-from device_matrix.spread.janitor import CHILD, ENDED
-from device_matrix.spread.split import Shard, shard_folder, write_plan, write_shard_file
+from device_matrix.spread.split import Shard, Split, shard_folder
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -78,18 +73,6 @@ HOLD = 30.0  # seconds a dead worker's temp folder waits on its node for the dri
 POLL = 0.2  # seconds between looks at the running tasks
 NODE_LOST = ("NodeDiedError", "WorkerCrashedError", "LocalRayletDiedError", "OwnerDiedError")
 TEMP_PREFIX = "device-matrix-"
-
-
-def import_ray() -> Any:
-    """Ray, with its usage statistics off; a clear error where it is not installed."""
-    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-    try:
-        return importlib.import_module("ray")
-    except ImportError:
-        raise EnvironmentProblem(
-            "--executor ray: Ray is not installed here",
-            tip="pip install 'device-matrix[ray]' on the driver and on every node of the cluster.",
-        ) from None
 
 
 @dataclass(frozen=True)
@@ -245,220 +228,6 @@ def refuse_unsatisfiable_gangs(
             )
 
 
-# --- what runs on the nodes ------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def _task_folder(name: str) -> Iterator[Path]:
-    """The task's temp folder on its node, removed in every ending of the task.
-
-    The task's own ``finally`` removes it; the janitor (a process of its own) when the
-    task's worker is killed before that ``finally`` runs.
-    """
-    folder = Path(tempfile.gettempdir()) / name
-    folder.mkdir(mode=0o700)
-    # the worker adopts no orphan (a collection here made it a subreaper): the janitor's
-    # own process must escape the worker, whose children Ray ends with it
-    become_subreaper(on=False)
-    janitor = subprocess.Popen(
-        [sys.executable, "-m", "device_matrix.spread.janitor", str(os.getpid()), str(folder), str(HOLD)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,  # it outlives the worker it watches
-    )
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            janitor.wait(5)  # its first process exits at once; the one it forked sees the folder gone
-
-
-def _run_child(
-    argv: Sequence[str],
-    *,
-    env: Mapping[str, str],
-    cwd: str,
-    folder: Path,
-    log: Path,
-    timeout: float,
-    grace: float,
-    abort: bool = False,
-) -> tuple[int | None, bool]:
-    """The task's process: spawned as every child is, waited for at most ``timeout``.
-
-    Returns its exit status and whether the timeout ended it (``abort``: SIGABRT first, so
-    faulthandler dumps its stacks).
-    """
-    with log.open("wb") as out:
-        child = spawn(
-            argv,
-            env=env,
-            cwd=Path(cwd),
-            output=out,
-            token=f"{folder.name}-{time.monotonic_ns()}",
-            grace=grace,
-            death_signal=signal.SIGTERM,
-            adopt=False,  # the worker stays no subreaper: see _task_folder
-        )
-        (folder / CHILD).write_text(str(child.pid))
-        return _wait(child, timeout, abort=abort)
-
-
-def _wait(child: PopenChild, timeout: float, *, abort: bool) -> tuple[int | None, bool]:
-    deadline = time.monotonic() + timeout
-    timed_out = False
-    try:
-        while child.poll() is None:
-            if time.monotonic() > deadline and not timed_out:
-                timed_out = True
-                if not abort:
-                    break
-                child.send(signal.SIGABRT)
-                deadline = time.monotonic() + gangs.ABORT_GRACE
-            elif timed_out and time.monotonic() > deadline:
-                break
-            time.sleep(0.05)
-    finally:
-        code = child.end()  # its group, what carries its token, its orphans (#23)
-    return code, timed_out
-
-
-def collect_on_node(project_root: str, row: str, options: RunOptions, force: str | None) -> dict[str, Any]:
-    """The row's tests, collected on a node that has the row's software."""
-    from device_matrix import config
-    from device_matrix.run.plan import plan_row
-
-    cfg = config.load(Path(project_root))
-    plan = plan_row(cfg, cfg.row(row), force=force)  # type: ignore[arg-type]
-    found = collect(RowRun(cfg, plan, options))
-    # what leaves the node is redacted with the node's own secrets (#22): each nodeid as an
-    # identifier, as the shards' records name it (the plan is made of these), the reason as text
-    redactor = Redactor()
-    tests = None if found.nodeids is None else [redactor.ident(t) for t in found.nodeids]
-    return {"tests": tests, "reason": found.problem and redactor.text(found.problem)}
-
-
-def shard_on_node(
-    project_root: str,
-    split_plan: PlanFile,
-    row: str,
-    index: int,
-    forwarded: Sequence[str],
-    *,
-    name: str,
-    timeout: float,
-    previous: Mapping[str, bytes] | None = None,
-) -> dict[str, Any]:
-    """Run one shard with the runner, in a process of its own; its results files as bytes.
-
-    ``previous``: the files of the shard's interrupted run, which this one resumes;
-    ``name``: the task's temp folder, which the driver knows (it fetches what a dead
-    worker's shard left there: :func:`salvage_on_node`).
-    """
-    context = import_ray().get_runtime_context()
-    node = str(context.get_node_id())
-    with _task_folder(name) as tmp:
-        plan_file = tmp / "plan.json"
-        write_plan(plan_file, split_plan)
-        folder = tmp / "results" / row / "shards" / str(index)
-        for rel, data in (previous or {}).items():
-            path = folder / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-        command = ["--device", row, "--shard", f"{index}/{split_plan['of']}", "--shard-plan", str(plan_file)]
-        command += ["--results", str(tmp / "results"), *(["--resume"] if previous is not None else []), *forwarded]
-        argv = [sys.executable, "-m", "device_matrix", "--project", project_root, "run", *command]
-        code, _ = _run_child(
-            argv,
-            env=os.environ,
-            cwd=project_root,
-            folder=tmp,
-            log=tmp / "console.log",
-            timeout=timeout,
-            grace=SHARD_GRACE,
-        )
-        files = _outgoing(folder, {"console.log": tmp / "console.log"}, Redactor())
-        return {"node": node, "host": socket.gethostname(), "returncode": code, "files": files}
-
-
-def _outgoing(folder: Path | None, extra: Mapping[str, Path], redactor: Redactor) -> dict[str, bytes]:
-    """What leaves this node for the driver: every file of ``folder`` (a shard's results) and
-    ``extra``, by name. The one place results leave a node (#22, #23): each file redacted
-    by its kind (:func:`~device_matrix.redact.redact_file`) with ``redactor``, which knows
-    this node's own secrets (the driver, which does not, redacts again with its own)."""
-    files = {}
-    if folder is not None and folder.is_dir():
-        files = {
-            str(p.relative_to(folder)): p.read_bytes()
-            for p in sorted(folder.rglob("*"))
-            if p.is_file() and not p.is_symlink() and p.name != ".lock"
-        }
-    for name, path in extra.items():
-        with contextlib.suppress(OSError):
-            files[name] = path.read_bytes()
-    return {name: redact_file(name, data, redactor) for name, data in files.items()}
-
-
-def salvage_on_node(name: str, row: str, index: int, wait: float) -> dict[str, Any]:
-    """What a dead worker's shard left in its temp folder on this node, once its runner ended.
-
-    The folder goes with it: the janitor keeps it only until then.
-    """
-    tmp = Path(tempfile.gettempdir()) / name
-    end = time.monotonic() + wait
-    while tmp.is_dir() and not (tmp / ENDED).exists() and time.monotonic() < end:
-        time.sleep(0.1)
-    try:
-        if not (tmp / ENDED).exists():
-            return {"files": None}
-        shard = tmp / "results" / row / "shards" / str(index)
-        return {"files": _outgoing(shard, {"console.log": tmp / "console.log"}, Redactor())}
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def master_on_node() -> tuple[str, int]:
-    """Rank 0's node: its IP and a port free there now."""
-    ray = importlib.import_module("ray")
-    with socket.socket() as s:
-        s.bind(("", 0))
-        port = int(s.getsockname()[1])
-    return str(ray.util.get_node_ip_address()), port
-
-
-def rank_on_node(
-    project_root: str, argv: Sequence[str], env: Mapping[str, str], timeout: float, *, name: str
-) -> dict[str, Any]:
-    """One rank, as a local gang's rank runs: its own session, its output in a file, its leftovers swept."""
-    ray = importlib.import_module("ray")
-    context = ray.get_runtime_context()
-    started = time.monotonic()
-    with _task_folder(name) as tmp:
-        log = tmp / "rank.log"
-        code, timed_out = _run_child(
-            [sys.executable, *argv],
-            env={**os.environ, **env},
-            cwd=project_root,
-            folder=tmp,
-            log=log,
-            timeout=timeout,
-            grace=3.0,
-            abort=True,
-        )
-        return {
-            "node": str(context.get_node_id()),
-            "host": socket.gethostname(),
-            "ip": str(ray.util.get_node_ip_address()),
-            "returncode": code,
-            "timed_out": timed_out,
-            "duration": time.monotonic() - started,
-            # the node's own secrets and the rank's (#22)
-            "output": _outgoing(None, {"rank.log": log}, Redactor({**os.environ, **env})).get("rank.log", b""),
-        }
-
-
 # --- the driver's side: the cluster as a scheduler ---------------------------------------------
 
 
@@ -484,6 +253,16 @@ def _unwrapping_interrupts(func: Callable[_P, _R]) -> Callable[_P, _R]:
             raise
 
     return unwrapped
+
+
+@dataclass
+class _Tasks:
+    """The shards of one split on the cluster: waiting, running, how often each ran, the nodes each lost."""
+
+    waiting: list[Job]
+    runs: dict[int, int] = field(default_factory=dict)
+    dead: dict[int, list[LostNode]] = field(default_factory=dict)
+    running: dict[Any, _Running] = field(default_factory=dict)
 
 
 @contextlib.contextmanager
@@ -566,107 +345,110 @@ class RayNodes:
         return False
 
     @_unwrapping_interrupts
-    def run(self, jobs: Sequence[Job], split_plan: PlanFile) -> None:
-        ray, row, request = self.ray, self.row, self.request
-        of = split_plan["of"]
-        task = ray.remote(max_retries=0)(shard_on_node)
-        timeout = row.run_timeout + TIMEOUT_GRACE
-        waiting = list(jobs)
-        runs: dict[int, int] = {}
-        dead: dict[int, list[LostNode]] = {}
-        running: dict[Any, _Running] = {}
+    def run(self, jobs: Sequence[Job], split: Split) -> None:
+        tasks = _Tasks(list(jobs))
         try:
-            while waiting or running:
-                for job in list(waiting):
-                    node = next((n for n in self.nodes if n.can_now(request)), None)
-                    if node is None:
-                        break
-                    waiting.remove(job)
-                    k = job.shard.index
-                    runs[k] = runs.get(k, 0) + 1
-                    node.take(request)
-                    folder = shard_folder(self.cfg, row.name, k)
-                    previous = _shard_files(folder) if job.resume else None
-                    name = f"{self.run_id}-{k}-{runs[k]}"
-                    ref = task.options(**self.task_options, scheduling_strategy=_on(node)).remote(
-                        str(self.cfg.project_root),
-                        split_plan,
-                        row.name,
-                        k,
-                        self.forwarded,
-                        name=name,
-                        timeout=row.run_timeout,
-                        previous=previous,
-                    )
-                    running[ref] = _Running(k, node, time.monotonic(), name)
-                    self.listener.note(row.name, f"shard {k}/{of} on node {node.name()}")
-                if waiting and not running and not any(n.can_now(request) for n in self.nodes):
-                    for job in waiting:  # every node that could run it is gone
-                        self._lost(
-                            split_plan, job.shard.index, dead.get(job.shard.index, []), "no node left that can run it"
-                        )
-                    waiting.clear()
+            while tasks.waiting or tasks.running:
+                self._submit(tasks, split)
+                if tasks.waiting and not tasks.running and not any(n.can_now(self.request) for n in self.nodes):
+                    for job in tasks.waiting:  # every node that could run it is gone
+                        k = job.shard.index
+                        self._lost(split, k, tasks.dead.get(k, []), "no node left that can run it")
+                    tasks.waiting.clear()
                     break
-                if not running:
-                    continue
-                ready, _ = ray.wait(list(running), num_returns=1, timeout=POLL)
-                for ref in ready:
-                    job_ = running.pop(ref)
-                    job_.node.take(request, -1.0)
-                    k = job_.shard
-                    try:
-                        result = ray.get(ref)
-                    except Exception as exc:
-                        name = type(exc).__name__
-                        if name not in NODE_LOST:
-                            raise _task_failed(f"shard {k}/{of}", job_.node, exc) from None
-                        again = self._after_death(job_, split_plan, exc, dead, runs)
-                        if again is not None:
-                            waiting.append(again)
-                        continue
-                    _receive(shard_folder(self.cfg, row.name, k), result["files"])
-                    write_shard_file(
-                        shard_folder(self.cfg, row.name, k), split_plan, k, node=job_.node.name(), lost=dead.get(k, [])
-                    )
-                    self.listener.note(row.name, f"shard {k}/{of} done on node {job_.node.name()}")
-                now = time.monotonic()
-                for ref, job_ in list(running.items()):
-                    if now - job_.started > timeout + SHARD_GRACE:
-                        ray.cancel(ref, force=True)  # its worker goes; the janitor removes its folder
-                        running.pop(ref)
-                        job_.node.take(request, -1.0)
-                        self._lost(
-                            split_plan,
-                            job_.shard,
-                            dead.get(job_.shard, []),
-                            f"its task ran past run_timeout + {TIMEOUT_GRACE:.0f} s on node {job_.node.name()} "
-                            "and was cancelled",
-                        )
+                if tasks.running:
+                    self._take_ready(tasks, split)
+                    self._cancel_overrun(tasks, split)
         except BaseException as exc:
-            # an interrupt while Ray's own code waits comes wrapped (see _unwrapping_interrupts)
-            cause = exc if isinstance(exc, Interrupted) else (exc.__cause__ or exc.__context__)
-            if isinstance(cause, Interrupted):
-                # what was cut off is recorded here, so `--resume` continues it and the rest stands;
-                # its tasks go with this driver (Ray ends the tasks of a driver that leaves): a
-                # cancel racing their replies can abort the driver's own Ray worker
-                for k in sorted([job_.shard for job_ in running.values()] + [j.shard.index for j in waiting]):
-                    cut_off(self.run_, split_plan, Shard(k, of), cause)
-            else:
-                for ref in running:
-                    with contextlib.suppress(Exception):
-                        ray.cancel(ref, force=True)
+            self._stopped(tasks, split, exc)
             raise
 
-    def _after_death(
-        self,
-        job: _Running,
-        split_plan: PlanFile,
-        exc: BaseException,
-        dead: dict[int, list[LostNode]],
-        runs: dict[int, int],
-    ) -> Job | None:
+    def _submit(self, tasks: _Tasks, split: Split) -> None:
+        """Each waiting shard onto a node that has room for it now, while there is one."""
+        row, request = self.row, self.request
+        task = self.ray.remote(max_retries=0)(shard_on_node)
+        for job in list(tasks.waiting):
+            node = next((n for n in self.nodes if n.can_now(request)), None)
+            if node is None:
+                break
+            tasks.waiting.remove(job)
+            k = job.shard.index
+            tasks.runs[k] = tasks.runs.get(k, 0) + 1
+            node.take(request)
+            folder = shard_folder(self.cfg, row.name, k)
+            previous = _shard_files(folder) if job.resume else None
+            name = f"{self.run_id}-{k}-{tasks.runs[k]}"
+            ref = task.options(**self.task_options, scheduling_strategy=_on(node)).remote(
+                str(self.cfg.project_root),
+                split,
+                row.name,
+                k,
+                self.forwarded,
+                name=name,
+                timeout=row.run_timeout,
+                previous=previous,
+            )
+            tasks.running[ref] = _Running(k, node, time.monotonic(), name)
+            self.listener.note(row.name, f"shard {k}/{split.of} on node {node.name()}")
+
+    def _take_ready(self, tasks: _Tasks, split: Split) -> None:
+        """The shards whose tasks came back: their files, or what their worker's death means."""
+        row, of = self.row, split.of
+        ready, _ = self.ray.wait(list(tasks.running), num_returns=1, timeout=POLL)
+        for ref in ready:
+            job = tasks.running.pop(ref)
+            job.node.take(self.request, -1.0)
+            k = job.shard
+            try:
+                result = self.ray.get(ref)
+            except Exception as exc:
+                if type(exc).__name__ not in NODE_LOST:
+                    raise _task_failed(f"shard {k}/{of}", job.node, exc) from None
+                again = self._after_death(job, split, exc, tasks)
+                if again is not None:
+                    tasks.waiting.append(again)
+                continue
+            folder = shard_folder(self.cfg, row.name, k)
+            _receive(folder, result["files"])
+            split.write_shard_file(folder, k, node=job.node.name(), lost=tasks.dead.get(k, []))
+            self.listener.note(row.name, f"shard {k}/{of} done on node {job.node.name()}")
+
+    def _cancel_overrun(self, tasks: _Tasks, split: Split) -> None:
+        """A task past the row's run_timeout (and the graces) is cancelled: its shard came back from no node."""
+        timeout = self.row.run_timeout + TIMEOUT_GRACE
+        now = time.monotonic()
+        for ref, job in list(tasks.running.items()):
+            if now - job.started > timeout + SHARD_GRACE:
+                self.ray.cancel(ref, force=True)  # its worker goes; the janitor removes its folder
+                tasks.running.pop(ref)
+                job.node.take(self.request, -1.0)
+                self._lost(
+                    split,
+                    job.shard,
+                    tasks.dead.get(job.shard, []),
+                    f"its task ran past run_timeout + {TIMEOUT_GRACE:.0f} s on node {job.node.name()} "
+                    "and was cancelled",
+                )
+
+    def _stopped(self, tasks: _Tasks, split: Split, exc: BaseException) -> None:
+        """The run ended early: an interrupt records what it cut off; any other end cancels the tasks."""
+        # an interrupt while Ray's own code waits comes wrapped (see _unwrapping_interrupts)
+        cause = exc if isinstance(exc, Interrupted) else (exc.__cause__ or exc.__context__)
+        if isinstance(cause, Interrupted):
+            # what was cut off is recorded here, so `--resume` continues it and the rest stands;
+            # its tasks go with this driver (Ray ends the tasks of a driver that leaves): a
+            # cancel racing their replies can abort the driver's own Ray worker
+            cut = [job.shard for job in tasks.running.values()] + [j.shard.index for j in tasks.waiting]
+            for k in sorted(cut):
+                cut_off(self.run_, split, Shard(k, split.of), cause)
+        else:
+            for ref in tasks.running:
+                with contextlib.suppress(Exception):
+                    self.ray.cancel(ref, force=True)
+
+    def _after_death(self, job: _Running, split: Split, exc: BaseException, tasks: _Tasks) -> Job | None:
         """A task that died with its worker: the node's death, or a crash of the test that ran (#23)."""
-        row, k, of = self.row, job.shard, split_plan["of"]
+        row, k, of = self.row, job.shard, split.of
         shard = Shard(k, of)
         error = type(exc).__name__
         files = None
@@ -674,21 +456,21 @@ class RayNodes:
             files = self._salvage(job)
         if files is None:
             job.node.dead = True
-            dead.setdefault(k, []).append(LostNode(node=job.node.id, name=job.node.name(), error=error))
+            tasks.dead.setdefault(k, []).append(LostNode(node=job.node.id, name=job.node.name(), error=error))
             self.listener.note(row.name, f"shard {k}/{of}: node {job.node.name()} died ({error})")
-            if len(dead[k]) < 2:
+            if len(tasks.dead[k]) < 2:
                 return Job(shard, resume=False)  # once more, elsewhere
-            self._lost(split_plan, k, dead[k], "it was run twice")
+            self._lost(split, k, tasks.dead[k], "it was run twice")
             return None
         folder = shard_folder(self.cfg, row.name, k)
         _receive(folder, files)
-        write_shard_file(folder, split_plan, k, node=job.node.name(), lost=dead.get(k, []))
+        split.write_shard_file(folder, k, node=job.node.name(), lost=tasks.dead.get(k, []))
         how = f"its Ray worker on node {job.node.name()} died ({error}; the node is alive)"
         self.listener.note(row.name, f"shard {k}/{of}: {how}")
         if not needs_salvage(folder) and _status(folder) != "interrupted":
             return None
-        left = runner_died(self.run_, split_plan, shard, how=how, returncode=None)
-        return Job(shard, resume=True) if left and runs.get(k, 0) < MAX_RUNS else None
+        left = runner_died(self.run_, split, shard, how=how, returncode=None)
+        return Job(shard, resume=True) if left and tasks.runs.get(k, 0) < MAX_RUNS else None
 
     def _salvage(self, job: _Running) -> dict[str, bytes] | None:
         """What the dead worker's shard left on its node; None when the node does not answer."""
@@ -709,13 +491,13 @@ class RayNodes:
             return None
         return files
 
-    def _lost(self, split_plan: PlanFile, k: int, nodes: list[LostNode], why: str) -> None:
+    def _lost(self, split: Split, k: int, nodes: list[LostNode], why: str) -> None:
         """The record of a shard whose results never came back: its tests not_run, the nodes named."""
         died = "; ".join(f"node {entry['name']} died while it ran ({entry['error']})" for entry in nodes)
-        message = f"shard {k}/{split_plan['of']} came back from no node: {died + '; ' if died else ''}{why}"
+        message = f"shard {k}/{split.of} came back from no node: {died + '; ' if died else ''}{why}"
         folder = shard_folder(self.cfg, self.row.name, k)
-        lost(self.run_, split_plan, Shard(k, split_plan["of"]), message)
-        write_shard_file(folder, split_plan, k, node=None, lost=nodes)
+        lost(self.run_, split, Shard(k, split.of), message)
+        split.write_shard_file(folder, k, node=None, lost=nodes)
 
     @_unwrapping_interrupts
     def run_gang(self, entry: Gang, folder: Path) -> None:
@@ -793,101 +575,111 @@ def _receive(folder: Path, files: Mapping[str, bytes]) -> None:
 # --- gangs on the cluster ------------------------------------------------------------------
 
 
+@dataclass
+class _RayGang:
+    """A gang's ranks on the cluster as they start and come back."""
+
+    ranks: list[gangs.RankResult] = field(default_factory=list)
+    master: tuple[str, int] | None = None
+    refs: dict[Any, int] = field(default_factory=dict)  # each rank's task, to its rank
+
+
 def run_gang(nodes: RayNodes, entry: Gang, folder: Path) -> None:
     """Run one gang on the cluster; write its record into ``folder``."""
-    ray, row, cfg = nodes.ray, nodes.row, nodes.cfg
-    options, labels = nodes.task_options, nodes.request.labels
+    row = nodes.row
     remember_secrets({**row.env, **entry.env})  # the ranks' variables (the node redacts with its own too: #22)
     redactor = Redactor()
     started_at, t0 = now_iso(), time.monotonic()
     pg_mod = importlib.import_module("ray.util.placement_group")
-    strategies = importlib.import_module("ray.util.scheduling_strategies")
-    need = dict(nodes.request.needs())
-    world = entry.world_size
+    need, labels, world = dict(nodes.request.needs()), nodes.request.labels, entry.world_size
     pg = pg_mod.placement_group(
         [dict(need) for _ in range(world)],
         strategy="PACK",
         bundle_label_selector=[dict(labels) for _ in range(world)] if labels else None,
     )
-    ranks: list[gangs.RankResult] = []
-    master: tuple[str, int] | None = None
-    why_not_run: str | None = None
-    refs: dict[Any, int] = {}
-    try:
-        if not pg.wait(timeout_seconds=READY_TIMEOUT):
-            why_not_run = f"the cluster did not free room for its {world} ranks at once within {READY_TIMEOUT:.0f} s"
-        else:
-            remote = ray.remote(max_retries=0)
+    gang = _RayGang()
 
-            def on(rank: int) -> Any:
-                return strategies.PlacementGroupSchedulingStrategy(
-                    placement_group=pg, placement_group_bundle_index=rank
-                )
-
-            master = ray.get(remote(master_on_node).options(**options, scheduling_strategy=on(0)).remote())
-            bundle_nodes = ray.util.placement_group_table(pg).get("bundles_to_node_id", {})
-            node_of = [str(bundle_nodes.get(r, "")) for r in range(world)]
-            argv = ["-X", "faulthandler", "-m", entry.module, *entry.args]
-            for r in range(world):
-                local = (node_of[:r].count(node_of[r]), node_of.count(node_of[r]))
-                env = gangs.rank_env(row, entry, rank=r, world=world, local=local, master=master)
-                ranks.append(gangs.RankResult(rank=r, env=env))
-                ref = remote(rank_on_node).options(**options, scheduling_strategy=on(r))
-                name = f"{nodes.run_id}-gang-{entry.name}-{r}"
-                refs[ref.remote(str(cfg.project_root), argv, env, row.test_timeout, name=name)] = r
-            nodes.listener.note(row.name, f"gang {entry.name}: {world} ranks started, master {master[0]}:{master[1]}")
-            done, pending = ray.wait(list(refs), num_returns=len(refs), timeout=row.test_timeout + GANG_GRACE)
-            for ref in pending:
-                with contextlib.suppress(Exception):
-                    ray.cancel(ref, force=True)
-                ranks[refs[ref]].lost = f"its task ran past test_timeout + {GANG_GRACE:.0f} s and was cancelled"
-            for ref in done:
-                result = ranks[refs[ref]]
-                try:
-                    out = ray.get(ref)
-                except Exception as exc:  # a lost node or worker: the rank's result never came back
-                    result.lost = f"no result came back ({type(exc).__name__})"
-                    continue
-                result.node, result.host, result.ip = out["node"], out["host"], out["ip"]
-                result.returncode, result.timed_out = out["returncode"], out["timed_out"]
-                result.duration = float(out["duration"])
-                result.output = out["output"].decode("utf-8", "replace")
-    except BaseException as exc:
-        # an interrupt while Ray's own code waits comes wrapped (see _unwrapping_interrupts)
-        cause = exc if isinstance(exc, Interrupted) else (exc.__cause__ or exc.__context__)
-        if not isinstance(cause, Interrupted):
-            for ref in refs:
-                with contextlib.suppress(Exception):
-                    ray.cancel(ref, force=True)
-            raise
-        # the ranks' tasks go with this driver (see RayNodes.run): the record first
-        gangs.finish_gang(
+    def finish(why_not_run: str | None, status: RowStatus = "error") -> RunRecord:
+        return gangs.finish_gang(
             folder,
             row,
             nodes.plan.mode,
             entry,
-            ranks,
+            gang.ranks,
             started_at=started_at,
             t0=t0,
-            master=master,
+            master=gang.master,
             redactor=redactor,
-            why_not_run=f"interrupted by {cause} while it ran; `--resume` runs it",
-            status="interrupted",
+            why_not_run=why_not_run,
+            status=status,
         )
+
+    why_not_run: str | None = None
+    try:
+        if not pg.wait(timeout_seconds=READY_TIMEOUT):
+            why_not_run = f"the cluster did not free room for its {world} ranks at once within {READY_TIMEOUT:.0f} s"
+        else:
+            _start_ranks(nodes, entry, pg, gang)
+            _gather_ranks(nodes, gang)
+    except BaseException as exc:
+        # an interrupt while Ray's own code waits comes wrapped (see _unwrapping_interrupts)
+        cause = exc if isinstance(exc, Interrupted) else (exc.__cause__ or exc.__context__)
+        if not isinstance(cause, Interrupted):
+            for ref in gang.refs:
+                with contextlib.suppress(Exception):
+                    nodes.ray.cancel(ref, force=True)
+            raise
+        # the ranks' tasks go with this driver (see RayNodes.run): the record first
+        finish(f"interrupted by {cause} while it ran; `--resume` runs it", "interrupted")
         raise
     finally:
         with contextlib.suppress(Exception):
             pg_mod.remove_placement_group(pg)
-    record = gangs.finish_gang(
-        folder,
-        row,
-        nodes.plan.mode,
-        entry,
-        ranks,
-        started_at=started_at,
-        t0=t0,
-        master=master,
-        redactor=redactor,
-        why_not_run=why_not_run,
-    )
+    record = finish(why_not_run)
     nodes.listener.note(row.name, gangs.outcome_line(entry, record))
+
+
+def _start_ranks(nodes: RayNodes, entry: Gang, pg: Any, gang: _RayGang) -> None:
+    """Rank 0's node names the master; then every rank's task, each in its bundle of the placement group."""
+    ray, row, options = nodes.ray, nodes.row, nodes.task_options
+    strategies = importlib.import_module("ray.util.scheduling_strategies")
+    remote = ray.remote(max_retries=0)
+    world = entry.world_size
+
+    def on(rank: int) -> Any:
+        return strategies.PlacementGroupSchedulingStrategy(placement_group=pg, placement_group_bundle_index=rank)
+
+    gang.master = master = ray.get(remote(master_on_node).options(**options, scheduling_strategy=on(0)).remote())
+    bundle_nodes = ray.util.placement_group_table(pg).get("bundles_to_node_id", {})
+    node_of = [str(bundle_nodes.get(r, "")) for r in range(world)]
+    argv = ["-X", "faulthandler", "-m", entry.module, *entry.args]
+    for r in range(world):
+        local = (node_of[:r].count(node_of[r]), node_of.count(node_of[r]))
+        env = gangs.rank_env(row, entry, rank=r, world=world, local=local, master=master)
+        gang.ranks.append(gangs.RankResult(rank=r, env=env))
+        ref = remote(rank_on_node).options(**options, scheduling_strategy=on(r))
+        name = f"{nodes.run_id}-gang-{entry.name}-{r}"
+        gang.refs[ref.remote(str(nodes.cfg.project_root), argv, env, row.test_timeout, name=name)] = r
+    nodes.listener.note(row.name, f"gang {entry.name}: {world} ranks started, master {master[0]}:{master[1]}")
+
+
+def _gather_ranks(nodes: RayNodes, gang: _RayGang) -> None:
+    """Each rank's result as it came back; a rank past test_timeout (and the grace) is cancelled."""
+    ray = nodes.ray
+    refs = gang.refs
+    done, pending = ray.wait(list(refs), num_returns=len(refs), timeout=nodes.row.test_timeout + GANG_GRACE)
+    for ref in pending:
+        with contextlib.suppress(Exception):
+            ray.cancel(ref, force=True)
+        gang.ranks[refs[ref]].lost = f"its task ran past test_timeout + {GANG_GRACE:.0f} s and was cancelled"
+    for ref in done:
+        result = gang.ranks[refs[ref]]
+        try:
+            out = ray.get(ref)
+        except Exception as exc:  # a lost node or worker: the rank's result never came back
+            result.lost = f"no result came back ({type(exc).__name__})"
+            continue
+        result.node, result.host, result.ip = out["node"], out["host"], out["ip"]
+        result.returncode, result.timed_out = out["returncode"], out["timed_out"]
+        result.duration = float(out["duration"])
+        result.output = out["output"].decode("utf-8", "replace")

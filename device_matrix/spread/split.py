@@ -10,9 +10,9 @@ The first shard to start writes the plan (``results/<row>/shards/plan.json``: th
 collection, the durations it used, the parts, the gangs and which shard keeps them, the
 id); every later shard of the row reads it, on this host or on another given the file,
 so the durations a finished shard recorded never move a test into another shard. A shard
-whose collection is not the plan's is refused. :func:`write_plan` is the one place a plan
-is written, :func:`fit_collection` the one place a shard's own collection is held against
-it, and :func:`part_of` the one place a shard's selection is taken from it.
+whose collection is not the plan's is refused. :meth:`Split.write` is the one place a plan
+is written, :meth:`Split.fit` the one place a shard's own collection is held against
+it, and :meth:`Split.part_of` the one place a shard's selection is taken from it.
 
 A plan names each test as a record does (#22): a known secret in a nodeid is its
 placeholder (``[redacted:hex]``, one per value), so plan.json is written as it is made,
@@ -30,14 +30,22 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from device_matrix.config import Config, Row
+from device_matrix.config import Config
 from device_matrix.errors import ResultsError, UsageProblem
 from device_matrix.records.atomic import create_json_atomic, write_json_atomic
 from device_matrix.records.merge import SHARD_FILE, SHARDS_DIR
-from device_matrix.records.schema import SHARD_SCHEMA, GangSlot, LostNode, PlanFile, RunRecord, load_run, plan_id
+from device_matrix.records.schema import (
+    SHARD_SCHEMA,
+    GangSlot,
+    LostNode,
+    PlanFile,
+    RunRecord,
+    SpreadRef,
+    load_plan,
+    load_run,
+    plan_id,
+)
 from device_matrix.redact import Redactor, selected
-
-BASE_PORT = 8476  # {port} in slot_env: one port per slot from here (TPU_PROCESS_PORT's default)
 
 
 @dataclass(frozen=True)
@@ -135,14 +143,6 @@ def check_count(count: int, tests: Sequence[str] | None, *, flag: str) -> None:
         )
 
 
-# --- slots ------------------------------------------------------------------------------
-
-
-def slot_env(row: Row, slot: int) -> dict[str, str]:
-    """The row's ``slot_env`` for device slot ``slot`` (0-based)."""
-    return {name: value.format(slot=slot, port=BASE_PORT + slot) for name, value in row.slot_env.items()}
-
-
 # --- the plan -----------------------------------------------------------------------------
 
 
@@ -154,133 +154,165 @@ def shard_folder(cfg: Config, row: str, index: int) -> Path:
     return cfg.results_dir / row / SHARDS_DIR / str(index)
 
 
-def make_plan(
-    row: str,
-    count: int,
-    tests: Sequence[str] | None,
-    durations: Mapping[str, float],
-    *,
-    gangs: Sequence[str] = (),
-    reason: str | None = None,
-    redactor: Redactor | None = None,
-) -> PlanFile:
-    """The split of ``tests`` (as collected) into ``count`` parts; each gang kept by shard 1.
+@dataclass(frozen=True)
+class Split:
+    """The row's split as its plan holds it; every question about it is asked here (#31).
 
-    Each test is named as a record names it (an identifier, redacted by value: #22).
+    ``plan`` is what ``plan.json`` holds. A shard's part (:meth:`part_of`), the gangs it
+    keeps (:meth:`gangs_of`), whether its own collection is the split's (:meth:`fit`), the
+    claim of the first shard to split the row (:meth:`claim`) and the files a split is
+    written to (:meth:`write`, :meth:`write_shard_file`) are the one place each is decided.
     """
-    redactor = redactor or Redactor()
-    parts_idx: list[list[int]] | None = None
-    estimates: list[float] = []
-    if tests is not None:
-        tests = list(dict.fromkeys(redactor.ident(t) for t in tests))
-        position = {n: i for i, n in enumerate(tests)}
-        parts = split(tests, durations, count)
-        parts_idx = [[position[n] for n in part] for part in parts]
-        weights = estimated(list(tests), durations)
-        estimates = [round(sum(weights[n] for n in part), 3) for part in parts]
-    slots = [GangSlot(name=name, shard=1) for name in gangs]
-    listed = None if tests is None else list(tests)
-    return PlanFile(
-        schema=SHARD_SCHEMA,
-        row=row,
-        of=count,
-        tests=listed,
-        parts=parts_idx,
-        durations_known=sum(1 for n in tests or () if n in durations),
-        estimated_seconds=estimates,
-        reason=redactor.text(reason) if reason else None,
-        plan=plan_id(row, count, listed, parts_idx, slots),
-        durations=[durations.get(n) for n in tests or ()],
-        gangs=slots,
-    )
 
+    plan: PlanFile
 
-def write_plan(path: Path, plan: PlanFile, redactor: Redactor | None = None) -> None:
-    """The one place a plan reaches the disk (plan.json, and each shard's shard.json):
-    redacted by value (#22); a plan :func:`make_plan` made is written as it is."""
-    write_json_atomic(path, plan, redactor)
+    @classmethod
+    def make(
+        cls,
+        row: str,
+        count: int,
+        tests: Sequence[str] | None,
+        durations: Mapping[str, float],
+        *,
+        gangs: Sequence[str] = (),
+        reason: str | None = None,
+        redactor: Redactor | None = None,
+    ) -> Split:
+        """The split of ``tests`` (as collected) into ``count`` parts; each gang kept by shard 1.
 
+        Each test is named as a record names it (an identifier, redacted by value: #22).
+        """
+        redactor = redactor or Redactor()
+        parts_idx: list[list[int]] | None = None
+        estimates: list[float] = []
+        if tests is not None:
+            tests = list(dict.fromkeys(redactor.ident(t) for t in tests))
+            position = {n: i for i, n in enumerate(tests)}
+            parts = split(tests, durations, count)
+            parts_idx = [[position[n] for n in part] for part in parts]
+            weights = estimated(list(tests), durations)
+            estimates = [round(sum(weights[n] for n in part), 3) for part in parts]
+        slots = [GangSlot(name=name, shard=1) for name in gangs]
+        listed = None if tests is None else list(tests)
+        return cls(
+            PlanFile(
+                schema=SHARD_SCHEMA,
+                row=row,
+                of=count,
+                tests=listed,
+                parts=parts_idx,
+                durations_known=sum(1 for n in tests or () if n in durations),
+                estimated_seconds=estimates,
+                reason=redactor.text(reason) if reason else None,
+                plan=plan_id(row, count, listed, parts_idx, slots),
+                durations=[durations.get(n) for n in tests or ()],
+                gangs=slots,
+            )
+        )
 
-def claim_plan(path: Path, plan: PlanFile) -> bool:
-    """Write ``plan`` as the row's split unless another shard wrote one first (whether it did).
+    @classmethod
+    def read(cls, path: Path, shard: Shard) -> Split | None:
+        """The split in ``path`` (None: there is none yet), refused when it is not of ``shard``'s count."""
+        if not path.exists():
+            return None
+        found = cls(load_plan(path))
+        if found.of != shard.count:
+            raise UsageProblem(
+                f"--shard {shard}: the split in {path} has {found.of} shards",
+                tip=f"Run --shard K/{found.of}, or remove {path} to split the row again.",
+            )
+        return found
 
-    Shards of a row started at once in one results folder each find no plan and split the
-    row; the first to write decides, and the others read its split (#23).
-    """
-    return create_json_atomic(path, plan)
+    @property
+    def id(self) -> str:
+        return self.plan["plan"]
 
+    @property
+    def of(self) -> int:
+        return self.plan["of"]
 
-def write_shard_file(
-    folder: Path, plan: PlanFile, index: int, *, node: str | None = None, lost: Sequence[LostNode] = ()
-) -> None:
-    """``shard.json``: the plan as shard ``index`` read it, and where it ran."""
-    part = PlanFile(**{**plan, "shard": index, "host": socket.gethostname(), "node": node, "lost": list(lost)})
-    write_plan(folder / SHARD_FILE, part)
+    def ref(self, index: int) -> SpreadRef:
+        """What the record of shard ``index`` says of its place in this split."""
+        return SpreadRef(plan=self.id, shard=index, of=self.of)
 
+    def write(self, path: Path, redactor: Redactor | None = None) -> None:
+        """The one place a plan reaches the disk (plan.json, and each shard's shard.json):
+        redacted by value (#22); a plan :meth:`make` made is written as it is."""
+        write_json_atomic(path, self.plan, redactor)
 
-def part_of(
-    plan: PlanFile, index: int, collected: Sequence[str] | None = None, redactor: Redactor | None = None
-) -> list[str] | None:
-    """The nodeids of shard ``index`` (1-based); None when the row could not be collected.
+    def claim(self, path: Path) -> bool:
+        """Write this as the row's split unless another shard wrote one first (whether it did).
 
-    As the plan names them; with ``collected`` (the shard's own collection, which
-    :func:`fit_collection` held against the plan), the raw nodeids they name, in the
-    plan's order: what the shard's runner selects.
-    """
-    if plan["tests"] is None or plan["parts"] is None:
-        return None
-    tests = plan["tests"]
-    named = [tests[i] for i in plan["parts"][index - 1]]
-    if collected is None:
-        return named
-    found = selected(collected, named, redactor)
-    return sorted(found, key=found.__getitem__)
+        Shards of a row started at once in one results folder each find no plan and split the
+        row; the first to write decides, and the others read its split (#23).
+        """
+        return create_json_atomic(path, self.plan)
 
+    def write_shard_file(
+        self, folder: Path, index: int, *, node: str | None = None, lost: Sequence[LostNode] = ()
+    ) -> None:
+        """``shard.json``: the plan as shard ``index`` read it, and where it ran."""
+        part = PlanFile(**{**self.plan, "shard": index, "host": socket.gethostname(), "node": node, "lost": list(lost)})
+        Split(part).write(folder / SHARD_FILE)
 
-def fit_collection(
-    plan: PlanFile, tests: Sequence[str] | None, where: Path, flag: str, redactor: Redactor | None = None
-) -> None:
-    """A shard's own collection (raw nodeids) is the plan's, or the shard is refused (the
-    split is decided once). Each collected test is found by the name the plan gives it."""
-    if tests is None or plan["tests"] is None:
-        return  # a collection that failed: the shard's own run records why
-    redactor = redactor or Redactor()
-    found = selected(tests, plan["tests"], redactor)
-    extras = sorted({redactor.ident(t) for t in tests if t not in found})
-    named = set(found.values())
-    absent = sorted(n for i, n in enumerate(plan["tests"]) if i not in named)
-    if not extras and not absent:
-        return
-    extra, missing, example = len(extras), len(absent), (extras or absent)[0]
-    raise UsageProblem(
-        f"{flag}: this shard's collection differs from the split in {where} ({extra} test(s) not in it, "
-        f"{missing} of it not collected here, e.g. {example})",
-        tip="Run every shard of a split on the same code with the same selection; to split the row again, "
-        f"remove {where} (or run it with --shards N).",
-    )
+    def part_of(
+        self, index: int, collected: Sequence[str] | None = None, redactor: Redactor | None = None
+    ) -> list[str] | None:
+        """The nodeids of shard ``index`` (1-based); None when the row could not be collected.
 
+        As the plan names them; with ``collected`` (the shard's own collection, which
+        :meth:`fit` held against the plan), the raw nodeids they name, in the plan's
+        order: what the shard's runner selects.
+        """
+        plan = self.plan
+        if plan["tests"] is None or plan["parts"] is None:
+            return None
+        tests = plan["tests"]
+        named = [tests[i] for i in plan["parts"][index - 1]]
+        if collected is None:
+            return named
+        found = selected(collected, named, redactor)
+        return sorted(found, key=found.__getitem__)
 
-def gangs_of(plan: PlanFile, index: int) -> list[str]:
-    """The gangs whose record the split gave shard ``index`` to keep."""
-    return [g["name"] for g in plan.get("gangs", []) if g["shard"] == index]
+    def fit(self, tests: Sequence[str] | None, where: Path, flag: str, redactor: Redactor | None = None) -> None:
+        """A shard's own collection (raw nodeids) is the plan's, or the shard is refused (the
+        split is decided once). Each collected test is found by the name the plan gives it."""
+        planned = self.plan["tests"]
+        if tests is None or planned is None:
+            return  # a collection that failed: the shard's own run records why
+        redactor = redactor or Redactor()
+        found = selected(tests, planned, redactor)
+        extras = sorted({redactor.ident(t) for t in tests if t not in found})
+        named = set(found.values())
+        absent = sorted(n for i, n in enumerate(planned) if i not in named)
+        if not extras and not absent:
+            return
+        extra, missing, example = len(extras), len(absent), (extras or absent)[0]
+        raise UsageProblem(
+            f"{flag}: this shard's collection differs from the split in {where} ({extra} test(s) not in it, "
+            f"{missing} of it not collected here, e.g. {example})",
+            tip="Run every shard of a split on the same code with the same selection; to split the row again, "
+            f"remove {where} (or run it with --shards N).",
+        )
+
+    def gangs_of(self, index: int) -> list[str]:
+        """The gangs whose record the split gave shard ``index`` to keep."""
+        return [g["name"] for g in self.plan.get("gangs", []) if g["shard"] == index]
+
+    def gang_names(self) -> set[str]:
+        """Every gang the split placed (a resume runs no other)."""
+        return {g["name"] for g in self.plan.get("gangs", [])}
 
 
 __all__ = [
-    "BASE_PORT",
     "Shard",
+    "Split",
     "balance",
     "check_count",
-    "claim_plan",
-    "fit_collection",
-    "gangs_of",
-    "make_plan",
+    "estimated",
     "parse_shard",
-    "part_of",
     "plan_path",
     "recorded_durations",
     "shard_folder",
-    "slot_env",
     "split",
-    "write_plan",
-    "write_shard_file",
 ]
