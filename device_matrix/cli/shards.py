@@ -93,6 +93,7 @@ def spreading_of(args: argparse.Namespace, row: Row) -> Spreading:
 
 
 def run_spread(args: argparse.Namespace, cfg: Config, plan: RowPlan, options: RunOptions, out: Output) -> RunRecord:
+    """The row spread as the command line asks; past here no one reads ``args``."""
     return spread_row(spreading_of(args, plan.row), cfg, plan, options, out)
 
 
