@@ -230,7 +230,8 @@ def cmd_triage(args: argparse.Namespace, out: Output) -> int:
     out_dir = Path(args.out) if args.out else results / "triage"
     history = None if args.no_history else (Path(args.history) if args.history else cfg.project_root / DEFAULT_HISTORY)
     window = int(getattr(args, "history_runs", DEFAULT_WINDOW))
-    gate = parse_fail_on(args.fail_on) if args.fail_on else frozenset()
+    # #30: an empty --fail-on is refused as "," is, never a gate silently off
+    gate = parse_fail_on(args.fail_on) if args.fail_on is not None else frozenset()
     declared = uncited(cfg.project_root, cfg.suite_folders())
     t = run_triage(
         results,
