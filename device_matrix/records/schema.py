@@ -29,18 +29,15 @@ from typing import (
 
 from device_matrix.config import ROW_NAME_RE
 from device_matrix.errors import ResultsError
+from device_matrix.records.outcomes import OUTCOMES
+
+# the record's field types, named where the record is (records/outcomes.py defines them)
+from device_matrix.records.outcomes import Outcome as Outcome  # noqa: PLC0414 - an explicit re-export
+from device_matrix.records.outcomes import RowStatus as RowStatus  # noqa: PLC0414 - an explicit re-export
 
 SCHEMA = "device-matrix/run"
 SCHEMA_VERSION = 1
 
-Outcome: TypeAlias = Literal[
-    "passed", "failed", "error", "skipped", "xfailed", "xpassed", "crashed", "timeout", "not_run"
-]
-OUTCOMES: tuple[str, ...] = get_args(Outcome)
-FAILING_OUTCOMES = frozenset({"failed", "error", "xpassed", "crashed", "timeout"})
-# running: written when a run starts; a record still "running" whose runner is gone
-# was cut off (SIGKILL, a lost machine). interrupted: the runner was told to stop.
-RowStatus: TypeAlias = Literal["passed", "failed", "crashed", "unavailable", "error", "interrupted", "running"]
 # session: the process died between tests, outside any test
 CrashPhase: TypeAlias = Literal["test", "collection", "exit", "startup", "session"]
 Classification: TypeAlias = Literal["deterministic", "flaky", "unknown"]

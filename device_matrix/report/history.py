@@ -3,7 +3,7 @@
 One triage is one run of the history. Per run it keeps each row's counts (from the one
 fold), wall time and label, and each crash's fingerprint, headline and issue per row. Per
 test and row it keeps one *series*: a character per kept run for the outcome (``P``
-passed, ``F`` failed, ``-`` absent, see ``CODE``) and a float32 per run for the duration.
+passed, ``F`` failed, ``-`` absent, see ``records.outcomes.CODE``) and a float32 per run for the duration.
 Reading 30 runs of 4 rows x 5,000 tests is then 20,000 short rows, not 600,000, and a
 flip is a string test.
 
@@ -45,10 +45,19 @@ from typing import Any
 
 from device_matrix.errors import EnvironmentProblem, ResultsError
 from device_matrix.records.atomic import storable_text
-from device_matrix.records.schema import FAILING_OUTCOMES, SourceInfo
+from device_matrix.records.outcomes import (
+    ABSENT,
+    BUCKET_OF,
+    BUCKETS,
+    CODE,
+    FAIL_CODES,
+    FAILING_OUTCOMES,
+    OUTCOME_OF,
+    PASS_CODES,
+)
+from device_matrix.records.schema import SourceInfo
 from device_matrix.records.source import base_lane, is_pull_request
 from device_matrix.records.source import lane as lane_of
-from device_matrix.records.summary import BUCKET_OF, BUCKETS
 from device_matrix.report.model import (
     Changes,
     CrashHistory,
@@ -76,27 +85,10 @@ SLOWER_LISTED = 50
 FLIPS_KEPT = 5
 LOCK_WAIT_S = 5.0  # how long to wait for another triage writing the same history
 
-CODE: Mapping[str, str] = {
-    "passed": "P",
-    "failed": "F",
-    "error": "E",
-    "xpassed": "X",
-    "crashed": "C",
-    "timeout": "T",
-    "skipped": "S",
-    "xfailed": "x",
-    "not_run": "N",
-}
-OUTCOME_OF: Mapping[str, str] = {c: o for o, c in CODE.items()}
-ABSENT = "-"
 # durations: float32, +inf where the test has none (absent, or kept by the first layout),
 # so that min() over a series ignores those runs without a filter
 _F32 = 4
 _NO_DURATION = struct.pack("<f", math.inf)
-# For flips a test either passed (passed, xfailed) or failed (failed, error, xpassed,
-# crashed, timeout); a skip, a test that never ran or an absent one says nothing.
-PASS_CODES = frozenset("Px")
-FAIL_CODES = frozenset(CODE[o] for o in FAILING_OUTCOMES)
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY, created TEXT NOT NULL, label TEXT NOT NULL,

@@ -12,12 +12,11 @@ from collections.abc import Sequence
 from importlib import resources
 from urllib.parse import urlsplit
 
-from device_matrix.records.summary import BUCKET_OF, BUCKETS
+from device_matrix.records.outcomes import BAD_OUTCOMES, BUCKET_OF, BUCKETS
 from device_matrix.report.escape import html_text as _e
 from device_matrix.report.model import HistoryView, RowView, TrendPoint, Triage, nothing_changed
 from device_matrix.report.verdict_views import commits_section, html_section
 
-BAD = {"failed", "error", "xpassed", "crashed", "timeout", "not_run"}
 LABEL = {"not_run": "not run"}
 SLOW_S = 1.0  # the "slow" filter: seconds that matter
 
@@ -387,7 +386,7 @@ def _matrix(t: Triage) -> str:
         outcomes = test["outcomes"]
         durations = test.get("durations", {})
         causes = test.get("causes", {})
-        bad = "1" if any(o in BAD for o in outcomes.values()) else "0"
+        bad = "1" if any(o in BAD_OUTCOMES for o in outcomes.values()) else "0"
         tags = {BUCKET_OF.get(o, o) for o in outcomes.values()}
         if any(d >= SLOW_S for d in durations.values()):
             tags.add("slow")

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from device_matrix.issues.base import neutralize
 from device_matrix.records.atomic import storable_text
-from device_matrix.records.summary import BUCKETS
+from device_matrix.records.outcomes import BAD_BUCKETS, BEFORE_TESTS_STATUSES, BUCKETS
 from device_matrix.report.escape import cell as _cell
 from device_matrix.report.escape import code
 from device_matrix.report.model import HistoryView, RowView, Triage, nothing_changed
@@ -64,7 +64,7 @@ def _rows_table(rows: Sequence[RowView]) -> list[str]:
     for r in rows:
         versions = ", ".join(f"{k} {v}" for k, v in r["versions"].items())
         status = r["label"] + (
-            f" ({_cell(r['reason'])})" if r["status"] in ("unavailable", "error") and r["reason"] else ""
+            f" ({_cell(r['reason'])})" if r["status"] in BEFORE_TESTS_STATUSES and r["reason"] else ""
         )
         counts = " | ".join(str(r["counts"].get(b, 0)) for b in BUCKETS)
         out.append(f"| {_cell(r['row'])} | {status} | {counts} | {_seconds(r['duration'])} | {_cell(versions)} |")
@@ -82,9 +82,7 @@ def _trends(h: HistoryView) -> list[str]:
     ]
     for row, points in sorted(h["trends"].items()):
         passed = [float(p["counts"].get("passed", 0)) for p in points]
-        failing = [
-            float(sum(p["counts"].get(b, 0) for b in ("failed", "crashed", "timeout", "not_run"))) for p in points
-        ]
+        failing = [float(sum(p["counts"].get(b, 0) for b in BAD_BUCKETS)) for p in points]
         skipped = [float(p["counts"].get("skipped", 0) + p["counts"].get("xfailed", 0)) for p in points]
         wall = [p["duration"] for p in points]
         last = points[-1]

@@ -10,7 +10,8 @@ from typing import Any, Literal, TypeAlias, TypedDict
 from device_matrix.diagnostics.environment import facets as environment_facets
 from device_matrix.findings import crash_key, declared_test, is_device_skip, skip_key
 from device_matrix.records.cause import cause_from_text
-from device_matrix.records.schema import FAILING_OUTCOMES, OUTCOMES, RunRecord, SourceInfo, TestRecord
+from device_matrix.records.outcomes import CRASHING_OUTCOMES, OUTCOMES, REPORTED_FAILURES
+from device_matrix.records.schema import RunRecord, SourceInfo, TestRecord
 from device_matrix.records.summary import crash_headline, crash_kind_label, fold
 from device_matrix.report.placement import Placement
 from device_matrix.skips import DeviceSkip
@@ -204,7 +205,7 @@ class VerdictItem(TypedDict):
     verdict: Verdict
     evidence: str  # the sentence a reader weighs
     signature: str | None  # this failure's: "crash <fingerprint>" or "failed: <first line>"
-    base_outcomes: str  # the test's codes over the base's runs (report/history.py CODE), oldest first
+    base_outcomes: str  # the test's codes over the base's runs (records/outcomes.py CODE), oldest first
     base_ran: int  # base runs where it passed or failed
     base_failures: int
     flips: int
@@ -336,7 +337,7 @@ def build(
         for t in rec["tests"]:
             matrix.setdefault(t["nodeid"], {})[row] = t["outcome"]
             durations.setdefault(t["nodeid"], {})[row] = round(float(t["duration"]), 3)
-            if t["outcome"] in FAILING_OUTCOMES and t["outcome"] not in ("crashed", "timeout"):
+            if t["outcome"] in REPORTED_FAILURES:
                 failure = failure_view(t, row)
                 failures.append(failure)
                 if failure["message"]:
@@ -362,7 +363,7 @@ def build(
                     )
                     skips[key] = view
                 view["rows"].append(row)
-        by_nodeid = {t["nodeid"]: t for t in rec["tests"] if t["outcome"] in ("crashed", "timeout")}
+        by_nodeid = {t["nodeid"]: t for t in rec["tests"] if t["outcome"] in CRASHING_OUTCOMES}
         for c in rec["crashes"]:
             d = c["diagnosis"]
             died = by_nodeid.get(c["nodeid"] or "")

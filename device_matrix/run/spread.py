@@ -48,6 +48,7 @@ from device_matrix.records.merge import (
     write_merged,
     write_reports,
 )
+from device_matrix.records.outcomes import CRASHING_OUTCOMES, UNFINISHED_STATUSES
 from device_matrix.records.schema import (
     AttemptRecord,
     CrashRecord,
@@ -238,7 +239,7 @@ def _gangs_to_resume(part: Path, todo: Sequence[Gang]) -> list[Gang]:
             status = load_run(gangs.gang_folder(part, entry) / "run.json")["status"]
         except ResultsError:
             status = "running"
-        if status in ("running", "interrupted"):
+        if status in UNFINISHED_STATUSES:
             left.append(entry)
     return left
 
@@ -554,7 +555,7 @@ def resume_state(folder: Path, count: int | None) -> Resume | None:
         record = records.get(k)
         if record is None:
             jobs.append(Job(Shard(k, plan["of"]), resume=False))
-        elif record["status"] in ("interrupted", "running"):
+        elif record["status"] in UNFINISHED_STATUSES:
             jobs.append(Job(Shard(k, plan["of"]), resume=True))
     return Resume(plan, jobs)
 
@@ -771,7 +772,7 @@ def runner_died(run: RowRun, split_plan: PlanFile, shard: Shard, *, how: str, re
     running, last = _journal_state(folder)
     drained = base is not None and base["status"] == "interrupted"
     culprit = running if drained else None
-    if culprit is not None and culprit in known and known[culprit]["outcome"] in ("crashed", "timeout"):
+    if culprit is not None and culprit in known and known[culprit]["outcome"] in CRASHING_OUTCOMES:
         culprit = None  # its crash is recorded already: a rerun of it was cut off
     why = f"not run: shard {shard}'s runner ended ({how}) before this test ran"
     tests: dict[str, TestRecord] = {}
