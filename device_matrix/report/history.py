@@ -406,11 +406,27 @@ class History:
 
     # --- writing ----------------------------------------------------------------------
 
-    def record(self, triage: Triage, label: str, *, keep: int = KEEP_RUNS, source: SourceInfo | None = None) -> int:
-        """Add this triage as the newest run of its lane; drop the lane's runs beyond the newest ``keep``."""
+    def commit(self) -> None:
+        """Keep what :meth:`record` wrote with ``commit=False``."""
+        self.db.commit()
+
+    def record(
+        self,
+        triage: Triage,
+        label: str,
+        *,
+        keep: int = KEEP_RUNS,
+        source: SourceInfo | None = None,
+        commit: bool = True,
+    ) -> int:
+        """Add this triage as the newest run of its lane; drop the lane's runs beyond the newest ``keep``.
+
+        ``commit=False``: kept only by a later :meth:`commit`; closing without one forgets
+        it (#30: a triage that fails after recording its run adds none).
+        """
         keep = max(keep, 1)
         lane = lane_of(source)
-        with self.db:
+        with self.db if commit else contextlib.nullcontext(self.db):
             if lane.startswith(("branch:", "tag:")) and self._last_of(lane) is None and self._last_of(""):
                 # runs recorded before lanes (or without a source) were one branch's history:
                 # the first branch recorded after them takes them on
@@ -761,9 +777,37 @@ def _check_magic(path: Path) -> None:
             raise sqlite3.DatabaseError("file is not a database")
 
 
+# the columns every layout's tables had (the first layout's outcomes and crashes too): a
+# database with other tables, or these without them, is another program's
+_OURS: Mapping[str, frozenset[str]] = {
+    "runs": frozenset({"id", "created", "label"}),
+    "row_runs": frozenset({"run_id", "row", "label"}),
+    "series": frozenset({"row", "nodeid", "outcomes", "durations"}),
+    "crash_seen": frozenset({"run_id", "fingerprint", "row", "classification", "headline", "issue"}),
+    "outcomes": frozenset({"run_id", "row", "nodeid", "outcome"}),
+    "crashes": frozenset({"run_id", "fingerprint", "classification"}),
+}
+
+
+def _check_ours(db: sqlite3.Connection, tables: Collection[str]) -> None:
+    """Raise ``sqlite3.DatabaseError`` for a database of another schema (#30): it is set
+    aside as a damaged one is, never written into, nor a reason to stop."""
+    for table in sorted(tables):
+        if table.startswith("sqlite_"):
+            continue
+        if table not in _OURS:
+            raise sqlite3.DatabaseError(f"not a device-matrix history (it has a table {table!r})")
+        have = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+        if missing := _OURS[table] - have:
+            raise sqlite3.DatabaseError(
+                f"not a device-matrix history (its table {table!r} has no {', '.join(sorted(missing))})"
+            )
+
+
 def _upgrade(db: sqlite3.Connection, version: int) -> None:
     """Bring a history of ``version`` to this one, in place (in one transaction)."""
     tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    _check_ours(db, tables)
     with db:
         for table, columns in _ADDED_COLUMNS.items():
             if table not in tables:
