@@ -96,6 +96,9 @@ def run_triage(
     if overrides and any(v is not None for v in overrides.values()):
         src = override(src or unknown(), cwd=project, **overrides)
     triage["source"] = src
+    # #30: the source (a --branch flag, the rows' own) and the declared skips the source scan
+    # read are redacted as the records are, before any report or the history is made of them
+    triage = redactor.data(triage)
     # a triage where no row could be read is not a run: recording it would read as every
     # test having disappeared
     history: History | None = None
