@@ -26,6 +26,8 @@ BARS_H = 90
 WALL_H = 30
 GAP = 20
 AXIS_W = 64  # room right of the bars for the scale's words
+LABEL_PX = 7.5  # a character of the chart's 12 px font, at its widest on average: labels never meet
+LINE_H = 14
 
 
 def safe_href(url: str | None) -> str | None:
@@ -74,7 +76,8 @@ def trend_svg(row: str, points: Sequence[TrendPoint]) -> str:
     top = max((sum(p["counts"].values()) for p in points), default=0) or 1
     walls = [p["duration"] for p in points if p["duration"] is not None]
     wall_top = max(walls, default=0.0) or 1.0
-    height = BARS_H + GAP + WALL_H + 16
+    labels = _run_labels([p["run"] for p in points])
+    height = BARS_H + GAP + WALL_H + 2 + LINE_H * len(labels)
     latest = points[-1] if points else None
     desc = f"{row}: {len(points)} runs" + (
         f"; latest {', '.join(f'{v} {LABEL.get(k, k)}' for k, v in latest['counts'].items() if v)}" if latest else ""
@@ -115,11 +118,32 @@ def trend_svg(row: str, points: Sequence[TrendPoint]) -> str:
         out.append("</g>")
     if len(line) > 1:
         out.append(f"<polyline class='wall' points='{' '.join(line)}'/>")
-    if points:
-        out.append(f"<text x='0' y='{height - 2}'>{_e(points[0]['run'])}</text>")
-        out.append(f"<text x='{CHART_W}' y='{height - 2}' text-anchor='end'>{_e(points[-1]['run'])}</text>")
+    for k, line_labels in enumerate(labels):
+        y = BARS_H + GAP + WALL_H + LINE_H * (k + 1)
+        for text, end in line_labels:
+            out.append(f"<text x='{CHART_W if end else 0}' y='{y}'{_END if end else ''}>{_e(text)}</text>")
     out.append("</svg>")
     return "".join(out)
+
+
+_END = " text-anchor='end'"
+
+
+def _run_labels(runs: Sequence[str]) -> list[list[tuple[str, bool]]]:
+    """The lines of run labels under a chart: (text, anchored at the right end) each.
+
+    #30: the oldest run at the left and the newest at the right on one line where both fit,
+    else on two lines; one run is named once.
+    """
+    if not runs:
+        return []
+    room = int((CHART_W + AXIS_W) / LABEL_PX)
+    first, last = (r if len(r) <= room else r[: room - 1] + "…" for r in (runs[0], runs[-1]))
+    if len(runs) == 1:
+        return [[(first, False)]]
+    if (len(first) + len(last) + 2) * LABEL_PX <= CHART_W:
+        return [[(first, False), (last, True)]]
+    return [[(first, False)], [(last, len(last) * LABEL_PX <= CHART_W)]]
 
 
 def _legend(counts: dict[str, int]) -> str:
