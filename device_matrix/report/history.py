@@ -41,7 +41,7 @@ from array import array
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from device_matrix.errors import EnvironmentProblem, ResultsError
 from device_matrix.records.atomic import storable_text
@@ -217,8 +217,13 @@ def _facets_of(text: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
 
 
-class History:
-    """Open with :meth:`open`; every method may raise ``sqlite3.DatabaseError`` on a damaged file."""
+_S = TypeVar("_S", bound="Store")
+
+
+class Store:
+    """The history's file: opened (migrated, or set aside when damaged), its runs and series
+    per lane read, and a triage recorded. Every method may raise ``sqlite3.DatabaseError``
+    on a damaged file."""
 
     def __init__(self, db: sqlite3.Connection, *, read_only: bool = False) -> None:
         self.db = db
@@ -227,7 +232,7 @@ class History:
         self._recorded: int | None = None  # the run this object recorded: the one view() shows
 
     @classmethod
-    def open(cls, path: Path, warn: Callable[[str], None] = lambda _: None, *, read_only: bool = False) -> History:
+    def open(cls: type[_S], path: Path, warn: Callable[[str], None] = lambda _: None, *, read_only: bool = False) -> _S:
         """Open or create the history, migrating an older layout.
 
         A damaged file is renamed ``<name>.corrupt-<time>`` (kept for a post mortem) and a
@@ -258,7 +263,7 @@ class History:
             ) from exc
 
     @classmethod
-    def _open_read_only(cls, path: Path, warn: Callable[[str], None]) -> History:
+    def _open_read_only(cls: type[_S], path: Path, warn: Callable[[str], None]) -> _S:
         mem = sqlite3.connect(":memory:")
         try:
             if path.is_file() and path.stat().st_size:
@@ -277,7 +282,7 @@ class History:
         return cls(mem, read_only=True)
 
     @classmethod
-    def _open_or_set_aside(cls, path: Path, warn: Callable[[str], None]) -> History:
+    def _open_or_set_aside(cls: type[_S], path: Path, warn: Callable[[str], None]) -> _S:
         try:
             return cls._open(path)
         except sqlite3.OperationalError as exc:
@@ -292,7 +297,7 @@ class History:
             return cls._open(path)
 
     @classmethod
-    def _open(cls, path: Path) -> History:
+    def _open(cls: type[_S], path: Path) -> _S:
         if path.exists() and path.stat().st_size:
             _check_magic(path)
         db = sqlite3.connect(path, timeout=LOCK_WAIT_S)
@@ -335,6 +340,153 @@ class History:
                 "SELECT row, nodeid, outcomes, durations, signature FROM series WHERE lane = ?", (lane,)
             ).fetchall()
         return self._series_cache[lane]
+
+    # --- writing ----------------------------------------------------------------------
+
+    def commit(self) -> None:
+        """Keep what :meth:`record` wrote with ``commit=False``."""
+        self.db.commit()
+
+    def record(
+        self,
+        triage: Triage,
+        label: str,
+        *,
+        keep: int = KEEP_RUNS,
+        source: SourceInfo | None = None,
+        commit: bool = True,
+    ) -> int:
+        """Add this triage as the newest run of its lane; drop the lane's runs beyond the newest ``keep``.
+
+        ``commit=False``: kept only by a later :meth:`commit`; closing without one forgets
+        it (#30: a triage that fails after recording its run adds none).
+        """
+        keep = max(keep, 1)
+        lane = lane_of(source)
+        with self.db if commit else contextlib.nullcontext(self.db):
+            self._take_over_unlaned(lane)
+            self._replace_same_run(lane, source)
+            cur = self.db.execute(
+                "INSERT INTO runs (created, label, lane, source) VALUES (?, ?, ?, ?)",
+                (_now(), label, lane, None if source is None else json.dumps(source)),
+            )
+            run_id = int(cur.lastrowid or 0)
+            ids = [r.id for r in self.lane_runs(lane)]
+            rows = self._next_series(triage, lane, min(len(ids), keep))
+            self.db.execute("DELETE FROM series WHERE lane = ?", (lane,))
+            self.db.executemany(
+                "INSERT INTO series (lane, row, nodeid, outcomes, durations, signature) VALUES (?, ?, ?, ?, ?, ?)",
+                ((lane, *r) for r in rows),
+            )
+            self._series_cache[lane] = rows
+            self._insert_rows_and_crashes(triage, run_id)
+            self.db.execute("DELETE FROM runs WHERE lane = ? AND id < ?", (lane, ids[-keep:][0]))
+            self._forget_old_pull_requests()
+            self.db.execute("DELETE FROM row_runs WHERE run_id NOT IN (SELECT id FROM runs)")
+            self.db.execute("DELETE FROM crash_seen WHERE run_id NOT IN (SELECT id FROM runs)")
+        self._recorded = run_id
+        return run_id
+
+    def _take_over_unlaned(self, lane: str) -> None:
+        if lane.startswith(("branch:", "tag:")) and self._last_of(lane) is None and self._last_of(""):
+            # runs recorded before lanes (or without a source) were one branch's history:
+            # the first branch recorded after them takes them on
+            self.db.execute("UPDATE runs SET lane = ? WHERE lane = ''", (lane,))
+            self.db.execute("UPDATE series SET lane = ? WHERE lane = ''", (lane,))
+            self._series_cache.pop("", None)
+            self._series_cache.pop(lane, None)
+
+    def _replace_same_run(self, lane: str, source: SourceInfo | None) -> None:
+        last = self._last_of(lane)
+        if last is not None and _same_run(last.source, source, attempt=False):
+            # the same run again (a re-run of its jobs): it replaces what was recorded for
+            # it, so that no run counts twice toward flips and rates
+            for table, column in (("runs", "id"), ("row_runs", "run_id"), ("crash_seen", "run_id")):
+                self.db.execute(f"DELETE FROM {table} WHERE {column} = ?", (last.id,))  # noqa: S608 - constants
+            self._series_cache[lane] = [
+                (row, nodeid, outcomes[:-1], blob[:-_F32], sig)
+                for row, nodeid, outcomes, blob, sig in self._series(lane)
+                if len(blob) == _F32 * len(outcomes)
+            ]
+
+    def _next_series(self, triage: Triage, lane: str, length: int) -> list[SeriesRow]:
+        """The lane's series with this triage's outcome and duration added, ``length`` runs long."""
+        now: dict[tuple[str, str], tuple[str, float]] = {
+            (row, storable_text(t["nodeid"])): (CODE.get(o, ABSENT), t["durations"].get(row, math.inf))
+            for t in triage["tests"]
+            for row, o in t["outcomes"].items()
+        }
+        failed = signatures(triage)
+        rows: list[SeriesRow] = []
+        for row, nodeid, outcomes, blob, sig in self._series(lane):
+            code, duration = now.pop((row, nodeid), (ABSENT, math.inf))
+            text, durations = _align(outcomes, blob, length - 1)
+            if (text + code).strip(ABSENT):  # a test absent from every kept run is forgotten
+                rows.append(
+                    (row, nodeid, text + code, durations + struct.pack("<f", duration), failed.get((row, nodeid), sig))
+                )
+        for (row, nodeid), (code, duration) in now.items():
+            rows.append(
+                (
+                    row,
+                    nodeid,
+                    ABSENT * (length - 1) + code,
+                    _NO_DURATION * (length - 1) + struct.pack("<f", duration),
+                    failed.get((row, nodeid)),
+                )
+            )
+        return rows
+
+    def _insert_rows_and_crashes(self, triage: Triage, run_id: int) -> None:
+        self.db.executemany(
+            _INSERT_ROW_RUN,
+            (
+                (
+                    run_id,
+                    r["row"],
+                    r["label"],
+                    r["duration"],
+                    json.dumps(r["facets"]),
+                    *(r["counts"].get(b, 0) for b in BUCKETS),
+                )
+                for r in triage["rows"]
+            ),
+        )
+        self.db.executemany(
+            "INSERT INTO crash_seen (run_id, fingerprint, row, classification, headline, issue, nodeid) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                (
+                    run_id,
+                    c["fingerprint"],
+                    row,
+                    c["classification"],
+                    storable_text(c["headline"]),
+                    c["issue"],
+                    storable_text(nodeid),
+                )
+                for c in triage["crashes"]
+                for row, nodeid in c["seen"]
+            ),
+        )
+
+    def _forget_old_pull_requests(self) -> None:
+        lanes = [
+            str(r[0])
+            for r in self.db.execute(
+                "SELECT lane FROM runs WHERE lane LIKE 'pr:%' GROUP BY lane ORDER BY MAX(id) DESC LIMIT -1 OFFSET ?",
+                (KEEP_PR_LANES,),
+            )
+        ]
+        for lane in lanes:
+            self.db.execute("DELETE FROM runs WHERE lane = ?", (lane,))
+            self.db.execute("DELETE FROM series WHERE lane = ?", (lane,))
+            self._series_cache.pop(lane, None)
+
+
+class History(Store):
+    """The store and its queries: what changed, the views over many runs, a pull request's
+    base, and a crash's observations by environment. Open with :meth:`open`."""
 
     def compare(
         self, triage: Triage, unreadable: frozenset[str] = frozenset(), *, source: SourceInfo | None = None
@@ -403,142 +555,6 @@ class History:
             if fp not in crashes_now and ran_again:
                 changes["stopped_crashes"].append([fp, headline])
         return changes
-
-    # --- writing ----------------------------------------------------------------------
-
-    def commit(self) -> None:
-        """Keep what :meth:`record` wrote with ``commit=False``."""
-        self.db.commit()
-
-    def record(
-        self,
-        triage: Triage,
-        label: str,
-        *,
-        keep: int = KEEP_RUNS,
-        source: SourceInfo | None = None,
-        commit: bool = True,
-    ) -> int:
-        """Add this triage as the newest run of its lane; drop the lane's runs beyond the newest ``keep``.
-
-        ``commit=False``: kept only by a later :meth:`commit`; closing without one forgets
-        it (#30: a triage that fails after recording its run adds none).
-        """
-        keep = max(keep, 1)
-        lane = lane_of(source)
-        with self.db if commit else contextlib.nullcontext(self.db):
-            if lane.startswith(("branch:", "tag:")) and self._last_of(lane) is None and self._last_of(""):
-                # runs recorded before lanes (or without a source) were one branch's history:
-                # the first branch recorded after them takes them on
-                self.db.execute("UPDATE runs SET lane = ? WHERE lane = ''", (lane,))
-                self.db.execute("UPDATE series SET lane = ? WHERE lane = ''", (lane,))
-                self._series_cache.pop("", None)
-                self._series_cache.pop(lane, None)
-            last = self._last_of(lane)
-            if last is not None and _same_run(last.source, source, attempt=False):
-                # the same run again (a re-run of its jobs): it replaces what was recorded for
-                # it, so that no run counts twice toward flips and rates
-                for table, column in (("runs", "id"), ("row_runs", "run_id"), ("crash_seen", "run_id")):
-                    self.db.execute(f"DELETE FROM {table} WHERE {column} = ?", (last.id,))  # noqa: S608 - constants
-                self._series_cache[lane] = [
-                    (row, nodeid, outcomes[:-1], blob[:-_F32], sig)
-                    for row, nodeid, outcomes, blob, sig in self._series(lane)
-                    if len(blob) == _F32 * len(outcomes)
-                ]
-            cur = self.db.execute(
-                "INSERT INTO runs (created, label, lane, source) VALUES (?, ?, ?, ?)",
-                (_now(), label, lane, None if source is None else json.dumps(source)),
-            )
-            run_id = int(cur.lastrowid or 0)
-            ids = [r.id for r in self.lane_runs(lane)]
-            oldest_kept = ids[-keep:][0]
-            length = min(len(ids), keep)
-            now: dict[tuple[str, str], tuple[str, float]] = {
-                (row, storable_text(t["nodeid"])): (CODE.get(o, ABSENT), t["durations"].get(row, math.inf))
-                for t in triage["tests"]
-                for row, o in t["outcomes"].items()
-            }
-            failed = signatures(triage)
-            rows: list[SeriesRow] = []
-            for row, nodeid, outcomes, blob, sig in self._series(lane):
-                code, duration = now.pop((row, nodeid), (ABSENT, math.inf))
-                text, durations = _align(outcomes, blob, length - 1)
-                if (text + code).strip(ABSENT):  # a test absent from every kept run is forgotten
-                    rows.append(
-                        (
-                            row,
-                            nodeid,
-                            text + code,
-                            durations + struct.pack("<f", duration),
-                            failed.get((row, nodeid), sig),
-                        )
-                    )
-            for (row, nodeid), (code, duration) in now.items():
-                rows.append(
-                    (
-                        row,
-                        nodeid,
-                        ABSENT * (length - 1) + code,
-                        _NO_DURATION * (length - 1) + struct.pack("<f", duration),
-                        failed.get((row, nodeid)),
-                    )
-                )
-            self.db.execute("DELETE FROM series WHERE lane = ?", (lane,))
-            self.db.executemany(
-                "INSERT INTO series (lane, row, nodeid, outcomes, durations, signature) VALUES (?, ?, ?, ?, ?, ?)",
-                ((lane, *r) for r in rows),
-            )
-            self._series_cache[lane] = rows
-            self.db.executemany(
-                _INSERT_ROW_RUN,
-                (
-                    (
-                        run_id,
-                        r["row"],
-                        r["label"],
-                        r["duration"],
-                        json.dumps(r["facets"]),
-                        *(r["counts"].get(b, 0) for b in BUCKETS),
-                    )
-                    for r in triage["rows"]
-                ),
-            )
-            self.db.executemany(
-                "INSERT INTO crash_seen (run_id, fingerprint, row, classification, headline, issue, nodeid) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    (
-                        run_id,
-                        c["fingerprint"],
-                        row,
-                        c["classification"],
-                        storable_text(c["headline"]),
-                        c["issue"],
-                        storable_text(nodeid),
-                    )
-                    for c in triage["crashes"]
-                    for row, nodeid in c["seen"]
-                ),
-            )
-            self.db.execute("DELETE FROM runs WHERE lane = ? AND id < ?", (lane, oldest_kept))
-            self._forget_old_pull_requests()
-            self.db.execute("DELETE FROM row_runs WHERE run_id NOT IN (SELECT id FROM runs)")
-            self.db.execute("DELETE FROM crash_seen WHERE run_id NOT IN (SELECT id FROM runs)")
-        self._recorded = run_id
-        return run_id
-
-    def _forget_old_pull_requests(self) -> None:
-        lanes = [
-            str(r[0])
-            for r in self.db.execute(
-                "SELECT lane FROM runs WHERE lane LIKE 'pr:%' GROUP BY lane ORDER BY MAX(id) DESC LIMIT -1 OFFSET ?",
-                (KEEP_PR_LANES,),
-            )
-        ]
-        for lane in lanes:
-            self.db.execute("DELETE FROM runs WHERE lane = ?", (lane,))
-            self.db.execute("DELETE FROM series WHERE lane = ?", (lane,))
-            self._series_cache.pop(lane, None)
 
     # --- views ------------------------------------------------------------------------
 
