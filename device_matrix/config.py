@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 
 from device_matrix import tomlfile
 from device_matrix.errors import ConfigError, EnvironmentProblem
+from device_matrix.names import ROW_NAME_RE  # a row name is a folder name under results/
 
 PjrtDevice: TypeAlias = Literal["CPU", "TPU", "CUDA", "NEURON"]
 RunIn: TypeAlias = Literal["host", "container", "auto"]
@@ -290,7 +291,6 @@ def pytest_testpaths(root: Path) -> tuple[str, ...]:
 Check: TypeAlias = Callable[[Any], bool]
 
 
-ROW_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # a row name is a folder name under results/
 VAR_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 REPOSITORY_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}/(?!\.\.?$)[A-Za-z0-9_.-]{1,100}")  # GitHub's rules
 

@@ -20,6 +20,7 @@ FLOORS: dict[str, int] = {
     "errors": 0,
     "redact": 1,
     "wire": 1,
+    "names": 1,
     "tomlfile": 1,
     "skips": 2,
     "config": 3,

@@ -27,8 +27,8 @@ from typing import (
     is_typeddict,
 )
 
-from device_matrix.config import ROW_NAME_RE
 from device_matrix.errors import ResultsError
+from device_matrix.names import ROW_NAME_RE
 from device_matrix.records.outcomes import OUTCOMES
 
 # the record's field types, named where the record is (records/outcomes.py defines them)
