@@ -8,14 +8,16 @@ shows is also in a table, and links are made only for http(s) URLs (issue 11).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from urllib.parse import urlsplit
 
 from device_matrix.records.outcomes import BAD_OUTCOMES, BUCKET_OF, BUCKETS
+from device_matrix.report import view
 from device_matrix.report.escape import html_text as _e
-from device_matrix.report.model import HistoryView, RowView, TrendPoint, Triage, nothing_changed
+from device_matrix.report.model import HistoryView, RowView, TrendPoint, Triage
 from device_matrix.report.verdict_views import commits_section, html_section
+from device_matrix.report.view import Change, ChangeKind
 
 LABEL = {"not_run": "not run"}
 SLOW_S = 1.0  # the "slow" filter: seconds that matter
@@ -193,34 +195,31 @@ def _card(r: RowView, h: HistoryView | None) -> str:
     return "".join(parts)
 
 
+_CHANGE_HTML: Mapping[ChangeKind, Callable[[Change], str]] = {
+    "row_added": lambda c: f"new row <b>{_e(c.subject)}</b>",
+    "row_gone": lambda c: f"row <b>{_e(c.subject)}</b> is gone (no results this time)",
+    "new_failure": lambda c: f"<span class='failed'>new failure</span> on {_e(c.row)}: <code>{_e(c.subject)}</code>",
+    "fixed": lambda c: f"<span class='passed'>fixed</span> on {_e(c.row)}: <code>{_e(c.subject)}</code>",
+    "new_crash": lambda c: f"<span class='crashed'>new crash</span> {_e(c.text)} <code>{_e(c.subject)}</code>",
+    "crash_stopped": lambda c: f"<span class='passed'>crash stopped</span> {_e(c.text)} <code>{_e(c.subject)}</code>",
+    "newly_flaky": lambda c: f"newly flaky crash {_e(c.text)} <code>{_e(c.subject)}</code>",
+    "appeared": lambda c: f"new test on {_e(c.row)}: <code>{_e(c.subject)}</code>",
+    "disappeared": lambda c: f"test gone on {_e(c.row)}: <code>{_e(c.subject)}</code>",
+}
+
+
 def _changes(t: Triage) -> str:
-    ch = t["changes"]
-    headline = {c["fingerprint"]: c["headline"] for c in t["crashes"]}
+    ch = view.changes(t)
     out = [
-        f"<section id='changes'><h2>What changed since {_e(ch['previous'])}</h2>"
+        f"<section id='changes'><h2>What changed since {_e(ch.previous)}</h2>"
         "<p class='answers'>What is different from the previous triage in the history.</p><ul>"
     ]
-    for row in ch["rows_added"]:
-        out.append(f"<li>new row <b>{_e(row)}</b></li>")
-    for row in ch["rows_gone"]:
-        out.append(f"<li>row <b>{_e(row)}</b> is gone (no results this time)</li>")
-    for nodeid, row in ch["new_failures"]:
-        out.append(f"<li><span class='failed'>new failure</span> on {_e(row)}: <code>{_e(nodeid)}</code></li>")
-    for nodeid, row in ch["fixed"]:
-        out.append(f"<li><span class='passed'>fixed</span> on {_e(row)}: <code>{_e(nodeid)}</code></li>")
-    for fp in ch["new_crashes"]:
-        out.append(f"<li><span class='crashed'>new crash</span> {_e(headline.get(fp, fp))} <code>{_e(fp)}</code></li>")
-    for fp, text in ch["stopped_crashes"]:
-        out.append(f"<li><span class='passed'>crash stopped</span> {_e(text)} <code>{_e(fp)}</code></li>")
-    for fp in ch["newly_flaky"]:
-        out.append(f"<li>newly flaky crash {_e(headline.get(fp, fp))} <code>{_e(fp)}</code></li>")
-    for key, what in (("appeared", "new test"), ("disappeared", "test gone")):
-        items = ch[key]  # type: ignore[literal-required]
-        for nodeid, row in items[:200]:
-            out.append(f"<li>{what} on {_e(row)}: <code>{_e(nodeid)}</code></li>")
-        if len(items) > 200:
-            out.append(f"<li>… {len(items) - 200} more ({what}; see triage.json)</li>")
-    if nothing_changed(ch):
+    kinds = list(dict.fromkeys(c.kind for c in ch.lines))
+    for kind in kinds:
+        out += [f"<li>{_CHANGE_HTML[kind](c)}</li>" for c in ch.lines if c.kind == kind]
+        if kind in ch.more:
+            out.append(f"<li>… {ch.more[kind]} more ({view.CHANGE_WORDS[kind]}; see triage.json)</li>")
+    if ch.nothing:
         out.append("<li class='muted'>nothing changed: same results as last time</li>")
     out.append("</ul></section>")
     return "".join(out)
@@ -461,19 +460,53 @@ def _skips(t: Triage) -> str:
     return "".join(out)
 
 
+def _rows(t: Triage) -> str:
+    h = t["history"]
+    parts = [
+        "<section id='rows'><h2>Rows</h2>"
+        "<p class='answers'>Is each row green, and is it getting better or worse.</p><div class='cards'>"
+    ]
+    parts += [_card(r, h) for r in t["rows"]]
+    parts.append("</div>")
+    parts += [f"<p class='error'>⚠ unreadable row {_e(p['row'])}: {_e(p['problem'])}</p>" for p in t["problems"]]
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _history(piece: Callable[[HistoryView], str]) -> Callable[[Triage], str]:
+    def drawn(t: Triage) -> str:
+        return piece(t["history"]) if t["history"] is not None else ""
+
+    return drawn
+
+
+def _verdicts(t: Triage) -> str:
+    return html_section(t["verdicts"]) if t["verdicts"] is not None else ""
+
+
+def _commits(t: Triage) -> str:
+    return commits_section(t, t["history"]) if t["history"] is not None else ""
+
+
+# each section's piece, by its id in view.SECTIONS (the trends are in the row cards)
+PIECES: Mapping[str, Callable[[Triage], str]] = {
+    "rows": _rows,
+    "verdicts": _verdicts,
+    "commits": _commits,
+    "changes": _changes,
+    "failures": _failures,
+    "crashes": _crashes,
+    "crash-history": _history(_crash_history),
+    "flaky": _history(_flaky),
+    "durations": _durations,
+    "matrix-section": _matrix,
+    "skips": _skips,
+}
+
+
 def render(t: Triage) -> str:
     h = t["history"]
-    sections = [("rows", "Rows")]
-    if t["verdicts"] is not None:
-        sections.append(("verdicts", "Verdicts"))
-    if h is not None and h["sources"]:
-        sections.append(("commits", "Commits"))
-    if t["changes"]["previous"] is not None:
-        sections.append(("changes", "What changed"))
-    sections += [("failures", "Failures"), ("crashes", "Crashes")]
-    if h is not None:
-        sections += [("crash-history", "Crash history"), ("flaky", "Flaky")]
-    sections += [("durations", "Durations"), ("matrix-section", "Tests"), ("skips", "Skips")]
+    sections = view.sections(t, PIECES.__contains__)
     parts: list[str] = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width, initial-scale=1'>"
@@ -481,34 +514,12 @@ def render(t: Triage) -> str:
         f"<header><h1>device-matrix triage</h1><div class='muted'>generated {_e(t['generated_at'])}"
         + (f" · trends over the last {len(h['runs'])} run(s)" if h else " · no history")
         + "</div><nav>"
-        + "".join(f"<a href='#{i}'>{_e(n)}</a>" for i, n in sections)
+        + "".join(f"<a href='#{s.id}'>{_e(s.title)}</a>" for s in sections)
         + "</nav></header><main>"
     ]
     add = parts.append
-    add(
-        "<section id='rows'><h2>Rows</h2>"
-        "<p class='answers'>Is each row green, and is it getting better or worse.</p><div class='cards'>"
-    )
-    for r in t["rows"]:
-        add(_card(r, h))
-    add("</div>")
-    for p in t["problems"]:
-        add(f"<p class='error'>⚠ unreadable row {_e(p['row'])}: {_e(p['problem'])}</p>")
-    add("</section>")
-    if t["verdicts"] is not None:
-        add(html_section(t["verdicts"]))
-    if h is not None and h["sources"]:
-        add(commits_section(t, h))
-    if t["changes"]["previous"] is not None:
-        add(_changes(t))
-    add(_failures(t))
-    add(_crashes(t))
-    if h is not None:
-        add(_crash_history(h))
-        add(_flaky(h))
-    add(_durations(t))
-    add(_matrix(t))
-    add(_skips(t))
+    for s in sections:
+        add(PIECES[s.id](t))
     add(f"<script type='application/json' id='triage-data'>{_json_for_script(t)}</script>")
     add(f"<script>{_asset('triage.js')}</script></main></body></html>")
     return "".join(parts)
