@@ -18,3 +18,14 @@ def test_a_row_name_has_one_rule() -> None:
     from device_matrix.records import schema
 
     assert config.ROW_NAME_RE is names.ROW_NAME_RE is schema.ROW_NAME_RE
+
+
+def test_the_reports_do_not_import_the_tracker() -> None:
+    # #31: report/ imported issues/ for neutralize and load_links; both live below both now
+    graph = _graph()
+    tied = {
+        name: sorted(d for d in deps if d.startswith("device_matrix.issues"))
+        for name, deps in graph.items()
+        if name.startswith("device_matrix.report")
+    }
+    assert {name: deps for name, deps in tied.items() if deps} == {}

@@ -21,6 +21,8 @@ FLOORS: dict[str, int] = {
     "redact": 1,
     "wire": 1,
     "names": 1,
+    "markup": 1,
+    "links": 1,
     "tomlfile": 1,
     "skips": 2,
     "config": 3,

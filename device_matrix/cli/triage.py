@@ -20,7 +20,7 @@ from device_matrix.errors import (
     ResultsError,
     UsageProblem,
 )
-from device_matrix.issues.sync import load_links
+from device_matrix.links import load_links
 from device_matrix.output import Output
 from device_matrix.records.atomic import storable_text, write_json_atomic, write_text_atomic
 from device_matrix.records.schema import RunRecord, SourceInfo

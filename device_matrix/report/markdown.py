@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from device_matrix.issues.base import neutralize
+from device_matrix.markup import neutralize
 from device_matrix.records.atomic import storable_text
 from device_matrix.records.outcomes import BAD_BUCKETS, BEFORE_TESTS_STATUSES, BUCKETS
 from device_matrix.report import view
