@@ -11,7 +11,7 @@ import functools
 import hashlib
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import UnionType
 from typing import (
@@ -211,6 +211,20 @@ class RunRecord(_RunFields, total=False):
     runner_pid: int | None  # the device-matrix process that wrote it (see status "running")
     source: SourceInfo | None  # commit, branch, pull request, base (#25)
     spread: SpreadRef  # a shard's record, or the merge of a row's shards; absent: a whole run
+    # what the run selected, in its command line's words (#30): None for the whole row;
+    # triage compares a run with the runs of the same selection (absent: the whole row)
+    selection: str | None
+
+
+def selection_words(
+    *, suites: Sequence[str] | None, tests: Sequence[str], pytest_args: Sequence[str], spread: SpreadRef | None
+) -> str | None:
+    """A record's ``selection``: ``--suite``, ``--test``, pytest's own arguments and the
+    shard, as given; None when the run ran the whole row."""
+    words = [*(f"--suite {s}" for s in suites or ()), *(f"--test {t}" for t in tests), *pytest_args]
+    if spread is not None and spread["shard"] is not None:
+        words.append(f"--shard {spread['shard']}/{spread['of']}")
+    return " ".join(words) or None
 
 
 # --- the split of a spread row: shards/plan.json, and shards/K/shard.json beside each part ---

@@ -95,17 +95,19 @@ CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY, created TEXT NOT NULL, 
     lane TEXT NOT NULL DEFAULT '', source TEXT);
 CREATE INDEX IF NOT EXISTS runs_lane ON runs(lane, id);
 CREATE TABLE IF NOT EXISTS row_runs (run_id INTEGER NOT NULL, row TEXT NOT NULL, label TEXT NOT NULL,
-    duration REAL, {", ".join(f"{b} INTEGER NOT NULL" for b in BUCKETS)}, env TEXT, PRIMARY KEY (run_id, row));
+    duration REAL, {", ".join(f"{b} INTEGER NOT NULL" for b in BUCKETS)}, env TEXT, selection TEXT,
+    PRIMARY KEY (run_id, row));
 CREATE TABLE IF NOT EXISTS series (lane TEXT NOT NULL, row TEXT NOT NULL, nodeid TEXT NOT NULL,
     outcomes TEXT NOT NULL, durations BLOB NOT NULL, signature TEXT, PRIMARY KEY (lane, row, nodeid)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS crash_seen (run_id INTEGER NOT NULL, fingerprint TEXT NOT NULL, row TEXT NOT NULL,
     classification TEXT NOT NULL, headline TEXT NOT NULL, issue TEXT, nodeid TEXT);
 CREATE INDEX IF NOT EXISTS crash_seen_run ON crash_seen(run_id);
 """
-# columns added by version 3 to the tables of version 2 (and of the first layout's runs)
+# columns added by version 3 to the tables of version 2 (and of the first layout's runs);
+# selection (#30) to those of version 3 too: a reader that knows it not ignores it
 _ADDED_COLUMNS = {
     "runs": (("lane", "TEXT NOT NULL DEFAULT ''"), ("source", "TEXT")),
-    "row_runs": (("env", "TEXT"),),
+    "row_runs": (("env", "TEXT"), ("selection", "TEXT")),
     "crash_seen": (("nodeid", "TEXT"),),
 }
 
@@ -131,8 +133,8 @@ DROP TABLE series_2;
 _COLUMNS = ", ".join(BUCKETS)
 # column names come from the BUCKETS constant; every value is a bound parameter
 _INSERT_ROW_RUN = (
-    f"INSERT INTO row_runs (run_id, row, label, duration, env, {_COLUMNS}) "  # noqa: S608 - see above
-    f"VALUES (?, ?, ?, ?, ?, {', '.join('?' for _ in BUCKETS)})"
+    f"INSERT INTO row_runs (run_id, row, label, duration, env, selection, {_COLUMNS}) "  # noqa: S608 - see above
+    f"VALUES (?, ?, ?, ?, ?, ?, {', '.join('?' for _ in BUCKETS)})"
 )
 _SELECT_TRENDS = (
     f"SELECT run_id, row, label, duration, {_COLUMNS} FROM row_runs "  # noqa: S608 - see above
@@ -447,6 +449,7 @@ class Store:
                     r["label"],
                     r["duration"],
                     json.dumps(r["facets"]),
+                    r["selection"],
                     *(r["counts"].get(b, 0) for b in BUCKETS),
                 )
                 for r in triage["rows"]
@@ -509,20 +512,25 @@ class History(Store):
             return no_changes()
         run_id = last.id
         changes = no_changes(last.label)
-        before: dict[tuple[str, str], str] = {}
-        for row, nodeid, outcomes, _, _ in self._series(against):
-            code = outcomes[-back : len(outcomes) - back + 1]
-            if code and code != ABSENT:
-                before[(row, nodeid)] = OUTCOME_OF.get(code, "")
         rows_before = {str(r[0]) for r in self.db.execute("SELECT row FROM row_runs WHERE run_id = ?", (run_id,))}
         rows_now = set(triage["devices"])
         changes["rows_added"] = sorted(rows_now - rows_before)
         changes["rows_gone"] = sorted(rows_before - rows_now - unreadable)
+        lane_runs = self.lane_runs(against)
+        backs = self._like_with_like(triage, lane_runs[: len(lane_runs) - back + 1], len(lane_runs))
+        before: dict[tuple[str, str], str] = {}
+        for row, nodeid, outcomes, _, _ in self._series(against):
+            row_back = backs.get(row)
+            code = outcomes[-row_back : len(outcomes) - row_back + 1] if row_back else ""
+            if code and code != ABSENT:
+                before[(row, nodeid)] = OUTCOME_OF.get(code, "")
         seen_now: set[tuple[str, str]] = set()
         for t in triage["tests"]:
             for row, outcome in t["outcomes"].items():
-                if row not in rows_before:
-                    continue  # a row not run last time: reported as added, nothing to compare with
+                if row not in rows_before or row not in backs:
+                    # a row not run last time is reported as added; one that never ran this
+                    # selection before has nothing to compare with (#30)
+                    continue
                 key = (row, storable_text(t["nodeid"]))  # as stored (SQLite takes UTF-8 only)
                 seen_now.add(key)
                 prev = before.get(key)
@@ -535,7 +543,9 @@ class History(Store):
                     changes["new_failures"].append([t["nodeid"], row])
                 elif was_failing and outcome == "passed":
                     changes["fixed"].append([t["nodeid"], row])
-        changes["disappeared"] = sorted([n, r] for (r, n) in before if r in rows_now and (r, n) not in seen_now)
+        changes["disappeared"] = sorted(
+            [n, r] for (r, n) in before if r in rows_now and r in rows_before and (r, n) not in seen_now
+        )
         crashes_before: dict[str, tuple[str, str, set[str]]] = {}
         for fp, cls_, headline, row in self.db.execute(
             "SELECT fingerprint, classification, headline, row FROM crash_seen WHERE run_id = ?", (run_id,)
@@ -555,6 +565,23 @@ class History(Store):
             if fp not in crashes_now and ran_again:
                 changes["stopped_crashes"].append([fp, headline])
         return changes
+
+    def _like_with_like(self, triage: Triage, candidates: Sequence[LaneRun], length: int) -> dict[str, int]:
+        """Per row of ``triage``, the place from the end of its lane's series (``length``
+        runs long) of the newest of ``candidates`` that ran the row with the same selection
+        (#30: a subset run is compared with the same subset, a whole row with a whole row)."""
+        wanted = {r["row"]: r["selection"] for r in triage["rows"]}
+        place = {run.id: length - k for k, run in enumerate(candidates)}
+        backs: dict[str, int] = {}
+        if not place:
+            return backs
+        for run_id, row, selection in self.db.execute(
+            "SELECT run_id, row, selection FROM row_runs WHERE run_id >= ? ORDER BY run_id",
+            (min(place),),
+        ):
+            if run_id in place and row in wanted and selection == wanted[row]:
+                backs[str(row)] = place[run_id]  # newer runs come later and win
+        return backs
 
     # --- views ------------------------------------------------------------------------
 

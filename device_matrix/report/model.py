@@ -37,6 +37,7 @@ class RowView(TypedDict):
     versions: dict[str, str]
     image: str | None
     facets: dict[str, str]  # accelerator, driver, versions, image, host (#25: crashes placed by them)
+    selection: str | None  # what the run selected (records' ``selection``); None: the whole row
 
 
 class CrashView(TypedDict):
@@ -343,6 +344,7 @@ def _row_view(rec: RunRecord) -> RowView:
         versions={k: str(v) for k, v in (packages or {}).items() if k in VERSIONS_SHOWN},
         image=rec.get("image"),
         facets=environment_facets(env if isinstance(env, dict) else {}, image=rec.get("image")),
+        selection=rec.get("selection"),
     )
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from device_matrix.config import Config
 from device_matrix.errors import DeviceMatrixError, ResultsError
 from device_matrix.records.outcomes import CRASHING_OUTCOMES, TESTS_FAILED_STATUSES, UNFINISHED_STATUSES
-from device_matrix.records.schema import Classification, RunRecord, SpreadRef, load_run
+from device_matrix.records.schema import Classification, RunRecord, SpreadRef, load_run, selection_words
 from device_matrix.run import crashes, selection
 from device_matrix.run.attempt import AttemptSpec, Interrupted, run_attempt
 from device_matrix.run.attempts import attach_cores, attempts, limits, note_attempt, one_attempt
@@ -302,6 +302,11 @@ def write_record(run: Run, verdict: Verdict, *, final: bool = True) -> RunRecord
     record["repro"] = run.repro.of_run(record["command"])  # the command that ran (#24)
     if run.options.spread is not None:
         record["spread"] = SpreadRef(**run.options.spread)
+    # #30: what it selected, so that triage compares it with runs of the same selection
+    opts = run.options
+    record["selection"] = selection_words(
+        suites=opts.suites, tests=opts.tests, pytest_args=opts.pytest_args, spread=record.get("spread")
+    )
     if run.container is not None:
         # the engine and the image's interpreter: the child's own snapshot cannot see them
         record["environment"].update(run.container.facts())
