@@ -37,3 +37,13 @@ def test_a_fail_on_that_names_no_verdict_is_refused(
 
 def test_the_gate_holds_a_new_failure(tmp_path: Path) -> None:
     assert _triage(tmp_path, "--fail-on", "unknown") == EXIT_TESTS_FAILED
+
+
+@pytest.mark.parametrize("flag", ["--out", "--history"])
+def test_an_empty_path_is_refused_not_read_as_the_default(
+    tmp_path: Path, flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a sibling of #30's --fail-on "": an empty --out or --history fell back to the default
+    assert _triage(tmp_path, flag, "") == EXIT_USAGE
+    assert f"{flag} names no path" in capsys.readouterr().err
+    assert not (tmp_path / "results" / "triage").exists()

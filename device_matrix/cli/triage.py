@@ -247,6 +247,9 @@ def parse_fail_on(text: str) -> frozenset[str]:
 
 
 def cmd_triage(args: argparse.Namespace, out: Output) -> int:
+    for flag, value in (("--out", args.out), ("--history", args.history)):
+        if value == "":  # #30's sibling of --fail-on "": never the default in silence
+            raise UsageProblem(f"{flag} names no path", tip=f"Give {flag} a path, or leave it out for the default.")
     cfg = config_mod.load(Path(args.project) if args.project else None)
     results = Path(args.results) if args.results else cfg.results_dir
     out_dir = Path(args.out) if args.out else results / "triage"
