@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 
 from device_matrix import tomlfile
 from device_matrix.errors import ConfigError, EnvironmentProblem
+from device_matrix.names import ROW_NAME_RE  # a row name is a folder name under results/
 
 PjrtDevice: TypeAlias = Literal["CPU", "TPU", "CUDA", "NEURON"]
 RunIn: TypeAlias = Literal["host", "container", "auto"]
@@ -290,7 +291,6 @@ def pytest_testpaths(root: Path) -> tuple[str, ...]:
 Check: TypeAlias = Callable[[Any], bool]
 
 
-ROW_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # a row name is a folder name under results/
 VAR_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 REPOSITORY_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}/(?!\.\.?$)[A-Za-z0-9_.-]{1,100}")  # GitHub's rules
 
@@ -825,34 +825,37 @@ def load(
 PSEUDO_FILESYSTEMS = (Path("/proc"), Path("/sys"), Path("/dev"))
 
 
-def check_results_dir(path: Path) -> None:
+def check_results_dir(path: Path, *, what: str = "results folder", tip: str | None = None) -> None:
     """Raise :class:`EnvironmentProblem` (exit 5) unless results can be written under ``path``.
 
     ``path`` need not exist yet: then its nearest existing ancestor must be a writable folder.
+    ``what`` names the folder in the message (triage's --out, #30), ``tip`` what to do.
     """
-    tip = "Set results_dir in [tool.device-matrix] (or $DEVICE_MATRIX_RESULTS_DIR, or --results) to a writable folder."
+    tip = tip or (
+        "Set results_dir in [tool.device-matrix] (or $DEVICE_MATRIX_RESULTS_DIR, or --results) to a writable folder."
+    )
     try:
         resolved = path.resolve()
     except (OSError, RuntimeError) as exc:
-        raise EnvironmentProblem(f"results folder {path}: cannot be resolved ({exc})", tip=tip) from None
+        raise EnvironmentProblem(f"{what} {path}: cannot be resolved ({exc})", tip=tip) from None
     if any(resolved == p or p in resolved.parents for p in PSEUDO_FILESYSTEMS):
         raise EnvironmentProblem(
-            f"results folder {path}: under /{resolved.parts[1]}, a kernel file system, not a place for files",
+            f"{what} {path}: under /{resolved.parts[1]}, a kernel file system, not a place for files",
             tip=tip,
         )
     existing = resolved
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
-        what = "is a file" if existing == resolved else f"lies under {existing}, which is a file"
-        raise EnvironmentProblem(f"results folder {path}: {what}", tip=tip)
+        problem = "is a file" if existing == resolved else f"lies under {existing}, which is a file"
+        raise EnvironmentProblem(f"{what} {path}: {problem}", tip=tip)
     try:
         read_only_mount = bool(os.statvfs(existing).f_flag & os.ST_RDONLY)
     except OSError:
         read_only_mount = False
     if read_only_mount or not os.access(existing, os.W_OK | os.X_OK):
         raise EnvironmentProblem(
-            f"results folder {path}: {existing} is read-only" + (" (a read-only mount)" if read_only_mount else ""),
+            f"{what} {path}: {existing} is read-only" + (" (a read-only mount)" if read_only_mount else ""),
             tip=tip,
         )
 

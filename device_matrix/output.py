@@ -22,22 +22,10 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TextIO
 
+from device_matrix.records.outcomes import COLOUR, QUIET_OUTCOMES
 from device_matrix.redact import Redactor
 
 ANNOTATION_CAP = 10
-
-_COLORS = {
-    "passed": "32",
-    "failed": "31",
-    "error": "31",
-    "crashed": "35;1",
-    "timeout": "35",
-    "skipped": "33",
-    "xfailed": "33",
-    "xpassed": "31",
-    "not_run": "90",
-    "unavailable": "90",
-}
 
 
 ZERO_WIDTH_SPACE = "\u200b"
@@ -115,7 +103,7 @@ class Output:
 
     def paint(self, outcome: str, text: str | None = None) -> str:
         text = outcome if text is None else text
-        code = _COLORS.get(outcome)
+        code = COLOUR.get(outcome)
         if not self.color or code is None:
             return text
         return f"\x1b[{code}m{text}\x1b[0m"
@@ -143,7 +131,7 @@ class Output:
         counter = f"[{done}/{total}]" if total else f"[{done}]"
         shown = self.untrusted(nodeid, identifier=True)
         if self.tty:
-            if outcome not in ("passed", "skipped", "xfailed") or self.verbose:
+            if outcome not in QUIET_OUTCOMES or self.verbose:
                 self._out(f"{row} {self.paint(outcome, outcome.upper())} {shown} ({duration:.2f}s)")
             self.status(f"{row} {counter} {nodeid}")
         else:

@@ -23,39 +23,17 @@ from device_matrix.devices import detect, install_hint
 from device_matrix.errors import (
     EXIT_ENVIRONMENT,
     EXIT_INTERNAL,
-    EXIT_INTERRUPTED,
     EXIT_OK,
-    EXIT_TESTS_FAILED,
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
     DeviceMatrixError,
     UsageProblem,
 )
 from device_matrix.output import Output
+from device_matrix.records.outcomes import REPORTED_FAILURES, STATUS_EXIT, combine_exit_codes
 from device_matrix.records.schema import RunRecord
 
-STATUS_EXIT = {
-    "passed": EXIT_OK,
-    "failed": EXIT_TESTS_FAILED,
-    "crashed": EXIT_TESTS_FAILED,
-    "unavailable": EXIT_UNAVAILABLE,
-    "error": EXIT_ENVIRONMENT,
-    "running": EXIT_INTERNAL,  # never the status of a finished run
-    "interrupted": EXIT_INTERRUPTED,
-}
-# when rows end differently, the most serious code wins
-EXIT_SEVERITY = [EXIT_INTERNAL, EXIT_USAGE, EXIT_ENVIRONMENT, EXIT_TESTS_FAILED, EXIT_UNAVAILABLE, EXIT_OK]
 INTERRUPT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
-def combine_exit_codes(codes: Sequence[int]) -> int:
-    interrupted = [c for c in codes if c > 128]
-    if interrupted:
-        return interrupted[0]
-    for code in EXIT_SEVERITY:
-        if code in codes:
-            return code
-    return max(codes) if codes else EXIT_OK
 
 
 def _load(args: argparse.Namespace) -> Config:
@@ -241,7 +219,8 @@ def print_summary(out: Output, records: Sequence[RunRecord], cfg: Config, *, lin
     """The terminal's table: counts, labels and crash headlines from the one fold.
     ``linked_here``: the run links its findings to the ledger next, so nobody is sent to
     ``issues sync`` for them."""
-    from device_matrix.records.summary import BUCKETS, fold
+    from device_matrix.records.outcomes import BUCKETS
+    from device_matrix.records.summary import fold
 
     if not records:
         return
@@ -280,7 +259,7 @@ def _print_failures(out: Output, r: RunRecord, cfg: Config) -> None:
     ``FAILED nodeid`` sent the user to run.json to learn why (crashes have their own lines)."""
     from device_matrix.report.model import failure_view
 
-    failing = [t for t in r["tests"] if t["outcome"] in ("failed", "error", "xpassed")]
+    failing = [t for t in r["tests"] if t["outcome"] in REPORTED_FAILURES]
     for t in failing[:FAILURES_SHOWN]:
         f = failure_view(t, r["row"])
         where = f" at {f['file']}:{f['line']}" if f["file"] and f["line"] else ""

@@ -35,6 +35,7 @@ from device_matrix.config import Config, Row, Script
 from device_matrix.errors import EXIT_OK, EXIT_TESTS_FAILED, UsageProblem
 from device_matrix.output import Output
 from device_matrix.records.atomic import write_json_atomic
+from device_matrix.records.outcomes import QUIET_OUTCOMES, RAISED_OUTCOMES, SKIPPING_OUTCOMES
 from device_matrix.records.schema import RunRecord
 from device_matrix.run.targets import of_script
 
@@ -61,7 +62,7 @@ _WORDS = {
 }
 _COUNTS = {"failures": "failed", "errors": "error", "skipped": "skipped", "expected failures": "xfailed"}
 _COUNTS["unexpected successes"] = "unexpected"
-NOT_FAILING = frozenset({"passed", "skipped", "xfailed"})
+NOT_FAILING = QUIET_OUTCOMES
 
 
 @dataclass
@@ -102,7 +103,7 @@ def read_plain(output: str, returncode: int, seconds: float) -> PlainRun:
         run.verbose = True
         key = _class_and_method(m["method"], m["where"])
         outcome = _WORDS[m["word"]]
-        if run.named.get(key) not in ("failed", "error"):  # a failed subtest fails its test
+        if run.named.get(key) not in RAISED_OUTCOMES:  # a failed subtest fails its test
             run.named[key] = outcome
     for m in _HEADER_RE.finditer(output):
         key = _class_and_method(m["method"], m["where"])
@@ -154,7 +155,7 @@ class Invocation:
         if not self.plain.verbose and self.plain.ran is not None:
             # what a quiet run only counts: its skipped and expected failures, as counts
             ours_counts = Counter(self.tests.values())
-            for outcome in ("skipped", "xfailed"):
+            for outcome in sorted(SKIPPING_OUTCOMES):
                 mismatches += abs(ours_counts[outcome] - self.plain.counts[outcome])
         if not mismatches and (self.plain.returncode == 0) != (status == "passed"):
             # the process: a script that exits non-zero (a hang at exit, a crash after its

@@ -21,6 +21,16 @@ from device_matrix.report.history import DEFAULT_PATH
 from device_matrix.skips import uncited
 
 
+def _own_row(record: RunRecord, row_dir: Path) -> RunRecord:
+    """#30: a record copied or moved by hand into another row's folder is not read as either."""
+    if record["row"] != row_dir.name:
+        raise ResultsError(
+            f"{row_dir.name}/run.json is the record of row {record['row']!r}, not of {row_dir.name!r}",
+            tip=f"Put it in {record['row']}/ (or rerun the row {row_dir.name}).",
+        )
+    return record
+
+
 def load_records(results: Path, out: Output | None = None) -> tuple[list[RunRecord], list[tuple[str, str]]]:
     """Every readable run.json under ``results``; unreadable ones are returned as problems."""
     if not results.is_dir():
@@ -44,7 +54,7 @@ def load_records(results: Path, out: Output | None = None) -> tuple[list[RunReco
             continue  # not a row folder
         try:
             # a row run as shards (on one host or several) is read as one merged record
-            records.append(read_row(row_dir))
+            records.append(_own_row(read_row(row_dir), row_dir))
         except ResultsError as exc:
             problems.append((row_dir.name, exc.message))
             if out is not None:

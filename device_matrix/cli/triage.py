@@ -11,6 +11,7 @@ from typing import Any
 
 from device_matrix import config as config_mod
 from device_matrix.cli.issues import load_records
+from device_matrix.config import check_results_dir
 from device_matrix.errors import (
     EXIT_OK,
     EXIT_RESULTS,
@@ -19,7 +20,7 @@ from device_matrix.errors import (
     ResultsError,
     UsageProblem,
 )
-from device_matrix.issues.sync import load_links
+from device_matrix.links import load_links
 from device_matrix.output import Output
 from device_matrix.records.atomic import storable_text, write_json_atomic, write_text_atomic
 from device_matrix.records.schema import RunRecord, SourceInfo
@@ -74,7 +75,9 @@ def run_triage(
     ``overrides``: source fields given as flags (commit, branch, pull_request, base,
     base_commit), over the rows' recorded source. ``read_only``: the history is read, never
     written (a pull request reading its base's). ``unstable``: rows declared unstable."""
-    records, problems = load_records(results)
+    # #30: an --out that cannot be a folder is refused before anything is written
+    check_results_dir(out_dir, what="triage --out", tip="Pass --out a folder that can be written, or leave it out.")
+    records, problems = load_records(results, out)  # each unreadable row said on the terminal too
     if not records and not problems:
         raise ResultsError(
             f"{results}: no run records",
@@ -93,10 +96,14 @@ def run_triage(
     if overrides and any(v is not None for v in overrides.values()):
         src = override(src or unknown(), cwd=project, **overrides)
     triage["source"] = src
+    # #30: the source (a --branch flag, the rows' own) and the declared skips the source scan
+    # read are redacted as the records are, before any report or the history is made of them
+    triage = redactor.data(triage)
     # a triage where no row could be read is not a run: recording it would read as every
     # test having disappeared
+    history: History | None = None
     if history_path is not None and records:
-        _with_history(
+        history = _with_history(
             triage,
             history_path,
             label=label,
@@ -108,11 +115,17 @@ def run_triage(
         )
     elif wants_verdicts(src) and records:
         triage["verdicts"] = _judge(triage, None, unstable)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    md = markdown.render(triage)
-    write_text_atomic(out_dir / "triage.md", md)
-    write_text_atomic(out_dir / "triage.html", html.render(triage))
-    write_json_atomic(out_dir / "triage.json", triage, redactor)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        md = markdown.render(triage)
+        write_text_atomic(out_dir / "triage.md", md)
+        write_text_atomic(out_dir / "triage.html", html.render(triage))
+        write_json_atomic(out_dir / "triage.json", triage, redactor)
+        if history is not None:
+            history.commit()  # #30: the run is kept once its reports are written, never before
+    finally:
+        if history is not None:
+            history.close()
     _to_actions(triage, md, out, base)
     return triage
 
@@ -154,7 +167,10 @@ def _with_history(
     out: Output,
     read_only: bool = False,
     unstable: Collection[str] = (),
-) -> None:
+) -> History:
+    """The history with this triage recorded, not yet committed (the caller commits once
+    the reports are written, and closes it), and what it says set on ``triage``."""
+
     def warn(message: str) -> None:
         out.line(f"warning: {message}")
         out.annotate("warning", message, title="history")
@@ -164,30 +180,36 @@ def _with_history(
         history = History.open(path, warn, read_only=read_only)
         try:
             triage["changes"] = history.compare(triage, frozenset(unreadable), source=src)
-            run_id = history.record(triage, label or triage["generated_at"], keep=max(KEEP_RUNS, window), source=src)
+            run_id = history.record(
+                triage, label or triage["generated_at"], keep=max(KEEP_RUNS, window), source=src, commit=False
+            )
             triage["history"] = history.view(triage, window)
             _place_crashes(triage, history, run_id)
             if wants_verdicts(src):
                 triage["verdicts"] = _judge(triage, history, unstable, window)
         except sqlite3.OperationalError as exc:
+            history.close()
             # locked, read-only, disk full: the file may be fine, so it is never moved
             raise EnvironmentProblem(
                 f"{path}: cannot write the history: {exc}",
                 tip="Free space or permissions for it, wait for the other triage, or pass --no-history.",
             ) from exc
         except sqlite3.IntegrityError:
+            history.close()
             raise  # a constraint this code broke is a bug (exit 70), not damage: the file stays
         except sqlite3.DatabaseError as exc:
+            history.close()
             # damage that only shows when a page is read: set aside like an unreadable file
             if last_try or read_only:
                 raise ResultsError(f"{path}: history database is damaged: {exc}", tip="Pass --no-history.") from exc
-            history.close()
             aside = set_aside(path)
             warn(f"{path}: history database is damaged ({exc}); moved to {aside.name} and started a new history")
-        else:
-            return
-        finally:
+        except BaseException:
             history.close()
+            raise
+        else:
+            return history
+    raise AssertionError("unreachable: the last try returns or raises")
 
 
 def _to_actions(t: Triage, md: str, out: Output, base: str) -> None:
@@ -225,12 +247,16 @@ def parse_fail_on(text: str) -> frozenset[str]:
 
 
 def cmd_triage(args: argparse.Namespace, out: Output) -> int:
+    for flag, value in (("--out", args.out), ("--history", args.history)):
+        if value == "":  # #30's sibling of --fail-on "": never the default in silence
+            raise UsageProblem(f"{flag} names no path", tip=f"Give {flag} a path, or leave it out for the default.")
     cfg = config_mod.load(Path(args.project) if args.project else None)
     results = Path(args.results) if args.results else cfg.results_dir
     out_dir = Path(args.out) if args.out else results / "triage"
     history = None if args.no_history else (Path(args.history) if args.history else cfg.project_root / DEFAULT_HISTORY)
     window = int(getattr(args, "history_runs", DEFAULT_WINDOW))
-    gate = parse_fail_on(args.fail_on) if args.fail_on else frozenset()
+    # #30: an empty --fail-on is refused as "," is, never a gate silently off
+    gate = parse_fail_on(args.fail_on) if args.fail_on is not None else frozenset()
     declared = uncited(cfg.project_root, cfg.suite_folders())
     t = run_triage(
         results,

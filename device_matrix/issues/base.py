@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from device_matrix.errors import TrackerError
+from device_matrix.markup import neutralize as neutralize  # noqa: PLC0414 - a body's rule, named here too
 from device_matrix.redact import Redactor
 
 IssueState = Literal["open", "closed"]
@@ -98,16 +99,6 @@ def pick(issues: Sequence[Issue]) -> Issue:
 
 
 # --- safe bodies --------------------------------------------------------------------------
-
-_MENTION_RE = re.compile(r"(?<![\w`])@(?=[A-Za-z0-9])")
-_ISSUE_LINK_RE = re.compile(r"(?<![\w&])#(?=\d)")
-
-
-def neutralize(text: str) -> str:
-    """Stop @mentions, #N cross-links and hidden HTML comments outside code blocks."""
-    text = _MENTION_RE.sub("@\u200b", text)
-    text = text.replace("<!--", "&lt;!--")
-    return _ISSUE_LINK_RE.sub("#\u200b", text)
 
 
 def code_block(text: str, lang: str = "") -> str:

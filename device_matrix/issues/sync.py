@@ -28,7 +28,6 @@ one is a state, not an error.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,13 +48,15 @@ from device_matrix.issues.base import (
     pick,
     safe_body,
 )
+from device_matrix.links import LINKS_FILE as STATE_FILE
+from device_matrix.links import LINKS_VERSION as STATE_VERSION
+from device_matrix.links import load_links
+from device_matrix.links import read_links as _load_state
 from device_matrix.records.atomic import write_json_atomic
 from device_matrix.records.schema import RunRecord
 from device_matrix.redact import Redactor
 from device_matrix.skips import DeviceSkip, normalize_issue
 
-STATE_FILE = "issues.json"
-STATE_VERSION = 1
 MAX_CREATE_TRIES = 3
 
 
@@ -265,20 +266,6 @@ def uncited_skip_findings(declared: Sequence[DeviceSkip]) -> list[Finding]:
     return list(findings.values())
 
 
-def _load_state(path: Path) -> dict[str, Any]:
-    """The last sync's links; an unreadable or foreign file counts as none (it is a cache)."""
-    try:
-        data = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return {}
-    if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
-        return {}
-    for key in ("links", "issues"):
-        if not isinstance(data.get(key, {}), dict):
-            data[key] = {}
-    return data
-
-
 def _run_hash(run: str) -> str:
     return hashlib.sha256(run.encode()).hexdigest()[:16]
 
@@ -470,11 +457,6 @@ def _comment(
 def _runs_text(runs: Sequence[tuple[str, str]]) -> str:
     links = sorted({r for _, r in runs if r.startswith("http")})
     return (" (" + ", ".join(links) + ")") if links else ""
-
-
-def load_links(results_dir: Path) -> dict[str, Any]:
-    """What the last sync recorded, for the triage report."""
-    return _load_state(results_dir / STATE_FILE)
 
 
 __all__ = [

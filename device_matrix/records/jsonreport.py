@@ -15,17 +15,13 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from device_matrix.records.atomic import write_json_atomic
+from device_matrix.records.outcomes import CRASHING_OUTCOMES, OUTCOMES, RAISED_OUTCOMES, UNFINISHED_OUTCOMES
 from device_matrix.records.schema import RunRecord, TestRecord
 
-JSON_REPORT_OUTCOME = {
-    "passed": "passed",
-    "failed": "failed",
-    "error": "error",
-    "skipped": "skipped",
-    "xfailed": "xfailed",
-    "xpassed": "xpassed",
-    "crashed": "error",
-    "timeout": "error",
+# pytest-json-report's outcome of each of ours: it has no word for a test that died or never ran
+JSON_REPORT_OUTCOME: Mapping[str, str] = {
+    **{o: o for o in OUTCOMES},
+    **dict.fromkeys(CRASHING_OUTCOMES, "error"),
     "not_run": "skipped",
 }
 
@@ -152,7 +148,7 @@ def build(
             if phase.get("longrepr"):
                 body["longrepr"] = phase["longrepr"]
             entry[str(phase["when"])] = body
-        if t["outcome"] in ("crashed", "timeout") and not any("crash" in entry.get(w, {}) for w in WHEN):
+        if t["outcome"] in CRASHING_OUTCOMES and not any("crash" in entry.get(w, {}) for w in WHEN):
             # the process died in the test: no phase report came, but the record knows where
             # (its Python stack) and how; a reader of pytest-json-report's layout looks in call
             entry["call"] = {
@@ -162,7 +158,7 @@ def build(
                 "crash": {"path": t.get("file"), "lineno": t.get("line"), "message": t["message"]},
                 "longrepr": _death(record, t),
             }
-        if t["outcome"] in ("crashed", "timeout", "not_run"):
+        if t["outcome"] in UNFINISHED_OUTCOMES:
             entry["device_matrix"] = {"outcome": t["outcome"], "crash": t["crash"], "message": t["message"]}
         tests.append(entry)
     started = dt.datetime.fromisoformat(record["started_at"]).timestamp()
@@ -196,7 +192,7 @@ def _death(record: RunRecord, test: TestRecord) -> str:
 def _phase_of_cause(phases: Sequence[Mapping[str, Any]], cause: str | None) -> Mapping[str, Any] | None:
     """The failed phase the record's cause came from: the one whose report shows its first
     line (a call and its teardown can both fail), else the first that failed."""
-    failed = [p for p in phases if p["outcome"] in ("failed", "error")]
+    failed = [p for p in phases if p["outcome"] in RAISED_OUTCOMES]
     if not cause or not failed:
         return None
     first = cause.splitlines()[0]

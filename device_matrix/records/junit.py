@@ -12,11 +12,11 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from device_matrix.records.atomic import write_text_atomic
+from device_matrix.records.outcomes import CRASHING_OUTCOMES, NOT_GREEN_STATUSES, REPORTED_FAILURES, SKIPPING_OUTCOMES
 from device_matrix.records.schema import CrashRecord, RunRecord
 from device_matrix.records.summary import fold
 from device_matrix.redact import Redactor
 
-NOT_GREEN = ("failed", "crashed", "error", "interrupted")
 _ILLEGAL = {c: None for c in range(32) if c not in (9, 10, 13)}
 
 
@@ -102,7 +102,7 @@ def junit_xml(record: RunRecord, locations: Mapping[str, tuple[str, int | None]]
     errors = c.outcome("error") + c.outcome("crashed") + c.outcome("timeout") + c.outcome("not_run")
     # a row that is not green with no test to show it (a crash before the first test, a
     # collection that found nothing, a refused run) gets one error of its own
-    row_error = record["status"] in NOT_GREEN and failures + errors == 0
+    row_error = record["status"] in NOT_GREEN_STATUSES and failures + errors == 0
     counts = {
         "tests": str(c.total + row_error),
         "failures": str(failures),
@@ -136,17 +136,17 @@ def junit_xml(record: RunRecord, locations: Mapping[str, tuple[str, int | None]]
         summary = cause.splitlines()[0] if cause else exception_line(message)
         head = summary[:500] if summary else outcome
         inner = ""
-        if outcome in ("failed", "xpassed"):
-            inner = _element("failure", {"message": head}, message)
-        elif outcome == "error":
+        if outcome == "error":
             inner = _element("error", {"message": head}, message)
-        elif outcome in ("crashed", "timeout"):
+        elif outcome in REPORTED_FAILURES:  # an assert, or a strict xfail that passed
+            inner = _element("failure", {"message": head}, message)
+        elif outcome in CRASHING_OUTCOMES:
             crash = crashes.get(t["crash"] or "")
             detail = message if crash is None else _crash_detail(crash, outcome)
             inner = _element("error", {"type": outcome, "message": head}, _clean(detail))
         elif outcome == "not_run":
             inner = _element("error", {"type": outcome, "message": head})
-        elif outcome in ("skipped", "xfailed"):
+        elif outcome in SKIPPING_OUTCOMES:
             inner = _element("skipped", {"type": outcome, "message": message[:500]})
         out.append(_element("testcase", attrs, inner=inner))
     out.append("</testsuite></testsuites>")

@@ -36,8 +36,8 @@ from device_matrix.errors import ResultsError
 from device_matrix.records import jsonreport
 from device_matrix.records.atomic import write_json_atomic
 from device_matrix.records.junit import write_junit
+from device_matrix.records.outcomes import CRASHING_OUTCOMES, FAILING_OUTCOMES, UNFINISHED_OUTCOMES
 from device_matrix.records.schema import (
-    FAILING_OUTCOMES,
     AttemptRecord,
     CrashRecord,
     PlanFile,
@@ -213,11 +213,7 @@ def _edited(record: RunRecord, report: Mapping[str, Any] | None) -> list[str]:
     for t in record["tests"]:
         if "::" not in t["nodeid"] and t["outcome"] == "error":
             continue  # a collection error is a collector there, not a test
-        mine = (
-            t["outcome"]
-            if t["outcome"] in ("crashed", "timeout", "not_run")
-            else jsonreport.JSON_REPORT_OUTCOME[t["outcome"]]
-        )
+        mine = t["outcome"] if t["outcome"] in UNFINISHED_OUTCOMES else jsonreport.JSON_REPORT_OUTCOME[t["outcome"]]
         theirs = said.get(t["nodeid"], "absent")
         if mine != theirs:
             out.append(f"{t['nodeid']}: {t['outcome']} in its run.json, {theirs} in its report.json")
@@ -607,7 +603,7 @@ def _gangs(
 
 def _severity(test: TestRecord) -> int:
     outcome = test["outcome"]
-    if outcome in ("crashed", "timeout"):
+    if outcome in CRASHING_OUTCOMES:
         return 3
     if outcome in FAILING_OUTCOMES:
         return 2

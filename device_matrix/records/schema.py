@@ -11,7 +11,7 @@ import functools
 import hashlib
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import UnionType
 from typing import (
@@ -27,20 +27,17 @@ from typing import (
     is_typeddict,
 )
 
-from device_matrix.config import ROW_NAME_RE
 from device_matrix.errors import ResultsError
+from device_matrix.names import ROW_NAME_RE
+from device_matrix.records.outcomes import OUTCOMES
+
+# the record's field types, named where the record is (records/outcomes.py defines them)
+from device_matrix.records.outcomes import Outcome as Outcome  # noqa: PLC0414 - an explicit re-export
+from device_matrix.records.outcomes import RowStatus as RowStatus  # noqa: PLC0414 - an explicit re-export
 
 SCHEMA = "device-matrix/run"
 SCHEMA_VERSION = 1
 
-Outcome: TypeAlias = Literal[
-    "passed", "failed", "error", "skipped", "xfailed", "xpassed", "crashed", "timeout", "not_run"
-]
-OUTCOMES: tuple[str, ...] = get_args(Outcome)
-FAILING_OUTCOMES = frozenset({"failed", "error", "xpassed", "crashed", "timeout"})
-# running: written when a run starts; a record still "running" whose runner is gone
-# was cut off (SIGKILL, a lost machine). interrupted: the runner was told to stop.
-RowStatus: TypeAlias = Literal["passed", "failed", "crashed", "unavailable", "error", "interrupted", "running"]
 # session: the process died between tests, outside any test
 CrashPhase: TypeAlias = Literal["test", "collection", "exit", "startup", "session"]
 Classification: TypeAlias = Literal["deterministic", "flaky", "unknown"]
@@ -214,6 +211,20 @@ class RunRecord(_RunFields, total=False):
     runner_pid: int | None  # the device-matrix process that wrote it (see status "running")
     source: SourceInfo | None  # commit, branch, pull request, base (#25)
     spread: SpreadRef  # a shard's record, or the merge of a row's shards; absent: a whole run
+    # what the run selected, in its command line's words (#30): None for the whole row;
+    # triage compares a run with the runs of the same selection (absent: the whole row)
+    selection: str | None
+
+
+def selection_words(
+    *, suites: Sequence[str] | None, tests: Sequence[str], pytest_args: Sequence[str], spread: SpreadRef | None
+) -> str | None:
+    """A record's ``selection``: ``--suite``, ``--test``, pytest's own arguments and the
+    shard, as given; None when the run ran the whole row."""
+    words = [*(f"--suite {s}" for s in suites or ()), *(f"--test {t}" for t in tests), *pytest_args]
+    if spread is not None and spread["shard"] is not None:
+        words.append(f"--shard {spread['shard']}/{spread['of']}")
+    return " ".join(words) or None
 
 
 # --- the split of a spread row: shards/plan.json, and shards/K/shard.json beside each part ---

@@ -15,13 +15,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, TypeAlias, get_args
 
-from device_matrix.records.schema import FAILING_OUTCOMES, OUTCOMES, CrashRecord, RowStatus, RunRecord, TestRecord
-
-# the one order of row statuses, most serious first: the runner's processes, the shards of
-# a merge and the parts of a row each give one, and the most serious is the row's (#23)
-STATUS_ORDER: tuple[RowStatus, ...] = ("running", "interrupted", "error", "crashed", "failed", "unavailable", "passed")
+from device_matrix.records.outcomes import (
+    BAD_BUCKETS,
+    BUCKET_OF,
+    BUCKET_WORDS,
+    BUCKETS,
+    CRASHING_OUTCOMES,
+    FAILING_OUTCOMES,
+    NAMED_IN_FAILED,
+    OUTCOMES,
+    STATUS_ORDER,
+    Bucket,
+    RowStatus,
+)
+from device_matrix.records.schema import CrashRecord, RunRecord, TestRecord
 
 
 def most_serious(statuses: Iterable[RowStatus]) -> RowStatus:
@@ -44,31 +52,11 @@ def row_status(
     if claims and all(c == "unavailable" for c in claims) and not seen:
         return "unavailable"
     shown: RowStatus = "passed"
-    if crashes or seen & {"crashed", "timeout"}:
+    if crashes or seen & CRASHING_OUTCOMES:
         shown = "crashed"
     elif seen & FAILING_OUTCOMES or "not_run" in seen:
         shown = "failed"
     return most_serious([*(c for c in claims if c != "unavailable"), shown])
-
-
-Bucket: TypeAlias = Literal["passed", "failed", "crashed", "timeout", "skipped", "xfailed", "not_run"]
-BUCKETS: tuple[Bucket, ...] = get_args(Bucket)
-
-# error and xpassed are failures a maintainer acts on like a failed assert; a strict xfail
-# that passed (xpassed) means the expectation is stale. They are named inside the bucket.
-BUCKET_OF: Mapping[str, Bucket] = {
-    "passed": "passed",
-    "failed": "failed",
-    "error": "failed",
-    "xpassed": "failed",
-    "crashed": "crashed",
-    "timeout": "timeout",
-    "skipped": "skipped",
-    "xfailed": "xfailed",
-    "not_run": "not_run",
-}
-BAD_BUCKETS: frozenset[Bucket] = frozenset({"failed", "crashed", "timeout", "not_run"})
-_LABEL: Mapping[Bucket, str] = {"not_run": "not run"}
 
 
 @dataclass(frozen=True)
@@ -102,9 +90,9 @@ class Counts:
             n = self.bucket(b)
             if not n:
                 continue
-            text = f"{n} {_LABEL.get(b, b)}"
+            text = f"{n} {BUCKET_WORDS[b]}"
             if b == "failed":
-                inner = [f"{self.outcome(o)} {o}" for o in ("error", "xpassed") if self.outcome(o)]
+                inner = [f"{self.outcome(o)} {o}" for o in NAMED_IN_FAILED if self.outcome(o)]
                 if inner:
                     text += f" ({', '.join(inner)})"
             parts.append(text)

@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from device_matrix.issues.sync import load_links
+from device_matrix.links import load_links
 from device_matrix.output import Output
 from device_matrix.records.schema import RunRecord
 from device_matrix.report.markdown import render_rows

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from html import escape
 
-from device_matrix.issues.base import neutralize
+from device_matrix.markup import neutralize
 
 
 def html_text(text: object) -> str:

@@ -3,7 +3,7 @@
 One triage is one run of the history. Per run it keeps each row's counts (from the one
 fold), wall time and label, and each crash's fingerprint, headline and issue per row. Per
 test and row it keeps one *series*: a character per kept run for the outcome (``P``
-passed, ``F`` failed, ``-`` absent, see ``CODE``) and a float32 per run for the duration.
+passed, ``F`` failed, ``-`` absent, see ``records.outcomes.CODE``) and a float32 per run for the duration.
 Reading 30 runs of 4 rows x 5,000 tests is then 20,000 short rows, not 600,000, and a
 flip is a string test.
 
@@ -41,14 +41,23 @@ from array import array
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from device_matrix.errors import EnvironmentProblem, ResultsError
 from device_matrix.records.atomic import storable_text
-from device_matrix.records.schema import FAILING_OUTCOMES, SourceInfo
+from device_matrix.records.outcomes import (
+    ABSENT,
+    BUCKET_OF,
+    BUCKETS,
+    CODE,
+    FAIL_CODES,
+    FAILING_OUTCOMES,
+    OUTCOME_OF,
+    PASS_CODES,
+)
+from device_matrix.records.schema import SourceInfo
 from device_matrix.records.source import base_lane, is_pull_request
 from device_matrix.records.source import lane as lane_of
-from device_matrix.records.summary import BUCKET_OF, BUCKETS
 from device_matrix.report.model import (
     Changes,
     CrashHistory,
@@ -76,44 +85,29 @@ SLOWER_LISTED = 50
 FLIPS_KEPT = 5
 LOCK_WAIT_S = 5.0  # how long to wait for another triage writing the same history
 
-CODE: Mapping[str, str] = {
-    "passed": "P",
-    "failed": "F",
-    "error": "E",
-    "xpassed": "X",
-    "crashed": "C",
-    "timeout": "T",
-    "skipped": "S",
-    "xfailed": "x",
-    "not_run": "N",
-}
-OUTCOME_OF: Mapping[str, str] = {c: o for o, c in CODE.items()}
-ABSENT = "-"
 # durations: float32, +inf where the test has none (absent, or kept by the first layout),
 # so that min() over a series ignores those runs without a filter
 _F32 = 4
 _NO_DURATION = struct.pack("<f", math.inf)
-# For flips a test either passed (passed, xfailed) or failed (failed, error, xpassed,
-# crashed, timeout); a skip, a test that never ran or an absent one says nothing.
-PASS_CODES = frozenset("Px")
-FAIL_CODES = frozenset(CODE[o] for o in FAILING_OUTCOMES)
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY, created TEXT NOT NULL, label TEXT NOT NULL,
     lane TEXT NOT NULL DEFAULT '', source TEXT);
 CREATE INDEX IF NOT EXISTS runs_lane ON runs(lane, id);
 CREATE TABLE IF NOT EXISTS row_runs (run_id INTEGER NOT NULL, row TEXT NOT NULL, label TEXT NOT NULL,
-    duration REAL, {", ".join(f"{b} INTEGER NOT NULL" for b in BUCKETS)}, env TEXT, PRIMARY KEY (run_id, row));
+    duration REAL, {", ".join(f"{b} INTEGER NOT NULL" for b in BUCKETS)}, env TEXT, selection TEXT,
+    PRIMARY KEY (run_id, row));
 CREATE TABLE IF NOT EXISTS series (lane TEXT NOT NULL, row TEXT NOT NULL, nodeid TEXT NOT NULL,
     outcomes TEXT NOT NULL, durations BLOB NOT NULL, signature TEXT, PRIMARY KEY (lane, row, nodeid)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS crash_seen (run_id INTEGER NOT NULL, fingerprint TEXT NOT NULL, row TEXT NOT NULL,
     classification TEXT NOT NULL, headline TEXT NOT NULL, issue TEXT, nodeid TEXT);
 CREATE INDEX IF NOT EXISTS crash_seen_run ON crash_seen(run_id);
 """
-# columns added by version 3 to the tables of version 2 (and of the first layout's runs)
+# columns added by version 3 to the tables of version 2 (and of the first layout's runs);
+# selection (#30) to those of version 3 too: a reader that knows it not ignores it
 _ADDED_COLUMNS = {
     "runs": (("lane", "TEXT NOT NULL DEFAULT ''"), ("source", "TEXT")),
-    "row_runs": (("env", "TEXT"),),
+    "row_runs": (("env", "TEXT"), ("selection", "TEXT")),
     "crash_seen": (("nodeid", "TEXT"),),
 }
 
@@ -139,8 +133,8 @@ DROP TABLE series_2;
 _COLUMNS = ", ".join(BUCKETS)
 # column names come from the BUCKETS constant; every value is a bound parameter
 _INSERT_ROW_RUN = (
-    f"INSERT INTO row_runs (run_id, row, label, duration, env, {_COLUMNS}) "  # noqa: S608 - see above
-    f"VALUES (?, ?, ?, ?, ?, {', '.join('?' for _ in BUCKETS)})"
+    f"INSERT INTO row_runs (run_id, row, label, duration, env, selection, {_COLUMNS}) "  # noqa: S608 - see above
+    f"VALUES (?, ?, ?, ?, ?, ?, {', '.join('?' for _ in BUCKETS)})"
 )
 _SELECT_TRENDS = (
     f"SELECT run_id, row, label, duration, {_COLUMNS} FROM row_runs "  # noqa: S608 - see above
@@ -225,8 +219,13 @@ def _facets_of(text: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
 
 
-class History:
-    """Open with :meth:`open`; every method may raise ``sqlite3.DatabaseError`` on a damaged file."""
+_S = TypeVar("_S", bound="Store")
+
+
+class Store:
+    """The history's file: opened (migrated, or set aside when damaged), its runs and series
+    per lane read, and a triage recorded. Every method may raise ``sqlite3.DatabaseError``
+    on a damaged file."""
 
     def __init__(self, db: sqlite3.Connection, *, read_only: bool = False) -> None:
         self.db = db
@@ -235,7 +234,7 @@ class History:
         self._recorded: int | None = None  # the run this object recorded: the one view() shows
 
     @classmethod
-    def open(cls, path: Path, warn: Callable[[str], None] = lambda _: None, *, read_only: bool = False) -> History:
+    def open(cls: type[_S], path: Path, warn: Callable[[str], None] = lambda _: None, *, read_only: bool = False) -> _S:
         """Open or create the history, migrating an older layout.
 
         A damaged file is renamed ``<name>.corrupt-<time>`` (kept for a post mortem) and a
@@ -266,7 +265,7 @@ class History:
             ) from exc
 
     @classmethod
-    def _open_read_only(cls, path: Path, warn: Callable[[str], None]) -> History:
+    def _open_read_only(cls: type[_S], path: Path, warn: Callable[[str], None]) -> _S:
         mem = sqlite3.connect(":memory:")
         try:
             if path.is_file() and path.stat().st_size:
@@ -285,7 +284,7 @@ class History:
         return cls(mem, read_only=True)
 
     @classmethod
-    def _open_or_set_aside(cls, path: Path, warn: Callable[[str], None]) -> History:
+    def _open_or_set_aside(cls: type[_S], path: Path, warn: Callable[[str], None]) -> _S:
         try:
             return cls._open(path)
         except sqlite3.OperationalError as exc:
@@ -300,7 +299,7 @@ class History:
             return cls._open(path)
 
     @classmethod
-    def _open(cls, path: Path) -> History:
+    def _open(cls: type[_S], path: Path) -> _S:
         if path.exists() and path.stat().st_size:
             _check_magic(path)
         db = sqlite3.connect(path, timeout=LOCK_WAIT_S)
@@ -344,6 +343,154 @@ class History:
             ).fetchall()
         return self._series_cache[lane]
 
+    # --- writing ----------------------------------------------------------------------
+
+    def commit(self) -> None:
+        """Keep what :meth:`record` wrote with ``commit=False``."""
+        self.db.commit()
+
+    def record(
+        self,
+        triage: Triage,
+        label: str,
+        *,
+        keep: int = KEEP_RUNS,
+        source: SourceInfo | None = None,
+        commit: bool = True,
+    ) -> int:
+        """Add this triage as the newest run of its lane; drop the lane's runs beyond the newest ``keep``.
+
+        ``commit=False``: kept only by a later :meth:`commit`; closing without one forgets
+        it (#30: a triage that fails after recording its run adds none).
+        """
+        keep = max(keep, 1)
+        lane = lane_of(source)
+        with self.db if commit else contextlib.nullcontext(self.db):
+            self._take_over_unlaned(lane)
+            self._replace_same_run(lane, source)
+            cur = self.db.execute(
+                "INSERT INTO runs (created, label, lane, source) VALUES (?, ?, ?, ?)",
+                (_now(), label, lane, None if source is None else json.dumps(source)),
+            )
+            run_id = int(cur.lastrowid or 0)
+            ids = [r.id for r in self.lane_runs(lane)]
+            rows = self._next_series(triage, lane, min(len(ids), keep))
+            self.db.execute("DELETE FROM series WHERE lane = ?", (lane,))
+            self.db.executemany(
+                "INSERT INTO series (lane, row, nodeid, outcomes, durations, signature) VALUES (?, ?, ?, ?, ?, ?)",
+                ((lane, *r) for r in rows),
+            )
+            self._series_cache[lane] = rows
+            self._insert_rows_and_crashes(triage, run_id)
+            self.db.execute("DELETE FROM runs WHERE lane = ? AND id < ?", (lane, ids[-keep:][0]))
+            self._forget_old_pull_requests()
+            self.db.execute("DELETE FROM row_runs WHERE run_id NOT IN (SELECT id FROM runs)")
+            self.db.execute("DELETE FROM crash_seen WHERE run_id NOT IN (SELECT id FROM runs)")
+        self._recorded = run_id
+        return run_id
+
+    def _take_over_unlaned(self, lane: str) -> None:
+        if lane.startswith(("branch:", "tag:")) and self._last_of(lane) is None and self._last_of(""):
+            # runs recorded before lanes (or without a source) were one branch's history:
+            # the first branch recorded after them takes them on
+            self.db.execute("UPDATE runs SET lane = ? WHERE lane = ''", (lane,))
+            self.db.execute("UPDATE series SET lane = ? WHERE lane = ''", (lane,))
+            self._series_cache.pop("", None)
+            self._series_cache.pop(lane, None)
+
+    def _replace_same_run(self, lane: str, source: SourceInfo | None) -> None:
+        last = self._last_of(lane)
+        if last is not None and _same_run(last.source, source, attempt=False):
+            # the same run again (a re-run of its jobs): it replaces what was recorded for
+            # it, so that no run counts twice toward flips and rates
+            for table, column in (("runs", "id"), ("row_runs", "run_id"), ("crash_seen", "run_id")):
+                self.db.execute(f"DELETE FROM {table} WHERE {column} = ?", (last.id,))  # noqa: S608 - constants
+            self._series_cache[lane] = [
+                (row, nodeid, outcomes[:-1], blob[:-_F32], sig)
+                for row, nodeid, outcomes, blob, sig in self._series(lane)
+                if len(blob) == _F32 * len(outcomes)
+            ]
+
+    def _next_series(self, triage: Triage, lane: str, length: int) -> list[SeriesRow]:
+        """The lane's series with this triage's outcome and duration added, ``length`` runs long."""
+        now: dict[tuple[str, str], tuple[str, float]] = {
+            (row, storable_text(t["nodeid"])): (CODE.get(o, ABSENT), t["durations"].get(row, math.inf))
+            for t in triage["tests"]
+            for row, o in t["outcomes"].items()
+        }
+        failed = signatures(triage)
+        rows: list[SeriesRow] = []
+        for row, nodeid, outcomes, blob, sig in self._series(lane):
+            code, duration = now.pop((row, nodeid), (ABSENT, math.inf))
+            text, durations = _align(outcomes, blob, length - 1)
+            if (text + code).strip(ABSENT):  # a test absent from every kept run is forgotten
+                rows.append(
+                    (row, nodeid, text + code, durations + struct.pack("<f", duration), failed.get((row, nodeid), sig))
+                )
+        for (row, nodeid), (code, duration) in now.items():
+            rows.append(
+                (
+                    row,
+                    nodeid,
+                    ABSENT * (length - 1) + code,
+                    _NO_DURATION * (length - 1) + struct.pack("<f", duration),
+                    failed.get((row, nodeid)),
+                )
+            )
+        return rows
+
+    def _insert_rows_and_crashes(self, triage: Triage, run_id: int) -> None:
+        self.db.executemany(
+            _INSERT_ROW_RUN,
+            (
+                (
+                    run_id,
+                    r["row"],
+                    r["label"],
+                    r["duration"],
+                    json.dumps(r["facets"]),
+                    r["selection"],
+                    *(r["counts"].get(b, 0) for b in BUCKETS),
+                )
+                for r in triage["rows"]
+            ),
+        )
+        self.db.executemany(
+            "INSERT INTO crash_seen (run_id, fingerprint, row, classification, headline, issue, nodeid) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                (
+                    run_id,
+                    c["fingerprint"],
+                    row,
+                    c["classification"],
+                    storable_text(c["headline"]),
+                    c["issue"],
+                    storable_text(nodeid),
+                )
+                for c in triage["crashes"]
+                for row, nodeid in c["seen"]
+            ),
+        )
+
+    def _forget_old_pull_requests(self) -> None:
+        lanes = [
+            str(r[0])
+            for r in self.db.execute(
+                "SELECT lane FROM runs WHERE lane LIKE 'pr:%' GROUP BY lane ORDER BY MAX(id) DESC LIMIT -1 OFFSET ?",
+                (KEEP_PR_LANES,),
+            )
+        ]
+        for lane in lanes:
+            self.db.execute("DELETE FROM runs WHERE lane = ?", (lane,))
+            self.db.execute("DELETE FROM series WHERE lane = ?", (lane,))
+            self._series_cache.pop(lane, None)
+
+
+class History(Store):
+    """The store and its queries: what changed, the views over many runs, a pull request's
+    base, and a crash's observations by environment. Open with :meth:`open`."""
+
     def compare(
         self, triage: Triage, unreadable: frozenset[str] = frozenset(), *, source: SourceInfo | None = None
     ) -> Changes:
@@ -365,20 +512,25 @@ class History:
             return no_changes()
         run_id = last.id
         changes = no_changes(last.label)
-        before: dict[tuple[str, str], str] = {}
-        for row, nodeid, outcomes, _, _ in self._series(against):
-            code = outcomes[-back : len(outcomes) - back + 1]
-            if code and code != ABSENT:
-                before[(row, nodeid)] = OUTCOME_OF.get(code, "")
         rows_before = {str(r[0]) for r in self.db.execute("SELECT row FROM row_runs WHERE run_id = ?", (run_id,))}
         rows_now = set(triage["devices"])
         changes["rows_added"] = sorted(rows_now - rows_before)
         changes["rows_gone"] = sorted(rows_before - rows_now - unreadable)
+        lane_runs = self.lane_runs(against)
+        backs = self._like_with_like(triage, lane_runs[: len(lane_runs) - back + 1], len(lane_runs))
+        before: dict[tuple[str, str], str] = {}
+        for row, nodeid, outcomes, _, _ in self._series(against):
+            row_back = backs.get(row)
+            code = outcomes[-row_back : len(outcomes) - row_back + 1] if row_back else ""
+            if code and code != ABSENT:
+                before[(row, nodeid)] = OUTCOME_OF.get(code, "")
         seen_now: set[tuple[str, str]] = set()
         for t in triage["tests"]:
             for row, outcome in t["outcomes"].items():
-                if row not in rows_before:
-                    continue  # a row not run last time: reported as added, nothing to compare with
+                if row not in rows_before or row not in backs:
+                    # a row not run last time is reported as added; one that never ran this
+                    # selection before has nothing to compare with (#30)
+                    continue
                 key = (row, storable_text(t["nodeid"]))  # as stored (SQLite takes UTF-8 only)
                 seen_now.add(key)
                 prev = before.get(key)
@@ -391,7 +543,9 @@ class History:
                     changes["new_failures"].append([t["nodeid"], row])
                 elif was_failing and outcome == "passed":
                     changes["fixed"].append([t["nodeid"], row])
-        changes["disappeared"] = sorted([n, r] for (r, n) in before if r in rows_now and (r, n) not in seen_now)
+        changes["disappeared"] = sorted(
+            [n, r] for (r, n) in before if r in rows_now and r in rows_before and (r, n) not in seen_now
+        )
         crashes_before: dict[str, tuple[str, str, set[str]]] = {}
         for fp, cls_, headline, row in self.db.execute(
             "SELECT fingerprint, classification, headline, row FROM crash_seen WHERE run_id = ?", (run_id,)
@@ -412,125 +566,22 @@ class History:
                 changes["stopped_crashes"].append([fp, headline])
         return changes
 
-    # --- writing ----------------------------------------------------------------------
-
-    def record(self, triage: Triage, label: str, *, keep: int = KEEP_RUNS, source: SourceInfo | None = None) -> int:
-        """Add this triage as the newest run of its lane; drop the lane's runs beyond the newest ``keep``."""
-        keep = max(keep, 1)
-        lane = lane_of(source)
-        with self.db:
-            if lane.startswith(("branch:", "tag:")) and self._last_of(lane) is None and self._last_of(""):
-                # runs recorded before lanes (or without a source) were one branch's history:
-                # the first branch recorded after them takes them on
-                self.db.execute("UPDATE runs SET lane = ? WHERE lane = ''", (lane,))
-                self.db.execute("UPDATE series SET lane = ? WHERE lane = ''", (lane,))
-                self._series_cache.pop("", None)
-                self._series_cache.pop(lane, None)
-            last = self._last_of(lane)
-            if last is not None and _same_run(last.source, source, attempt=False):
-                # the same run again (a re-run of its jobs): it replaces what was recorded for
-                # it, so that no run counts twice toward flips and rates
-                for table, column in (("runs", "id"), ("row_runs", "run_id"), ("crash_seen", "run_id")):
-                    self.db.execute(f"DELETE FROM {table} WHERE {column} = ?", (last.id,))  # noqa: S608 - constants
-                self._series_cache[lane] = [
-                    (row, nodeid, outcomes[:-1], blob[:-_F32], sig)
-                    for row, nodeid, outcomes, blob, sig in self._series(lane)
-                    if len(blob) == _F32 * len(outcomes)
-                ]
-            cur = self.db.execute(
-                "INSERT INTO runs (created, label, lane, source) VALUES (?, ?, ?, ?)",
-                (_now(), label, lane, None if source is None else json.dumps(source)),
-            )
-            run_id = int(cur.lastrowid or 0)
-            ids = [r.id for r in self.lane_runs(lane)]
-            oldest_kept = ids[-keep:][0]
-            length = min(len(ids), keep)
-            now: dict[tuple[str, str], tuple[str, float]] = {
-                (row, storable_text(t["nodeid"])): (CODE.get(o, ABSENT), t["durations"].get(row, math.inf))
-                for t in triage["tests"]
-                for row, o in t["outcomes"].items()
-            }
-            failed = signatures(triage)
-            rows: list[SeriesRow] = []
-            for row, nodeid, outcomes, blob, sig in self._series(lane):
-                code, duration = now.pop((row, nodeid), (ABSENT, math.inf))
-                text, durations = _align(outcomes, blob, length - 1)
-                if (text + code).strip(ABSENT):  # a test absent from every kept run is forgotten
-                    rows.append(
-                        (
-                            row,
-                            nodeid,
-                            text + code,
-                            durations + struct.pack("<f", duration),
-                            failed.get((row, nodeid), sig),
-                        )
-                    )
-            for (row, nodeid), (code, duration) in now.items():
-                rows.append(
-                    (
-                        row,
-                        nodeid,
-                        ABSENT * (length - 1) + code,
-                        _NO_DURATION * (length - 1) + struct.pack("<f", duration),
-                        failed.get((row, nodeid)),
-                    )
-                )
-            self.db.execute("DELETE FROM series WHERE lane = ?", (lane,))
-            self.db.executemany(
-                "INSERT INTO series (lane, row, nodeid, outcomes, durations, signature) VALUES (?, ?, ?, ?, ?, ?)",
-                ((lane, *r) for r in rows),
-            )
-            self._series_cache[lane] = rows
-            self.db.executemany(
-                _INSERT_ROW_RUN,
-                (
-                    (
-                        run_id,
-                        r["row"],
-                        r["label"],
-                        r["duration"],
-                        json.dumps(r["facets"]),
-                        *(r["counts"].get(b, 0) for b in BUCKETS),
-                    )
-                    for r in triage["rows"]
-                ),
-            )
-            self.db.executemany(
-                "INSERT INTO crash_seen (run_id, fingerprint, row, classification, headline, issue, nodeid) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    (
-                        run_id,
-                        c["fingerprint"],
-                        row,
-                        c["classification"],
-                        storable_text(c["headline"]),
-                        c["issue"],
-                        storable_text(nodeid),
-                    )
-                    for c in triage["crashes"]
-                    for row, nodeid in c["seen"]
-                ),
-            )
-            self.db.execute("DELETE FROM runs WHERE lane = ? AND id < ?", (lane, oldest_kept))
-            self._forget_old_pull_requests()
-            self.db.execute("DELETE FROM row_runs WHERE run_id NOT IN (SELECT id FROM runs)")
-            self.db.execute("DELETE FROM crash_seen WHERE run_id NOT IN (SELECT id FROM runs)")
-        self._recorded = run_id
-        return run_id
-
-    def _forget_old_pull_requests(self) -> None:
-        lanes = [
-            str(r[0])
-            for r in self.db.execute(
-                "SELECT lane FROM runs WHERE lane LIKE 'pr:%' GROUP BY lane ORDER BY MAX(id) DESC LIMIT -1 OFFSET ?",
-                (KEEP_PR_LANES,),
-            )
-        ]
-        for lane in lanes:
-            self.db.execute("DELETE FROM runs WHERE lane = ?", (lane,))
-            self.db.execute("DELETE FROM series WHERE lane = ?", (lane,))
-            self._series_cache.pop(lane, None)
+    def _like_with_like(self, triage: Triage, candidates: Sequence[LaneRun], length: int) -> dict[str, int]:
+        """Per row of ``triage``, the place from the end of its lane's series (``length``
+        runs long) of the newest of ``candidates`` that ran the row with the same selection
+        (#30: a subset run is compared with the same subset, a whole row with a whole row)."""
+        wanted = {r["row"]: r["selection"] for r in triage["rows"]}
+        place = {run.id: length - k for k, run in enumerate(candidates)}
+        backs: dict[str, int] = {}
+        if not place:
+            return backs
+        for run_id, row, selection in self.db.execute(
+            "SELECT run_id, row, selection FROM row_runs WHERE run_id >= ? ORDER BY run_id",
+            (min(place),),
+        ):
+            if run_id in place and row in wanted and selection == wanted[row]:
+                backs[str(row)] = place[run_id]  # newer runs come later and win
+        return backs
 
     # --- views ------------------------------------------------------------------------
 
@@ -769,9 +820,37 @@ def _check_magic(path: Path) -> None:
             raise sqlite3.DatabaseError("file is not a database")
 
 
+# the columns every layout's tables had (the first layout's outcomes and crashes too): a
+# database with other tables, or these without them, is another program's
+_OURS: Mapping[str, frozenset[str]] = {
+    "runs": frozenset({"id", "created", "label"}),
+    "row_runs": frozenset({"run_id", "row", "label"}),
+    "series": frozenset({"row", "nodeid", "outcomes", "durations"}),
+    "crash_seen": frozenset({"run_id", "fingerprint", "row", "classification", "headline", "issue"}),
+    "outcomes": frozenset({"run_id", "row", "nodeid", "outcome"}),
+    "crashes": frozenset({"run_id", "fingerprint", "classification"}),
+}
+
+
+def _check_ours(db: sqlite3.Connection, tables: Collection[str]) -> None:
+    """Raise ``sqlite3.DatabaseError`` for a database of another schema (#30): it is set
+    aside as a damaged one is, never written into, nor a reason to stop."""
+    for table in sorted(tables):
+        if table.startswith("sqlite_"):
+            continue
+        if table not in _OURS:
+            raise sqlite3.DatabaseError(f"not a device-matrix history (it has a table {table!r})")
+        have = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+        if missing := _OURS[table] - have:
+            raise sqlite3.DatabaseError(
+                f"not a device-matrix history (its table {table!r} has no {', '.join(sorted(missing))})"
+            )
+
+
 def _upgrade(db: sqlite3.Connection, version: int) -> None:
     """Bring a history of ``version`` to this one, in place (in one transaction)."""
     tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    _check_ours(db, tables)
     with db:
         for table, columns in _ADDED_COLUMNS.items():
             if table not in tables:

@@ -8,16 +8,17 @@ shows is also in a table, and links are made only for http(s) URLs (issue 11).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from urllib.parse import urlsplit
 
-from device_matrix.records.summary import BUCKET_OF, BUCKETS
+from device_matrix.records.outcomes import BAD_OUTCOMES, BUCKET_OF, BUCKETS
+from device_matrix.report import view
 from device_matrix.report.escape import html_text as _e
-from device_matrix.report.model import HistoryView, RowView, TrendPoint, Triage, nothing_changed
+from device_matrix.report.model import HistoryView, RowView, TrendPoint, Triage
 from device_matrix.report.verdict_views import commits_section, html_section
+from device_matrix.report.view import Change, ChangeKind
 
-BAD = {"failed", "error", "xpassed", "crashed", "timeout", "not_run"}
 LABEL = {"not_run": "not run"}
 SLOW_S = 1.0  # the "slow" filter: seconds that matter
 
@@ -27,6 +28,8 @@ BARS_H = 90
 WALL_H = 30
 GAP = 20
 AXIS_W = 64  # room right of the bars for the scale's words
+LABEL_PX = 7.5  # a character of the chart's 12 px font, at its widest on average: labels never meet
+LINE_H = 14
 
 
 def safe_href(url: str | None) -> str | None:
@@ -75,7 +78,8 @@ def trend_svg(row: str, points: Sequence[TrendPoint]) -> str:
     top = max((sum(p["counts"].values()) for p in points), default=0) or 1
     walls = [p["duration"] for p in points if p["duration"] is not None]
     wall_top = max(walls, default=0.0) or 1.0
-    height = BARS_H + GAP + WALL_H + 16
+    labels = _run_labels([p["run"] for p in points])
+    height = BARS_H + GAP + WALL_H + 2 + LINE_H * len(labels)
     latest = points[-1] if points else None
     desc = f"{row}: {len(points)} runs" + (
         f"; latest {', '.join(f'{v} {LABEL.get(k, k)}' for k, v in latest['counts'].items() if v)}" if latest else ""
@@ -116,11 +120,32 @@ def trend_svg(row: str, points: Sequence[TrendPoint]) -> str:
         out.append("</g>")
     if len(line) > 1:
         out.append(f"<polyline class='wall' points='{' '.join(line)}'/>")
-    if points:
-        out.append(f"<text x='0' y='{height - 2}'>{_e(points[0]['run'])}</text>")
-        out.append(f"<text x='{CHART_W}' y='{height - 2}' text-anchor='end'>{_e(points[-1]['run'])}</text>")
+    for k, line_labels in enumerate(labels):
+        y = BARS_H + GAP + WALL_H + LINE_H * (k + 1)
+        for text, end in line_labels:
+            out.append(f"<text x='{CHART_W if end else 0}' y='{y}'{_END if end else ''}>{_e(text)}</text>")
     out.append("</svg>")
     return "".join(out)
+
+
+_END = " text-anchor='end'"
+
+
+def _run_labels(runs: Sequence[str]) -> list[list[tuple[str, bool]]]:
+    """The lines of run labels under a chart: (text, anchored at the right end) each.
+
+    #30: the oldest run at the left and the newest at the right on one line where both fit,
+    else on two lines; one run is named once.
+    """
+    if not runs:
+        return []
+    room = int((CHART_W + AXIS_W) / LABEL_PX)
+    first, last = (r if len(r) <= room else r[: room - 1] + "…" for r in (runs[0], runs[-1]))
+    if len(runs) == 1:
+        return [[(first, False)]]
+    if (len(first) + len(last) + 2) * LABEL_PX <= CHART_W:
+        return [[(first, False), (last, True)]]
+    return [[(first, False)], [(last, len(last) * LABEL_PX <= CHART_W)]]
 
 
 def _legend(counts: dict[str, int]) -> str:
@@ -170,34 +195,31 @@ def _card(r: RowView, h: HistoryView | None) -> str:
     return "".join(parts)
 
 
+_CHANGE_HTML: Mapping[ChangeKind, Callable[[Change], str]] = {
+    "row_added": lambda c: f"new row <b>{_e(c.subject)}</b>",
+    "row_gone": lambda c: f"row <b>{_e(c.subject)}</b> is gone (no results this time)",
+    "new_failure": lambda c: f"<span class='failed'>new failure</span> on {_e(c.row)}: <code>{_e(c.subject)}</code>",
+    "fixed": lambda c: f"<span class='passed'>fixed</span> on {_e(c.row)}: <code>{_e(c.subject)}</code>",
+    "new_crash": lambda c: f"<span class='crashed'>new crash</span> {_e(c.text)} <code>{_e(c.subject)}</code>",
+    "crash_stopped": lambda c: f"<span class='passed'>crash stopped</span> {_e(c.text)} <code>{_e(c.subject)}</code>",
+    "newly_flaky": lambda c: f"newly flaky crash {_e(c.text)} <code>{_e(c.subject)}</code>",
+    "appeared": lambda c: f"new test on {_e(c.row)}: <code>{_e(c.subject)}</code>",
+    "disappeared": lambda c: f"test gone on {_e(c.row)}: <code>{_e(c.subject)}</code>",
+}
+
+
 def _changes(t: Triage) -> str:
-    ch = t["changes"]
-    headline = {c["fingerprint"]: c["headline"] for c in t["crashes"]}
+    ch = view.changes(t)
     out = [
-        f"<section id='changes'><h2>What changed since {_e(ch['previous'])}</h2>"
+        f"<section id='changes'><h2>What changed since {_e(ch.previous)}</h2>"
         "<p class='answers'>What is different from the previous triage in the history.</p><ul>"
     ]
-    for row in ch["rows_added"]:
-        out.append(f"<li>new row <b>{_e(row)}</b></li>")
-    for row in ch["rows_gone"]:
-        out.append(f"<li>row <b>{_e(row)}</b> is gone (no results this time)</li>")
-    for nodeid, row in ch["new_failures"]:
-        out.append(f"<li><span class='failed'>new failure</span> on {_e(row)}: <code>{_e(nodeid)}</code></li>")
-    for nodeid, row in ch["fixed"]:
-        out.append(f"<li><span class='passed'>fixed</span> on {_e(row)}: <code>{_e(nodeid)}</code></li>")
-    for fp in ch["new_crashes"]:
-        out.append(f"<li><span class='crashed'>new crash</span> {_e(headline.get(fp, fp))} <code>{_e(fp)}</code></li>")
-    for fp, text in ch["stopped_crashes"]:
-        out.append(f"<li><span class='passed'>crash stopped</span> {_e(text)} <code>{_e(fp)}</code></li>")
-    for fp in ch["newly_flaky"]:
-        out.append(f"<li>newly flaky crash {_e(headline.get(fp, fp))} <code>{_e(fp)}</code></li>")
-    for key, what in (("appeared", "new test"), ("disappeared", "test gone")):
-        items = ch[key]  # type: ignore[literal-required]
-        for nodeid, row in items[:200]:
-            out.append(f"<li>{what} on {_e(row)}: <code>{_e(nodeid)}</code></li>")
-        if len(items) > 200:
-            out.append(f"<li>… {len(items) - 200} more ({what}; see triage.json)</li>")
-    if nothing_changed(ch):
+    kinds = list(dict.fromkeys(c.kind for c in ch.lines))
+    for kind in kinds:
+        out += [f"<li>{_CHANGE_HTML[kind](c)}</li>" for c in ch.lines if c.kind == kind]
+        if kind in ch.more:
+            out.append(f"<li>… {ch.more[kind]} more ({view.CHANGE_WORDS[kind]}; see triage.json)</li>")
+    if ch.nothing:
         out.append("<li class='muted'>nothing changed: same results as last time</li>")
     out.append("</ul></section>")
     return "".join(out)
@@ -387,7 +409,7 @@ def _matrix(t: Triage) -> str:
         outcomes = test["outcomes"]
         durations = test.get("durations", {})
         causes = test.get("causes", {})
-        bad = "1" if any(o in BAD for o in outcomes.values()) else "0"
+        bad = "1" if any(o in BAD_OUTCOMES for o in outcomes.values()) else "0"
         tags = {BUCKET_OF.get(o, o) for o in outcomes.values()}
         if any(d >= SLOW_S for d in durations.values()):
             tags.add("slow")
@@ -438,19 +460,53 @@ def _skips(t: Triage) -> str:
     return "".join(out)
 
 
+def _rows(t: Triage) -> str:
+    h = t["history"]
+    parts = [
+        "<section id='rows'><h2>Rows</h2>"
+        "<p class='answers'>Is each row green, and is it getting better or worse.</p><div class='cards'>"
+    ]
+    parts += [_card(r, h) for r in t["rows"]]
+    parts.append("</div>")
+    parts += [f"<p class='error'>⚠ unreadable row {_e(p['row'])}: {_e(p['problem'])}</p>" for p in t["problems"]]
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _history(piece: Callable[[HistoryView], str]) -> Callable[[Triage], str]:
+    def drawn(t: Triage) -> str:
+        return piece(t["history"]) if t["history"] is not None else ""
+
+    return drawn
+
+
+def _verdicts(t: Triage) -> str:
+    return html_section(t["verdicts"]) if t["verdicts"] is not None else ""
+
+
+def _commits(t: Triage) -> str:
+    return commits_section(t, t["history"]) if t["history"] is not None else ""
+
+
+# each section's piece, by its id in view.SECTIONS (the trends are in the row cards)
+PIECES: Mapping[str, Callable[[Triage], str]] = {
+    "rows": _rows,
+    "verdicts": _verdicts,
+    "commits": _commits,
+    "changes": _changes,
+    "failures": _failures,
+    "crashes": _crashes,
+    "crash-history": _history(_crash_history),
+    "flaky": _history(_flaky),
+    "durations": _durations,
+    "matrix-section": _matrix,
+    "skips": _skips,
+}
+
+
 def render(t: Triage) -> str:
     h = t["history"]
-    sections = [("rows", "Rows")]
-    if t["verdicts"] is not None:
-        sections.append(("verdicts", "Verdicts"))
-    if h is not None and h["sources"]:
-        sections.append(("commits", "Commits"))
-    if t["changes"]["previous"] is not None:
-        sections.append(("changes", "What changed"))
-    sections += [("failures", "Failures"), ("crashes", "Crashes")]
-    if h is not None:
-        sections += [("crash-history", "Crash history"), ("flaky", "Flaky")]
-    sections += [("durations", "Durations"), ("matrix-section", "Tests"), ("skips", "Skips")]
+    sections = view.sections(t, PIECES.__contains__)
     parts: list[str] = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width, initial-scale=1'>"
@@ -458,34 +514,12 @@ def render(t: Triage) -> str:
         f"<header><h1>device-matrix triage</h1><div class='muted'>generated {_e(t['generated_at'])}"
         + (f" · trends over the last {len(h['runs'])} run(s)" if h else " · no history")
         + "</div><nav>"
-        + "".join(f"<a href='#{i}'>{_e(n)}</a>" for i, n in sections)
+        + "".join(f"<a href='#{s.id}'>{_e(s.title)}</a>" for s in sections)
         + "</nav></header><main>"
     ]
     add = parts.append
-    add(
-        "<section id='rows'><h2>Rows</h2>"
-        "<p class='answers'>Is each row green, and is it getting better or worse.</p><div class='cards'>"
-    )
-    for r in t["rows"]:
-        add(_card(r, h))
-    add("</div>")
-    for p in t["problems"]:
-        add(f"<p class='error'>⚠ unreadable row {_e(p['row'])}: {_e(p['problem'])}</p>")
-    add("</section>")
-    if t["verdicts"] is not None:
-        add(html_section(t["verdicts"]))
-    if h is not None and h["sources"]:
-        add(commits_section(t, h))
-    if t["changes"]["previous"] is not None:
-        add(_changes(t))
-    add(_failures(t))
-    add(_crashes(t))
-    if h is not None:
-        add(_crash_history(h))
-        add(_flaky(h))
-    add(_durations(t))
-    add(_matrix(t))
-    add(_skips(t))
+    for s in sections:
+        add(PIECES[s.id](t))
     add(f"<script type='application/json' id='triage-data'>{_json_for_script(t)}</script>")
     add(f"<script>{_asset('triage.js')}</script></main></body></html>")
     return "".join(parts)

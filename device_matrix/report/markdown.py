@@ -7,20 +7,21 @@ neutralises @mentions and #N links and keeps it inside its table cell (issue 11)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
-from device_matrix.issues.base import neutralize
+from device_matrix.markup import neutralize
 from device_matrix.records.atomic import storable_text
-from device_matrix.records.summary import BUCKETS
+from device_matrix.records.outcomes import BAD_BUCKETS, BEFORE_TESTS_STATUSES, BUCKETS
+from device_matrix.report import view
 from device_matrix.report.escape import cell as _cell
 from device_matrix.report.escape import code
-from device_matrix.report.model import HistoryView, RowView, Triage, nothing_changed
+from device_matrix.report.model import HistoryView, RowView, Triage
 from device_matrix.report.verdict_views import markdown as verdicts_markdown
+from device_matrix.report.view import Change, ChangeKind
 
 STEP_SUMMARY_LIMIT = 1024 * 1024  # bytes GitHub accepts per step summary
 SAFETY = 16 * 1024
 MAX_LISTED = 50
-MAX_CHANGES_LISTED = 20
 
 ICON = {
     "passed": "✅",
@@ -64,7 +65,7 @@ def _rows_table(rows: Sequence[RowView]) -> list[str]:
     for r in rows:
         versions = ", ".join(f"{k} {v}" for k, v in r["versions"].items())
         status = r["label"] + (
-            f" ({_cell(r['reason'])})" if r["status"] in ("unavailable", "error") and r["reason"] else ""
+            f" ({_cell(r['reason'])})" if r["status"] in BEFORE_TESTS_STATUSES and r["reason"] else ""
         )
         counts = " | ".join(str(r["counts"].get(b, 0)) for b in BUCKETS)
         out.append(f"| {_cell(r['row'])} | {status} | {counts} | {_seconds(r['duration'])} | {_cell(versions)} |")
@@ -82,9 +83,7 @@ def _trends(h: HistoryView) -> list[str]:
     ]
     for row, points in sorted(h["trends"].items()):
         passed = [float(p["counts"].get("passed", 0)) for p in points]
-        failing = [
-            float(sum(p["counts"].get(b, 0) for b in ("failed", "crashed", "timeout", "not_run"))) for p in points
-        ]
+        failing = [float(sum(p["counts"].get(b, 0) for b in BAD_BUCKETS)) for p in points]
         skipped = [float(p["counts"].get("skipped", 0) + p["counts"].get("xfailed", 0)) for p in points]
         wall = [p["duration"] for p in points]
         last = points[-1]
@@ -99,32 +98,29 @@ def _trends(h: HistoryView) -> list[str]:
     return out
 
 
+_CHANGE_MD: Mapping[ChangeKind, Callable[[Change], str]] = {
+    "row_added": lambda c: f"🆕 new row **{_cell(c.subject)}**",
+    "row_gone": lambda c: f"🚫 row **{_cell(c.subject)}** is gone (no results this time)",
+    "new_failure": lambda c: f"🆕 failing on **{_cell(c.row)}**: {code(c.subject)}",
+    "fixed": lambda c: f"✅ fixed on **{_cell(c.row)}**: {code(c.subject)}",
+    "new_crash": lambda c: f"💥 new crash: {_cell(c.text)}, fingerprint {code(c.subject)}",
+    "crash_stopped": lambda c: f"🩹 crash stopped: {_cell(c.text)}, fingerprint {code(c.subject)}",
+    "newly_flaky": lambda c: f"🎲 newly flaky crash: {_cell(c.text)}, fingerprint {code(c.subject)}",
+    "appeared": lambda c: f"🌱 new test on **{_cell(c.row)}**: {code(c.subject)}",
+    "disappeared": lambda c: f"🕳️ test gone on **{_cell(c.row)}**: {code(c.subject)}",
+}
+
+
 def _changes(t: Triage) -> list[str]:
-    ch = t["changes"]
-    out = [f"## What changed since {_cell(ch['previous'])}", ""]
-    if nothing_changed(ch):
+    ch = view.changes(t)
+    out = [f"## What changed since {_cell(ch.previous)}", ""]
+    if ch.nothing:
         out.append("Nothing: same results as last time.")
-    for row in ch["rows_added"]:
-        out.append(f"- 🆕 new row **{_cell(row)}**")
-    for row in ch["rows_gone"]:
-        out.append(f"- 🚫 row **{_cell(row)}** is gone (no results this time)")
-    for nodeid, row in ch["new_failures"][:MAX_LISTED]:
-        out.append(f"- 🆕 failing on **{_cell(row)}**: {code(nodeid)}")
-    for nodeid, row in ch["fixed"][:MAX_LISTED]:
-        out.append(f"- ✅ fixed on **{_cell(row)}**: {code(nodeid)}")
-    headline = {c["fingerprint"]: c["headline"] for c in t["crashes"]}
-    for fp in ch["new_crashes"]:
-        out.append(f"- 💥 new crash: {_cell(headline.get(fp, fp))}, fingerprint {code(fp)}")
-    for fp, text in ch["stopped_crashes"]:
-        out.append(f"- 🩹 crash stopped: {_cell(text)}, fingerprint {code(fp)}")
-    for fp in ch["newly_flaky"]:
-        out.append(f"- 🎲 newly flaky crash: {_cell(headline.get(fp, fp))}, fingerprint {code(fp)}")
-    for key, what in (("appeared", "🌱 new test"), ("disappeared", "🕳️ test gone")):
-        items = ch[key]  # type: ignore[literal-required]
-        for nodeid, row in items[:MAX_CHANGES_LISTED]:
-            out.append(f"- {what} on **{_cell(row)}**: {code(nodeid)}")
-        if len(items) > MAX_CHANGES_LISTED:
-            out.append(f"- … {len(items) - MAX_CHANGES_LISTED} more ({what.split(' ', 1)[1]}; see triage.json)")
+    for k, c in enumerate(ch.lines):
+        out.append(f"- {_CHANGE_MD[c.kind](c)}")
+        last_of_kind = k + 1 == len(ch.lines) or ch.lines[k + 1].kind != c.kind
+        if last_of_kind and c.kind in ch.more:
+            out.append(f"- … {ch.more[c.kind]} more ({view.CHANGE_WORDS[c.kind]}; see triage.json)")
     out.append("")
     return out
 
@@ -268,56 +264,69 @@ def render_rows(t: Triage, *, limit: int = STEP_SUMMARY_LIMIT) -> str:
     return truncate("\n".join(out), limit)
 
 
-def render(t: Triage, *, limit: int = STEP_SUMMARY_LIMIT) -> str:
-    out: list[str] = ["# device-matrix triage", ""]
+def _rows(t: Triage) -> list[str]:
     headline = [f"{ICON.get(r['label'], '')} **{_cell(r['row'])}** {r['label']}: {r['phrase']}" for r in t["rows"]]
-    out.append(" · ".join(headline) or "no readable rows")
-    out.append("")
+    out = [" · ".join(headline) or "no readable rows", ""]
     out += _rows_table(t["rows"])
     for p in t["problems"]:
-        out.append("")
-        out.append(f"> ⚠️ **{_cell(p['row'])}**: {_cell(p['problem'])}")
+        out += ["", f"> ⚠️ **{_cell(p['row'])}**: {_cell(p['problem'])}"]
     out.append("")
-    if t["verdicts"] is not None:
-        out += verdicts_markdown(t["verdicts"])
+    return out
 
-    h = t["history"]
-    if h is not None and h["trends"]:
-        out += _trends(h)
-    if t["changes"]["previous"] is not None:
-        out += _changes(t)
-    if t["crashes"]:
-        out += _crashes(t)
-    if h is not None and h["crashes"]:
-        out += _crash_history(h)
-    if h is not None:
-        out += _flaky(t, h)
 
-    out += _failures(t)
-    if t["slowest"]:
-        out += _durations(t)
-
+def _skips(t: Triage) -> list[str]:
     attention = [s for s in t["skips"] if not s["issue"] or s["issue_state"] == "closed"]
-    out.append(f"## Device skips ({len(t['skips'])}, {len(attention)} need attention)")
-    out.append("")
+    out = [f"## Device skips ({len(t['skips'])}, {len(attention)} need attention)", ""]
     for sk in attention[:MAX_LISTED]:
         what = "cites no issue" if not sk["issue"] else f"{_cell(sk['issue'])} is closed: can be re-enabled"
         out.append(f"- {code(sk['nodeid'])} ({_cell(sk['mode'])} on {_cell(', '.join(sk['rows']))}): {what}")
     cited = [s for s in t["skips"] if s["issue"] and s["issue_state"] != "closed"]
     if cited:
-        out.append("")
-        out.append("<details><summary>Skips with open issues</summary>")
-        out.append("")
+        out += ["", "<details><summary>Skips with open issues</summary>", ""]
         for sk in cited[:200]:
             out.append(
                 f"- {code(sk['nodeid'])} ({_cell(sk['mode'])} on {_cell(', '.join(sk['rows']))}): "
                 f"{_issue(sk['issue'], sk['issue_state'])}"
             )
-        out.append("")
-        out.append("</details>")
+        out += ["", "</details>"]
     out.append("")
-    text = "\n".join(out)
-    return truncate(text, limit)
+    return out
+
+
+def _history(piece: Callable[[HistoryView], list[str]]) -> Callable[[Triage], list[str]]:
+    def drawn(t: Triage) -> list[str]:
+        return piece(t["history"]) if t["history"] is not None else []
+
+    return drawn
+
+
+def _if(has: Callable[[Triage], object], piece: Callable[[Triage], list[str]]) -> Callable[[Triage], list[str]]:
+    def drawn(t: Triage) -> list[str]:
+        return piece(t) if has(t) else []
+
+    return drawn
+
+
+# each section's piece, by its id in view.SECTIONS (no commits table, no test matrix here)
+PIECES: Mapping[str, Callable[[Triage], list[str]]] = {
+    "rows": _rows,
+    "verdicts": lambda t: verdicts_markdown(t["verdicts"]) if t["verdicts"] is not None else [],
+    "trends": _history(_trends),
+    "changes": _changes,
+    "failures": _failures,
+    "crashes": _if(lambda t: t["crashes"], _crashes),
+    "crash-history": _history(lambda h: _crash_history(h) if h["crashes"] else []),
+    "flaky": lambda t: _flaky(t, t["history"]) if t["history"] is not None else [],
+    "durations": _if(lambda t: t["slowest"], _durations),
+    "skips": _skips,
+}
+
+
+def render(t: Triage, *, limit: int = STEP_SUMMARY_LIMIT) -> str:
+    out: list[str] = ["# device-matrix triage", ""]
+    for s in view.sections(t, PIECES.__contains__):
+        out += PIECES[s.id](t)
+    return truncate("\n".join(out), limit)
 
 
 def truncate(text: str, limit: int) -> str:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import datetime as dt
 import heapq
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, TypedDict
 
 from device_matrix.diagnostics.environment import facets as environment_facets
 from device_matrix.findings import crash_key, declared_test, is_device_skip, skip_key
 from device_matrix.records.cause import cause_from_text
-from device_matrix.records.schema import FAILING_OUTCOMES, OUTCOMES, RunRecord, SourceInfo, TestRecord
+from device_matrix.records.outcomes import CRASHING_OUTCOMES, OUTCOMES, REPORTED_FAILURES
+from device_matrix.records.schema import CrashRecord, RunRecord, SkipInfo, SourceInfo, TestRecord
 from device_matrix.records.summary import crash_headline, crash_kind_label, fold
 from device_matrix.report.placement import Placement
 from device_matrix.skips import DeviceSkip
@@ -35,6 +37,7 @@ class RowView(TypedDict):
     versions: dict[str, str]
     image: str | None
     facets: dict[str, str]  # accelerator, driver, versions, image, host (#25: crashes placed by them)
+    selection: str | None  # what the run selected (records' ``selection``); None: the whole row
 
 
 class CrashView(TypedDict):
@@ -204,7 +207,7 @@ class VerdictItem(TypedDict):
     verdict: Verdict
     evidence: str  # the sentence a reader weighs
     signature: str | None  # this failure's: "crash <fingerprint>" or "failed: <first line>"
-    base_outcomes: str  # the test's codes over the base's runs (report/history.py CODE), oldest first
+    base_outcomes: str  # the test's codes over the base's runs (records/outcomes.py CODE), oldest first
     base_ran: int  # base runs where it passed or failed
     base_failures: int
     flips: int
@@ -281,154 +284,187 @@ def build(
     declared: Sequence[DeviceSkip] = (),
 ) -> Triage:
     """``declared``: device skips in the sources that cite no issue (see ``skips.uncited``)."""
-    issues: Mapping[str, Any] = links.get("issues", {}) if links else {}
-    fp_links: Mapping[str, str] = links.get("links", {}) if links else {}
-    cited_states: Mapping[str, str] = links.get("cited", {}) if links else {}
-
-    def state_of(ref: str | None) -> str | None:
-        if not ref:
-            return None
-        info = issues.get(ref)
-        if isinstance(info, dict) and info.get("state"):
-            return str(info["state"])
-        return cited_states.get(ref)
-
-    rows: list[RowView] = []
-    devices: list[str] = []
-    matrix: dict[str, dict[str, str]] = {}
-    failures: list[FailureView] = []
-    causes: dict[str, dict[str, str]] = {}  # nodeid -> row -> the cause's first line
-    crashes: dict[str, CrashView] = {}
-    skips: dict[tuple[str, str], SkipView] = {}
-    durations: dict[str, dict[str, float]] = {}
+    found = _Found(_Links.of(links))
     for rec in records:
-        row = rec["row"]
-        devices.append(row)
-        env = rec.get("environment") or {}
-        packages = env.get("packages") if isinstance(env, dict) else None
-        if not isinstance(packages, dict):
-            packages = None  # a free-form snapshot: anything else names no versions
-        folded = fold(rec)
-        rows.append(
-            RowView(
-                row=row,
-                status=rec["status"],
-                reason=rec.get("reason"),
-                mode=rec.get("mode", "local"),
-                duration=float(rec.get("duration", 0.0)),
-                # per outcome, counted from the tests by the one fold: never the record's own
-                # summary, which a renderer could otherwise show beside different numbers
-                summary={"total": folded.counts.total, **{o: folded.counts.outcome(o) for o in OUTCOMES}},
-                label=folded.label,
-                counts=dict(folded.counts.buckets()),
-                phrase=folded.counts.phrase(),
-                headlines=list(folded.headlines),
-                run_url=rec.get("run_url"),
-                versions={
-                    k: str(v)
-                    for k, v in (packages or {}).items()
-                    if k in ("torch", "torch_xla", "libtpu", "jax", "torch_neuronx")
-                },
-                image=rec.get("image"),
-                facets=environment_facets(env if isinstance(env, dict) else {}, image=rec.get("image")),
-            )
-        )
-        for t in rec["tests"]:
-            matrix.setdefault(t["nodeid"], {})[row] = t["outcome"]
-            durations.setdefault(t["nodeid"], {})[row] = round(float(t["duration"]), 3)
-            if t["outcome"] in FAILING_OUTCOMES and t["outcome"] not in ("crashed", "timeout"):
-                failure = failure_view(t, row)
-                failures.append(failure)
-                if failure["message"]:
-                    causes.setdefault(t["nodeid"], {})[row] = failure["message"]
-            skip = t.get("skip")
-            if skip is not None and is_device_skip(skip):
-                key = (t["nodeid"], skip["mode"])
-                view = skips.get(key)
-                issue = skip["issue"] or fp_links.get(skip_key(t["nodeid"], skip["mode"]))
-                if view is None:
-                    where = (
-                        f"{skip['file']}:{skip['line']}" if skip.get("file") and skip.get("line") else skip.get("file")
-                    )
-                    view = SkipView(
-                        nodeid=t["nodeid"],
-                        rows=[],
-                        mode=skip["mode"],
-                        reason=skip["reason"],
-                        issue=issue,
-                        issue_state=state_of(issue),
-                        source=skip["source"],
-                        where=where,
-                    )
-                    skips[key] = view
-                view["rows"].append(row)
-        by_nodeid = {t["nodeid"]: t for t in rec["tests"] if t["outcome"] in ("crashed", "timeout")}
-        for c in rec["crashes"]:
-            d = c["diagnosis"]
-            died = by_nodeid.get(c["nodeid"] or "")
-            fp = d["fingerprint"]
-            view_c = crashes.get(fp)
-            if view_c is None:
-                issue = c.get("issue") or fp_links.get(crash_key(fp))
-                view_c = CrashView(
-                    fingerprint=fp,
-                    kind=c["kind"],
-                    label=crash_kind_label(c, rec["tests"]),
-                    headline=crash_headline(c, rec["tests"]),
-                    signal=d["signal_name"] or (f"exit {d['exit_code']}" if d["exit_code"] is not None else None),
-                    hint=d["hint"],
-                    rows=[],
-                    nodeids=[],
-                    phase=c["phase"],
-                    classification=c["classification"],
-                    fatal=(d["fatal_lines"][-1] if d["fatal_lines"] else d["terminate"]),
-                    python_stack=d["python_stack"],
-                    native_stack=d["native_stack"],
-                    gdb_frames=list(d.get("gdb_frames") or []),
-                    repro=c["repro"],
-                    issue=issue,
-                    issue_state=state_of(issue),
-                    file=died.get("file") if died else None,
-                    line=died.get("line") if died else None,
-                    seen=[],
-                    placement=None,
-                )
-                crashes[fp] = view_c
-            if row not in view_c["rows"]:
-                view_c["rows"].append(row)
-            where = c["nodeid"] or f"({c['phase']})"
-            if where not in view_c["nodeids"]:
-                view_c["nodeids"].append(where)
-            if [row, where] not in view_c["seen"]:
-                view_c["seen"].append([row, where])
-            if c["classification"] == "flaky":
-                view_c["classification"] = "flaky"
-            if died is not None:
-                # a crashed cell says what killed it, as a failed one says its exception
-                causes.setdefault(died["nodeid"], {})[row] = crash_headline(c, rec["tests"])
+        found.rows.append(_row_view(rec))
+        found.tests(rec)
+        found.crashes_of(rec)
     return Triage(
         schema=TRIAGE_SCHEMA,
         version=TRIAGE_VERSION,
         generated_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        rows=rows,
+        rows=found.rows,
         problems=[{"row": r, "problem": p} for r, p in problems],
-        devices=devices,
+        devices=[rec["row"] for rec in records],
         tests=[
-            {"nodeid": n, "outcomes": o, "durations": durations[n], **({"causes": causes[n]} if n in causes else {})}
-            for n, o in sorted(matrix.items())
+            {"nodeid": n, "outcomes": o, "durations": found.durations[n], **_causes_of(found.causes, n)}
+            for n, o in sorted(found.matrix.items())
         ],
-        failures=failures,
-        crashes=sorted(crashes.values(), key=lambda c: (-len(c["rows"]), c["fingerprint"])),
+        failures=found.failures,
+        crashes=sorted(found.crashes.values(), key=lambda c: (-len(c["rows"]), c["fingerprint"])),
         skips=sorted(
-            [*skips.values(), *_declared_views(declared, fp_links, state_of, set(skips))],
+            [*found.skips.values(), *_declared_views(declared, found.links.fp, found.links.state_of, set(found.skips))],
             key=lambda s: (s["issue"] is not None, s["issue_state"] != "closed", s["nodeid"]),
         ),
         changes=no_changes(),
-        slowest=slowest(durations),
+        slowest=slowest(found.durations),
         history=None,
         source=None,
         verdicts=None,
     )
+
+
+def _causes_of(causes: Mapping[str, dict[str, str]], nodeid: str) -> dict[str, dict[str, str]]:
+    return {"causes": causes[nodeid]} if nodeid in causes else {}
+
+
+VERSIONS_SHOWN = ("torch", "torch_xla", "libtpu", "jax", "torch_neuronx")
+
+
+def _row_view(rec: RunRecord) -> RowView:
+    env = rec.get("environment") or {}
+    packages = env.get("packages") if isinstance(env, dict) else None
+    if not isinstance(packages, dict):
+        packages = None  # a free-form snapshot: anything else names no versions
+    folded = fold(rec)
+    return RowView(
+        row=rec["row"],
+        status=rec["status"],
+        reason=rec.get("reason"),
+        mode=rec.get("mode", "local"),
+        duration=float(rec.get("duration", 0.0)),
+        # per outcome, counted from the tests by the one fold: never the record's own
+        # summary, which a renderer could otherwise show beside different numbers
+        summary={"total": folded.counts.total, **{o: folded.counts.outcome(o) for o in OUTCOMES}},
+        label=folded.label,
+        counts=dict(folded.counts.buckets()),
+        phrase=folded.counts.phrase(),
+        headlines=list(folded.headlines),
+        run_url=rec.get("run_url"),
+        versions={k: str(v) for k, v in (packages or {}).items() if k in VERSIONS_SHOWN},
+        image=rec.get("image"),
+        facets=environment_facets(env if isinstance(env, dict) else {}, image=rec.get("image")),
+        selection=rec.get("selection"),
+    )
+
+
+@dataclass(frozen=True)
+class _Links:
+    """What the last sync recorded: each finding's issue, and each issue's state."""
+
+    issues: Mapping[str, Any]
+    fp: Mapping[str, str]  # a finding's key -> its issue
+    cited: Mapping[str, str]  # an issue the sources cite -> its state
+
+    @classmethod
+    def of(cls, links: Mapping[str, Any]) -> _Links:
+        if not links:
+            return cls({}, {}, {})
+        return cls(links.get("issues", {}), links.get("links", {}), links.get("cited", {}))
+
+    def state_of(self, ref: str | None) -> str | None:
+        if not ref:
+            return None
+        info = self.issues.get(ref)
+        if isinstance(info, dict) and info.get("state"):
+            return str(info["state"])
+        return self.cited.get(ref)
+
+
+@dataclass
+class _Found:
+    """What the rows' records hold, gathered record by record into the triage's views."""
+
+    links: _Links
+    rows: list[RowView] = field(default_factory=list)
+    matrix: dict[str, dict[str, str]] = field(default_factory=dict)
+    failures: list[FailureView] = field(default_factory=list)
+    causes: dict[str, dict[str, str]] = field(default_factory=dict)  # nodeid -> row -> the cause's first line
+    crashes: dict[str, CrashView] = field(default_factory=dict)
+    skips: dict[tuple[str, str], SkipView] = field(default_factory=dict)
+    durations: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def tests(self, rec: RunRecord) -> None:
+        row = rec["row"]
+        for t in rec["tests"]:
+            self.matrix.setdefault(t["nodeid"], {})[row] = t["outcome"]
+            self.durations.setdefault(t["nodeid"], {})[row] = round(float(t["duration"]), 3)
+            if t["outcome"] in REPORTED_FAILURES:
+                failure = failure_view(t, row)
+                self.failures.append(failure)
+                if failure["message"]:
+                    self.causes.setdefault(t["nodeid"], {})[row] = failure["message"]
+            skip = t.get("skip")
+            if skip is not None and is_device_skip(skip):
+                self._skip(t["nodeid"], skip, row)
+
+    def _skip(self, nodeid: str, skip: SkipInfo, row: str) -> None:
+        key = (nodeid, skip["mode"])
+        view = self.skips.get(key)
+        if view is None:
+            issue = skip["issue"] or self.links.fp.get(skip_key(nodeid, skip["mode"]))
+            where = f"{skip['file']}:{skip['line']}" if skip.get("file") and skip.get("line") else skip.get("file")
+            view = SkipView(
+                nodeid=nodeid,
+                rows=[],
+                mode=skip["mode"],
+                reason=skip["reason"],
+                issue=issue,
+                issue_state=self.links.state_of(issue),
+                source=skip["source"],
+                where=where,
+            )
+            self.skips[key] = view
+        view["rows"].append(row)
+
+    def crashes_of(self, rec: RunRecord) -> None:
+        row = rec["row"]
+        by_nodeid = {t["nodeid"]: t for t in rec["tests"] if t["outcome"] in CRASHING_OUTCOMES}
+        for c in rec["crashes"]:
+            died = by_nodeid.get(c["nodeid"] or "")
+            fp = c["diagnosis"]["fingerprint"]
+            view = self.crashes.get(fp)
+            if view is None:
+                view = self.crashes[fp] = self._crash_view(c, rec["tests"], died)
+            if row not in view["rows"]:
+                view["rows"].append(row)
+            where = c["nodeid"] or f"({c['phase']})"
+            if where not in view["nodeids"]:
+                view["nodeids"].append(where)
+            if [row, where] not in view["seen"]:
+                view["seen"].append([row, where])
+            if c["classification"] == "flaky":
+                view["classification"] = "flaky"
+            if died is not None:
+                # a crashed cell says what killed it, as a failed one says its exception
+                self.causes.setdefault(died["nodeid"], {})[row] = crash_headline(c, rec["tests"])
+
+    def _crash_view(self, c: CrashRecord, tests: Sequence[TestRecord], died: TestRecord | None) -> CrashView:
+        d = c["diagnosis"]
+        issue = c.get("issue") or self.links.fp.get(crash_key(d["fingerprint"]))
+        return CrashView(
+            fingerprint=d["fingerprint"],
+            kind=c["kind"],
+            label=crash_kind_label(c, tests),
+            headline=crash_headline(c, tests),
+            signal=d["signal_name"] or (f"exit {d['exit_code']}" if d["exit_code"] is not None else None),
+            hint=d["hint"],
+            rows=[],
+            nodeids=[],
+            phase=c["phase"],
+            classification=c["classification"],
+            fatal=(d["fatal_lines"][-1] if d["fatal_lines"] else d["terminate"]),
+            python_stack=d["python_stack"],
+            native_stack=d["native_stack"],
+            gdb_frames=list(d.get("gdb_frames") or []),
+            repro=c["repro"],
+            issue=issue,
+            issue_state=self.links.state_of(issue),
+            file=died.get("file") if died else None,
+            line=died.get("line") if died else None,
+            seen=[],
+            placement=None,
+        )
 
 
 def _declared_views(

@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from device_matrix.records.outcomes import BAD_BUCKETS, FAIL_CODES
 from device_matrix.records.source import lane_words, short
 from device_matrix.report.escape import cell as _cell
 from device_matrix.report.escape import code
 from device_matrix.report.escape import html_text as _e
-from device_matrix.report.history import FAIL_CODES
 from device_matrix.report.model import HistoryView, TrendPoint, Triage, VerdictItem, VerdictReport
 from device_matrix.report.verdicts import WORDS
 
@@ -137,7 +137,7 @@ def _cell_html(point: TrendPoint | None, link: str | None) -> str:
     if point is None:
         return "<td class='o absent'>—</td>"
     label = point["label"]
-    bad = sum(point["counts"].get(b, 0) for b in ("failed", "crashed", "timeout", "not_run"))
+    bad = sum(point["counts"].get(b, 0) for b in BAD_BUCKETS)
     word = f"{label} ({bad})" if bad else label
     cls = label.replace(" ", "-")
     inner = f"<a href='#{_e(link)}'>{_e(word)}</a>" if link else _e(word)

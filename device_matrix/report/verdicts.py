@@ -36,11 +36,19 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import get_args
+from dataclasses import dataclass, field
+from typing import TypeAlias, get_args
 
+from device_matrix.records.outcomes import (
+    FAIL_CODES,
+    INFRASTRUCTURE_STATUSES,
+    INFRASTRUCTURE_WORDS,
+    PASS_CODES,
+    TESTS_FAILED_STATUSES,
+)
 from device_matrix.records.source import lane_words, short
 from device_matrix.report.history import Base, LaneRun, crash_signature, signature
-from device_matrix.report.model import Triage, Verdict, VerdictItem, VerdictReport
+from device_matrix.report.model import RowView, Triage, Verdict, VerdictItem, VerdictReport
 
 VERDICTS: tuple[str, ...] = get_args(Verdict)
 WORDS: Mapping[str, str] = {
@@ -55,17 +63,6 @@ CONFIDENCE = 0.9
 BROKEN_STREAK = 3
 FLAKY_FLIPS = 2
 RECURS = 2  # crashes of one fingerprint on the base that make it recurring
-# rows that never reached their tests, or were cut off before the end
-INFRASTRUCTURE_WORDS: Mapping[str, str] = {
-    "error": "errored before its tests",
-    "unavailable": "found no device",
-    "interrupted": "was interrupted",
-    "running": "was cut off (its runner is gone)",
-}
-INFRASTRUCTURE_STATUSES = frozenset(INFRASTRUCTURE_WORDS)
-# the outcomes a code of the history's series stands for (report/history.py)
-PASSES = frozenset("Px")
-FAILS = frozenset("FEXCT")
 
 
 # --- statistics ----------------------------------------------------------------------------
@@ -155,12 +152,12 @@ def _streaks(ran: Sequence[str]) -> tuple[int, int]:
     """(the trailing run of failures, the longest run of failures before it)."""
     trailing = 0
     for code in reversed(ran):
-        if code not in FAILS:
+        if code not in FAIL_CODES:
             break
         trailing += 1
     longest = run = 0
     for code in ran[: len(ran) - trailing]:
-        run = run + 1 if code in FAILS else 0
+        run = run + 1 if code in FAIL_CODES else 0
         longest = max(longest, run)
     return trailing, longest
 
@@ -185,34 +182,24 @@ def judge_test(
     item = _blank(anchor, (row, nodeid, outcome), "unknown", "")
     item["signature"] = sig
     item["fingerprint"] = fingerprint
-    runs = base.runs
-    text, base_sig = base.series.get((row, key), ("-" * len(runs), None))
-    item["base_outcomes"] = text
-    ran = [(i, c) for i, c in enumerate(text) if c in PASSES or c in FAILS]
-    codes = [c for _, c in ran]
-    failures = sum(c in FAILS for c in codes)
-    flips = sum((a in PASSES) != (b in PASSES) for a, b in itertools.pairwise(codes))
-    item["base_ran"] = len(ran)
-    item["base_failures"] = failures
-    item["flips"] = flips
+    text, base_sig = base.series.get((row, key), ("-" * len(base.runs), None))
+    ran = _base_figures(item, base, text)
     if not ran:
         item["verdict"] = "new"
         item["evidence"] = (
-            f"did not run on {name} in its last {len(runs)} run(s) of {row}: a test this change adds, renames "
+            f"did not run on {name} in its last {len(base.runs)} run(s) of {row}: a test this change adds, renames "
             "or enables"
         )
         return item
-    passes_at = [i for i, c in ran if c in PASSES]
-    if passes_at:
-        item["last_pass"] = _run_words(runs[passes_at[-1]])
-    rate = failures / len(ran)
+    codes = [c for _, c in ran]
     trailing, longest = _streaks(codes)
     if trailing:
-        item["since"] = _run_words(runs[ran[len(ran) - trailing][0]])
+        item["since"] = _run_words(base.runs[ran[len(ran) - trailing][0]])
     crash_rows = base.crashes.get(fingerprint, {}) if fingerprint else {}
+    flips = item["flips"]
     if fingerprint and set(crash_rows) == {row} and len(crash_rows[row]) >= RECURS and flips >= FLAKY_FLIPS:
         item["verdict"] = "device-unstable"
-        item["rate"] = rate
+        item["rate"] = item["base_failures"] / len(ran)
         where = f"; {placement}" if placement else ""
         item["evidence"] = (
             f"the same crash ({fingerprint}) recurs on {name} on {row} only: in {len(crash_rows[row])} of "
@@ -228,47 +215,71 @@ def judge_test(
             f"fails on {name} with the same {what}: in its last {trailing} run(s) of {row}, since {item['since']}"
             + (f"; it last passed in {item['last_pass']}" if item["last_pass"] else "; it never passed there")
         )
-        return item
-    if flips >= FLAKY_FLIPS:
-        low, high = interval(failures, len(ran))
-        needed = runs_to_see(rate)
-        item["verdict"] = "flaky"
-        item["rate"] = rate
-        item["low"] = low
-        item["high"] = high
-        item["runs_needed"] = needed
-        enough = (
-            f"{len(ran)} runs are enough to see a failure this frequent 9 times out of 10 ({needed} needed)"
-            if needed is not None and len(ran) >= needed
-            else f"only {len(ran)} runs: a failure this frequent needs {needed} to show 9 times out of 10"
-        )
-        item["evidence"] = (
-            f"flips on {name}: failed {failures} of {len(ran)} runs of {row} ({_pct(rate)}, 90% interval "
-            f"{_pct(low)}-{_pct(high)}), {flips} flips; {enough}"
-        )
-        return item
-    if broken:
+    elif flips >= FLAKY_FLIPS:
+        _flaky(item, name, row, len(ran))
+    elif broken:
         item["verdict"] = "new"
         item["evidence"] = (
             f"fails on {name} too, since {item['since']}, but differently: there {base_sig or 'unknown'}; here {sig}"
         )
-        return item
+    else:
+        _passes_on_base(item, name, row, codes)
+    return item
+
+
+def _base_figures(item: VerdictItem, base: Base, text: str) -> list[tuple[int, str]]:
+    """The test's runs on the base that passed or failed (position, code), with its figures
+    (runs, failures, flips, last pass) set on ``item``."""
+    item["base_outcomes"] = text
+    ran = [(i, c) for i, c in enumerate(text) if c in PASS_CODES or c in FAIL_CODES]
+    codes = [c for _, c in ran]
+    item["base_ran"] = len(ran)
+    item["base_failures"] = sum(c in FAIL_CODES for c in codes)
+    item["flips"] = sum((a in PASS_CODES) != (b in PASS_CODES) for a, b in itertools.pairwise(codes))
+    passes_at = [i for i, c in ran if c in PASS_CODES]
+    if passes_at:
+        item["last_pass"] = _run_words(base.runs[passes_at[-1]])
+    return ran
+
+
+def _flaky(item: VerdictItem, name: str, row: str, ran: int) -> None:
+    failures = item["base_failures"]
+    rate = failures / ran
+    low, high = interval(failures, ran)
+    needed = runs_to_see(rate)
+    item["verdict"] = "flaky"
+    item["rate"] = rate
+    item["low"] = low
+    item["high"] = high
+    item["runs_needed"] = needed
+    enough = (
+        f"{ran} runs are enough to see a failure this frequent 9 times out of 10 ({needed} needed)"
+        if needed is not None and ran >= needed
+        else f"only {ran} runs: a failure this frequent needs {needed} to show 9 times out of 10"
+    )
+    item["evidence"] = (
+        f"flips on {name}: failed {failures} of {ran} runs of {row} ({_pct(rate)}, 90% interval "
+        f"{_pct(low)}-{_pct(high)}), {item['flips']} flips; {enough}"
+    )
+
+
+def _passes_on_base(item: VerdictItem, name: str, row: str, codes: Sequence[str]) -> None:
+    failures = item["base_failures"]
     streak = 0
     for c in reversed(codes):
-        if c not in PASSES:
+        if c not in PASS_CODES:
             break
         streak += 1
     bound = hidden_rate(streak)
     item["verdict"] = "new"
     item["low"] = 0.0
     item["high"] = bound
-    item["rate"] = rate if failures else 0.0
+    item["rate"] = failures / len(codes) if failures else 0.0
     earlier = f" (it failed {failures} time(s) before that)" if failures else ""
     item["evidence"] = (
         f"passes on {name}: its last {streak} run(s) of {row} passed, last in {item['last_pass']}{earlier}; "
         f"a flake hiding in {streak} passes would fail under {_pct(bound)} of runs (90% confidence)"
     )
-    return item
 
 
 # --- the report ----------------------------------------------------------------------------
@@ -303,77 +314,16 @@ def judge(
     stored: Callable[[str], str] = lambda n: n,
 ) -> VerdictReport:
     """Every failing, crashing or timed-out test of ``triage`` (a pull request's run), judged
-    against ``base`` (None: no history of it). ``unstable``: the rows declared unstable.
-    ``placements``: fingerprint -> where it happens, by environment. ``stored``: a nodeid as
-    the history keys it."""
-    placements = placements or {}
-    items: list[VerdictItem] = []
-    name = base_ref or "the base"
-
-    def anchor() -> str:
-        return f"verdict-{len(items) + 1}"
-
-    def no_history(row: str) -> str | None:
-        if base_ref is None:
-            return "this run names no base branch to compare with (pass --base, or run it for a pull request)"
-        if base is None or not base.runs:
-            return f"no history of {name} to compare with"
-        if not any(s is not None for s in base.rows.get(row, [])):
-            return f"{name} has no run of {row} in its last {len(base.runs)} run(s)"
-        return None
-
+    against ``base`` (None: no history of it), and every row that ended red outside them.
+    ``unstable``: the rows declared unstable. ``placements``: fingerprint -> where it
+    happens, by environment. ``stored``: a nodeid as the history keys it."""
+    judging = _Judging(base, base_ref or "the base", base_ref is not None, unstable, placements or {}, stored)
+    failing = _failing(triage)
     for r in triage["rows"]:
-        if r["status"] in INFRASTRUCTURE_STATUSES:
-            why = r["reason"] or r["label"]
-            items.append(
-                _blank(
-                    anchor(),
-                    (r["row"], None, r["status"]),
-                    "infrastructure",
-                    f"the row {INFRASTRUCTURE_WORDS[r['status']]}, outside any test: {why}",
-                )
-            )
-    failing: list[tuple[str, str, str, str, str | None]] = []  # row, nodeid, outcome, signature, fingerprint
-    for f in triage["failures"]:
-        failing.append((f["row"], f["nodeid"], f["outcome"], signature(f["outcome"], f["message"]), None))
-    outcome_of = {t["nodeid"]: t["outcomes"] for t in triage["tests"]}
-    for c in triage["crashes"]:
-        for row, nodeid in c["seen"]:
-            outcome = outcome_of.get(nodeid, {}).get(row, "crashed")
-            failing.append((row, nodeid, outcome, crash_signature(c["fingerprint"]), c["fingerprint"]))
-    failing.sort(key=lambda x: (x[0], x[1]))
+        judging.row(r, failed_tests=any(f[0] == r["row"] for f in failing))
     for row, nodeid, outcome, sig, fp in failing:
-        if row in unstable:
-            item = _blank(
-                anchor(),
-                (row, nodeid, outcome),
-                "device-unstable",
-                f"the row {row} is declared unstable (unstable = true)",
-            )
-            item["signature"] = sig
-            item["fingerprint"] = fp
-        elif (missing := no_history(row)) is not None:
-            item = _blank(anchor(), (row, nodeid, outcome), "unknown", missing)
-            item["signature"] = sig
-            item["fingerprint"] = fp
-        elif nodeid.startswith("(") and fp is not None:
-            item = _judge_outside_tests(base, row=row, nodeid=nodeid, outcome=outcome, fp=fp, anchor=anchor())
-            item["signature"] = sig
-        else:
-            assert base is not None  # no_history said so otherwise
-            item = judge_test(
-                base,
-                row=row,
-                nodeid=nodeid,
-                outcome=outcome,
-                sig=sig,
-                fingerprint=fp,
-                key=stored(nodeid),
-                anchor=anchor(),
-                placement=placements.get(fp or ""),
-            )
-        item["placement"] = placements.get(fp) if fp is not None else None
-        items.append(item)
+        judging.test(row, nodeid, outcome, sig, fp)
+    items = judging.items
     counts = {v: sum(1 for i in items if i["verdict"] == v) for v in VERDICTS}
     return VerdictReport(
         base=base_ref,
@@ -385,6 +335,130 @@ def judge(
         counts=counts,
         items=items,
     )
+
+
+Failing: TypeAlias = tuple[str, str, str, str, str | None]  # row, nodeid, outcome, signature, fingerprint
+
+
+def _failing(triage: Triage) -> list[Failing]:
+    """Every failing test of the run and every test a crash was seen in, by row and nodeid."""
+    failing: list[Failing] = []
+    for f in triage["failures"]:
+        failing.append((f["row"], f["nodeid"], f["outcome"], signature(f["outcome"], f["message"]), None))
+    outcome_of = {t["nodeid"]: t["outcomes"] for t in triage["tests"]}
+    for c in triage["crashes"]:
+        for row, nodeid in c["seen"]:
+            outcome = outcome_of.get(nodeid, {}).get(row, "crashed")
+            failing.append((row, nodeid, outcome, crash_signature(c["fingerprint"]), c["fingerprint"]))
+    failing.sort(key=lambda x: (x[0], x[1]))
+    return failing
+
+
+def _reached_every_test(r: RowView) -> bool:
+    """The row's tests all ran (none is left not run): whatever failed it came after them."""
+    return sum(r["counts"].values()) > 0 and not r["counts"].get("not_run", 0)
+
+
+@dataclass
+class _Judging:
+    """The items of one report, in order, and what each is judged against."""
+
+    base: Base | None
+    name: str  # the base, in words
+    named: bool  # the run names a base
+    unstable: Collection[str]
+    placements: Mapping[str, str]
+    stored: Callable[[str], str]
+    items: list[VerdictItem] = field(default_factory=list)
+
+    def anchor(self) -> str:
+        return f"verdict-{len(self.items) + 1}"
+
+    def no_history(self, row: str) -> str | None:
+        if not self.named:
+            return "this run names no base branch to compare with (pass --base, or run it for a pull request)"
+        if self.base is None or not self.base.runs:
+            return f"no history of {self.name} to compare with"
+        if not any(s is not None for s in self.base.rows.get(row, [])):
+            return f"{self.name} has no run of {row} in its last {len(self.base.runs)} run(s)"
+        return None
+
+    def row(self, r: RowView, *, failed_tests: bool) -> None:
+        """A row that never reached its tests, or one that ended red with no failing test
+        of its own to judge (#30: a session hook's exit status, a test never run)."""
+        status, why = r["status"], r["reason"] or r["label"]
+        outside = status in TESTS_FAILED_STATUSES or (status == "error" and _reached_every_test(r))
+        if status in INFRASTRUCTURE_STATUSES and not outside:
+            evidence = f"the row {INFRASTRUCTURE_WORDS[status]}, outside any test: {why}"
+            self.items.append(_blank(self.anchor(), (r["row"], None, status), "infrastructure", evidence))
+        elif outside and not failed_tests:
+            ended = f"the row ended {r['label']} outside any failing test: {why.splitlines()[0][:300]}"
+            self.items.append(self._judge_row(r["row"], status, ended))
+
+    def _judge_row(self, row: str, status: str, ended: str) -> VerdictItem:
+        where = (row, None, status)
+        if row in self.unstable:
+            return _blank(self.anchor(), where, "device-unstable", f"the row {row} is declared unstable; {ended}")
+        if (missing := self.no_history(row)) is not None:
+            return _blank(self.anchor(), where, "unknown", f"{missing}; {ended}")
+        assert self.base is not None  # no_history said so otherwise
+        return _judge_row_on_base(self.base, row, status, ended, self.anchor())
+
+    def test(self, row: str, nodeid: str, outcome: str, sig: str, fp: str | None) -> None:
+        base, anchor = self.base, self.anchor()
+        if row in self.unstable:
+            evidence = f"the row {row} is declared unstable (unstable = true)"
+            item = _blank(anchor, (row, nodeid, outcome), "device-unstable", evidence)
+        elif (missing := self.no_history(row)) is not None:
+            item = _blank(anchor, (row, nodeid, outcome), "unknown", missing)
+        elif nodeid.startswith("(") and fp is not None:
+            item = _judge_outside_tests(base, row=row, nodeid=nodeid, outcome=outcome, fp=fp, anchor=anchor)
+        else:
+            assert base is not None  # no_history said so otherwise
+            item = judge_test(
+                base,
+                row=row,
+                nodeid=nodeid,
+                outcome=outcome,
+                sig=sig,
+                fingerprint=fp,
+                key=self.stored(nodeid),
+                anchor=anchor,
+                placement=self.placements.get(fp or ""),
+            )
+        item["signature"] = sig
+        item["fingerprint"] = fp
+        item["placement"] = self.placements.get(fp) if fp is not None else None
+        self.items.append(item)
+
+
+def _judge_row_on_base(base: Base, row: str, status: str, ended: str, anchor: str) -> VerdictItem:
+    """A row red outside its tests, against the base's runs of it: broken there when its
+    latest run ended red without a failing test too, else new."""
+    name = lane_words(base.lane)
+    labels = base.rows.get(row, [])
+    ran = [i for i, label in enumerate(labels) if label is not None]
+    latest = ran[-1]
+    tests_failed = any(
+        r == row and text[latest : latest + 1] in FAIL_CODES for (r, _), (text, _) in base.series.items()
+    )
+    item = _blank(anchor, (row, None, status), "new", "")
+    if labels[latest] != "passed" and not tests_failed:
+        item["verdict"] = "broken-on-base"
+        item["since"] = _run_words(base.runs[latest])
+        item["evidence"] = f"{ended}; {row} ended {labels[latest]} outside its tests on {name} too, in {item['since']}"
+        return item
+    streak = 0
+    for i in reversed(ran):
+        if labels[i] != "passed":
+            break
+        streak += 1
+    if streak:
+        item["last_pass"] = _run_words(base.runs[latest])
+        item["evidence"] = f"{ended}; {row} passed on {name} in its last {streak} run(s), last in {item['last_pass']}"
+    else:
+        item["evidence"] = f"{ended}; {row} ended {labels[latest]} on {name} in its latest run, by failing tests"
+    return item
 
 
 def _judge_outside_tests(

@@ -24,6 +24,7 @@ from device_matrix.child.journal import FORKED_AT_IMPORT, FORKED_COPY_NOTE
 from device_matrix.config import Row, Script
 from device_matrix.diagnostics import core as core_files
 from device_matrix.diagnostics.repro import container_repro_command, repro_command
+from device_matrix.records.outcomes import RAISED_OUTCOMES
 from device_matrix.records.schema import CrashDiagnosis, CrashPhase, CrashRecord, Outcome, RerunRecord, TestRecord
 from device_matrix.redact import Redactor
 from device_matrix.run.attempt import PROCESS_PHASES, AttemptResult
@@ -269,7 +270,7 @@ def worker_crashes(
     for k, (seq, nodeid) in enumerate(started):
         record = results.get(nodeid)
         begin = attempt.offsets.get(seq)
-        if record is None or record["outcome"] not in ("failed", "error") or begin is None:
+        if record is None or record["outcome"] not in RAISED_OUTCOMES or begin is None:
             continue
         end = attempt.offsets.get(started[k + 1][0], attempt.log_end) if k + 1 < len(started) else attempt.log_end
         diagnosis = diagnostics.diagnose_output(read_log(log, begin, end), redactor=redactor)

@@ -35,7 +35,8 @@ from pathlib import Path
 
 from device_matrix.config import Config
 from device_matrix.errors import DeviceMatrixError, ResultsError
-from device_matrix.records.schema import Classification, RunRecord, SpreadRef, load_run
+from device_matrix.records.outcomes import CRASHING_OUTCOMES, TESTS_FAILED_STATUSES, UNFINISHED_STATUSES
+from device_matrix.records.schema import Classification, RunRecord, SpreadRef, load_run, selection_words
 from device_matrix.run import crashes, selection
 from device_matrix.run.attempt import AttemptSpec, Interrupted, run_attempt
 from device_matrix.run.attempts import attach_cores, attempts, limits, note_attempt, one_attempt
@@ -142,7 +143,7 @@ def run_tests(run: Run, verdict: Verdict) -> Verdict:
         if not nodeids:
             # the earlier verdict stands (a pytest exit it reported is not lost)
             earlier = run.previous or Verdict(state.status())
-            status = state.status() if earlier.status in ("interrupted", "running") else earlier.status
+            status = state.status() if earlier.status in UNFINISHED_STATUSES else earlier.status
             return Verdict(status, earlier.reason or "nothing to resume: every test of the last run has an outcome")
     elif row.isolation == "row":
         return attempts(run, targets, select=chosen, purpose="run", scope=scope)
@@ -210,7 +211,7 @@ def rerun_crashes(run: Run, verdict: Verdict) -> Verdict:
             rerun = crashes.rerun_record(attempt, nodeid, run.folder.log, run.redactor)
             attach_cores(run, None, attempt)
             crash["reruns"].append(rerun)
-            if rerun["outcome"] not in ("crashed", "timeout"):
+            if rerun["outcome"] not in CRASHING_OUTCOMES:
                 classification = "flaky"
                 break
         crash["classification"] = classification
@@ -259,7 +260,7 @@ def reconcile(run: Run, verdict: Verdict) -> Verdict:
     not_run = sum(1 for t in state.results.values() if t["outcome"] == "not_run")
     if not_run and reason is None:
         reason = f"{not_run} collected test(s) did not run"
-    if status in ("failed", "crashed") and state.pytest_exit in (3, 4):
+    if status in TESTS_FAILED_STATUSES and state.pytest_exit in (3, 4):
         # said beside any other reason: tests not run because pytest broke are not the story
         word = PYTEST_EXIT_WORDS[state.pytest_exit]
         said = f"pytest exited {state.pytest_exit} ({word}): {run.output_tail()}"
@@ -301,6 +302,11 @@ def write_record(run: Run, verdict: Verdict, *, final: bool = True) -> RunRecord
     record["repro"] = run.repro.of_run(record["command"])  # the command that ran (#24)
     if run.options.spread is not None:
         record["spread"] = SpreadRef(**run.options.spread)
+    # #30: what it selected, so that triage compares it with runs of the same selection
+    opts = run.options
+    record["selection"] = selection_words(
+        suites=opts.suites, tests=opts.tests, pytest_args=opts.pytest_args, spread=record.get("spread")
+    )
     if run.container is not None:
         # the engine and the image's interpreter: the child's own snapshot cannot see them
         record["environment"].update(run.container.facts())

@@ -10,8 +10,8 @@ from typing import Any
 
 from device_matrix.diagnostics.parse import parse_faulthandler
 from device_matrix.records.cause import cause_from_text, line_in_file
+from device_matrix.records.outcomes import FAILING_OUTCOMES
 from device_matrix.records.schema import (
-    FAILING_OUTCOMES,
     SCHEMA,
     SCHEMA_VERSION,
     AttemptRecord,

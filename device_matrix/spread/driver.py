@@ -40,6 +40,7 @@ from device_matrix.records.merge import (
     write_merged,
     write_reports,
 )
+from device_matrix.records.outcomes import UNFINISHED_STATUSES
 from device_matrix.records.schema import RowStatus, RunRecord, SpreadRef, load_run
 from device_matrix.run.attempt import Interrupted
 from device_matrix.run.context import Run, RunListener, RunOptions
@@ -109,7 +110,7 @@ def _gangs_to_resume(part: Path, todo: Sequence[Gang]) -> list[Gang]:
             status = load_run(gangs.gang_folder(part, entry) / "run.json")["status"]
         except ResultsError:
             status = "running"
-        if status in ("running", "interrupted"):
+        if status in UNFINISHED_STATUSES:
             left.append(entry)
     return left
 
@@ -400,7 +401,7 @@ def resume_state(folder: Path, count: int | None) -> Resume | None:
         record = records.get(k)
         if record is None:
             jobs.append(Job(Shard(k, plan["of"]), resume=False))
-        elif record["status"] in ("interrupted", "running"):
+        elif record["status"] in UNFINISHED_STATUSES:
             jobs.append(Job(Shard(k, plan["of"]), resume=True))
     return Resume(Split(plan), jobs)
 

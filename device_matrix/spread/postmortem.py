@@ -19,6 +19,7 @@ from device_matrix import diagnostics
 from device_matrix.errors import ResultsError
 from device_matrix.records.atomic import write_json_atomic
 from device_matrix.records.merge import without_gangs
+from device_matrix.records.outcomes import CRASHING_OUTCOMES
 from device_matrix.records.schema import (
     AttemptRecord,
     CrashRecord,
@@ -154,7 +155,7 @@ def runner_died(run: RowRun, split: Split, shard: Shard, *, how: str, returncode
     left = _left_in(folder, returncode)
     known = left.known
     culprit = left.running if left.drained else None
-    if culprit is not None and culprit in known and known[culprit]["outcome"] in ("crashed", "timeout"):
+    if culprit is not None and culprit in known and known[culprit]["outcome"] in CRASHING_OUTCOMES:
         culprit = None  # its crash is recorded already: a rerun of it was cut off
     why = f"not run: shard {shard}'s runner ended ({how}) before this test ran"
     tests: dict[str, TestRecord] = {}
