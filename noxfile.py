@@ -56,8 +56,9 @@ def tests(session: nox.Session) -> None:
     # only; the plugin itself is tested on the newest pytest by pytest-newest.
     session.install("-e", ".[test,ray]", "pytest<9.2")
     # #31: the suite writes nothing into the checkout: bytecode (pytest's, its workers' and
-    # every child's) outside it, no .pytest_cache; tests/conftest.py puts the rest outside
-    # too, and the checkout is compared before and after
+    # every child's) outside it, compiled once and kept (PYTHONDONTWRITEBYTECODE would have
+    # each of the suite's processes compile the package again), no .pytest_cache;
+    # tests/conftest.py puts the rest outside too, and the checkout is compared before and after
     pycache = Path(tempfile.gettempdir()) / f"device-matrix-pycache-{os.getuid()}"
     before = _checkout_files()
     session.run(
@@ -70,7 +71,7 @@ def tests(session: nox.Session) -> None:
         "loadgroup",
         "tests",
         *session.posargs,
-        env={"PYTHONPYCACHEPREFIX": str(pycache)},
+        env={"PYTHONPYCACHEPREFIX": str(pycache), "PYTHONDONTWRITEBYTECODE": None},
     )
     written = sorted(set(_checkout_files()) - set(before))
     if written:

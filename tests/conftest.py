@@ -34,6 +34,10 @@ SCRATCH = Path(
 )
 os.environ.setdefault("PYTHONPYCACHEPREFIX", str(SCRATCH / "pycache"))
 sys.pycache_prefix = os.environ["PYTHONPYCACHEPREFIX"]
+# and written there, even where PYTHONDONTWRITEBYTECODE is set: the hundreds of processes
+# the suite starts would each compile device-matrix again (0.2 s of CPU a start)
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = str(SCRATCH / "hypothesis")
 set_hypothesis_home_dir(SCRATCH / "hypothesis")
 
