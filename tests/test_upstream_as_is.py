@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests.builders import upstream_project
 from tests.conftest import FIXTURES, Project, clean_env
 
 pytestmark = pytest.mark.slow
@@ -27,28 +28,8 @@ PACKAGE = FIXTURES / "upstream_package"
 
 
 def _project(tmp_path: Path, row: str, extra: str = "") -> Project:
-    root = tmp_path / "upstream_package"
-    shutil.copytree(PACKAGE, root)
-    (root / "pyproject.toml").write_text(
-        (root / "pyproject.toml").read_text()
-        + f"""
-[tool.device-matrix]
-suites_dir = "test"
-crash_reruns = 1
-
-[tool.device-matrix.devices.fixture]
-pjrt_device = "CPU"
-run_in = "host"
-presence = ["always"]
-test_timeout = 60
-{row}
-
-[tool.device-matrix.devices.fixture.env]
-CPU_NUM_DEVICES = "1"
-{extra}
-"""
-    )
-    return Project(root)
+    """tests/fixtures/upstream_package with ``row``'s keys; ``extra`` adds to its variables (or tables)."""
+    return upstream_project(tmp_path, "upstream_package", row=row, env='CPU_NUM_DEVICES = "1"\n' + extra)
 
 
 def _outcomes(record: dict[str, Any]) -> dict[str, str]:
