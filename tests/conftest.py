@@ -66,6 +66,13 @@ def checkout_changes(before: dict[str, tuple[int, int]], after: dict[str, tuple[
     return sorted(f for f in before.keys() | after.keys() if before.get(f) != after.get(f))
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """#31: a group of tests that must share one worker (xdist_group: the Ray tests, one
+    cluster) is a chain run one test after another; first in the queue, the other worker
+    runs the rest beside it, not after it."""
+    items.sort(key=lambda item: item.get_closest_marker("xdist_group") is None)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _checkout_untouched() -> Iterator[None]:
     """#31: the suite writes nothing into the checkout (each xdist worker checks its span)."""
