@@ -234,12 +234,20 @@ def test_run_whole_run_shard_and_spread_are_the_spread_drivers_the_cli_calls() -
         if isinstance(node, ast.FunctionDef)
     }
     assert {"run_whole", "run_shard", "spread"} <= set(defined), sorted(defined)
+    shards = _tree("device_matrix.cli.shards")
     called = {
         node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
-        for node in ast.walk(_tree("device_matrix.cli.shards"))
+        for node in ast.walk(shards)
         if isinstance(node, ast.Call)
     }
-    assert {"run_whole", "run_shard", "spread"} <= called
+    # by name, as an attribute of the driver's module, or imported from it under another name
+    imported = {
+        alias.name
+        for node in ast.walk(shards)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("device_matrix.spread")
+        for alias in node.names
+    }
+    assert {"run_whole", "run_shard", "spread"} <= called | imported
     assert any(m.startswith("device_matrix.spread") for m in _imports("device_matrix.cli.shards"))
 
 
