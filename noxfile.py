@@ -17,13 +17,18 @@ makes: a new row there is a new session here. Arguments after ``--`` go to
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import nox
 
 ROOT = Path(__file__).resolve().parent
+# #31: nox's own import of the package below leaves no bytecode in the checkout
+sys.dont_write_bytecode = True
 # this checkout's device-matrix, installed or not: the rows' venvs get this tree (editable)
 sys.path.insert(0, str(ROOT))
 
@@ -50,7 +55,42 @@ def tests(session: nox.Session) -> None:
     # pytest 9.2 `--dist loadgroup` ignores xdist_group, hence pytest<9.2 for this session
     # only; the plugin itself is tested on the newest pytest by pytest-newest.
     session.install("-e", ".[test,ray]", "pytest<9.2")
-    session.run("pytest", "-n", "2", "--dist", "loadgroup", "tests", *session.posargs)
+    # #31: the suite writes nothing into the checkout: bytecode (pytest's, its workers' and
+    # every child's) outside it, compiled once and kept (PYTHONDONTWRITEBYTECODE would have
+    # each of the suite's processes compile the package again), no .pytest_cache;
+    # tests/conftest.py puts the rest outside too, and the checkout is compared before and after
+    pycache = Path(tempfile.gettempdir()) / f"device-matrix-pycache-{os.getuid()}"
+    before = _checkout_files()
+    session.run(
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-n",
+        "2",
+        "--dist",
+        "loadgroup",
+        "tests",
+        *session.posargs,
+        env={"PYTHONPYCACHEPREFIX": str(pycache), "PYTHONDONTWRITEBYTECODE": None},
+    )
+    written = sorted(set(_checkout_files()) - set(before))
+    if written:
+        session.error(f"the tests wrote {len(written)} file(s) into the checkout: {', '.join(written[:20])}")
+
+
+def _checkout_files() -> list[str]:
+    """The checkout's files that git does not track (ignored or not), outside nox's and a venv's folders."""
+    if not (ROOT / ".git").exists():
+        return []
+    listed = subprocess.run(
+        ["git", "--no-optional-locks", "status", "--porcelain", "--ignored", "--untracked-files=all", "-z"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    paths = [entry[3:] for entry in listed.split("\0") if entry.startswith(("??", "!!"))]
+    return [p for p in paths if not p.startswith((".nox/", ".venv/"))]
 
 
 # The tests that run pytest with the plugin (markers, the journal, crashes, junit.xml and

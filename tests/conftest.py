@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis.configuration import set_hypothesis_home_dir
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures"
@@ -20,6 +23,63 @@ REPO = HERE.parent
 
 # the fixture suites crash on purpose; they run only inside throwaway projects
 collect_ignore = ["fixtures"]
+
+# #31: what the suite keeps between runs lives outside the checkout, one folder per
+# checkout: the bytecode of this process and of every child it starts (they inherit the
+# variable), hypothesis's database and the browser test's screenshots
+SCRATCH = Path(
+    os.environ.get("DEVICE_MATRIX_TEST_SCRATCH")
+    or Path(tempfile.gettempdir())
+    / f"device-matrix-tests-{os.getuid()}-{hashlib.sha256(str(REPO).encode()).hexdigest()[:12]}"
+)
+os.environ.setdefault("PYTHONPYCACHEPREFIX", str(SCRATCH / "pycache"))
+sys.pycache_prefix = os.environ["PYTHONPYCACHEPREFIX"]
+# and written there, even where PYTHONDONTWRITEBYTECODE is set: the hundreds of processes
+# the suite starts would each compile device-matrix again (0.2 s of CPU a start)
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
+os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = str(SCRATCH / "hypothesis")
+set_hypothesis_home_dir(SCRATCH / "hypothesis")
+
+# what the checkout holds that is the environment the suite runs in, not its output
+_ENVIRONMENT = frozenset({".git", ".venv", ".nox"})
+
+
+def checkout_files() -> dict[str, tuple[int, int]]:
+    """Every file of the checkout outside the environment, with its size and mtime."""
+    files: dict[str, tuple[int, int]] = {}
+    for folder, dirs, names in os.walk(REPO):
+        if folder == str(REPO):
+            dirs[:] = [d for d in dirs if d not in _ENVIRONMENT]
+        for name in names:
+            path = Path(folder, name)
+            try:
+                st = path.lstat()
+            except OSError:
+                continue
+            files[str(path.relative_to(REPO))] = (st.st_size, st.st_mtime_ns)
+    return files
+
+
+def checkout_changes(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> list[str]:
+    """The files written, changed or removed between two ``checkout_files``."""
+    return sorted(f for f in before.keys() | after.keys() if before.get(f) != after.get(f))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """#31: a group of tests that must share one worker (xdist_group: the Ray tests, one
+    cluster) is a chain run one test after another; first in the queue, the other worker
+    runs the rest beside it, not after it."""
+    items.sort(key=lambda item: item.get_closest_marker("xdist_group") is None)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _checkout_untouched() -> Iterator[None]:
+    """#31: the suite writes nothing into the checkout (each xdist worker checks its span)."""
+    before = checkout_files()
+    yield
+    changed = checkout_changes(before, checkout_files())
+    assert not changed, f"the tests wrote into the checkout ({len(changed)} file(s)): {changed[:20]}"
 
 
 class Project:

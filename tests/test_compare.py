@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 
 from device_matrix.cli.compare import read_plain
-from tests.conftest import FIXTURES, SUITES, clean_env
-
-PACKAGE = FIXTURES / "upstream_package"
+from tests.builders import upstream_project
+from tests.conftest import SUITES, clean_env
 
 QUIET = """\
 ..sFE
@@ -91,25 +90,8 @@ file = "test/test_frames.py"
 
 
 def _project(tmp_path: Path, scripts: str) -> Path:
-    root = tmp_path / "upstream_package"
-    shutil.copytree(PACKAGE, root)
-    (root / "pyproject.toml").write_text(
-        (root / "pyproject.toml").read_text()
-        + f"""
-[tool.device-matrix]
-suites_dir = "test"
-crash_reruns = 0
-
-[tool.device-matrix.devices.fixture]
-pjrt_device = "CPU"
-run_in = "host"
-presence = ["always"]
-suites = []
-test_timeout = 60
-{scripts}
-"""
-    )
-    return root
+    """tests/fixtures/upstream_package with a row of only ``scripts``, each crash not rerun."""
+    return upstream_project(tmp_path, "upstream_package", row="suites = []\n" + scripts, env="", crash_reruns=0).root
 
 
 def _compare(root: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -17,39 +17,11 @@ from device_matrix.issues.base import (
     code_block,
     neutralize,
 )
-from device_matrix.issues.github import GitHubTracker
 from device_matrix.issues.ledger import Ledger
 from device_matrix.issues.sync import sync
 from tests import records as R
-from tests.github_server import FakeGitHub, Scripted, serve
-
-TOKEN = "t0ken-for-tests"
-
-
-class FakeTime:
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.sleeps: list[float] = []
-
-    def sleep(self, s: float) -> None:
-        self.sleeps.append(s)
-        self.now += s
-
-    def clock(self) -> float:
-        return self.now
-
-
-def client(gh: FakeGitHub, t: FakeTime | None = None, **kw: Any) -> GitHubTracker:
-    t = t or FakeTime()
-    return GitHubTracker(
-        gh.repo,
-        kw.pop("token", TOKEN),
-        api_url=gh.url,
-        sleep=t.sleep,
-        clock=t.clock,
-        wall_clock=lambda: 5000.0,
-        **kw,
-    )
+from tests.builders import TOKEN, FakeTime, client
+from tests.github_server import Scripted, serve
 
 
 def test_listing_follows_link_pagination_and_drops_pull_requests() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -252,7 +253,9 @@ def test_a_program_that_crashes_once_is_a_flaky_crash_whose_repro_is_the_program
     assert [r["outcome"] for r in crash["reruns"]] == ["passed"]
     # the program itself, not pytest beside neighbours
     assert " -m pytest" not in crash["repro"]
-    assert crash["repro"].splitlines()[0].endswith(f"python scripts/flaky.py {tmp_path / 'crashed-once'}")
+    # #31: the interpreter the run used, whatever its name (a venv's may be `python3`)
+    program = shlex.join([sys.executable, "scripts/flaky.py", str(tmp_path / "crashed-once")])
+    assert crash["repro"].splitlines()[0].endswith(f" {program}")
     assert "scripts/flaky.py crash is flaky (1 rerun(s))" in proc.stdout
 
 

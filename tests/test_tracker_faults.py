@@ -9,7 +9,6 @@ links to other hosts, recurring crashes on closed issues, cited issues elsewhere
 from __future__ import annotations
 
 import json
-import random
 import threading
 from collections import Counter
 from pathlib import Path
@@ -20,43 +19,14 @@ import pytest
 from device_matrix.errors import EXIT_TRACKER, TrackerError
 from device_matrix.findings import skip_key
 from device_matrix.issues.base import FINGERPRINT_MARKER
-from device_matrix.issues.github import RATE_LIMIT_FLOOR, GitHubTracker
+from device_matrix.issues.github import RATE_LIMIT_FLOOR
 from device_matrix.issues.sync import SyncReport, sync
 from tests import records as R
+from tests.builders import TOKEN, FakeTime, client
 from tests.github_server import FakeGitHub, Scripted, serve
 
-TOKEN = "t0ken-for-tests"
 RUN1 = "https://github.com/acme/xla/actions/runs/1"
 RUN2 = "https://github.com/acme/xla/actions/runs/2"
-
-
-class FakeTime:
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.sleeps: list[float] = []
-        self.lock = threading.Lock()
-
-    def sleep(self, s: float) -> None:
-        with self.lock:
-            self.sleeps.append(s)
-            self.now += s
-
-    def clock(self) -> float:
-        return self.now
-
-
-def client(gh: FakeGitHub, t: FakeTime | None = None, **kw: Any) -> GitHubTracker:
-    t = t or FakeTime()
-    return GitHubTracker(
-        gh.repo,
-        kw.pop("token", TOKEN),
-        api_url=kw.pop("api_url", gh.url),
-        sleep=t.sleep,
-        clock=t.clock,
-        wall_clock=lambda: 5000.0,
-        rng=random.Random(7),
-        **kw,
-    )
 
 
 def records(run_url: str = RUN1, *, last_output: list[str] | None = None, reason: str = "known problem") -> Any:

@@ -20,6 +20,7 @@ from device_matrix.report import html, markdown
 from device_matrix.report.history import History
 from device_matrix.report.model import build
 from tests import records as R
+from tests.conftest import SCRATCH
 
 
 def _records() -> list[dict[str, Any]]:
@@ -280,10 +281,8 @@ def _screenshot(browser: list[str], page: Path, shot: Path, size: str) -> None:
     assert "Uncaught" not in proc.stderr
 
 
-# where the browser test leaves its screenshots (CI uploads the folder)
-ARTIFACTS = Path(
-    os.environ.get("DEVICE_MATRIX_TEST_ARTIFACTS", Path(__file__).parent.parent / "build" / "test-artifacts")
-)
+# where the browser test leaves its screenshots (outside the checkout: #31)
+ARTIFACTS = Path(os.environ.get("DEVICE_MATRIX_TEST_ARTIFACTS", SCRATCH / "test-artifacts"))
 
 
 def test_trend_charts_filters_and_narrow_screen_in_a_real_browser(browser: list[str], tmp_path: Path) -> None:

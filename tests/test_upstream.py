@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.builders import upstream_project
 from tests.conftest import FIXTURES, Project, clean_env
 
 pytestmark = pytest.mark.slow
@@ -25,30 +26,13 @@ SUITES = '["test_operations.py", "test_pytest_style.py", "spmd"]'
 
 
 def _project(tmp_path: Path, isolation: str, extra: str = "") -> Project:
-    root = tmp_path / "upstream"
-    shutil.copytree(FIXTURES / "upstream", root)
-    (root / "pyproject.toml").write_text(
-        (root / "pyproject.toml").read_text()
-        + f"""
-[tool.device-matrix]
-suites_dir = "test"
-crash_reruns = 1
-
-[tool.device-matrix.devices.fixture]
-pjrt_device = "CPU"
-run_in = "host"
-presence = ["always"]
-suites = {SUITES}
-isolation = "{isolation}"
-test_timeout = 60
-
-[tool.device-matrix.devices.fixture.env]
-CPU_NUM_DEVICES = "1"
-XLA_SIM_SPMD_AFTER_DEVICE = "abort"
-{extra}
-"""
+    """tests/fixtures/upstream with the row's isolation; ``extra`` adds to its variables (or tables)."""
+    return upstream_project(
+        tmp_path,
+        "upstream",
+        row=f'suites = {SUITES}\nisolation = "{isolation}"',
+        env='CPU_NUM_DEVICES = "1"\nXLA_SIM_SPMD_AFTER_DEVICE = "abort"\n' + extra,
     )
-    return Project(root)
 
 
 def _every_output_has_every_test(p: Project) -> dict[str, Any]:

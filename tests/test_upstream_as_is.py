@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests.builders import upstream_project
 from tests.conftest import FIXTURES, Project, clean_env
 
 pytestmark = pytest.mark.slow
@@ -27,28 +28,8 @@ PACKAGE = FIXTURES / "upstream_package"
 
 
 def _project(tmp_path: Path, row: str, extra: str = "") -> Project:
-    root = tmp_path / "upstream_package"
-    shutil.copytree(PACKAGE, root)
-    (root / "pyproject.toml").write_text(
-        (root / "pyproject.toml").read_text()
-        + f"""
-[tool.device-matrix]
-suites_dir = "test"
-crash_reruns = 1
-
-[tool.device-matrix.devices.fixture]
-pjrt_device = "CPU"
-run_in = "host"
-presence = ["always"]
-test_timeout = 60
-{row}
-
-[tool.device-matrix.devices.fixture.env]
-CPU_NUM_DEVICES = "1"
-{extra}
-"""
-    )
-    return Project(root)
+    """tests/fixtures/upstream_package with ``row``'s keys; ``extra`` adds to its variables (or tables)."""
+    return upstream_project(tmp_path, "upstream_package", row=row, env='CPU_NUM_DEVICES = "1"\n' + extra)
 
 
 def _outcomes(record: dict[str, Any]) -> dict[str, str]:
@@ -238,7 +219,8 @@ def test_diagnose_on_a_rows_output_log_finds_what_the_run_recorded(tmp_path: Pat
     row = 'suites = ["test_exit_hang.py"]\nisolation = "file"\ntest_timeout = 2'
     p = _project(tmp_path, row.replace("test_timeout = 2", ""), extra='FIXTURE_HANG_AT_EXIT = "1"\n')
     text = (p.root / "pyproject.toml").read_text().replace("test_timeout = 60", "test_timeout = 2")
-    (p.root / "pyproject.toml").write_text(text.replace("crash_reruns = 1", "crash_reruns = 0"))
+    # the exit's deadline at 10 s, not the packaged 30: the hang is the same, the wait shorter (#31)
+    (p.root / "pyproject.toml").write_text(text.replace("crash_reruns = 1", "crash_reruns = 0\nphase_timeout_min = 10"))
     proc = p.run("run", "--device", "fixture")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     (crash,) = p.record()["crashes"]

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from device_matrix import __version__
 from device_matrix import config as config_mod
-from device_matrix.cli.commands import add_more_commands, add_source_flags, source_from_args, whole_number
+from device_matrix.cli.commands import add_source_flags, source_from_args, whole_number
 from device_matrix.config import Config, check_results_dir
 from device_matrix.devices import detect, install_hint
 from device_matrix.errors import (
@@ -156,6 +156,60 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
             out.error(f"issues not linked: {exc.message}", exc.tip)
     row_job(records, out, cfg.results_dir, cfg.project_root)  # in GitHub Actions: the row job's own report (#20)
     return combine_exit_codes(codes)
+
+
+def _add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`run` and its options (the spreading ones from cli/shards.py)."""
+    run = sub.add_parser(
+        "run",
+        help="run device rows",
+        description="Run one or more device rows: their suites, their scripts, or what plain pytest runs here.",
+    )
+    run.add_argument(
+        "--device",
+        "-d",
+        action="append",
+        help="row name (repeat, or comma-separate); default: every row present here (the others are reported "
+        "unavailable; a row named here that is absent is exit 4)",
+    )
+    run.add_argument("--suite", "-s", action="append", help="run only this suite of the row (repeatable)")
+    run.add_argument(
+        "--test",
+        "-t",
+        action="append",
+        help="run this nodeid or path instead of the suites (repeatable)",
+    )
+    where = run.add_mutually_exclusive_group()
+    where.add_argument("--local", action="store_true", help="run on this host even if the row has an image")
+    where.add_argument("--container", action="store_true", help="run in the row's image")
+    run.add_argument("--engine", choices=config_mod.ENGINE_CHOICES, help="container engine")
+    run.add_argument("--results", help="results folder (default from config: results)")
+    run.add_argument("--python", help="interpreter for local runs (default: this one)")
+    run.add_argument("--test-timeout", type=_seconds, help="seconds one test may take before it is ended as hung")
+    run.add_argument("--run-timeout", type=_seconds, help="seconds the whole row may take")
+    run.add_argument(
+        "--reruns", type=whole_number(0), help="times each crashed test is rerun alone (default from config)"
+    )
+    run.add_argument("--max-restarts", type=whole_number(0), help="resumes after crashes before giving up")
+    run.add_argument("--no-gdb", action="store_true", help="do not read core files with gdb")
+    run.add_argument("--keep-cores", action="store_true", help="keep core files (deleted once read by default)")
+    run.add_argument(
+        "--require-device",
+        action="store_true",
+        help="an absent device is an error (exit 5), as on a CI runner that should have it",
+    )
+    run.add_argument("--run-url", help="link to this CI run, quoted in issues")
+    run.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the last run of each row (interrupted, or stopped by crashes): run its not_run tests",
+    )
+    from device_matrix.cli.shards import add_run_options
+
+    add_source_flags(run)
+    add_run_options(run)
+    run.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --: arguments for pytest")
+    run.set_defaults(func=cmd_run)
 
 
 def _link_with_ledger(cfg: Config, out: Output) -> None:
@@ -302,6 +356,17 @@ def cmd_plan(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
+def _add_plan_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    plan = sub.add_parser("plan", help="say where each row would run here (local, container, unavailable)")
+    plan.add_argument("--device", "-d", action="append")
+    plan.add_argument("--json", action="store_true")
+    where2 = plan.add_mutually_exclusive_group()
+    where2.add_argument("--local", action="store_true")
+    where2.add_argument("--container", action="store_true")
+    plan.add_argument("--engine", choices=config_mod.ENGINE_CHOICES)
+    plan.set_defaults(func=cmd_plan)
+
+
 def cmd_list(args: argparse.Namespace, out: Output) -> int:
     cfg = _load(args)
     rows: list[dict[str, Any]] = []
@@ -335,6 +400,12 @@ def cmd_list(args: argparse.Namespace, out: Output) -> int:
         out.line(f"{'':<17}env: {' '.join(f'{k}={v}' for k, v in sorted(r['env'].items()))}")
         out.line(f"{'':<17}{r['presence']}")
     return EXIT_OK
+
+
+def _add_list_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    lst = sub.add_parser("list", help="rows, their images, and whether each device is present here")
+    lst.add_argument("--json", action="store_true")
+    lst.set_defaults(func=cmd_list)
 
 
 def _tests_text(row: dict[str, Any]) -> str:
@@ -390,6 +461,17 @@ def cmd_doctor(args: argparse.Namespace, out: Output) -> int:
         else:
             out.line("  software here: installed")
     return EXIT_OK if problems == 0 else EXIT_UNAVAILABLE
+
+
+def _add_doctor_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    doctor = sub.add_parser(
+        "doctor",
+        help="what is missing for each row and how to get it",
+        description="What each row lacks here and how to get it. Exit 4 when a row's suites are "
+        "missing, or a row named with --device is absent; an absent row not named is only reported.",
+    )
+    doctor.add_argument("--device", "-d", action="append", help="only these rows (repeat, or cpu,tpu)")
+    doctor.set_defaults(func=cmd_doctor)
 
 
 def _software_problem(requirements: Sequence[str]) -> str | None:
@@ -465,10 +547,19 @@ def cmd_matrix(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
+def _add_matrix_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    matrix = sub.add_parser("matrix", help="the GitHub Actions matrix (JSON) for the configured rows")
+    matrix.add_argument("--device", "-d", action="append")
+    matrix.set_defaults(func=cmd_matrix)
+
+
 # --- parser ---------------------------------------------------------------------------
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """Every command's parser, each added by the module of its handler (#31)."""
+    from device_matrix.cli import ci, compare, diagnose, issues, shards, skips, triage
+
     parser = argparse.ArgumentParser(
         prog="device-matrix",
         description="Run XLA test suites across a matrix of devices; diagnose crashes; link skips to issues.",
@@ -476,86 +567,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--project", help="project folder (default: nearest pyproject.toml above cwd)")
     sub = parser.add_subparsers(dest="command", required=True)
-
-    run = sub.add_parser(
-        "run",
-        help="run device rows",
-        description="Run one or more device rows: their suites, their scripts, or what plain pytest runs here.",
-    )
-    run.add_argument(
-        "--device",
-        "-d",
-        action="append",
-        help="row name (repeat, or comma-separate); default: every row present here (the others are reported "
-        "unavailable; a row named here that is absent is exit 4)",
-    )
-    run.add_argument("--suite", "-s", action="append", help="run only this suite of the row (repeatable)")
-    run.add_argument(
-        "--test",
-        "-t",
-        action="append",
-        help="run this nodeid or path instead of the suites (repeatable)",
-    )
-    where = run.add_mutually_exclusive_group()
-    where.add_argument("--local", action="store_true", help="run on this host even if the row has an image")
-    where.add_argument("--container", action="store_true", help="run in the row's image")
-    run.add_argument("--engine", choices=config_mod.ENGINE_CHOICES, help="container engine")
-    run.add_argument("--results", help="results folder (default from config: results)")
-    run.add_argument("--python", help="interpreter for local runs (default: this one)")
-    run.add_argument("--test-timeout", type=_seconds, help="seconds one test may take before it is ended as hung")
-    run.add_argument("--run-timeout", type=_seconds, help="seconds the whole row may take")
-    run.add_argument(
-        "--reruns", type=whole_number(0), help="times each crashed test is rerun alone (default from config)"
-    )
-    run.add_argument("--max-restarts", type=whole_number(0), help="resumes after crashes before giving up")
-    run.add_argument("--no-gdb", action="store_true", help="do not read core files with gdb")
-    run.add_argument("--keep-cores", action="store_true", help="keep core files (deleted once read by default)")
-    run.add_argument(
-        "--require-device",
-        action="store_true",
-        help="an absent device is an error (exit 5), as on a CI runner that should have it",
-    )
-    run.add_argument("--run-url", help="link to this CI run, quoted in issues")
-    run.add_argument(
-        "--resume",
-        action="store_true",
-        help="continue the last run of each row (interrupted, or stopped by crashes): run its not_run tests",
-    )
-    from device_matrix.cli.shards import add_merge_command, add_run_options
-
-    add_source_flags(run)
-    add_run_options(run)
-    run.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --: arguments for pytest")
-    run.set_defaults(func=cmd_run)
-
-    plan = sub.add_parser("plan", help="say where each row would run here (local, container, unavailable)")
-    plan.add_argument("--device", "-d", action="append")
-    plan.add_argument("--json", action="store_true")
-    where2 = plan.add_mutually_exclusive_group()
-    where2.add_argument("--local", action="store_true")
-    where2.add_argument("--container", action="store_true")
-    plan.add_argument("--engine", choices=config_mod.ENGINE_CHOICES)
-    plan.set_defaults(func=cmd_plan)
-
-    lst = sub.add_parser("list", help="rows, their images, and whether each device is present here")
-    lst.add_argument("--json", action="store_true")
-    lst.set_defaults(func=cmd_list)
-
-    doctor = sub.add_parser(
-        "doctor",
-        help="what is missing for each row and how to get it",
-        description="What each row lacks here and how to get it. Exit 4 when a row's suites are "
-        "missing, or a row named with --device is absent; an absent row not named is only reported.",
-    )
-    doctor.add_argument("--device", "-d", action="append", help="only these rows (repeat, or cpu,tpu)")
-    doctor.set_defaults(func=cmd_doctor)
-
-    matrix = sub.add_parser("matrix", help="the GitHub Actions matrix (JSON) for the configured rows")
-    matrix.add_argument("--device", "-d", action="append")
-    matrix.set_defaults(func=cmd_matrix)
-
-    add_more_commands(sub)
-    add_merge_command(sub)
+    for add in (
+        _add_run_parser,
+        _add_plan_parser,
+        _add_list_parser,
+        _add_doctor_parser,
+        _add_matrix_parser,
+        skips.add_parser,
+        issues.add_parser,
+        triage.add_parser,
+        ci.add_ci_commands,
+        diagnose.add_parser,
+        compare.add_parser,
+        shards.add_merge_command,
+    ):
+        add(sub)
     return parser
 
 

@@ -308,3 +308,20 @@ def _print(out: Output, invocations: list[tuple[Invocation, int]], every: bool) 
             word = "same" if same else "DIFFERENT"
             said = theirs or ("not failing" if inv.plain.ran is not None else f"exit {inv.plain.returncode}")
             out.line(f"  {word:<9} device-matrix {ours:<10} plain {said:<12} {nodeid}")
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`compare`."""
+    cp = sub.add_parser(
+        "compare",
+        help="run a row's scripts as scripts and through device-matrix; per test: the same outcome or not",
+        description="Each [[scripts]] entry of the row runs as `VARS python FILE ARGS`, then the row runs "
+        "through `device-matrix run`: per test the outcomes side by side, per invocation the time ratio.",
+    )
+    cp.add_argument("--device", "-d", required=True, help="the row whose scripts to compare")
+    cp.add_argument("--python", help="interpreter for both ways (default: this one)")
+    cp.add_argument("--results", help="results folder of the device-matrix run (default RESULTS/compare)")
+    cp.add_argument("--timeout", type=float, default=3600.0, help="seconds one plain run may take (default 3600)")
+    cp.add_argument("--all", action="store_true", help="print every test, not only those that differ")
+    cp.add_argument("--json", action="store_true", help="print the comparison as JSON too")
+    cp.set_defaults(func=cmd_compare)

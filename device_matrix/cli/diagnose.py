@@ -222,3 +222,16 @@ def cmd_diagnose(args: argparse.Namespace, out: Output) -> int:
     if args.json:
         out.line(json.dumps(report, indent=2))
     return EXIT_OK if any(r["diagnosis"] for r in report) else EXIT_TESTS_FAILED
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`diagnose`."""
+    dg = sub.add_parser(
+        "diagnose",
+        help="diagnose the crash in a log (a CI job log, a pasted log, output.log) and name its issue",
+    )
+    dg.add_argument("logs", nargs="+", metavar="LOG", help="log files to read")
+    dg.add_argument("--results", help="results folder whose issue links and ledger to search (default from config)")
+    dg.add_argument("--returncode", type=int, help="the process's exit status, when the log does not say it")
+    dg.add_argument("--json", action="store_true")
+    dg.set_defaults(func=cmd_diagnose)

@@ -208,3 +208,35 @@ def cmd_issues_show(args: argparse.Namespace, out: Output) -> int:
         for line in comment.splitlines():
             out.line(line)
     return EXIT_OK
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`issues sync`, `issues list` and `issues show`."""
+    issues = sub.add_parser("issues", help="link skips and crashes to issues")
+    issues_sub = issues.add_subparsers(dest="issues_command", required=True)
+    s = issues_sub.add_parser(
+        "sync",
+        help="file or link an issue for every skip and crash without one; read cited issues' states",
+        description="Dry run by default for GitHub (shows what it would file); the local ledger is written directly.",
+    )
+    s.add_argument("results", nargs="?", help="results folder (default from config)")
+    s.add_argument("--tracker", choices=("ledger", "github"), help="override tracker.kind")
+    s.add_argument("--repository", help="owner/name for the github tracker (overrides tracker.repository)")
+    group = s.add_mutually_exclusive_group()
+    group.add_argument("--apply", dest="apply", action="store_true", default=None, help="file and comment for real")
+    group.add_argument("--dry-run", dest="apply", action="store_false", help="only say what would be filed")
+    s.add_argument(
+        "--history", help="run history a crash is placed by, read-only (default .device-matrix/history.sqlite)"
+    )
+    s.add_argument("--no-history", action="store_true", help="place crashes by this run's rows only")
+    s.set_defaults(func=cmd_issues_sync)
+    lst = issues_sub.add_parser(
+        "list", help="the embedded ledger's issues: the seed file's and those filed in the results folder"
+    )
+    lst.add_argument("results", nargs="?", help="results folder whose ledger.sqlite to read (default from config)")
+    lst.add_argument("--json", action="store_true")
+    lst.set_defaults(func=cmd_issues_list)
+    show = issues_sub.add_parser("show", help="one ledger issue: its state, labels, body and comments")
+    show.add_argument("issue", help="ledger:N, or N")
+    show.add_argument("results", nargs="?", help="results folder whose ledger.sqlite to read (default from config)")
+    show.set_defaults(func=cmd_issues_show)

@@ -112,3 +112,17 @@ def cmd_skips_list(args: argparse.Namespace, out: Output) -> int:
             cite = r["issue"] or ("by design" if r["by_design"] else "NO ISSUE")
             out.line(f"{_where(s)}  {s.form} {s.mode} on {','.join(s.devices)}  {cite}  {r['reason']}")
     return EXIT_OK
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`skips check` and `skips list`."""
+    skips = sub.add_parser("skips", help="device skips and xfails: check and list")
+    skips_sub = skips.add_subparsers(dest="skips_command", required=True)
+    chk = skips_sub.add_parser("check", help="fail on any device skip that cites no issue or has expired")
+    chk.add_argument("paths", nargs="*", help="files or folders to scan (default: where the rows' tests are)")
+    chk.add_argument("--verbose", "-v", action="store_true")
+    chk.set_defaults(func=cmd_skips_check)
+    lst = skips_sub.add_parser("list", help="every declared device skip and xfail")
+    lst.add_argument("paths", nargs="*")
+    lst.add_argument("--json", action="store_true")
+    lst.set_defaults(func=cmd_skips_list)

@@ -311,3 +311,36 @@ def cmd_triage(args: argparse.Namespace, out: Output) -> int:
             )
             return EXIT_TESTS_FAILED
     return EXIT_OK
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`triage`."""
+    from device_matrix.cli.commands import add_source_flags, whole_number
+
+    tr = sub.add_parser("triage", help="one report (md, html, json) over every row's run.json")
+    tr.add_argument("results", nargs="?", help="results folder (default from config), or downloaded artifacts")
+    tr.add_argument("--out", help="where to write the reports (default RESULTS/triage)")
+    tr.add_argument("--history", help="run history database (default .device-matrix/history.sqlite)")
+    tr.add_argument("--no-history", action="store_true", help="do not compare with or record into the history")
+    tr.add_argument("--label", help="name of this run in the history (default: the time)")
+    tr.add_argument(
+        "--history-runs", type=whole_number(1), default=30, help="runs of the history the trends cover (default 30)"
+    )
+    tr.add_argument(
+        "--history-read-only",
+        action="store_true",
+        help="read the history, never write it (a pull request reading its base branch's)",
+    )
+    tr.add_argument(
+        "--fail-on",
+        metavar="VERDICTS",
+        help="exit 1 when a failure of a pull request gets one of these verdicts (comma-separated, e.g. new)",
+    )
+    tr.add_argument(
+        "--pr-comment",
+        action="store_true",
+        help="post the verdicts as one comment on the pull request, updated in place (GitHub)",
+    )
+    tr.add_argument("--repository", help="owner/name for --pr-comment (default: tracker.repository, or the run's)")
+    add_source_flags(tr)
+    tr.set_defaults(func=cmd_triage)
