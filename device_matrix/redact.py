@@ -66,6 +66,12 @@ MIN_LITERAL = 8
 # how many hex digits of a hash a placeholder shows (known values / token shapes)
 _KNOWN_DIGITS = 6
 _SHAPE_DIGITS = 8
+# #30: a text cut short says so with a mark: pytest ends a summary line cut to the
+# terminal's width with "...", and cuts a long repr's middle so; other tools and views "…"
+_CUT_MARK_RE = re.compile(r"\.\.\.|…")
+# the shortest piece of a known value beside a cut mark that is redacted: a start or end
+# of a secret this long still gives most of it away ("token is Sup3rS3cretValue4...")
+MIN_CUT = 4
 
 Where = Literal["everywhere", "free text"]
 
@@ -354,6 +360,17 @@ class Redactor:
         self._needles = sorted(form, key=lambda n: (-len(n), n))
         self._needle_re = _alternation(tuple(self._needles)) if self._needles else None
         self._json_needles = {json.dumps(n)[1:-1] for n in self._needles}  # as they read in a JSON string
+        # a piece of a form beside a cut mark is found by its first (or last) MIN_CUT characters:
+        # a start of a form before a mark, an end of one after a mark
+        self._by_head: dict[str, list[str]] = {}
+        self._by_tail: dict[str, list[str]] = {}
+        for needle in self._needles:
+            self._by_head.setdefault(needle[:MIN_CUT], []).append(needle)
+            self._by_tail.setdefault(needle[-MIN_CUT:], []).append(needle)
+        self._head_re, self._tail_re = (
+            re.compile("(?=(" + "|".join(map(re.escape, ends)) + "))") for ends in (self._by_head, self._by_tail)
+        )
+        self._longest = max(map(len, self._needles), default=0)
         self._cache: dict[tuple[bool, str], str] = {}  # (free text?, string) -> its redaction
 
     def _refresh(self) -> None:
@@ -380,6 +397,8 @@ class Redactor:
         out = text
         if self._needle_re is not None:
             out = self._needle_re.sub(REDACTED if free else self._known, out)
+            if free:
+                out = self._cut_pieces(out)
         if free:
             out = _apply(out, RULES, _TRIGGERS_ALL, lambda _secret: REDACTED)
         else:
@@ -389,6 +408,36 @@ class Redactor:
                 self._cache.clear()
             self._cache[(free, text)] = self._cache[(free, out)] = out  # a redaction redacts to itself
         return out
+
+    def _cut_pieces(self, text: str) -> str:
+        """Free text with the piece of a known value beside each cut mark redacted (#30)."""
+        found: list[tuple[int, int]] = []
+        for mark in _CUT_MARK_RE.finditer(text):
+            start, end = mark.span()
+            found += [(start - self._piece_before(text, start), start), (end, end + self._piece_after(text, end))]
+        out, at = [], 0
+        for start, end in found:  # in order; an end after one mark may be the start before the next
+            if end > start:
+                out += [text[at:start], REDACTED] if start >= at else []
+                at = max(at, end)
+        return "".join([*out, text[at:]])
+
+    def _piece_before(self, text: str, start: int) -> int:
+        """How long the longest start of a form (not all of it) is that ends at ``start``."""
+        for m in self._head_re.finditer(text, max(0, start - self._longest), start):
+            piece = text[m.start() : start]
+            if any(len(n) > len(piece) and n.startswith(piece) for n in self._by_head[m.group(1)]):
+                return len(piece)  # the first from the left is the longest
+        return 0
+
+    def _piece_after(self, text: str, end: int) -> int:
+        """How long the longest end of a form (not all of it) is that starts at ``end``."""
+        longest = 0
+        for m in self._tail_re.finditer(text, end, end + self._longest):
+            piece = text[end : m.start() + MIN_CUT]
+            if any(len(n) > len(piece) and n.endswith(piece) for n in self._by_tail[m.group(1)]):
+                longest = len(piece)  # the last from the left is the longest
+        return longest
 
     def data(self, value: _T) -> _T:
         """A JSON-like value with each string redacted by its key (see :data:`FREE_TEXT_KEYS`).

@@ -1,0 +1,130 @@
+"""A known secret cut short is still the secret (#30): the part of it beside a cut goes too.
+
+pytest cuts its short summary to the terminal's width with ``...``, its reprs in the middle
+with ``...``; other tools and our own views cut with ``…``. Whatever stands of a known
+value on either side of such a mark is redacted with the rest of the text.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from device_matrix.redact import MIN_CUT, REDACTED, Redactor, encodings
+from tests.conftest import clean_env
+
+SECRET = "Sup3rS3cretValue4XYZW"
+ENV = {"PROBE_TOKEN": SECRET}
+
+
+def _pieces(secret: str) -> list[str]:
+    """Every piece of ``secret`` of MIN_CUT characters or more (its starts and its ends)."""
+    return [secret[:k] for k in range(MIN_CUT, len(secret))] + [secret[-k:] for k in range(MIN_CUT, len(secret))]
+
+
+@pytest.mark.parametrize("mark", ["...", "…"])
+@pytest.mark.parametrize("k", [MIN_CUT, 9, 17, len(SECRET) - 1])
+def test_the_start_of_a_known_value_before_a_cut_is_redacted(mark: str, k: int) -> None:
+    text = f"FAILED t.py::test_x - AssertionError: token is {SECRET[:k]}{mark}"
+    assert Redactor(ENV).text(text) == f"FAILED t.py::test_x - AssertionError: token is {REDACTED}{mark}"
+
+
+@pytest.mark.parametrize("mark", ["...", "…"])
+def test_the_end_of_a_known_value_after_a_cut_is_redacted(mark: str) -> None:
+    # reprlib (and pytest's saferepr) keep both ends of a long string and cut its middle
+    text = f"assert '{SECRET[:7]}{mark}{SECRET[-6:]}' == 'x'"
+    assert Redactor(ENV).text(text) == f"assert '{REDACTED}{mark}{REDACTED}' == 'x'"
+    assert Redactor(ENV).text(f"{mark}{SECRET[-MIN_CUT:]}") == f"{mark}{REDACTED}"
+
+
+def test_an_encoded_form_cut_short_is_redacted() -> None:
+    secret = "s3cret/with spaces+and=signs"
+    r = Redactor({"PROBE_TOKEN": secret})
+    for form in encodings(secret):
+        out = r.text(f"url={form[: len(form) - 3]}...")
+        assert out == f"url={REDACTED}...", form
+
+
+def test_a_piece_too_short_or_away_from_a_cut_is_kept() -> None:
+    r = Redactor(ENV)
+    short = SECRET[: MIN_CUT - 1]
+    assert r.text(f"token is {short}...") == f"token is {short}..."
+    assert r.text(f"...{SECRET[-(MIN_CUT - 1) :]}") == f"...{SECRET[-(MIN_CUT - 1) :]}"
+    # not beside a mark: the start of a secret may be an ordinary word of the text
+    assert r.text(f"{SECRET[:9]} . . . x") == f"{SECRET[:9]} . . . x"
+    assert r.text(f"{SECRET[:9]}x...") == f"{SECRET[:9]}x..."
+    assert r.text("collecting ... 3 items") == "collecting ... 3 items"
+
+
+def test_the_longest_piece_beside_a_cut_is_the_one_replaced() -> None:
+    # the start of another, shorter secret also ends where this one's piece does
+    r = Redactor({"A_TOKEN": SECRET, "B_TOKEN": "ValueXYZ4-other"})
+    assert r.text(f"is {SECRET[:15]}...") == f"is {REDACTED}..."
+
+
+def test_a_cut_redaction_redacts_to_itself() -> None:
+    r = Redactor(ENV)
+    once = r.text(f"{SECRET[:12]}... and ...{SECRET[-8:]}")
+    assert once == f"{REDACTED}... and ...{REDACTED}"
+    assert r.text(once) == once
+
+
+def test_identifiers_keep_their_identity() -> None:
+    # an identifier is never cut by pytest; two tests named by pieces stay two
+    r = Redactor(ENV)
+    assert r.ident(f"t.py::test[{SECRET[:9]}...]") == f"t.py::test[{SECRET[:9]}...]"
+
+
+def test_every_piece_of_the_secret_before_a_cut_goes() -> None:
+    r = Redactor(ENV)
+    for piece in _pieces(SECRET):
+        for mark in ("...", "…"):
+            text = f"x {piece}{mark} y" if SECRET.startswith(piece) else f"x {mark}{piece} y"
+            assert piece not in r.text(text), (piece, mark)
+
+
+@pytest.mark.slow
+def test_pytests_cut_summary_line_leaves_no_piece_of_the_secret(tmp_path: Path) -> None:
+    import subprocess
+
+    suite = tmp_path / "suites" / "s"
+    suite.mkdir(parents=True)
+    (suite / "test_tok.py").write_text(
+        "import os\n\n\ndef test_token():\n"
+        '    tok = os.environ["PROBE_TOKEN"]\n'
+        '    assert tok == "x", "token is " + tok + " and more text, long enough to be cut to the width"\n'
+    )
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.device-matrix.devices.fixture]\n"
+        'pjrt_device = "CPU"\nrun_in = "host"\nsuites = ["s"]\npresence = ["always"]\ntest_timeout = 60\n'
+    )
+    env = {**clean_env(), **ENV, "COLUMNS": "80"}
+    run = subprocess.run(
+        [sys.executable, "-m", "device_matrix", "--project", str(tmp_path), "run", "--device", "fixture", "--no-gdb"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert run.returncode == 1, run.stdout + run.stderr
+    results = tmp_path / "results" / "fixture"
+    log = (results / "output.log").read_text()
+    # pytest did cut the line (the evidence this test is about), and the piece left went
+    assert f"AssertionError: token is {REDACTED}..." in log, log
+    record = json.loads((results / "run.json").read_text())
+    assert record["tests"][0]["outcome"] == "failed"
+    texts = {"stdout": run.stdout + run.stderr}
+    texts.update({str(f): f.read_text(errors="replace") for f in results.rglob("*") if f.is_file()})
+    for name, text in texts.items():
+        assert SECRET[: MIN_CUT * 2] not in text, name
+
+
+def test_a_piece_between_two_cuts_is_one_redaction() -> None:
+    # the end of the secret after one mark is also the start of it before the next
+    r = Redactor({"PROBE_TOKEN": "abcdabcdabcd"})
+    assert r.text("x...abcdabcd...y") == f"x...{REDACTED}...y"
