@@ -538,27 +538,6 @@ def redact_env(env: Mapping[str, str], extra_secrets: Iterable[str] = ()) -> dic
 # --- what other processes and files need -------------------------------------------------
 
 
-def selected(nodeids: Iterable[str], wanted: Sequence[str], redactor: Redactor | None = None) -> dict[str, int]:
-    """Which of ``nodeids`` (as collected) ``wanted`` names, each with its place in ``wanted``.
-
-    ``wanted`` names a test by its raw nodeid, or by the nodeid a record on disk holds (a
-    shard's plan, the record a resume continues): each collected nodeid is then redacted as
-    an identifier, as that record's writer did, to find it. Without a placeholder in
-    ``wanted`` nothing is redacted.
-    """
-    position = {n: k for k, n in enumerate(wanted)}
-    by_placeholder = any("[redacted:" in n for n in wanted)
-    found: dict[str, int] = {}
-    for nodeid in nodeids:
-        k = position.get(nodeid)
-        if k is None and by_placeholder:
-            redactor = redactor or Redactor()
-            k = position.get(redactor.ident(nodeid))
-        if k is not None:
-            found[nodeid] = k
-    return found
-
-
 def unterminated_block(data: bytes) -> int | None:
     """Where a private key block starts that ``data`` does not end: a stream holds it back."""
     starts = list(_PRIVATE_KEY_START.finditer(data))

@@ -20,6 +20,7 @@ FLOORS: dict[str, int] = {
     "errors": 0,
     "redact": 1,
     "wire": 1,
+    "wanted": 2,
     "tomlfile": 1,
     "skips": 2,
     "config": 3,

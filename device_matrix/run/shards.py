@@ -18,7 +18,7 @@ A plan names each test as a record does (#22): a known secret in a nodeid is its
 placeholder (``[redacted:hex]``, one per value), so plan.json is written as it is made,
 its id is the id of what is on disk, and the durations recorded under those names weigh
 them. A shard finds its own raw collection in the plan by those names
-(:func:`device_matrix.redact.selected`), and selects its part by its raw nodeids.
+(:func:`device_matrix.wanted.selected`), and selects its part by its raw nodeids.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ from device_matrix.errors import ResultsError, UsageProblem
 from device_matrix.records.atomic import create_json_atomic, write_json_atomic
 from device_matrix.records.merge import SHARD_FILE, SHARDS_DIR
 from device_matrix.records.schema import SHARD_SCHEMA, GangSlot, LostNode, PlanFile, RunRecord, load_run, plan_id
-from device_matrix.redact import Redactor, selected
+from device_matrix.redact import Redactor
+from device_matrix.wanted import selected
 
 BASE_PORT = 8476  # {port} in slot_env: one port per slot from here (TPU_PROCESS_PORT's default)
 
@@ -233,7 +234,7 @@ def part_of(
     named = [tests[i] for i in plan["parts"][index - 1]]
     if collected is None:
         return named
-    found = selected(collected, named, redactor)
+    found = selected(collected, named, redactor, read=True)
     return sorted(found, key=found.__getitem__)
 
 
@@ -245,7 +246,7 @@ def fit_collection(
     if tests is None or plan["tests"] is None:
         return  # a collection that failed: the shard's own run records why
     redactor = redactor or Redactor()
-    found = selected(tests, plan["tests"], redactor)
+    found = selected(tests, plan["tests"], redactor, read=True)
     extras = sorted({redactor.ident(t) for t in tests if t not in found})
     named = set(found.values())
     absent = sorted(n for i, n in enumerate(plan["tests"]) if i not in named)
