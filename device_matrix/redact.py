@@ -40,7 +40,7 @@ import os
 import re
 import threading
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, Literal, TypeVar
@@ -412,15 +412,21 @@ class Redactor:
     def _cut_pieces(self, text: str) -> str:
         """Free text with the piece of a known value beside each cut mark redacted (#30)."""
         found: list[tuple[int, int]] = []
-        for mark in _CUT_MARK_RE.finditer(text):
-            start, end = mark.span()
-            found += [(start - self._piece_before(text, start), start), (end, end + self._piece_after(text, end))]
+        for before, start, end, after in self._beside_cuts(text):
+            found += [(before, start), (end, after)]
         out, at = [], 0
         for start, end in found:  # in order; an end after one mark may be the start before the next
             if end > start:
                 out += [text[at:start], REDACTED] if start >= at else []
                 at = max(at, end)
         return "".join([*out, text[at:]])
+
+    def _beside_cuts(self, text: str) -> Iterator[tuple[int, int, int, int]]:
+        """Each cut mark (its start and end) between the pieces of known values beside it:
+        (where the piece before it starts, start, end, where the piece after it ends)."""
+        for mark in _CUT_MARK_RE.finditer(text):
+            start, end = mark.span()
+            yield start - self._piece_before(text, start), start, end, end + self._piece_after(text, end)
 
     def _piece_before(self, text: str, start: int) -> int:
         """How long the longest start of a form (not all of it) is that ends at ``start``."""
@@ -470,6 +476,8 @@ class Redactor:
         self._refresh()
         if "\\u" in serialized or any(n in serialized for n in self._json_needles):
             return False
+        if self._needle_re is not None and self._cut_pieces(serialized) != serialized:
+            return False  # #30: a piece of a value beside a cut mark
         lower = serialized.lower()
         return _TRIGGERS_ALL.search(lower) is None or not any(_may_match(rule, lower) for rule in RULES)
 
@@ -484,6 +492,8 @@ class Redactor:
                 start = text.find(needle, start + 1)
         for rule in RULES:
             found.extend(m.span() for m in rule.pattern.finditer(text))
+        if self._needle_re is not None:  # #30: a piece of one and the cut mark beside it
+            found.extend((a, b) for a, start, end, b in self._beside_cuts(text) if a < start or b > end)
         return sorted(found)
 
     def _walk(self, value: Any, free: bool) -> Any:

@@ -7,6 +7,8 @@ value on either side of such a mark is redacted with the rest of the text.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from device_matrix.redact import MIN_CUT, REDACTED, Redactor, encodings
@@ -85,3 +87,20 @@ def test_a_piece_between_two_cuts_is_one_redaction() -> None:
     # the end of the secret after one mark is also the start of it before the next
     r = Redactor({"PROBE_TOKEN": "abcdabcdabcd"})
     assert r.text("x...abcdabcd...y") == f"x...{REDACTED}...y"
+
+
+def test_a_record_with_a_cut_secret_is_not_written_as_it_is() -> None:
+    # no rule's trigger in it ("token"): only the cut piece tells that it holds a secret
+    r = Redactor(ENV)
+    record = {"nodeid": "t.py::test_x", "last_output": [f"value is {SECRET[:10]}..."]}
+    assert r.clean_json(json.dumps(record)) is False
+    assert r.data(record) == {"nodeid": "t.py::test_x", "last_output": [f"value is {REDACTED}..."]}
+    assert r.clean_json(json.dumps({"last_output": [f"value is {SECRET[:10]}. . ."]})) is True
+    assert Redactor({}).clean_json(json.dumps({"last_output": ["collecting ..."]})) is True
+
+
+def test_a_piece_and_its_cut_mark_are_a_span_no_line_is_split_in() -> None:
+    r = Redactor(ENV)
+    text = f"x {SECRET[:10]}... y ...{SECRET[-5:]} z ... w"
+    assert r.spans(text) == [(2, 15), (18, 26)]
+    assert Redactor({}).spans(text) == []
