@@ -20,7 +20,8 @@ import pytest
 from device_matrix.errors import EXIT_TRACKER, TrackerError
 from device_matrix.findings import skip_key
 from device_matrix.issues.base import FINGERPRINT_MARKER
-from device_matrix.issues.github import RATE_LIMIT_FLOOR, GitHubTracker
+from device_matrix.issues.client import RATE_LIMIT_FLOOR
+from device_matrix.issues.github import GitHubTracker
 from device_matrix.issues.sync import SyncReport, sync
 from tests import records as R
 from tests.github_server import FakeGitHub, Scripted, serve

@@ -17,19 +17,10 @@ from typing import Any
 
 from device_matrix.errors import TrackerError
 from device_matrix.issues.base import FINGERPRINT_MARKER, AmbiguousWrite, Cited, CitedState, Issue
-from device_matrix.issues.client import (
-    MAX_PAGES,
-    PER_PAGE,
-    RATE_LIMIT_FLOOR,
-    GitHubClient,
-    GoneError,
-    RefusedError,
-)
+from device_matrix.issues.client import PER_PAGE, GitHubClient, GoneError
 
 SEARCH_TERMS = 5  # fingerprints OR-ed in one search (GitHub allows at most 5 operators)
 GRAPHQL_BATCH = 50  # cited issues per GraphQL query
-
-__all__ = ["MAX_PAGES", "RATE_LIMIT_FLOOR", "GitHubTracker", "GoneError", "RefusedError"]
 
 
 class GitHubTracker:
