@@ -104,3 +104,10 @@ def test_a_piece_and_its_cut_mark_are_a_span_no_line_is_split_in() -> None:
     text = f"x {SECRET[:10]}... y ...{SECRET[-5:]} z ... w"
     assert r.spans(text) == [(2, 15), (18, 26)]
     assert Redactor({}).spans(text) == []
+
+
+def test_a_whole_value_beside_a_mark_is_a_span_of_its_own() -> None:
+    # a value found whole is its own span; the mark beside it adds none
+    r = Redactor(ENV)
+    assert r.spans(f"{SECRET}...") == [(0, len(SECRET))]
+    assert r.spans(f"...{SECRET}") == [(3, 3 + len(SECRET))]
