@@ -293,6 +293,13 @@ class GitHubClient:
         return None
 
 
+def author(item: Mapping[str, Any]) -> str | None:
+    """The login of who wrote an issue or a comment, as GitHub answers it."""
+    user = item.get("user")
+    login = user.get("login") if isinstance(user, dict) else None
+    return login if isinstance(login, str) else None
+
+
 def _raise_for(resp: requests.Response, method: str, path: str, repository: str) -> None:
     code = resp.status_code
     if code < 400:

@@ -17,7 +17,7 @@ from typing import Any
 
 from device_matrix.errors import TrackerError
 from device_matrix.issues.base import FINGERPRINT_MARKER, AmbiguousWrite, Cited, CitedState, Issue
-from device_matrix.issues.client import PER_PAGE, GitHubClient, GoneError
+from device_matrix.issues.client import PER_PAGE, GitHubClient, GoneError, author
 
 SEARCH_TERMS = 5  # fingerprints OR-ed in one search (GitHub allows at most 5 operators)
 GRAPHQL_BATCH = 50  # cited issues per GraphQL query
@@ -256,10 +256,13 @@ class GitHubTracker:
         self.client.request("POST", f"/repos/{self.repository}/issues/{issue.number}/comments", json={"body": body})
 
     def comments(self, issue: Issue) -> list[str]:
+        """The comments on ``issue`` the token's own user wrote: a run's marker copied into
+        anyone else's neither stops nor stands for the sync's own comment (#30)."""
         path = f"/repos/{self.repository}/issues/{issue.number}/comments"
+        login = self.client.login()
         out: list[str] = []
         for page in self.client.pages(path, {"per_page": PER_PAGE}):
-            out.extend(str(c.get("body") or "") for c in page if isinstance(c, dict))
+            out.extend(str(c.get("body") or "") for c in page if isinstance(c, dict) and author(c) == login)
         return out
 
     def reopen(self, issue: Issue) -> Issue:

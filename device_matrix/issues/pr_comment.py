@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from device_matrix.errors import TrackerError
 from device_matrix.issues.base import BODY_LIMIT, AmbiguousWrite
-from device_matrix.issues.client import PER_PAGE, GitHubClient, GoneError, RefusedError
+from device_matrix.issues.client import PER_PAGE, GitHubClient, GoneError, RefusedError, author
 from device_matrix.issues.github import GitHubTracker
 from device_matrix.redact import Redactor
 
@@ -105,16 +105,10 @@ def _marked(comments: list[dict[str, Any]], login: str) -> list[dict[str, Any]]:
         for c in comments
         if isinstance(c.get("id"), int)
         and isinstance(c.get("body"), str)
-        and _author(c) == login
+        and author(c) == login
         and MARKER_RE.search(c["body"])
     ]
     return sorted(out, key=lambda c: int(c["id"]))
-
-
-def _author(comment: dict[str, Any]) -> str | None:
-    user = comment.get("user")
-    login = user.get("login") if isinstance(user, dict) else None
-    return login if isinstance(login, str) else None
 
 
 def post(tracker: GitHubTracker, number: int, body: str, *, create: bool = True) -> CommentOutcome:
