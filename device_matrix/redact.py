@@ -91,6 +91,9 @@ class Rule:
     pattern: re.Pattern[str]
     triggers: tuple[str, ...]
     requires: tuple[str, ...] = ()  # text every match contains besides a trigger
+    # #30: (how every token of the shape starts, what follows): a token cut shorter than its
+    # shape, with a cut mark right after it, is still a token
+    cut: tuple[str, str] | None = None
 
 
 def _may_match(rule: Rule, lower: str) -> bool:
@@ -104,6 +107,7 @@ RULES: tuple[Rule, ...] = (
         "ghp_, gho_, ghu_, ghs_ or ghr_ and 20-255 letters or digits",
         re.compile(r"\b(?P<secret>gh[pousr]_[A-Za-z0-9]{20,255})\b"),
         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+        cut=(r"gh[pousr]_", "[A-Za-z0-9]"),
     ),
     Rule(
         "GitHub fine-grained token",
@@ -111,6 +115,7 @@ RULES: tuple[Rule, ...] = (
         "github_pat_ and 20-255 letters, digits or _",
         re.compile(r"\b(?P<secret>github_pat_[A-Za-z0-9_]{20,255})\b"),
         ("github_pat_",),
+        cut=(r"github_pat_", "[A-Za-z0-9_]"),
     ),
     Rule(
         "GitLab token",
@@ -118,6 +123,7 @@ RULES: tuple[Rule, ...] = (
         "glpat- and 20 or more letters, digits, _ or -",
         re.compile(r"\b(?P<secret>glpat-[A-Za-z0-9_-]{20,})(?![A-Za-z0-9_-])"),
         ("glpat-",),
+        cut=(r"glpat-", "[A-Za-z0-9_-]"),
     ),
     Rule(
         "AWS access key id",
@@ -125,6 +131,7 @@ RULES: tuple[Rule, ...] = (
         "AKIA or ASIA and 16 capitals or digits",
         re.compile(r"\b(?P<secret>(?:AKIA|ASIA)[0-9A-Z]{16})\b"),
         ("akia", "asia"),
+        cut=(r"(?:AKIA|ASIA)", "[0-9A-Z]"),
     ),
     Rule(
         "Slack token",
@@ -132,6 +139,7 @@ RULES: tuple[Rule, ...] = (
         "xoxa-, xoxb-, xoxp-, xoxo-, xoxs- or xoxr- and 10 or more letters, digits or -",
         re.compile(r"\b(?P<secret>xox[abposr]-[A-Za-z0-9-]{10,})(?![A-Za-z0-9-])"),
         ("xox",),
+        cut=(r"xox[abposr]-", "[A-Za-z0-9-]"),
     ),
     Rule(
         "Hugging Face token",
@@ -139,6 +147,7 @@ RULES: tuple[Rule, ...] = (
         "hf_ and 30 or more letters or digits",
         re.compile(r"\b(?P<secret>hf_[A-Za-z0-9]{30,})\b"),
         ("hf_",),
+        cut=(r"hf_", "[A-Za-z0-9]"),
     ),
     Rule(
         "OpenAI-style key",
@@ -146,6 +155,7 @@ RULES: tuple[Rule, ...] = (
         "sk- and 20 or more letters, digits, _ or -",
         re.compile(r"\b(?P<secret>sk-[A-Za-z0-9_-]{20,})(?![A-Za-z0-9_-])"),
         ("sk-",),
+        cut=(r"sk-", "[A-Za-z0-9_-]"),
     ),
     Rule(
         "Google OAuth token",
@@ -153,6 +163,7 @@ RULES: tuple[Rule, ...] = (
         "ya29. and 20 or more letters, digits, _ or -",
         re.compile(r"\b(?P<secret>ya29\.[A-Za-z0-9_-]{20,})(?![A-Za-z0-9_-])"),
         ("ya29.",),
+        cut=(r"ya29\.", "[A-Za-z0-9_-]"),
     ),
     Rule(
         "private key",
@@ -192,6 +203,12 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 _EVERYWHERE = tuple(rule for rule in RULES if rule.where == "everywhere")
+# #30: a token of a rule's shape cut shorter than the shape before a cut mark (free text)
+_CUT_SHAPE_RE = re.compile(
+    r"\b(?:"
+    + "|".join(f"{rule.cut[0]}{rule.cut[1]}{{{MIN_CUT},}}" for rule in RULES if rule.cut is not None)
+    + r")(?=\.\.\.|…)"
+)
 
 
 # one search of the lower-cased text for every trigger of the rules: most strings hold none
@@ -400,7 +417,7 @@ class Redactor:
             if free:
                 out = self._cut_pieces(out)
         if free:
-            out = _apply(out, RULES, _TRIGGERS_ALL, lambda _secret: REDACTED)
+            out = _CUT_SHAPE_RE.sub(REDACTED, _apply(out, RULES, _TRIGGERS_ALL, lambda _secret: REDACTED))
         else:
             out = _apply(out, _EVERYWHERE, _TRIGGERS_EVERYWHERE, self._shape)
         if len(text) <= _CACHED_LEN:

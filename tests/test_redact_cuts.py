@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from device_matrix.redact import MIN_CUT, REDACTED, Redactor, encodings
+from device_matrix.redact import MIN_CUT, REDACTED, RULES, Redactor, encodings
 
 SECRET = "Sup3rS3cretValue4XYZW"
 ENV = {"PROBE_TOKEN": SECRET}
@@ -111,3 +111,37 @@ def test_a_whole_value_beside_a_mark_is_a_span_of_its_own() -> None:
     r = Redactor(ENV)
     assert r.spans(f"{SECRET}...") == [(0, len(SECRET))]
     assert r.spans(f"...{SECRET}") == [(3, 3 + len(SECRET))]
+
+
+# a token of each shape cut right after MIN_CUT characters of what follows its start
+CUT_TOKENS = {
+    "GitHub token": "ghp_Zz09",
+    "GitHub fine-grained token": "github_pat_A1_b",
+    "GitLab token": "glpat-x_y-",
+    "AWS access key id": "ASIAABC1",
+    "Slack token": "xoxb-12-4",
+    "Hugging Face token": "hf_a1B2",
+    "OpenAI-style key": "sk-ab_-",
+    "Google OAuth token": "ya29.Q-_q",
+}
+
+
+def test_every_token_shape_says_how_a_cut_token_of_it_starts() -> None:
+    assert {rule.name for rule in RULES if rule.cut is not None} == set(CUT_TOKENS)
+    assert {rule.name for rule in RULES if rule.where == "everywhere" and rule.cut is None} == {
+        "private key",
+        "password in a URL",
+    }
+
+
+@pytest.mark.parametrize("name", sorted(CUT_TOKENS))
+def test_a_token_cut_shorter_than_its_shape_before_a_mark_is_redacted(name: str) -> None:
+    token = CUT_TOKENS[name]
+    r = Redactor({})
+    for mark in ("...", "…"):
+        assert r.text(f"key is {token}{mark} more") == f"key is {REDACTED}{mark} more"
+        assert r.text(f"key is {token}{token[-1] * 12}{mark}") == f"key is {REDACTED}{mark}"
+        assert r.text(f"key is {token[:-1]}{mark}") == f"key is {token[:-1]}{mark}"  # too short to tell
+        assert r.text(f"key is x{token}{mark}") == f"key is x{token}{mark}"  # inside a word
+    assert r.text(f"key is {token} ...") == f"key is {token} ..."  # no cut right after it
+    assert r.ident(f"t.py::test[{token}...]") == f"t.py::test[{token}...]"
