@@ -212,7 +212,7 @@ MUTATION_MODULES = {
         "threshold": 90,
     },
     "device_matrix/redact.py": {
-        "tests": ["tests/test_redact.py"],
+        "tests": ["tests/test_redact.py", "tests/test_redact_cuts.py"],
         "threshold": 90,
     },
     # the one place untrusted text is made inert in the Actions log (#22)
@@ -255,6 +255,9 @@ MUTATION_MODULES = {
         "functions": [
             "_run_id",
             "collect",
+            "_seen",
+            "_crash_finding",
+            "_skip_finding",
             "_run_hash",
             "_runs_of",
             "_run_text",

@@ -40,7 +40,7 @@ import os
 import re
 import threading
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, Literal, TypeVar
@@ -66,6 +66,12 @@ MIN_LITERAL = 8
 # how many hex digits of a hash a placeholder shows (known values / token shapes)
 _KNOWN_DIGITS = 6
 _SHAPE_DIGITS = 8
+# #30: a text cut short says so with a mark: pytest ends a summary line cut to the
+# terminal's width with "...", and cuts a long repr's middle so; other tools and views "…"
+_CUT_MARK_RE = re.compile(r"\.\.\.|…")
+# the shortest piece of a known value beside a cut mark that is redacted: a start or end
+# of a secret this long still gives most of it away ("token is Sup3rS3cretValue4...")
+MIN_CUT = 4
 
 Where = Literal["everywhere", "free text"]
 
@@ -85,6 +91,9 @@ class Rule:
     pattern: re.Pattern[str]
     triggers: tuple[str, ...]
     requires: tuple[str, ...] = ()  # text every match contains besides a trigger
+    # #30: (how every token of the shape starts, what follows): a token cut shorter than its
+    # shape, with a cut mark right after it, is still a token
+    cut: tuple[str, str] | None = None
 
 
 def _may_match(rule: Rule, lower: str) -> bool:
@@ -98,6 +107,7 @@ RULES: tuple[Rule, ...] = (
         "ghp_, gho_, ghu_, ghs_ or ghr_ and 20-255 letters or digits",
         re.compile(r"\b(?P<secret>gh[pousr]_[A-Za-z0-9]{20,255})\b"),
         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+        cut=(r"gh[pousr]_", "[A-Za-z0-9]"),
     ),
     Rule(
         "GitHub fine-grained token",
@@ -105,6 +115,7 @@ RULES: tuple[Rule, ...] = (
         "github_pat_ and 20-255 letters, digits or _",
         re.compile(r"\b(?P<secret>github_pat_[A-Za-z0-9_]{20,255})\b"),
         ("github_pat_",),
+        cut=(r"github_pat_", "[A-Za-z0-9_]"),
     ),
     Rule(
         "GitLab token",
@@ -112,6 +123,7 @@ RULES: tuple[Rule, ...] = (
         "glpat- and 20 or more letters, digits, _ or -",
         re.compile(r"\b(?P<secret>glpat-[A-Za-z0-9_-]{20,})(?![A-Za-z0-9_-])"),
         ("glpat-",),
+        cut=(r"glpat-", "[A-Za-z0-9_-]"),
     ),
     Rule(
         "AWS access key id",
@@ -119,6 +131,7 @@ RULES: tuple[Rule, ...] = (
         "AKIA or ASIA and 16 capitals or digits",
         re.compile(r"\b(?P<secret>(?:AKIA|ASIA)[0-9A-Z]{16})\b"),
         ("akia", "asia"),
+        cut=(r"(?:AKIA|ASIA)", "[0-9A-Z]"),
     ),
     Rule(
         "Slack token",
@@ -126,6 +139,7 @@ RULES: tuple[Rule, ...] = (
         "xoxa-, xoxb-, xoxp-, xoxo-, xoxs- or xoxr- and 10 or more letters, digits or -",
         re.compile(r"\b(?P<secret>xox[abposr]-[A-Za-z0-9-]{10,})(?![A-Za-z0-9-])"),
         ("xox",),
+        cut=(r"xox[abposr]-", "[A-Za-z0-9-]"),
     ),
     Rule(
         "Hugging Face token",
@@ -133,6 +147,7 @@ RULES: tuple[Rule, ...] = (
         "hf_ and 30 or more letters or digits",
         re.compile(r"\b(?P<secret>hf_[A-Za-z0-9]{30,})\b"),
         ("hf_",),
+        cut=(r"hf_", "[A-Za-z0-9]"),
     ),
     Rule(
         "OpenAI-style key",
@@ -140,6 +155,7 @@ RULES: tuple[Rule, ...] = (
         "sk- and 20 or more letters, digits, _ or -",
         re.compile(r"\b(?P<secret>sk-[A-Za-z0-9_-]{20,})(?![A-Za-z0-9_-])"),
         ("sk-",),
+        cut=(r"sk-", "[A-Za-z0-9_-]"),
     ),
     Rule(
         "Google OAuth token",
@@ -147,6 +163,7 @@ RULES: tuple[Rule, ...] = (
         "ya29. and 20 or more letters, digits, _ or -",
         re.compile(r"\b(?P<secret>ya29\.[A-Za-z0-9_-]{20,})(?![A-Za-z0-9_-])"),
         ("ya29.",),
+        cut=(r"ya29\.", "[A-Za-z0-9_-]"),
     ),
     Rule(
         "private key",
@@ -186,6 +203,12 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 _EVERYWHERE = tuple(rule for rule in RULES if rule.where == "everywhere")
+# #30: a token of a rule's shape cut shorter than the shape before a cut mark (free text)
+_CUT_SHAPE_RE = re.compile(
+    r"\b(?:"
+    + "|".join(f"{rule.cut[0]}{rule.cut[1]}{{{MIN_CUT},}}" for rule in RULES if rule.cut is not None)
+    + r")(?=\.\.\.|…)"
+)
 
 
 # one search of the lower-cased text for every trigger of the rules: most strings hold none
@@ -354,6 +377,17 @@ class Redactor:
         self._needles = sorted(form, key=lambda n: (-len(n), n))
         self._needle_re = _alternation(tuple(self._needles)) if self._needles else None
         self._json_needles = {json.dumps(n)[1:-1] for n in self._needles}  # as they read in a JSON string
+        # a piece of a form beside a cut mark is found by its first (or last) MIN_CUT characters:
+        # a start of a form before a mark, an end of one after a mark
+        self._by_head: dict[str, list[str]] = {}
+        self._by_tail: dict[str, list[str]] = {}
+        for needle in self._needles:
+            self._by_head.setdefault(needle[:MIN_CUT], []).append(needle)
+            self._by_tail.setdefault(needle[-MIN_CUT:], []).append(needle)
+        self._head_re, self._tail_re = (
+            re.compile("(?=(" + "|".join(map(re.escape, ends)) + "))") for ends in (self._by_head, self._by_tail)
+        )
+        self._longest = max(map(len, self._needles), default=0)
         self._cache: dict[tuple[bool, str], str] = {}  # (free text?, string) -> its redaction
 
     def _refresh(self) -> None:
@@ -380,8 +414,10 @@ class Redactor:
         out = text
         if self._needle_re is not None:
             out = self._needle_re.sub(REDACTED if free else self._known, out)
+            if free:
+                out = self._cut_pieces(out)
         if free:
-            out = _apply(out, RULES, _TRIGGERS_ALL, lambda _secret: REDACTED)
+            out = _CUT_SHAPE_RE.sub(REDACTED, _apply(out, RULES, _TRIGGERS_ALL, lambda _secret: REDACTED))
         else:
             out = _apply(out, _EVERYWHERE, _TRIGGERS_EVERYWHERE, self._shape)
         if len(text) <= _CACHED_LEN:
@@ -389,6 +425,42 @@ class Redactor:
                 self._cache.clear()
             self._cache[(free, text)] = self._cache[(free, out)] = out  # a redaction redacts to itself
         return out
+
+    def _cut_pieces(self, text: str) -> str:
+        """Free text with the piece of a known value beside each cut mark redacted (#30)."""
+        found: list[tuple[int, int]] = []
+        for before, start, end, after in self._beside_cuts(text):
+            found += [(before, start), (end, after)]
+        out, at = [], 0
+        for start, end in found:  # in order; an end after one mark may be the start before the next
+            if end > start:
+                out += [text[at:start], REDACTED] if start >= at else []
+                at = max(at, end)
+        return "".join([*out, text[at:]])
+
+    def _beside_cuts(self, text: str) -> Iterator[tuple[int, int, int, int]]:
+        """Each cut mark (its start and end) between the pieces of known values beside it:
+        (where the piece before it starts, start, end, where the piece after it ends)."""
+        for mark in _CUT_MARK_RE.finditer(text):
+            start, end = mark.span()
+            yield start - self._piece_before(text, start), start, end, end + self._piece_after(text, end)
+
+    def _piece_before(self, text: str, start: int) -> int:
+        """How long the longest start of a form (not all of it) is that ends at ``start``."""
+        for m in self._head_re.finditer(text, max(0, start - self._longest), start):
+            piece = text[m.start() : start]
+            if any(len(n) > len(piece) and n.startswith(piece) for n in self._by_head[m.group(1)]):
+                return len(piece)  # the first from the left is the longest
+        return 0
+
+    def _piece_after(self, text: str, end: int) -> int:
+        """How long the longest end of a form (not all of it) is that starts at ``end``."""
+        longest = 0
+        for m in self._tail_re.finditer(text, end, end + self._longest):
+            piece = text[end : m.start() + MIN_CUT]
+            if any(len(n) > len(piece) and n.endswith(piece) for n in self._by_tail[m.group(1)]):
+                longest = len(piece)  # the last from the left is the longest
+        return longest
 
     def data(self, value: _T) -> _T:
         """A JSON-like value with each string redacted by its key (see :data:`FREE_TEXT_KEYS`).
@@ -421,6 +493,8 @@ class Redactor:
         self._refresh()
         if "\\u" in serialized or any(n in serialized for n in self._json_needles):
             return False
+        if self._needle_re is not None and self._cut_pieces(serialized) != serialized:
+            return False  # #30: a piece of a value beside a cut mark
         lower = serialized.lower()
         return _TRIGGERS_ALL.search(lower) is None or not any(_may_match(rule, lower) for rule in RULES)
 
@@ -435,6 +509,8 @@ class Redactor:
                 start = text.find(needle, start + 1)
         for rule in RULES:
             found.extend(m.span() for m in rule.pattern.finditer(text))
+        if self._needle_re is not None:  # #30: a piece of one and the cut mark beside it
+            found.extend((a, b) for a, start, end, b in self._beside_cuts(text) if a < start or b > end)
         return sorted(found)
 
     def _walk(self, value: Any, free: bool) -> Any:
@@ -487,27 +563,6 @@ def redact_env(env: Mapping[str, str], extra_secrets: Iterable[str] = ()) -> dic
 
 
 # --- what other processes and files need -------------------------------------------------
-
-
-def selected(nodeids: Iterable[str], wanted: Sequence[str], redactor: Redactor | None = None) -> dict[str, int]:
-    """Which of ``nodeids`` (as collected) ``wanted`` names, each with its place in ``wanted``.
-
-    ``wanted`` names a test by its raw nodeid, or by the nodeid a record on disk holds (a
-    shard's plan, the record a resume continues): each collected nodeid is then redacted as
-    an identifier, as that record's writer did, to find it. Without a placeholder in
-    ``wanted`` nothing is redacted.
-    """
-    position = {n: k for k, n in enumerate(wanted)}
-    by_placeholder = any("[redacted:" in n for n in wanted)
-    found: dict[str, int] = {}
-    for nodeid in nodeids:
-        k = position.get(nodeid)
-        if k is None and by_placeholder:
-            redactor = redactor or Redactor()
-            k = position.get(redactor.ident(nodeid))
-        if k is not None:
-            found[nodeid] = k
-    return found
 
 
 def unterminated_block(data: bytes) -> int | None:

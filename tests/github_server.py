@@ -4,8 +4,11 @@ Implements what the client uses: list issues (state, labels, sort, direction, pe
 page, ``Link`` pagination, pull requests mixed in), get one (any repository; 404, 410 for
 a deleted one), create, comment, list comments (paginated, each with its id and author),
 edit and delete a comment (the pull request comment of verdicts), reopen (PATCH), search by
-body text, and a GraphQL endpoint for batched ``issueOrPullRequest`` lookups, with token
-checks: a read-only token (a fork's pull request's) reads and is refused every write (403).
+body text, the token's own user (``/user``, refused as to an app's token when asked), and a
+GraphQL endpoint for batched ``issueOrPullRequest`` lookups, with token checks: a read-only
+token (a fork's pull request's) reads and is refused every write (403); a comment is edited
+by its author only, unless the token may edit anyone's (a maintainer's). Every read has
+an ``ETag`` and is answered 304 when ``If-None-Match`` names it.
 
 Faults are scripted per route: an answer (403/429 with or without rate-limit headers,
 5xx, 422, an HTML body, a 201 without ``number``), optionally after doing the real work
@@ -17,6 +20,7 @@ is recorded.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import threading
@@ -55,6 +59,9 @@ class FakeGitHub:
         self.token = token
         self.readonly_token = "read-0nly-t0ken"
         self.login = "github-actions[bot]"  # the author of what the token writes
+        self.user_refused = False  # GET /user answers 403, as to an app's token (Actions')
+        self.may_edit_any = False  # the token may edit anyone's comment (a maintainer's)
+        self.not_modified = 0  # GETs answered 304 (If-None-Match named the answer's ETag)
         self.repos: dict[str, dict[int, dict[str, Any]]] = {repo: {}}
         self.deleted: set[tuple[str, int]] = set()
         self.comment_list: list[dict[str, Any]] = []  # {"id", "issue", "body", "user"}
@@ -154,6 +161,8 @@ def _handler(gh: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                 return "graphql", "", None
             if path == "/search/issues":
                 return "search", "", None
+            if path == "/user":
+                return "user", "", None
             m = re.fullmatch(r"/repos/([\w.-]+/[\w.-]+)/issues/comments/(\d+)", path)
             if m:
                 return "comment", m.group(1), int(m.group(2))
@@ -200,8 +209,18 @@ def _handler(gh: FakeGitHub) -> type[BaseHTTPRequestHandler]:
 
         def _serve(self, method: str, route: str, repo: str, number: int | None, raw: str, *, answer: bool) -> None:
             status, body, headers = self._work(method, route, repo, number, raw)
-            if answer:
-                self._send(status, body, headers)
+            if not answer:
+                return
+            if method == "GET" and status == 200:
+                # as GitHub: every read has an ETag, and a 304 when the client names it
+                tag = '"' + hashlib.sha256(json.dumps([body, headers]).encode()).hexdigest()[:32] + '"'
+                headers = {**headers, "ETag": tag}
+                if self.headers.get("If-None-Match") == tag:
+                    with gh.lock:
+                        gh.not_modified += 1
+                    self._send_raw(304, b"", "application/json", headers)
+                    return
+            self._send(status, body, headers)
 
         def _work(
             self, method: str, route: str, repo: str, number: int | None, raw: str
@@ -255,7 +274,7 @@ def _handler(gh: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                         return 404, {"message": "Not Found"}, {}
                     if method == "GET":
                         return 200, self._comment_json(found[0]["id"]), {}
-                    if found[0]["user"]["login"] != gh.login:
+                    if found[0]["user"]["login"] != gh.login and not gh.may_edit_any:
                         return 403, {"message": "Resource not accessible by integration"}, {}
                     if method == "PATCH":
                         found[0]["body"] = json.loads(raw or "{}").get("body", found[0]["body"])
@@ -263,6 +282,10 @@ def _handler(gh: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                     if method == "DELETE":
                         gh.comment_list.remove(found[0])
                         return 204, None, {}
+                if method == "GET" and route == "user":
+                    if gh.user_refused:
+                        return 403, {"message": "Resource not accessible by integration"}, {}
+                    return 200, {"login": gh.login, "type": "Bot" if gh.login.endswith("[bot]") else "User"}, {}
                 if method == "GET" and route == "search":
                     return self._search(q)
                 if method == "POST" and route == "graphql":

@@ -25,6 +25,7 @@ FLOORS: dict[str, int] = {
     "names": 1,
     "markup": 1,
     "links": 1,
+    "wanted": 2,
     "tomlfile": 1,
     "skips": 2,
     "config": 3,

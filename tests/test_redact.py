@@ -25,9 +25,9 @@ from device_matrix.redact import (
     redact_file,
     redact_text,
     secret_values,
-    selected,
     unterminated_block,
 )
+from device_matrix.wanted import selected
 
 TOKEN = "ghp_" + "Zz09" * 9
 OPAQUE = "opaque-value-1234"

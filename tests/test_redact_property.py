@@ -29,8 +29,9 @@ from device_matrix.output import Output
 from device_matrix.records import jsonreport
 from device_matrix.records.atomic import write_json_atomic
 from device_matrix.records.junit import write_junit
-from device_matrix.redact import Redactor, selected
+from device_matrix.redact import Redactor
 from device_matrix.run.state import RunState
+from device_matrix.wanted import selected
 
 SECRET_A = "node-secret-value-77"
 SECRET_B = 'pa"ss\\word-cafe-9'  # JSON writes it pa\"ss\\\\word: a search of the bytes alone misses it

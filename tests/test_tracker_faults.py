@@ -19,7 +19,7 @@ import pytest
 from device_matrix.errors import EXIT_TRACKER, TrackerError
 from device_matrix.findings import skip_key
 from device_matrix.issues.base import FINGERPRINT_MARKER
-from device_matrix.issues.github import RATE_LIMIT_FLOOR
+from device_matrix.issues.client import RATE_LIMIT_FLOOR
 from device_matrix.issues.sync import SyncReport, sync
 from tests import records as R
 from tests.builders import TOKEN, FakeTime, client

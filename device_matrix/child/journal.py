@@ -13,6 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from device_matrix.wanted import escape_ident, escape_nodeids
+
 # the journal's descriptor is moved this high, out of the range a test's own files get
 JOURNAL_FD_MIN = 1000
 
@@ -64,7 +66,7 @@ class JournalWriter:
             self._closed(event)
             return
         self._n += 1
-        self._send((_ENCODE({"e": event, "n": self._n, **fields}) + "\n").encode())
+        self._send((_ENCODE({"e": event, "n": self._n, **escape_nodeids(fields)}) + "\n").encode())
 
     # The events of every test, formatted by hand: the general encoder costs about five
     # times as much, paid several times per test (bench/overhead.py).
@@ -77,7 +79,7 @@ class JournalWriter:
         line = "null" if loc[1] is None else str(int(loc[1]))
         body = _ENCODE(meta) if meta else "{}"
         self._send(
-            f'{{"e":"start","n":{self._n},"nodeid":{_string(nodeid)},"t":{t!r},"meta":{body},'
+            f'{{"e":"start","n":{self._n},"nodeid":{_string(escape_ident(nodeid))},"t":{t!r},"meta":{body},'
             f'"seq":{seq},"loc":[{_string(loc[0])},{line}]}}\n'.encode()
         )
 
@@ -86,7 +88,7 @@ class JournalWriter:
             self._closed("finish")
             return
         self._n += 1
-        self._send(f'{{"e":"finish","n":{self._n},"nodeid":{_string(nodeid)},"t":{t!r}}}\n'.encode())
+        self._send(f'{{"e":"finish","n":{self._n},"nodeid":{_string(escape_ident(nodeid))},"t":{t!r}}}\n'.encode())
 
     def passed(self, when: str, duration: float, *, hold: bool = False) -> None:
         """A phase of the running test passed with nothing to report: the common case, short.

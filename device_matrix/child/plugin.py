@@ -217,7 +217,7 @@ def _device_skips(item: pytest.Item, state: _State, disabled: list[DeviceSkip]) 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     state = config.stash[_state_key]
     if state.select is not None:
-        from device_matrix.redact import selected
+        from device_matrix.wanted import selected
 
         # a nodeid as a record names it (a shard's plan, a resume: redacted) selects its test too
         position = selected((i.nodeid for i in items), state.select)

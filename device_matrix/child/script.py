@@ -268,7 +268,7 @@ class Recorder:
                 name = f"{name}[{seen[name]}]"
             names.append((name + self.suffix, test))
         if self.select is not None:
-            from device_matrix.redact import selected
+            from device_matrix.wanted import selected
 
             # a nodeid as a record names it (a resume: redacted) selects its test too
             position = selected((name for name, _ in names), self.select)

@@ -4,12 +4,14 @@ The comment is found again by the marker that ends its body; what it guarantees,
 issue sync does for issues:
 
 * never posted twice: the pull request's comments are read before anything is written; a
-  comment already marked is updated (the oldest one that the token may edit: a marker in
-  someone else's comment, which the token cannot edit, is passed over);
+  comment already marked is updated: the oldest one that the token's own user wrote (its
+  login asked once, #30), wherever in it the marker stands (someone may have edited it after
+  the marker); a copy of the marker in anyone else's comment is never written to, even with
+  a token that may edit it;
 * a create whose answer is unclear (5xx, reset, timeout) is never repeated blindly: the
   comments are read again and a comment carrying this run's marker is taken as made;
 * two triages that raced to create: each reads the comments again after creating, and
-  the newer one updates the oldest comment of the same author and deletes its own;
+  the newer one updates the oldest comment of the token's user and deletes its own;
 * a token that may not write (a fork's pull request gets a read-only one): skipped, with a
   note that says so; the step summary still carries the verdicts.
 
@@ -25,11 +27,13 @@ from typing import Any, Literal
 
 from device_matrix.errors import TrackerError
 from device_matrix.issues.base import BODY_LIMIT, AmbiguousWrite
-from device_matrix.issues.github import GitHubTracker, GoneError, RefusedError
+from device_matrix.issues.client import PER_PAGE, GitHubClient, GoneError, RefusedError, author
+from device_matrix.issues.github import GitHubTracker
 from device_matrix.redact import Redactor
 
 MARKER = "<!-- device-matrix:verdicts run={} -->"
-MARKER_END_RE = re.compile(r"<!-- device-matrix:verdicts run=([0-9a-f]{16}) -->\s*\Z")
+MARKER_RE = re.compile(r"<!-- device-matrix:verdicts run=([0-9a-f]{16}) -->")
+MARKER_END_RE = re.compile(MARKER_RE.pattern + r"\s*\Z")
 MAX_TRIES = 3
 CLIPPED = "\n\n_(clipped to fit GitHub's comment size; the full verdicts are in the triage report)_\n"
 
@@ -57,19 +61,54 @@ def body_of(text: str, run: str, redactor: Redactor) -> str:
     return f"{clean}\n\n{marker}"
 
 
-def _marked(comments: list[dict[str, Any]]) -> list[dict[str, Any]]:
+class PullRequestComments:
+    """The comments of one repository's issues and pull requests, over the client."""
+
+    def __init__(self, client: GitHubClient, repository: str) -> None:
+        self.client = client
+        self.repository = repository
+
+    def listed(self, number: int) -> list[dict[str, Any]]:
+        """Every comment on issue or pull request ``number``, oldest first."""
+        path = f"/repos/{self.repository}/issues/{number}/comments"
+        out: list[dict[str, Any]] = []
+        for page in self.client.pages(path, {"per_page": PER_PAGE}):
+            out.extend(page)
+        return out
+
+    def create(self, number: int, body: str) -> dict[str, Any]:
+        """A new comment; an unclear answer raises :class:`AmbiguousWrite` (look before writing again)."""
+        path = f"/repos/{self.repository}/issues/{number}/comments"
+        resp = self.client.request("POST", path, json={"body": body})
+        try:
+            data = self.client.json(resp, "POST", path)
+        except TrackerError as exc:
+            raise AmbiguousWrite(f"POST {path}: {exc.message}") from None
+        if not isinstance(data, dict) or not isinstance(data.get("id"), int):
+            raise AmbiguousWrite(f"POST {path}: GitHub answered without the comment's id")
+        return data
+
+    def update(self, comment_id: int, body: str) -> None:
+        self.client.request("PATCH", f"/repos/{self.repository}/issues/comments/{comment_id}", json={"body": body})
+
+    def delete(self, comment_id: int) -> None:
+        self.client.request("DELETE", f"/repos/{self.repository}/issues/comments/{comment_id}")
+
+    def ours(self, number: int) -> list[dict[str, Any]]:
+        """The comments of verdicts on ``number`` the token's own user wrote, oldest first."""
+        return _marked(self.listed(number), self.client.login())
+
+
+def _marked(comments: list[dict[str, Any]], login: str) -> list[dict[str, Any]]:
     out = [
         c
         for c in comments
-        if isinstance(c.get("id"), int) and isinstance(c.get("body"), str) and MARKER_END_RE.search(c["body"])
+        if isinstance(c.get("id"), int)
+        and isinstance(c.get("body"), str)
+        and author(c) == login
+        and MARKER_RE.search(c["body"])
     ]
     return sorted(out, key=lambda c: int(c["id"]))
-
-
-def _author(comment: dict[str, Any]) -> str | None:
-    user = comment.get("user")
-    login = user.get("login") if isinstance(user, dict) else None
-    return login if isinstance(login, str) else None
 
 
 def post(tracker: GitHubTracker, number: int, body: str, *, create: bool = True) -> CommentOutcome:
@@ -79,8 +118,9 @@ def post(tracker: GitHubTracker, number: int, body: str, *, create: bool = True)
     marker = MARKER_END_RE.search(body)
     if marker is None:
         raise ValueError("the body does not end with the verdicts marker (see body_of)")
+    comments = PullRequestComments(tracker.client, tracker.repository)
     try:
-        return _post(tracker, number, body, marker.group(0).strip(), create=create)
+        return _post(comments, number, body, marker.group(0).strip(), create=create)
     except RefusedError as exc:
         return CommentOutcome(
             "skipped",
@@ -94,29 +134,27 @@ def post(tracker: GitHubTracker, number: int, body: str, *, create: bool = True)
         )
 
 
-def _post(tracker: GitHubTracker, number: int, body: str, marker: str, *, create: bool) -> CommentOutcome:
-    refused: list[str] = []
-    for existing in _marked(tracker.pr_comments(number)):
+def _post(comments: PullRequestComments, number: int, body: str, marker: str, *, create: bool) -> CommentOutcome:
+    for existing in comments.ours(number):
         if existing["body"] == body:
             return CommentOutcome(
                 "unchanged", f"pull request {number}: its verdicts comment is up to date", existing["id"]
             )
         try:
-            tracker.update_comment(existing["id"], body)
-        except (RefusedError, GoneError) as exc:
-            refused.append(f"comment {existing['id']}: {exc.message}")
-            continue  # someone else's comment that ends with our marker: not ours to edit
+            comments.update(existing["id"], body)
+        except GoneError:
+            continue  # deleted since it was listed
         return CommentOutcome("updated", f"pull request {number}: verdicts comment updated", existing["id"])
     if not create:
         return CommentOutcome("unchanged", f"pull request {number}: no failures to judge, no comment posted")
     made: dict[str, Any] | None = None
     for _ in range(MAX_TRIES):
         try:
-            made = tracker.create_comment(number, body)
+            made = comments.create(number, body)
             break
         except AmbiguousWrite:
             # it may have been made: look before writing again
-            again = [c for c in _marked(tracker.pr_comments(number)) if marker in c["body"]]
+            again = [c for c in comments.ours(number) if marker in c["body"]]
             if again:
                 made = again[0]
                 break
@@ -125,20 +163,19 @@ def _post(tracker: GitHubTracker, number: int, body: str, marker: str, *, create
             f"commenting on pull request {number}: {MAX_TRIES} unclear answers from GitHub",
             tip="Run the triage again: a comment that was made after all is found and updated, not repeated.",
         )
-    return _settle(tracker, number, made, body)
+    return _settle(comments, number, made, body)
 
 
-def _settle(tracker: GitHubTracker, number: int, made: dict[str, Any], body: str) -> CommentOutcome:
-    """After creating: an older marked comment of the same author (another triage raced us)
-    wins; it gets this body and ours is deleted."""
+def _settle(comments: PullRequestComments, number: int, made: dict[str, Any], body: str) -> CommentOutcome:
+    """After creating: an older comment of verdicts of the token's user (another triage
+    raced us) wins; it gets this body and ours is deleted."""
     mine = int(made["id"])
-    author = _author(made)
-    rivals = [c for c in _marked(tracker.pr_comments(number)) if c["id"] < mine and author and _author(c) == author]
+    rivals = [c for c in comments.ours(number) if c["id"] < mine]
     if not rivals:
         return CommentOutcome("created", f"pull request {number}: verdicts comment posted", mine)
     first = rivals[0]
-    tracker.update_comment(first["id"], body)
-    tracker.delete_comment(mine)
+    comments.update(first["id"], body)
+    comments.delete(mine)
     return CommentOutcome(
         "updated", f"pull request {number}: verdicts comment updated (a duplicate removed)", first["id"]
     )

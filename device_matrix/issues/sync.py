@@ -53,7 +53,7 @@ from device_matrix.links import LINKS_VERSION as STATE_VERSION
 from device_matrix.links import load_links
 from device_matrix.links import read_links as _load_state
 from device_matrix.records.atomic import write_json_atomic
-from device_matrix.records.schema import RunRecord
+from device_matrix.records.schema import CrashRecord, RunRecord, SkipInfo
 from device_matrix.redact import Redactor
 from device_matrix.skips import DeviceSkip, normalize_issue
 
@@ -145,50 +145,15 @@ def collect(records: Sequence[RunRecord]) -> tuple[list[Finding], list[tuple[str
     for record in records:
         row = record["row"]
         for crash in record["crashes"]:
-            d = crash["diagnosis"]
-            fp = crash_key(d["fingerprint"])
             if crash.get("issue"):
                 ref = str(crash["issue"])
                 cited.append((crash["nodeid"] or crash["phase"], row, normalize_issue(ref) or ref))
                 continue
+            fp = crash_key(crash["diagnosis"]["fingerprint"])
             f = findings.get(fp)
             if f is None:
-                what = d["signal_name"] or (f"exit code {d['exit_code']}" if crash["kind"] == "crash" else "timeout")
-                where = crash["nodeid"] or f"pytest {crash['phase']}"
-                # what the process said (an F line, a terminate, faulthandler's fatal error),
-                # never the hint: that is ours, and "What happened" says it already
-                fatal = f"Fatal Python error: {d['fatal_error']}" if d["fatal_error"] else ""
-                head = d["fatal_lines"][-1] if d["fatal_lines"] else (d["terminate"] or fatal)
-                f = Finding(
-                    fingerprint=fp,
-                    kind="crash",
-                    what=what,
-                    title=clip_title(f"{'Hang' if crash['kind'] == 'timeout' else 'Crash'}: {what} in {where}"),
-                    sections=[
-                        (
-                            "What happened",
-                            f"{crash['kind']} ({what}) during {crash['when'] or crash['phase']}"
-                            f" of `{where}`; {crash['classification']} over {len(crash['reruns'])} rerun(s). "
-                            f"{d['hint'] or ''}",
-                            False,
-                        ),
-                        ("Fatal message", head, True),
-                        ("Python stack", d["python_stack"], True),
-                        ("Native stack", d["native_stack"], True),
-                        (
-                            "gdb backtrace (top frames)",
-                            "\n".join(d["gdb_frames"]) if d.get("gdb_frames") else None,
-                            True,
-                        ),
-                        ("Last output", "\n".join(d["last_output"][-25:]), True),
-                        ("Reproduce", crash["repro"], True),
-                        ("Fingerprint basis", "\n".join(d["fingerprint_basis"]), True),
-                    ],
-                )
-                findings[fp] = f
-            if row not in f.rows:
-                f.rows.append(row)
-            f.runs.append((row, _run_id(record)))
+                f = findings[fp] = _crash_finding(fp, crash)
+            _seen(f, record)
             if crash["nodeid"] and crash["nodeid"] not in f.nodeids:
                 f.nodeids.append(crash["nodeid"])
         for test in record["tests"]:
@@ -201,34 +166,80 @@ def collect(records: Sequence[RunRecord]) -> tuple[list[Finding], list[tuple[str
             fp = skip_key(test["nodeid"], skip["mode"])
             f = findings.get(fp)
             if f is None:
-                where = f"{skip['file']}:{skip['line']}" if skip["file"] and skip["line"] else (skip["file"] or "")
-                f = Finding(
-                    fingerprint=fp,
-                    kind="skip",
-                    what=skip["mode"],
-                    title=clip_title(f"Disabled ({skip['mode']}): {test['nodeid']}"),
-                    sections=[
-                        (
-                            "Test",
-                            f"`{test['nodeid']}` is marked {skip['mode']} on "
-                            f"{', '.join(skip['devices']) or 'some devices'}"
-                            f" ({skip['source']}{', ' + where if where else ''}) without an issue.",
-                            False,
-                        ),
-                        ("Reason given", skip["reason"] or "(none)", False),
-                        (
-                            "To re-enable",
-                            "Fix the cause, then remove the marker or disable-list entry.",
-                            False,
-                        ),
-                    ],
-                )
-                findings[fp] = f
-            if row not in f.rows:
-                f.rows.append(row)
-            f.runs.append((row, _run_id(record)))
+                f = findings[fp] = _skip_finding(fp, test["nodeid"], skip)
+            _seen(f, record)
             f.nodeids.append(test["nodeid"])
     return list(findings.values()), cited
+
+
+def _seen(f: Finding, record: RunRecord) -> None:
+    """``f`` was seen in ``record``'s run."""
+    if record["row"] not in f.rows:
+        f.rows.append(record["row"])
+    f.runs.append((record["row"], _run_id(record)))
+
+
+def _crash_finding(fp: str, crash: CrashRecord) -> Finding:
+    """The finding of a crash no issue is cited for: what its issue says."""
+    d = crash["diagnosis"]
+    what = d["signal_name"] or (f"exit code {d['exit_code']}" if crash["kind"] == "crash" else "timeout")
+    where = crash["nodeid"] or f"pytest {crash['phase']}"
+    # what the process said (an F line, a terminate, faulthandler's fatal error),
+    # never the hint: that is ours, and "What happened" says it already
+    fatal = f"Fatal Python error: {d['fatal_error']}" if d["fatal_error"] else ""
+    head = d["fatal_lines"][-1] if d["fatal_lines"] else (d["terminate"] or fatal)
+    return Finding(
+        fingerprint=fp,
+        kind="crash",
+        what=what,
+        title=clip_title(f"{'Hang' if crash['kind'] == 'timeout' else 'Crash'}: {what} in {where}"),
+        sections=[
+            (
+                "What happened",
+                f"{crash['kind']} ({what}) during {crash['when'] or crash['phase']}"
+                f" of `{where}`; {crash['classification']} over {len(crash['reruns'])} rerun(s). "
+                f"{d['hint'] or ''}",
+                False,
+            ),
+            ("Fatal message", head, True),
+            ("Python stack", d["python_stack"], True),
+            ("Native stack", d["native_stack"], True),
+            (
+                "gdb backtrace (top frames)",
+                "\n".join(d["gdb_frames"]) if d.get("gdb_frames") else None,
+                True,
+            ),
+            ("Last output", "\n".join(d["last_output"][-25:]), True),
+            ("Reproduce", crash["repro"], True),
+            ("Fingerprint basis", "\n".join(d["fingerprint_basis"]), True),
+        ],
+    )
+
+
+def _skip_finding(fp: str, nodeid: str, skip: SkipInfo) -> Finding:
+    """The finding of a device skip that cites no issue: what its issue says."""
+    where = f"{skip['file']}:{skip['line']}" if skip["file"] and skip["line"] else (skip["file"] or "")
+    return Finding(
+        fingerprint=fp,
+        kind="skip",
+        what=skip["mode"],
+        title=clip_title(f"Disabled ({skip['mode']}): {nodeid}"),
+        sections=[
+            (
+                "Test",
+                f"`{nodeid}` is marked {skip['mode']} on "
+                f"{', '.join(skip['devices']) or 'some devices'}"
+                f" ({skip['source']}{', ' + where if where else ''}) without an issue.",
+                False,
+            ),
+            ("Reason given", skip["reason"] or "(none)", False),
+            (
+                "To re-enable",
+                "Fix the cause, then remove the marker or disable-list entry.",
+                False,
+            ),
+        ],
+    )
 
 
 def uncited_skip_findings(declared: Sequence[DeviceSkip]) -> list[Finding]:

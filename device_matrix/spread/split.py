@@ -18,7 +18,7 @@ A plan names each test as a record does (#22): a known secret in a nodeid is its
 placeholder (``[redacted:hex]``, one per value), so plan.json is written as it is made,
 its id is the id of what is on disk, and the durations recorded under those names weigh
 them. A shard finds its own raw collection in the plan by those names
-(:func:`device_matrix.redact.selected`), and selects its part by its raw nodeids.
+(:func:`device_matrix.wanted.selected`), and selects its part by its raw nodeids.
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ from device_matrix.records.schema import (
     load_run,
     plan_id,
 )
-from device_matrix.redact import Redactor, selected
+from device_matrix.redact import Redactor
+from device_matrix.wanted import selected
 
 
 @dataclass(frozen=True)
@@ -271,7 +272,7 @@ class Split:
         named = [tests[i] for i in plan["parts"][index - 1]]
         if collected is None:
             return named
-        found = selected(collected, named, redactor)
+        found = selected(collected, named, redactor, read=True)
         return sorted(found, key=found.__getitem__)
 
     def fit(self, tests: Sequence[str] | None, where: Path, flag: str, redactor: Redactor | None = None) -> None:
@@ -281,7 +282,7 @@ class Split:
         if tests is None or planned is None:
             return  # a collection that failed: the shard's own run records why
         redactor = redactor or Redactor()
-        found = selected(tests, planned, redactor)
+        found = selected(tests, planned, redactor, read=True)
         extras = sorted({redactor.ident(t) for t in tests if t not in found})
         named = set(found.values())
         absent = sorted(n for i, n in enumerate(planned) if i not in named)
