@@ -20,13 +20,14 @@ import glob
 import os
 import shlex
 import shutil
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from device_matrix.config import Row
+from device_matrix.diagnostics.environment import ask_tool
 
 TRUTHY = frozenset({"1", "true", "yes", "on"})
+COMMAND_TIMEOUT = 10.0  # seconds a ``command:`` check is given
 
 
 @dataclass(frozen=True)
@@ -39,12 +40,15 @@ def _command_succeeds(argv: list[str]) -> tuple[bool, str]:
     if not argv or shutil.which(argv[0]) is None:
         return False, f"{argv[0] if argv else '(empty)'} not found"
     try:
-        proc = subprocess.run(argv, capture_output=True, timeout=10, check=False, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        # #30: in its own process group, ended with what it started when it hangs
+        code, _ = ask_tool(argv, COMMAND_TIMEOUT)
+    except OSError as exc:
         return False, f"{argv[0]}: {exc}"
-    if proc.returncode == 0:
+    if code is None:
+        return False, f"`{shlex.join(argv)}` did not answer in {COMMAND_TIMEOUT:g} s"
+    if code == 0:
         return True, f"`{shlex.join(argv)}` succeeded"
-    return False, f"`{shlex.join(argv)}` exited {proc.returncode}"
+    return False, f"`{shlex.join(argv)}` exited {code}"
 
 
 def detect(row: Row, environ: Mapping[str, str] | None = None) -> Presence:

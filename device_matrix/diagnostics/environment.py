@@ -10,10 +10,12 @@ versions come from installed metadata: nothing heavy is imported.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -74,24 +76,54 @@ def _versions() -> dict[str, str]:
 
 
 def _drivers(timeout: float = 10.0) -> dict[str, str]:
+    """What each driver tool says. A tool is an untrusted child (#30): it runs in its own
+    process group, ended with whatever it started when it does not answer in ``timeout``,
+    and a tool that did not answer is not asked again (``nvidia-smi -q`` after the query);
+    output that is not UTF-8 is kept, its bad bytes replaced."""
     out: dict[str, str] = {}
+    hung: set[str] = set()
     for name, argv in DRIVER_TOOLS.items():
+        if argv[0] in hung:
+            out[name] = f"failed: not asked, {argv[0]} did not answer"
+            continue
         if shutil.which(argv[0]) is None:
             continue
         try:
-            proc = subprocess.run(
-                argv,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                check=False,
-                stdin=subprocess.DEVNULL,
-            )
-            text = (proc.stdout or proc.stderr).strip()
-            out[name] = text[:2000] if proc.returncode == 0 else f"exit {proc.returncode}: {text[:500]}"
-        except (OSError, subprocess.TimeoutExpired) as exc:
+            code, text = ask_tool(argv, timeout)
+        except OSError as exc:
             out[name] = f"failed: {exc}"
+            continue
+        if code is None:
+            hung.add(argv[0])
+            out[name] = f"failed: {argv[0]} did not answer in {timeout:g} s (ended)"
+            continue
+        out[name] = text[:2000] if code == 0 else f"exit {code}: {text[:500]}"
     return out
+
+
+def ask_tool(argv: list[str], timeout: float) -> tuple[int | None, str]:
+    """(exit code or None when it did not end in ``timeout``, its stdout or else its stderr)."""
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.kill()
+        # the group is gone; a pipe a daemon it started still holds open is not waited on
+        proc.wait()
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        return None, ""
+    text = (stdout or stderr).decode("utf-8", "replace").strip()
+    return proc.returncode, text
 
 
 def _neuron_driver() -> str | None:
