@@ -9,7 +9,10 @@ Inside, ``DEVICE_MATRIX_IN_IMAGE`` names the row, so a nested call runs locally.
 Before the first attempt the image is asked, in a container started as the row's are,
 which interpreter it has (the row's ``container_python``, or the first of ``python``,
 ``python3`` that can run the row) and which pytest: an image that cannot run the row is
-refused up front with what it has and what it needs (#21), not at the first test.
+refused up front with what it has and what it needs (#21), not at the first test. The
+same check says what the container's environment holds: the image's own secret-looking
+values (``ENV ..._TOKEN=``) are scrubbed from then on, so output of a child that dies
+before its plugin names them is redacted too (#30).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import BinaryIO
 from device_matrix.config import Row
 from device_matrix.diagnostics.core import GDB_TIMEOUT, mapped_files
 from device_matrix.errors import EnvironmentProblem
+from device_matrix.redact import remember_secrets
 from device_matrix.run.executors.base import FAULTHANDLER_FROM_START, ExecutorName, LaunchSpec, PopenChild
 from device_matrix.run.executors.engine import ENGINE_CHECK_TIMEOUT, Engine
 from device_matrix.wire import PLUGIN
@@ -53,6 +57,7 @@ NOT_FOUND = 127
 # the check may pull the image first: it gets what starting pytest gets, at least this
 PROBE_MIN_TIMEOUT = 60.0
 PROBE_MARK = "@@device-matrix-image@@"
+PROBE_ENV_MARK = "@@device-matrix-image-environment@@"
 # what the image's interpreter says about itself; it may be any Python, even 2.7
 PROBE = (
     r"""
@@ -72,7 +77,9 @@ if sys.version_info[:2] >= (%(major)d, %(minor)d):
             errors[name] = "%s: %s" % (type(exc).__name__, exc)
 found["import_errors"] = errors
 sys.stdout.write("\n%(mark)s" + json.dumps(found) + "\n")
+sys.stdout.write("%(envmark)s" + json.dumps(dict(os.environ)) + "\n")
 """.replace("%(major)d", str(MIN_PYTHON[0]))
+    .replace("%(envmark)s", PROBE_ENV_MARK)
     .replace("%(minor)d", str(MIN_PYTHON[1]))
     .replace("%(mark)s", PROBE_MARK)
 )
@@ -146,6 +153,15 @@ def _image_python(name: str, text: str) -> ImagePython | str:
         )
     except (ValueError, KeyError, TypeError, AttributeError):
         return f"answered the check with something unreadable: {text[:200]!r}"
+
+
+def _remember_environment(text: str) -> None:
+    """The container's environment, as the check found it: its secret-looking values are
+    scrubbed everywhere from now on (#30: a conftest that prints one, then dies)."""
+    with contextlib.suppress(ValueError):
+        environ = json.loads(text)
+        if isinstance(environ, dict):
+            remember_secrets({str(k): v for k, v in environ.items() if isinstance(v, str)})
 
 
 def _version(text: str) -> tuple[int, int]:
@@ -289,6 +305,9 @@ class ContainerExecutor:
                     "test_timeout.",
                 ) from None
             raise
+        for line in out.splitlines():
+            if line.startswith(PROBE_ENV_MARK):
+                _remember_environment(line[len(PROBE_ENV_MARK) :])
         for line in reversed(out.splitlines()):
             if line.startswith(PROBE_MARK):
                 return _image_python(candidate, line[len(PROBE_MARK) :])
