@@ -323,6 +323,7 @@ class Run:
                 self.row,
                 env_allowlist=self.cfg.env_allowlist,
                 extra_mounts=[] if results.is_relative_to(root) else [results],
+                folder=self.folder.path,
             )
             # before the first attempt: the image's interpreter, its pytest, the modules (#21)
             imports = [*([PLUGIN] if self.runs_pytest else []), *([SCRIPT_MODULE] if self.scripts else [])]

@@ -35,7 +35,7 @@ from typing import BinaryIO
 from device_matrix.config import Row
 from device_matrix.diagnostics.core import GDB_TIMEOUT, mapped_files
 from device_matrix.errors import EnvironmentProblem
-from device_matrix.redact import remember_secrets
+from device_matrix.redact import is_secret_name, remember_secrets
 from device_matrix.run.executors.base import FAULTHANDLER_FROM_START, ExecutorName, LaunchSpec, PopenChild
 from device_matrix.run.executors.engine import ENGINE_CHECK_TIMEOUT, Engine
 from device_matrix.wire import PLUGIN
@@ -112,6 +112,8 @@ for path in wanted:
     except OSError as exc:
         print("not copied: %s (%s)" % (path, exc), file=sys.stderr)
 """
+# the folder, in a run's results folder, of the names of its running containers (#30)
+KEPT_NAMES = ".containers"
 VERSION_RE = re.compile(r"(\d+)\.(\d+)")
 
 
@@ -222,6 +224,7 @@ class ContainerExecutor:
         env_allowlist: Sequence[str] = (),
         extra_mounts: Sequence[Path] = (),
         host_env: Mapping[str, str] | None = None,
+        folder: Path | None = None,
     ) -> None:
         if not row.image:
             raise EnvironmentProblem(
@@ -235,6 +238,9 @@ class ContainerExecutor:
         self.host_env = dict(os.environ if host_env is None else host_env)
         self.python = row.container_python or CONTAINER_PYTHONS[0]
         self.found: ImagePython | None = None  # what prepare() found in the image
+        # #30: each running container's name is kept in the results folder until it ended,
+        # so the next run that holds the folder's lock removes those a killed runner left
+        self.kept = folder / KEPT_NAMES if folder is not None else None
 
     def interpreter(self) -> str:
         """The interpreter's real path in the image once known (gdb reads it from the image)."""
@@ -284,7 +290,7 @@ class ContainerExecutor:
         proc = subprocess.Popen(
             argv,
             cwd=spec.workdir,
-            env=self._client_env(),
+            env=self._client_env(variables),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -374,11 +380,14 @@ class ContainerExecutor:
             argv += ["-v", f"{host}:{inside}" + (f":{opts}" if opts else "")]
         argv += ["-w", str(spec.workdir)]
         for key, value in variables:
-            argv += ["-e", key if value is None else f"{key}={value}"]
+            # #30: a secret-looking value is passed by name, from the engine client's own
+            # environment (_client_env): a command line is anyone's to read in `ps`
+            argv += ["-e", key if value is None or is_secret_name(key) else f"{key}={value}"]
         argv.append(self.row.image)
         return argv
 
     def argv(self, spec: LaunchSpec, *, name: str | None = None) -> list[str]:
+        """The engine's command line; the secret-looking variables by name (:meth:`_client_env`)."""
         variables = self._variables(spec.env, spec.project_root)
         argv = [*self._run_options(spec, variables, name=name), self.python, *FAULTHANDLER_FROM_START]
         argv += ["-m", spec.module]
@@ -396,9 +405,11 @@ class ContainerExecutor:
         argv[0] = self.engine.command
         return [*argv, self.python]
 
-    def _client_env(self) -> dict[str, str]:
-        # only what the engine client itself needs from the host; the container's
-        # environment is given explicitly with -e
+    def _client_env(self, variables: Sequence[tuple[str, str | None]] = ()) -> dict[str, str]:
+        # only what the engine client itself needs from the host, and the secret-looking
+        # values of the container's ``variables``, which -e passes by name (#30); the rest
+        # of the container's environment is given explicitly with -e
+        secret = {k: v for k, v in variables if v is not None and is_secret_name(k)}
         wanted = (
             "PATH",
             "HOME",
@@ -411,25 +422,44 @@ class ContainerExecutor:
             "TMPDIR",
             "LANG",
         )
-        return {k: v for k, v in self.host_env.items() if k in wanted}
+        return {**{k: v for k, v in self.host_env.items() if k in wanted}, **secret}
 
     def _new_name(self) -> str:
         # one per container: an ended one may still be being removed when the next starts
         return f"device-matrix-{self.row.name}-{secrets.token_hex(4)}"
 
+    def remove_leftovers(self) -> list[str]:
+        """Remove the containers a killed run in this results folder left, and name them.
+
+        Called with the folder's lock held: no live run owns one of the names kept there.
+        """
+        if self.kept is None or not self.kept.is_dir():
+            return []
+        names = sorted(f.name for f in self.kept.iterdir())
+        if names:
+            engine_command(self.engine.path, ["rm", "-f", *names], self._client_env())
+            for name in names:
+                (self.kept / name).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            self.kept.rmdir()
+        return names
+
     def launch(self, spec: LaunchSpec, output: BinaryIO) -> ContainerChild:
         spec.workdir.mkdir(parents=True, exist_ok=True)
         name = self._new_name()
+        if self.kept is not None:
+            self.kept.mkdir(exist_ok=True)
+            (self.kept / name).touch()  # before it starts: a runner killed now still left its name
         proc = subprocess.Popen(
             self.argv(spec, name=name),
             cwd=spec.workdir,
-            env=self._client_env(),
+            env=self._client_env(self._variables(spec.env, spec.project_root)),
             stdin=subprocess.DEVNULL,
             stdout=output,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        return ContainerChild(proc, spec.token, self.engine.path, name, self._client_env())
+        return ContainerChild(proc, spec.token, self.engine.path, name, self._client_env(), kept=self.kept)
 
     def command_for(self, spec: LaunchSpec) -> list[str]:
         argv = self.argv(spec)
@@ -484,12 +514,20 @@ class ContainerChild(PopenChild):
     sweeps_adopted = False
 
     def __init__(
-        self, proc: subprocess.Popen[bytes], token: str, engine: str, name: str, client_env: Mapping[str, str]
+        self,
+        proc: subprocess.Popen[bytes],
+        token: str,
+        engine: str,
+        name: str,
+        client_env: Mapping[str, str],
+        *,
+        kept: Path | None = None,
     ) -> None:
         super().__init__(proc, token)
         self.engine = engine
         self.name = name
         self.client_env = dict(client_env)
+        self.kept = kept  # the folder that keeps its name while it runs (#30)
 
     def _engine_kill(self, sig: int) -> None:
         engine_command(self.engine, ["kill", "--signal", signal.Signals(sig).name, self.name], self.client_env)
@@ -500,6 +538,10 @@ class ContainerChild(PopenChild):
             # the client was ended with its container: the engine's --rm may not have run
             # yet (podman leaves it to conmon), and nothing the runner ended stays behind
             engine_command(self.engine, ["rm", "-f", self.name], self.client_env)
+        if self.kept is not None:
+            (self.kept / self.name).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                self.kept.rmdir()  # only when no other container of the run still runs
         return code
 
     def send(self, sig: int) -> None:
