@@ -31,6 +31,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import nox
+import nox.registry
 from nox.virtualenv import PassthroughEnv
 
 from device_matrix import config as config_mod
@@ -63,16 +64,55 @@ def sessions(
     ``project``: the project whose configuration is read (default: the noxfile's folder,
     where nox runs it). An invalid configuration ends nox with the error, a TIP and exit 3.
     """
-    root = Path(project) if project is not None else Path.cwd()
     try:
+        root = _project_folder(project)
         cfg = config_mod.load(root)
-        names = list(cfg.rows) if rows is None else [cfg.row(name).name for name in rows]
+        names = _chosen_rows(cfg, rows, python)
     except DeviceMatrixError as exc:
         sys.stderr.write(f"ERROR {exc.message}\n" + (f"TIP   {exc.tip}\n" if exc.tip else ""))
         raise SystemExit(exc.exit_code) from None
     for name in names:
         interpreter = python.get(name) if isinstance(python, Mapping) else python
         _define(cfg, name, interpreter, venv_backend)
+    return names
+
+
+def _project_folder(project: str | os.PathLike[str] | None) -> Path:
+    """The folder whose configuration is read: one that is there (#30)."""
+    if project is None:
+        return Path.cwd()
+    root = Path(project)
+    if not root.is_dir():
+        raise ConfigError(
+            f"sessions(project={str(project)!r}): " + ("not a folder" if root.exists() else "no such folder"),
+            tip="Pass the folder of the project's pyproject.toml, or leave project out (the noxfile's folder).",
+        )
+    return root
+
+
+def _chosen_rows(cfg: Config, rows: Iterable[str] | None, python: str | Mapping[str, str] | None) -> list[str]:
+    """The rows to define: each a row of the project, a session name the noxfile does not
+    already use, and every row the ``python`` mapping names among them (#30)."""
+    if isinstance(rows, str):
+        raise ConfigError(
+            f"sessions(rows={rows!r}): rows is a list of row names, not one string",
+            tip=f"Write sessions([{json.dumps(rows)}]).",
+        )
+    names = list(cfg.rows) if rows is None else [cfg.row(name).name for name in rows]
+    if isinstance(python, Mapping):
+        unknown = [name for name in python if name not in names]
+        if unknown:
+            raise ConfigError(
+                f"sessions(python=...) names {', '.join(map(repr, unknown))}, not a row this call defines",
+                allowed=", ".join(names),
+                tip="Name the rows of the project (device-matrix list), or add the row to rows=.",
+            )
+    taken = [name for name in names if name in nox.registry.get()]
+    if taken:
+        raise ConfigError(
+            f"the noxfile already has a session named {', '.join(map(repr, taken))}: a row's session would replace it",
+            tip="Rename that session, or leave the row out: sessions(rows=[...]) with the other rows.",
+        )
     return names
 
 
