@@ -27,6 +27,15 @@ def running(names: list[str]) -> list[str]:
     return [n for n in names if n in out]
 
 
+def wait_for_the_hang(runner: subprocess.Popen[str]) -> None:
+    """Until the row's test that hangs has started (the one before it is reported)."""
+    assert runner.stdout is not None
+    for line in runner.stdout:
+        if "test_b_before" in line:
+            return
+    raise AssertionError(f"the run ended first (exit {runner.wait()}): {runner.stderr.read() if runner.stderr else ''}")
+
+
 def test_the_next_run_removes_the_container_a_killed_runner_left(images: engine_images.Images, tmp_path: Path) -> None:
     assert containers_of("fixture") == []
     p = podman_project(tmp_path, ["hang"], images.pytest8, row="test_timeout = 600")
@@ -39,10 +48,7 @@ def test_the_next_run_removes_the_container_a_killed_runner_left(images: engine_
         text=True,
     )
     try:
-        assert runner.stdout is not None
-        for line in runner.stdout:
-            if "test_b_before" in line:
-                break
+        wait_for_the_hang(runner)
         left = containers_of("fixture")
         assert left, "the row's container should be running"
         runner.send_signal(signal.SIGKILL)
@@ -73,10 +79,7 @@ def test_a_run_in_another_results_folder_leaves_a_running_container_alone(
         text=True,
     )
     try:
-        assert runner.stdout is not None
-        for line in runner.stdout:
-            if "test_b_before" in line:
-                break
+        wait_for_the_hang(runner)
         live = containers_of("fixture")
         assert live
         other = p.run(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import sys
 import threading
 import time
@@ -20,14 +19,13 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from device_matrix.config import Config, Row, Script
-from device_matrix.errors import EnvironmentProblem
 from device_matrix.records.schema import RowStatus, RunRecord, SourceInfo, SpreadRef
 from device_matrix.records.summary import most_serious
 from device_matrix.redact import Redactor, remember_secrets
 from device_matrix.run import crashes, selection
+from device_matrix.run.executors import factory
 from device_matrix.run.executors.base import Executor, LaunchSpec
 from device_matrix.run.executors.container import ContainerExecutor
-from device_matrix.run.executors.local import LocalExecutor
 from device_matrix.run.folder import RowFolder
 from device_matrix.run.plan import RowPlan
 from device_matrix.run.state import RunState, now_iso
@@ -312,30 +310,15 @@ class Run:
 
     @cached_property
     def executor(self) -> Executor:
-        """Where the children run: this host's interpreter, or the row's container once its
-        image is checked (an EnvironmentProblem that names what the image lacks)."""
-        if self.plan.mode == "container":
-            assert self.plan.engine is not None
-            root = self.cfg.project_root.resolve()
-            results = self.cfg.results_dir.resolve()
-            self.container = ContainerExecutor(
-                self.plan.engine,
-                self.row,
-                env_allowlist=self.cfg.env_allowlist,
-                extra_mounts=[] if results.is_relative_to(root) else [results],
-                folder=self.folder.path,
-            )
+        """Where the children run: this host's interpreter, or the row's container
+        (:func:`~device_matrix.run.executors.factory.build`), its image asked what it has first."""
+        executor = factory.build(self.plan, self.cfg, python=self.options.python, folder=self.folder.path)
+        if isinstance(executor, ContainerExecutor):
+            self.container = executor  # known before its image is asked: a refusal's record names the engine
             # before the first attempt: the image's interpreter, its pytest, the modules (#21)
             imports = [*([PLUGIN] if self.runs_pytest else []), *([SCRIPT_MODULE] if self.scripts else [])]
-            self.container.prepare(self.launch_spec(self.child.environment()), imports)
-            return self.container
-        python = self.options.python
-        if python is not None and shutil.which(python) is None:
-            raise EnvironmentProblem(
-                f"--python {python}: no such interpreter",
-                tip="Pass the path of a Python that has pytest (and the row's packages), or leave it out.",
-            )
-        return LocalExecutor(python)
+            executor.prepare(self.launch_spec(self.child.environment()), imports)
+        return executor
 
     @property
     def repro(self) -> crashes.Repro:

@@ -36,7 +36,7 @@ from device_matrix.config import Row
 from device_matrix.diagnostics.core import GDB_TIMEOUT, mapped_files
 from device_matrix.errors import EnvironmentProblem
 from device_matrix.redact import is_secret_name, remember_secrets
-from device_matrix.run.executors.base import FAULTHANDLER_FROM_START, ExecutorName, LaunchSpec, PopenChild
+from device_matrix.run.executors.base import FAULTHANDLER_FROM_START, ExecutorName, LaunchSpec, PopenChild, spawn
 from device_matrix.run.executors.engine import ENGINE_CHECK_TIMEOUT, Engine
 from device_matrix.wire import PLUGIN
 
@@ -287,45 +287,49 @@ class ContainerExecutor:
         argv = [*self._run_options(spec, variables, name=name, init=False), candidate]
         argv += ["-c", PROBE, *imports]
         timeout = max(self.row.test_timeout, PROBE_MIN_TIMEOUT)
-        proc = subprocess.Popen(
-            argv,
-            cwd=spec.workdir,
-            env=self._client_env(variables),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except BaseException as exc:
-            # an interrupt or the timeout: the container goes with the client
-            engine_command(self.engine.path, ["rm", "-f", name], self._client_env())
-            proc.kill()
-            proc.wait()
-            if isinstance(exc, subprocess.TimeoutExpired):
-                raise EnvironmentProblem(
-                    f"{self.engine.command} did not start image {self.row.image} in {timeout:.0f} s",
-                    tip=f"Pull it first (`{self.engine.command} pull {self.row.image}`), or raise the row's "
-                    "test_timeout.",
-                ) from None
-            raise
+        # an anonymous file (mode 0600, gone when closed): the answer holds the container's environment
+        client_env = self._client_env()
+        with tempfile.TemporaryFile() as answer:
+            child = spawn(
+                argv,
+                env=self._client_env(variables),
+                cwd=spec.workdir,
+                output=answer,
+                token=name,
+                death_signal=None,
+                adopt=False,
+                carry_token=False,
+                wrap=lambda proc: ContainerChild(proc, name, self.engine.path, name, client_env),
+            )
+            try:
+                code = child.wait(timeout)
+            except BaseException as exc:
+                # an interrupt or the timeout: the container goes with the client (end: rm -f)
+                child.end()
+                if isinstance(exc, subprocess.TimeoutExpired):
+                    raise EnvironmentProblem(
+                        f"{self.engine.command} did not start image {self.row.image} in {timeout:.0f} s",
+                        tip=f"Pull it first (`{self.engine.command} pull {self.row.image}`), or raise the row's "
+                        "test_timeout.",
+                    ) from None
+                raise
+            child.end()
+            answer.seek(0)
+            out = answer.read().decode("utf-8", "replace")
         for line in out.splitlines():
             if line.startswith(PROBE_ENV_MARK):
                 _remember_environment(line[len(PROBE_ENV_MARK) :])
         for line in reversed(out.splitlines()):
             if line.startswith(PROBE_MARK):
                 return _image_python(candidate, line[len(PROBE_MARK) :])
-        said = next(iter((err.strip() or out.strip()).splitlines()[-1:]), f"exit {proc.returncode}")
-        if proc.returncode == NOT_FOUND:
+        said = next(iter(out.strip().splitlines()[-1:]), f"exit {code}")
+        if code == NOT_FOUND:
             return "not found"
-        if proc.returncode in (0, 1, 2):
+        if code in (0, 1, 2):
             # the interpreter ran but said nothing of itself: not a Python
-            return f"not a Python that runs `-c` (exit {proc.returncode}: {said})"
+            return f"not a Python that runs `-c` (exit {code}: {said})"
         raise EnvironmentProblem(
-            f"{self.engine.command} could not run {candidate} in image {self.row.image} (exit {proc.returncode}): "
-            f"{said}",
+            f"{self.engine.command} could not run {candidate} in image {self.row.image} (exit {code}): {said}",
             tip="Check the image name and the row's container_options (try the command by hand: "
             f"`{self.engine.command} run --rm {self.row.image} {candidate} -V`).",
         )
@@ -450,16 +454,22 @@ class ContainerExecutor:
         if self.kept is not None:
             self.kept.mkdir(exist_ok=True)
             (self.kept / name).touch()  # before it starts: a runner killed now still left its name
-        proc = subprocess.Popen(
+        client_env = self._client_env()
+        child = spawn(
             self.argv(spec, name=name),
-            cwd=spec.workdir,
             env=self._client_env(self._variables(spec.env, spec.project_root)),
-            stdin=subprocess.DEVNULL,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+            cwd=spec.workdir,
+            output=output,
+            token=spec.token,
+            # the engine's helpers (conmon) outlive the client by design: the container is
+            # ended through the engine, by name, never by the client's death or the token
+            death_signal=None,
+            adopt=False,
+            carry_token=False,
+            wrap=lambda proc: ContainerChild(proc, spec.token, self.engine.path, name, client_env, kept=self.kept),
         )
-        return ContainerChild(proc, spec.token, self.engine.path, name, self._client_env(), kept=self.kept)
+        assert isinstance(child, ContainerChild)
+        return child
 
     def command_for(self, spec: LaunchSpec) -> list[str]:
         argv = self.argv(spec)

@@ -1,0 +1,32 @@
+"""Every child of a run starts in one place, ``base.spawn`` (#31): its own session, stdin
+closed, output to a file, what it left swept. Grep-level: no other module of the package
+starts a process with ``subprocess.Popen``, but the ones named here with why."""
+
+from __future__ import annotations
+
+import re
+
+from tests.conftest import REPO
+
+PACKAGE = REPO / "device_matrix"
+# where a process is still started otherwise, and why
+ELSEWHERE = {
+    # the one place
+    "device_matrix/run/executors/base.py": "base.spawn itself",
+    # a driver tool (nvidia-smi) asked by the environment snapshot, in the test process too
+    # (the image's own interpreter, where the runner's sweep has no business)
+    "device_matrix/diagnostics/environment.py": "ask_tool: a driver tool, its own group, ended on timeout",
+    # the Ray janitor, moving with the spread package; it is to call base.spawn with
+    # death_signal=None, adopt=False, carry_token=False and then wait, never end, the child
+    "device_matrix/run/ray.py": "the Ray janitor",
+}
+POPEN = re.compile(r"\bPopen\(")
+
+
+def test_only_base_spawn_starts_a_child() -> None:
+    starting = sorted(str(path.relative_to(REPO)) for path in PACKAGE.rglob("*.py") if POPEN.search(path.read_text()))
+    assert set(starting) <= set(ELSEWHERE), starting
+    # the executors start theirs through it: the local interpreter, the container, the image check
+    for name in ("local.py", "container.py"):
+        text = (PACKAGE / "run" / "executors" / name).read_text()
+        assert "spawn(" in text and not POPEN.search(text), name
