@@ -220,8 +220,9 @@ class Config:
     phase_timeout_min: float
     disable_list: Path
     env_allowlist: tuple[str, ...]
-    # pip arguments that install the project itself where its rows run (nox venv, CI job)
-    project_install: tuple[str, ...]
+    # the pip commands (their arguments) that install the project itself where its rows run
+    # (nox venv, CI job), in turn
+    project_install: tuple[tuple[str, ...], ...]
     tracker: TrackerConfig
     rows: Mapping[str, Row]
 
@@ -356,6 +357,19 @@ def _is_interpreter(v: Any) -> bool:
 
 def _is_str_list(v: Any) -> bool:
     return isinstance(v, list) and all(_is_str(x) for x in v)
+
+
+def _is_install(v: Any) -> bool:
+    """One pip command's arguments, or several commands' (#30: a step pip cannot resolve here
+    stays a step of its own)."""
+    return _is_str_list(v) or (isinstance(v, list) and all(_is_str_list(x) and x for x in v))
+
+
+def install_steps(value: Sequence[Any]) -> tuple[tuple[str, ...], ...]:
+    """``project_install`` as the pip commands it is: one, several, or none."""
+    if value and all(isinstance(x, str) for x in value):
+        return (tuple(value),)
+    return tuple(tuple(x) for x in value)
 
 
 def _is_var_list(v: Any) -> bool:
@@ -600,7 +614,11 @@ _TOP_KEYS: dict[str, tuple[Check, str]] = {
     "phase_timeout_min": (_is_seconds, "a finite number of seconds > 0"),
     "disable_list": (_is_path, "a non-empty path (string)"),
     "env_allowlist": (_is_var_list, "a list of variable names (letters, digits, _)"),
-    "project_install": (_is_str_list, 'a list of pip arguments, e.g. ["-e", ".[test]"]'),
+    "project_install": (
+        _is_install,
+        'a list of pip arguments (one pip command), e.g. ["-e", ".[test]"], or a list of such lists '
+        '(pip commands run in turn), e.g. [["--no-deps", "-e", "."], ["-r", "requirements.txt"]]',
+    ),
     "tracker": (lambda v: isinstance(v, dict), "a table"),
     "devices": (lambda v: isinstance(v, dict), "a table of device rows"),
 }
@@ -873,6 +891,7 @@ def load(
     rows = {name: _row_from_table(name, table) for name, table in merged["devices"].items()}
     paths = {k: root / merged[k] for k in ("results_dir", "suites_dir", "disable_list")}
     top = {k: _frozen(k, v) for k, v in merged.items() if k not in ("tracker", "devices", *paths)}
+    top["project_install"] = install_steps(merged["project_install"])
     return Config(
         project_root=root,
         sources=tuple(sources),

@@ -166,7 +166,10 @@ def run_row(session: nox.Session, cfg: Config, name: str) -> None:
             steps.append([*row.install, *row.install_args])  # its index options apply to it alone
         # device-matrix and the project in one resolution: a project that lists device-matrix
         # gets this one
-        steps.append([*own, *(cfg.project_install if plan.mode == "local" else ())])
+        project = cfg.project_install if plan.mode == "local" else ()
+        first, *rest = project or ((),)
+        steps.append([*own, *first])
+        steps.extend(list(step) for step in rest)  # each on its own: a step pip cannot resolve here is one (#30)
         install_once(session, steps, cfg.project_root)
         command = ["python", "-m", "device_matrix"]
     session.run(

@@ -101,10 +101,11 @@ def _drivers(timeout: float = 10.0) -> dict[str, str]:
     return out
 
 
-def ask_tool(argv: list[str], timeout: float) -> tuple[int | None, str]:
+def ask_tool(argv: list[str], timeout: float, *, cwd: Path | None = None) -> tuple[int | None, str]:
     """(exit code or None when it did not end in ``timeout``, its stdout or else its stderr)."""
     proc = subprocess.Popen(
         argv,
+        cwd=cwd,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
