@@ -23,9 +23,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import metadata
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -64,6 +66,7 @@ def sessions(
     ``project``: the project whose configuration is read (default: the noxfile's folder,
     where nox runs it). An invalid configuration ends nox with the error, a TIP and exit 3.
     """
+    _no_uv_here()
     try:
         root = _project_folder(project)
         cfg = config_mod.load(root)
@@ -75,6 +78,18 @@ def sessions(
         interpreter = python.get(name) if isinstance(python, Mapping) else python
         _define(cfg, name, interpreter, venv_backend)
     return names
+
+
+def _no_uv_here() -> None:
+    """Tell nox up front that uv is nowhere here, where it is not: nox asks for uv for every
+    session it runs, whatever the backend (even ``--no-venv``), and logs "uv binary not found."
+    before each row (#30). What nox itself would find: no $UV, no ``uv`` on PATH, no ``uv``
+    package beside nox; anywhere else nox looks for itself."""
+    import nox.virtualenv
+    from packaging.version import Version
+
+    if os.environ.get("UV") is None and shutil.which("uv") is None and find_spec("uv") is None:
+        nox.virtualenv.HAS_UV, nox.virtualenv.UV, nox.virtualenv.UV_VERSION = False, "uv", Version("0.0")
 
 
 def _project_folder(project: str | os.PathLike[str] | None) -> Path:
