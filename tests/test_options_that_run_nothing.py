@@ -77,3 +77,16 @@ def test_a_row_whose_own_pytest_args_run_no_test_is_refused(project: Callable[..
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "--setup-only" in proc.stderr and "TIP" in proc.stderr
     assert p.record()["status"] == "error"
+
+
+@pytest.mark.parametrize("where", ["environment", "row"])
+def test_pytest_addopts_that_run_no_test_are_refused(project: Callable[..., Project], where: str) -> None:
+    # a sibling: the same options in PYTEST_ADDOPTS, the runner's own or the row's env
+    row = 'env = { PYTEST_ADDOPTS = "--setup-plan" }' if where == "row" else ""
+    p = project("passing", row=row)
+    write_suite(p, "failing", FAILING)
+    env = {"PYTEST_ADDOPTS": "-p no:hypothesispytest --setup-plan"} if where == "environment" else None
+    proc = p.run("run", "--device", "fixture", env=env)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "--setup-plan" in proc.stderr and "PYTEST_ADDOPTS" in proc.stderr
+    assert p.record()["status"] == "error"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import sys
 import threading
 import time
@@ -19,6 +20,7 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from device_matrix.config import Config, Row, Script
+from device_matrix.errors import UsageProblem
 from device_matrix.records.schema import RowStatus, RunRecord, SourceInfo, SpreadRef
 from device_matrix.records.summary import most_serious
 from device_matrix.redact import Redactor, remember_secrets
@@ -347,8 +349,29 @@ class Run:
         """Refuse what cannot run before anything runs: xdist, cache options, bad targets, no
         interpreter, an image that cannot run the row."""
         selection.refuse_xdist([*self.row.pytest_args, *self.options.pytest_args])
+        addopts = self._pytest_addopts()
+        if addopts:
+            # #30: the child's pytest reads these as if given on its command line
+            try:
+                selection.refuse_xdist(shlex.split(addopts))
+            except (UsageProblem, ValueError) as exc:
+                said = exc.message if isinstance(exc, UsageProblem) else str(exc)
+                raise UsageProblem(
+                    f"PYTEST_ADDOPTS={addopts!r}: {said}",
+                    tip="Remove it from PYTEST_ADDOPTS (the environment's, or the row's env) for device-matrix run.",
+                ) from None
         self.targets  # noqa: B018 - resolved now: its errors are the refusal
         self.executor  # noqa: B018
+
+    def _pytest_addopts(self) -> str | None:
+        """PYTEST_ADDOPTS as the child gets it: the row's own, else this host's (a container
+        gets the host's only by its env_allowlist)."""
+        own = self.row.env.get("PYTEST_ADDOPTS")
+        if own is not None:
+            return own
+        if self.plan.mode == "container" and "PYTEST_ADDOPTS" not in self.cfg.env_allowlist:
+            return None
+        return os.environ.get("PYTEST_ADDOPTS")
 
     def elapsed(self) -> float:
         """Seconds since the run began."""
