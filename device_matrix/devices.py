@@ -16,15 +16,18 @@ what was tried.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shlex
 import shutil
+import signal
+import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from device_matrix.config import Row
-from device_matrix.diagnostics.environment import ask_tool
 
 TRUTHY = frozenset({"1", "true", "yes", "on"})
 COMMAND_TIMEOUT = 10.0  # seconds a ``command:`` check is given
@@ -34,6 +37,34 @@ COMMAND_TIMEOUT = 10.0  # seconds a ``command:`` check is given
 class Presence:
     present: bool
     reason: str
+
+
+def ask_tool(argv: list[str], timeout: float, *, cwd: Path | None = None) -> tuple[int | None, str]:
+    """A tool asked on this host (a presence check, a driver tool, pip), an untrusted child
+    (#30): its own process group, ended with what it started when it does not answer in
+    ``timeout``. (exit code or None when it did not end in ``timeout``, its stdout or else its stderr)."""
+    proc = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.kill()
+        # the group is gone; a pipe a daemon it started still holds open is not waited on
+        proc.wait()
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        return None, ""
+    text = (stdout or stderr).decode("utf-8", "replace").strip()
+    return proc.returncode, text
 
 
 def _command_succeeds(argv: list[str]) -> tuple[bool, str]:

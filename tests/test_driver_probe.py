@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -95,3 +96,29 @@ def test_a_hanging_presence_command_is_ended_with_its_children(tmp_path: Path, m
     while any(is_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not [p for p in pids if is_alive(p)]
+
+
+COUNTING = """#!/bin/sh
+echo "$@" >> "{calls}"
+echo "Tesla V100, 550.54, 16384 MiB"
+"""
+
+
+@pytest.mark.slow
+def test_a_child_in_its_own_environment_is_asked_for_its_snapshot_once_per_run(
+    project: Callable[..., Project], tmp_path: Path
+) -> None:
+    # --python: each child snapshots its own environment, nvidia-smi and all; the record keeps
+    # the first, so the children after it are not asked (a crash, its resume, its rerun)
+    p = project("segv")
+    calls = tmp_path / "calls"
+    bin_dir = fake_tool(tmp_path / "bin", "nvidia-smi", COUNTING.format(calls=calls))
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    proc = p.run("run", "--device", "fixture", "--python", sys.executable, "--reruns", "1", env=env)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    record = p.record()
+    assert len(record["attempts"]) >= 3  # the crash, the resume after it, its rerun
+    assert "V100" in record["environment"]["drivers"]["nvidia-smi"]
+    assert (
+        len(calls.read_text().splitlines()) == len(environment.DRIVER_TOOLS) - 1
+    )  # one snapshot: neuron-ls is not here

@@ -13,9 +13,10 @@ PACKAGE = REPO / "device_matrix"
 ELSEWHERE = {
     # the one place
     "device_matrix/run/executors/base.py": "base.spawn itself",
-    # a driver tool (nvidia-smi) asked by the environment snapshot, in the test process too
-    # (the image's own interpreter, where the runner's sweep has no business)
-    "device_matrix/diagnostics/environment.py": "ask_tool: a driver tool, its own group, ended on timeout",
+    # a tool asked on this host: a presence check, a driver tool (nvidia-smi) the environment
+    # snapshot asks in the test process too (the image's own interpreter, where the runner's
+    # sweep has no business), pip's dry run for doctor
+    "device_matrix/devices.py": "ask_tool: a tool, its own group, ended on timeout",
     # the Ray janitor, moving with the spread package; it is to call base.spawn with
     # death_signal=None, adopt=False, carry_token=False and then wait, never end, the child
     "device_matrix/run/ray.py": "the Ray janitor",

@@ -422,7 +422,7 @@ DRY_RUN_TIMEOUT = 600.0
 def _project_install_problems(cfg: Config, out: Output) -> int:
     """Whether each step of ``project_install`` resolves here, as pip says with --dry-run
     (#30: one dependency that cannot be had here made the whole install fail); how many do not."""
-    from device_matrix.diagnostics.environment import ask_tool
+    from device_matrix.devices import ask_tool
 
     problems = 0
     steps = cfg.project_install

@@ -10,20 +10,18 @@ versions come from installed metadata: nothing heavy is imported.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import platform
 import re
 import shutil
-import signal
 import socket
-import subprocess
 import sys
 from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from device_matrix.devices import ask_tool
 from device_matrix.redact import Redactor
 
 PACKAGES = (
@@ -99,32 +97,6 @@ def _drivers(timeout: float = 10.0) -> dict[str, str]:
             continue
         out[name] = text[:2000] if code == 0 else f"exit {code}: {text[:500]}"
     return out
-
-
-def ask_tool(argv: list[str], timeout: float, *, cwd: Path | None = None) -> tuple[int | None, str]:
-    """(exit code or None when it did not end in ``timeout``, its stdout or else its stderr)."""
-    proc = subprocess.Popen(
-        argv,
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    try:
-        stdout, stderr = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.kill()
-        # the group is gone; a pipe a daemon it started still holds open is not waited on
-        proc.wait()
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
-        return None, ""
-    text = (stdout or stderr).decode("utf-8", "replace").strip()
-    return proc.returncode, text
 
 
 def _neuron_driver() -> str | None:

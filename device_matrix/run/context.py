@@ -286,7 +286,9 @@ class Run:
             env=self.row.env,
             slot_env=self.options.slot_env,
             pytest_args=(*self.row.pytest_args, *self.options.pytest_args),
-            own_env=self.own_env,
+            # #30: the record keeps the first snapshot a child sent: the children after it
+            # are not asked for theirs (its driver tools, a hanging nvidia-smi, once per run)
+            own_env=self.own_env and not self.state.environment,
             script_files=tuple(script.file for script in self.scripts),
             as_script=self.row.as_script,
         )
