@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal, TypeAlias, cast, get_args
+from typing import Any, Literal, TypeAlias, get_args
 from urllib.parse import urlsplit
 
 from device_matrix import tomlfile
@@ -66,46 +66,87 @@ SCRIPT_KINDS: tuple[str, ...] = get_args(ScriptKind)
 ON_RECURRENCE: tuple[str, ...] = get_args(OnRecurrence)
 PRESENCE_KINDS = ("env", "glob", "command", "always", "never")
 TABLE = "tool.device-matrix"
+# #31: the tables of defaults.toml that hold the defaults of a row's, a script's and a
+# gang's keys (each row, entry and gang starts from them), not a layer of the configuration
+KEY_TABLES = ("row", "script", "gang")
+# keys whose value is a number of seconds or of CPUs: a float, as TOML's 900 is an int
+_FLOAT_KEYS = frozenset({"test_timeout", "run_timeout", "ray_num_cpus", "phase_timeout_min", "write_interval"})
+
+
+def _read_packaged() -> dict[str, Any]:
+    return tomlfile.loads(resources.files("device_matrix").joinpath("defaults.toml").read_text("utf-8"))
+
+
+_PACKAGED: list[Mapping[str, Any]] = []  # defaults.toml, read once: a field's default is read from it
+
+
+def _packaged() -> Mapping[str, Any]:
+    if not _PACKAGED:
+        _PACKAGED.append(_read_packaged())
+    return _PACKAGED[0]
+
+
+def _frozen(key: str, value: Any) -> Any:
+    """A TOML value as the dataclasses hold it: lists as tuples, tables read-only, seconds as floats."""
+    if isinstance(value, list):
+        return tuple(value)
+    if isinstance(value, dict):
+        return MappingProxyType(dict(value))
+    return float(value) if key in _FLOAT_KEYS else value
+
+
+def packaged_default(table: str, key: str) -> Any:
+    """defaults.toml's ``[table] key``: a key without one there is a KeyError, never a
+    default written somewhere else (#31)."""
+    return _frozen(key, _packaged()[table][key])
+
+
+def _packaged_factory(table: str, key: str) -> Callable[[], Any]:
+    """The default factory of a dataclass field: defaults.toml's ``[table] key`` (the one source)."""
+    return lambda: packaged_default(table, key)
 
 
 @dataclass(frozen=True, kw_only=True)
 class Row:
-    """One device row of the matrix."""
+    """One device row of the matrix; each key's default is defaults.toml's ``[row]`` (#31)."""
 
     name: str
     pjrt_device: PjrtDevice
-    image: str = ""
-    container_options: tuple[str, ...] = ()
+    image: str = field(default_factory=_packaged_factory("row", "image"))
+    container_options: tuple[str, ...] = field(default_factory=_packaged_factory("row", "container_options"))
     # the image's interpreter (a name on its PATH or a path); "": the first of python,
     # python3 there that can run the row (#21)
-    container_python: str = ""
-    run_in: RunIn = "auto"
-    runner_labels: tuple[str, ...] = ("ubuntu-latest",)
-    suites: tuple[str, ...] = ()
-    install: tuple[str, ...] = ()
-    install_args: tuple[str, ...] = ()
-    env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    settings: Mapping[str, Scalar] = field(default_factory=lambda: MappingProxyType({}))
-    pytest_args: tuple[str, ...] = ()
-    test_timeout: float = 900.0
-    run_timeout: float = 3600.0
-    presence: tuple[str, ...] = ()
-    enabled: bool = True
-    unstable: bool = False  # its failures read "device-unstable" in a pull request's verdicts (#25)
-    ci: CiSwitch = "always"
-    isolation: Isolation = "row"
-    collect: Collect = "auto"
-    scripts: tuple[Script, ...] = ()  # files run as scripts, each in a process of its own
+    container_python: str = field(default_factory=_packaged_factory("row", "container_python"))
+    run_in: RunIn = field(default_factory=_packaged_factory("row", "run_in"))
+    runner_labels: tuple[str, ...] = field(default_factory=_packaged_factory("row", "runner_labels"))
+    suites: tuple[str, ...] = field(default_factory=_packaged_factory("row", "suites"))
+    install: tuple[str, ...] = field(default_factory=_packaged_factory("row", "install"))
+    install_args: tuple[str, ...] = field(default_factory=_packaged_factory("row", "install_args"))
+    env: Mapping[str, str] = field(default_factory=_packaged_factory("row", "env"))
+    settings: Mapping[str, Scalar] = field(default_factory=_packaged_factory("row", "settings"))
+    pytest_args: tuple[str, ...] = field(default_factory=_packaged_factory("row", "pytest_args"))
+    test_timeout: float = field(default_factory=_packaged_factory("row", "test_timeout"))
+    run_timeout: float = field(default_factory=_packaged_factory("row", "run_timeout"))
+    presence: tuple[str, ...] = field(default_factory=_packaged_factory("row", "presence"))
+    enabled: bool = field(default_factory=_packaged_factory("row", "enabled"))
+    # its failures read "device-unstable" in a pull request's verdicts (#25)
+    unstable: bool = field(default_factory=_packaged_factory("row", "unstable"))
+    ci: CiSwitch = field(default_factory=_packaged_factory("row", "ci"))
+    isolation: Isolation = field(default_factory=_packaged_factory("row", "isolation"))
+    collect: Collect = field(default_factory=_packaged_factory("row", "collect"))
+    # files run as scripts, each in a process of its own
+    scripts: tuple[Script, ...] = field(default_factory=_packaged_factory("row", "scripts"))
     # spreading a row (device_matrix.spread.driver, device_matrix.spread.ray): shards per Actions
     # row, device slots on one host and the variables that give a shard its slot, and what
     # one shard asks of a Ray node
-    shards: int = 1
-    slots: int = 0
-    slot_env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    ray_resources: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
-    ray_num_cpus: float = 1.0
-    ray_labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    gangs: tuple[Gang, ...] = ()  # workers started together, N ranks, in every full run (device_matrix.spread.gang)
+    shards: int = field(default_factory=_packaged_factory("row", "shards"))
+    slots: int = field(default_factory=_packaged_factory("row", "slots"))
+    slot_env: Mapping[str, str] = field(default_factory=_packaged_factory("row", "slot_env"))
+    ray_resources: Mapping[str, float] = field(default_factory=_packaged_factory("row", "ray_resources"))
+    ray_num_cpus: float = field(default_factory=_packaged_factory("row", "ray_num_cpus"))
+    ray_labels: Mapping[str, str] = field(default_factory=_packaged_factory("row", "ray_labels"))
+    # workers started together, N ranks, in every full run (device_matrix.spread.gang)
+    gangs: tuple[Gang, ...] = field(default_factory=_packaged_factory("row", "gangs"))
 
     @property
     def as_script(self) -> bool:
@@ -120,8 +161,8 @@ class Gang:
     name: str
     module: str
     world_size: int
-    args: tuple[str, ...] = ()
-    env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    args: tuple[str, ...] = field(default_factory=_packaged_factory("gang", "args"))
+    env: Mapping[str, str] = field(default_factory=_packaged_factory("gang", "env"))
     # xfail_device's arguments (devices, issue, reason, strict, raises): the expected failure
     xfail: Mapping[str, Any] | None = None
 
@@ -131,15 +172,15 @@ class Script:
     """A test file run as upstream runs it: ``python FILE ARGS``, its own process."""
 
     file: str  # relative to the project root (or absolute)
-    args: tuple[str, ...] = ()
-    env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    args: tuple[str, ...] = field(default_factory=_packaged_factory("script", "args"))
+    env: Mapping[str, str] = field(default_factory=_packaged_factory("script", "env"))
     # which run of the file this is, after each of its nodeids (``FILE::C::test[VARIANT]``)
     # when the row runs the file more than once: its `name`, or its variables' names and
     # its arguments; "" for a file run once, and for its run without either (#24)
     variant: str = ""
     # "unittest": its unittest tests are the row's tests; "program": it is one test, its
     # nodeid FILE (and the suffix), its outcome the process's exit status
-    kind: ScriptKind = "unittest"
+    kind: ScriptKind = field(default_factory=_packaged_factory("script", "kind"))
 
     @property
     def suffix(self) -> str:
@@ -149,37 +190,42 @@ class Script:
 
 @dataclass(frozen=True, kw_only=True)
 class TrackerConfig:
-    kind: TrackerKind = "ledger"
-    repository: str = ""
-    token_env: str = "GITHUB_TOKEN"  # noqa: S105 - the variable's name, never a token
-    labels: tuple[str, ...] = ("device-matrix",)
-    api_url: str = "https://api.github.com"
-    write_interval: float = 1.0
-    writes_per_hour: int = 400  # GitHub allows about 500 content-creating requests an hour
-    on_recurrence: OnRecurrence = "reopen"  # a closed issue's crash is back: reopen it, or file "new"
-    ledger_seed: str = "device-matrix-issues.toml"
+    """``[tracker]``: every key given, from defaults.toml and the project's layers (#31)."""
+
+    kind: TrackerKind
+    repository: str
+    token_env: str  # the variable's name, never a token
+    labels: tuple[str, ...]
+    api_url: str
+    write_interval: float
+    writes_per_hour: int  # GitHub allows about 500 content-creating requests an hour
+    on_recurrence: OnRecurrence  # a closed issue's crash is back: reopen it, or file "new"
+    ledger_seed: str
     # `run` files new issues into the ledger itself (else it links what exists and says how
     # many `issues sync` would file: nothing is filed unasked, #24)
-    file_on_run: bool = False
+    file_on_run: bool
 
 
 @dataclass(frozen=True, kw_only=True)
 class Config:
+    """The whole configuration, every key given (its default from defaults.toml, #31)."""
+
     project_root: Path
     sources: tuple[str, ...]
     results_dir: Path
     suites_dir: Path
-    container_engine: EngineChoice = "auto"
-    crash_reruns: int = 2
-    max_restarts: int = 20
+    container_engine: EngineChoice
+    crash_reruns: int
+    max_restarts: int
     # starting pytest, importing one module, exiting: never less than this (a busy host)
-    phase_timeout_min: float = 30.0
+    phase_timeout_min: float
     disable_list: Path
-    env_allowlist: tuple[str, ...] = ()
-    # pip arguments that install the project itself where its rows run (nox venv, CI job)
-    project_install: tuple[str, ...] = ()
-    tracker: TrackerConfig = field(default_factory=TrackerConfig)
-    rows: Mapping[str, Row] = field(default_factory=lambda: MappingProxyType({}))
+    env_allowlist: tuple[str, ...]
+    # the pip commands (their arguments) that install the project itself where its rows run
+    # (nox venv, CI job), in turn
+    project_install: tuple[tuple[str, ...], ...]
+    tracker: TrackerConfig
+    rows: Mapping[str, Row]
 
     def row(self, name: str) -> Row:
         try:
@@ -313,6 +359,19 @@ def _is_str_list(v: Any) -> bool:
     return isinstance(v, list) and all(_is_str(x) for x in v)
 
 
+def _is_install(v: Any) -> bool:
+    """One pip command's arguments, or several commands' (#30: a step pip cannot resolve here
+    stays a step of its own)."""
+    return _is_str_list(v) or (isinstance(v, list) and all(_is_str_list(x) and x for x in v))
+
+
+def install_steps(value: Sequence[Any]) -> tuple[tuple[str, ...], ...]:
+    """``project_install`` as the pip commands it is: one, several, or none."""
+    if value and all(isinstance(x, str) for x in value):
+        return (tuple(value),)
+    return tuple(tuple(x) for x in value)
+
+
 def _is_var_list(v: Any) -> bool:
     return isinstance(v, list) and all(isinstance(x, str) and VAR_NAME_RE.fullmatch(x) for x in v)
 
@@ -365,10 +424,15 @@ def _is_scalar_map(v: Any) -> bool:
 SCRIPT_NAME_RE = re.compile(r"(?![0-9]+$)[A-Za-z0-9_.+=,-]+")
 
 
+def _entry(table: str, entry: Mapping[str, Any], key: str) -> Any:
+    """A script's or a gang's ``key``, as given or else defaults.toml's (TOML, unfrozen)."""
+    return entry[key] if key in entry else _packaged()[table][key]
+
+
 def _script_variant(entry: Mapping[str, Any]) -> str:
     if entry.get("name"):
         return str(entry["name"])
-    words = [*sorted(entry.get("env", {})), *entry.get("args", ())]
+    words = [*sorted(_entry("script", entry, "env")), *_entry("script", entry, "args")]
     return ",".join(re.sub(r"[^A-Za-z0-9_.+=-]", "_", word) for word in words)
 
 
@@ -381,10 +445,10 @@ def script_variants(entries: Sequence[Mapping[str, Any]]) -> list[str] | None:
     by_file: dict[str, dict[tuple[object, ...], list[int]]] = {}
     for k, entry in enumerate(entries):
         invocation = (
-            tuple(entry.get("args", ())),
-            tuple(sorted((str(n), str(v)) for n, v in entry.get("env", {}).items())),
+            tuple(_entry("script", entry, "args")),
+            tuple(sorted((str(n), str(v)) for n, v in _entry("script", entry, "env").items())),
             entry.get("name"),
-            entry.get("kind", "unittest"),
+            _entry("script", entry, "kind"),
         )
         by_file.setdefault(os.path.normpath(str(entry["file"])), {}).setdefault(invocation, []).append(k)
     variants = [""] * len(entries)
@@ -404,19 +468,31 @@ def script_variants(entries: Sequence[Mapping[str, Any]]) -> list[str] | None:
 def _is_script(v: Any) -> bool:
     return (
         isinstance(v, dict)
-        and set(v) <= {"file", "args", "env", "name", "kind"}
-        and v.get("kind", "unittest") in SCRIPT_KINDS
+        and set(v) <= _SCRIPT_KEYS
+        and _entry("script", v, "kind") in SCRIPT_KINDS
         and (("name" not in v) or (isinstance(v["name"], str) and bool(SCRIPT_NAME_RE.fullmatch(v["name"]))))
         and _is_path(v.get("file"))
-        and _is_str_list(v.get("args", []))
-        and _is_str_map(v.get("env", {}))
-        and all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k) for k in v.get("env", {}))
+        and _is_str_list(_entry("script", v, "args"))
+        and _is_str_map(_entry("script", v, "env"))
+        and all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k) for k in _entry("script", v, "env"))
     )
 
 
 GANG_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 MODULE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _GANG_KEYS = {"name", "module", "world_size", "args", "env", "xfail"}
+_SCRIPT_KEYS = {"file", "args", "env", "name", "kind"}
+# #31: the keys that have no default in defaults.toml, and what their absence means; every
+# other key of the tables above has its default there and nowhere else
+WITHOUT_DEFAULT = {
+    "devices.ROW.pjrt_device": "required for a new row",
+    "devices.ROW.scripts[].file": "required",
+    "devices.ROW.scripts[].name": "none (the variant is made of `env` and `args`)",
+    "devices.ROW.gangs[].name": "required",
+    "devices.ROW.gangs[].module": "required",
+    "devices.ROW.gangs[].world_size": "required",
+    "devices.ROW.gangs[].xfail": "none",
+}
 _GANG_XFAIL_KEYS = {"devices", "issue", "reason", "strict", "raises"}
 
 
@@ -430,10 +506,10 @@ def _is_gang_xfail(v: Any) -> bool:
         and bool(v["devices"])
         and isinstance(v.get("issue"), str)
         and normalize_issue(v["issue"]) is not None
-        and _is_str(v.get("reason", ""))
-        and _is_bool(v.get("strict", True))
-        and isinstance(v.get("raises", []), list)
-        and all(isinstance(x, str) and MODULE_RE.fullmatch(x) for x in v.get("raises", []))
+        and ("reason" not in v or _is_str(v["reason"]))
+        and ("strict" not in v or _is_bool(v["strict"]))
+        and isinstance(v.get("raises"), list | None)
+        and all(isinstance(x, str) and MODULE_RE.fullmatch(x) for x in v.get("raises") or ())
     )
 
 
@@ -446,8 +522,8 @@ def _is_gang(v: Any) -> bool:
         and isinstance(v.get("module"), str)
         and bool(MODULE_RE.fullmatch(v["module"]))
         and _is_positive_int(v.get("world_size"))
-        and _is_str_list(v.get("args", []))
-        and _is_str_map(v.get("env", {}))
+        and _is_str_list(_entry("gang", v, "args"))
+        and _is_str_map(_entry("gang", v, "env"))
         and ("xfail" not in v or _is_gang_xfail(v["xfail"]))
     )
 
@@ -538,7 +614,11 @@ _TOP_KEYS: dict[str, tuple[Check, str]] = {
     "phase_timeout_min": (_is_seconds, "a finite number of seconds > 0"),
     "disable_list": (_is_path, "a non-empty path (string)"),
     "env_allowlist": (_is_var_list, "a list of variable names (letters, digits, _)"),
-    "project_install": (_is_str_list, 'a list of pip arguments, e.g. ["-e", ".[test]"]'),
+    "project_install": (
+        _is_install,
+        'a list of pip arguments (one pip command), e.g. ["-e", ".[test]"], or a list of such lists '
+        '(pip commands run in turn), e.g. [["--no-deps", "-e", "."], ["-r", "requirements.txt"]]',
+    ),
     "tracker": (lambda v: isinstance(v, dict), "a table"),
     "devices": (lambda v: isinstance(v, dict), "a table of device rows"),
 }
@@ -555,6 +635,17 @@ _TRACKER_KEYS: dict[str, tuple[Check, str]] = {
     "ledger_seed": (_is_path, "a path to the ledger's seed file (TOML)"),
     "file_on_run": (_is_bool, "true or false"),
 }
+
+
+def declared_keys() -> dict[str, tuple[str, str]]:
+    """Every key of the configuration, dotted (``devices.ROW.scripts[].kind``) -> (the table of
+    defaults.toml that holds its default, its name there); ("", "") for one WITHOUT_DEFAULT."""
+    keys: dict[str, tuple[str, str]] = {k: ("", k) for k in _TOP_KEYS if k not in ("tracker", "devices")}
+    keys |= {f"tracker.{k}": ("tracker", k) for k in _TRACKER_KEYS}
+    keys |= {f"devices.ROW.{k}": ("row", k) for k in _ROW_KEYS}
+    keys |= {f"devices.ROW.scripts[].{k}": ("script", k) for k in sorted(_SCRIPT_KEYS)}
+    keys |= {f"devices.ROW.gangs[].{k}": ("gang", k) for k in sorted(_GANG_KEYS)}
+    return {k: ("", "") if k in WITHOUT_DEFAULT else where for k, where in keys.items()}
 
 
 def _validate(table: Mapping[str, Any], spec: Mapping[str, tuple[Check, str]], source: str, prefix: str) -> None:
@@ -675,8 +766,8 @@ def _merge(base: dict[str, Any], overlay: Mapping[str, Any], source: str) -> dic
 
 
 def packaged_defaults() -> dict[str, Any]:
-    text = resources.files("device_matrix").joinpath("defaults.toml").read_text("utf-8")
-    return tomlfile.loads(text)
+    """The packaged layer of the configuration: defaults.toml without its KEY_TABLES."""
+    return {k: v for k, v in _read_packaged().items() if k not in KEY_TABLES}
 
 
 def find_project_root(start: Path) -> Path:
@@ -688,19 +779,18 @@ def find_project_root(start: Path) -> Path:
     return here
 
 
+def _given(table: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+    """The ``keys`` a table gives, as the dataclasses hold them: the rest take their defaults."""
+    return {k: _frozen(k, table[k]) for k in keys if k in table}
+
+
 def _row_from_table(name: str, table: Mapping[str, Any]) -> Row:
     kwargs: dict[str, Any] = {"name": name}
     for key, value in table.items():
         if key == "scripts":
             variants = script_variants(value) or [""] * len(value)
             kwargs[key] = tuple(
-                Script(
-                    file=x["file"],
-                    args=tuple(x.get("args", ())),
-                    env=MappingProxyType(dict(x.get("env", {}))),
-                    variant=variant,
-                    kind=x.get("kind", "unittest"),
-                )
+                Script(file=x["file"], variant=variant, **_given(x, ("args", "env", "kind")))
                 for x, variant in zip(value, variants, strict=True)
             )
         elif key == "gangs":
@@ -709,21 +799,43 @@ def _row_from_table(name: str, table: Mapping[str, Any]) -> Row:
                     name=x["name"],
                     module=x["module"],
                     world_size=x["world_size"],
-                    args=tuple(x.get("args", ())),
-                    env=MappingProxyType(dict(x.get("env", {}))),
                     xfail=MappingProxyType(dict(x["xfail"])) if "xfail" in x else None,
+                    **_given(x, ("args", "env")),
                 )
                 for x in value
             )
-        elif isinstance(value, list):
-            kwargs[key] = tuple(value)
-        elif key in _TABLE_ROW_KEYS:
-            kwargs[key] = MappingProxyType(dict(value))
-        elif key in ("test_timeout", "run_timeout", "ray_num_cpus"):
-            kwargs[key] = float(value)
         else:
-            kwargs[key] = value
+            kwargs[key] = _frozen(key, value)
     return Row(**kwargs)
+
+
+def _project_layer(root: Path) -> Mapping[str, Any] | None:
+    """``[tool.device-matrix]`` of the project's pyproject.toml; None when it has none."""
+    pyproject = root / "pyproject.toml"
+    if not pyproject.is_file():
+        return None
+    tool = tomlfile.read(pyproject).get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError("must be a table", source=str(pyproject), key="tool")
+    table = tool.get("device-matrix")
+    if table is not None and not isinstance(table, dict):
+        raise ConfigError("must be a table", source=str(pyproject), key=TABLE)
+    return table
+
+
+def _command_line_layer(merged: Mapping[str, Any], flags: Mapping[str, Any]) -> dict[str, Any]:
+    """The command line's layer: top-level keys, and the timeouts of every row."""
+    layer = {k: v for k, v in flags.items() if v is not None and k not in ("test_timeout", "run_timeout")}
+    every_row = {k: flags[k] for k in ("test_timeout", "run_timeout") if flags.get(k) is not None}
+    if every_row:
+        layer["devices"] = {name: dict(every_row) for name in merged["devices"]}
+    return layer
+
+
+def _tracker(table: Mapping[str, Any]) -> TrackerConfig:
+    values = {k: _frozen(k, v) for k, v in table.items()}
+    values["api_url"] = values["api_url"].rstrip("/")
+    return TrackerConfig(**values)
 
 
 def load(
@@ -747,57 +859,28 @@ def load(
     defaults_source = "device_matrix/defaults.toml"
     merged = _merge({}, _checked_top(packaged_defaults(), defaults_source), defaults_source)
     sources = [defaults_source]
-    pyproject = root / "pyproject.toml"
-    if pyproject.is_file():
-        data = tomlfile.read(pyproject)
-        tool = data.get("tool", {})
-        if not isinstance(tool, dict):
-            raise ConfigError("must be a table", source=str(pyproject), key="tool")
-        table = tool.get("device-matrix")
-        if table is not None:
-            if not isinstance(table, dict):
-                raise ConfigError("must be a table", source=str(pyproject), key=TABLE)
-            merged = _merge(merged, _checked_top(table, str(pyproject)), str(pyproject))
-            sources.append(str(pyproject))
-
+    layers: list[tuple[Mapping[str, Any] | None, str]] = [(_project_layer(root), str(root / "pyproject.toml"))]
     for var, key in (
         ("DEVICE_MATRIX_RESULTS_DIR", "results_dir"),
         ("DEVICE_MATRIX_CONTAINER_ENGINE", "container_engine"),
     ):
-        if env.get(var):
-            merged = _merge(merged, _checked_top({key: env[var]}, f"${var}"), f"${var}")
-            sources.append(f"${var}")
-    command_line: dict[str, Any] = {
-        key: value
-        for key, value in (
-            ("results_dir", results_dir),
-            ("container_engine", container_engine),
-            ("crash_reruns", crash_reruns),
-            ("max_restarts", max_restarts),
-        )
-        if value is not None
+        layers.append(({key: env[var]} if env.get(var) else None, f"${var}"))
+    for layer, source in layers:
+        if layer is not None:
+            merged = _merge(merged, _checked_top(layer, source), source)
+            sources.append(source)
+    flags = {
+        "results_dir": results_dir,
+        "container_engine": container_engine,
+        "crash_reruns": crash_reruns,
+        "max_restarts": max_restarts,
+        "test_timeout": test_timeout,
+        "run_timeout": run_timeout,
     }
-    timeouts = (("test_timeout", test_timeout), ("run_timeout", run_timeout))
-    every_row = {key: value for key, value in timeouts if value is not None}
-    if every_row:
-        command_line["devices"] = {name: dict(every_row) for name in merged.get("devices", {})}
+    command_line = _command_line_layer(merged, flags)
     if command_line:
         merged = _merge(merged, _checked_top(command_line, "command line"), "command line")
-
-    rows = {name: _row_from_table(name, table) for name, table in merged.get("devices", {}).items()}
-    tracker_table = dict(merged.get("tracker", {}))
-    tracker = TrackerConfig(
-        kind=cast(TrackerKind, tracker_table.get("kind", "ledger")),
-        repository=tracker_table.get("repository", ""),
-        token_env=tracker_table.get("token_env", "GITHUB_TOKEN"),
-        labels=tuple(tracker_table.get("labels", ("device-matrix",))),
-        api_url=tracker_table.get("api_url", "https://api.github.com").rstrip("/"),
-        write_interval=float(tracker_table.get("write_interval", 1.0)),
-        writes_per_hour=int(tracker_table.get("writes_per_hour", 400)),
-        on_recurrence=cast(OnRecurrence, tracker_table.get("on_recurrence", "reopen")),
-        ledger_seed=tracker_table.get("ledger_seed", "device-matrix-issues.toml"),
-        file_on_run=bool(tracker_table.get("file_on_run", False)),
-    )
+    tracker = _tracker(merged["tracker"])
     if tracker.kind == "github" and "/" not in tracker.repository:
         raise ConfigError(
             "tracker kind 'github' needs a repository",
@@ -805,20 +888,17 @@ def load(
             key=f"{TABLE}.tracker.repository",
             allowed="owner/name",
         )
+    rows = {name: _row_from_table(name, table) for name, table in merged["devices"].items()}
+    paths = {k: root / merged[k] for k in ("results_dir", "suites_dir", "disable_list")}
+    top = {k: _frozen(k, v) for k, v in merged.items() if k not in ("tracker", "devices", *paths)}
+    top["project_install"] = install_steps(merged["project_install"])
     return Config(
         project_root=root,
         sources=tuple(sources),
-        results_dir=(root / merged.get("results_dir", "results")),
-        suites_dir=(root / merged.get("suites_dir", "suites")),
-        container_engine=cast(EngineChoice, merged.get("container_engine", "auto")),
-        crash_reruns=int(merged.get("crash_reruns", 2)),
-        max_restarts=int(merged.get("max_restarts", 20)),
-        phase_timeout_min=float(merged.get("phase_timeout_min", 30.0)),
-        disable_list=root / merged.get("disable_list", "device-matrix-disabled.toml"),
-        env_allowlist=tuple(merged.get("env_allowlist", ())),
-        project_install=tuple(merged.get("project_install", ())),
         tracker=tracker,
         rows=MappingProxyType({n: r for n, r in rows.items() if r.enabled}),
+        **paths,
+        **top,
     )
 
 

@@ -16,17 +16,21 @@ what was tried.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from device_matrix.config import Row
 
 TRUTHY = frozenset({"1", "true", "yes", "on"})
+COMMAND_TIMEOUT = 10.0  # seconds a ``command:`` check is given
 
 
 @dataclass(frozen=True)
@@ -35,16 +39,47 @@ class Presence:
     reason: str
 
 
+def ask_tool(argv: list[str], timeout: float, *, cwd: Path | None = None) -> tuple[int | None, str]:
+    """A tool asked on this host (a presence check, a driver tool, pip), an untrusted child
+    (#30): its own process group, ended with what it started when it does not answer in
+    ``timeout``. (exit code or None when it did not end in ``timeout``, its stdout or else its stderr)."""
+    proc = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.kill()
+        # the group is gone; a pipe a daemon it started still holds open is not waited on
+        proc.wait()
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        return None, ""
+    text = (stdout or stderr).decode("utf-8", "replace").strip()
+    return proc.returncode, text
+
+
 def _command_succeeds(argv: list[str]) -> tuple[bool, str]:
     if not argv or shutil.which(argv[0]) is None:
         return False, f"{argv[0] if argv else '(empty)'} not found"
     try:
-        proc = subprocess.run(argv, capture_output=True, timeout=10, check=False, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        # #30: in its own process group, ended with what it started when it hangs
+        code, _ = ask_tool(argv, COMMAND_TIMEOUT)
+    except OSError as exc:
         return False, f"{argv[0]}: {exc}"
-    if proc.returncode == 0:
+    if code is None:
+        return False, f"`{shlex.join(argv)}` did not answer in {COMMAND_TIMEOUT:g} s"
+    if code == 0:
         return True, f"`{shlex.join(argv)}` succeeded"
-    return False, f"`{shlex.join(argv)}` exited {proc.returncode}"
+    return False, f"`{shlex.join(argv)}` exited {code}"
 
 
 def detect(row: Row, environ: Mapping[str, str] | None = None) -> Presence:

@@ -23,14 +23,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import metadata
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import nox
+import nox.registry
 from nox.virtualenv import PassthroughEnv
 
 from device_matrix import config as config_mod
@@ -63,16 +66,68 @@ def sessions(
     ``project``: the project whose configuration is read (default: the noxfile's folder,
     where nox runs it). An invalid configuration ends nox with the error, a TIP and exit 3.
     """
-    root = Path(project) if project is not None else Path.cwd()
+    _no_uv_here()
     try:
+        root = _project_folder(project)
         cfg = config_mod.load(root)
-        names = list(cfg.rows) if rows is None else [cfg.row(name).name for name in rows]
+        names = _chosen_rows(cfg, rows, python)
     except DeviceMatrixError as exc:
         sys.stderr.write(f"ERROR {exc.message}\n" + (f"TIP   {exc.tip}\n" if exc.tip else ""))
         raise SystemExit(exc.exit_code) from None
     for name in names:
         interpreter = python.get(name) if isinstance(python, Mapping) else python
         _define(cfg, name, interpreter, venv_backend)
+    return names
+
+
+def _no_uv_here() -> None:
+    """Tell nox up front that uv is nowhere here, where it is not: nox asks for uv for every
+    session it runs, whatever the backend (even ``--no-venv``), and logs "uv binary not found."
+    before each row (#30). What nox itself would find: no $UV, no ``uv`` on PATH, no ``uv``
+    package beside nox; anywhere else nox looks for itself."""
+    import nox.virtualenv
+    from packaging.version import Version
+
+    if os.environ.get("UV") is None and shutil.which("uv") is None and find_spec("uv") is None:
+        nox.virtualenv.HAS_UV, nox.virtualenv.UV, nox.virtualenv.UV_VERSION = False, "uv", Version("0.0")
+
+
+def _project_folder(project: str | os.PathLike[str] | None) -> Path:
+    """The folder whose configuration is read: one that is there (#30)."""
+    if project is None:
+        return Path.cwd()
+    root = Path(project)
+    if not root.is_dir():
+        raise ConfigError(
+            f"sessions(project={str(project)!r}): " + ("not a folder" if root.exists() else "no such folder"),
+            tip="Pass the folder of the project's pyproject.toml, or leave project out (the noxfile's folder).",
+        )
+    return root
+
+
+def _chosen_rows(cfg: Config, rows: Iterable[str] | None, python: str | Mapping[str, str] | None) -> list[str]:
+    """The rows to define: each a row of the project, a session name the noxfile does not
+    already use, and every row the ``python`` mapping names among them (#30)."""
+    if isinstance(rows, str):
+        raise ConfigError(
+            f"sessions(rows={rows!r}): rows is a list of row names, not one string",
+            tip=f"Write sessions([{json.dumps(rows)}]).",
+        )
+    names = list(cfg.rows) if rows is None else [cfg.row(name).name for name in rows]
+    if isinstance(python, Mapping):
+        unknown = [name for name in python if name not in names]
+        if unknown:
+            raise ConfigError(
+                f"sessions(python=...) names {', '.join(map(repr, unknown))}, not a row this call defines",
+                allowed=", ".join(names),
+                tip="Name the rows of the project (device-matrix list), or add the row to rows=.",
+            )
+    taken = [name for name in names if name in nox.registry.get()]
+    if taken:
+        raise ConfigError(
+            f"the noxfile already has a session named {', '.join(map(repr, taken))}: a row's session would replace it",
+            tip="Rename that session, or leave the row out: sessions(rows=[...]) with the other rows.",
+        )
     return names
 
 
@@ -126,7 +181,10 @@ def run_row(session: nox.Session, cfg: Config, name: str) -> None:
             steps.append([*row.install, *row.install_args])  # its index options apply to it alone
         # device-matrix and the project in one resolution: a project that lists device-matrix
         # gets this one
-        steps.append([*own, *(cfg.project_install if plan.mode == "local" else ())])
+        project = cfg.project_install if plan.mode == "local" else ()
+        first, *rest = project or ((),)
+        steps.append([*own, *first])
+        steps.extend(list(step) for step in rest)  # each on its own: a step pip cannot resolve here is one (#30)
         install_once(session, steps, cfg.project_root)
         command = ["python", "-m", "device_matrix"]
     session.run(

@@ -8,6 +8,7 @@ import io
 import json
 import math
 import os
+import shlex
 import shutil
 import signal
 import sys
@@ -460,7 +461,33 @@ def cmd_doctor(args: argparse.Namespace, out: Output) -> int:
             out.line(f"  software here: {software}; {install_hint(row)}")
         else:
             out.line("  software here: installed")
+    problems += _project_install_problems(cfg, out)
     return EXIT_OK if problems == 0 else EXIT_UNAVAILABLE
+
+
+# seconds pip may take to resolve one step of project_install (it may build metadata)
+DRY_RUN_TIMEOUT = 600.0
+
+
+def _project_install_problems(cfg: Config, out: Output) -> int:
+    """Whether each step of ``project_install`` resolves here, as pip says with --dry-run
+    (#30: one dependency that cannot be had here made the whole install fail); how many do not."""
+    from device_matrix.devices import ask_tool
+
+    problems = 0
+    steps = cfg.project_install
+    for k, step in enumerate(steps, 1):
+        which = f"step {k} " if len(steps) > 1 else ""
+        command = shlex.join(["pip", "install", "--dry-run", *step])
+        argv = [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--disable-pip-version-check", *step]
+        code, said = ask_tool(argv, DRY_RUN_TIMEOUT, cwd=cfg.project_root)
+        if code == 0:
+            out.line(f"project install: {which}resolves here ({command})")
+            continue
+        problems += 1
+        why = f"no answer in {DRY_RUN_TIMEOUT:g} s" if code is None else (said.splitlines() or [f"exit {code}"])[-1]
+        out.line(f"project install: {which}does not resolve here ({command}): {why}")
+    return problems
 
 
 def _add_doctor_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

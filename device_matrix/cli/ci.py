@@ -105,8 +105,9 @@ def cmd_ci_install(args: argparse.Namespace, out: Output) -> int:
     steps = []
     if plan.row.install and not in_image:
         steps.append(("the row's packages", [*plan.row.install, *plan.row.install_args]))
-    if cfg.project_install:
-        steps.append(("the project (project_install)", list(cfg.project_install)))
+    for k, step in enumerate(cfg.project_install, 1):
+        which = f" step {k}" if len(cfg.project_install) > 1 else ""
+        steps.append((f"the project (project_install{which})", list(step)))
     if not steps:
         out.line(f"{args.device}: nothing to install ({plan.reason})")
     for what, pip_args in steps:

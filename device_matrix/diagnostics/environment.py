@@ -15,13 +15,13 @@ import platform
 import re
 import shutil
 import socket
-import subprocess
 import sys
 from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from device_matrix.devices import ask_tool
 from device_matrix.redact import Redactor
 
 PACKAGES = (
@@ -74,23 +74,28 @@ def _versions() -> dict[str, str]:
 
 
 def _drivers(timeout: float = 10.0) -> dict[str, str]:
+    """What each driver tool says. A tool is an untrusted child (#30): it runs in its own
+    process group, ended with whatever it started when it does not answer in ``timeout``,
+    and a tool that did not answer is not asked again (``nvidia-smi -q`` after the query);
+    output that is not UTF-8 is kept, its bad bytes replaced."""
     out: dict[str, str] = {}
+    hung: set[str] = set()
     for name, argv in DRIVER_TOOLS.items():
+        if argv[0] in hung:
+            out[name] = f"failed: not asked, {argv[0]} did not answer"
+            continue
         if shutil.which(argv[0]) is None:
             continue
         try:
-            proc = subprocess.run(
-                argv,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                check=False,
-                stdin=subprocess.DEVNULL,
-            )
-            text = (proc.stdout or proc.stderr).strip()
-            out[name] = text[:2000] if proc.returncode == 0 else f"exit {proc.returncode}: {text[:500]}"
-        except (OSError, subprocess.TimeoutExpired) as exc:
+            code, text = ask_tool(argv, timeout)
+        except OSError as exc:
             out[name] = f"failed: {exc}"
+            continue
+        if code is None:
+            hung.add(argv[0])
+            out[name] = f"failed: {argv[0]} did not answer in {timeout:g} s (ended)"
+            continue
+        out[name] = text[:2000] if code == 0 else f"exit {code}: {text[:500]}"
     return out
 
 

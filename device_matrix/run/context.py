@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
+import shlex
 import sys
 import threading
 import time
@@ -20,14 +20,14 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from device_matrix.config import Config, Row, Script
-from device_matrix.errors import EnvironmentProblem
+from device_matrix.errors import UsageProblem
 from device_matrix.records.schema import RowStatus, RunRecord, SourceInfo, SpreadRef
 from device_matrix.records.summary import most_serious
 from device_matrix.redact import Redactor, remember_secrets
 from device_matrix.run import crashes, selection
+from device_matrix.run.executors import factory
 from device_matrix.run.executors.base import Executor, LaunchSpec
 from device_matrix.run.executors.container import ContainerExecutor
-from device_matrix.run.executors.local import LocalExecutor
 from device_matrix.run.folder import RowFolder
 from device_matrix.run.plan import RowPlan
 from device_matrix.run.state import RunState, now_iso
@@ -54,7 +54,7 @@ class RunOptions:
     source: SourceInfo | None = None  # commit, branch, pull request (#25)
     resume: bool = False
     max_log_bytes: int | None = DEFAULT_MAX_LOG
-    # a shard (device_matrix.run.spread): only these tests (raw nodeids), into results/<row>/<results_subdir>, with
+    # a shard (device_matrix.spread.driver): only these tests (raw nodeids), into results/<row>/<results_subdir>, with
     # its device slot's variables over the row's own
     select: Sequence[str] | None = None
     results_subdir: str | None = None
@@ -286,7 +286,9 @@ class Run:
             env=self.row.env,
             slot_env=self.options.slot_env,
             pytest_args=(*self.row.pytest_args, *self.options.pytest_args),
-            own_env=self.own_env,
+            # #30: the record keeps the first snapshot a child sent: the children after it
+            # are not asked for theirs (its driver tools, a hanging nvidia-smi, once per run)
+            own_env=self.own_env and not self.state.environment,
             script_files=tuple(script.file for script in self.scripts),
             as_script=self.row.as_script,
         )
@@ -312,29 +314,15 @@ class Run:
 
     @cached_property
     def executor(self) -> Executor:
-        """Where the children run: this host's interpreter, or the row's container once its
-        image is checked (an EnvironmentProblem that names what the image lacks)."""
-        if self.plan.mode == "container":
-            assert self.plan.engine is not None
-            root = self.cfg.project_root.resolve()
-            results = self.cfg.results_dir.resolve()
-            self.container = ContainerExecutor(
-                self.plan.engine,
-                self.row,
-                env_allowlist=self.cfg.env_allowlist,
-                extra_mounts=[] if results.is_relative_to(root) else [results],
-            )
+        """Where the children run: this host's interpreter, or the row's container
+        (:func:`~device_matrix.run.executors.factory.build`), its image asked what it has first."""
+        executor = factory.build(self.plan, self.cfg, python=self.options.python, folder=self.folder.path)
+        if isinstance(executor, ContainerExecutor):
+            self.container = executor  # known before its image is asked: a refusal's record names the engine
             # before the first attempt: the image's interpreter, its pytest, the modules (#21)
             imports = [*([PLUGIN] if self.runs_pytest else []), *([SCRIPT_MODULE] if self.scripts else [])]
-            self.container.prepare(self.launch_spec(self.child.environment()), imports)
-            return self.container
-        python = self.options.python
-        if python is not None and shutil.which(python) is None:
-            raise EnvironmentProblem(
-                f"--python {python}: no such interpreter",
-                tip="Pass the path of a Python that has pytest (and the row's packages), or leave it out.",
-            )
-        return LocalExecutor(python)
+            executor.prepare(self.launch_spec(self.child.environment()), imports)
+        return executor
 
     @property
     def repro(self) -> crashes.Repro:
@@ -363,8 +351,29 @@ class Run:
         """Refuse what cannot run before anything runs: xdist, cache options, bad targets, no
         interpreter, an image that cannot run the row."""
         selection.refuse_xdist([*self.row.pytest_args, *self.options.pytest_args])
+        addopts = self._pytest_addopts()
+        if addopts:
+            # #30: the child's pytest reads these as if given on its command line
+            try:
+                selection.refuse_xdist(shlex.split(addopts))
+            except (UsageProblem, ValueError) as exc:
+                said = exc.message if isinstance(exc, UsageProblem) else str(exc)
+                raise UsageProblem(
+                    f"PYTEST_ADDOPTS={addopts!r}: {said}",
+                    tip="Remove it from PYTEST_ADDOPTS (the environment's, or the row's env) for device-matrix run.",
+                ) from None
         self.targets  # noqa: B018 - resolved now: its errors are the refusal
         self.executor  # noqa: B018
+
+    def _pytest_addopts(self) -> str | None:
+        """PYTEST_ADDOPTS as the child gets it: the row's own, else this host's (a container
+        gets the host's only by its env_allowlist)."""
+        own = self.row.env.get("PYTEST_ADDOPTS")
+        if own is not None:
+            return own
+        if self.plan.mode == "container" and "PYTEST_ADDOPTS" not in self.cfg.env_allowlist:
+            return None
+        return os.environ.get("PYTEST_ADDOPTS")
 
     def elapsed(self) -> float:
         """Seconds since the run began."""

@@ -385,6 +385,14 @@ def opened(cfg: Config, plan: RowPlan, options: RunOptions, listener: RunListene
             raise
     with row_lock(run.folder.path) as lock:
         run.folder.lock = lock
+        if run.container is not None:
+            # #30: a runner killed with SIGKILL left its container running; the lock says
+            # no live run owns one of this folder's now
+            left = run.container.remove_leftovers()
+            if left:
+                run.listener.note(
+                    run.row.name, f"removed {len(left)} container(s) a killed run left: {', '.join(left)}"
+                )
         try:
             yield run
         except Interrupted as exc:

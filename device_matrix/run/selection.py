@@ -29,6 +29,25 @@ XDIST_OPTIONS = ("-n", "--numprocesses", "--dist", "-d", "--tx", "--looponfail",
 CACHE_OPTIONS = ("--lf", "--last-failed", "--ff", "--failed-first", "--nf", "--new-first", "--sw", "--stepwise")
 # options of the command line that select tests: a selection of nothing is a wrong command line
 SELECTING_OPTIONS = ("-k", "-m", "--deselect")
+# #30: options under which pytest runs no test body, yet exits 0 or prints and exits: a
+# record of such a run would say every test passed, or that collection crashed. Each with
+# what to run instead.
+RUNS_NOTHING: dict[str, str] = {
+    "--setup-plan": "it reports every test passed without running it",
+    "--setup-only": "it reports every test passed without running it",
+    "--trace": "it stops each test in a debugger, whose stdin the runner closes",
+    "--pdb": "it stops a failing test in a debugger, whose stdin the runner closes",
+    "--markers": "it prints the markers and runs nothing",
+    "-h": "it prints pytest's help and runs nothing",
+    "--help": "it prints pytest's help and runs nothing",
+    "--version": "it prints pytest's version and runs nothing",
+    "-V": "it prints pytest's version and runs nothing",
+    "--fixtures": "it prints the fixtures and runs nothing",
+    "--funcargs": "it prints the fixtures and runs nothing",
+    "--fixtures-per-test": "it prints the fixtures and runs nothing",
+    "--co": "it collects and runs nothing",
+    "--collect-only": "it collects and runs nothing",
+}
 NOT_FOUND_RE = re.compile(r"ERROR: not found: (\S+)")
 
 
@@ -47,10 +66,17 @@ def selecting_options(args: Sequence[str]) -> list[tuple[str, str]]:
 def refuse_xdist(args: Sequence[str]) -> None:
     """pytest-xdist moves tests into workers the runner cannot watch: say so up front.
 
-    Options of pytest's cache are refused too: the runner runs without it.
+    Options of pytest's cache are refused too: the runner runs without it; so are options
+    under which pytest runs no test (#30).
     """
     for arg in args:
         name = arg.split("=", 1)[0]
+        if name in RUNS_NOTHING:
+            raise UsageProblem(
+                f"pytest argument {arg!r} cannot run under device-matrix run: {RUNS_NOTHING[name]}",
+                tip=f"Remove it from the command line and the row's pytest_args; for what it shows, "
+                f"run `python -m pytest {name}` in the project.",
+            )
         if name in CACHE_OPTIONS:
             raise UsageProblem(
                 f"pytest argument {arg!r} needs pytest's cache, which device-matrix run does not use",

@@ -61,13 +61,19 @@ def _task_folder(name: str) -> Iterator[Path]:
     # the worker adopts no orphan (a collection here made it a subreaper): the janitor's
     # own process must escape the worker, whose children Ray ends with it
     become_subreaper(on=False)
-    janitor = subprocess.Popen(
-        [sys.executable, "-m", "device_matrix.spread.janitor", str(os.getpid()), str(folder), str(HOLD)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,  # it outlives the worker it watches
-    )
+    # started as every child is (#31), but it outlives the worker it watches: no death
+    # signal, no token for a sweep to find, and waited for, never ended
+    with Path(os.devnull).open("wb") as devnull:
+        janitor = spawn(
+            [sys.executable, "-m", "device_matrix.spread.janitor", str(os.getpid()), str(folder), str(HOLD)],
+            env=os.environ,
+            cwd=folder.parent,
+            output=devnull,
+            token="",
+            death_signal=None,
+            adopt=False,
+            carry_token=False,
+        )
     try:
         yield folder
     finally:

@@ -19,12 +19,13 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO, Literal, Protocol
 
+from device_matrix.diagnostics.core import raise_core_limit
 from device_matrix.wire import ENV_ATTEMPT
 
 ExecutorName = Literal["local", "container"]
@@ -105,7 +106,7 @@ def become_subreaper(on: bool = True) -> None:
 
     Process-wide: the runner runs one attempt at a time, and every sweep spares what is
     not born of the attempt (:func:`adopted_leftovers`). ``on=False`` undoes it, for a
-    process whose orphans must escape it (a Ray worker: device_matrix.run.ray).
+    process whose orphans must escape it (a Ray worker: device_matrix.spread.ray_node).
     """
     try:
         libc = ctypes.CDLL(None, use_errno=True)
@@ -288,29 +289,42 @@ def spawn(
     output: BinaryIO,
     token: str,
     grace: float = TERM_GRACE,
-    death_signal: int = signal.SIGKILL,
+    death_signal: int | None = signal.SIGKILL,
     adopt: bool = True,
+    core_limit: int | None = None,
+    carry_token: bool = True,
+    wrap: Callable[[subprocess.Popen[bytes]], PopenChild] | None = None,
 ) -> PopenChild:
-    """A child process of our own (#23): the one way the spread starts one.
+    """A child process of our own (#23): the one place every child starts (#31).
 
     Its own session, stdin closed, its output to ``output`` (a file: a daemon that keeps
-    it open holds nothing up), ``death_signal`` when this process dies, and every process
-    of it carrying ``token``. :meth:`PopenChild.end` stops it: SIGTERM to its group,
-    ``grace`` seconds, SIGKILL, then the sweep of what it left (the token, adopted orphans).
-    Its exit status is the one :meth:`PopenChild.poll` and ``end`` give: nothing else is
-    asked of it. ``adopt``: this process becomes a subreaper, so the child's orphans come
-    back to it and are swept too.
+    it open holds nothing up), ``death_signal`` when this process dies (None: it outlives
+    the runner, as an engine client does for its engine to end the container), and every
+    process of it carrying ``token`` (unless ``carry_token`` is false: an engine client,
+    whose engine's helpers outlive it by design). :meth:`PopenChild.end` stops it: SIGTERM
+    to its group, ``grace`` seconds, SIGKILL, then the sweep of what it left (the token,
+    adopted orphans). Its exit status is the one :meth:`PopenChild.poll` and ``end`` give:
+    nothing else is asked of it. ``adopt``: this process becomes a subreaper, so the
+    child's orphans come back to it and are swept too. ``core_limit``: its RLIMIT_CORE,
+    bytes. ``wrap`` makes the child object of the process (an executor's own kind).
     """
     if adopt:
         become_subreaper()
+
+    def _preexec() -> None:  # runs in the child only, before exec
+        if core_limit is not None:
+            raise_core_limit(core_limit)
+        if death_signal is not None:
+            die_with_parent(death_signal)
+
     proc = subprocess.Popen(
         list(argv),
         cwd=cwd,
-        env={**env, ENV_ATTEMPT: token},
+        env={**env, ENV_ATTEMPT: token} if carry_token else dict(env),
         stdin=subprocess.DEVNULL,
         stdout=output,
         stderr=subprocess.STDOUT,
         start_new_session=True,
-        preexec_fn=lambda: die_with_parent(death_signal),  # noqa: PLW1509 - prctl only, no locks taken
+        preexec_fn=_preexec,  # noqa: PLW1509 - prctl and setrlimit only, no locks taken
     )
-    return PopenChild(proc, token, grace=grace)
+    return PopenChild(proc, token, grace=grace) if wrap is None else wrap(proc)

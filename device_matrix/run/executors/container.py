@@ -9,7 +9,10 @@ Inside, ``DEVICE_MATRIX_IN_IMAGE`` names the row, so a nested call runs locally.
 Before the first attempt the image is asked, in a container started as the row's are,
 which interpreter it has (the row's ``container_python``, or the first of ``python``,
 ``python3`` that can run the row) and which pytest: an image that cannot run the row is
-refused up front with what it has and what it needs (#21), not at the first test.
+refused up front with what it has and what it needs (#21), not at the first test. The
+same check says what the container's environment holds: the image's own secret-looking
+values (``ENV ..._TOKEN=``) are scrubbed from then on, so output of a child that dies
+before its plugin names them is redacted too (#30).
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ from typing import BinaryIO
 from device_matrix.config import Row
 from device_matrix.diagnostics.core import GDB_TIMEOUT, mapped_files
 from device_matrix.errors import EnvironmentProblem
-from device_matrix.run.executors.base import FAULTHANDLER_FROM_START, ExecutorName, LaunchSpec, PopenChild
+from device_matrix.redact import is_secret_name, remember_secrets
+from device_matrix.run.executors.base import FAULTHANDLER_FROM_START, ExecutorName, LaunchSpec, PopenChild, spawn
 from device_matrix.run.executors.engine import ENGINE_CHECK_TIMEOUT, Engine
 from device_matrix.wire import PLUGIN
 
@@ -53,6 +57,7 @@ NOT_FOUND = 127
 # the check may pull the image first: it gets what starting pytest gets, at least this
 PROBE_MIN_TIMEOUT = 60.0
 PROBE_MARK = "@@device-matrix-image@@"
+PROBE_ENV_MARK = "@@device-matrix-image-environment@@"
 # what the image's interpreter says about itself; it may be any Python, even 2.7
 PROBE = (
     r"""
@@ -72,7 +77,9 @@ if sys.version_info[:2] >= (%(major)d, %(minor)d):
             errors[name] = "%s: %s" % (type(exc).__name__, exc)
 found["import_errors"] = errors
 sys.stdout.write("\n%(mark)s" + json.dumps(found) + "\n")
+sys.stdout.write("%(envmark)s" + json.dumps(dict(os.environ)) + "\n")
 """.replace("%(major)d", str(MIN_PYTHON[0]))
+    .replace("%(envmark)s", PROBE_ENV_MARK)
     .replace("%(minor)d", str(MIN_PYTHON[1]))
     .replace("%(mark)s", PROBE_MARK)
 )
@@ -105,6 +112,8 @@ for path in wanted:
     except OSError as exc:
         print("not copied: %s (%s)" % (path, exc), file=sys.stderr)
 """
+# the folder, in a run's results folder, of the names of its running containers (#30)
+KEPT_NAMES = ".containers"
 VERSION_RE = re.compile(r"(\d+)\.(\d+)")
 
 
@@ -146,6 +155,15 @@ def _image_python(name: str, text: str) -> ImagePython | str:
         )
     except (ValueError, KeyError, TypeError, AttributeError):
         return f"answered the check with something unreadable: {text[:200]!r}"
+
+
+def _remember_environment(text: str) -> None:
+    """The container's environment, as the check found it: its secret-looking values are
+    scrubbed everywhere from now on (#30: a conftest that prints one, then dies)."""
+    with contextlib.suppress(ValueError):
+        environ = json.loads(text)
+        if isinstance(environ, dict):
+            remember_secrets({str(k): v for k, v in environ.items() if isinstance(v, str)})
 
 
 def _version(text: str) -> tuple[int, int]:
@@ -206,6 +224,7 @@ class ContainerExecutor:
         env_allowlist: Sequence[str] = (),
         extra_mounts: Sequence[Path] = (),
         host_env: Mapping[str, str] | None = None,
+        folder: Path | None = None,
     ) -> None:
         if not row.image:
             raise EnvironmentProblem(
@@ -219,6 +238,9 @@ class ContainerExecutor:
         self.host_env = dict(os.environ if host_env is None else host_env)
         self.python = row.container_python or CONTAINER_PYTHONS[0]
         self.found: ImagePython | None = None  # what prepare() found in the image
+        # #30: each running container's name is kept in the results folder until it ended,
+        # so the next run that holds the folder's lock removes those a killed runner left
+        self.kept = folder / KEPT_NAMES if folder is not None else None
 
     def interpreter(self) -> str:
         """The interpreter's real path in the image once known (gdb reads it from the image)."""
@@ -265,42 +287,49 @@ class ContainerExecutor:
         argv = [*self._run_options(spec, variables, name=name, init=False), candidate]
         argv += ["-c", PROBE, *imports]
         timeout = max(self.row.test_timeout, PROBE_MIN_TIMEOUT)
-        proc = subprocess.Popen(
-            argv,
-            cwd=spec.workdir,
-            env=self._client_env(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except BaseException as exc:
-            # an interrupt or the timeout: the container goes with the client
-            engine_command(self.engine.path, ["rm", "-f", name], self._client_env())
-            proc.kill()
-            proc.wait()
-            if isinstance(exc, subprocess.TimeoutExpired):
-                raise EnvironmentProblem(
-                    f"{self.engine.command} did not start image {self.row.image} in {timeout:.0f} s",
-                    tip=f"Pull it first (`{self.engine.command} pull {self.row.image}`), or raise the row's "
-                    "test_timeout.",
-                ) from None
-            raise
+        # an anonymous file (mode 0600, gone when closed): the answer holds the container's environment
+        client_env = self._client_env()
+        with tempfile.TemporaryFile() as answer:
+            child = spawn(
+                argv,
+                env=self._client_env(variables),
+                cwd=spec.workdir,
+                output=answer,
+                token=name,
+                death_signal=None,
+                adopt=False,
+                carry_token=False,
+                wrap=lambda proc: ContainerChild(proc, name, self.engine.path, name, client_env),
+            )
+            try:
+                code = child.wait(timeout)
+            except BaseException as exc:
+                # an interrupt or the timeout: the container goes with the client (end: rm -f)
+                child.end()
+                if isinstance(exc, subprocess.TimeoutExpired):
+                    raise EnvironmentProblem(
+                        f"{self.engine.command} did not start image {self.row.image} in {timeout:.0f} s",
+                        tip=f"Pull it first (`{self.engine.command} pull {self.row.image}`), or raise the row's "
+                        "test_timeout.",
+                    ) from None
+                raise
+            child.end()
+            answer.seek(0)
+            out = answer.read().decode("utf-8", "replace")
+        for line in out.splitlines():
+            if line.startswith(PROBE_ENV_MARK):
+                _remember_environment(line[len(PROBE_ENV_MARK) :])
         for line in reversed(out.splitlines()):
             if line.startswith(PROBE_MARK):
                 return _image_python(candidate, line[len(PROBE_MARK) :])
-        said = next(iter((err.strip() or out.strip()).splitlines()[-1:]), f"exit {proc.returncode}")
-        if proc.returncode == NOT_FOUND:
+        said = next(iter(out.strip().splitlines()[-1:]), f"exit {code}")
+        if code == NOT_FOUND:
             return "not found"
-        if proc.returncode in (0, 1, 2):
+        if code in (0, 1, 2):
             # the interpreter ran but said nothing of itself: not a Python
-            return f"not a Python that runs `-c` (exit {proc.returncode}: {said})"
+            return f"not a Python that runs `-c` (exit {code}: {said})"
         raise EnvironmentProblem(
-            f"{self.engine.command} could not run {candidate} in image {self.row.image} (exit {proc.returncode}): "
-            f"{said}",
+            f"{self.engine.command} could not run {candidate} in image {self.row.image} (exit {code}): {said}",
             tip="Check the image name and the row's container_options (try the command by hand: "
             f"`{self.engine.command} run --rm {self.row.image} {candidate} -V`).",
         )
@@ -355,11 +384,14 @@ class ContainerExecutor:
             argv += ["-v", f"{host}:{inside}" + (f":{opts}" if opts else "")]
         argv += ["-w", str(spec.workdir)]
         for key, value in variables:
-            argv += ["-e", key if value is None else f"{key}={value}"]
+            # #30: a secret-looking value is passed by name, from the engine client's own
+            # environment (_client_env): a command line is anyone's to read in `ps`
+            argv += ["-e", key if value is None or is_secret_name(key) else f"{key}={value}"]
         argv.append(self.row.image)
         return argv
 
     def argv(self, spec: LaunchSpec, *, name: str | None = None) -> list[str]:
+        """The engine's command line; the secret-looking variables by name (:meth:`_client_env`)."""
         variables = self._variables(spec.env, spec.project_root)
         argv = [*self._run_options(spec, variables, name=name), self.python, *FAULTHANDLER_FROM_START]
         argv += ["-m", spec.module]
@@ -377,9 +409,11 @@ class ContainerExecutor:
         argv[0] = self.engine.command
         return [*argv, self.python]
 
-    def _client_env(self) -> dict[str, str]:
-        # only what the engine client itself needs from the host; the container's
-        # environment is given explicitly with -e
+    def _client_env(self, variables: Sequence[tuple[str, str | None]] = ()) -> dict[str, str]:
+        # only what the engine client itself needs from the host, and the secret-looking
+        # values of the container's ``variables``, which -e passes by name (#30); the rest
+        # of the container's environment is given explicitly with -e
+        secret = {k: v for k, v in variables if v is not None and is_secret_name(k)}
         wanted = (
             "PATH",
             "HOME",
@@ -392,25 +426,50 @@ class ContainerExecutor:
             "TMPDIR",
             "LANG",
         )
-        return {k: v for k, v in self.host_env.items() if k in wanted}
+        return {**{k: v for k, v in self.host_env.items() if k in wanted}, **secret}
 
     def _new_name(self) -> str:
         # one per container: an ended one may still be being removed when the next starts
         return f"device-matrix-{self.row.name}-{secrets.token_hex(4)}"
 
+    def remove_leftovers(self) -> list[str]:
+        """Remove the containers a killed run in this results folder left, and name them.
+
+        Called with the folder's lock held: no live run owns one of the names kept there.
+        """
+        if self.kept is None or not self.kept.is_dir():
+            return []
+        names = sorted(f.name for f in self.kept.iterdir())
+        if names:
+            engine_command(self.engine.path, ["rm", "-f", *names], self._client_env())
+            for name in names:
+                (self.kept / name).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            self.kept.rmdir()
+        return names
+
     def launch(self, spec: LaunchSpec, output: BinaryIO) -> ContainerChild:
         spec.workdir.mkdir(parents=True, exist_ok=True)
         name = self._new_name()
-        proc = subprocess.Popen(
+        if self.kept is not None:
+            self.kept.mkdir(exist_ok=True)
+            (self.kept / name).touch()  # before it starts: a runner killed now still left its name
+        client_env = self._client_env()
+        child = spawn(
             self.argv(spec, name=name),
+            env=self._client_env(self._variables(spec.env, spec.project_root)),
             cwd=spec.workdir,
-            env=self._client_env(),
-            stdin=subprocess.DEVNULL,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+            output=output,
+            token=spec.token,
+            # the engine's helpers (conmon) outlive the client by design: the container is
+            # ended through the engine, by name, never by the client's death or the token
+            death_signal=None,
+            adopt=False,
+            carry_token=False,
+            wrap=lambda proc: ContainerChild(proc, spec.token, self.engine.path, name, client_env, kept=self.kept),
         )
-        return ContainerChild(proc, spec.token, self.engine.path, name, self._client_env())
+        assert isinstance(child, ContainerChild)
+        return child
 
     def command_for(self, spec: LaunchSpec) -> list[str]:
         argv = self.argv(spec)
@@ -465,12 +524,20 @@ class ContainerChild(PopenChild):
     sweeps_adopted = False
 
     def __init__(
-        self, proc: subprocess.Popen[bytes], token: str, engine: str, name: str, client_env: Mapping[str, str]
+        self,
+        proc: subprocess.Popen[bytes],
+        token: str,
+        engine: str,
+        name: str,
+        client_env: Mapping[str, str],
+        *,
+        kept: Path | None = None,
     ) -> None:
         super().__init__(proc, token)
         self.engine = engine
         self.name = name
         self.client_env = dict(client_env)
+        self.kept = kept  # the folder that keeps its name while it runs (#30)
 
     def _engine_kill(self, sig: int) -> None:
         engine_command(self.engine, ["kill", "--signal", signal.Signals(sig).name, self.name], self.client_env)
@@ -481,6 +548,10 @@ class ContainerChild(PopenChild):
             # the client was ended with its container: the engine's --rm may not have run
             # yet (podman leaves it to conmon), and nothing the runner ended stays behind
             engine_command(self.engine, ["rm", "-f", self.name], self.client_env)
+        if self.kept is not None:
+            (self.kept / self.name).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                self.kept.rmdir()  # only when no other container of the run still runs
         return code
 
     def send(self, sig: int) -> None:

@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from typing import BinaryIO
 
-from device_matrix.diagnostics.core import raise_core_limit
 from device_matrix.errors import EnvironmentProblem
 from device_matrix.run.executors.base import (
     FAULTHANDLER_FROM_START,
     ExecutorName,
     LaunchSpec,
     PopenChild,
-    become_subreaper,
-    die_with_parent,
+    spawn,
 )
 
 
@@ -41,34 +38,25 @@ class LocalExecutor:
         return [self.python, *FAULTHANDLER_FROM_START, "-m", spec.module, *spec.pytest_args]
 
     def launch(self, spec: LaunchSpec, output: BinaryIO) -> PopenChild:
-        limit = spec.core_limit
-
-        def _preexec() -> None:  # runs in the child only, before exec
-            if limit is not None:
-                raise_core_limit(limit)
-            # a runner killed with SIGKILL cannot end its child: the kernel does
-            die_with_parent()
-
-        # an orphan of the attempt comes back to the runner, whatever it did to hide
-        # (not for a container: its engine and init own what runs inside)
-        become_subreaper()
         try:
-            proc = subprocess.Popen(
+            # an orphan of the attempt comes back to the runner, whatever it did to hide (not
+            # for a container: its engine and init own what runs inside); a runner killed
+            # with SIGKILL cannot end its child: the kernel does
+            return spawn(
                 self.argv(spec),
-                cwd=spec.workdir,
                 env=child_environment(spec),
-                stdin=subprocess.DEVNULL,
-                stdout=output,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=_preexec,  # noqa: PLW1509 - sets RLIMIT_CORE for the child only, before exec
+                cwd=spec.workdir,
+                output=output,
+                token=spec.token,
+                core_limit=spec.core_limit,
+                # the attempt's environment names its token already (or none: an image check)
+                carry_token=False,
             )
         except OSError as exc:
             raise EnvironmentProblem(
                 f"cannot start {self.python}: {exc.strerror or exc}",
                 tip="Pass --python an interpreter that exists and has pytest, or leave it out.",
             ) from exc
-        return PopenChild(proc, spec.token)
 
     def command_for(self, spec: LaunchSpec) -> list[str]:
         return [self.python, *FAULTHANDLER_FROM_START, "-m", spec.module, *spec.pytest_args]

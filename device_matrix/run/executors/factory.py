@@ -1,0 +1,43 @@
+"""The one factory of a run's executor: this host's interpreter, or the row's container (#31).
+
+It builds and checks nothing else: the container's image is asked what it has by the run's
+own check (:meth:`ContainerExecutor.prepare`), before the first attempt.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from device_matrix.config import Config
+from device_matrix.errors import EnvironmentProblem
+from device_matrix.run.executors.base import Executor
+from device_matrix.run.executors.container import ContainerExecutor
+from device_matrix.run.executors.local import LocalExecutor
+
+if TYPE_CHECKING:
+    from device_matrix.run.plan import RowPlan
+
+
+def build(plan: RowPlan, cfg: Config, *, python: str | None, folder: Path) -> Executor:
+    """Where the children of a run of ``plan``'s row run; ``folder`` is the run's results
+    folder (a container's name is kept there while it runs). ``python``: the command
+    line's interpreter for a local row (an EnvironmentProblem when there is none)."""
+    if plan.mode == "container":
+        assert plan.engine is not None
+        root = cfg.project_root.resolve()
+        results = cfg.results_dir.resolve()
+        return ContainerExecutor(
+            plan.engine,
+            plan.row,
+            env_allowlist=cfg.env_allowlist,
+            extra_mounts=[] if results.is_relative_to(root) else [results],
+            folder=folder,
+        )
+    if python is not None and shutil.which(python) is None:
+        raise EnvironmentProblem(
+            f"--python {python}: no such interpreter",
+            tip="Pass the path of a Python that has pytest (and the row's packages), or leave it out.",
+        )
+    return LocalExecutor(python)

@@ -1,0 +1,121 @@
+"""Every configuration key is declared once and has its default in defaults.toml only (#31):
+the dataclasses take theirs from it, the loader reads no default of its own, and
+docs/configuration.md's table of keys says what the file says."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+from device_matrix import config, tomlfile
+from tests.conftest import REPO
+
+CONFIG_PY = Path(config.__file__)
+DOC = REPO / "docs" / "configuration.md"
+# fields that are no key with a default: a script's variant is made from its entry, a gang's
+# xfail is an optional table (None when not given)
+NOT_KEYS = ("variant", "xfail")
+DOC_ROW = re.compile(r"^\| `([^`]+)` \| (.+) \|$")
+
+
+def packaged() -> dict[str, object]:
+    return tomlfile.loads((CONFIG_PY.parent / "defaults.toml").read_text())
+
+
+def test_every_declared_key_has_its_default_in_defaults_toml_and_nothing_else_is_there() -> None:
+    data = packaged()
+    declared = config.declared_keys()
+    for key, (table, name) in declared.items():
+        if not name:
+            continue
+        holder = data[table] if table else data
+        assert isinstance(holder, dict) and name in holder, f"{key} has no default in defaults.toml"
+    # and defaults.toml has no key that is not declared (its packaged rows are rows, not defaults)
+    declared_there = {(t, n) for t, n in declared.values() if n}
+    for table in ("", "tracker", *config.KEY_TABLES):
+        holder = data[table] if table else data
+        assert isinstance(holder, dict)
+        for name, value in holder.items():
+            if table == "" and name in ("tracker", "devices", *config.KEY_TABLES):
+                continue
+            assert (table, name) in declared_there, f"defaults.toml [{table}] {name} = {value!r} is no declared key"
+    # a key without a default is one the loader says must be given, or that means "none"
+    assert set(config.WITHOUT_DEFAULT) <= set(declared)
+
+
+def test_the_dataclasses_take_each_default_from_defaults_toml() -> None:
+    data = packaged()
+    rows = data["row"]
+    assert isinstance(rows, dict)
+    row = config.Row(name="x", pjrt_device="CPU")
+    for key, value in rows.items():
+        expected = tuple(value) if isinstance(value, list) else value
+        got = getattr(row, key)
+        assert (dict(got) if isinstance(got, dict | config.MappingProxyType) else got) == expected, key
+    script = config.Script(file="t.py")
+    assert (script.args, dict(script.env), script.kind) == ((), {}, "unittest")
+    for cls in (config.Row, config.Script, config.Gang, config.TrackerConfig, config.Config):
+        for f in dataclasses.fields(cls):
+            # a field of a key has no literal default: defaults.toml's, or none (required)
+            if f.name in NOT_KEYS:
+                continue
+            assert f.default is dataclasses.MISSING, f"{cls.__name__}.{f.name} has a default of its own"
+
+
+def test_config_py_holds_no_second_list_of_defaults() -> None:
+    # grep-level: no `x.get("key", default)` of a configuration key, no literal field default
+    names = {name for _, name in config.declared_keys().values() if name} | {
+        key.rsplit(".", 1)[-1] for key in config.declared_keys()
+    }
+    tree = ast.parse(CONFIG_PY.read_text())
+    found = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get"
+            and len(node.args) == 2
+            and isinstance(node.args[0], ast.Constant)
+            and node.args[0].value in names
+        ):
+            found.append(f"line {node.lineno}: .get({node.args[0].value!r}, ...)")
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                literal = isinstance(item, ast.AnnAssign) and isinstance(item.value, ast.Constant | ast.Tuple)
+                if literal and ast.unparse(item.target) not in NOT_KEYS:
+                    found.append(
+                        f"line {item.lineno}: {node.name}.{ast.unparse(item.target)} = {ast.unparse(item.value)}"
+                    )
+    assert found == []
+
+
+def test_docs_configuration_lists_every_key_with_the_default_of_defaults_toml() -> None:
+    data = packaged()
+    documented: dict[str, str] = {}
+    for line in DOC.read_text().splitlines():
+        m = DOC_ROW.match(line)
+        if m:
+            assert m.group(1) not in documented, f"{m.group(1)} is listed twice"
+            documented[m.group(1)] = m.group(2)
+    declared = config.declared_keys()
+    assert list(documented) == list(declared)
+    for key, (table, name) in declared.items():
+        said = documented[key]
+        if not name:
+            assert said == config.WITHOUT_DEFAULT[key], key
+            continue
+        assert said.startswith("`") and said.endswith("`"), key
+        holder = data[table] if table else data
+        assert isinstance(holder, dict)
+        assert tomlfile.loads(f"v = {said[1:-1]}")["v"] == holder[name], key
+
+
+@pytest.mark.parametrize("table", ["row", "script", "gang"])
+def test_a_key_table_of_defaults_toml_is_not_a_key_of_the_project(tmp_path: Path, table: str) -> None:
+    (tmp_path / "pyproject.toml").write_text(f"[tool.device-matrix.{table}]\nimage = 'x'\n")
+    with pytest.raises(config.ConfigError, match="unknown key"):
+        config.load(tmp_path)

@@ -1,0 +1,79 @@
+"""``project_install`` as several pip commands, and ``doctor`` asking pip whether each
+resolves here (#30 item 24): a project with one dependency that cannot be had on the runner
+(a ``git+https`` one offline) installs the rest in a step of its own, and doctor says which
+step does not resolve instead of "installed"."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import device_matrix.nox as dm_nox
+from device_matrix import config
+from device_matrix.cli import main
+from device_matrix.errors import EXIT_OK, EXIT_UNAVAILABLE, ConfigError
+from tests.test_nox_api import FakeSession, venv
+from tests.test_nox_api import user_project as nox_project
+from tests.userproject import user_project
+
+NOT_THERE = "device-matrix-no-such-package-here==0.0.1"
+
+
+def write(tmp_path: Path, install: str) -> Path:
+    (tmp_path / "pyproject.toml").write_text(f"[tool.device-matrix]\nproject_install = {install}\n")
+    return tmp_path
+
+
+def test_project_install_is_one_pip_command_or_several(tmp_path: Path) -> None:
+    assert config.load(write(tmp_path, '["-e", "."]')).project_install == (("-e", "."),)
+    steps = config.load(write(tmp_path, '[["--no-deps", "-e", "."], ["-r", "requirements.txt"]]'))
+    assert steps.project_install == (("--no-deps", "-e", "."), ("-r", "requirements.txt"))
+    assert config.load(write(tmp_path, "[]")).project_install == ()
+
+
+@pytest.mark.parametrize("bad", ['["-e", ["."]]', "[[]]", '[["-e", 1]]'])
+def test_a_mixed_or_empty_step_is_a_config_error(tmp_path: Path, bad: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        config.load(write(tmp_path, bad))
+    assert info.value.exit_code == 3 and "project_install" in str(info.value)
+
+
+def test_nox_installs_device_matrix_with_the_first_step_and_each_other_step_alone(tmp_path: Path) -> None:
+    root = nox_project(
+        tmp_path / "p", '[tool.device-matrix]\nproject_install = [["--no-deps", "-e", "."], ["-r", "req.txt"]]\n'
+    )
+    fake = FakeSession(venv(tmp_path / "venv"))
+    (tmp_path / "venv").mkdir()
+    dm_nox.run_row(fake, config.load(root), "cpu")  # type: ignore[arg-type]
+    own = dm_nox.device_matrix_requirement()
+    assert fake.installs == [
+        ("torch==2.9.0", "torch_xla==2.9.0"),
+        (*own, "--no-deps", "-e", "."),
+        ("-r", "req.txt"),
+    ]
+
+
+def doctor(tmp_path: Path, capsys: pytest.CaptureFixture[str], install: str) -> tuple[int, list[str]]:
+    p = user_project(tmp_path, {"tests/test_a.py": "def test_a(): pass\n"}, top=f"project_install = {install}")
+    code = main(["--project", str(p.root), "doctor", "--device", "cpu"])
+    return code, [x for x in capsys.readouterr().out.splitlines() if x.startswith("project install")]
+
+
+def test_doctor_says_a_project_install_that_resolves(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # pytest is installed here: pip resolves it without an index
+    code, lines = doctor(tmp_path, capsys, '[["pytest"]]')
+    assert lines == ["project install: resolves here (pip install --dry-run pytest)"]
+    assert code == EXIT_OK
+
+
+def test_doctor_says_which_step_of_the_project_install_does_not_resolve(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, lines = doctor(tmp_path, capsys, f'[["pytest"], ["--no-index", "{NOT_THERE}"]]')
+    assert code == EXIT_UNAVAILABLE
+    assert lines[0] == "project install: step 1 resolves here (pip install --dry-run pytest)"
+    assert lines[1].startswith(
+        f"project install: step 2 does not resolve here (pip install --dry-run --no-index {NOT_THERE}): "
+    )
+    assert "device-matrix-no-such-package-here" in lines[1]
