@@ -25,8 +25,8 @@ _string: Callable[[str], str] = json.encoder.encode_basestring_ascii
 
 # what a forked copy of the test process says on fd 2 as it is ended (the runner reads it)
 FORKED_COPY_NOTE = (
-    "device-matrix: a process forked by {nodeid} returned into pytest instead of ending with "
-    "os._exit(); it was ended before it could run other tests"
+    "device-matrix: a process forked by {nodeid} returned into the test runner instead of ending "
+    "with os._exit(); it was ended before it could run other tests"
 )
 FORKED_COPY_EXIT = 1
 # the name in the note when no test runs but a module is imported (a fork at import time)
@@ -121,6 +121,11 @@ class JournalWriter:
         except OSError:
             pass
         os._exit(FORKED_COPY_EXIT)
+
+    @property
+    def in_copy(self) -> bool:
+        """Whether this process is a forked copy of the one that writes the journal."""
+        return self._copy_note is not None
 
     def become_copy(self, note: str) -> None:
         """In a forked copy: close the journal here; the next event ends the process."""

@@ -806,6 +806,10 @@ def _watch_the_end(recorder: Recorder) -> None:
         excepthook(kind, exc, tb)
 
     def session_end() -> None:
+        if recorder.journal is not None and recorder.journal.in_copy:
+            # #29: a multiprocessing child made by fork ends here (threading's exit hook runs
+            # in it as in any process): its end is its own, as under python FILE
+            return
         # the script's __main__ is done (its end, sys.exit(), an uncaught exception): its
         # session ended, as pytest's does at sessionfinish; what hangs after this (a runtime's
         # exit handler, a thread joined) is a hang at exit, as under pytest

@@ -299,7 +299,7 @@ def _record_worker_crashes(run: Run, attempt: AttemptResult, targets: Sequence[s
 
 
 def _record_forked_copies(run: Run, attempt: AttemptResult) -> None:
-    """A test whose forked copy returned into pytest (the child ended that copy): an error.
+    """A test whose forked copy returned into the test runner (the child ended that copy): an error.
 
     Under plain pytest the copy would have run the rest of the session again; its
     outcome in the real process is kept in the message.
@@ -310,11 +310,11 @@ def _record_forked_copies(run: Run, attempt: AttemptResult) -> None:
         if module is not None:
             # no test ran: the module whose import forked is the error, beside its tests
             message = (
-                "a process forked while this module was imported returned into pytest instead of ending "
+                "a process forked while this module was imported returned into the test runner instead of ending "
                 "with os._exit(); device-matrix ended it before it collected and ran the session again"
             )
             state.put(module, "error", duration=0.0, message=message, attempt=attempt.index)
-            run.listener.note(run.row.name, f"{module}: a forked copy of the test process returned into pytest")
+            run.listener.note(run.row.name, f"{module}: a forked copy of the test process returned into the test runner")
             continue
         nodeid = next((n for n in state.results if redactor.text(n) == named), None)
         record = state.results.get(nodeid or "")
@@ -322,8 +322,8 @@ def _record_forked_copies(run: Run, attempt: AttemptResult) -> None:
             continue
         was = record["outcome"]
         message = (
-            "a process this test forked returned into pytest instead of ending with os._exit(); "
+            "a process this test forked returned into the test runner instead of ending with os._exit(); "
             f"device-matrix ended it before it ran other tests (the test itself: {was})"
         )
         state.put(nodeid, "error", duration=record["duration"], message=message, attempt=attempt.index)
-        run.listener.note(run.row.name, f"{named}: a forked copy of the test process returned into pytest")
+        run.listener.note(run.row.name, f"{named}: a forked copy of the test process returned into the test runner")
