@@ -41,10 +41,12 @@ from device_matrix.run.targets import of_script
 # unittest's verbose line, and the headers of its failure listing (3.11: "(module.Class.test)";
 # 3.10 and older: "(module.Class)"); a subtest's header ends with its parameters
 _VERBOSE_RE = re.compile(
-    r"^(?P<method>\w+) \((?P<where>[\w.]+)\)(?: \([^)]*\))?(?:\n.*?)? \.\.\. "
-    r"(?P<word>ok|FAIL|ERROR|skipped|expected failure|unexpected success)",
+    r"^(?P<method>\w+) \((?P<where>[\w.]+)\)(?: \([^)]*\))?(?:\n.*?)? \.\.\. ",
     re.MULTILINE,
 )
+# the outcome unittest writes after " ... ": right there, or, when the test printed (a
+# warning, a log line), at the start of a line of its own after that output (#29)
+_WORD_RE = re.compile(r"(?:\A|(?<=\n))(?P<word>ok|FAIL|ERROR|skipped|expected failure|unexpected success)\b")
 _HEADER_RE = re.compile(
     r"^(?P<word>FAIL|ERROR|UNEXPECTED SUCCESS): (?P<method>\w+) \((?P<where>[\w.]+)\)", re.MULTILINE
 )
@@ -98,10 +100,15 @@ def read_plain(output: str, returncode: int, seconds: float) -> PlainRun:
     ran = _RAN_RE.findall(output)
     if ran:
         run.ran = int(ran[-1])
-    for m in _VERBOSE_RE.finditer(output):
+    starts = list(_VERBOSE_RE.finditer(output))
+    for k, m in enumerate(starts):
+        end = starts[k + 1].start() if k + 1 < len(starts) else len(output)
+        word = _WORD_RE.search(output[m.end() : end])
+        if word is None:
+            continue  # the process died in this test: no outcome was written
         run.verbose = True
         key = _class_and_method(m["method"], m["where"])
-        outcome = _WORDS[m["word"]]
+        outcome = _WORDS[word["word"]]
         if run.named.get(key) not in ("failed", "error"):  # a failed subtest fails its test
             run.named[key] = outcome
     for m in _HEADER_RE.finditer(output):

@@ -183,12 +183,20 @@ def _diagnose(
     native = natives[-1] if natives else None
     fatals = parse_fatal_lines(lines)
     terminate = parse_terminate(lines)
+    received = _signal_from_fatal_error(fatal_dump.fatal_error if fatal_dump else None) or (
+        native.signal_name or signal_name(native.signal) if native else None
+    )
     name = (
         signal_name(signum)
-        or _signal_from_fatal_error(fatal_dump.fatal_error if fatal_dump else None)
-        or (native.signal_name or signal_name(native.signal) if native else None)
+        or received
         or (_ABORT_EVIDENCE if fatals or terminate or any(n.format == "check_failure" for n in natives) else None)
     )
+    reraised = None
+    if name == "SIGABRT" and received not in (None, "SIGABRT"):
+        # #29: XLA's handler (XLA_DUMP_FATAL_STACK=1) ends every fatal signal with abort();
+        # its banner and faulthandler's line name the signal the process received
+        reraised, name = name, received
+        signum = _signal.Signals[received].value if received in _signal.Signals.__members__ else signum
 
     # The fingerprint uses only what the process printed itself, never gdb's view:
     # a host without gdb or core files must fingerprint the same crash the same way.
@@ -217,7 +225,7 @@ def _diagnose(
         hint=(
             "hung past its timeout: every thread's stack was dumped, then the process group ended"
             if timed_out
-            else SIGNAL_HINTS.get(name or "")
+            else _hint(name, reraised)
         ),
         exit_code=returncode,
         fatal_error=fatal_dump.fatal_error if fatal_dump else None,
@@ -233,6 +241,13 @@ def _diagnose(
         fingerprint=fingerprint,
         fingerprint_basis=basis,
     )
+
+
+def _hint(name: str | None, reraised: str | None) -> str | None:
+    hint = SIGNAL_HINTS.get(name or "")
+    if reraised is None:
+        return hint
+    return f"{hint}; a signal handler in the process (XLA's) then raised {reraised}"
 
 
 def read_core(

@@ -40,6 +40,7 @@ def attempts(
     while True:
         attempt = one_attempt(run, purpose, targets, select, script=script)
         state.record_finished(attempt)
+        _record_plugin_crashes(run, attempt, targets)
         _record_worker_crashes(run, attempt, targets)
         _record_forked_copies(run, attempt)
         # one non-zero pytest exit anywhere is never overwritten by a later 0; a
@@ -271,6 +272,39 @@ def _record_crash(run: Run, attempt: AttemptResult, at: CrashAt, targets: Sequen
     )
 
 
+def _record_plugin_crashes(run: Run, attempt: AttemptResult, targets: Sequence[str]) -> None:
+    """#29: a test that crashed in a plugin's forked copy (pytest-forked): the test's crash,
+    with its signal, while its pytest process went on."""
+    state = run.state
+    for nodeid, when, diagnosis in crashes.plugin_crashes(attempt, run.redactor):
+        crash = crashes.crash_record(
+            f"{run.row.name}-{len(state.crashes) + 1}",
+            kind="crash",
+            phase="test",
+            nodeid=nodeid,
+            when=when,
+            attempt=attempt.index,
+            diagnosis=diagnosis,
+            repro=run.repro.of(nodeid, targets),
+        )
+        run.origins[crash["id"]] = CrashOrigin(tuple(targets), None)
+        state.crashes.append(crash)
+        _log_crash(run, crash)
+        what = crash_kind_label(crash)
+        record = state.results.get(nodeid)
+        state.put(
+            nodeid,
+            "crashed",
+            duration=record["duration"] if record else 0.0,
+            message=f"crashed: {what} ({diagnosis['hint'] or ''})",
+            crash=crash["id"],
+            attempt=attempt.index,
+        )
+        run.listener.crash(
+            run.row.name, nodeid, outcome="crashed", phase="test", what=what, fingerprint=diagnosis["fingerprint"]
+        )
+
+
 def _record_worker_crashes(run: Run, attempt: AttemptResult, targets: Sequence[str]) -> None:
     """A failed test whose output shows a process dying in native code: a crash too."""
     state = run.state
@@ -314,7 +348,9 @@ def _record_forked_copies(run: Run, attempt: AttemptResult) -> None:
                 "with os._exit(); device-matrix ended it before it collected and ran the session again"
             )
             state.put(module, "error", duration=0.0, message=message, attempt=attempt.index)
-            run.listener.note(run.row.name, f"{module}: a forked copy of the test process returned into the test runner")
+            run.listener.note(
+                run.row.name, f"{module}: a forked copy of the test process returned into the test runner"
+            )
             continue
         nodeid = next((n for n in state.results if redactor.text(n) == named), None)
         record = state.results.get(nodeid or "")

@@ -213,6 +213,8 @@ def rerun_crashes(run: Run, verdict: Verdict) -> Verdict:
             if rerun["outcome"] not in ("crashed", "timeout"):
                 classification = "flaky"
                 break
+            if not crashes.same_crash(crash, rerun):
+                classification = "flaky"  # #29: it crashed again, but not as it did: no one fingerprint
         crash["classification"] = classification
         if classification == "flaky" and script is None:
             # alone it passed: the repro runs it with the neighbours it crashed beside
