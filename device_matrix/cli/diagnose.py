@@ -117,15 +117,34 @@ def _places(args: argparse.Namespace) -> tuple[Path, Path | None]:
     return Path(args.results) if args.results else cfg.results_dir, cfg.project_root / cfg.tracker.ledger_seed
 
 
+# #30: a log is read as a stream and only its end is kept: a crash speaks at the end, and a
+# log of any size (a multi-gigabyte job log, /dev/zero) is read in bounded memory
+LOG_TAIL = 8 << 20
+READ_CHUNK = 1 << 20
+# where a stream that never ends (a device, a pipe) stops being read
+STREAM_LIMIT = 4 << 30
+
+
 def _read(path: Path) -> str:
+    """The last LOG_TAIL bytes of the log at ``path``, read as a stream."""
+    kept = bytearray()
     try:
-        data = path.read_bytes()
+        with path.open("rb") as fh:
+            if path.is_file():
+                # a file: straight to its end
+                fh.seek(max(0, path.stat().st_size - LOG_TAIL))
+            read = 0
+            while read < STREAM_LIMIT and (chunk := fh.read(READ_CHUNK)):
+                read += len(chunk)
+                kept += chunk
+                if len(kept) > LOG_TAIL:
+                    del kept[: len(kept) - LOG_TAIL]
     except OSError as exc:
         raise ResultsError(
             f"{path}: cannot read the log ({exc.strerror or exc})",
             tip="Pass a log file: a downloaded job log, a log pasted into a file, or RESULTS/<row>/output.log.",
         ) from exc
-    return data.decode("utf-8", "replace")
+    return kept.decode("utf-8", "replace")
 
 
 def _print(out: Output, log: str, diag: CrashDiagnosis | None, issues: list[dict[str, str]]) -> None:
