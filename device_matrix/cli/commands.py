@@ -161,7 +161,13 @@ def add_compare_command(sub: Any) -> None:
     cp.add_argument("--device", "-d", required=True, help="the row whose scripts to compare")
     cp.add_argument("--python", help="interpreter for both ways (default: this one)")
     cp.add_argument("--results", help="results folder of the device-matrix run (default RESULTS/compare)")
-    cp.add_argument("--timeout", type=float, default=3600.0, help="seconds one plain run may take (default 3600)")
+    cp.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="seconds one plain run may take (default: the row's test_timeout for a program, its run_timeout "
+        "for a unittest file, as through device-matrix)",
+    )
     cp.add_argument("--all", action="store_true", help="print every test, not only those that differ")
     cp.add_argument("--json", action="store_true", help="print the comparison as JSON too")
     cp.set_defaults(func=_lazy("device_matrix.cli.compare:cmd_compare"))
