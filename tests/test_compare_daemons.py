@@ -40,7 +40,10 @@ def _alive(pid: int) -> bool:
 
 def test_a_program_that_leaves_a_daemon_passes_both_ways_and_the_daemon_is_ended(tmp_path: Path) -> None:
     pids = tmp_path / "pids.txt"
-    scripts = f'[[tool.device-matrix.devices.fixture.scripts]]\nfile = "test/daemon.py"\nkind = "program"\nargs = ["{pids}"]\n'
+    scripts = (
+        '[[tool.device-matrix.devices.fixture.scripts]]\nfile = "test/daemon.py"\n'
+        f'kind = "program"\nargs = ["{pids}"]\n'
+    )
     root = _project(tmp_path, scripts)
     (root / "test" / "daemon.py").write_text(DAEMON)
     started = time.monotonic()

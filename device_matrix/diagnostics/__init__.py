@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import signal as _signal
 from pathlib import Path
 
@@ -91,21 +90,6 @@ def output_slice(output_text: str, start: int = 0, end: int | None = None) -> st
     crash's evidence, and would give the rerun a fingerprint of its own (issue 10).
     """
     return output_text[start:end]
-
-
-# What the runner writes into a row's output.log when it records a crash: a log read without
-# its record (downloaded, pasted) still names the crash the record has, with its fingerprint,
-# which may rest on evidence the log does not hold (the faulthandler file, a core) (#24)
-RECORDED_CRASH = "=== device-matrix: {id} in attempt {attempt}: {headline}; fingerprint {fingerprint}"
-RECORDED_CRASH_RE = re.compile(
-    r"=== device-matrix: (?P<id>\S+) in attempt (?P<attempt>\d+): (?P<headline>.*); "
-    r"fingerprint (?P<fingerprint>[0-9a-f]+)$"
-)
-
-
-def recorded_crashes(text: str) -> list[re.Match[str]]:
-    """The crashes a row's output.log says its runner recorded, in order."""
-    return [m for m in (RECORDED_CRASH_RE.search(line) for line in text.splitlines()) if m is not None]
 
 
 def diagnose(

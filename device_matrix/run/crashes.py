@@ -24,9 +24,17 @@ from device_matrix.child.journal import FORKED_AT_IMPORT, FORKED_COPY_NOTE
 from device_matrix.config import Row, Script
 from device_matrix.diagnostics import core as core_files
 from device_matrix.diagnostics.repro import container_repro_command, repro_command
-from device_matrix.records.schema import CrashDiagnosis, CrashPhase, CrashRecord, Outcome, RerunRecord, TestRecord
+from device_matrix.records.schema import (
+    AttemptRecord,
+    CrashDiagnosis,
+    CrashPhase,
+    CrashRecord,
+    Outcome,
+    RerunRecord,
+    TestRecord,
+)
 from device_matrix.redact import Redactor
-from device_matrix.run.attempt import PROCESS_PHASES, AttemptResult
+from device_matrix.run.attempt import PROCESS_PHASES, AttemptResult, Purpose
 from device_matrix.run.executors.base import LaunchSpec
 from device_matrix.run.executors.container import ContainerExecutor
 from device_matrix.run.journal import final_outcome
@@ -213,6 +221,32 @@ def crash_record(
         repro=repro,
         issue=None,
         deadline=deadline if kind == "timeout" else None,
+    )
+
+
+def attempt_record(
+    *,
+    index: int,
+    purpose: Purpose,
+    returncode: int | None,
+    duration: float,
+    selected: int | None,
+    finished: int,
+    journal: str,
+    log: str,
+) -> AttemptRecord:
+    """The one constructor of an attempt's record (a pytest process, a script's, a gang's
+    rank): its signal is named from its return code (#31)."""
+    return AttemptRecord(
+        index=index,
+        purpose=purpose,
+        returncode=returncode,
+        signal_name=diagnostics.signal_name(diagnostics.signal_from_returncode(returncode)),
+        duration=round(duration, 3),
+        selected=selected,
+        finished=finished,
+        journal=journal,
+        log=log,
     )
 
 
