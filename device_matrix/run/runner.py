@@ -169,7 +169,8 @@ def run_scripts(run: Run, verdict: Verdict) -> Verdict:
     state, scripts, root = run.state, run.scripts, run.cfg.project_root
     verdicts = [verdict]
     for script in scripts:
-        select = None
+        # a test --test names runs through its script (#29)
+        select = selection.script_selection(script, run.row, root, run.options.tests)
         if run.resumed:
             select = [n for n in state.remaining() if of_script(n, script, scripts, root)]
             if not select and any(of_script(n, script, scripts, root) for n in state.results):
