@@ -3,6 +3,7 @@ faulthandler file, and journaled directory changes."""
 
 from __future__ import annotations
 
+import ctypes
 import faulthandler
 import fcntl
 import json
@@ -207,16 +208,21 @@ class FatalStacks:
 
     def __init__(self, file: IO[str]) -> None:
         self.file = file
+        self._fd = file.fileno()
         self._sigaction: Callable[[int, Any, Any], int] | None = None
+        self._now: Any = None
+        self._address: Any = None
         if sys.platform.startswith("linux"):
-            import ctypes
-
             try:
                 self._sigaction = ctypes.CDLL(None, use_errno=True).sigaction
                 self._buffer = ctypes.create_string_buffer
             except (OSError, AttributeError):
                 self._sigaction = None
         faulthandler.enable(file=file, all_threads=True)
+        # one buffer, and a view of its first field, for the look between phases: it runs
+        # several times per test
+        self._now = self._read(signal.SIGSEGV)
+        self._address = ctypes.c_size_t.from_buffer(self._now) if self._now is not None else None
         self._ours = self._handler(signal.SIGSEGV)
 
     def _read(self, sig: int) -> Any:
@@ -226,20 +232,21 @@ class FatalStacks:
         return buf
 
     def _handler(self, sig: int) -> int | None:
-        buf = self._read(sig)
-        return None if buf is None else int.from_bytes(buf.raw[:8], sys.byteorder)
+        if self._address is None or self._sigaction is None or self._sigaction(sig, None, self._now) != 0:
+            return None
+        return int(self._address.value)
 
     def size(self) -> int:
         """How much the fault file holds now (a forked copy appends to it too)."""
         try:
-            return os.fstat(self.file.fileno()).st_size
-        except (OSError, ValueError):
+            return os.lseek(self._fd, 0, os.SEEK_END)
+        except OSError:
             return 0
 
     def read_from(self, offset: int, limit: int = 1 << 20) -> str:
         """What was written into the fault file since ``offset`` (at most ``limit`` bytes)."""
         try:
-            with Path(self.file.name).open("rb") as fh:
+            with Path(self.file.name).open("rb") as fh:  # ours is open for appending only
                 fh.seek(offset)
                 return fh.read(limit).decode("utf-8", "replace")
         except OSError:

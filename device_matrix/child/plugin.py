@@ -411,8 +411,10 @@ def pytest_runtest_makereport(
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     state = _journal_state()
-    if state is not None and state.fatal is not None:
-        state.fatal.keep_first()  # #29: XLA's runtime started in this phase: its handler goes behind
+    if state is not None and state.fatal is not None and report.when == "setup":
+        # #29: XLA's runtime started in the test's fixtures: its handler goes behind before
+        # the call (the next test's start looks again)
+        state.fatal.keep_first()
     if state is None or state.journal is None:
         return
     if report.when not in wire.PHASES:
