@@ -43,16 +43,19 @@ def attempt_start(text: str, index: int, before: int) -> int:
 # faulthandler's dump in output.log: its last bytes (every thread's stack can be long)
 DUMP_IN_LOG = 256 * 1024
 _DUMP_CUT = "[device-matrix: the last {size} bytes of {name} follow]\n"
-_ENDED_BY_RUNNER = "=== device-matrix attempt {index} was ended by the runner (returncode {rc})\n"
+_ENDED_BY_RUNNER = "=== device-matrix attempt {index} was ended by the runner (returncode {rc})"
 _ENDED_BY_SIGNAL = "=== device-matrix attempt {index} ended by {name} (returncode {rc})"
-_EXITED = "=== device-matrix attempt {index} exited with {rc}\n"
-# the crash, at the end of the line of the attempt its process died in
+_EXITED = "=== device-matrix attempt {index} exited with {rc}"
+# the crash, at the end of the line of the attempt it ended (a death, a timeout, a hang at exit)
 _ITS_CRASH = ": {id}: {headline}; fingerprint {fingerprint}"
-# the line of a signal's end (the runner's own kill is never in this form: it is no crash),
-# and its crash where the runner recorded one
+# the line of a signal's end (the runner's own kill is never in this form: it is no crash)
 ATTEMPT_END_RE = re.compile(
-    r"^=== device-matrix attempt (?P<attempt>\d+) ended by SIG[A-Z0-9]+ \(returncode (?P<rc>-?\d+)\)"
-    r"(?:: (?P<id>\S+): (?P<headline>.*); fingerprint (?P<fingerprint>[0-9a-f]+))?$"
+    r"^=== device-matrix attempt (?P<attempt>\d+) ended by SIG[A-Z0-9]+ \(returncode (?P<rc>-?\d+)\)(?:: .*)?$"
+)
+# any end line that names the crash recorded for its attempt (no ":" before the crash's own)
+_ATTEMPT_CRASH_RE = re.compile(
+    r"^=== device-matrix attempt (?P<attempt>\d+) [^:]*: (?P<id>\S+): (?P<headline>.*); "
+    r"fingerprint (?P<fingerprint>[0-9a-f]+)$"
 )
 
 
@@ -93,10 +96,11 @@ def attempt_end(ended: Ended, *, crash: CrashRecord | None = None, tests: Sequen
     rc, i = ended.returncode, ended.index
     name = diagnostics.signal_name(diagnostics.signal_from_returncode(rc))
     if ended.ended_by_runner:
-        return text + _ENDED_BY_RUNNER.format(index=i, rc=rc)
-    if not name:
-        return text + _EXITED.format(index=i, rc=rc)
-    line = _ENDED_BY_SIGNAL.format(index=i, name=name, rc=rc)
+        line = _ENDED_BY_RUNNER.format(index=i, rc=rc)
+    elif name:
+        line = _ENDED_BY_SIGNAL.format(index=i, name=name, rc=rc)
+    else:
+        line = _EXITED.format(index=i, rc=rc)
     if crash is not None:
         line += _ITS_CRASH.format(
             id=crash["id"], headline=crash_headline(crash, tests), fingerprint=crash["diagnosis"]["fingerprint"]
@@ -134,8 +138,8 @@ def recorded_crashes(text: str) -> list[re.Match[str]]:
     ``id``, ``attempt``, ``headline`` and ``fingerprint``."""
     found = []
     for line in text.splitlines():
-        m = _RECORDED_CRASH_RE.search(line) or ATTEMPT_END_RE.search(line)
-        if m is not None and m["fingerprint"] is not None:
+        m = _RECORDED_CRASH_RE.search(line) or _ATTEMPT_CRASH_RE.search(line)
+        if m is not None:
             found.append(m)
     return found
 
