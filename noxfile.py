@@ -208,6 +208,7 @@ MUTATION_MODULES = {
             "tests/test_diagnose_logs.py",
             "tests/test_parse.py",
             "tests/test_fingerprint.py",
+            "tests/test_xla_reraised.py",
         ],
         "threshold": 90,
     },

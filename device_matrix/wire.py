@@ -206,9 +206,15 @@ EVENTS: Final[Mapping[str, Mapping[str, tuple[type, ...]]]] = {
         # of a failure: its exception line(s), and [file, line] relative to the root (#20)
         "cause": (str, _NONE),
         "where": (list, _NONE),
+        # #29: the test's own crash, as a plugin that runs it in a forked copy reports it
+        # (pytest-forked): {"signal": N or None, "fault": its Python stack, "output": its output}
+        "crash": (dict, _NONE),
     },
     # a phase of the running test that passed with nothing to report (no text, no xfail)
     "pass": {"when": (str,), "duration": _NUM},
+    # #29: the script launcher's running test entered this phase (its reports come at its
+    # end): a crash in the method is the call's
+    "phase": {"nodeid": (str,), "when": (str,)},
     "finish": {"nodeid": (str,), "t": _NUM},
     "cwd": {"path": (str,)},
     "end": {"exitstatus": (int,), "t": _NUM},
@@ -244,8 +250,8 @@ def check_event(event: Any, expected_n: int) -> str | None:
         len(where) == 2 and isinstance(where[0], str) and type(where[1]) is int and where[1] > 0
     ):
         return "event 'report': field 'where' is not [file, line]"
-    if kind == "pass" and event["when"] not in PHASES:
-        return f"event 'pass': phase {event['when']!r}"
+    if kind in ("pass", "phase") and event["when"] not in PHASES:
+        return f"event {kind!r}: phase {event['when']!r}"
     if kind == "collected" and not all(isinstance(x, str) for x in event["nodeids"]):
         return "event 'collected': a nodeid is not a string"
     return None

@@ -3,12 +3,14 @@ faulthandler file, and journaled directory changes."""
 
 from __future__ import annotations
 
+import ctypes
 import faulthandler
 import fcntl
 import json
 import os
 import signal
 import stat
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -27,8 +29,8 @@ _string: Callable[[str], str] = json.encoder.encode_basestring_ascii
 
 # what a forked copy of the test process says on fd 2 as it is ended (the runner reads it)
 FORKED_COPY_NOTE = (
-    "device-matrix: a process forked by {nodeid} returned into pytest instead of ending with "
-    "os._exit(); it was ended before it could run other tests"
+    "device-matrix: a process forked by {nodeid} returned into the test runner instead of ending "
+    "with os._exit(); it was ended before it could run other tests"
 )
 FORKED_COPY_EXIT = 1
 # the name in the note when no test runs but a module is imported (a fork at import time)
@@ -124,6 +126,11 @@ class JournalWriter:
             pass
         os._exit(FORKED_COPY_EXIT)
 
+    @property
+    def in_copy(self) -> bool:
+        """Whether this process is a forked copy of the one that writes the journal."""
+        return self._copy_note is not None
+
     def become_copy(self, note: str) -> None:
         """In a forked copy: close the journal here; the next event ends the process."""
         fd, self._fd, self._held = self._fd, -1, b""
@@ -183,17 +190,99 @@ def follow_chdir(journal: JournalWriter) -> None:
     os.chdir = journaled_chdir
 
 
-def arm_faulthandler(path: str) -> IO[str]:
+class FatalStacks:
+    """faulthandler kept first on the fatal signals, over whatever the test's process installs.
+
+    #29: XLA's own handler (TSL's, with ``XLA_DUMP_FATAL_STACK=1``, installed when the
+    runtime starts) replaces faulthandler's and re-raises every fatal signal as SIGABRT:
+    the Python stack of a crash was lost. :meth:`keep_first`, called between the phases of
+    every test, puts faulthandler back in front of such a handler and chains to it, so a
+    crash writes the Python stack here, then the other handler still prints its banner
+    and native stack. A handler put back to the default (``faulthandler.disable()``) is
+    left alone. Where the C library cannot be asked (not Linux), it does nothing.
+    """
+
+    # the fatal signals faulthandler.enable() handles, as TSL's handler takes them too
+    SIGNALS = (signal.SIGSEGV, signal.SIGFPE, signal.SIGABRT, signal.SIGBUS, signal.SIGILL)
+    # bytes of a struct sigaction, with room to spare (glibc's is 152 on 64-bit Linux);
+    # only its first field, the handler's address, is read: the rest is copied as it is
+    _SIZE = 512
+
+    def __init__(self, file: IO[str]) -> None:
+        self.file = file
+        self._fd = file.fileno()
+        self._sigaction: Callable[[int, Any, Any], int] | None = None
+        self._now: Any = None
+        self._address: Any = None
+        if sys.platform.startswith("linux"):
+            try:
+                self._sigaction = ctypes.CDLL(None, use_errno=True).sigaction
+                self._buffer = ctypes.create_string_buffer
+            except (OSError, AttributeError):
+                self._sigaction = None
+        faulthandler.enable(file=file, all_threads=True)
+        # one buffer, and a view of its first field, for the look between phases: it runs
+        # several times per test
+        self._now = self._read(signal.SIGSEGV)
+        self._address = ctypes.c_size_t.from_buffer(self._now) if self._now is not None else None
+        self._ours = self._handler(signal.SIGSEGV)
+
+    def _read(self, sig: int) -> Any:
+        buf = self._buffer(self._SIZE)
+        if self._sigaction is None or self._sigaction(sig, None, buf) != 0:
+            return None
+        return buf
+
+    def _handler(self, sig: int) -> int | None:
+        if self._address is None or self._sigaction is None or self._sigaction(sig, None, self._now) != 0:
+            return None
+        return int(self._address.value)
+
+    def size(self) -> int:
+        """How much the fault file holds now (a forked copy appends to it too)."""
+        try:
+            return os.lseek(self._fd, 0, os.SEEK_END)
+        except OSError:
+            return 0
+
+    def read_from(self, offset: int, limit: int = 1 << 20) -> str:
+        """What was written into the fault file since ``offset`` (at most ``limit`` bytes)."""
+        try:
+            with Path(self.file.name).open("rb") as fh:  # ours is open for appending only
+                fh.seek(offset)
+                return fh.read(limit).decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def keep_first(self) -> bool:
+        """faulthandler in front again if another handler took its place; whether it was."""
+        if self._sigaction is None:
+            return False
+        now = self._handler(signal.SIGSEGV)
+        if now is None or now == self._ours or now in (int(signal.SIG_DFL), int(signal.SIG_IGN)):
+            return False
+        taken = {sig: self._read(sig) for sig in self.SIGNALS}
+        faulthandler.disable()  # puts back what it found when enabled: the other's must stay
+        for sig, action in taken.items():
+            if action is not None:
+                self._sigaction(sig, action, None)
+        # faulthandler keeps the other handler as the one it calls after the dump
+        faulthandler.enable(file=self.file, all_threads=True)
+        self._ours = self._handler(signal.SIGSEGV)
+        return True
+
+
+def arm_faulthandler(path: str) -> FatalStacks:
     """Fatal-signal and hang stacks into our own file, open until exit.
 
     Our own file, not stderr: a crash's Python stack must not depend on how output is
     captured, and a crash at interpreter exit is diagnosed too.
     """
     fault_file = Path(path).open("a", encoding="utf-8")  # noqa: SIM115 - open until exit
-    faulthandler.enable(file=fault_file, all_threads=True)
+    stacks = FatalStacks(fault_file)
     # SIGUSR1: the runner asks for every thread's stack before ending a hung test
     faulthandler.register(signal.SIGUSR1, file=fault_file, all_threads=True)
     # fatal signals faulthandler.enable() leaves alone: their stack too, then the default action
     for sig in (signal.SIGTRAP, signal.SIGXCPU, signal.SIGQUIT):
         faulthandler.register(sig, file=fault_file, all_threads=True, chain=True)
-    return fault_file
+    return stacks

@@ -13,18 +13,19 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import sys
 import time
 import unittest
 import warnings
 from collections.abc import Generator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
 
 from device_matrix import wire
-from device_matrix.child.journal import JournalWriter, arm_faulthandler, end_forked_copies, follow_chdir
+from device_matrix.child.journal import FatalStacks, JournalWriter, arm_faulthandler, end_forked_copies, follow_chdir
 from device_matrix.errors import ConfigError
 from device_matrix.records.cause import clip
 from device_matrix.skips import (
@@ -62,13 +63,14 @@ class _State:
         # what device markers apply to: the row, else (plain pytest) the PJRT device (#20)
         self.here: str | None = None
         self.meta: dict[str, dict[str, Any]] = {}
-        self.fault_file: IO[str] | None = None
+        self.fatal: FatalStacks | None = None
         self.seq = 0
         self.markers = os.environ.get(wire.ENV_MARKERS) == "1"
         # (nodeid, phase) -> where the failing phase failed, from its traceback (#20)
         self.where: dict[tuple[str, str], tuple[str, int]] = {}
         self.as_script = False
         self.unittest_files: dict[str, bool] = {}  # module name -> defines a TestCase
+        self.fault_at = 0  # the fault file's size when the running test started (#29)
 
 
 def current_device() -> str | None:
@@ -167,7 +169,7 @@ def pytest_configure(config: pytest.Config) -> None:
     fault = config.getoption(wire.OPT_FAULTHANDLER)
     if fault:
         # the runner passes -p no:faulthandler with this option
-        state.fault_file = arm_faulthandler(fault)
+        state.fatal = arm_faulthandler(fault)
 
 
 def _device_skips(item: pytest.Item, state: _State, disabled: list[DeviceSkip]) -> DeviceSkip | None:
@@ -315,6 +317,9 @@ def _journal_state() -> _State | None:
 
 def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) -> None:
     state = _journal_state()
+    if state is not None and state.fatal is not None:
+        state.fatal.keep_first()  # #29: a handler installed since (XLA's) goes behind faulthandler
+        state.fault_at = state.fatal.size()
     if state is not None and state.journal is not None:
         meta = {k: v for k, v in state.meta.get(nodeid, {}).items() if k != "raises"}
         state.seq += 1
@@ -406,7 +411,14 @@ def pytest_runtest_makereport(
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     state = _journal_state()
+    if state is not None and state.fatal is not None and report.when == "setup":
+        # #29: XLA's runtime started in the test's fixtures: its handler goes behind before
+        # the call (the next test's start looks again)
+        state.fatal.keep_first()
     if state is None or state.journal is None:
+        return
+    if report.when not in wire.PHASES:
+        _plugin_crash(state, report)
         return
     sub = None if type(report) is _TEST_REPORT else _subtest(report)
     if sub is not None and not report.failed:
@@ -452,6 +464,36 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         sub=sub,
         cause=_cause(report) if failed else None,
         where=list(where) if where else None,
+    )
+
+
+# pytest-forked's report of a forked copy that died: "FILE:LINE: running the test CRASHED with signal 11"
+_FORKED_CRASH_RE = re.compile(r"CRASHED with signal (\d+)")
+# the phase the copy died in, by pytest's own hook in its Python stack
+_PHASE_HOOKS = {"pytest_runtest_setup": "setup", "pytest_runtest_call": "call", "pytest_runtest_teardown": "teardown"}
+_HOOK_RE = re.compile(r"line \d+ in (pytest_runtest_(?:setup|call|teardown))$", re.M)
+
+
+def _plugin_crash(state: _State, report: pytest.TestReport) -> None:
+    """#29: a phase pytest does not have (pytest-forked's ``'???'``): the plugin's report of
+    the test's crash in the copy it forked. Journaled as the crash of the phase the copy
+    was in, with the copy's signal, its Python stack (faulthandler wrote it into the fault
+    file, inherited) and its output, so the record names the crash as the test's own."""
+    assert state.journal is not None
+    text = _text(report.longrepr) or ""
+    found = _FORKED_CRASH_RE.search(text)
+    fault = state.fatal.read_from(state.fault_at) if state.fatal is not None else ""
+    hooks = _HOOK_RE.findall(fault)
+    output = "\n".join(content for _, content in report.sections)
+    state.journal.write(
+        "report",
+        nodeid=report.nodeid,
+        when=_PHASE_HOOKS[hooks[0]] if hooks else "call",  # most recent first: the innermost
+        outcome="failed",
+        duration=round(report.duration, 6) if 0.0 <= report.duration < MAX_SECONDS else 0.0,
+        longrepr=text,
+        cause=_cause(report),
+        crash={"signal": int(found.group(1)) if found else None, "fault": fault, "output": _text(output) or ""},
     )
 
 

@@ -59,7 +59,7 @@ from typing import Any, NoReturn
 
 import device_matrix
 from device_matrix import wire
-from device_matrix.child.journal import JournalWriter, arm_faulthandler, end_forked_copies, follow_chdir
+from device_matrix.child.journal import FatalStacks, JournalWriter, arm_faulthandler, end_forked_copies, follow_chdir
 from device_matrix.skips import find_issue_in_text, is_by_design_text
 
 LONGREPR_LIMIT = 20_000
@@ -220,6 +220,7 @@ class Recorder:
         # errors of class and module fixtures, for tests unittest then never starts
         self.fixture_errors: dict[str, tuple[str, str]] = {}  # "setUpClass (m.C)" -> (kind, text)
         # how the script ends: its sys.exit() argument, or its uncaught exception
+        self.fatal: FatalStacks | None = None  # the faulthandler kept first (#29)
         self.exit_code: object = None
         self.failure: str | None = None
         self.interrupted = False
@@ -355,8 +356,12 @@ class Recorder:
         cur = self.current
         if cur is None or cur.test is not test:
             return None
+        if self.fatal is not None:
+            # #29: XLA's runtime started since (in setUpClass, setUp): its handler goes behind
+            self.fatal.keep_first()
         now = time.monotonic()
         k, cur.parts = cur.parts, cur.parts + 1
+        was = cur.phase
         if k == 0:
             cur.phase = "setup"
         elif k == 1 and cur.setup_ok:
@@ -365,6 +370,9 @@ class Recorder:
             cur.phase = "teardown"
             if cur.call_ended is None:
                 cur.call_ended = now
+        if cur.phase not in (was, "setup"):
+            # #29: the reports come at the test's end; a crash before it is this phase's
+            self.write("phase", nodeid=cur.nodeid, when=cur.phase)
         return cur.phase
 
     def part_ends(self, test: object, phase: str, success: bool) -> None:
@@ -761,10 +769,10 @@ def boot(raw: dict[str, Any]) -> None:
         select_path = Path(opts.select)
         select = wire.read_select(select_path)
         select_path.unlink(missing_ok=True)  # raw nodeids: not left on disk
-    if opts.faulthandler:
-        arm_faulthandler(opts.faulthandler)
+    fatal = arm_faulthandler(opts.faulthandler) if opts.faulthandler else None
     path = node_path(opts.file)
     recorder = Recorder(journal, path, select, opts.variant)
+    recorder.fatal = fatal
     if opts.program:
         _start_program(journal, recorder.file_nodeid, path)
         return
@@ -806,6 +814,10 @@ def _watch_the_end(recorder: Recorder) -> None:
         excepthook(kind, exc, tb)
 
     def session_end() -> None:
+        if recorder.journal is not None and recorder.journal.in_copy:
+            # #29: a multiprocessing child made by fork ends here (threading's exit hook runs
+            # in it as in any process): its end is its own, as under python FILE
+            return
         # the script's __main__ is done (its end, sys.exit(), an uncaught exception): its
         # session ended, as pytest's does at sessionfinish; what hangs after this (a runtime's
         # exit handler, a thread joined) is a hang at exit, as under pytest

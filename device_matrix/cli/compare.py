@@ -18,17 +18,21 @@ program (``kind = "program"``) is one test both ways: its exit status as a plain
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from device_matrix import config as config_mod
 from device_matrix.config import Config, Row, Script
@@ -42,10 +46,12 @@ from device_matrix.run.targets import of_script
 # unittest's verbose line, and the headers of its failure listing (3.11: "(module.Class.test)";
 # 3.10 and older: "(module.Class)"); a subtest's header ends with its parameters
 _VERBOSE_RE = re.compile(
-    r"^(?P<method>\w+) \((?P<where>[\w.]+)\)(?: \([^)]*\))?(?:\n.*?)? \.\.\. "
-    r"(?P<word>ok|FAIL|ERROR|skipped|expected failure|unexpected success)",
+    r"^(?P<method>\w+) \((?P<where>[\w.]+)\)(?: \([^)]*\))?(?:\n.*?)? \.\.\. ",
     re.MULTILINE,
 )
+# the outcome unittest writes after " ... ": right there, or, when the test printed (a
+# warning, a log line), at the start of a line of its own after that output (#29)
+_WORD_RE = re.compile(r"(?:\A|(?<=\n))(?P<word>ok|FAIL|ERROR|skipped|expected failure|unexpected success)\b")
 _HEADER_RE = re.compile(
     r"^(?P<word>FAIL|ERROR|UNEXPECTED SUCCESS): (?P<method>\w+) \((?P<where>[\w.]+)\)", re.MULTILINE
 )
@@ -99,10 +105,15 @@ def read_plain(output: str, returncode: int, seconds: float) -> PlainRun:
     ran = _RAN_RE.findall(output)
     if ran:
         run.ran = int(ran[-1])
-    for m in _VERBOSE_RE.finditer(output):
+    starts = list(_VERBOSE_RE.finditer(output))
+    for k, m in enumerate(starts):
+        end = starts[k + 1].start() if k + 1 < len(starts) else len(output)
+        word = _WORD_RE.search(output[m.end() : end])
+        if word is None:
+            continue  # the process died in this test: no outcome was written
         run.verbose = True
         key = _class_and_method(m["method"], m["where"])
-        outcome = _WORDS[m["word"]]
+        outcome = _WORDS[word["word"]]
         if run.named.get(key) not in RAISED_OUTCOMES:  # a failed subtest fails its test
             run.named[key] = outcome
     for m in _HEADER_RE.finditer(output):
@@ -175,30 +186,50 @@ def _env(row: Row, script: Script) -> dict[str, str]:
     return env
 
 
+def plain_timeout(row: Row, script: Script, given: float | None) -> float:
+    """How long the plain run may take: ``--timeout``, else the row's own deadline for what
+    the run through device-matrix is given (a program's test: ``test_timeout``; a unittest
+    file's tests: ``run_timeout``), so the two ways stop alike (#30)."""
+    if given is not None:
+        return given
+    return row.test_timeout if script.kind == "program" else row.run_timeout
+
+
+def _text_of(file: IO[bytes]) -> str:
+    file.seek(0)
+    return file.read().decode(errors="replace")
+
+
 def _plain(cfg: Config, row: Row, script: Script, python: str, timeout: float) -> PlainRun:
     started = time.monotonic()
-    try:
-        proc = subprocess.run(
+    timed_out = False
+    # #30: output into files, not pipes: a daemon the script leaves holding its stdout must not
+    # make a finished script look hung; its process group is ended once the script is done
+    with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
+        proc = subprocess.Popen(
             [python, script.file, *script.args],
             cwd=cfg.project_root,
             env=_env(row, script),
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=timeout,
-            check=False,
+            stdin=subprocess.DEVNULL,
+            stdout=out_file,
+            stderr=err_file,
+            start_new_session=True,
         )
-        output, returncode = proc.stdout + proc.stderr, proc.returncode
-    except subprocess.TimeoutExpired as exc:
+        try:
+            returncode = proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            timed_out, returncode = True, -9
+        finally:
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
         # what it printed before it hung: unittest's summary comes before a hang at exit
-        parts = [p.decode(errors="replace") if isinstance(p, bytes) else (p or "") for p in (exc.stdout, exc.stderr)]
-        output, returncode = "".join(parts), -9
-        if script.kind == "program":
-            return PlainRun(returncode=returncode, seconds=time.monotonic() - started, ran=1, timed_out=True)
+        output = _text_of(out_file) + _text_of(err_file)
+    seconds = time.monotonic() - started
     if script.kind == "program":
         # one test, whatever it printed (unittest in a program is the program's own business)
-        return PlainRun(returncode=returncode, seconds=time.monotonic() - started, ran=1)
-    return read_plain(output, returncode, time.monotonic() - started)
+        return PlainRun(returncode=returncode, seconds=seconds, ran=1, timed_out=timed_out)
+    return read_plain(output, returncode, seconds)
 
 
 def _through(
@@ -241,7 +272,7 @@ def cmd_compare(args: argparse.Namespace, out: Output) -> int:
     invocations = []
     for index, script in enumerate(row.scripts, 1):
         # one after the other, each way: the machine's load is about the same for both
-        plain = _plain(cfg, row, script, python, args.timeout)
+        plain = _plain(cfg, row, script, python, plain_timeout(row, script, args.timeout))
         record, seconds = _through(cfg, row, script, python=python, folder=results / f"{index:02d}", out=out)
         out.line(
             f"  {shlex.join([script.file, *script.args])}: as a script exit {plain.returncode} in "
@@ -321,7 +352,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     cp.add_argument("--device", "-d", required=True, help="the row whose scripts to compare")
     cp.add_argument("--python", help="interpreter for both ways (default: this one)")
     cp.add_argument("--results", help="results folder of the device-matrix run (default RESULTS/compare)")
-    cp.add_argument("--timeout", type=float, default=3600.0, help="seconds one plain run may take (default 3600)")
+    cp.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="seconds one plain run may take (default: the row's test_timeout for a program, its run_timeout "
+        "for a unittest file, as through device-matrix)",
+    )
     cp.add_argument("--all", action="store_true", help="print every test, not only those that differ")
     cp.add_argument("--json", action="store_true", help="print the comparison as JSON too")
     cp.set_defaults(func=cmd_compare)

@@ -22,6 +22,7 @@ from device_matrix.output import Output
 from device_matrix.records.schema import CrashDiagnosis, load_run
 from device_matrix.records.summary import crash_headline
 from device_matrix.redact import Redactor
+from device_matrix.run import outputlog
 
 # How a log says the process's exit status when nothing else did: the runner step's
 # "Process completed with exit code 139." or a shell's "Segmentation fault (core dumped)".
@@ -41,9 +42,6 @@ _NAMES = "|".join(map(re.escape, SHELL_SIGNALS))
 # bash: "run.sh: line 3:  4242 Segmentation fault      (core dumped) python train.py";
 # sh and others: the message alone on its line
 SHELL_RE = re.compile(rf": line \d+: +\d+ ({_NAMES})(?:\s|$)|^({_NAMES})(?: \(core dumped\))?$")
-# the line a row's output.log ends each attempt with when a signal ended its process
-# (run/attempt.py): `diagnose results/<row>/output.log` takes the status from it (#20)
-ATTEMPT_END_RE = re.compile(r"^=== device-matrix attempt \d+ ended by SIG[A-Z0-9]+ \(returncode (-?\d+)\)$")
 STACK_LINES = 25
 
 
@@ -59,9 +57,10 @@ def returncode_from_log(text: str) -> int | None:
         if m:
             found = -SHELL_SIGNALS[m.group(1) or m.group(2)]
             continue
-        m = ATTEMPT_END_RE.match(line.strip())
-        if m:
-            found = int(m.group(1))
+        # the line a row's output.log ends an attempt with when a signal ended its process (#20)
+        rc = outputlog.returncode_in(line.strip())
+        if rc is not None:
+            found = rc
     return found
 
 
@@ -117,15 +116,34 @@ def _places(args: argparse.Namespace) -> tuple[Path, Path | None]:
     return Path(args.results) if args.results else cfg.results_dir, cfg.project_root / cfg.tracker.ledger_seed
 
 
+# #30: a log is read as a stream and only its end is kept: a crash speaks at the end, and a
+# log of any size (a multi-gigabyte job log, /dev/zero) is read in bounded memory
+LOG_TAIL = 8 << 20
+READ_CHUNK = 1 << 20
+# where a stream that never ends (a device, a pipe) stops being read
+STREAM_LIMIT = 4 << 30
+
+
 def _read(path: Path) -> str:
+    """The last LOG_TAIL bytes of the log at ``path``, read as a stream."""
+    kept = bytearray()
     try:
-        data = path.read_bytes()
+        with path.open("rb") as fh:
+            if path.is_file():
+                # a file: straight to its end
+                fh.seek(max(0, path.stat().st_size - LOG_TAIL))
+            read = 0
+            while read < STREAM_LIMIT and (chunk := fh.read(READ_CHUNK)):
+                read += len(chunk)
+                kept += chunk
+                if len(kept) > LOG_TAIL:
+                    del kept[: len(kept) - LOG_TAIL]
     except OSError as exc:
         raise ResultsError(
             f"{path}: cannot read the log ({exc.strerror or exc})",
             tip="Pass a log file: a downloaded job log, a log pasted into a file, or RESULTS/<row>/output.log.",
         ) from exc
-    return data.decode("utf-8", "replace")
+    return kept.decode("utf-8", "replace")
 
 
 def _print(out: Output, log: str, diag: CrashDiagnosis | None, issues: list[dict[str, str]]) -> None:
@@ -166,7 +184,7 @@ def recorded(path: Path, text: str, *, redactor: Redactor) -> list[tuple[dict[st
     """The crashes the runner recorded for this log: from the run.json beside a row's own
     output.log, else from the lines the runner wrote into the log (#24). Their diagnosis
     and fingerprint are the record's, whatever the log alone would give."""
-    lines = diagnostics.recorded_crashes(text)
+    lines = outputlog.recorded_crashes(text)
     if not lines:
         return []
     beside = path.parent / "run.json"
@@ -187,10 +205,9 @@ def recorded(path: Path, text: str, *, redactor: Redactor) -> list[tuple[dict[st
     found = []
     for line in lines:
         # the attempt's own output: from its header to the runner's line
-        header = f"=== device-matrix attempt {line['attempt']} ("
-        begin = text.rfind(header, 0, line.start())
+        begin = outputlog.attempt_start(text, int(line["attempt"]), line.start())
         diag = diagnostics.diagnose(
-            returncode=None, fault_text="", output_text=text, redactor=redactor, start=max(begin, 0), end=line.start()
+            returncode=None, fault_text="", output_text=text, redactor=redactor, start=begin, end=line.start()
         )
         diag["fingerprint"] = line["fingerprint"]
         diag["fingerprint_basis"] = [f"recorded by device-matrix in this log ({line['id']})"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import signal as _signal
 from pathlib import Path
 
@@ -93,21 +92,6 @@ def output_slice(output_text: str, start: int = 0, end: int | None = None) -> st
     return output_text[start:end]
 
 
-# What the runner writes into a row's output.log when it records a crash: a log read without
-# its record (downloaded, pasted) still names the crash the record has, with its fingerprint,
-# which may rest on evidence the log does not hold (the faulthandler file, a core) (#24)
-RECORDED_CRASH = "=== device-matrix: {id} in attempt {attempt}: {headline}; fingerprint {fingerprint}"
-RECORDED_CRASH_RE = re.compile(
-    r"=== device-matrix: (?P<id>\S+) in attempt (?P<attempt>\d+): (?P<headline>.*); "
-    r"fingerprint (?P<fingerprint>[0-9a-f]+)$"
-)
-
-
-def recorded_crashes(text: str) -> list[re.Match[str]]:
-    """The crashes a row's output.log says its runner recorded, in order."""
-    return [m for m in (RECORDED_CRASH_RE.search(line) for line in text.splitlines()) if m is not None]
-
-
 def diagnose(
     *,
     returncode: int | None,
@@ -183,12 +167,20 @@ def _diagnose(
     native = natives[-1] if natives else None
     fatals = parse_fatal_lines(lines)
     terminate = parse_terminate(lines)
+    received = _signal_from_fatal_error(fatal_dump.fatal_error if fatal_dump else None) or (
+        native.signal_name or signal_name(native.signal) if native else None
+    )
     name = (
         signal_name(signum)
-        or _signal_from_fatal_error(fatal_dump.fatal_error if fatal_dump else None)
-        or (native.signal_name or signal_name(native.signal) if native else None)
+        or received
         or (_ABORT_EVIDENCE if fatals or terminate or any(n.format == "check_failure" for n in natives) else None)
     )
+    reraised = None
+    if name == "SIGABRT" and received not in (None, "SIGABRT"):
+        # #29: XLA's handler (XLA_DUMP_FATAL_STACK=1) ends every fatal signal with abort();
+        # its banner and faulthandler's line name the signal the process received
+        reraised, name = name, received
+        signum = _signal.Signals[received].value if received in _signal.Signals.__members__ else signum
 
     # The fingerprint uses only what the process printed itself, never gdb's view:
     # a host without gdb or core files must fingerprint the same crash the same way.
@@ -217,7 +209,7 @@ def _diagnose(
         hint=(
             "hung past its timeout: every thread's stack was dumped, then the process group ended"
             if timed_out
-            else SIGNAL_HINTS.get(name or "")
+            else _hint(name, reraised)
         ),
         exit_code=returncode,
         fatal_error=fatal_dump.fatal_error if fatal_dump else None,
@@ -233,6 +225,13 @@ def _diagnose(
         fingerprint=fingerprint,
         fingerprint_basis=basis,
     )
+
+
+def _hint(name: str | None, reraised: str | None) -> str | None:
+    hint = SIGNAL_HINTS.get(name or "")
+    if reraised is None:
+        return hint
+    return f"{hint}; a signal handler in the process (XLA's) then raised {reraised}"
 
 
 def read_core(

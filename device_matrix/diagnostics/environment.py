@@ -44,7 +44,8 @@ PACKAGES = (
 )
 
 ENV_RE = re.compile(
-    r"^(PJRT_|XLA_|TPU_|NEURON_|LIBTPU|CUDA_|NVIDIA_|GPU_NUM|CPU_NUM|TF_CPP_|TORCH_|PT_XLA|"
+    # PYTORCH_TEST_: torch's test flags, which pytorch/xla's run_tests.sh exports (#29)
+    r"^(PJRT_|XLA_|TPU_|NEURON_|LIBTPU|CUDA_|NVIDIA_|GPU_NUM|CPU_NUM|TF_CPP_|TORCH_|PT_XLA|PYTORCH_TEST_|"
     r"OMP_NUM|.*_VISIBLE_(DEVICES|CORES)$|DEVICE_MATRIX_|PYTHONPATH$|LD_LIBRARY_PATH$)"
 )
 

@@ -22,13 +22,18 @@ MACHINERY_RE = re.compile(
     r"^\(unknown\)$|^\(\)$|^\?\?$|^$|__cxa_throw|__gxx_personality|std::terminate|"
     r"__gnu_cxx::__verbose_terminate_handler|_Unwind_|"
     # the interpreter's own frames between a test and the native call: in every crash
-    r"^_?Py[A-Z][A-Za-z]*_|^_PyEval|^cfunction_|^method_vectorcall|^slot_tp_)"
+    r"^_?Py[A-Z][A-Za-z]*_|^_PyEval|^cfunction_|^method_vectorcall|^slot_tp_"
+    # #29: its entry points and ctypes' call into C: in every crash of every project, so an
+    # abort or a ctypes fault would all hash alike on them
+    r"|^Py_(?:RunMain|BytesMain|Main|Exit|FinalizeEx)$|^main$|^ffi_call)"
 )
 
 # Python frames of the test runner, and of the pools that start workers: the same under
 # every test, and a forked worker's stack holds its parent's frames below its own.
 PYTHON_MACHINERY_RE = re.compile(
     r"[/\\](_pytest|pytest|pluggy|device_matrix|multiprocessing|concurrent[/\\]futures)[/\\]"
+    # #29: pytest's plugins (pytest_forked/, pytest_timeout.py) run every test alike
+    r"|[/\\]pytest_\w+(?:[/\\]|\.py$)"
     r"|^<frozen runpy>$|[/\\]runpy\.py$"
 )
 
@@ -43,6 +48,9 @@ _DIGITS = re.compile(r"\d+")
 # Said in the basis when the process printed nothing but its end: deterministic, and
 # visibly not a stack, so such crashes are known to be told apart by the signal alone.
 NOTHING_PRINTED = "(no stack, fatal line or exception was printed)"
+# #29: a stack was printed, but only of the machinery every crash passes through (the
+# interpreter, the signal handlers) and no Python stack: nothing tells this crash apart
+NO_FRAMES = "(no frames to fingerprint)"
 
 
 def _strip_brackets(text: str, open_ch: str, close_ch: str) -> str:
@@ -129,6 +137,6 @@ def compute(
     if not parts and python_frames:
         own = [(f, fn) for f, fn in python_frames if not PYTHON_MACHINERY_RE.search(f)]
         parts = [normalize_python(f, fn) for f, fn in (own or list(python_frames))[:TOP_FRAMES]]
-    basis = [head, *(parts or [NOTHING_PRINTED])]
+    basis = [head, *(parts or [NO_FRAMES if native_frames else NOTHING_PRINTED])]
     digest = hashlib.sha256("\n".join(basis).encode()).hexdigest()[:16]
     return digest, basis

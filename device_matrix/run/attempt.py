@@ -32,6 +32,7 @@ from typing import Any, Literal, Protocol
 
 from device_matrix import diagnostics
 from device_matrix.redact import Redactor, remember_values
+from device_matrix.run import outputlog
 from device_matrix.run.executors.base import Child, Executor, LaunchSpec
 from device_matrix.run.journal import Activity, Fold
 from device_matrix.run.pump import BATCH_WAIT, SMALL_READ, OutputPump
@@ -248,36 +249,18 @@ def run_attempt(
     redactor: Redactor,
     limits: Limits,
     progress: Progress,
+    tell_end: bool = True,
 ) -> AttemptResult:
-    """Run one pytest child to its end (or its deadline) and say what happened."""
+    """Run one pytest child to its end (or its deadline) and say what happened; ``tell_end``:
+    write how it ended into the log (else its caller does, with its crash: #31)."""
     folder.mkdir(parents=True, exist_ok=True)
-    fifo = folder / "journal.fifo"
-    fault = folder / "faulthandler.txt"
+    fifo, fault, select_file = folder / "journal.fifo", folder / "faulthandler.txt", folder / ".select"
     fault.write_bytes(b"")
-    # the real nodeids, which may hold anything a parametrize id holds: the child removes
-    # the file once read (and the runner after the attempt), so it never stays in results
-    select_file = folder / ".select"
-    if spec.select is not None:
-        write_select(select_file, spec.select)
-    args = attempt_args(journal=fifo, faulthandler=fault, select=select_file if spec.select is not None else None)
-    args += spec.args
-    env = dict(spec.env)
-    token = secrets.token_hex(8)
-    env[ENV_ATTEMPT] = token
-    launch = LaunchSpec(
-        module=spec.module,
-        pytest_args=args,
-        env=env,
-        workdir=project_root,
-        project_root=project_root,
-        core_limit=limits.core_limit,
-        token=token,
-    )
+    launch = _launch_spec(spec, project_root, limits, fifo=fifo, fault=fault, select_file=select_file)
     command = shlex.join(executor.command_for(launch))
     fold = Fold()
     with log_path.open("ab") as log:
-        header = f"\n=== device-matrix attempt {spec.index} ({spec.purpose}): {command}\n"
-        log.write(redactor.text(header).encode())
+        log.write(redactor.text(outputlog.attempt_header(spec.index, spec.purpose, command)).encode())
     read_out, write_out = os.pipe()
     # a child in its own environment names its secrets first: its output waits for them
     learned = threading.Event()
@@ -327,46 +310,35 @@ def run_attempt(
         cut=pump.cut,
         ended_by_runner=child is not None and child.ended_alive,
     )
-    if child is not None:
-        _log_end(log_path, result, redactor, dump=not pump.cut)
+    if child is not None and (tell_end or interrupted is not None):
+        outputlog.append_quietly(log_path, outputlog.attempt_end(result), redactor)
     if interrupted is not None:
         interrupted.attempt = result
         raise interrupted
     return result
 
 
-# faulthandler's dump in output.log: its last bytes (every thread's stack can be long)
-DUMP_IN_LOG = 256 * 1024
-
-
-def _log_end(log_path: Path, result: AttemptResult, redactor: Redactor, *, dump: bool) -> None:
-    """How the attempt ended, after its output: faulthandler's dump (what a plain pytest
-    prints on stderr; the child writes it to its own file) and the exit status, so that
-    output.log alone says what happened and ``diagnose`` finds the crash in it (#20).
-    After the attempt's ``log_end``: the runner's own reading of the attempt is unchanged."""
-    text = ""
-    if dump:
-        with contextlib.suppress(OSError):
-            data = result.fault.read_bytes()
-            if len(data) > DUMP_IN_LOG:
-                kept = data[-DUMP_IN_LOG:]
-                text += f"[device-matrix: the last {len(kept)} bytes of {result.fault.name} follow]\n"
-                data = kept
-            text += data.decode("utf-8", "replace")
-            if text and not text.endswith("\n"):
-                text += "\n"
-    rc = result.returncode
-    name = diagnostics.signal_name(diagnostics.signal_from_returncode(rc))
-    i = result.index
-    if result.ended_by_runner:
-        # never in the form diagnose takes for a crash: the runner's own kill is no crash
-        text += f"=== device-matrix attempt {i} was ended by the runner (returncode {rc})\n"
-    elif name:
-        text += f"=== device-matrix attempt {i} ended by {name} (returncode {rc})\n"
-    else:
-        text += f"=== device-matrix attempt {i} exited with {rc}\n"
-    with contextlib.suppress(OSError), log_path.open("ab") as log:
-        log.write(redactor.text(text).encode())
+def _launch_spec(
+    spec: AttemptSpec, project_root: Path, limits: Limits, *, fifo: Path, fault: Path, select_file: Path
+) -> LaunchSpec:
+    """The child's command line and environment: the journal, the fault file, the selection."""
+    # the real nodeids, which may hold anything a parametrize id holds: the child removes
+    # the file once read (and the runner after the attempt), so it never stays in results
+    if spec.select is not None:
+        write_select(select_file, spec.select)
+    args = attempt_args(journal=fifo, faulthandler=fault, select=select_file if spec.select is not None else None)
+    env = dict(spec.env)
+    token = secrets.token_hex(8)
+    env[ENV_ATTEMPT] = token
+    return LaunchSpec(
+        module=spec.module,
+        pytest_args=[*args, *spec.args],
+        env=env,
+        workdir=project_root,
+        project_root=project_root,
+        core_limit=limits.core_limit,
+        token=token,
+    )
 
 
 def _drain(reader: _JournalReader, progress: Progress) -> None:

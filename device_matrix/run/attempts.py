@@ -13,12 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from device_matrix import diagnostics
 from device_matrix.config import Script
 from device_matrix.errors import EnvironmentProblem
-from device_matrix.records.schema import AttemptRecord, CrashDiagnosis, CrashRecord, Outcome
-from device_matrix.records.summary import crash_headline, crash_kind_label
-from device_matrix.run import crashes, programs
+from device_matrix.records.schema import CrashDiagnosis, CrashRecord, Outcome
+from device_matrix.records.summary import crash_kind_label
+from device_matrix.run import crashes, outputlog, programs
 from device_matrix.run.attempt import AttemptResult, AttemptSpec, Limits, Purpose, run_attempt
 from device_matrix.run.context import CrashOrigin, Quiet, Run, Verdict
 from device_matrix.run.policy import CrashAt, Decision, Observation, decide
@@ -38,8 +37,9 @@ def attempts(
     state = run.state
     restarts = 0
     while True:
-        attempt = one_attempt(run, purpose, targets, select, script=script)
+        attempt = one_attempt(run, purpose, targets, select, script=script, tell_end=False)
         state.record_finished(attempt)
+        _record_plugin_crashes(run, attempt, targets)
         _record_worker_crashes(run, attempt, targets)
         _record_forked_copies(run, attempt)
         # one non-zero pytest exit anywhere is never overwritten by a later 0; a
@@ -52,9 +52,14 @@ def attempts(
         if normal and state.pytest_exit in (None, 0):
             state.pytest_exit = attempt.returncode
         decision = decide(_observe(run, attempt, restarts, scope))
-        if decision.crash is not None:
-            _record_crash(run, attempt, decision.crash, targets, script)
-        elif attempt.fold.ended and attempt.fold.running:
+        crash = _record_crash(run, attempt, decision.crash, targets, script) if decision.crash else None
+        # how the attempt ended, with its crash: told once (#31)
+        end = outputlog.attempt_end(attempt, crash=crash, tests=list(state.results.values()))
+        if crash is not None:
+            _tell(run, end)
+        else:
+            outputlog.append_quietly(run.folder.log, end, run.redactor)
+        if crash is None and attempt.fold.ended and attempt.fold.running:
             # pytest.exit() or a KeyboardInterrupt inside a test: the session ended with it
             state.put(
                 attempt.fold.running,
@@ -133,8 +138,10 @@ def one_attempt(
     select: Sequence[str] | None,
     *,
     script: Script | None = None,
+    tell_end: bool = True,
 ) -> AttemptResult:
-    """One child of this run, into ``attempts/NN/`` and the row's log, and what it showed."""
+    """One child of this run, into ``attempts/NN/`` and the row's log, and what it showed;
+    ``tell_end``: how it ended is written into the log now (else by the caller, #31)."""
     state, folder, child = run.state, run.folder, run.child
     index = len(state.attempts) + 1
     if script is None:
@@ -161,6 +168,7 @@ def one_attempt(
             redactor=run.redactor,
             limits=limits(run),
             progress=progress,
+            tell_end=tell_end,
         )
         if script is not None and script.kind == "program":
             # its test ends with its process: the exit status is the outcome
@@ -193,12 +201,11 @@ def note_attempt(run: Run, attempt: AttemptResult) -> None:
         return
     path = run.folder.path
     run.state.attempts.append(
-        AttemptRecord(
+        crashes.attempt_record(
             index=attempt.index,
             purpose=attempt.purpose,
             returncode=attempt.returncode,
-            signal_name=diagnostics.signal_name(attempt.signal),
-            duration=round(attempt.duration, 3),
+            duration=attempt.duration,
             selected=attempt.selected,
             finished=len(attempt.fold.finished_ids()),
             journal=str((attempt.folder / "journal.jsonl").relative_to(path)),
@@ -215,22 +222,18 @@ def attach_cores(run: Run, diagnosis: CrashDiagnosis | None, attempt: AttemptRes
         run.reader.attach(diagnosis, crashes.cores_of(attempt, run.cfg.project_root))
 
 
-def _log_crash(run: Run, crash: CrashRecord) -> None:
-    """The crash as recorded, into output.log: `diagnose` on the log alone names it (#24)."""
-    line = diagnostics.RECORDED_CRASH.format(
-        id=crash["id"],
-        attempt=crash["attempt"],
-        headline=crash_headline(crash),
-        fingerprint=crash["diagnosis"]["fingerprint"],
-    )
+def _tell(run: Run, text: str) -> None:
+    """The runner's own lines into output.log (run/outputlog.py): `diagnose` on the log alone
+    names what the record has (#24)."""
     try:
-        with run.folder.log.open("a", encoding="utf-8", errors="backslashreplace") as log:
-            log.write(f"{run.redactor.text(line)}\n")
+        outputlog.append(run.folder.log, text, run.redactor)
     except OSError as exc:
         raise run.folder.unwritable(exc) from exc
 
 
-def _record_crash(run: Run, attempt: AttemptResult, at: CrashAt, targets: Sequence[str], script: Script | None) -> None:
+def _record_crash(
+    run: Run, attempt: AttemptResult, at: CrashAt, targets: Sequence[str], script: Script | None
+) -> CrashRecord:
     state = run.state
     diagnosis = crashes.diagnose(attempt, at, run.folder.log, run.redactor)
     attach_cores(run, diagnosis, attempt)
@@ -250,7 +253,6 @@ def _record_crash(run: Run, attempt: AttemptResult, at: CrashAt, targets: Sequen
     )
     run.origins[crash["id"]] = CrashOrigin(tuple(targets), script)
     state.crashes.append(crash)
-    _log_crash(run, crash)
     outcome: Outcome = "timeout" if at.kind == "timeout" else "crashed"
     what = crash_kind_label(crash)
     if at.nodeid is not None:
@@ -269,6 +271,40 @@ def _record_crash(run: Run, attempt: AttemptResult, at: CrashAt, targets: Sequen
     run.listener.crash(
         run.row.name, at.nodeid, outcome=outcome, phase=at.phase, what=what, fingerprint=diagnosis["fingerprint"]
     )
+    return crash
+
+
+def _record_plugin_crashes(run: Run, attempt: AttemptResult, targets: Sequence[str]) -> None:
+    """#29: a test that crashed in a plugin's forked copy (pytest-forked): the test's crash,
+    with its signal, while its pytest process went on."""
+    state = run.state
+    for nodeid, when, diagnosis in crashes.plugin_crashes(attempt, run.redactor):
+        crash = crashes.crash_record(
+            f"{run.row.name}-{len(state.crashes) + 1}",
+            kind="crash",
+            phase="test",
+            nodeid=nodeid,
+            when=when,
+            attempt=attempt.index,
+            diagnosis=diagnosis,
+            repro=run.repro.of(nodeid, targets),
+        )
+        run.origins[crash["id"]] = CrashOrigin(tuple(targets), None)
+        state.crashes.append(crash)
+        _tell(run, outputlog.crash_line(crash))  # its process went on: a line of its own
+        what = crash_kind_label(crash)
+        record = state.results.get(nodeid)
+        state.put(
+            nodeid,
+            "crashed",
+            duration=record["duration"] if record else 0.0,
+            message=f"crashed: {what} ({diagnosis['hint'] or ''})",
+            crash=crash["id"],
+            attempt=attempt.index,
+        )
+        run.listener.crash(
+            run.row.name, nodeid, outcome="crashed", phase="test", what=what, fingerprint=diagnosis["fingerprint"]
+        )
 
 
 def _record_worker_crashes(run: Run, attempt: AttemptResult, targets: Sequence[str]) -> None:
@@ -299,7 +335,7 @@ def _record_worker_crashes(run: Run, attempt: AttemptResult, targets: Sequence[s
 
 
 def _record_forked_copies(run: Run, attempt: AttemptResult) -> None:
-    """A test whose forked copy returned into pytest (the child ended that copy): an error.
+    """A test whose forked copy returned into the test runner (the child ended that copy): an error.
 
     Under plain pytest the copy would have run the rest of the session again; its
     outcome in the real process is kept in the message.
@@ -310,11 +346,13 @@ def _record_forked_copies(run: Run, attempt: AttemptResult) -> None:
         if module is not None:
             # no test ran: the module whose import forked is the error, beside its tests
             message = (
-                "a process forked while this module was imported returned into pytest instead of ending "
+                "a process forked while this module was imported returned into the test runner instead of ending "
                 "with os._exit(); device-matrix ended it before it collected and ran the session again"
             )
             state.put(module, "error", duration=0.0, message=message, attempt=attempt.index)
-            run.listener.note(run.row.name, f"{module}: a forked copy of the test process returned into pytest")
+            run.listener.note(
+                run.row.name, f"{module}: a forked copy of the test process returned into the test runner"
+            )
             continue
         nodeid = next((n for n in state.results if redactor.text(n) == named), None)
         record = state.results.get(nodeid or "")
@@ -322,8 +360,8 @@ def _record_forked_copies(run: Run, attempt: AttemptResult) -> None:
             continue
         was = record["outcome"]
         message = (
-            "a process this test forked returned into pytest instead of ending with os._exit(); "
+            "a process this test forked returned into the test runner instead of ending with os._exit(); "
             f"device-matrix ended it before it ran other tests (the test itself: {was})"
         )
         state.put(nodeid, "error", duration=record["duration"], message=message, attempt=attempt.index)
-        run.listener.note(run.row.name, f"{named}: a forked copy of the test process returned into pytest")
+        run.listener.note(run.row.name, f"{named}: a forked copy of the test process returned into the test runner")

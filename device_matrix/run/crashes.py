@@ -25,9 +25,17 @@ from device_matrix.config import Row, Script
 from device_matrix.diagnostics import core as core_files
 from device_matrix.diagnostics.repro import container_repro_command, repro_command
 from device_matrix.records.outcomes import RAISED_OUTCOMES
-from device_matrix.records.schema import CrashDiagnosis, CrashPhase, CrashRecord, Outcome, RerunRecord, TestRecord
+from device_matrix.records.schema import (
+    AttemptRecord,
+    CrashDiagnosis,
+    CrashPhase,
+    CrashRecord,
+    Outcome,
+    RerunRecord,
+    TestRecord,
+)
 from device_matrix.redact import Redactor
-from device_matrix.run.attempt import PROCESS_PHASES, AttemptResult
+from device_matrix.run.attempt import PROCESS_PHASES, AttemptResult, Purpose
 from device_matrix.run.executors.base import LaunchSpec
 from device_matrix.run.executors.container import ContainerExecutor
 from device_matrix.run.journal import final_outcome
@@ -217,6 +225,32 @@ def crash_record(
     )
 
 
+def attempt_record(
+    *,
+    index: int,
+    purpose: Purpose,
+    returncode: int | None,
+    duration: float,
+    selected: int | None,
+    finished: int,
+    journal: str,
+    log: str,
+) -> AttemptRecord:
+    """The one constructor of an attempt's record (a pytest process, a script's, a gang's
+    rank): its signal is named from its return code (#31)."""
+    return AttemptRecord(
+        index=index,
+        purpose=purpose,
+        returncode=returncode,
+        signal_name=diagnostics.signal_name(diagnostics.signal_from_returncode(returncode)),
+        duration=round(duration, 3),
+        selected=selected,
+        finished=finished,
+        journal=journal,
+        log=log,
+    )
+
+
 def abnormal_end(
     crash_id: str,
     attempt: AttemptResult,
@@ -232,6 +266,8 @@ def abnormal_end(
     if state is not None:
         phases = [r.when for r in state.reports if r.sub is None]  # a subtest's report is inside the call
         when = "setup" if not phases else {"setup": "call", "call": "teardown"}.get(phases[-1], "teardown")
+        if not phases and state.phase is not None:
+            when = state.phase  # #29: a script's test journals its phase, its reports at its end
     return crash_record(
         crash_id,
         kind=at.kind,
@@ -279,14 +315,40 @@ def worker_crashes(
     return found
 
 
+def plugin_crashes(attempt: AttemptResult, redactor: Redactor) -> list[tuple[str, str, CrashDiagnosis]]:
+    """Tests whose crash a plugin reported from the copy it forked (pytest-forked, #29):
+    (nodeid, phase, diagnosis), the diagnosis with the copy's signal, stack and output."""
+    found = []
+    for nodeid, state in attempt.fold.tests.items():
+        for report in state.reports:
+            if report.crash is None:
+                continue
+            signum = report.crash.get("signal")
+            diagnosis = diagnostics.diagnose(
+                returncode=-signum if isinstance(signum, int) else None,
+                fault_text=str(report.crash.get("fault") or ""),
+                output_text=str(report.crash.get("output") or ""),
+                redactor=redactor,
+            )
+            found.append((nodeid, report.when, diagnosis))
+    return found
+
+
 def rerun_record(attempt: AttemptResult, nodeid: str, log: Path, redactor: Redactor) -> RerunRecord:
     """What a rerun of crashed test ``nodeid`` alone showed: its outcome, and a crash's fingerprint."""
     state = attempt.fold.tests.get(nodeid)
     fingerprint = None
+    signal = diagnostics.signal_name(attempt.signal)
     if attempt.abnormal and state is not None and not state.finished:
         outcome: Outcome = "timeout" if attempt.overrun else "crashed"
         at = CrashAt("test", nodeid, "timeout" if attempt.overrun else "crash")
-        fingerprint = diagnose(attempt, at, log, redactor)["fingerprint"]
+        diagnosis = diagnose(attempt, at, log, redactor)
+        # #29: the signal the process received, as the crash names it (not XLA's abort after it)
+        fingerprint, signal = diagnosis["fingerprint"], diagnosis["signal_name"] or signal
+    elif state is not None and state.finished and any(r.crash is not None for r in state.reports):
+        outcome = "crashed"  # in a plugin's forked copy (#29)
+        (_, _, diagnosis), *_ = (c for c in plugin_crashes(attempt, redactor) if c[0] == nodeid)
+        fingerprint, signal = diagnosis["fingerprint"], diagnosis["signal_name"]
     elif state is not None and state.finished:
         outcome = final_outcome(state)[0]
     else:
@@ -294,9 +356,20 @@ def rerun_record(attempt: AttemptResult, nodeid: str, log: Path, redactor: Redac
     return RerunRecord(
         outcome=outcome,
         returncode=attempt.returncode,
-        signal_name=diagnostics.signal_name(attempt.signal),
+        signal_name=signal,
         fingerprint=fingerprint,
         duration=round(attempt.duration, 3),
+    )
+
+
+def same_crash(crash: CrashRecord, rerun: RerunRecord) -> bool:
+    """Whether a rerun crashed as ``crash`` did: its signal and its fingerprint (#29).
+
+    A crash whose reruns end otherwise is not deterministic: the record keeps each view.
+    """
+    diagnosis = crash["diagnosis"]
+    return rerun["outcome"] in ("crashed", "timeout") and (
+        rerun["fingerprint"] == diagnosis["fingerprint"] and rerun["signal_name"] == diagnosis["signal_name"]
     )
 
 

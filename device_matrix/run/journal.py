@@ -36,6 +36,7 @@ class PhaseReport:
     sub: str | None = None  # a failed subtest's description; None for the test's own phase
     cause: str | None = None  # of a failure: the exception line(s), when the child said (#20)
     where: tuple[str, int] | None = None  # of a failure: file and line, when the child said
+    crash: Mapping[str, Any] | None = None  # the test's crash in a plugin's forked copy (#29)
 
 
 @dataclass
@@ -48,6 +49,7 @@ class TestState:
     reports: list[PhaseReport] = field(default_factory=list)
     meta: Mapping[str, Any] = field(default_factory=dict)
     reruns: int = 0  # executions before this one that a plugin ran again (outcome "rerun")
+    phase: str | None = None  # the phase it said it entered, before its reports (#29)
 
     @property
     def duration(self) -> float:
@@ -190,8 +192,13 @@ class Fold:
                     sub=ev.get("sub"),
                     cause=ev.get("cause"),
                     where=(ev["where"][0], ev["where"][1]) if ev.get("where") else None,
+                    crash=ev.get("crash"),
                 )
             )
+        elif kind == "phase":
+            if ev["nodeid"] != self.running:
+                return f"a phase for {ev['nodeid']!r}, which is not the running test"
+            self.tests[ev["nodeid"]].phase = ev["when"]
         elif kind == "finish":
             if ev["nodeid"] != self.running:
                 return f"a finish for {ev['nodeid']!r}, which is not the running test"

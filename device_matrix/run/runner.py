@@ -170,7 +170,8 @@ def run_scripts(run: Run, verdict: Verdict) -> Verdict:
     state, scripts, root = run.state, run.scripts, run.cfg.project_root
     verdicts = [verdict]
     for script in scripts:
-        select = None
+        # a test --test names runs through its script (#29)
+        select = selection.script_selection(script, run.row, root, run.options.tests)
         if run.resumed:
             select = [n for n in state.remaining() if of_script(n, script, scripts, root)]
             if not select and any(of_script(n, script, scripts, root) for n in state.results):
@@ -214,6 +215,8 @@ def rerun_crashes(run: Run, verdict: Verdict) -> Verdict:
             if rerun["outcome"] not in CRASHING_OUTCOMES:
                 classification = "flaky"
                 break
+            if not crashes.same_crash(crash, rerun):
+                classification = "flaky"  # #29: it crashed again, but not as it did: no one fingerprint
         crash["classification"] = classification
         if classification == "flaky" and script is None:
             # alone it passed: the repro runs it with the neighbours it crashed beside

@@ -20,7 +20,7 @@ from device_matrix.config import Config, Row, Script
 from device_matrix.errors import ConfigError, UsageProblem
 from device_matrix.records.schema import RunRecord
 from device_matrix.redact import PLACEHOLDER_RE
-from device_matrix.run.targets import distinct_targets, names_program, unique_scripts
+from device_matrix.run.targets import distinct_targets, names_program, names_script_test, unique_scripts
 
 # pytest options that would move tests into processes the runner does not watch
 XDIST_OPTIONS = ("-n", "--numprocesses", "--dist", "-d", "--tx", "--looponfail", "-f")
@@ -98,8 +98,19 @@ def scripts(row: Row, root: Path, *, suites: Sequence[str] | None, tests: Sequen
     if suites:
         return ()
     if tests:
-        return tuple(s for s in unique_scripts(row.scripts) if any(names_program(t, s, root) for t in tests))
+        return tuple(s for s in unique_scripts(row.scripts) if any(_names(t, s, row, root) for t in tests))
     return unique_scripts(row.scripts)
+
+
+def _names(test: str, script: Script, row: Row, root: Path) -> bool:
+    """Whether a ``--test`` argument names this script's program or one of its tests (#29)."""
+    return names_program(test, script, root) or names_script_test(test, script, row.scripts, root)
+
+
+def script_selection(script: Script, row: Row, root: Path, tests: Sequence[str]) -> list[str] | None:
+    """The tests of this unittest script ``--test`` names, as its nodeids (None: all of them)."""
+    picked = [t for t in tests if names_script_test(t, script, row.scripts, root)]
+    return picked or None
 
 
 def project_tests(row: Row, *, suites: Sequence[str] | None, tests: Sequence[str]) -> bool:
@@ -118,8 +129,8 @@ def targets(cfg: Config, row: Row, *, suites: Sequence[str] | None, tests: Seque
     """
     root = cfg.project_root
     if tests:
-        programs = scripts(row, root, suites=suites, tests=tests)
-        return distinct_targets([t for t in tests if not any(names_program(t, s, root) for s in programs)], root)
+        picked = scripts(row, root, suites=suites, tests=tests)
+        return distinct_targets([t for t in tests if not any(_names(t, s, row, root) for s in picked)], root)
     chosen = list(suites or row.suites)
     unknown = [s for s in chosen if s not in row.suites] if suites else []
     if unknown:

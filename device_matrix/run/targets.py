@@ -91,3 +91,14 @@ def of_script(nodeid: str, script: Script, scripts: Iterable[Script], root: Path
         return nodeid.endswith(script.suffix)
     others = [s for s in scripts if s.variant and script_node(s, root) == node]
     return not any(nodeid.endswith(s.suffix) for s in others)
+
+
+def names_script_test(test: str, script: Script, scripts: Iterable[Script], root: Path) -> bool:
+    """Whether ``test`` (a ``--test`` argument) names a test of this unittest script
+    (``FILE::Class::test``): it runs through the script, never through pytest (#29)."""
+    if script.kind != "unittest" or "::" not in test:
+        return False
+    path, sep, rest = test.partition("::")
+    named = Path(os.path.normpath(root / path))
+    node = named.relative_to(root).as_posix() if named.is_relative_to(root) else str(named)
+    return of_script(node + sep + rest, script, scripts, root)
