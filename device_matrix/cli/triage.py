@@ -26,7 +26,7 @@ from device_matrix.records.atomic import storable_text, write_json_atomic, write
 from device_matrix.records.schema import RunRecord, SourceInfo
 from device_matrix.records.source import base_lane, is_pull_request, override, short, unknown
 from device_matrix.redact import Redactor
-from device_matrix.report import html, markdown
+from device_matrix.report import groups, html, markdown
 from device_matrix.report.actions import annotate, workspace_path
 from device_matrix.report.history import DEFAULT_PATH, DEFAULT_WINDOW, KEEP_RUNS, History, set_aside
 from device_matrix.report.model import Triage, build
@@ -120,7 +120,8 @@ def run_triage(
         md = markdown.render(triage)
         write_text_atomic(out_dir / "triage.md", md)
         write_text_atomic(out_dir / "triage.html", html.render(triage))
-        write_json_atomic(out_dir / "triage.json", triage, redactor)
+        # #32: every test of every failure group; the reports show each group's first tests
+        write_json_atomic(out_dir / "triage.json", {**triage, "groups": groups.of(triage)}, redactor)
         if history is not None:
             history.commit()  # #30: the run is kept once its reports are written, never before
     finally:

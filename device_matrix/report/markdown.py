@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from device_matrix.markup import neutralize
 from device_matrix.records.atomic import storable_text
 from device_matrix.records.outcomes import BAD_BUCKETS, BEFORE_TESTS_STATUSES, BUCKETS
-from device_matrix.report import view
+from device_matrix.report import group_views, view
 from device_matrix.report.escape import cell as _cell
 from device_matrix.report.escape import code
 from device_matrix.report.model import HistoryView, RowView, Triage
@@ -310,6 +310,7 @@ def _if(has: Callable[[Triage], object], piece: Callable[[Triage], list[str]]) -
 # each section's piece, by its id in view.SECTIONS (no commits table, no test matrix here)
 PIECES: Mapping[str, Callable[[Triage], list[str]]] = {
     "rows": _rows,
+    "groups": group_views.markdown,
     "verdicts": lambda t: verdicts_markdown(t["verdicts"]) if t["verdicts"] is not None else [],
     "trends": _history(_trends),
     "changes": _changes,

@@ -15,6 +15,7 @@ from device_matrix.records.outcomes import CRASHING_OUTCOMES, OUTCOMES, REPORTED
 from device_matrix.records.schema import CrashRecord, RunRecord, SkipInfo, SourceInfo, TestRecord
 from device_matrix.records.summary import crash_headline, crash_kind_label, fold
 from device_matrix.report.placement import Placement
+from device_matrix.report.signature import innermost_frame
 from device_matrix.skips import DeviceSkip
 
 TRIAGE_SCHEMA = "device-matrix/triage"
@@ -72,6 +73,7 @@ class FailureView(TypedDict):
     cause: str | None  # the exception line(s), as pytest's E lines show them (#20)
     file: str | None  # where, relative to the project root
     line: int | None
+    frame: str | None  # #32: the innermost frame in the project's own code ("pkg/lib.py:3"), for its group
 
 
 class SkipView(TypedDict):
@@ -274,6 +276,7 @@ def failure_view(t: TestRecord, row: str) -> FailureView:
         cause=cause,
         file=t.get("file"),
         line=t.get("line"),
+        frame=innermost_frame(t["message"]),
     )
 
 
