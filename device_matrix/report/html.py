@@ -17,6 +17,7 @@ from device_matrix.report import group_views, view
 from device_matrix.report.escape import html_text as _e
 from device_matrix.report.group_views import breakable
 from device_matrix.report.model import HistoryView, RowView, TrendPoint, Triage
+from device_matrix.report.skip_meet import counted
 from device_matrix.report.verdict_views import commits_section, html_section
 from device_matrix.report.view import Change, ChangeKind
 
@@ -454,13 +455,15 @@ def _matrix(t: Triage) -> str:
 
 def _skips(t: Triage) -> str:
     out = [
-        f"<section id='skips'><h2>Device skips ({len(t['skips'])})</h2>"
+        f"<section id='skips'><h2>Device skips ({len(t['skips'])}: {_e(counted(t['skips']))})</h2>"
         "<p class='answers'>Which tests are disabled on a device, and whether their issue allows re-enabling.</p>"
         "<div class='scroll'><table><thead><tr><th>test</th><th>mode</th>"
         "<th>rows</th><th>issue</th><th>reason</th></tr></thead><tbody>"
     ]
     for sk in t["skips"]:
-        if not sk["issue"]:
+        if sk["by_design"] and not sk["issue"]:
+            issue_html = "<span class='muted'>by design: needs none</span>"
+        elif not sk["issue"]:
             issue_html = "<span class='failed'>no issue</span>"
         else:
             state = sk["issue_state"] or "state unknown"

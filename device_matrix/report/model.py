@@ -85,6 +85,7 @@ class SkipView(TypedDict):
     issue_state: str | None
     source: str
     where: str | None
+    by_design: bool  # #32: the test does not apply on these devices (only_on, a by-design skip): no issue needed
 
 
 class Changes(TypedDict):
@@ -398,7 +399,8 @@ class _Found:
                 if failure["message"]:
                     self.causes.setdefault(t["nodeid"], {})[row] = failure["message"]
             skip = t.get("skip")
-            if skip is not None and is_device_skip(skip):
+            # #32: a runtime skip that met its declaration in the sources names its devices
+            if skip is not None and (is_device_skip(skip) or skip.get("devices")):
                 self._skip(t["nodeid"], skip, row)
 
     def _skip(self, nodeid: str, skip: SkipInfo, row: str) -> None:
@@ -416,6 +418,7 @@ class _Found:
                 issue_state=self.links.state_of(issue),
                 source=skip["source"],
                 where=where,
+                by_design=bool(skip.get("by_design")),
             )
             self.skips[key] = view
         view["rows"].append(row)
@@ -493,6 +496,7 @@ def _declared_views(
             issue_state=state_of(issue),
             source=f"source ({skip.form or skip.source})",
             where=f"{skip.file}:{skip.line}" if skip.file and skip.line else skip.file,
+            by_design=skip.by_design,
         )
     return list(views.values())
 
