@@ -18,7 +18,7 @@ from typing import Any
 
 from device_matrix.cli.triage import run_triage
 from device_matrix.output import Output
-from device_matrix.report import groups
+from device_matrix.report import groups, markdown
 from device_matrix.report.model import Triage, build
 from device_matrix.report.signature import innermost_frame, mask
 from device_matrix.report.verdict_views import comment
@@ -328,3 +328,11 @@ def test_groups_are_ordered_new_unstable_flaky_broken_infrastructure_then_by_siz
         ("infrastructure", 5),
     ]
     assert groups.of(t)[0]["verdicts"] == {"new": 1, "broken-on-base": 9}
+
+
+def test_a_row_jobs_step_summary_leads_with_its_groups() -> None:
+    t = build([_known_truth()[0]], [], {})  # type: ignore[list-item]
+    text = markdown.render_rows(t)
+    assert "## Failure groups (4 groups, 200 tests)" in text
+    assert text.index("## Failure groups") < text.index("## Failures")
+    assert "90 tests: 90 on cpu" in text

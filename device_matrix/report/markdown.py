@@ -259,6 +259,7 @@ def render_rows(t: Triage, *, limit: int = STEP_SUMMARY_LIMIT) -> str:
         out.append("")
     out += _rows_table(t["rows"])
     out.append("")
+    out += group_views.markdown(t)  # #32: the row's failures by cause, before them one by one
     if t["crashes"]:
         out += _crashes(t)
     out += _failures(t)
