@@ -91,7 +91,7 @@ def _group_html(g: FailureGroup) -> str:
         + (f" at <code>{breakable(x['where'])}</code>" if x["where"] else "")
         + (f" · {_e(WORDS.get(x['verdict'], x['verdict']))}" if x["verdict"] else "")
         + "</li>"
-        for x in g["tests"][: grouping.TESTS_SHOWN]
+        for x in g["tests"][1 : grouping.TESTS_SHOWN]  # the first is in its own cell
     )
     more = g["count"] - min(g["count"], grouping.TESTS_SHOWN)
     if more:
