@@ -18,7 +18,7 @@ from typing import Any
 
 from device_matrix.cli.triage import run_triage
 from device_matrix.output import Output
-from device_matrix.report import groups, markdown
+from device_matrix.report import group_views, groups, markdown
 from device_matrix.report.model import Triage, build
 from device_matrix.report.signature import innermost_frame, mask
 from device_matrix.report.verdict_views import comment
@@ -185,6 +185,7 @@ def test_300_failures_of_4_causes_over_2_rows_are_4_groups_in_every_report(tmp_p
         for line, (cause, (n, rows)) in zip(lines, TRUTH.items(), strict=True):
             assert f"{n} tests: {rows['cpu']} on cpu, {rows['tpu']} on tpu" in line
             assert f"test_{cause}[0]" in line and f"… {n - groups.TESTS_SHOWN} more" in line
+        assert "@ `src/pkg/hub.py:41`" in lines[0] and "@ `tests/test_train.py:30`" in lines[3]
 
     page = (out / "triage.html").read_text()
     rows = re.findall(r"<tr id='group-\d+'.*?</tr>", page)
@@ -288,6 +289,7 @@ def test_a_crash_is_one_group_by_its_fingerprint_across_rows_and_tests() -> None
         for row in ("cpu", "tpu")
     ]
     recs[1]["tests"].append(R.test("t.py::test_c", "failed", message="E   KeyError: 'w'"))
+    recs[0]["crashes"][0]["issue"] = "ledger:3"
     t = build(recs, [], {})  # type: ignore[arg-type]
     got = groups.of(t)
     assert [(g["signature"], g["count"], g["rows"]) for g in got] == [
@@ -301,6 +303,8 @@ def test_a_crash_is_one_group_by_its_fingerprint_across_rows_and_tests() -> None
         "where": None,
         "verdict": None,
     }
+    (line,) = [x for x in "\n".join(group_views.markdown(t)).splitlines() if x.startswith("| 1 |")]
+    assert "(`fpseg`)" in line and line.endswith("| ledger:3 (state unknown) |")
 
 
 def test_groups_are_ordered_new_unstable_flaky_broken_infrastructure_then_by_size() -> None:

@@ -30,7 +30,18 @@ def _verdicts(g: FailureGroup) -> str:
     return ", ".join(f"{n} {WORDS.get(v, v)}" for v, n in g["verdicts"].items())
 
 
+def _issue(g: FailureGroup) -> str:
+    return f"{g['issue']} ({g['issue_state'] or 'state unknown'})" if g["issue"] else ""
+
+
 # --- Markdown ----------------------------------------------------------------------------
+
+
+def _keyed_by(g: FailureGroup) -> str:
+    """What besides the cause's words the signature holds: the crash's fingerprint, or the frame."""
+    if g["fingerprint"]:
+        return f" ({code(g['fingerprint'], in_table=True)})"
+    return f" @ {code(g['frame'], in_table=True)}" if g["frame"] else ""
 
 
 def markdown(t: Triage, *, heading: str = "##", limit: int = grouping.GROUPS_LISTED) -> list[str]:
@@ -42,8 +53,8 @@ def markdown(t: Triage, *, heading: str = "##", limit: int = grouping.GROUPS_LIS
     out = [
         f"{heading} Failure groups ({len(all_groups)} groups, {tests} tests)",
         "",
-        "| # | class | tests | cause | first test | more |",
-        "|---|---|---|---|---|---|",
+        "| # | class | tests | cause | first test | more | issue |",
+        "|---|---|---|---|---|---|---|",
     ]
     for n, g in enumerate(shown, 1):
         first = g["tests"][0]
@@ -56,8 +67,9 @@ def markdown(t: Triage, *, heading: str = "##", limit: int = grouping.GROUPS_LIS
         out.append(
             f"| {n} | {cell(_lead(g))}{verdicts} | {cell(grouping.spread(g))} "
             # the cause as plain text, never code: a @mention or #N in it must stay inert
-            f"| {cell(g['cause'] or g['signature'])} "
-            f"| {code(first['nodeid'], in_table=True)} on {cell(first['row'])}{where} | {', '.join(others)} |"
+            f"| {cell(g['cause'] or g['signature'])}{_keyed_by(g)} "
+            f"| {code(first['nodeid'], in_table=True)} on {cell(first['row'])}{where} | {', '.join(others)} "
+            f"| {cell(_issue(g))} |"
         )
     if left:
         out.append(f"\n… {left} more groups ({left_tests} tests; see triage.json)")
@@ -96,7 +108,7 @@ def _group_html(g: FailureGroup) -> str:
     more = g["count"] - min(g["count"], grouping.TESTS_SHOWN)
     if more:
         tests += f"<li class='muted'>… {more} more (see triage.json)</li>"
-    issue = f"{_e(g['issue'])} ({_e(g['issue_state'] or 'state unknown')})" if g["issue"] else ""
+    issue = _e(_issue(g))
     verdicts = f"<br><span class='muted'>{_e(_verdicts(g))}</span>" if g["verdicts"] else ""
     return (
         f"<tr id='{_e(g['id'])}' data-lead='{_e(g['lead'])}' data-count='{g['count']}'>"
