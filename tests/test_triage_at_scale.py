@@ -18,6 +18,7 @@ import pytest
 
 from device_matrix.report import html, view
 from device_matrix.report.model import build
+from device_matrix.report.verdicts import judge
 from tests import records as R
 
 MB = 1_000_000
@@ -56,6 +57,18 @@ def test_20000_failing_tests_make_a_page_under_5_mb_that_leads_with_their_groups
     assert page.count("<tr data-nodeid=") == view.FAILURES_SHOWN
     assert f"… {20_000 - view.FAILURES_SHOWN} more failures" in page
     assert f"… {20_000 - view.TESTS_SHOWN} more tests (every one is in triage.json)" in page
+
+
+def test_a_pull_requests_20000_failures_with_their_verdicts_stay_under_5_mb_new_ones_first() -> None:
+    t = build([_failing(20_000)], [], {})  # type: ignore[list-item]
+    t["verdicts"] = judge(t, None, base_ref="main", base_commit=None)  # no history: each unknown
+    t["verdicts"]["items"][-1]["verdict"] = "new"  # the last by name
+    page = html.render(t)
+    assert len(page.encode()) <= 5 * MB, len(page.encode())
+    table = page[page.index("<table id='verdict-table'") :]
+    assert table.count("<tr id='verdict-") == view.FAILURES_SHOWN
+    assert table.count("data-verdict='new'") == 1  # listed, past the limit
+    assert f"… {20_000 - view.FAILURES_SHOWN} more verdicts (every one is in triage.json)" in page
 
 
 def _browser() -> Any:

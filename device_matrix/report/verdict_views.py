@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from device_matrix.records.outcomes import BAD_BUCKETS, FAIL_CODES
 from device_matrix.records.source import lane_words, short
-from device_matrix.report import group_views
+from device_matrix.report import group_views, view
 from device_matrix.report.escape import cell as _cell
 from device_matrix.report.escape import code
 from device_matrix.report.escape import html_text as _e
@@ -139,8 +139,16 @@ def html_section(v: VerdictReport) -> str:
             "<div class='scroll'><table id='verdict-table'><thead><tr><th>row</th><th>test</th><th>outcome</th>"
             "<th>verdict</th><th>evidence</th><th>on the base (oldest first)</th></tr></thead><tbody>"
         )
-        out.extend(_item_html(i) for i in v["items"])
+        # #32: at scale every new failure and the others up to the limit, in their order;
+        # the groups above hold them all, and triage.json
+        items = v["items"]
+        room = max(view.FAILURES_SHOWN - sum(1 for i in items if i["verdict"] == "new"), 0)
+        shown = [i for n, i in enumerate(items) if i["verdict"] == "new" or n < room]
+        out.extend(_item_html(i) for i in shown)
         out.append("</tbody></table></div>")
+        if len(items) > len(shown):
+            left = len(items) - len(shown)
+            out.append(f"<p class='muted'>… {left} more verdicts (every one is in triage.json)</p>")
     out.append("</section>")
     return "".join(out)
 
