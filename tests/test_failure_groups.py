@@ -19,6 +19,7 @@ from typing import Any
 from device_matrix.cli.triage import run_triage
 from device_matrix.output import Output
 from device_matrix.report import group_views, groups, markdown
+from device_matrix.report.groups import failure_signature
 from device_matrix.report.model import Triage, build
 from device_matrix.report.signature import innermost_frame, mask
 from device_matrix.report.verdict_views import comment
@@ -148,6 +149,11 @@ def test_the_same_failure_with_another_temp_dir_uuid_hash_pointer_or_port_has_on
     assert mask(f"seed {uuid.UUID(int=5)} done") == "seed <uuid> done"
     # what names the failure stays: the words, the exception's type, a relative path
     assert mask("KeyError: 'weight' in pkg/model.py") == "KeyError: 'weight' in pkg/model.py"
+    # two different failures stay two: another key, another file of the project, a URL's host
+    assert mask("KeyError: 'weight'") != mask("KeyError: 'bias'")
+    assert mask("cannot load pkg/a.py") != mask("cannot load pkg/b.py")
+    assert mask("GET https://hub.example/api/models failed") == "GET https://hub.example/api/models failed"
+    assert failure_signature("E: x", "pkg/a.py:3") != failure_signature("E: x", "pkg/b.py:3")
 
 
 def test_the_innermost_frame_is_the_deepest_in_the_projects_own_code() -> None:
