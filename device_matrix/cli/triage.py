@@ -26,13 +26,14 @@ from device_matrix.records.atomic import storable_text, write_json_atomic, write
 from device_matrix.records.schema import RunRecord, SourceInfo
 from device_matrix.records.source import base_lane, is_pull_request, override, short, unknown
 from device_matrix.redact import Redactor
-from device_matrix.report import html, markdown
+from device_matrix.report import groups, html, markdown
 from device_matrix.report.actions import annotate, workspace_path
 from device_matrix.report.history import DEFAULT_PATH, DEFAULT_WINDOW, KEEP_RUNS, History, set_aside
 from device_matrix.report.model import Triage, build
 from device_matrix.report.placement import place
+from device_matrix.report.skip_meet import meet
 from device_matrix.report.verdicts import VERDICTS, WORDS, judge
-from device_matrix.skips import DeviceSkip, uncited
+from device_matrix.skips import DeviceSkip, scan_tree, uncited
 
 DEFAULT_HISTORY = DEFAULT_PATH
 
@@ -65,6 +66,7 @@ def run_triage(
     *,
     window: int = DEFAULT_WINDOW,
     declared: Sequence[DeviceSkip] = (),
+    scanned: Sequence[DeviceSkip] = (),
     base: str = "",
     overrides: Mapping[str, Any] | None = None,
     read_only: bool = False,
@@ -74,7 +76,8 @@ def run_triage(
     """``base``: the project's folder inside the checkout, for annotations (``workspace_path``).
     ``overrides``: source fields given as flags (commit, branch, pull_request, base,
     base_commit), over the rows' recorded source. ``read_only``: the history is read, never
-    written (a pull request reading its base's). ``unstable``: rows declared unstable."""
+    written (a pull request reading its base's). ``unstable``: rows declared unstable.
+    ``scanned``: every skip the source scan found, for the runtime skips to meet (#32)."""
     # #30: an --out that cannot be a folder is refused before anything is written
     check_results_dir(out_dir, what="triage --out", tip="Pass --out a folder that can be written, or leave it out.")
     records, problems = load_records(results, out)  # each unreadable row said on the terminal too
@@ -86,8 +89,10 @@ def run_triage(
     # records come from other hosts (artifacts): redacted again here, value by value, with
     # this host's secrets, before the reports and the history are made of them (#22)
     redactor = Redactor()
+    rows = [redactor.data(r) for r in records]
+    meet(rows, scanned)  # #32: a runtime skip carries what the source scan found for it
     triage = build(
-        [redactor.data(r) for r in records],
+        rows,
         [(row, redactor.text(problem)) for row, problem in problems],
         redactor.data(load_links(results)),
         declared,
@@ -120,7 +125,8 @@ def run_triage(
         md = markdown.render(triage)
         write_text_atomic(out_dir / "triage.md", md)
         write_text_atomic(out_dir / "triage.html", html.render(triage))
-        write_json_atomic(out_dir / "triage.json", triage, redactor)
+        # #32: every test of every failure group; the reports show each group's first tests
+        write_json_atomic(out_dir / "triage.json", {**triage, "groups": groups.of(triage)}, redactor)
         if history is not None:
             history.commit()  # #30: the run is kept once its reports are written, never before
     finally:
@@ -258,6 +264,7 @@ def cmd_triage(args: argparse.Namespace, out: Output) -> int:
     # #30: an empty --fail-on is refused as "," is, never a gate silently off
     gate = parse_fail_on(args.fail_on) if args.fail_on is not None else frozenset()
     declared = uncited(cfg.project_root, cfg.suite_folders())
+    scanned = scan_tree(cfg.project_root, cfg.suite_folders())
     t = run_triage(
         results,
         out_dir,
@@ -266,6 +273,7 @@ def cmd_triage(args: argparse.Namespace, out: Output) -> int:
         out,
         window=window,
         declared=declared,
+        scanned=scanned,
         base=workspace_path(cfg.project_root),
         overrides={
             "commit": args.commit,

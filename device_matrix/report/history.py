@@ -33,7 +33,6 @@ import datetime as dt
 import itertools
 import json
 import math
-import re
 import sqlite3
 import statistics
 import struct
@@ -71,6 +70,7 @@ from device_matrix.report.model import (
     no_changes,
 )
 from device_matrix.report.placement import Observation
+from device_matrix.report.signature import mask
 
 VERSION = 3
 DEFAULT_PATH = Path(".device-matrix") / "history.sqlite"  # under the project root
@@ -142,7 +142,6 @@ _SELECT_TRENDS = (
 )
 # A failure's signature: its fingerprint, or the first line of its message with numbers and
 # addresses masked (a value, a time or a pointer that differs is the same failure)
-_NUMBER_RE = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?")
 SIGNATURE_LIMIT = 300
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -181,7 +180,8 @@ def signature(outcome: str, message: str | None) -> str:
     """What makes two failures of a test the same failure: the outcome and the message's first
     line with its numbers and addresses masked (a crash's is its fingerprint, see crash_signature)."""
     first = next((line.strip() for line in (message or "").splitlines() if line.strip()), "")
-    return f"{outcome}: {_NUMBER_RE.sub('N', first)}"[:SIGNATURE_LIMIT]
+    # #32: temp paths, UUIDs and hashes masked too: the same failure with another temp dir is the same
+    return f"{outcome}: {mask(first)}"[:SIGNATURE_LIMIT]
 
 
 def crash_signature(fingerprint: str) -> str:

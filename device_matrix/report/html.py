@@ -13,9 +13,11 @@ from importlib import resources
 from urllib.parse import urlsplit
 
 from device_matrix.records.outcomes import BAD_OUTCOMES, BUCKET_OF, BUCKETS
-from device_matrix.report import view
+from device_matrix.report import group_views, view
 from device_matrix.report.escape import html_text as _e
+from device_matrix.report.group_views import breakable
 from device_matrix.report.model import HistoryView, RowView, TrendPoint, Triage
+from device_matrix.report.skip_meet import counted
 from device_matrix.report.verdict_views import commits_section, html_section
 from device_matrix.report.view import Change, ChangeKind
 
@@ -274,18 +276,26 @@ def _failures(t: Triage) -> str:
     ]
     if t["failures"]:
         out.append(
-            "<div class='scroll'><table id='failures-table'><thead><tr><th>test</th><th>row</th><th>outcome</th>"
+            "<div class='scroll'><table id='failures-table' class='wrapping'><thead><tr>"
+            "<th>test</th><th>row</th><th>outcome</th>"
             "<th>where</th><th>cause</th></tr></thead><tbody>"
         )
-        for f in t["failures"]:
+        # #32: at scale the groups carry the failures; the full list is in triage.json
+        for f in t["failures"][: view.FAILURES_SHOWN]:
             where = _place(f["file"], f["line"])
             cause = f"<pre class='cause'>{_e(f['cause'])}</pre>" if f["cause"] else "<span class='muted'>none</span>"
             out.append(
-                f"<tr data-nodeid='{_e(f['nodeid'])}' data-row='{_e(f['row'])}'><td><code>{_e(f['nodeid'])}</code></td>"
+                f"<tr data-nodeid='{_e(f['nodeid'])}' data-row='{_e(f['row'])}'>"
+                f"<td><code>{breakable(f['nodeid'])}</code></td>"
                 f"<td>{_e(f['row'])}</td><td class='{_e(f['outcome'])}'>{_e(f['outcome'])}</td>"
                 f"<td>{f'<code>{_e(where)}</code>' if where else ''}</td><td>{cause}</td></tr>"
             )
         out.append("</tbody></table></div>")
+        if len(t["failures"]) > view.FAILURES_SHOWN:
+            left = len(t["failures"]) - view.FAILURES_SHOWN
+            out.append(
+                f"<p class='muted'>… {left} more failures (every one is in its group above and in triage.json)</p>"
+            )
     else:
         out.append("<p class='muted'>none</p>")
     out.append("</section>")
@@ -405,7 +415,7 @@ def _matrix(t: Triage) -> str:
     # 20,000 cells on a big matrix: each outcome's cell is escaped once, each nodeid once
     cell = {o: f"<td class='o {_e(o)}'>{_e(o)}" for o in BUCKET_OF}
     devices = t["devices"]
-    for test in t["tests"]:
+    for test in t["tests"][: view.TESTS_SHOWN]:
         outcomes = test["outcomes"]
         durations = test.get("durations", {})
         causes = test.get("causes", {})
@@ -434,19 +444,26 @@ def _matrix(t: Triage) -> str:
             row.append(f"{cell.get(o) or f'<td class=o>{_e(o)}'}{small}</td>")
         row.append("</tr>")
         out.append("".join(row))
-    out.append("</tbody></table></div></section>")
+    out.append("</tbody></table></div>")
+    if len(t["tests"]) > view.TESTS_SHOWN:
+        out.append(
+            f"<p class='muted'>… {len(t['tests']) - view.TESTS_SHOWN} more tests (every one is in triage.json)</p>"
+        )
+    out.append("</section>")
     return "".join(out)
 
 
 def _skips(t: Triage) -> str:
     out = [
-        f"<section id='skips'><h2>Device skips ({len(t['skips'])})</h2>"
+        f"<section id='skips'><h2>Device skips ({len(t['skips'])}: {_e(counted(t['skips']))})</h2>"
         "<p class='answers'>Which tests are disabled on a device, and whether their issue allows re-enabling.</p>"
         "<div class='scroll'><table><thead><tr><th>test</th><th>mode</th>"
         "<th>rows</th><th>issue</th><th>reason</th></tr></thead><tbody>"
     ]
     for sk in t["skips"]:
-        if not sk["issue"]:
+        if sk["by_design"] and not sk["issue"]:
+            issue_html = "<span class='muted'>by design: needs none</span>"
+        elif not sk["issue"]:
             issue_html = "<span class='failed'>no issue</span>"
         else:
             state = sk["issue_state"] or "state unknown"
@@ -494,6 +511,7 @@ PIECES: Mapping[str, Callable[[Triage], str]] = {
     "verdicts": _verdicts,
     "commits": _commits,
     "changes": _changes,
+    "groups": group_views.html_section,
     "failures": _failures,
     "crashes": _crashes,
     "crash-history": _history(_crash_history),

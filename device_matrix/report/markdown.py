@@ -12,10 +12,11 @@ from collections.abc import Callable, Mapping, Sequence
 from device_matrix.markup import neutralize
 from device_matrix.records.atomic import storable_text
 from device_matrix.records.outcomes import BAD_BUCKETS, BEFORE_TESTS_STATUSES, BUCKETS
-from device_matrix.report import view
+from device_matrix.report import group_views, view
 from device_matrix.report.escape import cell as _cell
 from device_matrix.report.escape import code
 from device_matrix.report.model import HistoryView, RowView, Triage
+from device_matrix.report.skip_meet import counted, needs_attention
 from device_matrix.report.verdict_views import markdown as verdicts_markdown
 from device_matrix.report.view import Change, ChangeKind
 
@@ -258,6 +259,7 @@ def render_rows(t: Triage, *, limit: int = STEP_SUMMARY_LIMIT) -> str:
         out.append("")
     out += _rows_table(t["rows"])
     out.append("")
+    out += group_views.markdown(t)  # #32: the row's failures by cause, before them one by one
     if t["crashes"]:
         out += _crashes(t)
     out += _failures(t)
@@ -275,8 +277,9 @@ def _rows(t: Triage) -> list[str]:
 
 
 def _skips(t: Triage) -> list[str]:
-    attention = [s for s in t["skips"] if not s["issue"] or s["issue_state"] == "closed"]
-    out = [f"## Device skips ({len(t['skips'])}, {len(attention)} need attention)", ""]
+    # #32: a by-design skip (the test does not apply there) needs no issue: counted as such
+    attention = [s for s in t["skips"] if needs_attention(s)]
+    out = [f"## Device skips ({len(t['skips'])}: {counted(t['skips'])})", ""]
     for sk in attention[:MAX_LISTED]:
         what = "cites no issue" if not sk["issue"] else f"{_cell(sk['issue'])} is closed: can be re-enabled"
         out.append(f"- {code(sk['nodeid'])} ({_cell(sk['mode'])} on {_cell(', '.join(sk['rows']))}): {what}")
@@ -310,6 +313,7 @@ def _if(has: Callable[[Triage], object], piece: Callable[[Triage], list[str]]) -
 # each section's piece, by its id in view.SECTIONS (no commits table, no test matrix here)
 PIECES: Mapping[str, Callable[[Triage], list[str]]] = {
     "rows": _rows,
+    "groups": group_views.markdown,
     "verdicts": lambda t: verdicts_markdown(t["verdicts"]) if t["verdicts"] is not None else [],
     "trends": _history(_trends),
     "changes": _changes,

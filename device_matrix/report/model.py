@@ -15,6 +15,7 @@ from device_matrix.records.outcomes import CRASHING_OUTCOMES, OUTCOMES, REPORTED
 from device_matrix.records.schema import CrashRecord, RunRecord, SkipInfo, SourceInfo, TestRecord
 from device_matrix.records.summary import crash_headline, crash_kind_label, fold
 from device_matrix.report.placement import Placement
+from device_matrix.report.signature import innermost_frame
 from device_matrix.skips import DeviceSkip
 
 TRIAGE_SCHEMA = "device-matrix/triage"
@@ -72,6 +73,7 @@ class FailureView(TypedDict):
     cause: str | None  # the exception line(s), as pytest's E lines show them (#20)
     file: str | None  # where, relative to the project root
     line: int | None
+    frame: str | None  # #32: the innermost frame in the project's own code ("pkg/lib.py:3"), for its group
 
 
 class SkipView(TypedDict):
@@ -83,6 +85,7 @@ class SkipView(TypedDict):
     issue_state: str | None
     source: str
     where: str | None
+    by_design: bool  # #32: the test does not apply on these devices (only_on, a by-design skip): no issue needed
 
 
 class Changes(TypedDict):
@@ -274,6 +277,7 @@ def failure_view(t: TestRecord, row: str) -> FailureView:
         cause=cause,
         file=t.get("file"),
         line=t.get("line"),
+        frame=innermost_frame(t["message"]),
     )
 
 
@@ -395,7 +399,8 @@ class _Found:
                 if failure["message"]:
                     self.causes.setdefault(t["nodeid"], {})[row] = failure["message"]
             skip = t.get("skip")
-            if skip is not None and is_device_skip(skip):
+            # #32: a runtime skip that met its declaration in the sources names its devices
+            if skip is not None and (is_device_skip(skip) or skip.get("devices")):
                 self._skip(t["nodeid"], skip, row)
 
     def _skip(self, nodeid: str, skip: SkipInfo, row: str) -> None:
@@ -413,6 +418,7 @@ class _Found:
                 issue_state=self.links.state_of(issue),
                 source=skip["source"],
                 where=where,
+                by_design=bool(skip.get("by_design")),
             )
             self.skips[key] = view
         view["rows"].append(row)
@@ -490,6 +496,7 @@ def _declared_views(
             issue_state=state_of(issue),
             source=f"source ({skip.form or skip.source})",
             where=f"{skip.file}:{skip.line}" if skip.file and skip.line else skip.file,
+            by_design=skip.by_design,
         )
     return list(views.values())
 

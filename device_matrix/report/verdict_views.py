@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from device_matrix.records.outcomes import BAD_BUCKETS, FAIL_CODES
 from device_matrix.records.source import lane_words, short
+from device_matrix.report import group_views, view
 from device_matrix.report.escape import cell as _cell
 from device_matrix.report.escape import code
 from device_matrix.report.escape import html_text as _e
@@ -63,7 +64,10 @@ def markdown(v: VerdictReport, *, heading: str = "##") -> list[str]:
         "| row | test | outcome | verdict | evidence | on the base (oldest first) |",
         "|---|---|---|---|---|---|",
     ]
-    for i in items[:MAX_LISTED]:
+    # #32: every `new` failure is listed, first; the limit applies to the others
+    new = [i for i in items if i["verdict"] == "new"]
+    shown = new + [i for i in items if i["verdict"] != "new"][: max(MAX_LISTED - len(new), 0)]
+    for i in shown:
         test = code(i["nodeid"], in_table=True) if i["nodeid"] else "(the row)"
         evidence = _cell(i["evidence"])
         if i["placement"] and i["verdict"] != "device-unstable":
@@ -72,8 +76,15 @@ def markdown(v: VerdictReport, *, heading: str = "##") -> list[str]:
             f"| {_cell(i['row'])} | {test} | {i['outcome']} | {ICON[i['verdict']]} {WORDS[i['verdict']]} "
             f"| {evidence} | {code(_codes(i['base_outcomes']), in_table=True) if i['base_outcomes'] else ''} |"
         )
-    if len(items) > MAX_LISTED:
-        out.append(f"\n… and {len(items) - MAX_LISTED} more (see triage.json)")
+    if len(items) > len(shown):
+        listed = {id(i) for i in shown}
+        left = [i for i in items if id(i) not in listed]
+        counts = ", ".join(
+            f"{sum(1 for i in left if i['verdict'] == v)} {WORDS[v]}"
+            for v in WORDS
+            if any(i["verdict"] == v for i in left)
+        )
+        out.append(f"\n… and {len(left)} more ({counts}; see triage.json)")
     out += [
         "",
         "<sub>new: passes on the base (or is not there); broken on base: fails there the same way; flaky: flips "
@@ -89,7 +100,8 @@ def comment(t: Triage, run_url: str | None) -> str:
     """The pull request's comment: the verdicts, and where the whole report is."""
     v = t["verdicts"]
     assert v is not None
-    out = markdown(v, heading="###")
+    # #32: the failures by cause lead, every group holding a `new` failure listed
+    out = group_views.markdown(t, heading="###") + markdown(v, heading="###")
     # a link only to a plain https address: nothing in it can end the link or start markup
     where = f"[the run]({run_url})" if run_url and _PLAIN_URL_RE.fullmatch(run_url) else "the run"
     out.append(f"The full report (trends, crashes, every test) is the `triage-report` artifact of {where}.")
@@ -127,8 +139,16 @@ def html_section(v: VerdictReport) -> str:
             "<div class='scroll'><table id='verdict-table'><thead><tr><th>row</th><th>test</th><th>outcome</th>"
             "<th>verdict</th><th>evidence</th><th>on the base (oldest first)</th></tr></thead><tbody>"
         )
-        out.extend(_item_html(i) for i in v["items"])
+        # #32: at scale every new failure and the others up to the limit, in their order;
+        # the groups above hold them all, and triage.json
+        items = v["items"]
+        room = max(view.FAILURES_SHOWN - sum(1 for i in items if i["verdict"] == "new"), 0)
+        shown = [i for n, i in enumerate(items) if i["verdict"] == "new" or n < room]
+        out.extend(_item_html(i) for i in shown)
         out.append("</tbody></table></div>")
+        if len(items) > len(shown):
+            left = len(items) - len(shown)
+            out.append(f"<p class='muted'>… {left} more verdicts (every one is in triage.json)</p>")
     out.append("</section>")
     return "".join(out)
 

@@ -16,6 +16,8 @@ from typing import Literal, TypeAlias
 from device_matrix.report.model import Triage, nothing_changed
 
 CHANGES_LISTED = 50  # of each kind of change, in both reports; triage.json has them all
+FAILURES_SHOWN = 500  # #32: failures listed one by one in the HTML report; the groups hold them all
+TESTS_SHOWN = 10_000  # #32: rows of the HTML report's test matrix: 20,000 failing tests stay under 5 MB
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,8 @@ def _with_history(t: Triage) -> bool:
 
 SECTIONS: tuple[Section, ...] = (
     Section("rows", "Rows", _always),
+    # #32: the report leads with the failures by cause, what needs action first
+    Section("groups", "Failure groups", lambda t: bool(t["failures"] or t["crashes"])),
     Section("verdicts", "Verdicts", lambda t: t["verdicts"] is not None),
     Section("commits", "Commits", lambda t: t["history"] is not None and bool(t["history"]["sources"])),
     Section("trends", "Trends", lambda t: t["history"] is not None and bool(t["history"]["trends"])),

@@ -1,0 +1,66 @@
+"""What makes two failures the same failure (#32): a message with what differs from run to
+run masked, and the innermost frame of a traceback in the project's own code.
+
+The verdicts compare a failure on a pull request with the same test's on its base by the
+masked message (report/verdicts.py, through history.signature); the failure groups
+(report/groups.py) gather a run's failures by the masked message and the frame.
+
+Masked, in this order (each rule runs on what the ones before it left):
+
+- paths under a temporary folder (``/tmp``, ``/var/tmp``, ``/dev/shm``, macOS's
+  ``/var/folders`` and ``/private/var/folders``, pytest's ``pytest-of-<user>``, Windows'
+  ``\\Temp\\``), as ``<tmp>``: each run gets another;
+- other absolute paths, as ``<path>``: a checkout or a cache sits elsewhere on each machine;
+- UUIDs, as ``<uuid>``;
+- hex hashes (8 hex digits or more, a digit among them: a hash that happens to have no
+  letter is masked alike), as ``<hex>``;
+- pointer-like numbers (``0x7f3a…``), as ``N`` (as the history's signatures always masked them);
+- every other number (ports, counts, line numbers, sizes), as ``N``.
+"""
+
+from __future__ import annotations
+
+import re
+
+_UUID_RE = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
+# a path ends where a quote, a bracket, a comma, a semicolon, a colon or a space does
+_PATH_CHARS = r"[^\s'\"()\[\]{}<>,;:]"
+_TEMP_RE = re.compile(
+    rf"(?:/private)?/var/folders/{_PATH_CHARS}*"
+    rf"|(?<![\w.])/(?:tmp|var/tmp|dev/shm)(?:/{_PATH_CHARS}*)?"
+    rf"|{_PATH_CHARS}*pytest-of-{_PATH_CHARS}*"
+    r"|[A-Za-z]:\\[^\s'\"]*\\Temp\\[^\s'\"]*",
+    re.IGNORECASE,
+)
+_ABSOLUTE_RE = re.compile(rf"(?<![\w.<>:/])/{_PATH_CHARS}+/{_PATH_CHARS}+")
+_HEX_RE = re.compile(r"\b(?=[0-9a-fA-F]*[0-9])[0-9a-fA-F]{8,}\b")
+_POINTER_RE = re.compile(r"\b0x[0-9a-fA-F]+\b")
+_NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
+
+# a frame of pytest's long traceback: "pkg/lib.py:3: FileNotFoundError", "tests/test_a.py:7: "
+_FRAME_RE = re.compile(r"^([^\s/\\:<>][^:\n]*\.py):(\d+): ", re.MULTILINE)
+_NOT_THE_PROJECTS = ("site-packages", "dist-packages", "<frozen", ".venv", "/lib/python")
+
+
+def mask(text: str) -> str:
+    """``text`` with what differs between two runs of the same failure masked."""
+    text = _TEMP_RE.sub("<tmp>", text)
+    text = _ABSOLUTE_RE.sub("<path>", text)
+    text = _UUID_RE.sub("<uuid>", text)
+    text = _HEX_RE.sub("<hex>", text)
+    text = _POINTER_RE.sub("N", text)
+    return _NUMBER_RE.sub("N", text)
+
+
+def innermost_frame(traceback: str | None) -> str | None:
+    """The deepest frame of a pytest traceback in the project's own code, as
+    ``path:line`` (relative to the project: an absolute path is the interpreter's, a
+    virtual environment's or an installed package's), or None."""
+    if not traceback:
+        return None
+    frames = [
+        f"{m.group(1)}:{m.group(2)}"
+        for m in _FRAME_RE.finditer(traceback)
+        if not any(word in m.group(1) for word in _NOT_THE_PROJECTS)
+    ]
+    return frames[-1] if frames else None
