@@ -903,6 +903,8 @@ def load(
 
 
 PSEUDO_FILESYSTEMS = (Path("/proc"), Path("/sys"), Path("/dev"))
+# memory-backed file systems under /dev that are places for files (a tmpfs: TMPDIR on some hosts)
+FILE_PLACES_UNDER_DEV = (Path("/dev/shm"),)  # noqa: S108 - named to be allowed, never written by us
 
 
 def check_results_dir(path: Path, *, what: str = "results folder", tip: str | None = None) -> None:
@@ -918,7 +920,8 @@ def check_results_dir(path: Path, *, what: str = "results folder", tip: str | No
         resolved = path.resolve()
     except (OSError, RuntimeError) as exc:
         raise EnvironmentProblem(f"{what} {path}: cannot be resolved ({exc})", tip=tip) from None
-    if any(resolved == p or p in resolved.parents for p in PSEUDO_FILESYSTEMS):
+    under = [p for p in (*PSEUDO_FILESYSTEMS, *FILE_PLACES_UNDER_DEV) if resolved == p or p in resolved.parents]
+    if under and not any(p in resolved.parents for p in FILE_PLACES_UNDER_DEV):
         raise EnvironmentProblem(
             f"{what} {path}: under /{resolved.parts[1]}, a kernel file system, not a place for files",
             tip=tip,

@@ -65,3 +65,16 @@ def test_a_triage_that_fails_adds_no_run_to_the_history(tmp_path: Path, monkeypa
     code = main(["--project", str(tmp_path), "triage", str(results), "--history", str(tmp_path / "h.sqlite")])
     assert code == EXIT_INTERNAL
     assert _runs(tmp_path / "h.sqlite") == 1
+
+
+@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="no /dev/shm on this host")
+def test_an_out_folder_in_a_memory_file_system_under_dev_is_a_place_for_files(tmp_path: Path) -> None:
+    # /dev/shm is a tmpfs (TMPDIR on some hosts), not a kernel file system like /dev itself
+    import tempfile
+
+    with tempfile.TemporaryDirectory(dir="/dev/shm") as shm:
+        out = Path(shm) / "triage"
+        assert _triage(tmp_path, "--out", str(out)) == EXIT_OK
+        assert (out / "triage.json").is_file()
+    again = ["--project", str(tmp_path), "triage", str(tmp_path / "results"), "--no-history"]
+    assert main([*again, "--out", "/dev/triage-here"]) == EXIT_ENVIRONMENT
