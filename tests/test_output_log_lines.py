@@ -6,8 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from device_matrix import diagnostics
+from device_matrix.diagnostics import outputlog
 from device_matrix.redact import Redactor
-from device_matrix.run import crashes, outputlog
+from device_matrix.run import crashes
 
 TSL = (Path(__file__).parent / "fixtures" / "recorded" / "tsl_segfault.txt").read_text()
 

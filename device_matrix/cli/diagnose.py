@@ -16,13 +16,13 @@ from typing import Any
 
 from device_matrix import config as config_mod
 from device_matrix import diagnostics
+from device_matrix.diagnostics import outputlog
 from device_matrix.diagnostics.parse import clean_lines
 from device_matrix.errors import EXIT_OK, EXIT_TESTS_FAILED, DeviceMatrixError, ResultsError
 from device_matrix.output import Output
 from device_matrix.records.schema import CrashDiagnosis, load_run
 from device_matrix.records.summary import crash_headline
 from device_matrix.redact import Redactor
-from device_matrix.run import outputlog
 
 # How a log says the process's exit status when nothing else did: the runner step's
 # "Process completed with exit code 139." or a shell's "Segmentation fault (core dumped)".

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from device_matrix import diagnostics
+from device_matrix.diagnostics import outputlog
 from device_matrix.redact import Redactor, remember_values
-from device_matrix.run import outputlog
 from device_matrix.run.executors.base import Child, Executor, LaunchSpec
 from device_matrix.run.journal import Activity, Fold
 from device_matrix.run.pump import BATCH_WAIT, SMALL_READ, OutputPump

@@ -14,10 +14,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from device_matrix.config import Script
+from device_matrix.diagnostics import outputlog
 from device_matrix.errors import EnvironmentProblem
 from device_matrix.records.schema import CrashDiagnosis, CrashRecord, Outcome
 from device_matrix.records.summary import crash_kind_label
-from device_matrix.run import crashes, outputlog, programs
+from device_matrix.run import crashes, programs
 from device_matrix.run.attempt import AttemptResult, AttemptSpec, Limits, Purpose, run_attempt
 from device_matrix.run.context import CrashOrigin, Quiet, Run, Verdict
 from device_matrix.run.policy import CrashAt, Decision, Observation, decide
@@ -223,7 +224,7 @@ def attach_cores(run: Run, diagnosis: CrashDiagnosis | None, attempt: AttemptRes
 
 
 def _tell(run: Run, text: str) -> None:
-    """The runner's own lines into output.log (run/outputlog.py): `diagnose` on the log alone
+    """The runner's own lines into output.log (diagnostics/outputlog.py): `diagnose` on the log alone
     names what the record has (#24)."""
     try:
         outputlog.append(run.folder.log, text, run.redactor)

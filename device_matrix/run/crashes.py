@@ -24,7 +24,7 @@ from device_matrix.child.journal import FORKED_AT_IMPORT, FORKED_COPY_NOTE
 from device_matrix.config import Row, Script
 from device_matrix.diagnostics import core as core_files
 from device_matrix.diagnostics.repro import container_repro_command, repro_command
-from device_matrix.records.outcomes import RAISED_OUTCOMES
+from device_matrix.records.outcomes import CRASHING_OUTCOMES, RAISED_OUTCOMES
 from device_matrix.records.schema import (
     AttemptRecord,
     CrashDiagnosis,
@@ -368,7 +368,7 @@ def same_crash(crash: CrashRecord, rerun: RerunRecord) -> bool:
     A crash whose reruns end otherwise is not deterministic: the record keeps each view.
     """
     diagnosis = crash["diagnosis"]
-    return rerun["outcome"] in ("crashed", "timeout") and (
+    return rerun["outcome"] in CRASHING_OUTCOMES and (
         rerun["fingerprint"] == diagnosis["fingerprint"] and rerun["signal_name"] == diagnosis["signal_name"]
     )
 
