@@ -262,25 +262,35 @@ def test_run_whole_run_shard_and_spread_are_the_spread_drivers_the_cli_calls() -
     assert any(m.startswith("device_matrix.spread") for m in _imports("device_matrix.cli.shards"))
 
 
-def test_the_runner_is_a_tuple_of_steps_each_returning_a_verdict_that_can_stop() -> None:
+def test_the_runner_is_a_tuple_of_steps_each_given_the_verdict_and_returning_the_next() -> None:
     from device_matrix.run import runner
-    from device_matrix.run.context import Verdict
+    from device_matrix.run.context import Run, Verdict
 
     assert isinstance(runner.STEPS, tuple) and len(runner.STEPS) > 2
     for step in runner.STEPS:
-        assert typing.get_type_hints(step)["return"] is Verdict, step
-    fields = typing.get_type_hints(Verdict)
-    # go on or stop, with a code: a yes/no beside the status
-    assert bool in fields.values(), fields
+        hints = typing.get_type_hints(step)
+        assert hints["return"] is Verdict and list(hints.values())[:2] == [Run, Verdict], step
 
 
 def test_every_child_process_starts_in_base_spawn() -> None:
     # "every child is started the same way (base.spawn: its own session, stdin closed, ...)"
     starts = [f"{m}:{node.lineno}" for m in _modules() for node in ast.walk(_tree(m)) if _is_popen(node)]
-    assert starts == [f"device_matrix.run.executors.base:{_spawn_popen_line()}"], starts
+    # and a tool asked on the host (its answer read from pipes): devices.ask_tool
+    asked = [n.lineno for n in ast.walk(_function("device_matrix.devices", "ask_tool")) if _is_popen(n)]
+    assert len(asked) == 1, asked
+    assert starts == [f"device_matrix.devices:{asked[0]}", f"device_matrix.run.executors.base:{_spawn_popen_line()}"], (
+        starts
+    )
+    tool = ast.unparse(_function("device_matrix.devices", "ask_tool"))
+    assert "start_new_session=True" in tool and "stdin=subprocess.DEVNULL" in tool and "killpg" in tool
     spawn = ast.unparse(_spawn())
     assert "start_new_session=True" in spawn and "stdin=subprocess.DEVNULL" in spawn
     assert "PopenChild(" in spawn  # its ending: SIGTERM, the bound, SIGKILL, the sweep
+
+
+def _function(module: str, name: str) -> ast.FunctionDef:
+    (found,) = [n for n in _tree(module).body if isinstance(n, ast.FunctionDef) and n.name == name]
+    return found
 
 
 def _spawn() -> ast.FunctionDef:

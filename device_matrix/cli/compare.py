@@ -18,13 +18,11 @@ program (``kind = "program"``) is one test both ways: its exit status as a plain
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import os
 import re
 import shlex
-import signal
 import subprocess
 import sys
 import tempfile
@@ -41,6 +39,7 @@ from device_matrix.output import Output
 from device_matrix.records.atomic import write_json_atomic
 from device_matrix.records.outcomes import QUIET_OUTCOMES, RAISED_OUTCOMES, SKIPPING_OUTCOMES
 from device_matrix.records.schema import RunRecord
+from device_matrix.run.executors.base import spawn
 from device_matrix.run.targets import of_script
 
 # unittest's verbose line, and the headers of its failure listing (3.11: "(module.Class.test)";
@@ -205,26 +204,26 @@ def _plain(cfg: Config, row: Row, script: Script, python: str, timeout: float) -
     timed_out = False
     # #30: output into files, not pipes: a daemon the script leaves holding its stdout must not
     # make a finished script look hung; its process group is ended once the script is done
-    with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
-        proc = subprocess.Popen(
+    with tempfile.TemporaryFile() as out_file:
+        # started as every child is (base.spawn), with the plain run's own environment: no
+        # token of ours in it, and what it leaves is ended with its group, never swept
+        child = spawn(
             [python, script.file, *script.args],
-            cwd=cfg.project_root,
             env=_env(row, script),
-            stdin=subprocess.DEVNULL,
-            stdout=out_file,
-            stderr=err_file,
-            start_new_session=True,
+            cwd=cfg.project_root,
+            output=out_file,
+            token="",
+            adopt=False,
+            carry_token=False,
         )
         try:
-            returncode = proc.wait(timeout)
+            returncode = child.wait(timeout)
         except subprocess.TimeoutExpired:
             timed_out, returncode = True, -9
         finally:
-            with contextlib.suppress(OSError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            child.end()
         # what it printed before it hung: unittest's summary comes before a hang at exit
-        output = _text_of(out_file) + _text_of(err_file)
+        output = _text_of(out_file)
     seconds = time.monotonic() - started
     if script.kind == "program":
         # one test, whatever it printed (unittest in a program is the program's own business)
