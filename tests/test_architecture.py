@@ -278,7 +278,7 @@ def test_every_child_process_starts_in_base_spawn() -> None:
     # and a tool asked on the host (its answer read from pipes): devices.ask_tool
     asked = [n.lineno for n in ast.walk(_function("device_matrix.devices", "ask_tool")) if _is_popen(n)]
     assert len(asked) == 1, asked
-    assert starts == [f"device_matrix.devices:{asked[0]}", f"device_matrix.run.executors.base:{_spawn_popen_line()}"], (
+    assert starts == [f"device_matrix.devices:{asked[0]}", f"device_matrix.executors.base:{_spawn_popen_line()}"], (
         starts
     )
     tool = ast.unparse(_function("device_matrix.devices", "ask_tool"))
@@ -295,9 +295,7 @@ def _function(module: str, name: str) -> ast.FunctionDef:
 
 def _spawn() -> ast.FunctionDef:
     (spawn,) = [
-        n
-        for n in _tree("device_matrix.run.executors.base").body
-        if isinstance(n, ast.FunctionDef) and n.name == "spawn"
+        n for n in _tree("device_matrix.executors.base").body if isinstance(n, ast.FunctionDef) and n.name == "spawn"
     ]
     return spawn
 

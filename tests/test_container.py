@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from device_matrix.config import Row
-from device_matrix.run.executors.container import PACKAGE_DIR, expand_options
+from device_matrix.executors.container import PACKAGE_DIR, expand_options
 from tests.conftest import FIXTURES, Project, clean_env
 
 pytestmark = pytest.mark.slow
@@ -182,9 +182,9 @@ def test_device_globs_expand_on_the_host(tmp_path: Path) -> None:
 
 
 def test_container_runs_as_the_invoking_user(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from device_matrix.run.executors.base import LaunchSpec
-    from device_matrix.run.executors.container import ContainerExecutor, user_options
-    from device_matrix.run.executors.engine import Engine
+    from device_matrix.executors.base import LaunchSpec
+    from device_matrix.executors.container import ContainerExecutor, user_options
+    from device_matrix.executors.engine import Engine
 
     docker = Engine("/usr/bin/docker", "docker", "28.2.2", rootless=False)
     spec = LaunchSpec(pytest_args=[], env={}, workdir=tmp_path, project_root=tmp_path, core_limit=None)
@@ -318,7 +318,7 @@ def test_repro_is_the_exact_engine_command(project: Callable[..., Project], engi
 
 
 def test_the_engine_is_read_from_its_own_info() -> None:
-    from device_matrix.run.executors.engine import Engine, NoEngine, read_info
+    from device_matrix.executors.engine import Engine, NoEngine, read_info
 
     podman = {"host": {"security": {"rootless": True}}, "version": {"Version": "4.3.1"}}
     assert read_info("/usr/bin/podman", podman) == Engine("/usr/bin/podman", "podman", "4.3.1", rootless=True)
@@ -333,7 +333,7 @@ def test_the_engine_is_read_from_its_own_info() -> None:
 
 
 def test_what_an_image_interpreter_lacks_is_said() -> None:
-    from device_matrix.run.executors.container import ImagePython, _image_python
+    from device_matrix.executors.container import ImagePython, _image_python
 
     def found(python: str = "3.11.2", pytest: str | None = "8.0.0", **kw: object) -> ImagePython:
         return ImagePython(name="python3", version=python, executable="/usr/bin/python3.11", pytest=pytest, **kw)
@@ -360,7 +360,7 @@ def test_what_an_image_interpreter_lacks_is_said() -> None:
 def test_the_image_needs_what_the_package_declares() -> None:
     import tomllib
 
-    from device_matrix.run.executors.container import MIN_PYTEST, MIN_PYTHON
+    from device_matrix.executors.container import MIN_PYTEST, MIN_PYTHON
 
     project = tomllib.loads((FIXTURES.parent.parent / "pyproject.toml").read_text())["project"]
     assert project["requires-python"] == ">=" + ".".join(map(str, MIN_PYTHON))

@@ -36,6 +36,7 @@ FLOORS: dict[str, int] = {
     "findings": 5,
     "output": 5,
     "child": 6,
+    "executors": 6,  # #31: where a child runs (this host, a container) and how every child starts
     "issues": 6,
     "run": 7,
     "report": 7,

@@ -12,7 +12,7 @@ PACKAGE = REPO / "device_matrix"
 # where a process is still started otherwise, and why
 ELSEWHERE = {
     # the one place
-    "device_matrix/run/executors/base.py": "base.spawn itself",
+    "device_matrix/executors/base.py": "base.spawn itself",
     # a tool asked on this host: a presence check, a driver tool (nvidia-smi) the environment
     # snapshot asks in the test process too (the image's own interpreter, where the runner's
     # sweep has no business), pip's dry run for doctor
@@ -27,5 +27,5 @@ def test_only_base_spawn_starts_a_child() -> None:
     assert others == [], others
     # the executors start theirs through it: the local interpreter, the container, the image check
     for name in ("local.py", "container.py"):
-        text = (PACKAGE / "run" / "executors" / name).read_text()
+        text = (PACKAGE / "executors" / name).read_text()
         assert "spawn(" in text and not POPEN.search(text), name

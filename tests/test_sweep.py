@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from device_matrix.run.executors.base import adopted_leftovers, proc_stat
+from device_matrix.executors.base import adopted_leftovers, proc_stat
 
 BORN = 1000  # clock ticks: when the attempt's first process started
 

@@ -424,7 +424,7 @@ def _tests_text(row: dict[str, Any]) -> str:
 
 
 def cmd_doctor(args: argparse.Namespace, out: Output) -> int:
-    from device_matrix.run.executors.engine import Engine, find_engine
+    from device_matrix.executors.engine import Engine, find_engine
 
     cfg = _load(args)
     problems = 0

@@ -35,11 +35,11 @@ from typing import IO
 from device_matrix import config as config_mod
 from device_matrix.config import Config, Row, Script
 from device_matrix.errors import EXIT_OK, EXIT_TESTS_FAILED, UsageProblem
+from device_matrix.executors.base import spawn
 from device_matrix.output import Output
 from device_matrix.records.atomic import write_json_atomic
 from device_matrix.records.outcomes import QUIET_OUTCOMES, RAISED_OUTCOMES, SKIPPING_OUTCOMES
 from device_matrix.records.schema import RunRecord
-from device_matrix.run.executors.base import spawn
 from device_matrix.run.targets import of_script
 
 # unittest's verbose line, and the headers of its failure listing (3.11: "(module.Class.test)";

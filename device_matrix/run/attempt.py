@@ -32,8 +32,8 @@ from typing import Any, Literal, Protocol
 
 from device_matrix import diagnostics
 from device_matrix.diagnostics import outputlog
+from device_matrix.executors.base import Child, Executor, LaunchSpec
 from device_matrix.redact import Redactor, remember_values
-from device_matrix.run.executors.base import Child, Executor, LaunchSpec
 from device_matrix.run.journal import Activity, Fold
 from device_matrix.run.pump import BATCH_WAIT, SMALL_READ, OutputPump
 from device_matrix.wire import ENV_ATTEMPT, OPT_ENV, attempt_args, write_select

@@ -21,13 +21,13 @@ from typing import Any, Protocol
 
 from device_matrix.config import Config, Row, Script
 from device_matrix.errors import UsageProblem
+from device_matrix.executors.base import Executor, LaunchSpec
+from device_matrix.executors.container import ContainerExecutor
 from device_matrix.records.schema import RowStatus, RunRecord, SourceInfo, SpreadRef
 from device_matrix.records.summary import most_serious
 from device_matrix.redact import Redactor, remember_secrets
 from device_matrix.run import crashes, selection
-from device_matrix.run.executors import factory
-from device_matrix.run.executors.base import Executor, LaunchSpec
-from device_matrix.run.executors.container import ContainerExecutor
+from device_matrix.run import executor as factory
 from device_matrix.run.folder import RowFolder
 from device_matrix.run.plan import RowPlan
 from device_matrix.run.state import RunState, now_iso
@@ -315,7 +315,7 @@ class Run:
     @cached_property
     def executor(self) -> Executor:
         """Where the children run: this host's interpreter, or the row's container
-        (:func:`~device_matrix.run.executors.factory.build`), its image asked what it has first."""
+        (:func:`~device_matrix.run.executor.build`), its image asked what it has first."""
         executor = factory.build(self.plan, self.cfg, python=self.options.python, folder=self.folder.path)
         if isinstance(executor, ContainerExecutor):
             self.container = executor  # known before its image is asked: a refusal's record names the engine

@@ -24,6 +24,8 @@ from device_matrix.child.journal import FORKED_AT_IMPORT, FORKED_COPY_NOTE
 from device_matrix.config import Row, Script
 from device_matrix.diagnostics import core as core_files
 from device_matrix.diagnostics.repro import container_repro_command, repro_command
+from device_matrix.executors.base import LaunchSpec
+from device_matrix.executors.container import ContainerExecutor
 from device_matrix.records.outcomes import CRASHING_OUTCOMES, RAISED_OUTCOMES
 from device_matrix.records.schema import (
     AttemptRecord,
@@ -36,8 +38,6 @@ from device_matrix.records.schema import (
 )
 from device_matrix.redact import Redactor
 from device_matrix.run.attempt import PROCESS_PHASES, AttemptResult, Purpose
-from device_matrix.run.executors.base import LaunchSpec
-from device_matrix.run.executors.container import ContainerExecutor
 from device_matrix.run.journal import final_outcome
 from device_matrix.run.policy import CrashAt
 from device_matrix.wire import AS_SCRIPT_PYTEST_ARGS, ENV_DEVICE, OPT_AS_SCRIPT, PLUGIN

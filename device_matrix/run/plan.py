@@ -10,7 +10,7 @@ from typing import Literal
 from device_matrix.config import Config, Row
 from device_matrix.devices import detect
 from device_matrix.errors import EnvironmentProblem
-from device_matrix.run.executors.engine import Engine, find_engine
+from device_matrix.executors.engine import Engine, find_engine
 
 Mode = Literal["local", "container", "unavailable"]
 

@@ -16,11 +16,11 @@ from typing import Any
 
 from device_matrix.config import Config, Row
 from device_matrix.errors import DeviceMatrixError
+from device_matrix.executors.base import Executor
 from device_matrix.records.merge import SHARDS_DIR
 from device_matrix.records.schema import RunRecord, SpreadRef
 from device_matrix.run import runner
 from device_matrix.run.context import Run, RunListener, RunOptions, Verdict
-from device_matrix.run.executors.base import Executor
 from device_matrix.run.plan import RowPlan
 from device_matrix.run.runner import Collection
 from device_matrix.spread.split import Shard

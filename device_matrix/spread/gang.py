@@ -35,6 +35,7 @@ from device_matrix import diagnostics
 from device_matrix.config import Config, Gang, Row
 from device_matrix.diagnostics.parse import clean_lines
 from device_matrix.errors import EnvironmentProblem
+from device_matrix.executors.base import Child, Executor, LaunchSpec
 from device_matrix.records.atomic import write_json_atomic
 from device_matrix.records.merge import GANGS_DIR
 from device_matrix.records.schema import AttemptRecord, CrashRecord, Outcome, RowStatus, RunRecord, SkipInfo
@@ -42,7 +43,6 @@ from device_matrix.records.summary import row_status
 from device_matrix.redact import Redactor, remember_secrets
 from device_matrix.run.attempt import Interrupted
 from device_matrix.run.crashes import crash_record
-from device_matrix.run.executors.base import Child, Executor, LaunchSpec
 from device_matrix.run.plan import image_ran_in, in_rows_image
 from device_matrix.run.selection import selecting_options
 from device_matrix.run.state import RunState, now_iso

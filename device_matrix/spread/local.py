@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from device_matrix.config import Config, Gang
+from device_matrix.executors.base import PopenChild, spawn
 from device_matrix.run.attempt import Interrupted
 from device_matrix.run.context import RunListener, RunOptions
-from device_matrix.run.executors.base import PopenChild, spawn
 from device_matrix.run.plan import RowPlan
 from device_matrix.spread import gang as gangs
 from device_matrix.spread.door import Collection, RowRun, collect, executor_for

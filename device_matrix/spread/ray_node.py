@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from device_matrix.errors import EnvironmentProblem
+from device_matrix.executors.base import PopenChild, become_subreaper, spawn
 from device_matrix.redact import Redactor, redact_file
 from device_matrix.run.context import RunOptions
-from device_matrix.run.executors.base import PopenChild, become_subreaper, spawn
 from device_matrix.spread import gang as gangs
 from device_matrix.spread.door import RowRun, collect
 from device_matrix.spread.driver import SHARD_GRACE

@@ -35,9 +35,9 @@ from typing import BinaryIO
 from device_matrix.config import Row
 from device_matrix.diagnostics.core import GDB_TIMEOUT, mapped_files
 from device_matrix.errors import EnvironmentProblem
+from device_matrix.executors.base import FAULTHANDLER_FROM_START, ExecutorName, LaunchSpec, PopenChild, spawn
+from device_matrix.executors.engine import ENGINE_CHECK_TIMEOUT, Engine
 from device_matrix.redact import is_secret_name, remember_secrets
-from device_matrix.run.executors.base import FAULTHANDLER_FROM_START, ExecutorName, LaunchSpec, PopenChild, spawn
-from device_matrix.run.executors.engine import ENGINE_CHECK_TIMEOUT, Engine
 from device_matrix.wire import PLUGIN
 
 # the interpreters looked for when the row names none: Debian's, Ubuntu's and most CUDA

@@ -7,7 +7,7 @@ import sys
 from typing import BinaryIO
 
 from device_matrix.errors import EnvironmentProblem
-from device_matrix.run.executors.base import (
+from device_matrix.executors.base import (
     FAULTHANDLER_FROM_START,
     ExecutorName,
     LaunchSpec,

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 
 from device_matrix.config import Config
 from device_matrix.errors import EnvironmentProblem
-from device_matrix.run.executors.base import Executor
-from device_matrix.run.executors.container import ContainerExecutor
-from device_matrix.run.executors.local import LocalExecutor
+from device_matrix.executors.base import Executor
+from device_matrix.executors.container import ContainerExecutor
+from device_matrix.executors.local import LocalExecutor
 
 if TYPE_CHECKING:
     from device_matrix.run.plan import RowPlan
