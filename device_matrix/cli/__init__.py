@@ -320,6 +320,11 @@ def _print_failures(out: Output, r: RunRecord, cfg: Config) -> None:
         where = f" at {f['file']}:{f['line']}" if f["file"] and f["line"] else ""
         why = f": {f['message']}" if f["message"] else ""
         out.line(f"  {r['row']}: {out.paint(t['outcome'])} {t['nodeid']}{where}{why}")
+        # #29: what to do, where the record says it (a scripts entry that is no unittest file)
+        lines = (line.strip() for line in (t["message"] or "").splitlines())
+        tip = next((line.removeprefix("TIP:").strip() for line in lines if line.startswith("TIP:")), None)
+        if tip:
+            out.line(f"      tip: {tip}")
     if len(failing) > FAILURES_SHOWN:
         more, record = len(failing) - FAILURES_SHOWN, cfg.results_dir / r["row"] / "run.json"
         out.line(f"  {r['row']}: {more} more failure(s): {record}, or `device-matrix triage`")
