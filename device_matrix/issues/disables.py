@@ -1,0 +1,333 @@
+"""The open disable issues (#33), read once per run from the tracker, kept under ``.device-matrix/``.
+
+- the ledger (local, trusted): its open ``DISABLED`` issues, read only (no ledger is made);
+- GitHub: one search on the title prefix, conditional on the ETag of the last one (kept
+  in the cache, so an unchanged list costs no rate limit); an issue counts only when its
+  author may write to the repository (admin, maintain, write) or is the tracker's own
+  user. Any other, and one whose title or body cannot be read, is answered once with a
+  comment saying why it was not applied and what was read, and is never applied.
+
+When the tracker cannot be reached (down, rate-limited, no token) the list read last is
+used, and :attr:`Read.note` says how old it is: a run never fails for it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from device_matrix.config import Config
+from device_matrix.errors import DeviceMatrixError, TrackerError
+from device_matrix.issues.base import Issue, Tracker
+from device_matrix.issues.client import PER_PAGE, GoneError, Page, author
+from device_matrix.records.atomic import write_json_atomic
+from device_matrix.skips.tracker import TITLE_PREFIX, Disable, Unreadable, parse
+
+CACHE_FILE = "disables.json"
+ANSWER_MARKER = "<!-- device-matrix:disable-answer -->"
+WRITERS = frozenset({"admin", "maintain", "write"})
+
+
+@dataclass
+class Read:
+    """What one read of the tracker gave, or the cached list when it could not be read."""
+
+    disables: list[Disable]
+    read_at: dt.datetime
+    fresh: bool  # read from the tracker now, not from the cache
+    note: str
+    unreadable: list[Unreadable] = field(default_factory=list)
+    refused: list[tuple[Disable, str]] = field(default_factory=list)
+
+    def age(self, now: dt.datetime) -> dt.timedelta:
+        return now - self.read_at
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+
+
+def _date(text: object, fallback: dt.date) -> dt.date:
+    if isinstance(text, str) and text:
+        try:
+            return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).date()
+        except ValueError:
+            pass
+    return fallback
+
+
+def _load_cache(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def age_text(delta: dt.timedelta) -> str:
+    seconds = max(0, int(delta.total_seconds()))
+    if seconds < 3600:
+        return f"{seconds // 60} min"
+    if seconds < 172800:
+        return f"{seconds // 3600} h"
+    return f"{seconds // 86400} days"
+
+
+# --- the ledger -------------------------------------------------------------------------
+
+
+def ledger_disables(ledger: Path, today: dt.date) -> tuple[list[Disable], list[tuple[Issue, Unreadable]]]:
+    """The ledger's open ``DISABLED`` issues, read only; no ledger file: none."""
+    if not ledger.is_file():
+        return [], []
+    try:
+        db = sqlite3.connect(ledger.resolve().as_uri() + "?mode=ro", uri=True)
+        try:
+            rows = db.execute(
+                "SELECT id, title, body, created FROM issues WHERE state = 'open' AND title LIKE ? ORDER BY id",
+                (TITLE_PREFIX + "%",),
+            ).fetchall()
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        raise TrackerError(f"{ledger}: the issue ledger cannot be read ({exc})") from None
+    found: list[Disable] = []
+    bad: list[tuple[Issue, Unreadable]] = []
+    for id_, title, body, created in rows:
+        ref = f"ledger:{id_}"
+        got = parse(ref, str(title), str(body), _date(created, today))
+        if isinstance(got, Disable):
+            found.append(got)
+        elif isinstance(got, Unreadable):
+            bad.append((Issue(ref, int(id_), str(title), str(body), "open", url=ref), got))
+    return found, bad
+
+
+# --- GitHub -----------------------------------------------------------------------------
+
+
+def _page_json(page: Page) -> list[Any]:
+    return [page.data, page.url, page.next_url]
+
+
+def _page_of(raw: Any) -> Page | None:
+    if isinstance(raw, list) and len(raw) == 3 and isinstance(raw[1], str):
+        return Page(raw[0], raw[1], raw[2] if isinstance(raw[2], str) else None)
+    return None
+
+
+class GitHubDisables:
+    """The search, the permission checks and the answers, over a :class:`GitHubTracker`."""
+
+    def __init__(self, tracker: Any, cache: dict[str, Any]) -> None:
+        self.tracker = tracker
+        self.client = tracker.client
+        self.permissions: dict[str, str] = dict(cache.get("permissions") or {})
+        self.answered: set[str] = set(cache.get("answered") or [])
+        for url, kept in (cache.get("etags") or {}).items():
+            page = _page_of(kept[1:]) if isinstance(kept, list) and kept else None
+            if page is not None and isinstance(kept[0], str):
+                self.client.etags[url] = (kept[0], page)
+
+    def etags_json(self) -> dict[str, list[Any]]:
+        return {url: [tag, *_page_json(page)] for url, (tag, page) in self.client.etags.items()}
+
+    def _may_write(self, login: str | None) -> tuple[bool, str]:
+        if login is None:
+            return False, "its author could not be read"
+        if login == self.client.login():
+            return True, "the tracker's own user"
+        if login not in self.permissions:
+            try:
+                data = self.client.get(f"/repos/{self.tracker.repository}/collaborators/{login}/permission").data
+                level = data.get("permission") if isinstance(data, dict) else None
+                self.permissions[login] = str(level or "none")
+            except GoneError:
+                self.permissions[login] = "none"  # not a collaborator at all
+        level = self.permissions[login]
+        return level in WRITERS, f"@{login} has {level} permission"
+
+    def read(self, today: dt.date) -> tuple[list[Disable], list[tuple[Disable, str]], list[tuple[Issue, Unreadable]]]:
+        repo = self.tracker.repository
+        params = {"q": f'repo:{repo} is:issue is:open in:title "{TITLE_PREFIX}"', "per_page": PER_PAGE}
+        found: list[Disable] = []
+        refused: list[tuple[Disable, str]] = []
+        bad: list[tuple[Issue, Unreadable]] = []
+        for items in self.client.pages("/search/issues", params):
+            for item in items:
+                if "pull_request" in item:
+                    continue
+                issue = self.tracker._issue(item)
+                if issue.state != "open":
+                    continue
+                login = author(item)
+                got = parse(f"#{issue.number}", issue.title, issue.body, _date(item.get("created_at"), today), login)
+                if isinstance(got, Unreadable):
+                    bad.append((issue, got))
+                elif isinstance(got, Disable):
+                    ok, why = self._may_write(login)
+                    if ok:
+                        found.append(got)
+                    else:
+                        refused.append((got, why))
+        return found, refused, bad
+
+
+def _parsed_text(d: Disable) -> str:
+    where = ", ".join(d.devices) if d.devices != ("*",) else "every row"
+    shape = f" (unittest's form: {d.unittest_module}.{d.test.replace('::', '.')})" if d.unittest_module else ""
+    return f"test `{d.test}`{shape} on {where}"
+
+
+def answer(tracker: Tracker, issue: Issue, text: str, answered: set[str]) -> bool:
+    """Comment ``text`` on ``issue`` once: never again once answered (kept, or found among
+    the tracker's own comments). False when the comment could not be written."""
+    if issue.key in answered:
+        return True
+    try:
+        if any(ANSWER_MARKER in c for c in tracker.comments(issue)):
+            answered.add(issue.key)
+            return True
+        tracker.comment(issue, f"{text}\n\n{ANSWER_MARKER}")
+    except DeviceMatrixError:
+        return False  # asked again on the next run
+    answered.add(issue.key)
+    return True
+
+
+def read_disables(
+    open_tracker: Callable[[], Tracker],
+    cache_dir: Path,
+    *,
+    ledger: Path | None = None,
+    now: Callable[[], dt.datetime] = _now,
+) -> Read:
+    """The open disables: from the tracker (one query), else from the cache, with its age.
+
+    ``ledger``: the tracker is the ledger at that path, read directly (a run makes no
+    ledger); it is opened only to answer an issue that cannot be read."""
+    path = cache_dir / CACHE_FILE
+    cache = _load_cache(path)
+    started = now()
+    try:
+        answered: set[str] = set(cache.get("answered") or [])
+        extra: dict[str, Any] = {}
+        refused: list[tuple[Disable, str]] = []
+        name = "ledger"
+        if ledger is not None:
+            found, bad = ledger_disables(ledger, started.date())
+            if any(issue.key not in answered for issue, _ in bad):
+                tracker = open_tracker()
+        else:
+            tracker = open_tracker()
+            name = tracker.name
+            gh = GitHubDisables(tracker, cache)
+            found, refused, bad = gh.read(started.date())
+            answered |= gh.answered
+            for d, why in refused:
+                issue = Issue(f"{gh.tracker.repository}#{d.issue[1:]}", int(d.issue[1:]), d.title, "", "open")
+                answer(
+                    tracker,
+                    issue,
+                    f"device-matrix did not apply this disable: {why}; only issues by someone with write "
+                    f"permission to the repository disable a test. It read: {_parsed_text(d)}.",
+                    answered,
+                )
+            extra = {"etags": gh.etags_json(), "permissions": gh.permissions}
+        for issue, problem in bad:
+            if issue.key in answered:
+                continue
+            answer(
+                tracker,
+                issue,
+                f"device-matrix could not read this disable, so it is not applied: {problem}.",
+                answered,
+            )
+    except DeviceMatrixError as exc:
+        return _cached(cache, started, f"the tracker could not be read ({exc.message})")
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    data = {
+        "read_at": started.isoformat(),
+        "tracker": name,
+        "disables": [d.as_json() for d in found],
+        "answered": sorted(answered),
+        **extra,
+    }
+    try:
+        write_json_atomic(path, data)
+    except OSError:
+        pass  # the list still applies to this run; the next run reads the tracker again
+    return Read(
+        found,
+        started,
+        True,
+        f"{len(found)} disable(s) read from the {name} tracker",
+        [b for _, b in bad],
+        refused,
+    )
+
+
+def _cached(cache: dict[str, Any], now: dt.datetime, why: str) -> Read:
+    raw = cache.get("disables")
+    read_at = cache.get("read_at")
+    if not isinstance(raw, list) or not isinstance(read_at, str):
+        return Read([], now, False, f"{why}; no list read before: no tracker disables apply")
+    try:
+        at = dt.datetime.fromisoformat(read_at)
+        disables = [Disable.from_json(d) for d in raw if isinstance(d, dict)]
+    except (KeyError, ValueError):
+        return Read([], now, False, f"{why}; the cached list cannot be read: no tracker disables apply")
+    return Read(
+        disables,
+        at,
+        False,
+        f"{why}; using the list read {age_text(now - at)} ago ({at.isoformat()}, {len(disables)} disable(s))",
+    )
+
+
+def merged_disable_list(project_list: Path, disables: Sequence[Disable], script_files: Sequence[str]) -> str:
+    """The project's disable list with the tracker's appended: one file the child reads."""
+    from device_matrix.skips.tracker import disable_list_toml
+
+    own = project_list.read_text(encoding="utf-8") if project_list.is_file() else ""
+    return own.rstrip("\n") + ("\n\n" if own.strip() else "") + disable_list_toml(disables, script_files)
+
+
+_READ: dict[Path, Read] = {}  # one read per process: every row of one run applies the same list
+
+
+def for_row(cfg: Config, row_dir: Path, script_files: Sequence[str], note: Callable[[str], None]) -> Path:
+    """The disable list the row's children read: the project's, or, with open disable
+    issues, the project's and the tracker's in ``row_dir`` (with ``disables.json``, what was
+    read and when)."""
+    from device_matrix.issues import LEDGER_FILE, open_tracker
+
+    cache_dir = cfg.project_root / ".device-matrix"
+    got = _READ.get(cache_dir)
+    if got is None:
+        ledger = cfg.results_dir / LEDGER_FILE if cfg.tracker.kind == "ledger" else None
+        got = _READ[cache_dir] = read_disables(lambda: open_tracker(cfg, cfg.results_dir), cache_dir, ledger=ledger)
+    if not got.fresh:
+        note(f"disables: {got.note}")
+    if not got.disables:
+        (row_dir / CACHE_FILE).unlink(missing_ok=True)  # the last run's, of disables since closed
+        return cfg.disable_list
+    now = _now()
+    write_json_atomic(
+        row_dir / CACHE_FILE,
+        {
+            "read_at": got.read_at.isoformat(),
+            "age_s": int(got.age(now).total_seconds()),
+            "fresh": got.fresh,
+            "note": got.note,
+            "disables": [d.as_json() for d in got.disables],
+        },
+    )
+    path = row_dir / "device-matrix-disabled.toml"
+    path.write_text(merged_disable_list(cfg.disable_list, got.disables, script_files), encoding="utf-8")
+    return path
