@@ -19,14 +19,18 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from device_matrix.config import Config
 from device_matrix.errors import DeviceMatrixError, TrackerError
 from device_matrix.issues.base import Issue, Tracker
 from device_matrix.issues.client import PER_PAGE, GoneError, Page, author
+from device_matrix.issues.ledger import Ledger
 from device_matrix.records.atomic import write_json_atomic
 from device_matrix.skips.tracker import TITLE_PREFIX, Disable, Unreadable, parse
+
+if TYPE_CHECKING:
+    from device_matrix.issues.github import GitHubTracker
 
 CACHE_FILE = "disables.json"
 ANSWER_MARKER = "<!-- device-matrix:disable-answer -->"
@@ -111,6 +115,11 @@ def ledger_disables(ledger: Path, today: dt.date) -> tuple[list[Disable], list[t
 # --- GitHub -----------------------------------------------------------------------------
 
 
+def github(tracker: Tracker) -> GitHubTracker:
+    """The tracker that is not the ledger: GitHub's (the two backends of :func:`open_tracker`)."""
+    return cast("GitHubTracker", tracker)
+
+
 def _page_json(page: Page) -> list[Any]:
     return [page.data, page.url, page.next_url]
 
@@ -124,7 +133,7 @@ def _page_of(raw: Any) -> Page | None:
 class GitHubDisables:
     """The search, the permission checks and the answers, over a :class:`GitHubTracker`."""
 
-    def __init__(self, tracker: Any, cache: dict[str, Any]) -> None:
+    def __init__(self, tracker: GitHubTracker, cache: dict[str, Any]) -> None:
         self.tracker = tracker
         self.client = tracker.client
         self.permissions: dict[str, str] = dict(cache.get("permissions") or {})
@@ -226,7 +235,7 @@ def read_disables(
         else:
             tracker = open_tracker()
             name = tracker.name
-            gh = GitHubDisables(tracker, cache)
+            gh = GitHubDisables(github(tracker), cache)
             found, refused, bad = gh.read(started.date())
             answered |= gh.answered
             for d, why in refused:
@@ -331,3 +340,32 @@ def for_row(cfg: Config, row_dir: Path, script_files: Sequence[str], note: Calla
     path = row_dir / "device-matrix-disabled.toml"
     path.write_text(merged_disable_list(cfg.disable_list, got.disables, script_files), encoding="utf-8")
     return path
+
+
+# --- filing and closing (``issues disable`` / ``issues enable``) ------------------------
+
+
+def open_disable_issues(tracker: Tracker, title: str) -> list[Issue]:
+    """The open issues titled exactly ``title`` (a disable's), on either tracker."""
+    if isinstance(tracker, Ledger):
+        return [i for i in tracker.list_issues() if i.state == "open" and i.title.strip() == title]
+    gh = github(tracker)
+    client, repo = gh.client, gh.repository
+    params = {"q": f'repo:{repo} is:issue is:open in:title "{title}"', "per_page": PER_PAGE}
+    out: list[Issue] = []
+    for items in client.pages("/search/issues", params):
+        for item in items:
+            if "pull_request" not in item:
+                issue = gh._issue(item)
+                if issue.state == "open" and issue.title.strip() == title:
+                    out.append(issue)
+    return out
+
+
+def close_issue(tracker: Tracker, issue: Issue) -> None:
+    """Close ``issue`` as done (the test runs again)."""
+    if isinstance(tracker, Ledger):
+        tracker.set_state(issue.key, "closed")
+        return
+    gh = github(tracker)
+    gh.client.request("PATCH", f"/repos/{gh.repository}/issues/{issue.number}", json={"state": "closed"})

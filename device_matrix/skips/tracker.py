@@ -155,6 +155,7 @@ def disable_list_toml(disables: Iterable[Disable], script_files: Sequence[str]) 
                 f"test = {json.dumps(target)}",
                 f"devices = {json.dumps(list(d.devices))}",
                 f"issue = {json.dumps(d.issue)}",
+                f"reason = {json.dumps(f'disabled by {d.issue} since {d.since.isoformat()}')}",
                 f"since = {d.since.isoformat()}",
                 'source = "tracker"',
                 "",

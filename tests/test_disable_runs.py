@@ -1,0 +1,173 @@
+"""#33, end to end: a DISABLED issue skips a test on cuda only, without a change to the project."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from device_matrix.issues.ledger import Ledger
+from tests.conftest import Project, clean_env
+from tests.github_server import Scripted, serve
+
+SUITE = """import pytest
+
+
+def test_plain():
+    pass
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_param(n):
+    pass
+"""
+SCRIPT = """import unittest
+
+class TestY(unittest.TestCase):
+    def test_x(self):
+        pass
+
+    def test_other(self):
+        pass
+
+if __name__ == "__main__":
+    unittest.main()
+"""
+
+
+def _row(name: str) -> str:
+    return f"""
+[tool.device-matrix.devices.{name}]
+pjrt_device = "CPU"
+run_in = "host"
+suites = ["dis"]
+presence = ["always"]
+test_timeout = 60
+
+[[tool.device-matrix.devices.{name}.scripts]]
+file = "test/test_script.py"
+"""
+
+
+def _project(tmp_path: Path, tracker: str = "") -> Project:
+    """Rows named like devices (cuda, cpu), both on this host: a suite and a unittest script each."""
+    root = tmp_path / "proj"
+    (root / "suites" / "dis").mkdir(parents=True)
+    (root / "suites" / "dis" / "test_dis.py").write_text(SUITE)
+    (root / "test").mkdir()
+    (root / "test" / "test_script.py").write_text(SCRIPT)
+    (root / "pyproject.toml").write_text(f"[tool.device-matrix]\ncrash_reruns = 1\n{tracker}\n{_row('cuda')}{_row('cpu')}")
+    return Project(root)
+
+
+def _tree(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): p.read_text()
+        for p in root.rglob("*")
+        if p.is_file() and not {"results", ".device-matrix", "__pycache__"} & set(p.relative_to(root).parts)
+    }
+
+
+def _outcomes(p: Project, row: str) -> dict[str, tuple[str, str]]:
+    return {
+        t["nodeid"]: (t["outcome"], str(t.get("message") or "").removeprefix("Skipped: "))
+        for t in p.record(row)["tests"]
+    }
+
+
+DISABLED = [
+    "suites/dis/test_dis.py::test_plain",
+    "suites/dis/test_dis.py::test_param[2]",
+    "test_x (__main__.TestY)",
+]
+
+
+def test_a_ledger_disable_skips_on_cuda_only_and_enable_runs_it_again(tmp_path: Path) -> None:
+    p = _project(tmp_path)
+    before = _tree(p.root)
+    for test in DISABLED:
+        filed = p.run("issues", "disable", test, "--device", "cuda", "--reason", "flaky since the bump")
+        assert filed.returncode == 0, filed.stdout + filed.stderr
+    assert "already disables" in p.run("issues", "disable", DISABLED[0], "--device", "cuda").stdout
+    proc = p.run("run", "--device", "cuda", "--device", "cpu")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    cuda, cpu = _outcomes(p, "cuda"), _outcomes(p, "cpu")
+    since = json.loads((p.results / "cuda" / "disables.json").read_text())["disables"][0]["since"]
+    assert cuda["suites/dis/test_dis.py::test_plain"] == (
+        "skipped",
+        f"[device-matrix] disabled on cuda by ledger:1 since {since}",
+    )
+    assert cuda["suites/dis/test_dis.py::test_param[2]"][0] == "skipped"
+    assert cuda["suites/dis/test_dis.py::test_param[1]"][0] == "passed"
+    script_x = cuda["test/test_script.py::TestY::test_x"]
+    assert script_x[0] == "skipped" and f"disabled on cuda by ledger:3 since {since}" in script_x[1]
+    assert cuda["test/test_script.py::TestY::test_other"][0] == "passed"
+    assert {o for o, _ in cpu.values()} == {"passed"} and len(cpu) == len(cuda)
+    assert p.record("cuda")["status"] == "passed"
+    assert _tree(p.root) == before  # not a file of the project changed
+
+    for test in DISABLED:
+        assert p.run("issues", "enable", test).returncode == 0
+    assert p.run("issues", "enable", DISABLED[0]).returncode == 2
+    again = p.run("run", "--device", "cuda")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert {o for o, _ in _outcomes(p, "cuda").values()} == {"passed"}
+    assert not (p.results / "cuda" / "disables.json").exists()
+
+
+def test_a_github_disable_by_a_writer_applies_and_by_anyone_else_is_answered(tmp_path: Path) -> None:
+    with serve() as gh:
+        gh.permissions = {"maintainer": "maintain", "passer-by": "read"}
+        ok = gh.add_issue("DISABLED suites/dis/test_dis.py::test_plain", "devices: cuda", author="maintainer")
+        no = gh.add_issue("DISABLED suites/dis/test_dis.py::test_param", "devices: cuda", author="passer-by")
+        tracker = f'[tool.device-matrix.tracker]\nkind = "github"\nrepository = "{gh.repo}"\napi_url = "{gh.url}"\n'
+        p = _project(tmp_path, tracker)
+        env = {"GITHUB_TOKEN": gh.token}
+        proc = p.run("run", "--device", "cuda", "--device", "cpu", env=env)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        cuda, cpu = _outcomes(p, "cuda"), _outcomes(p, "cpu")
+        assert cuda["suites/dis/test_dis.py::test_plain"] == (
+            "skipped",
+            f"[device-matrix] disabled on cuda by #{ok} since 2026-11-02",
+        )
+        assert cuda["suites/dis/test_dis.py::test_param[1]"][0] == "passed"
+        assert cpu["suites/dis/test_dis.py::test_plain"][0] == "passed"
+        (answer,) = gh.comments[no]
+        assert "did not apply" in answer and "@passer-by has read permission" in answer
+        assert ok not in gh.comments
+        # one search for the whole run (two rows)
+        assert len([r for r in gh.received if r.path.startswith("/search/issues")]) == 1
+
+        # the tracker down: the cached list applies, and the run says how old it is
+        gh.fail_next("GET", "search", *[Scripted(status=503)] * 6)
+        down = p.run("run", "--device", "cuda", env=env)
+        assert down.returncode == 0, down.stdout + down.stderr
+        assert _outcomes(p, "cuda")["suites/dis/test_dis.py::test_plain"][0] == "skipped"
+        assert "the tracker could not be read" in down.stdout + down.stderr
+        assert "using the list read 0 min ago" in down.stdout + down.stderr
+        assert len(gh.comments[no]) == 1
+
+
+def test_plain_pytest_applies_the_list_the_runner_wrote(tmp_path: Path) -> None:
+    """The child reads the row's list through the same option and variable as the project's."""
+    p = _project(tmp_path)
+    Ledger(p.results / "ledger.sqlite").create("DISABLED suites/dis/test_dis.py::test_param", "devices: cuda", [])
+    assert p.run("run", "--device", "cuda").returncode == 0
+    listed = p.results / "cuda" / "device-matrix-disabled.toml"
+    env = {**clean_env(), "DEVICE_MATRIX_DISABLE_LIST": str(listed), "DEVICE_MATRIX_DEVICE": "cuda"}
+    proc = subprocess.run(
+        ["python", "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "suites/dis"],
+        cwd=p.root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert "2 skipped" in proc.stdout and "disabled on cuda by ledger:1 since" in proc.stdout, proc.stdout
+
+
+def test_the_tracker_unreachable_never_fails_a_run(tmp_path: Path) -> None:
+    p = _project(tmp_path, '[tool.device-matrix.tracker]\nkind = "github"\nrepository = "acme/xla"\n')
+    proc = p.run("run", "--device", "cpu")  # no token: the tracker cannot be read
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "no list read before" in proc.stdout + proc.stderr
