@@ -55,7 +55,9 @@ def _project(tmp_path: Path, tracker: str = "") -> Project:
     (root / "suites" / "dis" / "test_dis.py").write_text(SUITE)
     (root / "test").mkdir()
     (root / "test" / "test_script.py").write_text(SCRIPT)
-    (root / "pyproject.toml").write_text(f"[tool.device-matrix]\ncrash_reruns = 1\n{tracker}\n{_row('cuda')}{_row('cpu')}")
+    (root / "pyproject.toml").write_text(
+        f"[tool.device-matrix]\ncrash_reruns = 1\n{tracker}\n{_row('cuda')}{_row('cpu')}"
+    )
     return Project(root)
 
 
@@ -171,3 +173,22 @@ def test_the_tracker_unreachable_never_fails_a_run(tmp_path: Path) -> None:
     proc = p.run("run", "--device", "cpu")  # no token: the tracker cannot be read
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "no list read before" in proc.stdout + proc.stderr
+
+
+def test_skips_list_and_check_show_the_trackers_disables_beside_the_ones_in_code(tmp_path: Path) -> None:
+    p = _project(tmp_path)
+    assert p.run("issues", "disable", "test_x (__main__.TestY)", "--device", "cuda").returncode == 0
+    Ledger(p.results / "ledger.sqlite").create("DISABLED the flaky one", "devices: cuda", [])
+    listed = p.run("skips", "list", "--json")
+    rows = json.loads(listed.stdout)
+    assert [(r["test"], r["source"], r["issue"], r["devices"], r["problem"]) for r in rows] == [
+        ("test/test_script.py::TestY::test_x", "tracker", "ledger:1", ["cuda"], None),
+        (None, "tracker", "ledger:2", [], rows[1]["problem"]),
+    ]
+    assert "neither a nodeid" in rows[1]["problem"]
+    text = p.run("skips", "list").stdout
+    assert "tracker ledger:1 (test/test_script.py::TestY::test_x)  disabled skip on cuda  ledger:1" in text
+    checked = p.run("skips", "check")
+    assert checked.returncode == 1
+    assert "tracker ledger:2: disabled not applied: the title's test 'the flaky one'" in checked.stdout
+    assert "disable(s) read from the ledger tracker" in checked.stdout

@@ -27,6 +27,7 @@ from device_matrix.issues.base import Issue, Tracker
 from device_matrix.issues.client import PER_PAGE, GoneError, Page, author
 from device_matrix.issues.ledger import Ledger
 from device_matrix.records.atomic import write_json_atomic
+from device_matrix.skips.model import DeviceSkip
 from device_matrix.skips.tracker import TITLE_PREFIX, Disable, Unreadable, parse
 
 if TYPE_CHECKING:
@@ -369,3 +370,43 @@ def close_issue(tracker: Tracker, issue: Issue) -> None:
         return
     gh = github(tracker)
     gh.client.request("PATCH", f"/repos/{gh.repository}/issues/{issue.number}", json={"state": "closed"})
+
+
+def declared(cfg: Config, script_files: Sequence[str]) -> tuple[list[DeviceSkip], str]:
+    """The tracker's disables as declarations beside the ones in code (``skips list|check``),
+    an unreadable one with its problem, and how the list was read (from the tracker, or the
+    cache and its age)."""
+    from device_matrix.issues import LEDGER_FILE, open_tracker
+
+    ledger = cfg.results_dir / LEDGER_FILE if cfg.tracker.kind == "ledger" else None
+    got = read_disables(lambda: open_tracker(cfg, cfg.results_dir), cfg.project_root / ".device-matrix", ledger=ledger)
+    out: list[DeviceSkip] = []
+    for d in got.disables:
+        for target in d.targets(script_files):
+            out.append(
+                DeviceSkip(
+                    mode="skip",
+                    devices=d.devices,
+                    issue=d.issue,
+                    reason=f"disabled by {d.issue} since {d.since.isoformat()}",
+                    source="tracker",
+                    since=d.since,
+                    test=target,
+                    file=f"tracker {d.issue}",
+                    form="disabled",
+                )
+            )
+    for u in got.unreadable:
+        out.append(
+            DeviceSkip(
+                mode="skip",
+                devices=(),
+                issue=u.issue,
+                reason=u.title,
+                source="tracker",
+                file=f"tracker {u.issue}",
+                form="disabled",
+                problem=f"not applied: {u.problem}",
+            )
+        )
+    return out, got.note
