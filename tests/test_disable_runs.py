@@ -6,7 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from device_matrix.issues.ledger import Ledger
+from device_matrix.issues.ledger import Ledger, read_issues
 from tests.conftest import Project, clean_env
 from tests.github_server import Scripted, serve
 
@@ -192,3 +192,40 @@ def test_skips_list_and_check_show_the_trackers_disables_beside_the_ones_in_code
     assert checked.returncode == 1
     assert "tracker ledger:2: disabled not applied: the title's test 'the flaky one'" in checked.stdout
     assert "disable(s) read from the ledger tracker" in checked.stdout
+
+
+def test_the_reenable_check_closes_what_passes_and_keeps_what_fails_each_with_its_evidence_once(
+    tmp_path: Path,
+) -> None:
+    p = _project(tmp_path)
+    (p.root / "suites" / "dis" / "test_broken.py").write_text("def test_broken():\n    assert 1 == 2, 'still off'\n")
+    for test in ("suites/dis/test_dis.py::test_param[2]", "suites/dis/test_broken.py::test_broken", DISABLED[2]):
+        assert p.run("issues", "disable", test, "--device", "cuda").returncode == 0
+    proc = p.run("run", "--device", "cuda", "--device", "cpu", "--rerun-disabled", "--times", "3")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "cpu: no disabled tests" in proc.stdout
+    assert "ledger:1 (suites/dis/test_dis.py::test_param[2]) on cuda: 3 of 3 run(s) passed" in proc.stdout
+    assert "ledger:2 (suites/dis/test_broken.py::test_broken) on cuda: 0 of 3 run(s) passed" in proc.stdout
+    assert "ledger:3 (TestY::test_x) on cuda: 3 of 3 run(s) passed" in proc.stdout
+    # the reruns are not the row's results: the history and the verdicts never see them
+    assert not (p.results / "cuda" / "run.json").exists()
+
+    dry = p.run("issues", "sync")  # the ledger is written directly, as sync always does
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    assert "ledger:1: 3 of 3 passed: closes it" in dry.stdout
+    assert "ledger:2: 0 of 3 passed: keeps it" in dry.stdout
+    again = p.run("issues", "sync")
+    assert "ledger:2: this re-enable check is already reported" in again.stdout
+    assert "ledger:1: closed, not reported" in again.stdout
+    kept = {k.issue.key: k for k in read_issues(p.root / "device-matrix-issues.toml", p.results / "ledger.sqlite")}
+    assert kept["ledger:1"].issue.state == "closed" and kept["ledger:3"].issue.state == "closed"
+    assert kept["ledger:2"].issue.state == "open"
+    (evidence,) = kept["ledger:2"].comments
+    assert "0 of 3 run(s) passed" in evidence and "`suites/dis/test_broken.py::test_broken` failed" in evidence
+    assert "still off" in evidence and "Still failing" in evidence
+    assert "3 of 3 run(s) passed" in kept["ledger:1"].comments[0] and "closed" in kept["ledger:1"].comments[0]
+    # the closed one runs again on cuda; the one still failing is still skipped
+    run = p.run("run", "--device", "cuda")
+    outcomes = _outcomes(p, "cuda")
+    assert outcomes["suites/dis/test_dis.py::test_param[2]"][0] == "passed"
+    assert outcomes["suites/dis/test_broken.py::test_broken"][0] == "skipped", run.stdout

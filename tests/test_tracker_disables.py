@@ -194,3 +194,54 @@ def test_no_cache_and_no_tracker_is_an_empty_list_not_a_failure(tmp_path: Path) 
     got = read_disables(down, tmp_path, now=lambda: NOW)
     assert got.disables == [] and not got.fresh
     assert "no token" in got.note and "no list read before" in got.note
+
+
+def test_the_reenable_evidence_on_github_closes_the_passing_keeps_the_failing_never_twice() -> None:
+    from device_matrix.issues.disables import report_reruns
+
+    with serve() as gh:
+        passing = gh.add_issue("DISABLED a.py::test_ok", "devices: cuda", author="maintainer")
+        failing = gh.add_issue("DISABLED a.py::test_bad", "devices: cuda", author="maintainer")
+        failure = {"nodeid": "a.py::test_bad", "outcome": "crashed", "fingerprint": "sigsegv:abc123", "message": "x"}
+        evidence = {
+            "rerun": "r1",
+            "times": 45,
+            "disables": [
+                {
+                    "issue": f"#{passing}",
+                    "test": "a.py::test_ok",
+                    "row": "cuda",
+                    "runs": 45,
+                    "passes": 45,
+                    "failures": [],
+                },
+                {
+                    "issue": f"#{failing}",
+                    "test": "a.py::test_bad",
+                    "row": "cuda",
+                    "runs": 45,
+                    "passes": 44,
+                    "failures": [{"run": 17, "tests": [failure]}],
+                },
+            ],
+        }
+        dry = report_reruns(client(gh), evidence, apply=False)
+        assert dry == [
+            f"  #{passing}: 45 of 45 passed: would close it",
+            f"  #{failing}: 44 of 45 passed: would keep it",
+        ]
+        assert gh.writes() == []
+        report_reruns(client(gh), evidence, apply=True)
+        assert gh.issues[passing]["state"] == "closed" and gh.issues[failing]["state"] == "open"
+        (kept,) = gh.comments[failing]
+        assert "44 of 45 passed" in kept and "run 17" in kept and "fingerprint `sigsegv:abc123`" in kept
+        assert "45 of 45 passed" in gh.comments[passing][0]
+        again = report_reruns(client(gh), evidence, apply=True)
+        assert again == [
+            f"  #{passing}: closed, not reported",
+            f"  #{failing}: this re-enable check is already reported",
+        ]
+        assert len(gh.comments[failing]) == 1
+        # the next check's failure is appended
+        report_reruns(client(gh), {**evidence, "rerun": "r2"}, apply=True)
+        assert len(gh.comments[failing]) == 2

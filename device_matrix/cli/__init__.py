@@ -114,6 +114,19 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
         resume=args.resume,
         command=("device-matrix", *args.argv),
     )
+    if args.rerun_disabled:  # #33: the re-enable check
+        from device_matrix.cli.disabled import rerun_disabled
+
+        with _interrupts_raise():
+            return rerun_disabled(
+                cfg,
+                _rows(cfg, args.device),
+                options,
+                times=args.times,
+                out=out,
+                plan_row=lambda c, name: plan_row(c, c.row(name), force=force),
+                run_whole=run_whole,
+            )
     codes = []
     records: list[RunRecord] = []
     with _interrupts_raise():
@@ -203,6 +216,17 @@ def _add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--resume",
         action="store_true",
         help="continue the last run of each row (interrupted, or stopped by crashes): run its not_run tests",
+    )
+    run.add_argument(
+        "--rerun-disabled",
+        action="store_true",
+        help="the re-enable check: run only the tracker's disabled tests of each row, each --times times "
+        "(evidence for `issues sync`)",
+    )
+    run.add_argument(
+        "--times",
+        type=whole_number(1),
+        help="runs of each disabled test with --rerun-disabled (default 45: a 5%% flake shows with 90%% confidence)",
     )
     from device_matrix.cli.shards import add_run_options
 

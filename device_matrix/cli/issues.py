@@ -134,7 +134,16 @@ def cmd_issues_sync(args: argparse.Namespace, out: Output) -> int:
     )
     for line in report.lines():
         out.line(line)
-    if not apply and report.would_file:
+    # #33: the re-enable check's evidence, on each disable issue
+    from device_matrix.cli.disabled import read_evidence
+    from device_matrix.issues.disables import report_reruns
+
+    evidence = read_evidence(results)
+    if evidence is not None:
+        out.line(f"re-enable check ({evidence.get('times')} run(s) of each disabled test):")
+        for line in report_reruns(tracker, evidence, apply=apply):
+            out.line(line)
+    if not apply and (report.would_file or evidence is not None):
         out.line("dry run: pass --apply to file them")
     return EXIT_OK
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from device_matrix.config import Config
 from device_matrix.errors import DeviceMatrixError, TrackerError
-from device_matrix.issues.base import Issue, Tracker
+from device_matrix.issues.base import Issue, Tracker, neutralize
 from device_matrix.issues.client import PER_PAGE, GoneError, Page, author
 from device_matrix.issues.ledger import Ledger
 from device_matrix.records.atomic import write_json_atomic
@@ -311,17 +311,35 @@ def merged_disable_list(project_list: Path, disables: Sequence[Disable], script_
 _READ: dict[Path, Read] = {}  # one read per process: every row of one run applies the same list
 
 
+def ledger_path(cfg: Config) -> Path | None:
+    """Where the ledger's disables are read, when the tracker is the ledger."""
+    from device_matrix.issues import LEDGER_FILE
+
+    return cfg.results_dir / LEDGER_FILE if cfg.tracker.kind == "ledger" else None
+
+
+def open_tracker(cfg: Config, results: Path) -> Tracker:
+    from device_matrix.issues import open_tracker as opener
+
+    return opener(cfg, results)
+
+
+def hold(cfg: Config, applied: Sequence[Disable]) -> None:
+    """The disables this process's runs apply, instead of the tracker's (the re-enable check
+    runs the disabled tests: none of them is skipped by its own disable)."""
+    _READ[cfg.project_root / ".device-matrix"] = Read(list(applied), _now(), True, "held for the re-enable check")
+
+
 def for_row(cfg: Config, row_dir: Path, script_files: Sequence[str], note: Callable[[str], None]) -> Path:
     """The disable list the row's children read: the project's, or, with open disable
     issues, the project's and the tracker's in ``row_dir`` (with ``disables.json``, what was
     read and when)."""
-    from device_matrix.issues import LEDGER_FILE, open_tracker
-
     cache_dir = cfg.project_root / ".device-matrix"
     got = _READ.get(cache_dir)
     if got is None:
-        ledger = cfg.results_dir / LEDGER_FILE if cfg.tracker.kind == "ledger" else None
-        got = _READ[cache_dir] = read_disables(lambda: open_tracker(cfg, cfg.results_dir), cache_dir, ledger=ledger)
+        got = _READ[cache_dir] = read_disables(
+            lambda: open_tracker(cfg, cfg.results_dir), cache_dir, ledger=ledger_path(cfg)
+        )
     if not got.fresh:
         note(f"disables: {got.note}")
     if not got.disables:
@@ -410,3 +428,68 @@ def declared(cfg: Config, script_files: Sequence[str]) -> tuple[list[DeviceSkip]
             )
         )
     return out, got.note
+
+
+# --- the re-enable check's evidence, on each issue (``issues sync``) --------------------
+
+RERUN_MARKER = "<!-- device-matrix:rerun={} -->"
+
+
+def _number(ref: str) -> int | None:
+    tail = ref.rpartition(":")[2] if ref.startswith("ledger:") else ref.rpartition("#")[2]
+    return int(tail) if tail.isdigit() else None
+
+
+def _evidence_text(entries: Sequence[dict[str, Any]], times: int, closing: bool) -> str:
+    runs = sum(int(e["runs"]) for e in entries)
+    passes = sum(int(e["passes"]) for e in entries)
+    lines = [
+        f"Re-enable check: {passes} of {runs} run(s) passed "
+        f"({times} run(s) asked of each row: a 5% flake fails within 45 runs with 90% confidence)."
+    ]
+    for e in entries:
+        lines.append(f"- row `{e['row']}`: {e['passes']} of {e['runs']} passed")
+        if e["failures"]:
+            last = e["failures"][-1]
+            lines.append(f"  - {len(e['failures'])} failing run(s); the latest, run {last['run']}:")
+            for t in last["tests"]:
+                where = f" (fingerprint `{t['fingerprint']}`)" if t.get("fingerprint") else ""
+                lines.append(f"    - `{t['nodeid']}` {t['outcome']}{where}: {neutralize(str(t.get('message', '')))}")
+    if closing:
+        lines.append("\nEvery run passed: closed, the test runs again on its rows from the next run.")
+    elif runs:
+        lines.append("\nStill failing: the disable stays.")
+    return "\n".join(lines)
+
+
+def report_reruns(tracker: Tracker, evidence: dict[str, Any], *, apply: bool) -> list[str]:
+    """Comment each disable issue's evidence once per rerun; close those that passed every run."""
+    rerun = str(evidence.get("rerun", ""))
+    times = int(evidence.get("times", 0))
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for e in evidence.get("disables") or []:
+        if isinstance(e, dict) and isinstance(e.get("issue"), str):
+            grouped.setdefault(e["issue"], []).append(e)
+    cited = tracker.lookup(list(grouped)) if grouped else {}
+    lines: list[str] = []
+    for ref, entries in grouped.items():
+        number = _number(ref)
+        state = cited.get(ref)
+        if number is None or state is None or state.state != "open":
+            lines.append(f"  {ref}: {state.state if state else 'unknown'}, not reported")
+            continue
+        key = ref if ref.startswith("ledger:") else f"{github(tracker).repository}#{number}"
+        issue = Issue(key, number, state.title, "", "open", url=state.url)
+        marker = RERUN_MARKER.format(rerun)
+        if any(marker in c for c in tracker.comments(issue)):
+            lines.append(f"  {ref}: this re-enable check is already reported")
+            continue
+        runs = sum(int(e["runs"]) for e in entries)
+        closing = runs > 0 and all(int(e["passes"]) == int(e["runs"]) for e in entries)
+        verb = ("closes" if closing else "keeps") if apply else ("would close" if closing else "would keep")
+        lines.append(f"  {ref}: {sum(int(e['passes']) for e in entries)} of {runs} passed: {verb} it")
+        if apply:
+            tracker.comment(issue, f"{_evidence_text(entries, times, closing)}\n\n{marker}")
+            if closing:
+                close_issue(tracker, issue)
+    return lines
