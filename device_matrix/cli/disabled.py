@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import os
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -71,10 +72,11 @@ def rerun_disabled(
     n = times or DEFAULT_TIMES
     if times is None:
         out.line(f"rerunning each disabled test {n} times: a 5% flake fails within {n} runs with 90% confidence")
+    tracked = disables.tracker_config(cfg, os.environ)  # the workflow's tracker input, as the row jobs read it
     read = disables.read_disables(
-        lambda: disables.open_tracker(cfg, cfg.results_dir),
+        lambda: disables.open_tracker(tracked, tracked.results_dir),
         cfg.project_root / ".device-matrix",
-        ledger=disables.ledger_path(cfg),
+        ledger=disables.ledger_path(tracked),
     )
     if not read.fresh:
         out.line(f"disables: {read.note}")
@@ -129,11 +131,23 @@ def rerun_disabled(
 
 
 def read_evidence(results: Path) -> dict[str, Any] | None:
+    """The re-enable checks' evidence in ``results``: its own file, and those of other rows'
+    jobs downloaded beside it (``results/reruns-ROW/``), as one: an issue disabled on two rows
+    is closed only when it passed on both."""
     import json
 
-    path = results / EVIDENCE_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    found: list[dict[str, Any]] = []
+    for path in [results / EVIDENCE_FILE, *sorted(results.glob(f"*/{EVIDENCE_FILE}"))]:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("disables"), list):
+            found.append(data)
+    if not found:
         return None
-    return data if isinstance(data, dict) else None
+    return {
+        "rerun": "+".join(sorted(str(d.get("rerun", "")) for d in found)),
+        "times": max(int(d.get("times") or 0) for d in found),
+        "disables": [e for d in found for e in d["disables"]],
+    }

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from device_matrix.config import Config
 from device_matrix.errors import DeviceMatrixError, TrackerError
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from device_matrix.issues.github import GitHubTracker
 
 CACHE_FILE = "disables.json"
+ENV_TRACKER = "DEVICE_MATRIX_TRACKER"
 ANSWER_MARKER = "<!-- device-matrix:disable-answer -->"
 WRITERS = frozenset({"admin", "maintain", "write"})
 
@@ -324,6 +326,20 @@ def open_tracker(cfg: Config, results: Path) -> Tracker:
     return opener(cfg, results)
 
 
+def tracker_config(cfg: Config, environ: Mapping[str, str]) -> Config:
+    """The tracker a run reads its disables from: the configuration's, or in the workflow's
+    row jobs the one its ``tracker`` input names (``DEVICE_MATRIX_TRACKER``), in the
+    repository the job runs for when the configuration names none."""
+    import dataclasses
+
+    raw = environ.get(ENV_TRACKER) or cfg.tracker.kind
+    kind: Literal["ledger", "github"] = "github" if raw == "github" else "ledger"
+    repository = cfg.tracker.repository if "/" in cfg.tracker.repository else environ.get("GITHUB_REPOSITORY", "")
+    if kind == cfg.tracker.kind and repository == cfg.tracker.repository:
+        return cfg
+    return dataclasses.replace(cfg, tracker=dataclasses.replace(cfg.tracker, kind=kind, repository=repository))
+
+
 def hold(cfg: Config, applied: Sequence[Disable]) -> None:
     """The disables this process's runs apply, instead of the tracker's (the re-enable check
     runs the disabled tests: none of them is skipped by its own disable)."""
@@ -337,6 +353,7 @@ def for_row(cfg: Config, row_dir: Path, script_files: Sequence[str], note: Calla
     cache_dir = cfg.project_root / ".device-matrix"
     got = _READ.get(cache_dir)
     if got is None:
+        cfg = tracker_config(cfg, os.environ)
         got = _READ[cache_dir] = read_disables(
             lambda: open_tracker(cfg, cfg.results_dir), cache_dir, ledger=ledger_path(cfg)
         )
