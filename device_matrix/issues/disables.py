@@ -262,7 +262,10 @@ def read_disables(
             )
     except DeviceMatrixError as exc:
         return _cached(cache, started, f"the tracker could not be read ({exc.message})")
-    cache_dir.mkdir(parents=True, exist_ok=True)
+    if ledger is not None:
+        # the ledger is local: read on every run, nothing to keep for when it is unreachable,
+        # and a project whose ledger holds no disables gets no file written (#33)
+        return Read(found, started, True, f"{len(found)} disable(s) read from the ledger tracker", [b for _, b in bad])
     data = {
         "read_at": started.isoformat(),
         "tracker": name,
@@ -271,6 +274,7 @@ def read_disables(
         **extra,
     }
     try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
         write_json_atomic(path, data)
     except OSError:
         pass  # the list still applies to this run; the next run reads the tracker again
