@@ -229,3 +229,15 @@ def test_the_reenable_check_closes_what_passes_and_keeps_what_fails_each_with_it
     outcomes = _outcomes(p, "cuda")
     assert outcomes["suites/dis/test_dis.py::test_param[2]"][0] == "passed"
     assert outcomes["suites/dis/test_broken.py::test_broken"][0] == "skipped", run.stdout
+
+
+def test_a_disabled_test_appears_in_triage_with_its_issue_and_age(tmp_path: Path) -> None:
+    p = _project(tmp_path)
+    Ledger(p.results / "ledger.sqlite").create("DISABLED suites/dis/test_dis.py::test_plain", "devices: cuda", [])
+    assert p.run("run", "--device", "cuda", "--device", "cpu").returncode == 0
+    triage = p.run("triage")
+    assert triage.returncode == 0, triage.stdout + triage.stderr
+    report = "\n".join(f.read_text() for f in (p.results / "triage").glob("*.md"))
+    (line,) = [x for x in report.splitlines() if x.startswith("- `suites/dis/test_dis.py::test_plain` (skip")]
+    since = json.loads((p.results / "cuda" / "disables.json").read_text())["disables"][0]["since"]
+    assert line.endswith(f"(skip on cuda): ledger:1 (open), disabled for 0 days (since {since})"), line

@@ -245,3 +245,12 @@ def test_the_reenable_evidence_on_github_closes_the_passing_keeps_the_failing_ne
         # the next check's failure is appended
         report_reruns(client(gh), {**evidence, "rerun": "r2"}, apply=True)
         assert len(gh.comments[failing]) == 2
+
+
+def test_triage_says_how_long_a_tracker_disable_has_held() -> None:
+    from device_matrix.skips.tracker import disabled_for
+
+    reason = "disabled by #123 since 2026-11-02"
+    assert disabled_for(reason, dt.date(2026, 11, 5)) == "for 3 days (since 2026-11-02)"
+    assert disabled_for(reason, dt.date(2026, 11, 3)) == "for 1 day (since 2026-11-02)"
+    assert disabled_for("flaky since 2026-11-02 (#123)", dt.date(2026, 11, 5)) is None

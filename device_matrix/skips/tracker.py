@@ -161,3 +161,17 @@ def disable_list_toml(disables: Iterable[Disable], script_files: Sequence[str]) 
                 "",
             ]
     return "\n".join(out)
+
+
+_SINCE_RE = re.compile(r"\bdisabled by \S+ since (\d{4}-\d{2}-\d{2})\b")
+
+
+def disabled_for(reason: str, today: dt.date) -> str | None:
+    """How long a tracker disable has held, from its skip's reason (``disabled by #123 since
+    2026-11-02``): for the triage report, "for 3 days (since 2026-11-02)"; None for another skip."""
+    m = _SINCE_RE.search(reason or "")
+    if not m:
+        return None
+    since = dt.date.fromisoformat(m.group(1))
+    days = (today - since).days
+    return f"for {days} day{'s' if days != 1 else ''} (since {since.isoformat()})"
