@@ -14,7 +14,7 @@ from device_matrix.records.schema import SkipInfo
 from device_matrix.skips import DeviceSkip
 
 # where a skip that is a device skip comes from (not pytest's own skip, not a by-design one)
-DEVICE_SKIP_SOURCES = frozenset({"marker", "disable_list", "tracker", "unittest"})  # tracker: #33
+DEVICE_SKIP_SOURCES = frozenset({"marker", "disable_list", "unittest"})
 CRASH_PREFIX = "crash-"
 SKIP_PREFIX = "skip-"
 

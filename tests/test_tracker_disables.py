@@ -86,7 +86,7 @@ def test_the_list_handed_to_the_child_reads_back_as_tracker_disables(tmp_path: P
     f = tmp_path / "disabled.toml"
     f.write_text(disable_list_toml([d], []))
     (entry,) = load_disable_list(f)
-    assert (entry.source, entry.issue, entry.since, entry.devices) == ("tracker", "#123", DAY, ("cuda",))
+    assert (entry.source, entry.issue, entry.since, entry.devices) == ("disable_list", "#123", DAY, ("cuda",))
     assert entry.applies_to("cuda", "CPU") and not entry.applies_to("cpu", "CPU")
     assert disable_matches(entry, "suites/a/test_a.py::test_p[2]")
     assert entry.text("cuda") == "[device-matrix] disabled on cuda by #123 since 2026-11-02"
@@ -254,3 +254,20 @@ def test_triage_says_how_long_a_tracker_disable_has_held() -> None:
     assert disabled_for(reason, dt.date(2026, 11, 5)) == "for 3 days (since 2026-11-02)"
     assert disabled_for(reason, dt.date(2026, 11, 3)) == "for 1 day (since 2026-11-02)"
     assert disabled_for("flaky since 2026-11-02 (#123)", dt.date(2026, 11, 5)) is None
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "since = 2026-11-02\n",  # a date without the tracker's source
+        "source = 'tracker'\nsince = 'yesterday'\n",
+        "source = 'issues'\n",
+    ],
+)
+def test_the_disable_lists_tracker_keys_are_checked(tmp_path: Path, entry: str) -> None:
+    from device_matrix.errors import ConfigError
+
+    f = tmp_path / "disabled.toml"
+    f.write_text(f"[[disable]]\ntest = 'a.py::t'\ndevices = ['cuda']\nissue = '#1'\n{entry}")
+    with pytest.raises(ConfigError):
+        load_disable_list(f)

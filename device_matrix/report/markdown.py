@@ -287,11 +287,7 @@ def _skips(t: Triage) -> list[str]:
         out += ["", "<details><summary>Skips with open issues</summary>", ""]
         for sk in cited[:200]:
             # #33: a disable filed on the tracker says how long it has held
-            held = (
-                disabled_for(sk["reason"], dt.date.fromisoformat(t["generated_at"][:10]))
-                if sk["source"] == "tracker"
-                else None
-            )
+            held = disabled_for(sk["reason"], dt.date.fromisoformat(t["generated_at"][:10]))
             out.append(
                 f"- {code(sk['nodeid'])} ({_cell(sk['mode'])} on {_cell(', '.join(sk['rows']))}): "
                 f"{_issue(sk['issue'], sk['issue_state'])}" + (f", disabled {held}" if held else "")

@@ -64,15 +64,20 @@ def load_disable_list(path: Path) -> list[DeviceSkip]:
         if source not in ("disable_list", "tracker"):
             raise ConfigError(f"bad source {source!r}", source=where, key="source", allowed="tracker")
         since = entry.get("since")
-        if since is not None and not isinstance(since, dt.date):
-            raise ConfigError("since must be a date (2026-11-02)", source=where, key="since")
+        if since is not None and (source != "tracker" or not isinstance(since, dt.date)):
+            raise ConfigError(
+                "since is the date of a tracker disable (source = 'tracker', a date: 2026-11-02)",
+                source=where,
+                key="since",
+            )
         out.append(
             DeviceSkip(
                 mode=mode,
                 devices=tuple(devices),
                 issue=issue,
                 reason=str(entry.get("reason", "")),
-                source="tracker" if source == "tracker" else "disable_list",
+                # a device skip of the disable list, whoever wrote it; its date says it is the tracker's
+                source="disable_list",
                 since=since,
                 expires=parse_date(entry.get("expires"), where),
                 strict=bool(entry.get("strict", True)),

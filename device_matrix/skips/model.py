@@ -69,11 +69,12 @@ class DeviceSkip:
     form: str | None = None
     by_design: bool = False
     problem: str | None = None
-    since: dt.date | None = None  # #33: when the tracker's disable issue was filed
+    # #33: when the tracker's disable issue was filed (the runner's list of them says so)
+    since: dt.date | None = None
 
     def text(self, device: str) -> str:
         """What a skipped or xfailed test says on ``device``: a tracker disable cites its issue and its age."""
-        if self.source == "tracker":
+        if self.since is not None:
             return f"[device-matrix] disabled on {device} by {self.issue} since {self.since}"
         cite = self.issue or "no issue cited"
         return f"[device-matrix] {self.mode} on {device}: {self.reason or 'no reason given'} ({cite})"
