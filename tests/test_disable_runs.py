@@ -241,3 +241,23 @@ def test_a_disabled_test_appears_in_triage_with_its_issue_and_age(tmp_path: Path
     (line,) = [x for x in report.splitlines() if x.startswith("- `suites/dis/test_dis.py::test_plain` (skip")]
     since = json.loads((p.results / "cuda" / "disables.json").read_text())["disables"][0]["since"]
     assert line.endswith(f"(skip on cuda): ledger:1 (open), disabled for 0 days (since {since})"), line
+
+
+def test_in_a_row_job_the_run_only_reads_and_the_issues_jobs_sync_answers_once(tmp_path: Path) -> None:
+    with serve() as gh:
+        gh.permissions = {"passer-by": "triage"}
+        no = gh.add_issue("DISABLED suites/dis/test_dis.py::test_plain", "devices: cuda", author="passer-by")
+        bad = gh.add_issue("DISABLED it crashes sometimes", "devices: cuda", author="passer-by")
+        tracker = f'[tool.device-matrix.tracker]\nkind = "github"\nrepository = "{gh.repo}"\napi_url = "{gh.url}"\n'
+        p = _project(tmp_path, tracker)
+        env = {"GITHUB_TOKEN": gh.readonly_token, "GITHUB_ACTIONS": "true"}
+        proc = p.run("run", "--device", "cuda", env=env)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert _outcomes(p, "cuda")["suites/dis/test_dis.py::test_plain"][0] == "passed"  # not applied
+        assert gh.writes() == []  # a row job's token is read-only: nothing is attempted
+        for _ in range(2):
+            synced = p.run("issues", "sync", "--apply", env={"GITHUB_TOKEN": gh.token})
+            assert synced.returncode == 0, synced.stdout + synced.stderr
+        assert "2 DISABLED issue(s) not applied, answered" in synced.stdout
+        assert len(gh.comments[no]) == 1 and "@passer-by has triage permission" in gh.comments[no][0]
+        assert len(gh.comments[bad]) == 1 and "could not read" in gh.comments[bad][0]

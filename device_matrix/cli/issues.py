@@ -134,9 +134,14 @@ def cmd_issues_sync(args: argparse.Namespace, out: Output) -> int:
     )
     for line in report.lines():
         out.line(line)
-    # #33: the re-enable check's evidence, on each disable issue
+    # #33: the DISABLED issues not applied are answered; the re-enable check's evidence, on each
     from device_matrix.cli.disabled import read_evidence
-    from device_matrix.issues.disables import report_reruns
+    from device_matrix.issues.disables import answer_all, report_reruns
+
+    if apply:
+        read = answer_all(cfg, tracker)
+        if read.refused or read.unreadable:
+            out.line(f"disables: {len(read.refused) + len(read.unreadable)} DISABLED issue(s) not applied, answered")
 
     evidence = read_evidence(results)
     if evidence is not None:

@@ -217,12 +217,15 @@ def read_disables(
     cache_dir: Path,
     *,
     ledger: Path | None = None,
+    answering: bool = True,
     now: Callable[[], dt.datetime] = _now,
 ) -> Read:
     """The open disables: from the tracker (one query), else from the cache, with its age.
 
     ``ledger``: the tracker is the ledger at that path, read directly (a run makes no
-    ledger); it is opened only to answer an issue that cannot be read."""
+    ledger); it is opened only to answer an issue that cannot be read. ``answering``: the
+    issues not applied are answered (off in a workflow's row jobs, whose token is read-only:
+    the issues job's sync answers them)."""
     path = cache_dir / CACHE_FILE
     cache = _load_cache(path)
     started = now()
@@ -233,7 +236,7 @@ def read_disables(
         name = "ledger"
         if ledger is not None:
             found, bad = ledger_disables(ledger, started.date())
-            if any(issue.key not in answered for issue, _ in bad):
+            if answering and any(issue.key not in answered for issue, _ in bad):
                 tracker = open_tracker()
         else:
             tracker = open_tracker()
@@ -241,7 +244,7 @@ def read_disables(
             gh = GitHubDisables(github(tracker), cache)
             found, refused, bad = gh.read(started.date())
             answered |= gh.answered
-            for d, why in refused:
+            for d, why in refused if answering else ():
                 issue = Issue(f"{gh.tracker.repository}#{d.issue[1:]}", int(d.issue[1:]), d.title, "", "open")
                 answer(
                     tracker,
@@ -252,7 +255,7 @@ def read_disables(
                 )
             extra = {"etags": gh.etags_json(), "permissions": gh.permissions}
         for issue, problem in bad:
-            if issue.key in answered:
+            if issue.key in answered or not answering:
                 continue
             answer(
                 tracker,
@@ -359,7 +362,11 @@ def for_row(cfg: Config, row_dir: Path, script_files: Sequence[str], note: Calla
     if got is None:
         cfg = tracker_config(cfg, os.environ)
         got = _READ[cache_dir] = read_disables(
-            lambda: open_tracker(cfg, cfg.results_dir), cache_dir, ledger=ledger_path(cfg)
+            lambda: open_tracker(cfg, cfg.results_dir),
+            cache_dir,
+            ledger=ledger_path(cfg),
+            # a row job's token is read-only: the workflow's issues job answers (issues sync)
+            answering=os.environ.get("GITHUB_ACTIONS") != "true",
         )
     if not got.fresh:
         note(f"disables: {got.note}")
@@ -409,6 +416,13 @@ def close_issue(tracker: Tracker, issue: Issue) -> None:
         return
     gh = github(tracker)
     gh.client.request("PATCH", f"/repos/{gh.repository}/issues/{issue.number}", json={"state": "closed"})
+
+
+def answer_all(cfg: Config, tracker: Tracker) -> Read:
+    """``issues sync``: the open disables read with ``tracker`` and every one not applied
+    answered (the workflow's issues job holds the token that may comment)."""
+    ledger = tracker.path if isinstance(tracker, Ledger) else None
+    return read_disables(lambda: tracker, cfg.project_root / ".device-matrix", ledger=ledger)
 
 
 def declared(cfg: Config, script_files: Sequence[str]) -> tuple[list[DeviceSkip], str]:
