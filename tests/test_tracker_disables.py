@@ -136,7 +136,7 @@ def test_only_a_writers_disable_applies_and_anyone_elses_is_answered_once(tmp_pa
         (reader_note,) = gh.comments[by_reader]
         assert "@visitor has read permission" in reader_note and "a.py::test_y" in reader_note
         assert "on cpu" in reader_note and ANSWER_MARKER in reader_note
-        assert "@someone has none permission" in gh.comments[by_stranger][0]
+        assert "@someone has no permission on the repository" in gh.comments[by_stranger][0]
         assert by_writer not in gh.comments
         # the next run: one search, answered 304 from the kept ETag; nobody answered twice
         searches = [r for r in gh.received if r.path.startswith("/search/issues")]

@@ -162,6 +162,8 @@ class GitHubDisables:
             except GoneError:
                 self.permissions[login] = "none"  # not a collaborator at all
         level = self.permissions[login]
+        if level == "none":
+            return False, f"@{login} has no permission on the repository"
         return level in WRITERS, f"@{login} has {level} permission"
 
     def read(self, today: dt.date) -> tuple[list[Disable], list[tuple[Disable, str]], list[tuple[Issue, Unreadable]]]:
