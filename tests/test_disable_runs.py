@@ -198,8 +198,15 @@ def test_the_reenable_check_closes_what_passes_and_keeps_what_fails_each_with_it
     tmp_path: Path,
 ) -> None:
     p = _project(tmp_path)
-    (p.root / "suites" / "dis" / "test_broken.py").write_text("def test_broken():\n    assert 1 == 2, 'still off'\n")
-    for test in ("suites/dis/test_dis.py::test_param[2]", "suites/dis/test_broken.py::test_broken", DISABLED[2]):
+    (p.root / "suites" / "dis" / "test_broken.py").write_text(
+        "import os\n\ndef test_broken():\n    assert 1 == 2, 'still off'\n\ndef test_aborts():\n    os.abort()\n"
+    )
+    for test in (
+        "suites/dis/test_dis.py::test_param[2]",
+        "suites/dis/test_broken.py::test_broken",
+        DISABLED[2],
+        "suites/dis/test_broken.py::test_aborts",
+    ):
         assert p.run("issues", "disable", test, "--device", "cuda").returncode == 0
     proc = p.run("run", "--device", "cuda", "--device", "cpu", "--rerun-disabled", "--times", "3")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -223,6 +230,9 @@ def test_the_reenable_check_closes_what_passes_and_keeps_what_fails_each_with_it
     (evidence,) = kept["ledger:2"].comments
     assert "0 of 3 run(s) passed" in evidence and "`suites/dis/test_broken.py::test_broken` failed" in evidence
     assert "still off" in evidence and "Still failing" in evidence
+    (crashed,) = kept["ledger:4"].comments
+    assert kept["ledger:4"].issue.state == "open"
+    assert "`suites/dis/test_broken.py::test_aborts` crashed (fingerprint `" in crashed and "SIGABRT" in crashed
     assert "3 of 3 run(s) passed" in kept["ledger:1"].comments[0] and "closed" in kept["ledger:1"].comments[0]
     # the closed one runs again on cuda; the one still failing is still skipped
     run = p.run("run", "--device", "cuda")
@@ -261,3 +271,23 @@ def test_in_a_row_job_the_run_only_reads_and_the_issues_jobs_sync_answers_once(t
         assert "2 DISABLED issue(s) not applied, answered" in synced.stdout
         assert len(gh.comments[no]) == 1 and "@passer-by has triage permission" in gh.comments[no][0]
         assert len(gh.comments[bad]) == 1 and "could not read" in gh.comments[bad][0]
+
+
+def test_issues_disable_and_enable_file_and_close_on_github(tmp_path: Path) -> None:
+    with serve() as gh:
+        tracker = f'[tool.device-matrix.tracker]\nkind = "github"\nrepository = "{gh.repo}"\napi_url = "{gh.url}"\n'
+        p = _project(tmp_path, tracker)
+        env = {"GITHUB_TOKEN": gh.token}
+        test = "suites/dis/test_dis.py::test_param[2]"
+        filed = p.run("issues", "disable", test, "--device", "cuda", "--reason", "wrong sums on cuda", env=env)
+        assert filed.returncode == 0, filed.stdout + filed.stderr
+        (issue,) = gh.filed()
+        assert issue["title"] == f"DISABLED {test}"
+        assert issue["body"] == "devices: cuda\n\nwrong sums on cuda"
+        assert "already disables" in p.run("issues", "disable", test, "--device", "cuda", env=env).stdout
+        assert len(gh.filed()) == 1
+        bad = p.run("issues", "disable", "the sum test", env=env)
+        assert bad.returncode == 2 and "neither a nodeid" in bad.stderr + bad.stdout
+        enabled = p.run("issues", "enable", test, env=env)
+        assert enabled.returncode == 0, enabled.stdout + enabled.stderr
+        assert gh.issues[issue["number"]]["state"] == "closed"
