@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 from device_matrix.issues.ledger import Ledger, read_issues
@@ -155,9 +156,9 @@ def test_plain_pytest_applies_the_list_the_runner_wrote(tmp_path: Path) -> None:
     Ledger(p.results / "ledger.sqlite").create("DISABLED suites/dis/test_dis.py::test_param", "devices: cuda", [])
     assert p.run("run", "--device", "cuda").returncode == 0
     listed = p.results / "cuda" / "device-matrix-disabled.toml"
-    env = {**clean_env(), "DEVICE_MATRIX_DISABLE_LIST": str(listed), "DEVICE_MATRIX_DEVICE": "cuda"}
+    env = {**clean_env(), "DEVICE_MATRIX_DISABLE_LIST": str(listed), "PJRT_DEVICE": "CUDA"}
     proc = subprocess.run(
-        ["python", "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "suites/dis"],
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "suites/dis"],
         cwd=p.root,
         env=env,
         capture_output=True,
