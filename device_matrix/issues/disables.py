@@ -320,6 +320,7 @@ def merged_disable_list(project_list: Path, disables: Sequence[Disable], script_
 
 
 _READ: dict[Path, Read] = {}  # one read per process: every row of one run applies the same list
+_NOTED: set[Path] = set()
 
 
 def ledger_path(cfg: Config) -> Path | None:
@@ -370,7 +371,8 @@ def for_row(cfg: Config, row_dir: Path, script_files: Sequence[str], note: Calla
             # a row job's token is read-only: the workflow's issues job answers (issues sync)
             answering=os.environ.get("GITHUB_ACTIONS") != "true",
         )
-    if not got.fresh:
+    if not got.fresh and cache_dir not in _NOTED:
+        _NOTED.add(cache_dir)  # said once per run, not once per row
         note(f"disables: {got.note}")
     if not got.disables:
         (row_dir / CACHE_FILE).unlink(missing_ok=True)  # the last run's, of disables since closed
