@@ -271,3 +271,17 @@ def test_the_disable_lists_tracker_keys_are_checked(tmp_path: Path, entry: str) 
     f.write_text(f"[[disable]]\ntest = 'a.py::t'\ndevices = ['cuda']\nissue = '#1'\n{entry}")
     with pytest.raises(ConfigError):
         load_disable_list(f)
+
+
+def test_a_tracker_disable_is_a_skip_neither_failing_nor_passing(tmp_path: Path) -> None:
+    # the verdicts never count it as failing, the history never as passing (not an xfail,
+    # which the history counts as a pass)
+    from device_matrix.records.outcomes import FAILING_OUTCOMES, PASSING_OUTCOMES
+
+    d = parse("#5", "DISABLED a.py::t", "", DAY)
+    assert isinstance(d, Disable)
+    f = tmp_path / "disabled.toml"
+    f.write_text(disable_list_toml([d], []))
+    (entry,) = load_disable_list(f)
+    assert entry.mode == "skip" and entry.devices == ("*",)
+    assert "skipped" not in PASSING_OUTCOMES | FAILING_OUTCOMES
