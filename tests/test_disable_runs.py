@@ -292,3 +292,14 @@ def test_issues_disable_and_enable_file_and_close_on_github(tmp_path: Path) -> N
         enabled = p.run("issues", "enable", test, env=env)
         assert enabled.returncode == 0, enabled.stdout + enabled.stderr
         assert gh.issues[issue["number"]]["state"] == "closed"
+
+
+def test_the_reenable_checks_options_are_refused_where_they_mean_nothing(tmp_path: Path) -> None:
+    p = _project(tmp_path)
+    times = p.run("run", "--device", "cuda", "--times", "3")
+    assert times.returncode == 2 and "--times is for --rerun-disabled" in times.stderr + times.stdout
+    picked = p.run("run", "--device", "cuda", "--rerun-disabled", "--test", "suites/dis/test_dis.py")
+    assert picked.returncode == 2 and "Leave out --test" in picked.stderr + picked.stdout
+    zero = p.run("run", "--device", "cuda", "--rerun-disabled", "--times", "0")
+    assert zero.returncode == 2
+    assert not (p.results / "disabled-reruns.json").exists()

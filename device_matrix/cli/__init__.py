@@ -114,6 +114,13 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
         resume=args.resume,
         command=("device-matrix", *args.argv),
     )
+    if args.times is not None and not args.rerun_disabled:
+        raise UsageProblem("--times is for --rerun-disabled", tip="Add --rerun-disabled, or leave --times out.")
+    if args.rerun_disabled and (args.test or args.resume or spread_requested(args)):
+        raise UsageProblem(
+            "--rerun-disabled runs each row's disabled tests, on this host, from the start",
+            tip="Leave out --test, --resume and the spreading options (--shard, --shards, --executor).",
+        )
     if args.rerun_disabled:  # #33: the re-enable check
         from device_matrix.cli.disabled import rerun_disabled
 
