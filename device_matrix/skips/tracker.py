@@ -54,9 +54,6 @@ class Disable:
             return [f"{file}::{self.test}" for file in script_files]
         return [f"{self.unittest_module.replace('.', '/')}.py::{self.test}"]
 
-    def skip_text(self, device: str) -> str:
-        return f"[device-matrix] disabled on {device} by {self.issue} since {self.since.isoformat()}"
-
     def as_json(self) -> dict[str, object]:
         return {
             "issue": self.issue,
