@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from device_matrix.issues.ledger import Ledger, read_issues
@@ -148,6 +149,14 @@ def test_a_github_disable_by_a_writer_applies_and_by_anyone_else_is_answered(tmp
         assert "the tracker could not be read" in down.stdout + down.stderr
         assert "using the list read 0 min ago" in down.stdout + down.stderr
         assert len(gh.comments[no]) == 1
+
+        # rate limited for two minutes: a run does not wait for it, the cached list serves
+        gh.fail_next("GET", "search", Scripted(status=429, headers={"Retry-After": "120"}))
+        started = time.monotonic()
+        limited = p.run("run", "--device", "cuda", env=env)
+        assert limited.returncode == 0, limited.stdout + limited.stderr
+        assert time.monotonic() - started < 100
+        assert "GitHub rate limit" in limited.stdout and "using the list read" in limited.stdout
 
 
 def test_plain_pytest_applies_the_list_the_runner_wrote(tmp_path: Path) -> None:

@@ -36,6 +36,10 @@ if TYPE_CHECKING:
 
 CACHE_FILE = "disables.json"
 ENV_TRACKER = "DEVICE_MATRIX_TRACKER"
+# a run's read of the tracker before its rows start: seconds per request, and in all for a
+# rate limit (a sync waits up to 600 s; a run uses the cached list instead)
+RUN_READ_TIMEOUT = 10.0
+RUN_READ_MAX_WAIT = 30.0
 ANSWER_MARKER = "<!-- device-matrix:disable-answer -->"
 WRITERS = frozenset({"admin", "maintain", "write"})
 
@@ -350,6 +354,14 @@ def tracker_config(cfg: Config, environ: Mapping[str, str]) -> Config:
     return dataclasses.replace(cfg, tracker=dataclasses.replace(cfg.tracker, kind=kind, repository=repository))
 
 
+def _for_a_run(tracker: Tracker) -> Tracker:
+    """A run waits little for GitHub before its rows start: the cached list serves otherwise."""
+    if not isinstance(tracker, Ledger):
+        github(tracker).client.timeout = RUN_READ_TIMEOUT
+        github(tracker).client.max_wait = RUN_READ_MAX_WAIT
+    return tracker
+
+
 def hold(cfg: Config, applied: Sequence[Disable]) -> None:
     """The disables this process's runs apply, instead of the tracker's (the re-enable check
     runs the disabled tests: none of them is skipped by its own disable)."""
@@ -365,7 +377,7 @@ def for_row(cfg: Config, row_dir: Path, script_files: Sequence[str], note: Calla
     if got is None:
         cfg = tracker_config(cfg, os.environ)
         got = _READ[cache_dir] = read_disables(
-            lambda: open_tracker(cfg, cfg.results_dir),
+            lambda: _for_a_run(open_tracker(cfg, cfg.results_dir)),
             cache_dir,
             ledger=ledger_path(cfg),
             # a row job's token is read-only: the workflow's issues job answers (issues sync)
