@@ -114,26 +114,11 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
         resume=args.resume,
         command=("device-matrix", *args.argv),
     )
-    if args.times is not None and not args.rerun_disabled:
-        raise UsageProblem("--times is for --rerun-disabled", tip="Add --rerun-disabled, or leave --times out.")
-    if args.rerun_disabled and (args.test or args.resume or spread_requested(args)):
-        raise UsageProblem(
-            "--rerun-disabled runs each row's disabled tests, on this host, from the start",
-            tip="Leave out --test, --resume and the spreading options (--shard, --shards, --executor).",
-        )
-    if args.rerun_disabled:  # #33: the re-enable check
-        from device_matrix.cli.disabled import rerun_disabled
+    if args.rerun_disabled or args.times is not None:  # #33: the re-enable check
+        from device_matrix.cli.disabled import cmd_rerun_disabled
 
         with _interrupts_raise():
-            return rerun_disabled(
-                cfg,
-                _rows(cfg, args.device),
-                options,
-                times=args.times,
-                out=out,
-                plan_row=lambda c, name: plan_row(c, c.row(name), force=force),
-                run_whole=run_whole,
-            )
+            return cmd_rerun_disabled(args, cfg, options, rows=_rows(cfg, args.device), out=out, force=force)
     codes = []
     records: list[RunRecord] = []
     with _interrupts_raise():

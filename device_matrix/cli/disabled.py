@@ -10,16 +10,17 @@ passes, failures with fingerprints), to ``<results>/disabled-reruns.json``, whic
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import datetime as dt
 import os
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from device_matrix.config import Config
-from device_matrix.errors import EXIT_OK
+from device_matrix.errors import EXIT_OK, UsageProblem
 from device_matrix.issues import disables
 from device_matrix.output import Output
 from device_matrix.records.atomic import write_json_atomic
@@ -57,6 +58,37 @@ def _failure(record: RunRecord, test: TestRecord) -> dict[str, Any]:
         "fingerprint": crash["diagnosis"]["fingerprint"] if crash else None,
         "message": said[:200],
     }
+
+
+def cmd_rerun_disabled(
+    args: argparse.Namespace,
+    cfg: Config,
+    options: RunOptions,
+    *,
+    rows: Sequence[str],
+    out: Output,
+    force: Literal["local", "container"] | None,
+) -> int:
+    """``run --rerun-disabled [--times N]``: its options checked, then :func:`rerun_disabled`."""
+    from device_matrix.cli.shards import run_whole, spread_requested
+    from device_matrix.run.plan import plan_row
+
+    if not args.rerun_disabled:
+        raise UsageProblem("--times is for --rerun-disabled", tip="Add --rerun-disabled, or leave --times out.")
+    if args.test or args.resume or spread_requested(args):
+        raise UsageProblem(
+            "--rerun-disabled runs each row's disabled tests, on this host, from the start",
+            tip="Leave out --test, --resume and the spreading options (--shard, --shards, --executor).",
+        )
+    return rerun_disabled(
+        cfg,
+        rows,
+        options,
+        times=args.times,
+        out=out,
+        plan_row=lambda c, name: plan_row(c, c.row(name), force=force),
+        run_whole=run_whole,
+    )
 
 
 def rerun_disabled(
