@@ -1,14 +1,16 @@
-"""The open disable issues (#33), read once per run from the tracker, kept under ``.device-matrix/``.
+"""The open disable issues (#33), read once per run from the tracker.
 
-- the ledger (local, trusted): its open ``DISABLED`` issues, read only (no ledger is made);
+- the ledger (local, trusted): its open ``DISABLED`` issues, read only (no ledger is made),
+  on every run (nothing is cached: the ledger is always at hand);
 - GitHub: one search on the title prefix, conditional on the ETag of the last one (kept
   in the cache, so an unchanged list costs no rate limit); an issue counts only when its
   author may write to the repository (admin, maintain, write) or is the tracker's own
   user. Any other, and one whose title or body cannot be read, is answered once with a
   comment saying why it was not applied and what was read, and is never applied.
 
-When the tracker cannot be reached (down, rate-limited, no token) the list read last is
-used, and :attr:`Read.note` says how old it is: a run never fails for it.
+GitHub's list is kept in ``.device-matrix/disables.json`` with the time it was read: when
+the tracker cannot be reached (down, rate-limited, no token) the list read last is used,
+and :attr:`Read.note` says how old it is: a run never fails for it.
 """
 
 from __future__ import annotations
