@@ -4,7 +4,9 @@ Implements what the client uses: list issues (state, labels, sort, direction, pe
 page, ``Link`` pagination, pull requests mixed in), get one (any repository; 404, 410 for
 a deleted one), create, comment, list comments (paginated, each with its id and author),
 edit and delete a comment (the pull request comment of verdicts), reopen (PATCH), search by
-body text, the token's own user (``/user``, refused as to an app's token when asked), and a
+body text or by title (``in:title``, ``is:open``: the disable issues' search), a user's
+permission on the repository (``/collaborators/{user}/permission``, from ``permissions``),
+the token's own user (``/user``, refused as to an app's token when asked), and a
 GraphQL endpoint for batched ``issueOrPullRequest`` lookups, with token checks: a read-only
 token (a fork's pull request's) reads and is refused every write (403); a comment is edited
 by its author only, unless the token may edit anyone's (a maintainer's). Every read has
@@ -72,6 +74,8 @@ class FakeGitHub:
         self.foreign_url = "http://attacker.invalid:8080"
         self.lock = threading.RLock()
         self.url = ""
+        # login -> permission on the repository (admin, maintain, write, triage, read); absent: 404
+        self.permissions: dict[str, str] = {}
 
     @property
     def issues(self) -> dict[int, dict[str, Any]]:
@@ -87,6 +91,8 @@ class FakeGitHub:
         *,
         repo: str | None = None,
         locked: bool = False,
+        author: str | None = None,
+        created_at: str = "2026-11-02T09:00:00Z",
     ) -> int:
         name = repo or self.repo
         with self.lock:
@@ -100,6 +106,8 @@ class FakeGitHub:
                 "locked": locked,
                 "labels": [{"name": x} for x in labels],
                 "html_url": f"https://github.com/{name}/issues/{n}",
+                "user": {"login": author or self.login},
+                "created_at": created_at,
             }
             if pull_request:
                 issue["pull_request"] = {"url": "x"}
@@ -163,6 +171,9 @@ def _handler(gh: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                 return "search", "", None
             if path == "/user":
                 return "user", "", None
+            m = re.fullmatch(r"/repos/([\w.-]+/[\w.-]+)/collaborators/([^/]+)/permission", path)
+            if m:
+                return "permission", m.group(1), None
             m = re.fullmatch(r"/repos/([\w.-]+/[\w.-]+)/issues/comments/(\d+)", path)
             if m:
                 return "comment", m.group(1), int(m.group(2))
@@ -286,6 +297,12 @@ def _handler(gh: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                     if gh.user_refused:
                         return 403, {"message": "Resource not accessible by integration"}, {}
                     return 200, {"login": gh.login, "type": "Bot" if gh.login.endswith("[bot]") else "User"}, {}
+                if method == "GET" and route == "permission" and repo == gh.repo:
+                    login = urlparse(self.path).path.split("/")[-2]
+                    if login not in gh.permissions:
+                        return 404, {"message": f"{login} is not a user"}, {}
+                    level = gh.permissions[login]
+                    return 200, {"permission": level, "role_name": level, "user": {"login": login}}, {}
                 if method == "GET" and route == "search":
                     return self._search(q)
                 if method == "POST" and route == "graphql":
@@ -344,10 +361,13 @@ def _handler(gh: FakeGitHub) -> type[BaseHTTPRequestHandler]:
             text = q.get("q", [""])[0]
             repo_m = re.search(r"repo:(\S+)", text)
             terms = re.findall(r'"([^"]+)"', text)
+            field = "title" if "in:title" in text else "body"
             items = [
                 i
                 for i in gh.repos.get(repo_m.group(1) if repo_m else "", {}).values()
-                if "pull_request" not in i and any(t in (i["body"] or "") for t in terms)
+                if "pull_request" not in i
+                and any(t in (i[field] or "") for t in terms)
+                and ("is:open" not in text or i["state"] == "open")
             ]
             return 200, {"total_count": len(items), "incomplete_results": False, "items": items}, {}
 

@@ -248,8 +248,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             raise pytest.UsageError(f"device-matrix: {exc}") from exc
         if skip is None:
             continue
-        cite = skip.issue or "no issue cited"
-        text = f"[device-matrix] {skip.mode} on {state.here}: {skip.reason or 'no reason given'} ({cite})"
+        text = skip.text(str(state.here))
         if skip.mode == "skip":
             item.add_marker(pytest.mark.skip(reason=text))
         else:

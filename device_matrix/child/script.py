@@ -61,6 +61,7 @@ import device_matrix
 from device_matrix import wire
 from device_matrix.child.journal import FatalStacks, JournalWriter, arm_faulthandler, end_forked_copies, follow_chdir
 from device_matrix.skips import find_issue_in_text, is_by_design_text
+from device_matrix.skips.disable import skip_disabled_tests
 
 LONGREPR_LIMIT = 20_000
 EXIT_USAGE = 2
@@ -210,6 +211,7 @@ class Recorder:
         self.path = path
         self.select = select
         self.suffix = f"[{variant}]" if variant else ""
+        self.device: str | None = None  # the row's, for its disable list (#33)
         self.markers = os.environ.get(wire.ENV_MARKERS) == "1"
         self.runs = 0  # top-level unittest runs seen in this process
         self.collected = False
@@ -275,6 +277,7 @@ class Recorder:
             position = selected((name for name, _ in names), self.select)
             names = sorted((x for x in names if x[0] in position), key=lambda x: position[x[0]])
             suite._tests[:] = [test for _, test in names]
+        skip_disabled_tests(names, self.device)  # #33: the row's disable list, as the plugin applies it
         self.nodeids = {id(test): name for name, test in names}
         self.write("collected", nodeids=[name for name, _ in names], t=time.time())
         self.collected = True
@@ -773,6 +776,7 @@ def boot(raw: dict[str, Any]) -> None:
     path = node_path(opts.file)
     recorder = Recorder(journal, path, select, opts.variant)
     recorder.fatal = fatal
+    recorder.device = device
     if opts.program:
         _start_program(journal, recorder.file_nodeid, path)
         return

@@ -115,6 +115,11 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
         resume=args.resume,
         command=("device-matrix", *args.argv),
     )
+    if args.rerun_disabled or args.times is not None:  # #33: the re-enable check
+        from device_matrix.cli.disabled import cmd_rerun_disabled
+
+        with _interrupts_raise():
+            return cmd_rerun_disabled(args, cfg, options, rows=_rows(cfg, args.device), out=out, force=force)
     codes = []
     records: list[RunRecord] = []
     with _interrupts_raise():
@@ -204,6 +209,17 @@ def _add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--resume",
         action="store_true",
         help="continue the last run of each row (interrupted, or stopped by crashes): run its not_run tests",
+    )
+    run.add_argument(
+        "--rerun-disabled",
+        action="store_true",
+        help="the re-enable check: run only the tracker's disabled tests of each row, each --times times "
+        "(evidence for `issues sync`)",
+    )
+    run.add_argument(
+        "--times",
+        type=whole_number(1),
+        help="runs of each disabled test with --rerun-disabled (default 45: a 5%% flake shows with 90%% confidence)",
     )
     from device_matrix.cli.shards import add_run_options
 

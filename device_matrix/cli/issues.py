@@ -12,6 +12,7 @@ from device_matrix import config as config_mod
 from device_matrix.config import REPOSITORY_RE
 from device_matrix.errors import EXIT_OK, ConfigError, ResultsError, UsageProblem
 from device_matrix.issues import open_tracker
+from device_matrix.issues.base import Tracker
 from device_matrix.issues.ledger import Kept, read_issues
 from device_matrix.issues.sync import sync
 from device_matrix.output import Output
@@ -133,7 +134,21 @@ def cmd_issues_sync(args: argparse.Namespace, out: Output) -> int:
     )
     for line in report.lines():
         out.line(line)
-    if not apply and report.would_file:
+    # #33: the DISABLED issues not applied are answered; the re-enable check's evidence, on each
+    from device_matrix.cli.disabled import read_evidence
+    from device_matrix.issues.disables import answer_all, report_reruns
+
+    if apply:
+        read = answer_all(cfg, tracker)
+        if read.refused or read.unreadable:
+            out.line(f"disables: {len(read.refused) + len(read.unreadable)} DISABLED issue(s) not applied, answered")
+
+    evidence = read_evidence(results)
+    if evidence is not None:
+        out.line(f"re-enable check ({evidence.get('times')} run(s) of each disabled test):")
+        for line in report_reruns(tracker, evidence, apply=apply):
+            out.line(line)
+    if not apply and (report.would_file or evidence is not None):
         out.line("dry run: pass --apply to file them")
     return EXIT_OK
 
@@ -210,8 +225,62 @@ def cmd_issues_show(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
+def _disable_tracker(args: argparse.Namespace) -> tuple[config_mod.Config, Tracker]:
+    cfg = config_mod.load(Path(args.project) if args.project else None)
+    results = Path(args.results) if args.results else cfg.results_dir
+    if args.repository:
+        import dataclasses
+
+        if not REPOSITORY_RE.fullmatch(args.repository):
+            raise ConfigError(
+                f"--repository {args.repository!r} is not owner/name", tip="Write e.g. --repository acme/xla."
+            )
+        cfg = dataclasses.replace(cfg, tracker=dataclasses.replace(cfg.tracker, repository=args.repository))
+    return cfg, open_tracker(cfg, results, kind=args.tracker or cfg.tracker.kind)
+
+
+def cmd_issues_disable(args: argparse.Namespace, out: Output) -> int:
+    """#33: file ``DISABLED TEST`` with its devices: the next run of those rows skips it."""
+    import datetime as dt
+
+    from device_matrix.issues.disables import open_disable_issues
+    from device_matrix.skips.tracker import Unreadable, body_for, parse, title_for
+
+    title, body = title_for(args.test), body_for(args.device or [], args.reason or "")
+    parsed = parse("new", title, body, dt.date.today())
+    if isinstance(parsed, Unreadable):
+        raise UsageProblem(f"cannot disable {args.test!r}: {parsed.problem}", tip="Name a test as its nodeid reads.")
+    _, tracker = _disable_tracker(args)
+    kept = open_disable_issues(tracker, title)
+    if kept:
+        out.line(f"{kept[0].key} already disables {args.test}; nothing filed")
+        return EXIT_OK
+    issue = tracker.create(title, body, [])
+    where = ", ".join(args.device) if args.device else "every row"
+    out.line(f"{issue.key}: {title} (on {where}); the next run of those rows skips it")
+    return EXIT_OK
+
+
+def cmd_issues_enable(args: argparse.Namespace, out: Output) -> int:
+    """#33: close the open ``DISABLED TEST`` issues: the next run runs the test again."""
+    from device_matrix.issues.disables import close_issue, open_disable_issues
+    from device_matrix.skips.tracker import title_for
+
+    _, tracker = _disable_tracker(args)
+    found = open_disable_issues(tracker, title_for(args.test))
+    if not found:
+        raise UsageProblem(
+            f"no open issue disables {args.test!r}",
+            tip="`device-matrix skips list` shows the tracker's disables and their tests.",
+        )
+    for issue in found:
+        close_issue(tracker, issue)
+        out.line(f"{issue.key} closed: {args.test} runs again from the next run")
+    return EXIT_OK
+
+
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """`issues sync`, `issues list` and `issues show`."""
+    """`issues sync`, `issues list`, `issues show`, `issues disable` and `issues enable`."""
     issues = sub.add_parser("issues", help="link skips and crashes to issues")
     issues_sub = issues.add_subparsers(dest="issues_command", required=True)
     s = issues_sub.add_parser(
@@ -240,3 +309,18 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     show.add_argument("issue", help="ledger:N, or N")
     show.add_argument("results", nargs="?", help="results folder whose ledger.sqlite to read (default from config)")
     show.set_defaults(func=cmd_issues_show)
+    for name, helptext, func in (
+        ("disable", "file a DISABLED issue: the test is skipped on those rows from the next run", cmd_issues_disable),
+        ("enable", "close the test's DISABLED issue: it runs again from the next run", cmd_issues_enable),
+    ):
+        d = issues_sub.add_parser(name, help=helptext)
+        d.add_argument("test", help="a nodeid, a file or class prefix, a parametrized id, or 'test_x (__main__.TestY)'")
+        if name == "disable":
+            d.add_argument(
+                "--device", action="append", help="a row or device it is disabled on (repeat; none: every row)"
+            )
+            d.add_argument("--reason", help="why, for the issue's body")
+        d.add_argument("results", nargs="?", help="results folder whose ledger.sqlite to write (default from config)")
+        d.add_argument("--tracker", choices=("ledger", "github"), help="override tracker.kind")
+        d.add_argument("--repository", help="owner/name for the github tracker (overrides tracker.repository)")
+        d.set_defaults(func=func)

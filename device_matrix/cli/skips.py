@@ -36,12 +36,20 @@ TIP_UNKNOWN_LEDGER = (
 )
 
 
-def _declared(args: argparse.Namespace) -> tuple[config_mod.Config, list[DeviceSkip]]:
+def _declared(args: argparse.Namespace, out: Output) -> tuple[config_mod.Config, list[DeviceSkip]]:
+    from device_matrix.issues import disables
+
     cfg = config_mod.load(Path(args.project) if args.project else None)
     # by default where the rows' tests are: suites, or the project's own tests (#20)
     paths = [Path(p) for p in args.paths] if args.paths else cfg.suite_folders()
     declared = scan_tree(cfg.project_root, [p if p.is_absolute() else cfg.project_root / p for p in paths])
     declared.extend(load_disable_list(cfg.disable_list))
+    # #33: the tracker's open disables, beside the ones in code
+    scripts = sorted({s.file for row in cfg.rows.values() for s in row.scripts})
+    tracked, note = disables.declared(cfg, scripts)
+    declared.extend(tracked)
+    if tracked and not getattr(args, "json", False):
+        out.line(f"tracker: {note}")
     return cfg, declared
 
 
@@ -59,11 +67,12 @@ def _where(s: DeviceSkip) -> str:
 
 def _label(s: DeviceSkip) -> str:
     form = s.form or f"{s.mode}_device"
-    return f"{form}({', '.join(s.devices)})"
+    # an unreadable disable issue (#33) names no devices
+    return f"{form}({', '.join(s.devices)})" if s.devices else form
 
 
 def cmd_skips_check(args: argparse.Namespace, out: Output) -> int:
-    cfg, declared = _declared(args)
+    cfg, declared = _declared(args, out)
     findings = check(declared, ledger=_ledger(cfg))
     bad = [f for f in findings if f.problem]
     for f in findings:
@@ -86,7 +95,7 @@ def cmd_skips_check(args: argparse.Namespace, out: Output) -> int:
 
 
 def cmd_skips_list(args: argparse.Namespace, out: Output) -> int:
-    cfg, declared = _declared(args)
+    cfg, declared = _declared(args, out)
     problems = {id(f.skip): f.problem for f in check(declared, ledger=_ledger(cfg))}
     rows = [
         {

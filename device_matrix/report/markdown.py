@@ -7,6 +7,7 @@ neutralises @mentions and #N links and keeps it inside its table cell (issue 11)
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 
 from device_matrix.markup import neutralize
@@ -19,6 +20,7 @@ from device_matrix.report.model import HistoryView, RowView, Triage
 from device_matrix.report.skip_meet import counted, needs_attention
 from device_matrix.report.verdict_views import markdown as verdicts_markdown
 from device_matrix.report.view import Change, ChangeKind
+from device_matrix.skips.tracker import disabled_for
 
 STEP_SUMMARY_LIMIT = 1024 * 1024  # bytes GitHub accepts per step summary
 SAFETY = 16 * 1024
@@ -287,9 +289,11 @@ def _skips(t: Triage) -> list[str]:
     if cited:
         out += ["", "<details><summary>Skips with open issues</summary>", ""]
         for sk in cited[:200]:
+            # #33: a disable filed on the tracker says how long it has held
+            held = disabled_for(sk["reason"], dt.date.fromisoformat(t["generated_at"][:10]))
             out.append(
                 f"- {code(sk['nodeid'])} ({_cell(sk['mode'])} on {_cell(', '.join(sk['rows']))}): "
-                f"{_issue(sk['issue'], sk['issue_state'])}"
+                f"{_issue(sk['issue'], sk['issue_state'])}" + (f", disabled {held}" if held else "")
             )
         out += ["", "</details>"]
     out.append("")

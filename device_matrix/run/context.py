@@ -259,6 +259,7 @@ class Run:
         self.reader: crashes.CoreReader | None = None
         self.record: RunRecord | None = None  # the record last written
         self.container: ContainerExecutor | None = None  # the row's container, once made (executor)
+        self.disable_list = cfg.disable_list  # with the tracker's disables once prepared (#33)
 
     @property
     def row(self) -> Row:
@@ -281,7 +282,7 @@ class Run:
             device=self.row.name,
             pjrt_device=self.row.pjrt_device,
             rootdir=str(self.cfg.project_root),
-            disable_list=str(self.cfg.disable_list),
+            disable_list=str(self.disable_list),
             settings=self.row.settings,
             env=self.row.env,
             slot_env=self.options.slot_env,

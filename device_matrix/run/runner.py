@@ -35,6 +35,7 @@ from pathlib import Path
 
 from device_matrix.config import Config
 from device_matrix.errors import DeviceMatrixError, ResultsError
+from device_matrix.issues.disables import for_row as tracker_disables
 from device_matrix.records.outcomes import CRASHING_OUTCOMES, TESTS_FAILED_STATUSES, UNFINISHED_STATUSES
 from device_matrix.records.schema import Classification, RunRecord, SpreadRef, load_run, selection_words
 from device_matrix.run import crashes, selection
@@ -94,6 +95,10 @@ def prepare(run: Run, verdict: Verdict = RUNNING) -> Verdict:
             run.listener.note(run.row.name, "the last run collected no tests: running the row again")
             previous = None
     run.folder.clear(keep_attempts=previous is not None)
+    # #33: the open disable issues, read before the row starts (never a failed run for it)
+    run.disable_list = tracker_disables(
+        run.cfg, run.folder.path, [s.file for s in run.scripts], lambda text: run.listener.note(run.row.name, text)
+    )
     if previous is not None:
         _adopt(run, previous)
     write_record(run, verdict, final=False)

@@ -11,14 +11,19 @@ expires = 2027-03-01     # optional
 
 from __future__ import annotations
 
+import datetime as dt
+import os
+import unittest
+from collections.abc import Sequence
 from pathlib import Path
 
+from device_matrix import wire
 from device_matrix.errors import ConfigError
 from device_matrix.skips.model import DeviceSkip, parse_date
 from device_matrix.skips.refs import normalize_issue
 from device_matrix.tomlfile import read_array_of_tables
 
-_DISABLE_KEYS = {"test", "devices", "issue", "reason", "mode", "expires", "strict"}
+_DISABLE_KEYS = {"test", "devices", "issue", "reason", "mode", "expires", "strict", "since", "source"}
 
 
 def load_disable_list(path: Path) -> list[DeviceSkip]:
@@ -54,13 +59,26 @@ def load_disable_list(path: Path) -> list[DeviceSkip]:
                 key="issue",
                 allowed="a URL, #N, owner/name#N or ledger:N",
             )
+        # #33: the list the runner writes from the tracker's disable issues says so, and their date
+        source = entry.get("source", "disable_list")
+        if source not in ("disable_list", "tracker"):
+            raise ConfigError(f"bad source {source!r}", source=where, key="source", allowed="tracker")
+        since = entry.get("since")
+        if since is not None and (source != "tracker" or not isinstance(since, dt.date)):
+            raise ConfigError(
+                "since is the date of a tracker disable (source = 'tracker', a date: 2026-11-02)",
+                source=where,
+                key="since",
+            )
         out.append(
             DeviceSkip(
                 mode=mode,
                 devices=tuple(devices),
                 issue=issue,
                 reason=str(entry.get("reason", "")),
+                # a device skip of the disable list, whoever wrote it; its date says it is the tracker's
                 source="disable_list",
+                since=since,
                 expires=parse_date(entry.get("expires"), where),
                 strict=bool(entry.get("strict", True)),
                 test=test,
@@ -79,3 +97,25 @@ def disable_matches(entry: DeviceSkip, nodeid: str) -> bool:
         return True
     # a prefix: a file, a class, or a parametrized test's base name
     return nodeid.startswith((entry.test.rstrip(":") + "::", entry.test + "["))
+
+
+def skip_disabled_tests(named: Sequence[tuple[str, unittest.TestCase]], device: str | None) -> None:
+    """#33: the script launcher's tests the row's disable list names are skipped as the
+    plugin skips them, with the same text (a disable issue's number and date).
+
+    The list and the device are the ones the runner gives every child (its variables);
+    each disabled test's method is replaced on its instance by unittest's own skip, so
+    unittest reports it skipped, with its class and module fixtures run as usual.
+    """
+    path = os.environ.get(wire.ENV_DISABLE_LIST)
+    here = device or os.environ.get(wire.ENV_DEVICE)
+    if not path or not here:
+        return
+    pjrt = os.environ.get("PJRT_DEVICE")
+    entries = [e for e in load_disable_list(Path(path)) if e.mode == "skip" and e.applies_to(here, pjrt)]
+    today = dt.date.today()
+    for nodeid, test in named:
+        hit = next((e for e in entries if disable_matches(e, nodeid) and not e.expired(today)), None)
+        if hit is not None:
+            name = getattr(test, "_testMethodName", "runTest")
+            setattr(test, name, unittest.skip(hit.text(here))(getattr(test, name)))

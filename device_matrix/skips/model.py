@@ -28,7 +28,7 @@ from device_matrix.errors import ConfigError
 from device_matrix.skips.refs import normalize_issue
 
 SkipMode = Literal["skip", "xfail"]
-SkipSource = Literal["marker", "disable_list", "unittest", "pytest"]
+SkipSource = Literal["marker", "disable_list", "tracker", "unittest", "pytest"]
 BY_DESIGN_MARK = "only_on"  # the pytest mark (and static form) of a skip that is not a defect
 # PJRT device names that a device marker knows by another name: GPU is torch_xla's older name for CUDA
 PJRT_ALIASES = {"gpu": "cuda"}
@@ -69,6 +69,15 @@ class DeviceSkip:
     form: str | None = None
     by_design: bool = False
     problem: str | None = None
+    # #33: when the tracker's disable issue was filed (the runner's list of them says so)
+    since: dt.date | None = None
+
+    def text(self, device: str) -> str:
+        """What a skipped or xfailed test says on ``device``: a tracker disable cites its issue and its age."""
+        if self.since is not None:
+            return f"[device-matrix] disabled on {device} by {self.issue} since {self.since}"
+        cite = self.issue or "no issue cited"
+        return f"[device-matrix] {self.mode} on {device}: {self.reason or 'no reason given'} ({cite})"
 
     def applies_to(self, row: str | None, pjrt_device: str | None) -> bool:
         names = device_names(row, pjrt_device)

@@ -1,0 +1,548 @@
+"""The open disable issues (#33), read once per run from the tracker.
+
+- the ledger (local, trusted): its open ``DISABLED`` issues, read only (no ledger is made),
+  on every run (nothing is cached: the ledger is always at hand);
+- GitHub: one search on the title prefix, conditional on the ETag of the last one (kept
+  in the cache, so an unchanged list costs no rate limit); an issue counts only when its
+  author may write to the repository (admin, maintain, write) or is the tracker's own
+  user. Any other, and one whose title or body cannot be read, is answered once with a
+  comment saying why it was not applied and what was read, and is never applied.
+
+GitHub's list is kept in ``.device-matrix/disables.json`` with the time it was read: when
+the tracker cannot be reached (down, rate-limited, no token) the list read last is used,
+and :attr:`Read.note` says how old it is: a run never fails for it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+from device_matrix.config import Config
+from device_matrix.errors import DeviceMatrixError, TrackerError
+from device_matrix.issues.base import Issue, Tracker, neutralize
+from device_matrix.issues.client import PER_PAGE, GoneError, Page, author
+from device_matrix.issues.ledger import Ledger
+from device_matrix.records.atomic import write_json_atomic
+from device_matrix.skips.model import DeviceSkip
+from device_matrix.skips.tracker import TITLE_PREFIX, Disable, Unreadable, parse
+
+if TYPE_CHECKING:
+    from device_matrix.issues.github import GitHubTracker
+
+CACHE_FILE = "disables.json"
+ENV_TRACKER = "DEVICE_MATRIX_TRACKER"
+# a run's read of the tracker before its rows start: seconds per request, and in all for a
+# rate limit (a sync waits up to 600 s; a run uses the cached list instead)
+RUN_READ_TIMEOUT = 10.0
+RUN_READ_MAX_WAIT = 30.0
+ANSWER_MARKER = "<!-- device-matrix:disable-answer -->"
+WRITERS = frozenset({"admin", "maintain", "write"})
+
+
+@dataclass
+class Read:
+    """What one read of the tracker gave, or the cached list when it could not be read."""
+
+    disables: list[Disable]
+    read_at: dt.datetime
+    fresh: bool  # read from the tracker now, not from the cache
+    note: str
+    unreadable: list[Unreadable] = field(default_factory=list)
+    refused: list[tuple[Disable, str]] = field(default_factory=list)
+
+    def age(self, now: dt.datetime) -> dt.timedelta:
+        return now - self.read_at
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+
+
+def _date(text: object, fallback: dt.date) -> dt.date:
+    if isinstance(text, str) and text:
+        try:
+            return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).date()
+        except ValueError:
+            pass
+    return fallback
+
+
+def _load_cache(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def age_text(delta: dt.timedelta) -> str:
+    seconds = max(0, int(delta.total_seconds()))
+    if seconds < 3600:
+        return f"{seconds // 60} min"
+    if seconds < 172800:
+        return f"{seconds // 3600} h"
+    return f"{seconds // 86400} days"
+
+
+# --- the ledger -------------------------------------------------------------------------
+
+
+def ledger_disables(ledger: Path, today: dt.date) -> tuple[list[Disable], list[tuple[Issue, Unreadable]]]:
+    """The ledger's open ``DISABLED`` issues, read only; no ledger file: none."""
+    if not ledger.is_file():
+        return [], []
+    try:
+        db = sqlite3.connect(ledger.resolve().as_uri() + "?mode=ro", uri=True)
+        try:
+            rows = db.execute(
+                "SELECT id, title, body, created FROM issues WHERE state = 'open' AND title LIKE ? ORDER BY id",
+                (TITLE_PREFIX + "%",),
+            ).fetchall()
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        raise TrackerError(f"{ledger}: the issue ledger cannot be read ({exc})") from None
+    found: list[Disable] = []
+    bad: list[tuple[Issue, Unreadable]] = []
+    for id_, title, body, created in rows:
+        ref = f"ledger:{id_}"
+        got = parse(ref, str(title), str(body), _date(created, today))
+        if isinstance(got, Disable):
+            found.append(got)
+        elif isinstance(got, Unreadable):
+            bad.append((Issue(ref, int(id_), str(title), str(body), "open", url=ref), got))
+    return found, bad
+
+
+# --- GitHub -----------------------------------------------------------------------------
+
+
+def github(tracker: Tracker) -> GitHubTracker:
+    """The tracker that is not the ledger: GitHub's (the two backends of :func:`open_tracker`)."""
+    return cast("GitHubTracker", tracker)
+
+
+def _page_json(page: Page) -> list[Any]:
+    return [page.data, page.url, page.next_url]
+
+
+def _page_of(raw: Any) -> Page | None:
+    if isinstance(raw, list) and len(raw) == 3 and isinstance(raw[1], str):
+        return Page(raw[0], raw[1], raw[2] if isinstance(raw[2], str) else None)
+    return None
+
+
+class GitHubDisables:
+    """The search, the permission checks and the answers, over a :class:`GitHubTracker`."""
+
+    def __init__(self, tracker: GitHubTracker, cache: dict[str, Any]) -> None:
+        self.tracker = tracker
+        self.client = tracker.client
+        self.permissions: dict[str, str] = dict(cache.get("permissions") or {})
+        self.answered: set[str] = set(cache.get("answered") or [])
+        for url, kept in (cache.get("etags") or {}).items():
+            page = _page_of(kept[1:]) if isinstance(kept, list) and kept else None
+            if page is not None and isinstance(kept[0], str):
+                self.client.etags[url] = (kept[0], page)
+
+    def etags_json(self) -> dict[str, list[Any]]:
+        return {url: [tag, *_page_json(page)] for url, (tag, page) in self.client.etags.items()}
+
+    def _may_write(self, login: str | None) -> tuple[bool, str]:
+        if login is None:
+            return False, "its author could not be read"
+        if login == self.client.login():
+            return True, "the tracker's own user"
+        if login not in self.permissions:
+            try:
+                data = self.client.get(f"/repos/{self.tracker.repository}/collaborators/{login}/permission").data
+                level = data.get("permission") if isinstance(data, dict) else None
+                self.permissions[login] = str(level or "none")
+            except GoneError:
+                self.permissions[login] = "none"  # not a collaborator at all
+        level = self.permissions[login]
+        if level == "none":
+            return False, f"@{login} has no permission on the repository"
+        return level in WRITERS, f"@{login} has {level} permission"
+
+    def read(self, today: dt.date) -> tuple[list[Disable], list[tuple[Disable, str]], list[tuple[Issue, Unreadable]]]:
+        repo = self.tracker.repository
+        params = {"q": f'repo:{repo} is:issue is:open in:title "{TITLE_PREFIX}"', "per_page": PER_PAGE}
+        found: list[Disable] = []
+        refused: list[tuple[Disable, str]] = []
+        bad: list[tuple[Issue, Unreadable]] = []
+        for items in self.client.pages("/search/issues", params):
+            for item in items:
+                if "pull_request" in item:
+                    continue
+                issue = self.tracker._issue(item)
+                if issue.state != "open":
+                    continue
+                login = author(item)
+                got = parse(f"#{issue.number}", issue.title, issue.body, _date(item.get("created_at"), today), login)
+                if isinstance(got, Unreadable):
+                    bad.append((issue, got))
+                elif isinstance(got, Disable):
+                    ok, why = self._may_write(login)
+                    if ok:
+                        found.append(got)
+                    else:
+                        refused.append((got, why))
+        return found, refused, bad
+
+
+def _parsed_text(d: Disable) -> str:
+    where = ", ".join(d.devices) if d.devices != ("*",) else "every row"
+    shape = f" (unittest's form: {d.unittest_module}.{d.test.replace('::', '.')})" if d.unittest_module else ""
+    return f"test `{d.test}`{shape} on {where}"
+
+
+def answer(tracker: Tracker, issue: Issue, text: str, answered: set[str]) -> bool:
+    """Comment ``text`` on ``issue`` once: never again once answered (kept, or found among
+    the tracker's own comments). False when the comment could not be written."""
+    if issue.key in answered:
+        return True
+    try:
+        if any(ANSWER_MARKER in c for c in tracker.comments(issue)):
+            answered.add(issue.key)
+            return True
+        tracker.comment(issue, f"{text}\n\n{ANSWER_MARKER}")
+    except DeviceMatrixError:
+        return False  # asked again on the next run
+    answered.add(issue.key)
+    return True
+
+
+def read_disables(
+    open_tracker: Callable[[], Tracker],
+    cache_dir: Path,
+    *,
+    ledger: Path | None = None,
+    answering: bool = True,
+    now: Callable[[], dt.datetime] = _now,
+) -> Read:
+    """The open disables: from the tracker (one query), else from the cache, with its age.
+
+    ``ledger``: the tracker is the ledger at that path, read directly (a run makes no
+    ledger); it is opened only to answer an issue that cannot be read. ``answering``: the
+    issues not applied are answered (off in a workflow's row jobs, whose token is read-only:
+    the issues job's sync answers them)."""
+    path = cache_dir / CACHE_FILE
+    cache = _load_cache(path)
+    started = now()
+    try:
+        answered: set[str] = set(cache.get("answered") or [])
+        extra: dict[str, Any] = {}
+        refused: list[tuple[Disable, str]] = []
+        name = "ledger"
+        if ledger is not None:
+            found, bad = ledger_disables(ledger, started.date())
+            if answering and any(issue.key not in answered for issue, _ in bad):
+                tracker = open_tracker()
+        else:
+            tracker = open_tracker()
+            name = tracker.name
+            gh = GitHubDisables(github(tracker), cache)
+            found, refused, bad = gh.read(started.date())
+            answered |= gh.answered
+            for d, why in refused if answering else ():
+                issue = Issue(f"{gh.tracker.repository}#{d.issue[1:]}", int(d.issue[1:]), d.title, "", "open")
+                answer(
+                    tracker,
+                    issue,
+                    f"device-matrix did not apply this disable: {why}; only issues by someone with write "
+                    f"permission to the repository disable a test. It read: {_parsed_text(d)}.",
+                    answered,
+                )
+            extra = {"etags": gh.etags_json(), "permissions": gh.permissions}
+        for issue, problem in bad:
+            if issue.key in answered or not answering:
+                continue
+            answer(
+                tracker,
+                issue,
+                f"device-matrix could not read this disable, so it is not applied: {problem}.",
+                answered,
+            )
+    except DeviceMatrixError as exc:
+        return _cached(cache, started, f"the tracker could not be read ({exc.message})")
+    if ledger is not None:
+        # the ledger is local: read on every run, nothing to keep for when it is unreachable,
+        # and a project whose ledger holds no disables gets no file written (#33)
+        return Read(found, started, True, f"{len(found)} disable(s) read from the ledger tracker", [b for _, b in bad])
+    data = {
+        "read_at": started.isoformat(),
+        "tracker": name,
+        "disables": [d.as_json() for d in found],
+        "answered": sorted(answered),
+        **extra,
+    }
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(path, data)
+    except OSError:
+        pass  # the list still applies to this run; the next run reads the tracker again
+    return Read(
+        found,
+        started,
+        True,
+        f"{len(found)} disable(s) read from the {name} tracker",
+        [b for _, b in bad],
+        refused,
+    )
+
+
+def _cached(cache: dict[str, Any], now: dt.datetime, why: str) -> Read:
+    raw = cache.get("disables")
+    read_at = cache.get("read_at")
+    if not isinstance(raw, list) or not isinstance(read_at, str):
+        return Read([], now, False, f"{why}; no list read before: no tracker disables apply")
+    try:
+        at = dt.datetime.fromisoformat(read_at)
+        disables = [Disable.from_json(d) for d in raw if isinstance(d, dict)]
+    except (KeyError, ValueError):
+        return Read([], now, False, f"{why}; the cached list cannot be read: no tracker disables apply")
+    return Read(
+        disables,
+        at,
+        False,
+        f"{why}; using the list read {age_text(now - at)} ago ({at.isoformat()}, {len(disables)} disable(s))",
+    )
+
+
+def merged_disable_list(project_list: Path, disables: Sequence[Disable], script_files: Sequence[str]) -> str:
+    """The project's disable list with the tracker's appended: one file the child reads."""
+    from device_matrix.skips.tracker import disable_list_toml
+
+    own = project_list.read_text(encoding="utf-8") if project_list.is_file() else ""
+    return own.rstrip("\n") + ("\n\n" if own.strip() else "") + disable_list_toml(disables, script_files)
+
+
+_READ: dict[Path, Read] = {}  # one read per process: every row of one run applies the same list
+_NOTED: set[Path] = set()
+
+
+def ledger_path(cfg: Config) -> Path | None:
+    """Where the ledger's disables are read, when the tracker is the ledger."""
+    from device_matrix.issues import LEDGER_FILE
+
+    return cfg.results_dir / LEDGER_FILE if cfg.tracker.kind == "ledger" else None
+
+
+def open_tracker(cfg: Config, results: Path) -> Tracker:
+    from device_matrix.issues import open_tracker as opener
+
+    return opener(cfg, results)
+
+
+def tracker_config(cfg: Config, environ: Mapping[str, str]) -> Config:
+    """The tracker a run reads its disables from: the configuration's, or in the workflow's
+    row jobs the one its ``tracker`` input names (``DEVICE_MATRIX_TRACKER``), in the
+    repository the job runs for when the configuration names none."""
+    import dataclasses
+
+    raw = environ.get(ENV_TRACKER) or cfg.tracker.kind
+    kind: Literal["ledger", "github"] = "github" if raw == "github" else "ledger"
+    repository = cfg.tracker.repository if "/" in cfg.tracker.repository else environ.get("GITHUB_REPOSITORY", "")
+    if kind == cfg.tracker.kind and repository == cfg.tracker.repository:
+        return cfg
+    return dataclasses.replace(cfg, tracker=dataclasses.replace(cfg.tracker, kind=kind, repository=repository))
+
+
+def _for_a_run(tracker: Tracker) -> Tracker:
+    """A run waits little for GitHub before its rows start: the cached list serves otherwise."""
+    if not isinstance(tracker, Ledger):
+        github(tracker).client.timeout = RUN_READ_TIMEOUT
+        github(tracker).client.max_wait = RUN_READ_MAX_WAIT
+    return tracker
+
+
+def hold(cfg: Config, applied: Sequence[Disable]) -> None:
+    """The disables this process's runs apply, instead of the tracker's (the re-enable check
+    runs the disabled tests: none of them is skipped by its own disable)."""
+    _READ[cfg.project_root / ".device-matrix"] = Read(list(applied), _now(), True, "held for the re-enable check")
+
+
+def for_row(cfg: Config, row_dir: Path, script_files: Sequence[str], note: Callable[[str], None]) -> Path:
+    """The disable list the row's children read: the project's, or, with open disable
+    issues, the project's and the tracker's in ``row_dir`` (with ``disables.json``, what was
+    read and when)."""
+    cache_dir = cfg.project_root / ".device-matrix"
+    got = _READ.get(cache_dir)
+    if got is None:
+        cfg = tracker_config(cfg, os.environ)
+        got = _READ[cache_dir] = read_disables(
+            lambda: _for_a_run(open_tracker(cfg, cfg.results_dir)),
+            cache_dir,
+            ledger=ledger_path(cfg),
+            # a row job's token is read-only: the workflow's issues job answers (issues sync)
+            answering=os.environ.get("GITHUB_ACTIONS") != "true",
+        )
+    if not got.fresh and cache_dir not in _NOTED:
+        _NOTED.add(cache_dir)  # said once per run, not once per row
+        note(f"disables: {got.note}")
+    if not got.disables:
+        (row_dir / CACHE_FILE).unlink(missing_ok=True)  # the last run's, of disables since closed
+        return cfg.disable_list
+    now = _now()
+    write_json_atomic(
+        row_dir / CACHE_FILE,
+        {
+            "read_at": got.read_at.isoformat(),
+            "age_s": int(got.age(now).total_seconds()),
+            "fresh": got.fresh,
+            "note": got.note,
+            "disables": [d.as_json() for d in got.disables],
+        },
+    )
+    path = row_dir / "device-matrix-disabled.toml"
+    path.write_text(merged_disable_list(cfg.disable_list, got.disables, script_files), encoding="utf-8")
+    return path
+
+
+# --- filing and closing (``issues disable`` / ``issues enable``) ------------------------
+
+
+def open_disable_issues(tracker: Tracker, title: str) -> list[Issue]:
+    """The open issues titled exactly ``title`` (a disable's), on either tracker."""
+    if isinstance(tracker, Ledger):
+        return [i for i in tracker.list_issues() if i.state == "open" and i.title.strip() == title]
+    gh = github(tracker)
+    client, repo = gh.client, gh.repository
+    params = {"q": f'repo:{repo} is:issue is:open in:title "{title}"', "per_page": PER_PAGE}
+    out: list[Issue] = []
+    for items in client.pages("/search/issues", params):
+        for item in items:
+            if "pull_request" not in item:
+                issue = gh._issue(item)
+                if issue.state == "open" and issue.title.strip() == title:
+                    out.append(issue)
+    return out
+
+
+def close_issue(tracker: Tracker, issue: Issue) -> None:
+    """Close ``issue`` as done (the test runs again)."""
+    if isinstance(tracker, Ledger):
+        tracker.set_state(issue.key, "closed")
+        return
+    gh = github(tracker)
+    gh.client.request("PATCH", f"/repos/{gh.repository}/issues/{issue.number}", json={"state": "closed"})
+
+
+def answer_all(cfg: Config, tracker: Tracker) -> Read:
+    """``issues sync``: the open disables read with ``tracker`` and every one not applied
+    answered (the workflow's issues job holds the token that may comment)."""
+    ledger = tracker.path if isinstance(tracker, Ledger) else None
+    return read_disables(lambda: tracker, cfg.project_root / ".device-matrix", ledger=ledger)
+
+
+def declared(cfg: Config, script_files: Sequence[str]) -> tuple[list[DeviceSkip], str]:
+    """The tracker's disables as declarations beside the ones in code (``skips list|check``),
+    an unreadable one with its problem, and how the list was read (from the tracker, or the
+    cache and its age)."""
+    from device_matrix.issues import LEDGER_FILE, open_tracker
+
+    ledger = cfg.results_dir / LEDGER_FILE if cfg.tracker.kind == "ledger" else None
+    got = read_disables(lambda: open_tracker(cfg, cfg.results_dir), cfg.project_root / ".device-matrix", ledger=ledger)
+    out: list[DeviceSkip] = []
+    for d in got.disables:
+        for target in d.targets(script_files):
+            out.append(
+                DeviceSkip(
+                    mode="skip",
+                    devices=d.devices,
+                    issue=d.issue,
+                    reason=f"disabled by {d.issue} since {d.since.isoformat()}",
+                    source="tracker",
+                    since=d.since,
+                    test=target,
+                    file=f"tracker {d.issue}",
+                    form="disabled",
+                )
+            )
+    for u in got.unreadable:
+        out.append(
+            DeviceSkip(
+                mode="skip",
+                devices=(),
+                issue=u.issue,
+                reason=u.title,
+                source="tracker",
+                file=f"tracker {u.issue}",
+                form="disabled",
+                problem=f"not applied: {u.problem}",
+            )
+        )
+    return out, got.note
+
+
+# --- the re-enable check's evidence, on each issue (``issues sync``) --------------------
+
+RERUN_MARKER = "<!-- device-matrix:rerun={} -->"
+
+
+def _number(ref: str) -> int | None:
+    tail = ref.rpartition(":")[2] if ref.startswith("ledger:") else ref.rpartition("#")[2]
+    return int(tail) if tail.isdigit() else None
+
+
+def _evidence_text(entries: Sequence[dict[str, Any]], times: int, closing: bool) -> str:
+    runs = sum(int(e["runs"]) for e in entries)
+    passes = sum(int(e["passes"]) for e in entries)
+    lines = [
+        f"Re-enable check: {passes} of {runs} run(s) passed "
+        f"({times} run(s) asked of each row: a 5% flake fails within 45 runs with 90% confidence)."
+    ]
+    for e in entries:
+        lines.append(f"- row `{e['row']}`: {e['passes']} of {e['runs']} passed")
+        if e["failures"]:
+            last = e["failures"][-1]
+            lines.append(f"  - {len(e['failures'])} failing run(s); the latest, run {last['run']}:")
+            for t in last["tests"]:
+                where = f" (fingerprint `{t['fingerprint']}`)" if t.get("fingerprint") else ""
+                lines.append(f"    - `{t['nodeid']}` {t['outcome']}{where}: {neutralize(str(t.get('message', '')))}")
+    if closing:
+        lines.append("\nEvery run passed: closed, the test runs again on its rows from the next run.")
+    elif runs:
+        lines.append("\nStill failing: the disable stays.")
+    return "\n".join(lines)
+
+
+def report_reruns(tracker: Tracker, evidence: dict[str, Any], *, apply: bool) -> list[str]:
+    """Comment each disable issue's evidence once per rerun; close those that passed every run."""
+    rerun = str(evidence.get("rerun", ""))
+    times = int(evidence.get("times", 0))
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for e in evidence.get("disables") or []:
+        if isinstance(e, dict) and isinstance(e.get("issue"), str):
+            grouped.setdefault(e["issue"], []).append(e)
+    cited = tracker.lookup(list(grouped)) if grouped else {}
+    lines: list[str] = []
+    for ref, entries in grouped.items():
+        number = _number(ref)
+        state = cited.get(ref)
+        if number is None or state is None or state.state != "open":
+            lines.append(f"  {ref}: {state.state if state else 'unknown'}, not reported")
+            continue
+        key = ref if ref.startswith("ledger:") else f"{github(tracker).repository}#{number}"
+        issue = Issue(key, number, state.title, "", "open", url=state.url)
+        marker = RERUN_MARKER.format(rerun)
+        if any(marker in c for c in tracker.comments(issue)):
+            lines.append(f"  {ref}: this re-enable check is already reported")
+            continue
+        runs = sum(int(e["runs"]) for e in entries)
+        closing = runs > 0 and all(int(e["passes"]) == int(e["runs"]) for e in entries)
+        verb = ("closes" if closing else "keeps") if apply else ("would close" if closing else "would keep")
+        lines.append(f"  {ref}: {sum(int(e['passes']) for e in entries)} of {runs} passed: {verb} it")
+        if apply:
+            tracker.comment(issue, f"{_evidence_text(entries, times, closing)}\n\n{marker}")
+            if closing:
+                close_issue(tracker, issue)
+    return lines
