@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from device_matrix.config import OnRecurrence
+from device_matrix.diagnostics.fingerprint import NO_FRAMES
 from device_matrix.errors import EnvironmentProblem, TrackerError
 from device_matrix.findings import crash_key, declared_test, fingerprint_of, is_device_skip, skip_key
 from device_matrix.issues.base import (
@@ -138,6 +139,10 @@ def _run_id(record: RunRecord) -> str:
     return record.get("run_url") or record["started_at"]
 
 
+# between a frameless crash's fingerprint and its test's hash in its finding's key
+FRAMELESS_MARK = ":"  # a character the issue body's marker keeps (FINGERPRINT_END_RE)
+
+
 def collect(records: Sequence[RunRecord]) -> tuple[list[Finding], list[tuple[str, str, str]]]:
     """Findings that need an issue, and (nodeid, row, cited issue) for cited skips/crashes."""
     findings: dict[str, Finding] = {}
@@ -149,7 +154,7 @@ def collect(records: Sequence[RunRecord]) -> tuple[list[Finding], list[tuple[str
                 ref = str(crash["issue"])
                 cited.append((crash["nodeid"] or crash["phase"], row, normalize_issue(ref) or ref))
                 continue
-            fp = crash_key(crash["diagnosis"]["fingerprint"])
+            fp = _crash_finding_key(crash)
             f = findings.get(fp)
             if f is None:
                 f = findings[fp] = _crash_finding(fp, crash)
@@ -170,6 +175,17 @@ def collect(records: Sequence[RunRecord]) -> tuple[list[Finding], list[tuple[str
             _seen(f, record)
             f.nodeids.append(test["nodeid"])
     return list(findings.values()), cited
+
+
+def _crash_finding_key(crash: CrashRecord) -> str:
+    """The key of a crash's finding: its fingerprint's; where that holds no frame of the
+    project's (#29: every abort under XLA's handler read alike), its test's too, so it is
+    never linked to another test's crash issue."""
+    d = crash["diagnosis"]
+    if NO_FRAMES not in d["fingerprint_basis"]:
+        return crash_key(d["fingerprint"])
+    where = crash["nodeid"] or crash["phase"]
+    return crash_key(f"{d['fingerprint']}{FRAMELESS_MARK}{hashlib.sha256(where.encode()).hexdigest()[:8]}")
 
 
 def _seen(f: Finding, record: RunRecord) -> None:
@@ -316,7 +332,7 @@ def sync(
     findings, cited = collect([redactor.data(record) for record in records])
     for f in findings:
         if f.kind == "crash" and placements:
-            f.placement = placements.get(fingerprint_of(f.fingerprint))
+            f.placement = placements.get(fingerprint_of(f.fingerprint).partition(FRAMELESS_MARK)[0])
     known = {f.fingerprint for f in findings}
     findings += [f for f in uncited_skip_findings(declared) if f.fingerprint not in known]
     report.subjects = {f.fingerprint: redactor.text(f.subject()) for f in findings}
