@@ -258,6 +258,7 @@ MUTATION_MODULES = {
             "collect",
             "_seen",
             "_crash_finding",
+            "_crash_finding_key",
             "_skip_finding",
             "_run_hash",
             "_runs_of",
