@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+import device_matrix
 from device_matrix.config import Row
 from device_matrix.diagnostics.core import GDB_TIMEOUT, mapped_files
 from device_matrix.errors import EnvironmentProblem
@@ -45,7 +46,7 @@ from device_matrix.wire import PLUGIN
 CONTAINER_PYTHONS = ("python", "python3")
 # this package, mounted read-only so the plugin loads in images that lack device-matrix
 PACKAGE_MOUNT = "/opt/device-matrix"
-PACKAGE_DIR = Path(__file__).resolve().parents[2]
+PACKAGE_DIR = Path(device_matrix.__file__).resolve().parent
 # what the mounted package needs of the image: requires-python, and pytest.Directory
 # (pytest 8.0), which the plugin's collection hooks use
 MIN_PYTHON = (3, 10)
