@@ -24,6 +24,7 @@ from device_matrix.errors import EXIT_OK, UsageProblem
 from device_matrix.issues import disables
 from device_matrix.output import Output
 from device_matrix.records.atomic import write_json_atomic
+from device_matrix.records.outcomes import QUIET_OUTCOMES
 from device_matrix.records.schema import RunRecord, TestRecord
 from device_matrix.run.context import RunOptions
 from device_matrix.run.plan import RowPlan
@@ -143,7 +144,7 @@ def rerun_disabled(
                     continue  # not run this time (skipped by the project's own list or marker)
                 entry = evidence[f"{d.issue}|{name}"]
                 entry["runs"] += 1
-                bad = [t for t in ran if t["outcome"] not in ("passed", "skipped", "xfailed")]
+                bad = [t for t in ran if t["outcome"] not in QUIET_OUTCOMES]
                 if bad:
                     entry["failures"].append({"run": i, "tests": [_failure(record, t) for t in bad]})
                 else:
