@@ -251,6 +251,7 @@ MUTATION_MODULES = {
             "tests/test_tracker_ledger.py",
             "tests/test_issue_bodies.py",
             "tests/test_sync.py",
+            "tests/test_sync_frameless.py",
         ],
         "threshold": 90,
         "functions": [

@@ -43,3 +43,12 @@ def test_a_frameless_crash_is_filed_once_and_its_issue_found_again() -> None:
     body = "text\n" + FINGERPRINT_MARKER.format(f.fingerprint)
     found = FINGERPRINT_END_RE.search(body)
     assert found is not None and found.group(1) == f.fingerprint  # read back: never filed twice
+
+
+def test_frameless_crashes_outside_a_test_are_told_apart_by_their_phase() -> None:
+    exit_crash = _frameless("t.py::test_a")
+    exit_crash.update(nodeid=None, phase="exit", when=None)
+    collect_crash = {**_frameless("t.py::test_a"), "nodeid": None, "phase": "collect", "when": None}
+    recs = [R.record("cpu", [], [exit_crash]), R.record("cpu", [], [collect_crash]), R.record("cpu", [], [exit_crash])]
+    findings, _ = collect(recs)  # type: ignore[arg-type]
+    assert len(findings) == 2 and sorted(len(f.runs) for f in findings) == [1, 2]
