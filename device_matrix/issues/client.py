@@ -71,6 +71,14 @@ def _origin(url: str) -> tuple[str, str, int | None]:
     return parts.scheme.lower(), (parts.hostname or "").lower(), port
 
 
+# the client's limits where its caller gives none (the tracker's own defaults are these)
+API_URL = "https://api.github.com"
+WRITE_INTERVAL = 1.0  # seconds between two writes
+WRITES_PER_HOUR = 400
+MAX_WAIT = 600.0  # seconds a rate limit may be waited out
+TIMEOUT = 30.0  # seconds one request may take
+
+
 class GitHubClient:
     """One token's requests to one API origin."""
 
@@ -79,11 +87,11 @@ class GitHubClient:
         token: str | None,
         *,
         repository: str = "",
-        api_url: str = "https://api.github.com",
-        write_interval: float = 1.0,
-        writes_per_hour: int = 400,
-        max_wait: float = 600.0,
-        timeout: float = 30.0,
+        api_url: str = API_URL,
+        write_interval: float = WRITE_INTERVAL,
+        writes_per_hour: int = WRITES_PER_HOUR,
+        max_wait: float = MAX_WAIT,
+        timeout: float = TIMEOUT,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,

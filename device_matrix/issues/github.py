@@ -16,6 +16,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from device_matrix.errors import TrackerError
+from device_matrix.issues import client
 from device_matrix.issues.base import FINGERPRINT_MARKER, AmbiguousWrite, Cited, CitedState, Issue
 from device_matrix.issues.client import PER_PAGE, GitHubClient, GoneError, author
 
@@ -31,12 +32,12 @@ class GitHubTracker:
         repository: str,
         token: str | None,
         *,
-        api_url: str = "https://api.github.com",
+        api_url: str = client.API_URL,
         labels: Sequence[str] = ("device-matrix",),
-        write_interval: float = 1.0,
-        writes_per_hour: int = 400,
-        max_wait: float = 600.0,
-        timeout: float = 30.0,
+        write_interval: float = client.WRITE_INTERVAL,
+        writes_per_hour: int = client.WRITES_PER_HOUR,
+        max_wait: float = client.MAX_WAIT,
+        timeout: float = client.TIMEOUT,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
