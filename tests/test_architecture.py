@@ -14,6 +14,7 @@ import typing
 from pathlib import Path
 
 from device_matrix.cli import build_parser
+from tests import test_layout
 from tests.conftest import clean_env
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -21,14 +22,8 @@ PACKAGE = ROOT / "device_matrix"
 DOC = ROOT / "docs" / "architecture.md"
 
 
-def _module(path: Path) -> str:
-    parts = ["device_matrix", *path.relative_to(PACKAGE).with_suffix("").parts]
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-@functools.cache
-def _modules() -> dict[str, Path]:
-    return {_module(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+# the package's modules by dotted name, read as the layout test reads them
+_modules = functools.cache(test_layout._modules)
 
 
 @functools.cache
