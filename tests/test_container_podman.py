@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from collections.abc import Iterator
@@ -243,6 +244,14 @@ def test_rootless_podman_writes_as_the_invoking_user(images: engine_images.Image
     python = shutil.which("python3", path="/usr/bin:/bin")
     if python is None:
         unavailable("no /usr/bin/python3 for the rootless user to run device-matrix with")
+    # the tests' own interpreter may sit where the user cannot reach (a home directory); the
+    # system one runs the checkout with this environment's dependencies, of the same version
+    theirs = subprocess.run(
+        [python, "-c", "import sys; print(*sys.version_info[:2])"], capture_output=True, text=True, check=True
+    )
+    assert theirs.stdout.split() == [str(n) for n in sys.version_info[:2]], f"{python} is not this Python version"
+    paths = sysconfig.get_paths()
+    pythonpath = os.pathsep.join(dict.fromkeys([str(REPO), paths["purelib"], paths["platlib"]]))
     engine_images.share_with(user, images.pytest8)
     who = pwd.getpwnam(user)
     root = Path(tempfile.mkdtemp(prefix="device-matrix-rootless-"))
@@ -252,7 +261,7 @@ def test_rootless_podman_writes_as_the_invoking_user(images: engine_images.Image
         (p.root / "suites" / "passing" / "test_in_the_container.py").write_text(PROBE_SUITE)
         for path in [root, *root.rglob("*")]:
             os.chown(path, who.pw_uid, who.pw_gid)
-        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": who.pw_dir, "PYTHONPATH": str(REPO), **SECRETS}
+        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": who.pw_dir, "PYTHONPATH": pythonpath, **SECRETS}
         argv = ["runuser", "-u", user, "--", "env", *(f"{k}={v}" for k, v in env.items())]
         argv += [python, "-m", "device_matrix", "--project", str(root), "run", "--device", "fixture"]
         proc = subprocess.run(argv, cwd="/", capture_output=True, text=True, timeout=300, check=False)
