@@ -1,0 +1,92 @@
+"""The test map's file (#34): each file once, tests by index, and a clear error for anything else."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from device_matrix.errors import ResultsError
+from device_matrix.records import testmap
+from device_matrix.records.testmap import TestMap
+
+
+def _map() -> TestMap:
+    return TestMap(
+        row="cpu",
+        commit="a" * 40,
+        created="2026-12-01T00:00:00Z",
+        tests={
+            "tests/test_a.py::test_one": frozenset({"pkg/a.py", "pkg/util.py"}),
+            "tests/test_b.py::test_two": frozenset({"pkg/util.py"}),
+            "tests/test_c.py::test_none": frozenset(),
+        },
+    )
+
+
+def test_a_map_reads_back_as_written_with_each_file_stored_once(tmp_path: Path) -> None:
+    path = tmp_path / testmap.FILE_NAME
+    testmap.write(path, _map())
+    assert testmap.read(path) == _map()
+    data = json.loads(path.read_text())
+    assert data["files"] == ["pkg/a.py", "pkg/util.py"]
+    assert data["tests"]["tests/test_b.py::test_two"] == [1]
+    assert _map().files() == {"pkg/a.py", "pkg/util.py"}
+
+
+def test_a_map_is_redacted_as_every_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_TOKEN", "hf_s3cr3tvalue1234567890")
+    m = TestMap(row="cpu", commit=None, created="x", tests={"t.py::test[hf_s3cr3tvalue1234567890]": frozenset()})
+    path = tmp_path / testmap.FILE_NAME
+    testmap.write(path, m)
+    assert "hf_s3cr3tvalue1234567890" not in path.read_text()
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("not json", "not JSON"),
+        ('{"schema": "other"}', "not a device-matrix test map"),
+        (json.dumps({"schema": testmap.SCHEMA, "version": 99}), "version 99"),
+        (json.dumps({"schema": testmap.SCHEMA, "version": 1, "files": "x"}), "damaged"),
+        (
+            json.dumps(
+                {
+                    "schema": testmap.SCHEMA,
+                    "version": 1,
+                    "row": "cpu",
+                    "commit": None,
+                    "created": "x",
+                    "files": ["a.py"],
+                    "tests": {"t": [1]},
+                }
+            ),
+            "not indices",
+        ),
+        (
+            json.dumps(
+                {
+                    "schema": testmap.SCHEMA,
+                    "version": 1,
+                    "row": "cpu",
+                    "commit": None,
+                    "created": "x",
+                    "files": ["a.py"],
+                    "tests": {"t": [True]},
+                }
+            ),
+            "not indices",
+        ),
+    ],
+)
+def test_a_damaged_map_is_a_results_error_that_says_what(tmp_path: Path, text: str, words: str) -> None:
+    path = tmp_path / testmap.FILE_NAME
+    path.write_text(text)
+    with pytest.raises(ResultsError, match=words):
+        testmap.read(path)
+
+
+def test_a_missing_map_says_how_one_is_recorded(tmp_path: Path) -> None:
+    with pytest.raises(ResultsError, match="no test map there"):
+        testmap.read(tmp_path / "absent.json")
