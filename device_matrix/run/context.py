@@ -23,7 +23,7 @@ from device_matrix.config import Config, Row, Script
 from device_matrix.errors import UsageProblem
 from device_matrix.executors.base import Executor, LaunchSpec
 from device_matrix.executors.container import ContainerExecutor
-from device_matrix.records.schema import RowStatus, RunRecord, SourceInfo, SpreadRef
+from device_matrix.records.schema import DisablesRef, RowStatus, RunRecord, SourceInfo, SpreadRef
 from device_matrix.records.summary import most_serious
 from device_matrix.redact import Redactor, remember_secrets
 from device_matrix.run import crashes, selection
@@ -260,6 +260,7 @@ class Run:
         self.record: RunRecord | None = None  # the record last written
         self.container: ContainerExecutor | None = None  # the row's container, once made (executor)
         self.disable_list = cfg.disable_list  # with the tracker's disables once prepared (#33)
+        self.disables: DisablesRef | None = None  # the tracker's list it applied: its age (#33)
 
     @property
     def row(self) -> Row:

@@ -96,7 +96,7 @@ def prepare(run: Run, verdict: Verdict = RUNNING) -> Verdict:
             previous = None
     run.folder.clear(keep_attempts=previous is not None)
     # #33: the open disable issues, read before the row starts (never a failed run for it)
-    run.disable_list = tracker_disables(
+    run.disable_list, run.disables = tracker_disables(
         run.cfg, run.folder.path, [s.file for s in run.scripts], lambda text: run.listener.note(run.row.name, text)
     )
     if previous is not None:
@@ -315,6 +315,8 @@ def write_record(run: Run, verdict: Verdict, *, final: bool = True) -> RunRecord
     record["selection"] = selection_words(
         suites=opts.suites, tests=opts.tests, pytest_args=opts.pytest_args, spread=record.get("spread")
     )
+    if run.disables is not None:
+        record["disables"] = run.disables  # #33: how old the tracker's list was
     if run.container is not None:
         # the engine and the image's interpreter: the child's own snapshot cannot see them
         record["environment"].update(run.container.facts())
