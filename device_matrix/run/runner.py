@@ -193,7 +193,7 @@ def run_scripts(run: Run, verdict: Verdict) -> Verdict:
                 message=NO_PROGRAM if script.kind == "program" else NO_UNITTEST,
                 attempt=len(state.attempts),
             )
-            verdicts.append(Verdict("failed", f"{script.file}: no test ran"))
+            verdicts.append(Verdict("failed", f"{script.file}{script.suffix}: no test ran"))  # #29: which run
     return worst(verdicts)
 
 
