@@ -365,6 +365,8 @@ class Run:
                     tip="Remove it from PYTEST_ADDOPTS (the environment's, or the row's env) for device-matrix run.",
                 ) from None
         self.targets  # noqa: B018 - resolved now: its errors are the refusal
+        if self.runs_pytest:
+            selection.refuse_ini_addopts(self.cfg.project_root)  # #30: the project's own addopts
         self.executor  # noqa: B018
 
     def _pytest_addopts(self) -> str | None:
