@@ -570,18 +570,23 @@ class History(Store):
         """Per row of ``triage``, the place from the end of its lane's series (``length``
         runs long) of the newest of ``candidates`` that ran the row with the same selection
         (#30: a subset run is compared with the same subset, a whole row with a whole row)."""
-        wanted = {r["row"]: r["selection"] for r in triage["rows"]}
         place = {run.id: length - k for k, run in enumerate(candidates)}
-        backs: dict[str, int] = {}
-        if not place:
-            return backs
+        # the newest run of the row's selection: the least place from the end
+        return {row: min(place[i] for i in ids) for row, ids in self._of_selection(triage, place).items() if ids}
+
+    def _of_selection(self, triage: Triage, run_ids: Collection[int]) -> dict[str, set[int]]:
+        """Per row of ``triage``, those of ``run_ids`` that ran it with its selection (#30)."""
+        wanted = {r["row"]: r["selection"] for r in triage["rows"]}
+        same: dict[str, set[int]] = {row: set() for row in wanted}
+        if not run_ids:
+            return same
         for run_id, row, selection in self.db.execute(
             "SELECT run_id, row, selection FROM row_runs WHERE run_id >= ? ORDER BY run_id",
-            (min(place),),
+            (min(run_ids),),
         ):
-            if run_id in place and row in wanted and selection == wanted[row]:
-                backs[str(row)] = place[run_id]  # newer runs come later and win
-        return backs
+            if run_id in run_ids and row in wanted and selection == wanted[row]:
+                same[str(row)].add(int(run_id))
+        return same
 
     # --- views ------------------------------------------------------------------------
 
@@ -615,10 +620,14 @@ class History(Store):
         shown = sorted([*flaky_runs, *own], key=lambda r: r.id)[-window:] if base else own[-window:]
         labels = [r.label for r in flaky_runs]
         current = {storable_text(t["nodeid"]): t for t in triage["tests"]}
+        # #30: a row's flips, slowdowns and trend read the runs of its selection only, as compare does
+        same = self._of_selection(triage, {r.id for r in [*flaky_runs, *shown]})
+        masks = {row: [r.id in ids for r in flaky_runs] for row, ids in same.items()}
+        kept = {row: None if all(mask) else mask for row, mask in masks.items()}  # None, the usual: every run
         flaky: list[FlakyTest] = []
         slower: list[SlowTest] = []
         for row, nodeid, outcomes, blob, _ in self._series(flaky_lane):
-            text, durations = _align(outcomes, blob, len(flaky_runs))
+            text, durations = _only(*_align(outcomes, blob, len(flaky_runs)), kept.get(row))
             kinds = set(text)
             if kinds & PASS_CODES and kinds & FAIL_CODES:
                 found = _flaky(text, labels, nodeid, row)
@@ -641,7 +650,7 @@ class History(Store):
         return HistoryView(
             window=window,
             runs=[r.label for r in shown],
-            trends=self._trends({r.id: (r.label, r.created) for r in shown}),
+            trends=self._trends({r.id: (r.label, r.created) for r in shown}, same),
             flaky=flaky,
             slower=slower[:SLOWER_LISTED],
             crashes=self._crashes(this.id, set(triage["devices"]), {r.id for r in shown}),
@@ -650,13 +659,19 @@ class History(Store):
             sources=[_run_source(r) for r in shown],
         )
 
-    def _trends(self, runs: Mapping[int, tuple[str, str]]) -> dict[str, list[TrendPoint]]:
+    def _trends(
+        self, runs: Mapping[int, tuple[str, str]], same: Mapping[str, Collection[int]]
+    ) -> dict[str, list[TrendPoint]]:
+        """Each row's counts over ``runs``; a row of this triage over the runs of its selection
+        (``same``), one it did not run over all of them."""
         trends: dict[str, list[TrendPoint]] = {}
         if not runs:
             return trends
         for run_id, row, label, duration, *counts in self.db.execute(_SELECT_TRENDS, (min(runs),)):
             if run_id not in runs:
                 continue  # another lane's run
+            if row in same and run_id not in same[row]:
+                continue  # a run of another selection of the row (#30)
             trends.setdefault(row, []).append(
                 TrendPoint(
                     run_id=int(run_id),
@@ -880,6 +895,16 @@ def _align(outcomes: str, blob: bytes, length: int) -> tuple[str, bytes]:
         return outcomes[-length:], blob[-_F32 * length :]
     pad = length - len(outcomes)
     return ABSENT * pad + outcomes, _NO_DURATION * pad + blob
+
+
+def _only(text: str, blob: bytes, kept: Sequence[bool] | None) -> tuple[str, bytes]:
+    """An aligned series with the runs not ``kept`` (another selection's, #30) read as absent;
+    ``kept`` None: every run."""
+    if kept is None:
+        return text, blob
+    codes = "".join(c if keep else ABSENT for c, keep in zip(text, kept, strict=True))
+    durations = b"".join(blob[k * _F32 : (k + 1) * _F32] if keep else _NO_DURATION for k, keep in enumerate(kept))
+    return codes, durations
 
 
 def _flaky(text: str, labels: list[str], nodeid: str, row: str) -> FlakyTest | None:
