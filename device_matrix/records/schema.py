@@ -136,7 +136,7 @@ class AttemptRecord(TypedDict):
     log: str
 
 
-class Summary(TypedDict):
+class _SummaryFields(TypedDict):
     total: int
     passed: int
     failed: int
@@ -147,6 +147,10 @@ class Summary(TypedDict):
     crashed: int
     timeout: int
     not_run: int
+
+
+class Summary(_SummaryFields, total=False):
+    deselected: int  # #34: left out by test selection; older records lack it
 
 
 EventKind: TypeAlias = Literal["push", "pull_request", "schedule", "manual", "local", "other"]
@@ -404,6 +408,7 @@ def summarize(tests: list[TestRecord]) -> Summary:
         crashed=counts["crashed"],
         timeout=counts["timeout"],
         not_run=counts["not_run"],
+        deselected=counts["deselected"],
     )
 
 
