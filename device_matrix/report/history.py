@@ -663,15 +663,16 @@ class History(Store):
         for run_id, row, label, duration, *counts in self.db.execute(_SELECT_TRENDS, (min(runs),)):
             if run_id not in runs:
                 continue  # another lane's run
+            # every bucket, as the one fold gives them; #34: deselected tests are never counted
+            counted: dict[str, int] = dict.fromkeys(BUCKETS, 0)
+            counted.update(zip(HISTORY_BUCKETS, map(int, counts), strict=True))
             trends.setdefault(row, []).append(
                 TrendPoint(
                     run_id=int(run_id),
                     run=runs[run_id][0],
                     created=runs[run_id][1],
                     label=label,
-                    # every bucket, as the one fold gives them; #34: deselected tests are never counted
-                    counts=dict.fromkeys(BUCKETS, 0)
-                    | dict(zip(HISTORY_BUCKETS, (int(n) for n in counts), strict=True)),
+                    counts=counted,
                     duration=duration,
                 )
             )
