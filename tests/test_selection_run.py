@@ -1,0 +1,161 @@
+"""``device-matrix run --select changed`` end to end (#34): a row runs what its change can
+break, records the rest deselected with why, and runs everything, saying why, when it
+cannot tell (no map, conftest.py or pyproject.toml changed, no git)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from device_matrix.errors import EXIT_RESULTS, EXIT_USAGE
+from device_matrix.records import testmap
+from device_matrix.records.testmap import TestMap
+from tests.conftest import Project, make_project
+from tests.runs import outcomes_of, write_suite
+
+SUITE = {
+    "helpers.py": "def double(x):\n    return 2 * x\n",
+    "other.py": "def triple(x):\n    return 3 * x\n",
+    "test_double.py": "from helpers import double\n\n\ndef test_double():\n    assert double(2) == 4\n",
+    "test_triple.py": "from other import triple\n\n\ndef test_triple():\n    assert triple(2) == 6\n",
+}
+DOUBLE = "suites/mine/test_double.py::test_double"
+TRIPLE = "suites/mine/test_triple.py::test_triple"
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Project:
+    """A project in git, committed, with a test map of that commit in its results."""
+    p = make_project(tmp_path, ["passing"])
+    write_suite(p, "mine", SUITE)
+    (p.root / "suites" / "mine" / "conftest.py").write_text(
+        "import sys, os\nsys.path.insert(0, os.path.dirname(__file__))\n"
+    )
+    (p.root / ".gitignore").write_text("results/\n__pycache__/\n.device-matrix/\n")
+    _git(p.root, "init", "-q")
+    _git(p.root, "add", "-A")
+    _git(p.root, "commit", "-qm", "base")
+    head = _git(p.root, "rev-parse", "HEAD")
+    mine = "suites/mine"
+    m = TestMap(
+        row="fixture",
+        commit=head,
+        created=dt.datetime.now(dt.UTC).isoformat(),
+        tests={
+            DOUBLE: frozenset({f"{mine}/test_double.py", f"{mine}/helpers.py"}),
+            TRIPLE: frozenset({f"{mine}/test_triple.py", f"{mine}/other.py"}),
+        },
+    )
+    testmap.write(p.results / "fixture" / testmap.FILE_NAME, m)
+    return p
+
+
+def _select(p: Project, *more: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    proc = p.run("run", "--device", "fixture", "--select", "changed", *more)
+    return proc, p.record()
+
+
+def test_a_change_runs_the_tests_that_cover_it_and_records_the_rest_deselected(repo: Project) -> None:
+    helpers = repo.root / "suites" / "mine" / "helpers.py"
+    helpers.write_text(helpers.read_text() + "\n# touched\n")
+    (repo.root / "suites" / "mine" / "test_new.py").write_text("def test_new():\n    pass\n")
+    proc, rec = _select(repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert outcomes_of(rec) == {"test_double": "passed", "test_triple": "deselected", "test_new": "passed"}
+    (left,) = [t for t in rec["tests"] if t["nodeid"] == TRIPLE]
+    assert left["message"] == "covers none of the 2 changed files"
+    assert rec["status"] == "passed"
+    sel = rec["test_selection"]
+    assert (sel["mode"], sel["full_reason"], sel["ran"], sel["total"]) == ("changed", None, 2, 3)
+    assert sel["changed"] == ["suites/mine/helpers.py", "suites/mine/test_new.py"]
+    assert sel["by_reason"] == {"covers": 1, "new": 1, "deselected": 1}
+    assert rec["summary"]["passed"] == 2 and rec["summary"]["deselected"] == 1
+    # junit.xml and report.json: never a pass
+    junit = ET.fromstring((repo.results / "fixture" / "junit.xml").read_text())
+    (case,) = [c for c in junit.iter("testcase") if c.get("name") == "test_triple"]
+    skipped = case.find("skipped")
+    assert skipped is not None and skipped.get("type") == "deselected"
+    report = json.loads((repo.results / "fixture" / "report.json").read_text())
+    assert {t["nodeid"]: t["outcome"] for t in report["tests"]}[TRIPLE] == "deselected"
+    # triage: the left-out test is counted deselected, and the row says how much ran
+    tri = repo.run("triage", str(repo.results), "--no-history")
+    assert tri.returncode == 0, tri.stdout + tri.stderr
+    md = (repo.results / "triage" / "triage.md").read_text()
+    assert "ran 2 of 3 tests: 2 changed files; 1 new" in md
+
+
+@pytest.mark.parametrize("changed", ["suites/mine/conftest.py", "pyproject.toml"])
+def test_a_change_to_conftest_or_pyproject_runs_every_test_and_says_why(repo: Project, changed: str) -> None:
+    path = repo.root / changed
+    path.write_text(path.read_text() + "\n# touched\n")
+    proc, rec = _select(repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert set(outcomes_of(rec).values()) == {"passed"}
+    assert len(rec["tests"]) == 2
+    reason = f"{changed} changes, which the test map cannot follow"
+    assert rec["test_selection"]["full_reason"] == reason
+    assert rec["test_selection"]["by_reason"] == {"full": 2}
+    assert reason in proc.stdout + proc.stderr
+
+
+def test_a_run_without_a_test_map_runs_every_test_and_says_why(repo: Project) -> None:
+    (repo.results / "fixture" / testmap.FILE_NAME).unlink()
+    proc, rec = _select(repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert set(outcomes_of(rec).values()) == {"passed"} and len(rec["tests"]) == 2
+    assert rec["test_selection"]["full_reason"] == "no test map for row 'fixture'"
+    assert "every test runs: no test map for row 'fixture'" in proc.stdout + proc.stderr
+
+
+def test_a_map_of_a_commit_git_does_not_know_runs_every_test(repo: Project) -> None:
+    path = repo.results / "fixture" / testmap.FILE_NAME
+    m = testmap.read(path)
+    testmap.write(path, TestMap(row=m.row, commit="f" * 40, created=m.created, tests=m.tests))
+    proc, rec = _select(repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(rec["tests"]) == 2 and "deselected" not in outcomes_of(rec).values()
+    assert rec["test_selection"]["full_reason"].startswith(f"git cannot diff from {'f' * 12}")
+
+
+def test_select_all_and_a_named_map(repo: Project, tmp_path: Path) -> None:
+    # a map the command line names must be there: a results error that says so, and nothing runs
+    proc = repo.run("run", "--device", "fixture", "--select", "changed", "--map", str(tmp_path / "missing.json"))
+    assert proc.returncode == EXIT_RESULTS and "no test map there" in proc.stderr
+    assert not (repo.results / "fixture" / "run.json").exists()
+    proc = repo.run("run", "--device", "fixture", "--select", "all")
+    rec = repo.record()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert rec["test_selection"]["mode"] == "all" and rec["test_selection"]["full_reason"] == "--select all"
+    proc = repo.run("run", "--device", "fixture", "--map", "x.json")
+    assert proc.returncode == EXIT_USAGE and "--map needs --select changed" in proc.stderr
+
+
+def test_the_deselected_event_is_checked_as_the_journal_checks_every_event() -> None:
+    from device_matrix import wire
+    from device_matrix.run.journal import Fold
+
+    assert wire.check_event({"e": "deselected", "n": 2, "nodeids": ["a.py::t"]}, 2) is None
+    assert (
+        wire.check_event({"e": "deselected", "n": 2, "nodeids": [3]}, 2)
+        == "event 'deselected': a nodeid is not a string"
+    )
+    fold = Fold()
+    for event in ({"e": "session", "pid": 1, "t": 0.0}, {"e": "deselected", "nodeids": ["a.py::t"]}):
+        fold.append(str(event.pop("e")), **event)
+    assert fold.broken is None and fold.deselected == ["a.py::t"]
