@@ -146,21 +146,6 @@ def test_select_all_and_a_named_map(repo: Project, tmp_path: Path) -> None:
     assert proc.returncode == EXIT_USAGE and "--map needs --select changed" in proc.stderr
 
 
-def test_the_deselected_event_is_checked_as_the_journal_checks_every_event() -> None:
-    from device_matrix import wire
-    from device_matrix.run.journal import Fold
-
-    assert wire.check_event({"e": "deselected", "n": 2, "nodeids": ["a.py::t"]}, 2) is None
-    assert (
-        wire.check_event({"e": "deselected", "n": 2, "nodeids": [3]}, 2)
-        == "event 'deselected': a nodeid is not a string"
-    )
-    fold = Fold()
-    for event in ({"e": "session", "pid": 1, "t": 0.0}, {"e": "deselected", "nodeids": ["a.py::t"]}):
-        fold.append(str(event.pop("e")), **event)
-    assert fold.broken is None and fold.deselected == ["a.py::t"]
-
-
 def _workflow_cfg(tmp_path: Path, top: str) -> Any:
     from device_matrix import config
 
