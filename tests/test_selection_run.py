@@ -100,6 +100,15 @@ def test_a_change_runs_the_tests_that_cover_it_and_records_the_rest_deselected(r
     assert "ran 2 of 3 tests: 2 changed files; 1 new" in md
 
 
+def test_a_change_no_test_covers_leaves_every_test_out_and_the_row_green(repo: Project) -> None:
+    (repo.root / "suites" / "mine" / "unused.py").write_text("X = 1\n")
+    proc, rec = _select(repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # pytest's "no tests ran" (5) is not a failure here
+    assert outcomes_of(rec) == {"test_double": "deselected", "test_triple": "deselected"}
+    assert rec["status"] == "passed" and rec["reason"] is None
+    assert rec["test_selection"]["ran"] == 0 and rec["test_selection"]["total"] == 2
+
+
 @pytest.mark.parametrize("changed", ["suites/mine/conftest.py", "pyproject.toml"])
 def test_a_change_to_conftest_or_pyproject_runs_every_test_and_says_why(repo: Project, changed: str) -> None:
     path = repo.root / changed

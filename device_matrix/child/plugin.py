@@ -59,6 +59,7 @@ class _State:
         self.journal: JournalWriter | None = None
         self.select: list[str] | None = None
         self.deselect: frozenset[str] = frozenset()  # #34: tests selection leaves out (--dm-deselect)
+        self.left_out = 0  # how many collected tests it left out
         self.device: str | None = None  # the row device-matrix runs
         self.pjrt: str | None = os.environ.get("PJRT_DEVICE")
         # what device markers apply to: the row, else (plain pytest) the PJRT device (#20)
@@ -240,6 +241,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         # each deselected with the reason it holds
         left = [i for i in items if i.nodeid in state.deselect]
         if left:
+            state.left_out += len(left)
             items[:] = [i for i in items if i.nodeid not in state.deselect]
             config.hook.pytest_deselected(items=left)
             if state.journal is not None:
@@ -529,8 +531,12 @@ def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str])
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int | pytest.ExitCode) -> None:
     state = session.config.stash.get(_state_key, None)
+    nothing = exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and not session.testscollected
+    if state is not None and state.left_out and nothing:
+        # #34: selection left every test out: nothing broke, nothing was to run
+        session.exitstatus = exitstatus = pytest.ExitCode.OK
     if state is not None and state.journal is not None:
         state.journal.write("end", exitstatus=int(exitstatus), t=time.time())
 
