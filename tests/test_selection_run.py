@@ -195,3 +195,40 @@ def test_the_workflow_selects_on_pull_requests_when_switched_on(tmp_path: Path) 
     named = _workflow_cfg(tmp_path, 'select_pull_requests = true\nselect_full_label = "full"')
     assert _run_args(named, Event(name="pull_request", labels=("full",)))["cpu"] == [""]
     assert _run_args(named, labelled)["cpu"] == ["--select changed"]
+
+
+def _source(**kw: Any) -> Any:
+    from device_matrix.records.source import detect, override
+
+    return override(detect(environ={}, cwd=Path("/nonexistent")), **kw)
+
+
+def test_recent_failures_and_skips_of_the_base_and_the_pull_request_run_from_the_history(tmp_path: Path) -> None:
+    from device_matrix.cli.select import recent_tests
+    from device_matrix.report.history import History
+    from device_matrix.report.model import build
+    from tests import records as R
+
+    path = tmp_path / "history.sqlite"
+    h = History.open(path)
+    main = _source(branch="main")
+    base_run = [R.test("t.py::fails"), R.test("t.py::skipped", "skipped"), R.test("t.py::fine")]
+    for outcome in ("failed", "passed"):
+        base_run[0]["outcome"] = outcome
+        h.record(build([R.record("cpu", base_run)], [], {}), f"main {outcome}", source=main)  # type: ignore[arg-type]
+    pr = _source(branch="feature", pull_request=7, base="main")
+    h.record(build([R.record("cpu", [R.test("t.py::mine", "failed"), R.test("t.py::fine")])], [], {}), "pr", source=pr)  # type: ignore[arg-type]
+    other_row = [R.test("t.py::elsewhere", "failed")]
+    h.record(build([R.record("tpu", other_row)], [], {}), "main tpu", source=main)  # type: ignore[arg-type]
+    h.close()
+    recent, why = recent_tests(path, pr, "cpu")
+    assert why == ""
+    assert recent == {
+        "t.py::fails": "recently failing on main",
+        "t.py::skipped": "recently skipped or disabled on main",
+        "t.py::mine": "recently failing on pull request 7",
+    }
+    assert recent_tests(tmp_path / "none.sqlite", pr, "cpu") == ({}, "")
+    (tmp_path / "bad.sqlite").write_bytes(b"not a database at all, not even close")
+    recent, why = recent_tests(tmp_path / "bad.sqlite", pr, "cpu")
+    assert recent is None and why.startswith("the history's recent failures are unknown: ")

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from device_matrix.config import Config
-from device_matrix.errors import ResultsError, UsageProblem
+from device_matrix.errors import DeviceMatrixError, ResultsError, UsageProblem
 from device_matrix.records import testmap
 from device_matrix.records.outcomes import CODE, FAIL_CODES
 from device_matrix.records.schema import SourceInfo
@@ -103,13 +103,20 @@ def merge_base(root: Path, ref: str) -> tuple[str | None, str]:
     return out.strip(), ""
 
 
-def recent_tests(history: Path, source: SourceInfo | None, row: str) -> dict[str, str]:
+def recent_tests(history: Path, source: SourceInfo | None, row: str) -> tuple[dict[str, str] | None, str]:
     """The row's tests that failed, flaked or were skipped in the history's window of the
-    base branch and of this run's own lane (a pull request's earlier runs), with why."""
+    base branch and of this run's own lane (a pull request's earlier runs), with why; None
+    and why when the history cannot be read (its recent failures unknown, nothing is left out)."""
     if not history.is_file():
-        return {}
+        return {}, ""
     found: dict[str, str] = {}
-    store = History.open(history, read_only=True)
+    problems: list[str] = []
+    try:
+        store = History.open(history, problems.append, read_only=True)
+    except DeviceMatrixError as exc:
+        problems.append(exc.message)
+    if problems:
+        return None, f"the history's recent failures are unknown: {problems[0]}"
     try:
         for name in dict.fromkeys(x for x in (base_lane(source), lane(source)) if x):
             where = lane_words(name)
@@ -122,16 +129,18 @@ def recent_tests(history: Path, source: SourceInfo | None, row: str) -> dict[str
                     found[nodeid] = f"recently skipped or disabled on {where}"
     finally:
         store.close()
-    return found
+    return found, ""
 
 
 def plan_for(args: argparse.Namespace, cfg: Config, row: str, source: SourceInfo | None) -> Plan | None:
     """The row's selection plan for ``--select`` (None: not asked for)."""
     if args.select is None:
         return None
-    recent = recent_tests(cfg.project_root / DEFAULT_PATH, source, row)
     if args.select == "all":
         return plan(None, [], row=row, rules=rules_of(cfg), force="--select all", mode="all")
+    recent, why = recent_tests(cfg.project_root / DEFAULT_PATH, source, row)
+    if recent is None:
+        return plan(None, [], row=row, rules=rules_of(cfg), force=why)
     return _changed_plan(args, cfg, row, recent)
 
 
