@@ -232,3 +232,26 @@ def test_recent_failures_and_skips_of_the_base_and_the_pull_request_run_from_the
     (tmp_path / "bad.sqlite").write_bytes(b"not a database at all, not even close")
     recent, why = recent_tests(tmp_path / "bad.sqlite", pr, "cpu")
     assert recent is None and why.startswith("the history's recent failures are unknown: ")
+
+
+def test_a_row_of_one_process_per_file_leaves_the_same_tests_out(repo: Project) -> None:
+    pyproject = repo.root / "pyproject.toml"
+    pyproject.write_text(
+        pyproject.read_text().replace(
+            "[tool.device-matrix.devices.fixture]\n", '[tool.device-matrix.devices.fixture]\nisolation = "file"\n'
+        )
+    )
+    _git(repo.root, "commit", "-qam", "one process per file")
+    path = repo.results / "fixture" / testmap.FILE_NAME
+    m = testmap.read(path)
+    testmap.write(
+        path, TestMap(row=m.row, commit=_git(repo.root, "rev-parse", "HEAD"), created=m.created, tests=m.tests)
+    )
+    other = repo.root / "suites" / "mine" / "other.py"
+    other.write_text(other.read_text() + "\n# touched\n")
+    proc, rec = _select(repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert outcomes_of(rec) == {"test_double": "deselected", "test_triple": "passed"}
+    assert rec["test_selection"]["by_reason"] == {"covers": 1, "deselected": 1}
+    # collected once, then a process for the one file that has a test to run
+    assert [a["purpose"] for a in rec["attempts"]] == ["collect", "run"]
