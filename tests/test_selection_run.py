@@ -255,3 +255,26 @@ def test_a_row_of_one_process_per_file_leaves_the_same_tests_out(repo: Project) 
     assert rec["test_selection"]["by_reason"] == {"covers": 1, "deselected": 1}
     # collected once, then a process for the one file that has a test to run
     assert [a["purpose"] for a in rec["attempts"]] == ["collect", "run"]
+
+
+def test_the_change_is_what_git_says_since_the_maps_commit_and_the_merge_base(repo: Project) -> None:
+    from device_matrix.cli.select import changed_files, merge_base
+
+    head = _git(repo.root, "rev-parse", "HEAD")
+    assert changed_files(repo.root, [head]) == ([], "")
+    _git(repo.root, "rm", "-q", "suites/mine/other.py")  # a deleted file is a change too
+    (repo.root / "suites" / "mine" / "fresh.py").write_text("Y = 2\n")  # untracked
+    _git(repo.root, "checkout", "-qb", "feature")
+    (repo.root / "suites" / "mine" / "helpers.py").write_text("def double(x):\n    return x + x\n")
+    _git(repo.root, "commit", "-qam", "feature")
+    base, why = merge_base(repo.root, "HEAD~1")
+    assert (base, why) == (head, "")
+    assert changed_files(repo.root, [head, base or ""]) == (
+        ["suites/mine/fresh.py", "suites/mine/helpers.py", "suites/mine/other.py"],
+        "",
+    )
+    # a project in a folder of its repository: its own files, relative to it
+    assert changed_files(repo.root / "suites", [head])[0] == ["mine/fresh.py", "mine/helpers.py", "mine/other.py"]
+    assert merge_base(repo.root, "no-such-branch")[0] is None
+    missing, why = changed_files(repo.root / "suites", ["f" * 40])
+    assert missing is None and why.startswith(f"git cannot diff from {'f' * 12}: ")
