@@ -153,6 +153,10 @@ def test_select_all_and_a_named_map(repo: Project, tmp_path: Path) -> None:
     assert rec["test_selection"]["mode"] == "all" and rec["test_selection"]["full_reason"] == "--select all"
     proc = repo.run("run", "--device", "fixture", "--map", "x.json")
     assert proc.returncode == EXIT_USAGE and "--map needs --select changed" in proc.stderr
+    proc = repo.run("run", "--device", "fixture", "--select", "changed", "--shards", "2")
+    assert proc.returncode == EXIT_USAGE and "--select does not spread a row yet" in proc.stderr
+    proc = repo.run("run", "--device", "fixture", "--select", "changed", "--rerun-disabled")
+    assert proc.returncode == EXIT_USAGE and "--select does not go with --rerun-disabled" in proc.stderr
 
 
 def _workflow_cfg(tmp_path: Path, top: str) -> Any:

@@ -42,9 +42,15 @@ def add_select_options(parser: argparse.ArgumentParser) -> None:
 
 
 def check_select_args(args: argparse.Namespace, *, spread: bool) -> None:
-    """``--map`` goes with ``--select``; a spread row runs every test for now."""
+    """``--map`` goes with ``--select``; a spread row runs every test for now, and the
+    re-enable check runs the disabled tests it names."""
     if args.map is not None and args.select is None:
         raise UsageProblem("--map needs --select changed", tip="Add --select changed, or leave --map out.")
+    if args.select is not None and (args.rerun_disabled or args.times is not None):
+        raise UsageProblem(
+            "--select does not go with --rerun-disabled: the re-enable check runs the disabled tests it names",
+            tip="Leave --select out of the re-enable check.",
+        )
     if args.select is not None and spread:
         raise UsageProblem(
             "--select does not spread a row yet (--shard, --shards, --executor ray)",
