@@ -136,7 +136,7 @@ class AttemptRecord(TypedDict):
     log: str
 
 
-class Summary(TypedDict):
+class _SummaryFields(TypedDict):
     total: int
     passed: int
     failed: int
@@ -147,6 +147,10 @@ class Summary(TypedDict):
     crashed: int
     timeout: int
     not_run: int
+
+
+class Summary(_SummaryFields, total=False):
+    deselected: int  # #34: left out by test selection; older records lack it
 
 
 EventKind: TypeAlias = Literal["push", "pull_request", "schedule", "manual", "local", "other"]
@@ -197,6 +201,22 @@ class _RunFields(TypedDict):
     run_url: str | None
 
 
+SelectMode: TypeAlias = Literal["changed", "all"]
+
+
+class SelectionInfo(TypedDict):
+    """``test_selection``: how a run chose its tests from a change (#34), beside the command
+    line's ``selection`` words. Absent: the run ran every test it was given, unasked."""
+
+    mode: SelectMode  # what the command line asked for (--select)
+    full_reason: str | None  # why every test ran, when it did ("no test map for row 'cpu'")
+    map_commit: str | None  # the commit of the test map the selection read
+    changed: list[str]  # the changed project files (documentation left out)
+    ran: int
+    total: int
+    by_reason: dict[str, int]  # tests by why each ran or was left out (device_matrix/selection.py's Why)
+
+
 class SpreadRef(TypedDict):
     """Which part of a spread row a record is (#23): checked before any part is merged."""
 
@@ -226,6 +246,7 @@ class RunRecord(_RunFields, total=False):
     selection: str | None
     # the tracker's disable list the run applied, or the cached one it had (#33); absent: none
     disables: DisablesRef
+    test_selection: SelectionInfo | None  # #34: the tests a change could break, and why the others did not run
 
 
 def selection_words(
@@ -399,6 +420,7 @@ def summarize(tests: list[TestRecord]) -> Summary:
         crashed=counts["crashed"],
         timeout=counts["timeout"],
         not_run=counts["not_run"],
+        deselected=counts["deselected"],
     )
 
 

@@ -49,8 +49,10 @@ from device_matrix.records.outcomes import (
     BUCKET_OF,
     BUCKETS,
     CODE,
+    DESELECTED_OUTCOMES,
     FAIL_CODES,
     FAILING_OUTCOMES,
+    HISTORY_BUCKETS,
     OUTCOME_OF,
     PASS_CODES,
 )
@@ -95,7 +97,7 @@ CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY, created TEXT NOT NULL, 
     lane TEXT NOT NULL DEFAULT '', source TEXT);
 CREATE INDEX IF NOT EXISTS runs_lane ON runs(lane, id);
 CREATE TABLE IF NOT EXISTS row_runs (run_id INTEGER NOT NULL, row TEXT NOT NULL, label TEXT NOT NULL,
-    duration REAL, {", ".join(f"{b} INTEGER NOT NULL" for b in BUCKETS)}, env TEXT, selection TEXT,
+    duration REAL, {", ".join(f"{b} INTEGER NOT NULL" for b in HISTORY_BUCKETS)}, env TEXT, selection TEXT,
     PRIMARY KEY (run_id, row));
 CREATE TABLE IF NOT EXISTS series (lane TEXT NOT NULL, row TEXT NOT NULL, nodeid TEXT NOT NULL,
     outcomes TEXT NOT NULL, durations BLOB NOT NULL, signature TEXT, PRIMARY KEY (lane, row, nodeid)) WITHOUT ROWID;
@@ -115,8 +117,8 @@ _BUCKET_SQL = "CASE outcome " + " ".join(f"WHEN '{o}' THEN '{b}'" for o, b in BU
 # The first layout's per-run tables, as written before per-test durations were kept; the
 # series are rebuilt from its outcomes table in Python (_migrate_from_0).
 _MIGRATE_FROM_0 = f"""
-INSERT OR REPLACE INTO row_runs (run_id, row, label, duration, {", ".join(BUCKETS)})
-    SELECT run_id, row, 'unknown', NULL, {", ".join(f"SUM({_BUCKET_SQL} = '{b}')" for b in BUCKETS)}
+INSERT OR REPLACE INTO row_runs (run_id, row, label, duration, {", ".join(HISTORY_BUCKETS)})
+    SELECT run_id, row, 'unknown', NULL, {", ".join(f"SUM({_BUCKET_SQL} = '{b}')" for b in HISTORY_BUCKETS)}
     FROM outcomes GROUP BY run_id, row;
 INSERT INTO crash_seen (run_id, fingerprint, row, classification, headline, issue)
     SELECT run_id, fingerprint, '', classification, 'crash ' || fingerprint, NULL FROM crashes;
@@ -130,11 +132,12 @@ INSERT INTO series (lane, row, nodeid, outcomes, durations) SELECT '', row, node
 DROP TABLE series_2;
 """
 
-_COLUMNS = ", ".join(BUCKETS)
-# column names come from the BUCKETS constant; every value is a bound parameter
+_COLUMNS = ", ".join(HISTORY_BUCKETS)
+# column names come from the HISTORY_BUCKETS constant; every value is a bound parameter (#34:
+# no column of deselected tests, which the history never counts)
 _INSERT_ROW_RUN = (
     f"INSERT INTO row_runs (run_id, row, label, duration, env, selection, {_COLUMNS}) "  # noqa: S608 - see above
-    f"VALUES (?, ?, ?, ?, ?, ?, {', '.join('?' for _ in BUCKETS)})"
+    f"VALUES (?, ?, ?, ?, ?, ?, {', '.join('?' for _ in HISTORY_BUCKETS)})"
 )
 _SELECT_TRENDS = (
     f"SELECT run_id, row, label, duration, {_COLUMNS} FROM row_runs "  # noqa: S608 - see above
@@ -417,6 +420,7 @@ class Store:
             (row, storable_text(t["nodeid"])): (CODE.get(o, ABSENT), t["durations"].get(row, math.inf))
             for t in triage["tests"]
             for row, o in t["outcomes"].items()
+            if o not in DESELECTED_OUTCOMES  # #34: left out by selection, absent (and no duration)
         }
         failed = signatures(triage)
         rows: list[SeriesRow] = []
@@ -450,7 +454,7 @@ class Store:
                     r["duration"],
                     json.dumps(r["facets"]),
                     r["selection"],
-                    *(r["counts"].get(b, 0) for b in BUCKETS),
+                    *(r["counts"].get(b, 0) for b in HISTORY_BUCKETS),
                 )
                 for r in triage["rows"]
             ),
@@ -533,6 +537,8 @@ class History(Store):
                     continue
                 key = (row, storable_text(t["nodeid"]))  # as stored (SQLite takes UTF-8 only)
                 seen_now.add(key)
+                if outcome in DESELECTED_OUTCOMES:
+                    continue  # #34: neither new, nor fixed, nor gone: it did not run
                 prev = before.get(key)
                 if prev is None:
                     changes["appeared"].append([t["nodeid"], row])
@@ -672,13 +678,16 @@ class History(Store):
                 continue  # another lane's run
             if row in same and run_id not in same[row]:
                 continue  # a run of another selection of the row (#30)
+            # every bucket, as the one fold gives them; #34: deselected tests are never counted
+            counted: dict[str, int] = dict.fromkeys(BUCKETS, 0)
+            counted.update(zip(HISTORY_BUCKETS, map(int, counts), strict=True))
             trends.setdefault(row, []).append(
                 TrendPoint(
                     run_id=int(run_id),
                     run=runs[run_id][0],
                     created=runs[run_id][1],
                     label=label,
-                    counts=dict(zip(BUCKETS, (int(n) for n in counts), strict=True)),
+                    counts=counted,
                     duration=duration,
                 )
             )

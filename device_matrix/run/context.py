@@ -16,6 +16,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol
 
@@ -32,6 +33,7 @@ from device_matrix.run.folder import RowFolder
 from device_matrix.run.plan import RowPlan
 from device_matrix.run.state import RunState, now_iso
 from device_matrix.run.targets import script_node
+from device_matrix.selection import Plan
 from device_matrix.wire import PLUGIN, SCRIPT_MODULE, ChildCommand
 
 DEFAULT_CORE_LIMIT = 4 << 30  # bytes; enough for a backtrace of a torch_xla process
@@ -61,6 +63,8 @@ class RunOptions:
     slot_env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     command: Sequence[str] = ()  # the record's `command` when not the whole row's (a shard's own)
     spread: SpreadRef | None = None  # a shard's record names its split and its index (#23)
+    # #34: the tests a change can break (--select); None: every test the run is given
+    test_plan: Plan | None = None
 
     def __post_init__(self) -> None:
         # frozen all the way down: a list handed over (argparse's) is copied, not shared
@@ -261,6 +265,7 @@ class Run:
         self.container: ContainerExecutor | None = None  # the row's container, once made (executor)
         self.disable_list = cfg.disable_list  # with the tracker's disables once prepared (#33)
         self.disables: DisablesRef | None = None  # the tracker's list it applied: its age (#33)
+        self.deselect_file: Path | None = None  # #34: the tests selection leaves out, once prepared
 
     @property
     def row(self) -> Row:
@@ -293,6 +298,7 @@ class Run:
             own_env=self.own_env and not self.state.environment,
             script_files=tuple(script.file for script in self.scripts),
             as_script=self.row.as_script,
+            deselect=str(self.deselect_file or ""),
         )
 
     @property
