@@ -3,7 +3,8 @@
 One triage is one run of the history. Per run it keeps each row's counts (from the one
 fold), wall time and label, and each crash's fingerprint, headline and issue per row. Per
 test and row it keeps one *series*: a character per kept run for the outcome (``P``
-passed, ``F`` failed, ``D`` left out by selection, ``-`` absent, see ``records.outcomes.CODE``) and a float32 per run for the duration.
+passed, ``F`` failed, ``D`` left out by selection, ``-`` absent, see
+``records.outcomes.CODE``) and a float32 per run for the duration.
 Reading 30 runs of 4 rows x 5,000 tests is then 20,000 short rows, not 600,000, and a
 flip is a string test.
 
