@@ -40,7 +40,7 @@ from device_matrix.records.outcomes import CRASHING_OUTCOMES, TESTS_FAILED_STATU
 from device_matrix.records.schema import Classification, RunRecord, SpreadRef, load_run, selection_words
 from device_matrix.run import crashes, selection
 from device_matrix.run.attempt import AttemptSpec, Interrupted, run_attempt
-from device_matrix.run.attempts import attach_cores, attempts, limits, note_attempt, one_attempt
+from device_matrix.run.attempts import attempts, limits, note_attempt, one_attempt
 from device_matrix.run.context import Quiet, Run, RunListener, RunOptions, Verdict, worst
 from device_matrix.run.folder import RUN_FILE
 from device_matrix.run.lock import row_lock
@@ -215,7 +215,7 @@ def rerun_crashes(run: Run, verdict: Verdict) -> Verdict:
             files = selection.files_of(nodeid.split("::", 1)[0], run.targets)
             attempt = one_attempt(run, "rerun", files, [nodeid], script=script)
             rerun = crashes.rerun_record(attempt, nodeid, run.folder.log, run.redactor)
-            attach_cores(run, None, attempt)
+            run.evidence.attach_cores(None, attempt)
             crash["reruns"].append(rerun)
             if rerun["outcome"] not in CRASHING_OUTCOMES:
                 classification = "flaky"
