@@ -433,6 +433,7 @@ BEHAVIOUR = {
     "merge runs alone on a spread row's parts": "tests/test_merge.py",
     "triage runs alone on a results folder": "tests/test_triage.py",
     "secrets never leave the process": "tests/test_redact_records.py",
+    "a step whose verdict says stop ends the steps there, the record still written": "tests/test_step_stop.py",
 }
 
 

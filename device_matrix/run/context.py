@@ -74,10 +74,15 @@ class RunOptions:
 
 @dataclass(frozen=True)
 class Verdict:
-    """The row's status so far and why; each step returns the next one."""
+    """The row's status so far and why; each step returns the next one.
+
+    ``stop``: the steps after the one that returned it do not run; the record of what is
+    known is still written (:func:`device_matrix.run.runner.run_steps`, #31).
+    """
 
     status: RowStatus
     reason: str | None = None
+    stop: bool = False
 
 
 def worst(verdicts: Sequence[Verdict]) -> Verdict:
