@@ -1,15 +1,22 @@
-"""Builders the tests share: an upstream-shaped project, a GitHub client on a fake clock."""
+"""Builders the tests share: an upstream-shaped project, a GitHub client on a fake clock, a
+process started in the background and waited on for a sign of where it is."""
 
 from __future__ import annotations
 
 import random
 import shutil
+import subprocess
+import sys
 import threading
+import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from device_matrix.issues.github import GitHubTracker
-from tests.conftest import FIXTURES, Project
+from tests.conftest import FIXTURES, Project, clean_env
 from tests.github_server import FakeGitHub
 
 TOKEN = "t0ken-for-tests"
@@ -72,3 +79,43 @@ def client(gh: FakeGitHub, t: FakeTime | None = None, **kw: Any) -> GitHubTracke
         rng=kw.pop("rng", random.Random(7)),
         **kw,
     )
+
+
+def started(
+    argv: Sequence[str], log: Path, *, env: Mapping[str, str], cwd: Path | None = None, session: bool = False
+) -> subprocess.Popen[bytes]:
+    """``argv`` started in the background, its output (both streams) into ``log``; ``session``:
+    it leads a process group of its own (a ``ray start --block`` node, ended with its group)."""
+    with log.open("wb") as fh:
+        return subprocess.Popen(
+            list(argv), cwd=cwd, env=dict(env), stdout=fh, stderr=subprocess.STDOUT, start_new_session=session
+        )
+
+
+def run_started(p: Project, log: Path, *args: str) -> subprocess.Popen[bytes]:
+    """``device-matrix ARGS`` on project ``p``, started in the background, its output into ``log``."""
+    return started(
+        [sys.executable, "-m", "device_matrix", "--project", str(p.root), *args], log, env=clean_env(), cwd=p.root
+    )
+
+
+def wait_for(
+    proc: subprocess.Popen[bytes],
+    log: Path,
+    *,
+    line: str | None = None,
+    path: Path | None = None,
+    timeout: float = 120.0,
+    poll: float = 0.05,
+) -> None:
+    """Until ``log`` holds ``line`` and ``path`` exists (each where given). Where ``proc`` ends
+    first or ``timeout`` passes, the test fails with the end of the log and ``proc`` is killed."""
+    end = time.monotonic() + timeout
+    while not ((line is None or line in log.read_text(errors="replace")) and (path is None or path.exists())):
+        if proc.poll() is not None or time.monotonic() > end:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            waited = " and ".join(f"{w!r}" for w in (line, path and path.name) if w)
+            pytest.fail(f"{waited} never came (exit {proc.returncode}): {log.read_text(errors='replace')[-2000:]}")
+        time.sleep(poll)

@@ -23,6 +23,8 @@ REPO = HERE.parent
 
 # the fixture suites crash on purpose; they run only inside throwaway projects
 collect_ignore = ["fixtures"]
+# #31: the session's one Ray cluster, its fixtures registered once (one per worker, not per module)
+pytest_plugins = ["tests.ray_cluster"]
 
 # #31: what the suite keeps between runs lives outside the checkout, one folder per
 # checkout: the bytecode of this process and of every child it starts (they inherit the

@@ -327,6 +327,53 @@ def _targets(node: ast.Assign | ast.AnnAssign) -> list[ast.expr]:
     return list(node.targets) if isinstance(node, ast.Assign) else [node.target]
 
 
+RECORD_CONSTRUCTOR = "device_matrix.run.crashes"
+BUILT_ONCE = frozenset({"AttemptRecord", "CrashRecord"})
+
+
+def _record_literals(name: str) -> list[str]:
+    """Where module ``name`` builds an AttemptRecord or a CrashRecord field by field: a call
+    naming its fields, or a dict literal typed as one. A copy of a record already built, its
+    numbers moved (the merge's ``CrashRecord(**{**c, "id": ...})``), is not a new record."""
+
+    def called(node: ast.Call) -> str:
+        return node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+
+    def copy(node: ast.Call) -> bool:
+        if node.args or len(node.keywords) != 1 or node.keywords[0].arg is not None:
+            return False
+        spread = node.keywords[0].value
+        return isinstance(spread, ast.Dict) and bool(spread.keys) and spread.keys[0] is None
+
+    def typed_dict(node: ast.AST) -> bool:
+        return (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.value, ast.Dict)
+            and ast.unparse(node.annotation).strip("'\"") in BUILT_ONCE
+        )
+
+    return [
+        f"{name}:{node.lineno}"
+        for node in ast.walk(_tree(name))
+        if (isinstance(node, ast.Call) and called(node) in BUILT_ONCE and not copy(node)) or typed_dict(node)
+    ]
+
+
+def test_crash_and_attempt_records_have_one_constructor() -> None:
+    # "crashes.py (crash evidence, the one constructor of crash and attempt records)": a run's,
+    # a gang's and a dead runner's records are built by crash_record and attempt_record (#31)
+    elsewhere = [where for m in _modules() if m != RECORD_CONSTRUCTOR for where in _record_literals(m)]
+    assert not elsewhere, f"records built outside run/crashes.py's constructors: {elsewhere}"
+    here = _record_literals(RECORD_CONSTRUCTOR)
+    assert len(here) == 2, here  # the check reads what it looks for: the two constructors' own calls
+    constructors = {n.name for n in _tree(RECORD_CONSTRUCTOR).body if isinstance(n, ast.FunctionDef)}
+    assert {"crash_record", "attempt_record"} <= constructors
+    for builder in ("device_matrix.spread.gang", "device_matrix.spread.postmortem", "device_matrix.run.attempts"):
+        assert RECORD_CONSTRUCTOR in _imports(builder), builder
+    # "what a crash leaves in the run's state, given only the values it needs": not the Run
+    assert "device_matrix.run.context" not in _loads([RECORD_CONSTRUCTOR])
+
+
 IO_CALLS = frozenset(
     {"open", "read_text", "write_text", "read_bytes", "write_bytes", "mkdir", "unlink", "iterdir", "glob", "rglob"}
 )
@@ -386,6 +433,7 @@ BEHAVIOUR = {
     "merge runs alone on a spread row's parts": "tests/test_merge.py",
     "triage runs alone on a results folder": "tests/test_triage.py",
     "secrets never leave the process": "tests/test_redact_records.py",
+    "a step whose verdict says stop ends the steps there, the record still written": "tests/test_step_stop.py",
 }
 
 

@@ -119,3 +119,51 @@ def test_a_key_table_of_defaults_toml_is_not_a_key_of_the_project(tmp_path: Path
     (tmp_path / "pyproject.toml").write_text(f"[tool.device-matrix.{table}]\nimage = 'x'\n")
     with pytest.raises(config.ConfigError, match="unknown key"):
         config.load(tmp_path)
+
+
+# the tracker's request limits a project may set: their default is defaults.toml's alone
+TRACKER_LIMITS = ("api_url", "write_interval", "writes_per_hour")
+
+
+def _package_trees() -> list[tuple[str, ast.Module]]:
+    package = CONFIG_PY.parent
+    return [(str(p.relative_to(package)), ast.parse(p.read_text(), str(p))) for p in sorted(package.rglob("*.py"))]
+
+
+def test_no_module_holds_a_second_copy_of_the_trackers_request_limits() -> None:
+    # #31: issues/client.py once wrote API_URL, WRITE_INTERVAL and WRITES_PER_HOUR beside
+    # defaults.toml's api_url, write_interval and writes_per_hour: a name spelled as one of
+    # these keys is never given a literal, nor a parameter of that name a literal default,
+    # and the URL is written nowhere else
+    tracker = packaged()["tracker"]
+    assert isinstance(tracker, dict) and set(TRACKER_LIMITS) <= set(tracker)
+    url = tracker["api_url"]
+    found = []
+    for where, tree in _package_trees():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                named = [t.id for t in targets if isinstance(t, ast.Name) and t.id.lower() in TRACKER_LIMITS]
+                if named and isinstance(node.value, ast.Constant):
+                    found.append(f"{where}:{node.lineno}: {named[0]} = {ast.unparse(node.value)}")
+            elif isinstance(node, ast.arguments):
+                params = [*node.posonlyargs, *node.args]
+                pairs = [
+                    *zip(params[len(params) - len(node.defaults) :], node.defaults, strict=True),
+                    *zip(node.kwonlyargs, node.kw_defaults, strict=True),
+                ]
+                for arg, default in pairs:
+                    literal = isinstance(default, ast.Constant) and default.value is not None
+                    if arg.arg in TRACKER_LIMITS and literal:
+                        found.append(f"{where}:{default.lineno}: {arg.arg}={ast.unparse(default)}")
+            elif isinstance(node, ast.Constant) and node.value == url:
+                found.append(f"{where}:{node.lineno}: {url!r}")
+    assert found == [], "a second copy of defaults.toml's [tracker] request limits"
+    # and the client's own are the packaged ones, read from the file
+    from device_matrix.issues import client
+
+    expected = tuple(tracker[k] for k in TRACKER_LIMITS)
+    own = (client.API_URL, client.WRITE_INTERVAL, client.WRITES_PER_HOUR)
+    assert own == expected
+    made = client.GitHubClient(None)
+    assert (made.api, made.write_interval, made.writes_per_hour) == expected

@@ -1,8 +1,6 @@
-"""Shards on a real local Ray cluster: a head and a second node, started and stopped here.
-
-The cluster is these tests' own, one per test session (its own port and temp dir, each node
-a ``ray start --block`` process that takes its node down with it), so other Ray users on the
-machine are untouched. Skipped with the reason where Ray is not installed.
+"""Shards on a real local Ray cluster: a head and a second node, started and stopped by the
+suite (tests/ray_cluster.py: one per test session, shared with tests/test_redact_nodes.py).
+Skipped with the reason where Ray is not installed.
 """
 
 from __future__ import annotations
@@ -11,134 +9,25 @@ import json
 import os
 import re
 import shlex
-import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.builders import run_started, wait_for
 from tests.conftest import Project, clean_env, make_project
+from tests.ray_cluster import RAY_MISSING, Cluster
+from tests.ray_cluster import free_port as _free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 NEURON_ROW = "ray_resources = { neuron_cores = 2 }"
 LOCAL_RUN = ("run", "--device", "fixture", "--results", "local")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait_for(path: Path, text: str, proc: subprocess.Popen[bytes], timeout: float = 90) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if text in path.read_text(errors="replace"):
-            return
-        if proc.poll() is not None:
-            break
-        time.sleep(0.2)
-    pytest.fail(f"ray start did not come up: {path.read_text(errors='replace')[-2000:]}")
-
-
-class Cluster:
-    def __init__(self, address: str, marker: Path, node_tmp: Path) -> None:
-        self.address = address
-        self.marker = marker  # its existence: the second node was killed
-        self.node_tmp = node_tmp  # TMPDIR of both nodes: where their tasks' temp folders go
-
-    def leftovers(self) -> list[str]:
-        return sorted(p.name for p in self.node_tmp.glob("device-matrix-*"))
-
-    def wait_clean(self, timeout: float = 120) -> None:
-        """Every task's temp folder gone (a dead worker's waits on its node for the driver first)."""
-        end = time.monotonic() + timeout
-        while self.leftovers():
-            assert time.monotonic() < end, f"temp folders left on the nodes: {self.leftovers()}"
-            time.sleep(0.5)
-
-
-# session scope: one cluster per xdist worker, kept while that worker runs other modules'
-# tests between these (a module-scoped one was stopped and started again each time). The
-# xdist_group keeps them on one worker (the test extra keeps pytest under 9.2, where
-# loadgroup does not hold: pytest-xdist#1386).
-@pytest.fixture(scope="session")
-def cluster() -> Iterator[Cluster]:
-    pytest.importorskip("ray", reason="Ray is not installed: pip install 'device-matrix[ray]' to run these tests")
-    ray_cli = Path(sys.executable).parent / "ray"
-    # Ray's socket paths must stay short: a temp dir of its own directly under /tmp
-    tmp = Path(tempfile.mkdtemp(prefix="dmray", dir="/tmp"))
-    port = _free_port()
-    env = clean_env()
-    env["RAY_USAGE_STATS_ENABLED"] = "0"
-    node_tmp = tmp / "t"
-    node_tmp.mkdir()
-    env["TMPDIR"] = str(node_tmp)
-    procs: list[subprocess.Popen[bytes]] = []
-
-    def start(args: list[str], log: Path, node_env: dict[str, str]) -> subprocess.Popen[bytes]:
-        with log.open("wb") as fh:
-            proc = subprocess.Popen(
-                [str(ray_cli), "start", "--block", "--disable-usage-stats", *args],
-                stdout=fh,
-                stderr=subprocess.STDOUT,
-                env=node_env,
-                start_new_session=True,
-            )
-        procs.append(proc)
-        _wait_for(log, "Ray runtime started", proc)
-        return proc
-
-    try:
-        start(
-            [
-                "--head",
-                f"--port={port}",
-                "--num-cpus=2",
-                "--resources",
-                json.dumps({"neuron_cores": 2}),
-                f"--temp-dir={tmp}",
-                "--include-dashboard=false",
-            ],
-            tmp / "head.log",
-            env,
-        )
-        address = f"127.0.0.1:{port}"
-        # the second node kills itself once, from inside a test (suites/ray_kill)
-        marker = tmp / "killed"
-        start(
-            [f"--address={address}", "--num-cpus=2", "--resources", json.dumps({"neuron_cores": 2})],
-            tmp / "node2.log",
-            {**env, "FIXTURE_KILL_MARKER": str(marker)},
-        )
-        yield Cluster(address, marker, node_tmp)
-    finally:
-        # each node's `ray start --block` leads its own process group: ours, and only ours
-        for proc in reversed(procs):
-            _end_group(proc.pid, signal.SIGTERM)
-        for proc in procs:
-            try:
-                proc.wait(2)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            _end_group(proc.pid, signal.SIGKILL)  # whatever of the node is still there
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _end_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        pass
 
 
 def _ray_run(p: Project, cluster: Cluster, *args: str) -> subprocess.CompletedProcess[str]:
@@ -175,16 +64,11 @@ def test_a_segfault_in_a_ray_shard_is_diagnosed_as_locally(
 ) -> None:
     p = project("segv", row=NEURON_ROW)
     # the local run beside the Ray run: two results folders, one project
-    local_run = subprocess.Popen(
-        [sys.executable, "-m", "device_matrix", "--project", str(p.root), *LOCAL_RUN],
-        cwd=p.root,
-        env=clean_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    local_log = tmp_path / "local.log"
+    local_run = run_started(p, local_log, *LOCAL_RUN)
     proc = _ray_run(p, cluster, "--shards", "2")
-    local_out, _ = local_run.communicate(timeout=240)
+    local_run.wait(240)
+    local_out = local_log.read_text(errors="replace")
     assert local_run.returncode == 1, local_out
     assert proc.returncode == 1, proc.stdout + proc.stderr
     remote = p.record()
@@ -219,7 +103,7 @@ def test_a_task_that_fails_on_its_node_names_the_node(project: Callable[..., Pro
 
 
 def test_nothing_listening_at_the_address_is_an_environment_error(tmp_path: Path) -> None:
-    pytest.importorskip("ray", reason="Ray is not installed: pip install 'device-matrix[ray]' to run these tests")
+    pytest.importorskip("ray", reason=RAY_MISSING)
     p = make_project(tmp_path, ["passing"])
     proc = p.run("run", "--device", "fixture", "--executor", "ray", "--address", f"127.0.0.1:{_free_port()}")
     assert proc.returncode == 5, proc.stdout + proc.stderr
@@ -424,20 +308,9 @@ def test_resume_on_ray_runs_only_what_the_interrupted_run_left(
 ) -> None:
     p = project("resume_gate", row=NEURON_ROW)
     log = tmp_path / "driver.log"
-    args = ["run", "--device", "fixture", "--executor", "ray", "--address", cluster.address, "--shards", "2"]
-    with log.open("wb") as fh:
-        driver = subprocess.Popen(
-            [sys.executable, "-m", "device_matrix", "--project", str(p.root), *args],
-            cwd=p.root,
-            env=clean_env(),
-            stdout=fh,
-            stderr=subprocess.STDOUT,
-        )
-    end = time.monotonic() + 120
+    driver = _driver(p, cluster, log, "--shards", "2")
     # shard 1 (test_a, test_c) came back; shard 2 waits in test_b_gate
-    while not ((p.root / "b_started").exists() and "shard 1/2 done" in log.read_text()):
-        assert driver.poll() is None and time.monotonic() < end, log.read_text()
-        time.sleep(0.1)
+    wait_for(driver, log, line="shard 1/2 done", path=p.root / "b_started", poll=0.1)
     driver.send_signal(signal.SIGTERM)
     assert driver.wait(60) == 143, log.read_text()
     interrupted = p.record()  # the driver recorded what it cut off
@@ -469,22 +342,11 @@ def _tip(output: str) -> list[str]:
 
 
 def _driver(p: Project, cluster: Cluster, log: Path, *args: str) -> subprocess.Popen[bytes]:
-    argv = ["run", "--device", "fixture", "--executor", "ray", "--address", cluster.address, *args]
-    with log.open("wb") as fh:
-        return subprocess.Popen(
-            [sys.executable, "-m", "device_matrix", "--project", str(p.root), *argv],
-            cwd=p.root,
-            env=clean_env(),
-            stdout=fh,
-            stderr=subprocess.STDOUT,
-        )
+    return run_started(p, log, "run", "--device", "fixture", "--executor", "ray", "--address", cluster.address, *args)
 
 
-def _when(path: Path, driver: subprocess.Popen[bytes], log: Path, timeout: float = 120) -> None:
-    end = time.monotonic() + timeout
-    while not path.exists():
-        assert driver.poll() is None and time.monotonic() < end, log.read_text()
-        time.sleep(0.1)
+def _when(path: Path, driver: subprocess.Popen[bytes], log: Path) -> None:
+    wait_for(driver, log, path=path, poll=0.1)
     time.sleep(0.3)
 
 

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from device_matrix.records.schema import plan_id
+from tests.builders import run_started, started, wait_for
 from tests.conftest import Project, clean_env, make_project
 
 pytestmark = pytest.mark.slow
@@ -38,30 +39,15 @@ def _shard_record(p: Project, k: int) -> dict[str, Any]:
     return data
 
 
-def _start(p: Project, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "device_matrix", "--project", str(p.root), *args],
-        cwd=p.root,
-        env=clean_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-
-
 def _signalled_when(p: Project, marker: Path, *args: str, sig: int = signal.SIGTERM) -> tuple[int, str]:
     """``device-matrix run ARGS``, sent ``sig`` once ``marker`` exists: its exit status and output."""
-    proc = _start(p, "run", "--device", "fixture", *args)
-    end = time.monotonic() + 120
-    while not marker.exists():
-        if proc.poll() is not None or time.monotonic() > end:
-            proc.kill()
-            pytest.fail(f"{marker.name} never appeared: {proc.communicate()[0]}")
-        time.sleep(0.05)
+    log = p.root.parent / f"{p.root.name}-run.log"  # beside the project, not in it
+    proc = run_started(p, log, "run", "--device", "fixture", *args)
+    wait_for(proc, log, path=marker)
     time.sleep(0.3)
     proc.send_signal(sig)
-    out, _ = proc.communicate(timeout=90)
-    return proc.returncode, out
+    proc.wait(90)
+    return proc.returncode, log.read_text(errors="replace")
 
 
 def _tip(output: str) -> list[str]:
@@ -122,19 +108,16 @@ def test_two_shards_started_at_once_in_one_folder_share_one_split(tmp_path: Path
     hold = tmp_path / "go"
     env = {**clean_env(), "HOLD_COLLECTION": str(hold)}
     argv = [sys.executable, "-m", "device_matrix", "--project", str(p.root), "run", "--no-gdb", "--device", "cpu"]
-    second = subprocess.Popen(
-        [*argv, "--shard", "2/2"], cwd=p.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
+    log = tmp_path / "second.log"
+    second = started([*argv, "--shard", "2/2"], log, env=env, cwd=p.root)
     try:
-        end = time.monotonic() + 60
-        while not Path(f"{hold}.waiting").exists():
-            assert second.poll() is None and time.monotonic() < end, second.communicate()[0]
-            time.sleep(0.05)
+        wait_for(second, log, path=Path(f"{hold}.waiting"), timeout=60)
         first = p.run("run", "--device", "cpu", "--shard", "1/2")  # splits, runs, records its durations
         assert first.returncode == 0, first.stdout + first.stderr
     finally:
         hold.touch()
-        out = second.communicate(timeout=120)[0]
+        second.wait(120)
+        out = log.read_text(errors="replace")
     assert second.returncode == 0, out
     plan = json.loads((p.results / "cpu/shards/plan.json").read_text())["plan"]
     for k in (1, 2):
@@ -326,16 +309,30 @@ def _two_shards(p: Project) -> Path:
     return p.results / "fixture"
 
 
+@pytest.fixture(scope="module")
+def two_shards(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """#31: the results folder of one green ``run --shards 2`` of the passing suite, run once
+    for the tests below that each damage a copy of it before they merge."""
+    return _two_shards(make_project(tmp_path_factory.mktemp("two-shards"), ["passing"]))
+
+
+def _two_shards_copied(p: Project, two_shards: Path) -> Path:
+    """``p``'s results folder as the one ``run --shards 2`` left (a copy of ``two_shards``)."""
+    folder = p.results / "fixture"
+    shutil.copytree(two_shards, folder, symlinks=True)
+    return folder
+
+
 def _edit(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
     data = json.loads(path.read_text())
     change(data)
     path.write_text(json.dumps(data))
 
 
-def test_a_shard_of_another_row_is_refused(project: Callable[..., Project]) -> None:
+def test_a_shard_of_another_row_is_refused(project: Callable[..., Project], two_shards: Path) -> None:
     """Seen 4: a shard whose run.json and shard.json say row `other` merged silently, naming the row."""
     p = project("passing")
-    folder = _two_shards(p)
+    folder = _two_shards_copied(p, two_shards)
     theirs = {t["nodeid"] for t in _shard_record(p, 1)["tests"]}
 
     def of_row_other(d: dict[str, Any]) -> None:  # as the split of row `other` would be, its id too
@@ -351,10 +348,10 @@ def test_a_shard_of_another_row_is_refused(project: Callable[..., Project]) -> N
     assert {n for n, o in _outcomes(merged).items() if o == "not_run"} == theirs
 
 
-def test_a_lost_last_shard_without_its_split_is_not_green(project: Callable[..., Project]) -> None:
+def test_a_lost_last_shard_without_its_split_is_not_green(project: Callable[..., Project], two_shards: Path) -> None:
     """Seen 5: no shard.json, no plan and no shard 2: "passed: 1 tests from 1 shard(s)"."""
     p = project("passing")
-    folder = _two_shards(p)
+    folder = _two_shards_copied(p, two_shards)
     (folder / "shards/1/shard.json").unlink()
     (folder / "shards/plan.json").unlink(missing_ok=True)
     shutil.rmtree(folder / "shards/2")
@@ -380,9 +377,9 @@ def test_a_part_of_another_split_is_refused(project: Callable[..., Project]) -> 
     assert p.record()["status"] == "failed"
 
 
-def test_a_part_copied_into_another_shards_folder_is_refused(project: Callable[..., Project]) -> None:
+def test_a_part_copied_into_another_shards_folder_is_refused(project: Callable[..., Project], two_shards: Path) -> None:
     p = project("passing")
-    folder = _two_shards(p)
+    folder = _two_shards_copied(p, two_shards)
     shutil.rmtree(folder / "shards/2")
     shutil.copytree(folder / "shards/1", folder / "shards/2")
     proc = p.run("merge")
@@ -393,9 +390,11 @@ def test_a_part_copied_into_another_shards_folder_is_refused(project: Callable[.
     assert merged["status"] == "failed" and merged["summary"]["not_run"] == 40 - len(theirs)
 
 
-def test_a_shard_folder_that_is_a_symlink_is_refused(project: Callable[..., Project], tmp_path: Path) -> None:
+def test_a_shard_folder_that_is_a_symlink_is_refused(
+    project: Callable[..., Project], two_shards: Path, tmp_path: Path
+) -> None:
     p = project("passing")
-    folder = _two_shards(p)
+    folder = _two_shards_copied(p, two_shards)
     outside = tmp_path / "elsewhere"
     shutil.move(folder / "shards/2", outside)
     (folder / "shards/2").symlink_to(outside)
@@ -432,20 +431,22 @@ def _string_index(d: dict[str, Any]) -> None:
     ids=["index-99", "string-index", "tests-5", "lost-nope"],
 )
 def test_a_malformed_shard_json_is_a_results_error(
-    project: Callable[..., Project], change: Callable[[dict[str, Any]], None]
+    project: Callable[..., Project], two_shards: Path, change: Callable[[dict[str, Any]], None]
 ) -> None:
     """Seen 10: these ended in exit 70."""
     p = project("passing")
-    folder = _two_shards(p)
+    folder = _two_shards_copied(p, two_shards)
     _edit(folder / "shards/1/shard.json", change)
     proc = p.run("merge")
     assert proc.returncode == 7, proc.stdout + proc.stderr
     assert "shard.json" in proc.stderr
 
 
-def test_a_shard_folder_that_is_not_a_number_is_a_results_error(project: Callable[..., Project]) -> None:
+def test_a_shard_folder_that_is_not_a_number_is_a_results_error(
+    project: Callable[..., Project], two_shards: Path
+) -> None:
     p = project("passing")
-    folder = _two_shards(p)
+    folder = _two_shards_copied(p, two_shards)
     shutil.copytree(folder / "shards/1", folder / "shards/²")
     proc = p.run("merge")
     assert proc.returncode == 7, proc.stdout + proc.stderr
@@ -463,9 +464,11 @@ GANG_INFO = {"name": "g", "module": "w", "world_size": 2, "master": None, "ranks
         (GANG_INFO, "its tests are not the one test gang::g"),  # it would put a shard's tests in the row
     ],
 )
-def test_a_malformed_gang_record_is_a_results_error(project: Callable[..., Project], gang: Any, problem: str) -> None:
+def test_a_malformed_gang_record_is_a_results_error(
+    project: Callable[..., Project], two_shards: Path, gang: Any, problem: str
+) -> None:
     p = project("passing")
-    folder = _two_shards(p)
+    folder = _two_shards_copied(p, two_shards)
     (folder / "gangs/g").mkdir(parents=True)
     copied = json.loads((folder / "shards/1/run.json").read_text())
     copied["environment"]["gang"] = gang

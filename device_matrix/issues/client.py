@@ -1,8 +1,9 @@
 """GitHub's REST and GraphQL API over ``requests``, within GitHub's limits: the transport
 under the tracker (issues/github.py) and the pull request comment (issues/pr_comment.py).
 
-* writes: at least ``write_interval`` (1 s) apart, and at most ``writes_per_hour`` in any
-  hour (GitHub's guidance for content creation); a spent budget ends the sync cleanly;
+* writes: at least ``write_interval`` apart, and at most ``writes_per_hour`` in any hour
+  (GitHub's guidance for content creation; the configuration's [tracker] keys, whose
+  defaults are defaults.toml's); a spent budget ends the sync cleanly;
 * rate limits (429, or 403 saying so): ``Retry-After`` when given, else
   ``x-ratelimit-reset`` when the primary limit is spent, else at least a minute, doubling,
   with jitter; more than ``max_wait`` in all gives up cleanly;
@@ -30,6 +31,7 @@ from urllib.parse import urlencode, urlsplit
 
 import requests
 
+from device_matrix.config import packaged_default
 from device_matrix.errors import TrackerError
 from device_matrix.issues.base import AmbiguousWrite
 
@@ -71,10 +73,11 @@ def _origin(url: str) -> tuple[str, str, int | None]:
     return parts.scheme.lower(), (parts.hostname or "").lower(), port
 
 
-# the client's limits where its caller gives none (the tracker's own defaults are these)
-API_URL = "https://api.github.com"
-WRITE_INTERVAL = 1.0  # seconds between two writes
-WRITES_PER_HOUR = 400
+# the client's limits where its caller gives none (the tracker's own defaults are these):
+# those a project may set are defaults.toml's [tracker] keys, read from it (#31: one source)
+API_URL: str = packaged_default("tracker", "api_url")
+WRITE_INTERVAL: float = packaged_default("tracker", "write_interval")  # seconds between two writes
+WRITES_PER_HOUR: int = packaged_default("tracker", "writes_per_hour")
 MAX_WAIT = 600.0  # seconds a rate limit may be waited out
 TIMEOUT = 30.0  # seconds one request may take
 

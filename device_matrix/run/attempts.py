@@ -1,11 +1,11 @@
-"""Attempts until every test has an outcome, and what a crash leaves in the run's state.
+"""Attempts until every test has an outcome.
 
 :func:`attempts` starts one child after another (:func:`one_attempt`) and asks the
 policy (:func:`device_matrix.run.policy.decide`) what each one's end means: done, resume
 after a death with the tests not yet run, collect again without a module whose import
-killed the process, or stop with the rest ``not_run``. A crash becomes a crash record
-(:mod:`device_matrix.run.crashes`), the test it hit gets its outcome, and the listener
-is told.
+killed the process, or stop with the rest ``not_run``. What a crash leaves in the run's
+state (its record, its test's outcome, the listener told) is
+:mod:`device_matrix.run.crashes`' (#31).
 """
 
 from __future__ import annotations
@@ -16,12 +16,10 @@ from pathlib import Path
 from device_matrix.config import Script
 from device_matrix.diagnostics import outputlog
 from device_matrix.errors import EnvironmentProblem
-from device_matrix.records.schema import CrashDiagnosis, CrashRecord, Outcome
-from device_matrix.records.summary import crash_kind_label
 from device_matrix.run import crashes, programs
 from device_matrix.run.attempt import AttemptResult, AttemptSpec, Limits, Purpose, run_attempt
-from device_matrix.run.context import CrashOrigin, Quiet, Run, Verdict
-from device_matrix.run.policy import CrashAt, Decision, Observation, decide
+from device_matrix.run.context import Quiet, Run, Verdict
+from device_matrix.run.policy import Decision, Observation, decide
 from device_matrix.wire import SCRIPT_MODULE
 
 
@@ -40,9 +38,10 @@ def attempts(
     while True:
         attempt = one_attempt(run, purpose, targets, select, script=script, tell_end=False)
         state.record_finished(attempt)
-        _record_plugin_crashes(run, attempt, targets)
-        _record_worker_crashes(run, attempt, targets)
-        _record_forked_copies(run, attempt)
+        evidence = run.evidence
+        crashes.record_plugin_crashes(evidence, attempt, targets)
+        crashes.record_worker_crashes(evidence, attempt, targets)
+        crashes.record_forked_copies(evidence, attempt)
         # one non-zero pytest exit anywhere is never overwritten by a later 0; a
         # collection's own status counts only when it found nothing (5): then no
         # process runs after it to say so
@@ -53,11 +52,11 @@ def attempts(
         if normal and state.pytest_exit in (None, 0):
             state.pytest_exit = attempt.returncode
         decision = decide(_observe(run, attempt, restarts, scope))
-        crash = _record_crash(run, attempt, decision.crash, targets, script) if decision.crash else None
+        crash = crashes.record_crash(evidence, attempt, decision.crash, targets, script) if decision.crash else None
         # how the attempt ended, with its crash: told once (#31)
         end = outputlog.attempt_end(attempt, crash=crash, tests=list(state.results.values()))
         if crash is not None:
-            _tell(run, end)
+            evidence.tell(end)
         else:
             outputlog.append_quietly(run.folder.log, end, run.redactor)
         if crash is None and attempt.fold.ended and attempt.fold.running:
@@ -213,156 +212,3 @@ def note_attempt(run: Run, attempt: AttemptResult) -> None:
             log=str(run.folder.log.relative_to(path)),
         )
     )
-
-
-# --- what a crash leaves --------------------------------------------------------------------
-
-
-def attach_cores(run: Run, diagnosis: CrashDiagnosis | None, attempt: AttemptResult) -> None:
-    if run.reader is not None:
-        run.reader.attach(diagnosis, crashes.cores_of(attempt, run.cfg.project_root))
-
-
-def _tell(run: Run, text: str) -> None:
-    """The runner's own lines into output.log (diagnostics/outputlog.py): `diagnose` on the log alone
-    names what the record has (#24)."""
-    try:
-        outputlog.append(run.folder.log, text, run.redactor)
-    except OSError as exc:
-        raise run.folder.unwritable(exc) from exc
-
-
-def _record_crash(
-    run: Run, attempt: AttemptResult, at: CrashAt, targets: Sequence[str], script: Script | None
-) -> CrashRecord:
-    state = run.state
-    diagnosis = crashes.diagnose(attempt, at, run.folder.log, run.redactor)
-    attach_cores(run, diagnosis, attempt)
-    nodeid = at.nodeid if at.phase == "test" else None
-    crash = crashes.abnormal_end(
-        f"{run.row.name}-{len(state.crashes) + 1}",
-        attempt,
-        at,
-        diagnosis,
-        run.repro.of(nodeid, targets) if script is None else run.repro.of_script(script, nodeid),
-        deadline=crashes.deadline_of(
-            attempt,
-            test_timeout=run.row.test_timeout,
-            run_timeout=run.row.run_timeout,
-            phase_min=run.cfg.phase_timeout_min,
-        ),
-    )
-    run.origins[crash["id"]] = CrashOrigin(tuple(targets), script)
-    state.crashes.append(crash)
-    outcome: Outcome = "timeout" if at.kind == "timeout" else "crashed"
-    what = crash_kind_label(crash)
-    if at.nodeid is not None:
-        test = attempt.fold.tests.get(at.nodeid)
-        duration = attempt.overrun.seconds if attempt.overrun and at.kind == "timeout" else 0.0
-        if test is not None and at.kind == "crash":
-            duration = test.duration
-        state.put(
-            at.nodeid,
-            outcome,
-            duration=duration,
-            message=f"{outcome}: {what} ({diagnosis['hint'] or ''})",
-            crash=crash["id"],
-            attempt=attempt.index,
-        )
-    run.listener.crash(
-        run.row.name, at.nodeid, outcome=outcome, phase=at.phase, what=what, fingerprint=diagnosis["fingerprint"]
-    )
-    return crash
-
-
-def _record_plugin_crashes(run: Run, attempt: AttemptResult, targets: Sequence[str]) -> None:
-    """#29: a test that crashed in a plugin's forked copy (pytest-forked): the test's crash,
-    with its signal, while its pytest process went on."""
-    state = run.state
-    for nodeid, when, diagnosis in crashes.plugin_crashes(attempt, run.redactor):
-        crash = crashes.crash_record(
-            f"{run.row.name}-{len(state.crashes) + 1}",
-            kind="crash",
-            phase="test",
-            nodeid=nodeid,
-            when=when,
-            attempt=attempt.index,
-            diagnosis=diagnosis,
-            repro=run.repro.of(nodeid, targets),
-        )
-        run.origins[crash["id"]] = CrashOrigin(tuple(targets), None)
-        state.crashes.append(crash)
-        _tell(run, outputlog.crash_line(crash))  # its process went on: a line of its own
-        what = crash_kind_label(crash)
-        record = state.results.get(nodeid)
-        state.put(
-            nodeid,
-            "crashed",
-            duration=record["duration"] if record else 0.0,
-            message=f"crashed: {what} ({diagnosis['hint'] or ''})",
-            crash=crash["id"],
-            attempt=attempt.index,
-        )
-        run.listener.crash(
-            run.row.name, nodeid, outcome="crashed", phase="test", what=what, fingerprint=diagnosis["fingerprint"]
-        )
-
-
-def _record_worker_crashes(run: Run, attempt: AttemptResult, targets: Sequence[str]) -> None:
-    """A failed test whose output shows a process dying in native code: a crash too."""
-    state = run.state
-    for nodeid, diagnosis in crashes.worker_crashes(attempt, state.results, run.folder.log, run.redactor):
-        crash = crashes.crash_record(
-            f"{run.row.name}-{len(state.crashes) + 1}",
-            kind="worker_crash",
-            phase="test",
-            nodeid=nodeid,
-            when=None,
-            attempt=attempt.index,
-            diagnosis=diagnosis,
-            repro=run.repro.of(nodeid, targets),
-        )
-        state.crashes.append(crash)
-        state.results[nodeid]["crash"] = crash["id"]
-        what = diagnosis["signal_name"] or "a native crash"
-        run.listener.crash(
-            run.row.name,
-            nodeid,
-            outcome="worker_crash",
-            phase="test",
-            what=f"{what} in a process it started",
-            fingerprint=diagnosis["fingerprint"],
-        )
-
-
-def _record_forked_copies(run: Run, attempt: AttemptResult) -> None:
-    """A test whose forked copy returned into the test runner (the child ended that copy): an error.
-
-    Under plain pytest the copy would have run the rest of the session again; its
-    outcome in the real process is kept in the message.
-    """
-    state, redactor = run.state, run.redactor
-    for named in crashes.forked_copies(run.folder.log, attempt.log_start, attempt.log_end):
-        module = crashes.imported(named, attempt.fold.collected or [], redactor)
-        if module is not None:
-            # no test ran: the module whose import forked is the error, beside its tests
-            message = (
-                "a process forked while this module was imported returned into the test runner instead of ending "
-                "with os._exit(); device-matrix ended it before it collected and ran the session again"
-            )
-            state.put(module, "error", duration=0.0, message=message, attempt=attempt.index)
-            run.listener.note(
-                run.row.name, f"{module}: a forked copy of the test process returned into the test runner"
-            )
-            continue
-        nodeid = next((n for n in state.results if redactor.text(n) == named), None)
-        record = state.results.get(nodeid or "")
-        if nodeid is None or record is None or record["attempt"] != attempt.index or record["crash"]:
-            continue
-        was = record["outcome"]
-        message = (
-            "a process this test forked returned into the test runner instead of ending with os._exit(); "
-            f"device-matrix ended it before it ran other tests (the test itself: {was})"
-        )
-        state.put(nodeid, "error", duration=record["duration"], message=message, attempt=attempt.index)
-        run.listener.note(run.row.name, f"{named}: a forked copy of the test process returned into the test runner")

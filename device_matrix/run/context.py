@@ -1,8 +1,9 @@
 """One run of one row: what the command line asks (:class:`RunOptions`), the state every
 step reads and writes (:class:`Run`), and the verdict each step returns (:class:`Verdict`).
 
-The steps are in :mod:`device_matrix.run.runner`; the attempts they start, and what a
-crash leaves, in :mod:`device_matrix.run.attempts`.
+The steps are in :mod:`device_matrix.run.runner`; the attempts they start in
+:mod:`device_matrix.run.attempts`; what a crash leaves in :mod:`device_matrix.run.crashes`,
+given the few values of the run it needs (:attr:`Run.evidence`).
 """
 
 from __future__ import annotations
@@ -77,10 +78,15 @@ class RunOptions:
 
 @dataclass(frozen=True)
 class Verdict:
-    """The row's status so far and why; each step returns the next one."""
+    """The row's status so far and why; each step returns the next one.
+
+    ``stop``: the steps after the one that returned it do not run; the record of what is
+    known is still written (:func:`device_matrix.run.runner.run_steps`, #31).
+    """
 
     status: RowStatus
     reason: str | None = None
+    stop: bool = False
 
 
 def worst(verdicts: Sequence[Verdict]) -> Verdict:
@@ -220,14 +226,6 @@ class LocalEnvironment:
             self._thread.join()
 
 
-@dataclass(frozen=True)
-class CrashOrigin:
-    """What the process of a crash was given: for its reruns and its repro command."""
-
-    targets: tuple[str, ...]
-    script: Script | None = None
-
-
 class Run:
     """One run of one row: the state every step reads and writes.
 
@@ -254,7 +252,7 @@ class Run:
         self._t0 = time.monotonic()
         self.deadline = self._t0 + self.row.run_timeout  # set again when the run starts (prepare)
         self.left_out: list[str] = []  # modules whose import kills or hangs the process
-        self.origins: dict[str, CrashOrigin] = {}  # crash id -> what its process was given
+        self.origins: dict[str, crashes.CrashOrigin] = {}  # crash id -> what its process was given
         self.previous: Verdict | None = None  # the verdict of the run --resume continues
         self.last_output = 0  # where the output of the last attempt begins in the log
         # and where it ends: the attempt's end lines after it are the runner's (#20)
@@ -342,6 +340,22 @@ class Run:
             container=self.container,
             launch=self.launch_spec(),
             pytest_args=self.options.pytest_args,
+        )
+
+    @property
+    def evidence(self) -> crashes.Evidence:
+        """What this run's crash recorders are given: its state, folder, repro, listener, core reader."""
+        return crashes.Evidence(
+            row=self.row,
+            state=self.state,
+            folder=self.folder,
+            redactor=self.redactor,
+            repro=self.repro,
+            listener=self.listener,
+            origins=self.origins,
+            reader=self.reader,
+            project_root=self.cfg.project_root,
+            phase_min=self.cfg.phase_timeout_min,
         )
 
     def launch_spec(self, env: Mapping[str, str] | None = None) -> LaunchSpec:

@@ -1,10 +1,15 @@
 """Crash evidence: from an attempt to a CrashRecord (diagnosis, core file, repro command).
 
-:func:`crash_record` is the one constructor of a crash record; :func:`abnormal_end`
-makes the record of an attempt that died or hung, :func:`worker_crashes` finds the
-crashes of processes a failed test started, :func:`rerun_record` says what a rerun of a
-crashed test showed. :class:`Repro` writes the command that reruns a crash as the run
-ran it, and :class:`CoreReader` reads core files with gdb off the critical path.
+:func:`crash_record` and :func:`attempt_record` are the one constructors of a crash's and
+an attempt's record (a run's, a gang's, a dead runner's post-mortem: #31);
+:func:`abnormal_end` makes the record of an attempt that died or hung,
+:func:`worker_crashes` finds the crashes of processes a failed test started,
+:func:`rerun_record` says what a rerun of a crashed test showed. :class:`Repro` writes
+the command that reruns a crash as the run ran it, and :class:`CoreReader` reads core
+files with gdb off the critical path. :class:`Evidence` is what a crash leaves in the
+run's state (its record, its test's outcome, output.log, the listener), given the few
+values of the run it needs: :func:`record_crash`, :func:`record_plugin_crashes`,
+:func:`record_worker_crashes`, :func:`record_forked_copies`.
 """
 
 from __future__ import annotations
@@ -17,12 +22,13 @@ import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TypeAlias
+from typing import Literal, Protocol, TypeAlias
 
 from device_matrix import diagnostics
 from device_matrix.child.journal import FORKED_AT_IMPORT, FORKED_COPY_NOTE
 from device_matrix.config import Row, Script
 from device_matrix.diagnostics import core as core_files
+from device_matrix.diagnostics import outputlog
 from device_matrix.diagnostics.repro import container_repro_command, repro_command
 from device_matrix.executors.base import LaunchSpec
 from device_matrix.executors.container import ContainerExecutor
@@ -36,10 +42,13 @@ from device_matrix.records.schema import (
     RerunRecord,
     TestRecord,
 )
+from device_matrix.records.summary import crash_kind_label
 from device_matrix.redact import Redactor
 from device_matrix.run.attempt import PROCESS_PHASES, AttemptResult, Purpose
+from device_matrix.run.folder import RowFolder
 from device_matrix.run.journal import final_outcome
 from device_matrix.run.policy import CrashAt
+from device_matrix.run.state import RunState
 from device_matrix.wire import AS_SCRIPT_PYTEST_ARGS, ENV_DEVICE, OPT_AS_SCRIPT, PLUGIN
 
 CrashKind = Literal["crash", "timeout", "worker_crash"]
@@ -451,3 +460,186 @@ class Repro:
         assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env.items()))
         command = " ".join(x for x in (assigns, shlex.join([self.python, *script_argv])) if x)
         return f"cd {shlex.quote(str(self.project_root))} && {command}"
+
+
+# --- what a crash leaves in the run's state -------------------------------------------------
+
+
+class CrashListener(Protocol):
+    """What a crash tells the person watching the run (the run's listener has these)."""
+
+    def crash(self, row: str, nodeid: str | None, *, outcome: str, phase: str, what: str, fingerprint: str) -> None: ...
+
+    def note(self, row: str, text: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class CrashOrigin:
+    """What the process of a crash was given: for its reruns and its repro command."""
+
+    targets: tuple[str, ...]
+    script: Script | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Evidence:
+    """The few values of a run a crash's recorders need (#31: not the run itself, which
+    builds this from its own, so that this module needs nothing of it)."""
+
+    row: Row
+    state: RunState
+    folder: RowFolder
+    redactor: Redactor
+    repro: Repro
+    listener: CrashListener
+    origins: dict[str, CrashOrigin]  # crash id -> what its process was given (the run's own dict)
+    reader: CoreReader | None
+    project_root: Path
+    phase_min: float  # the configuration's phase_timeout_min
+
+    def next_id(self) -> str:
+        return f"{self.row.name}-{len(self.state.crashes) + 1}"
+
+    def tell(self, text: str) -> None:
+        """The runner's own lines into output.log (diagnostics/outputlog.py): `diagnose` on the log
+        alone names what the record has (#24)."""
+        try:
+            outputlog.append(self.folder.log, text, self.redactor)
+        except OSError as exc:
+            raise self.folder.unwritable(exc) from exc
+
+    def attach_cores(self, diagnosis: CrashDiagnosis | None, attempt: AttemptResult) -> None:
+        if self.reader is not None:
+            self.reader.attach(diagnosis, cores_of(attempt, self.project_root))
+
+
+def record_crash(
+    ev: Evidence, attempt: AttemptResult, at: CrashAt, targets: Sequence[str], script: Script | None
+) -> CrashRecord:
+    """The crash the policy found in ``attempt``: its record, its test's outcome, the listener told."""
+    state, row = ev.state, ev.row
+    diagnosis = diagnose(attempt, at, ev.folder.log, ev.redactor)
+    ev.attach_cores(diagnosis, attempt)
+    nodeid = at.nodeid if at.phase == "test" else None
+    crash = abnormal_end(
+        ev.next_id(),
+        attempt,
+        at,
+        diagnosis,
+        ev.repro.of(nodeid, targets) if script is None else ev.repro.of_script(script, nodeid),
+        deadline=deadline_of(
+            attempt, test_timeout=row.test_timeout, run_timeout=row.run_timeout, phase_min=ev.phase_min
+        ),
+    )
+    ev.origins[crash["id"]] = CrashOrigin(tuple(targets), script)
+    state.crashes.append(crash)
+    outcome: Outcome = "timeout" if at.kind == "timeout" else "crashed"
+    what = crash_kind_label(crash)
+    if at.nodeid is not None:
+        test = attempt.fold.tests.get(at.nodeid)
+        duration = attempt.overrun.seconds if attempt.overrun and at.kind == "timeout" else 0.0
+        if test is not None and at.kind == "crash":
+            duration = test.duration
+        state.put(
+            at.nodeid,
+            outcome,
+            duration=duration,
+            message=f"{outcome}: {what} ({diagnosis['hint'] or ''})",
+            crash=crash["id"],
+            attempt=attempt.index,
+        )
+    ev.listener.crash(
+        row.name, at.nodeid, outcome=outcome, phase=at.phase, what=what, fingerprint=diagnosis["fingerprint"]
+    )
+    return crash
+
+
+def record_plugin_crashes(ev: Evidence, attempt: AttemptResult, targets: Sequence[str]) -> None:
+    """#29: a test that crashed in a plugin's forked copy (pytest-forked): the test's crash,
+    with its signal, while its pytest process went on."""
+    state = ev.state
+    for nodeid, when, diagnosis in plugin_crashes(attempt, ev.redactor):
+        crash = crash_record(
+            ev.next_id(),
+            kind="crash",
+            phase="test",
+            nodeid=nodeid,
+            when=when,
+            attempt=attempt.index,
+            diagnosis=diagnosis,
+            repro=ev.repro.of(nodeid, targets),
+        )
+        ev.origins[crash["id"]] = CrashOrigin(tuple(targets), None)
+        state.crashes.append(crash)
+        ev.tell(outputlog.crash_line(crash))  # its process went on: a line of its own
+        what = crash_kind_label(crash)
+        record = state.results.get(nodeid)
+        state.put(
+            nodeid,
+            "crashed",
+            duration=record["duration"] if record else 0.0,
+            message=f"crashed: {what} ({diagnosis['hint'] or ''})",
+            crash=crash["id"],
+            attempt=attempt.index,
+        )
+        ev.listener.crash(
+            ev.row.name, nodeid, outcome="crashed", phase="test", what=what, fingerprint=diagnosis["fingerprint"]
+        )
+
+
+def record_worker_crashes(ev: Evidence, attempt: AttemptResult, targets: Sequence[str]) -> None:
+    """A failed test whose output shows a process dying in native code: a crash too."""
+    state = ev.state
+    for nodeid, diagnosis in worker_crashes(attempt, state.results, ev.folder.log, ev.redactor):
+        crash = crash_record(
+            ev.next_id(),
+            kind="worker_crash",
+            phase="test",
+            nodeid=nodeid,
+            when=None,
+            attempt=attempt.index,
+            diagnosis=diagnosis,
+            repro=ev.repro.of(nodeid, targets),
+        )
+        state.crashes.append(crash)
+        state.results[nodeid]["crash"] = crash["id"]
+        what = diagnosis["signal_name"] or "a native crash"
+        ev.listener.crash(
+            ev.row.name,
+            nodeid,
+            outcome="worker_crash",
+            phase="test",
+            what=f"{what} in a process it started",
+            fingerprint=diagnosis["fingerprint"],
+        )
+
+
+def record_forked_copies(ev: Evidence, attempt: AttemptResult) -> None:
+    """A test whose forked copy returned into the test runner (the child ended that copy): an error.
+
+    Under plain pytest the copy would have run the rest of the session again; its
+    outcome in the real process is kept in the message.
+    """
+    state, redactor, row = ev.state, ev.redactor, ev.row.name
+    for named in forked_copies(ev.folder.log, attempt.log_start, attempt.log_end):
+        module = imported(named, attempt.fold.collected or [], redactor)
+        if module is not None:
+            # no test ran: the module whose import forked is the error, beside its tests
+            message = (
+                "a process forked while this module was imported returned into the test runner instead of ending "
+                "with os._exit(); device-matrix ended it before it collected and ran the session again"
+            )
+            state.put(module, "error", duration=0.0, message=message, attempt=attempt.index)
+            ev.listener.note(row, f"{module}: a forked copy of the test process returned into the test runner")
+            continue
+        nodeid = next((n for n in state.results if redactor.text(n) == named), None)
+        record = state.results.get(nodeid or "")
+        if nodeid is None or record is None or record["attempt"] != attempt.index or record["crash"]:
+            continue
+        was = record["outcome"]
+        message = (
+            "a process this test forked returned into the test runner instead of ending with os._exit(); "
+            f"device-matrix ended it before it ran other tests (the test itself: {was})"
+        )
+        state.put(nodeid, "error", duration=record["duration"], message=message, attempt=attempt.index)
+        ev.listener.note(row, f"{named}: a forked copy of the test process returned into the test runner")

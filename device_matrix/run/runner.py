@@ -14,6 +14,9 @@ verdict so far, returning the next :class:`~device_matrix.run.context.Verdict`:
    reason, and the row is green only when every test ran and pytest agreed;
 6. :func:`write`: ``run.json``, ``junit.xml`` and ``report.json``.
 
+A step that returns a verdict with ``stop`` set ends the run there: the steps after it do
+not run, but the record is written (:func:`run_steps`).
+
 :func:`run_row` runs them all. A driver that spreads a row (shards) opens the run
 itself (:func:`opened`), prepares it (its ``running`` record), collects
 (:func:`collect`) and runs the rest over its part (:func:`finish`). Whatever ends a run
@@ -40,7 +43,7 @@ from device_matrix.records.outcomes import CRASHING_OUTCOMES, TESTS_FAILED_STATU
 from device_matrix.records.schema import Classification, RunRecord, SpreadRef, load_run, selection_words
 from device_matrix.run import crashes, selection
 from device_matrix.run.attempt import AttemptSpec, Interrupted, run_attempt
-from device_matrix.run.attempts import attach_cores, attempts, limits, note_attempt, one_attempt
+from device_matrix.run.attempts import attempts, limits, note_attempt, one_attempt
 from device_matrix.run.context import Quiet, Run, RunListener, RunOptions, Verdict, worst
 from device_matrix.run.folder import ATTEMPTS_DIR, RUN_FILE
 from device_matrix.run.lock import row_lock
@@ -239,7 +242,7 @@ def rerun_crashes(run: Run, verdict: Verdict) -> Verdict:
             files = selection.files_of(nodeid.split("::", 1)[0], run.targets)
             attempt = one_attempt(run, "rerun", files, [nodeid], script=script)
             rerun = crashes.rerun_record(attempt, nodeid, run.folder.log, run.redactor)
-            attach_cores(run, None, attempt)
+            run.evidence.attach_cores(None, attempt)
             crash["reruns"].append(rerun)
             if rerun["outcome"] not in CRASHING_OUTCOMES:
                 classification = "flaky"
@@ -307,6 +310,24 @@ def write(run: Run, verdict: Verdict) -> Verdict:
 
 
 STEPS: tuple[Step, ...] = (prepare, run_tests, run_scripts, rerun_crashes, reconcile, write)
+
+
+def run_steps(run: Run, verdict: Verdict, steps: Sequence[Step]) -> Verdict:
+    """``steps`` in their order, each given the verdict of the one before, until one says stop.
+
+    #31: a verdict with ``stop`` keeps the steps after it from running, but not the record:
+    what is on its way (the cores gdb reads, the environment snapshot) is waited for and
+    the record written with that verdict, as :func:`write` writes it.
+    """
+    for k, step in enumerate(steps):
+        if verdict.stop:
+            if write in steps[k:]:
+                run.close_reader()
+                run.environment.join()
+                return write(run, verdict)
+            return verdict
+        verdict = step(run, verdict)
+    return verdict
 
 
 def write_record(run: Run, verdict: Verdict, *, final: bool = True) -> RunRecord:
@@ -497,8 +518,7 @@ def finish(run: Run, verdict: Verdict, *, select: Sequence[str] | None = None) -
     if select is not None:
         run.options = dataclasses.replace(run.options, select=tuple(select))
     with run.listener.row_group(f"{run.row.name}: {run.plan.mode} ({run.plan.reason})"):
-        for step in STEPS[1:]:
-            verdict = step(run, verdict)
+        run_steps(run, verdict, STEPS[1:])
     assert run.record is not None
     return run.record
 
@@ -527,6 +547,7 @@ __all__ = [
     "refuse_xdist",
     "row_lock",
     "run_row",
+    "run_steps",
     "selecting_options",
     "write_record",
 ]

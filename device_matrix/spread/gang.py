@@ -42,7 +42,7 @@ from device_matrix.records.schema import AttemptRecord, CrashRecord, Outcome, Ro
 from device_matrix.records.summary import row_status
 from device_matrix.redact import Redactor, remember_secrets
 from device_matrix.run.attempt import Interrupted
-from device_matrix.run.crashes import crash_record
+from device_matrix.run.crashes import attempt_record, crash_record
 from device_matrix.run.plan import image_ran_in, in_rows_image
 from device_matrix.run.selection import selecting_options
 from device_matrix.run.state import RunState, now_iso
@@ -176,12 +176,11 @@ class _Told:
 def _attempt_of(r: RankResult) -> AttemptRecord:
     """A rank is one attempt of the gang's test, its log ``rankR.log``."""
     signum = diagnostics.signal_from_returncode(r.returncode)
-    return AttemptRecord(
+    return attempt_record(
         index=r.rank + 1,
         purpose="run",
         returncode=r.returncode,
-        signal_name=diagnostics.signal_name(signum),
-        duration=round(r.duration, 3),
+        duration=r.duration,
         selected=1,
         finished=0 if r.lost or r.timed_out or signum else 1,
         journal="",

@@ -32,7 +32,7 @@ from device_matrix.records.schema import (
 from device_matrix.records.summary import row_status
 from device_matrix.redact import Redactor
 from device_matrix.run.attempt import Interrupted
-from device_matrix.run.crashes import crash_record
+from device_matrix.run.crashes import attempt_record, crash_record
 from device_matrix.run.journal import Fold
 from device_matrix.run.state import RunState, now_iso
 from device_matrix.spread.door import RowRun, repro_for, shard_run
@@ -212,11 +212,10 @@ def _attempts_on_disk(folder: Path, attempts: list[AttemptRecord], returncode: i
         index = int(name) if name.isascii() and name.isdigit() else 0
         if index and index not in known:
             attempts.append(
-                AttemptRecord(
+                attempt_record(
                     index=index,
                     purpose="run",
                     returncode=returncode,
-                    signal_name=diagnostics.signal_name(diagnostics.signal_from_returncode(returncode)),
                     duration=0.0,
                     selected=None,
                     finished=0,
