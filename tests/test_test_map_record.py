@@ -70,9 +70,11 @@ def test_import_time():
 
 def test_virtualenv():
     sys.path.insert(0, os.path.join(ROOT, "venv", "lib"))
+    sys.path.insert(0, os.path.join(ROOT, ".nox", "cpu", "lib"))
+    import nox_module
     import venv_module
 
-    assert venv_module.v() == 6
+    assert venv_module.v() == 6 and nox_module.n() == 7
 
 
 def _in_fork():
@@ -99,6 +101,9 @@ def mapped_project(make: Callable[..., Project], tests: str = TESTS, **kwargs: s
     (p.root / "venv" / "lib").mkdir(parents=True)
     (p.root / "venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
     (p.root / "venv" / "lib" / "venv_module.py").write_text("def v():\n    return 6\n")
+    # nor a hidden folder's (.nox, .venv, .tox)
+    (p.root / ".nox" / "cpu" / "lib").mkdir(parents=True)
+    (p.root / ".nox" / "cpu" / "lib" / "nox_module.py").write_text("def n():\n    return 7\n")
     return p
 
 
@@ -133,8 +138,8 @@ def test_record_map_names_the_project_files_each_test_ran(project: Callable[...,
     assert "suites/mapped/test_m.py" in files_of(m, "test_a")
     # a forked copy's files are the test's
     assert "mapped_lib/b.py" in files_of(m, "test_fork")
-    # a virtualenv inside the project is not the project's
-    assert not any(f.startswith("venv/") for f in m.files())
+    # a virtualenv inside the project is not the project's, nor a hidden folder
+    assert not any(f.startswith(("venv/", ".nox/")) for f in m.files())
     assert all(not f.startswith("/") and "site-packages" not in f for f in m.files())
     # the parts the processes left (raw nodeids) are gone once the map is written
     assert not (p.results / "fixture" / "attempts" / "map").exists()

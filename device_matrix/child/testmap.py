@@ -50,7 +50,7 @@ def _config_text(folder: Path, root: Path) -> str:
     venvs = [child for child in _children(root) if (child / "pyvenv.cfg").is_file()]
     omit = [
         *(f"*/{name}/*" for name in _NOT_PROJECT),
-        f"{escaped(root)}/.*",  # .nox, .venv, .tox, .git: never the project's own source
+        f"{escaped(root)}/.*/*",  # .nox, .venv, .tox, .git: never the project's own source
         *(f"{escaped(venv)}/*" for venv in venvs),
     ]
     lines = [
