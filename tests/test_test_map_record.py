@@ -5,6 +5,7 @@ a crash keeps the tests that finished; a row without coverage is told what to in
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -238,3 +239,22 @@ def test_a_row_without_coverage_is_told_what_to_install_before_any_test_runs(
     assert record["status"] == "error" and "pip install 'coverage>=7.10'" in record["reason"]
     assert not any(t["outcome"] in ("passed", "failed") for t in record["tests"])
     assert not (p.results / "fixture" / testmap.FILE_NAME).exists()
+
+
+def test_a_resumed_run_adds_its_tests_to_the_map_of_the_run_it_continues(project: Callable[..., Project]) -> None:
+    p = mapped_project(project)
+    assert p.run("run", "--device", "fixture", "--record-map").returncode == 0
+    record = p.record()
+    # as an interrupted run leaves it: test_a's outcome known, the rest not run
+    for t in record["tests"]:
+        if not t["nodeid"].endswith("::test_a"):
+            t["outcome"] = "not_run"
+    record["status"] = "interrupted"
+    (p.results / "fixture" / "run.json").write_text(json.dumps(record))
+    result = p.run("run", "--device", "fixture", "--record-map", "--resume")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert p.record()["attempts"][-1]["selected"] == 6  # test_a did not run again
+    m = read_map(p)
+    assert len(m.tests) == 7
+    assert "mapped_lib/a.py" in files_of(m, "test_a")  # from the map of the run it continued
+    assert "mapped_lib/c.py" in files_of(m, "test_subprocess")
