@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -52,27 +54,52 @@ def _map_size(results: Path, row: str) -> str:
     if not path.is_file():
         raise SystemExit(f"the run with --record-map wrote no {path}")
     data = json.loads(path.read_text())
-    return f"{len(data['tests'])} tests over {len(data['files'])} files"
+    return f"map: {len(data['tests'])} tests over {len(data['files'])} files"
+
+
+def _outcomes(results: Path, row: str) -> str:
+    """What the run's tests did, in words: a run that broke cannot pass for a fast one."""
+    counts = Counter(t["outcome"] for t in json.loads((results / row / "run.json").read_text())["tests"])
+    return ", ".join(f"{n} {outcome}" for outcome, n in sorted(counts.items()))
+
+
+def _cpu() -> float:
+    """CPU seconds of every child process waited for so far (theirs waited for too): on a
+    shared host, less moved by the other load than the wall clock."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+Sample = tuple[float, float]  # wall seconds, CPU seconds
 
 
 def _compare(
     label: str, row: str, extra: list[str], *, python: str, rounds: int, env: dict[str, str]
-) -> tuple[float, float]:
-    plain, mapped = [], []
+) -> tuple[Sample, Sample]:
+    plain: list[Sample] = []
+    mapped: list[Sample] = []
     for i in range(rounds):
-        for record_map, times in ((False, plain), (True, mapped)):
+        said = []
+        for record_map, samples in ((False, plain), (True, mapped)):
             with tempfile.TemporaryDirectory(prefix="dm-map-") as tmp:
                 results = Path(tmp) / "results"
-                cmd = run_command(
-                    python, ROOT, row, results, "--local", *extra, *(["--record-map"] if record_map else [])
-                )
-                t, rc, out = timed(cmd, cwd=ROOT, env=env)
+                flag = ["--record-map"] if record_map else []
+                cpu = _cpu()
+                t, rc, out = timed(run_command(python, ROOT, row, results, "--local", *extra, *flag), cwd=ROOT, env=env)
                 if rc not in (0, 1):
                     raise SystemExit(f"device-matrix run failed ({rc}):\n{out[-3000:]}")
-                times.append(t)
-                size = _map_size(results, row) if record_map else ""
-        print(f"{label} round {i + 1}: without the map {plain[-1]:.2f}s   with it {mapped[-1]:.2f}s ({size})")
-    return median_of(plain), median_of(mapped)
+                samples.append((t, _cpu() - cpu))
+                said.append(_outcomes(results, row) + ("; " + _map_size(results, row) if record_map else ""))
+        print(
+            f"{label} round {i + 1}: without the map {plain[-1][0]:.2f}s ({plain[-1][1]:.2f}s CPU; {said[0]})"
+            f"   with it {mapped[-1][0]:.2f}s ({mapped[-1][1]:.2f}s CPU; {said[1]})",
+            flush=True,
+        )
+    return _medians(plain), _medians(mapped)
+
+
+def _medians(samples: list[Sample]) -> Sample:
+    return median_of([s[0] for s in samples]), median_of([s[1] for s in samples])
 
 
 def _suites_python_problem(python: str) -> str | None:
@@ -112,14 +139,15 @@ def main() -> int:
         b, m = _compare("cpu suites", "cpu", suites, python=args.suites_python, rounds=args.suite_rounds, env=env)
         rows.append(("the cpu suites (torch_xla on CPU)", b, m))
     else:
-        rows.append((f"the cpu suites: skipped, {problem}", 0.0, 0.0))
+        rows.append((f"the cpu suites: skipped, {problem}", (0.0, 0.0), (0.0, 0.0)))
 
     print()
-    print("side by side, medians:")
-    print(f"  {'over':<44} {'without the map':>16} {'--record-map':>13} {'ratio':>7} {'target':>7}")
-    for what, b, m in rows:
+    print("side by side, medians (wall clock; CPU seconds of the processes, less moved by a busy host):")
+    print(f"  {'over':<44} {'without the map':>16} {'--record-map':>13} {'ratio':>7} {'CPU ratio':>10} {'target':>7}")
+    for what, (b, b_cpu), (m, m_cpu) in rows:
         if b:
-            print(f"  {what:<44} {b:>15.2f}s {m:>12.2f}s {m / b:>7.3f} {TARGET:>7.2f}")
+            ratios = f"{m / b:>7.3f} {m_cpu / b_cpu:>10.3f}"
+            print(f"  {what:<44} {b:>15.2f}s {m:>12.2f}s {ratios} {TARGET:>7.2f}")
         else:
             print(f"  {what}")
     return 0
