@@ -233,6 +233,8 @@ class Config:
     # the pip commands (their arguments) that install the project itself where its rows run
     # (nox venv, CI job), in turn
     project_install: tuple[tuple[str, ...], ...]
+    # #34: every run records which project files each test ran (results/<row>/test-map.json)
+    record_map: bool
     tracker: TrackerConfig
     rows: Mapping[str, Row]
 
@@ -646,6 +648,7 @@ _TOP_KEYS: dict[str, tuple[Check, str]] = {
         'a list of pip arguments (one pip command), e.g. ["-e", ".[test]"], or a list of such lists '
         '(pip commands run in turn), e.g. [["--no-deps", "-e", "."], ["-r", "requirements.txt"]]',
     ),
+    "record_map": (_is_bool, "true or false"),
     "tracker": (lambda v: isinstance(v, dict), "a table"),
     "devices": (lambda v: isinstance(v, dict), "a table of device rows"),
 }
@@ -874,6 +877,7 @@ def load(
     max_restarts: int | None = None,
     test_timeout: float | None = None,
     run_timeout: float | None = None,
+    record_map: bool | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Config:
     """Load the configuration for the project at ``project_root`` (default: from cwd).
@@ -903,6 +907,7 @@ def load(
         "max_restarts": max_restarts,
         "test_timeout": test_timeout,
         "run_timeout": run_timeout,
+        "record_map": record_map,
     }
     command_line = _command_line_layer(merged, flags)
     if command_line:

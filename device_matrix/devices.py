@@ -39,13 +39,16 @@ class Presence:
     reason: str
 
 
-def ask_tool(argv: list[str], timeout: float, *, cwd: Path | None = None) -> tuple[int | None, str]:
+def ask_tool(
+    argv: list[str], timeout: float, *, cwd: Path | None = None, env: Mapping[str, str] | None = None
+) -> tuple[int | None, str]:
     """A tool asked on this host (a presence check, a driver tool, pip), an untrusted child
     (#30): its own process group, ended with what it started when it does not answer in
     ``timeout``. (exit code or None when it did not end in ``timeout``, its stdout or else its stderr)."""
     proc = subprocess.Popen(
         argv,
         cwd=cwd,
+        env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -49,6 +49,13 @@ OPT_PROGRAM: Final = "--dm-program"
 OPT_AS_SCRIPT: Final = "--dm-as-script"
 # the pytest options that go with it: pytest itself leaves sys.path alone
 AS_SCRIPT_PYTEST_ARGS: Final = ("--import-mode=importlib",)
+# #34: record the test map: a folder where each pytest process leaves the files each test ran
+OPT_MAP: Final = "--dm-map"
+# #34: in the map's folder, each process's own folder (cov-PID) ends with this file: each
+# test it finished (raw nodeid) and the project files it ran
+MAP_PART: Final = "part.json"
+# #34: the test running now, while one runs: the context of a subprocess's coverage
+ENV_MAP_CONTEXT: Final = "DEVICE_MATRIX_MAP_CONTEXT"
 
 
 def write_select(path: Path, nodeids: Sequence[str]) -> None:
@@ -119,6 +126,7 @@ class ChildCommand:
     script_files: Sequence[str] = ()  # the files the row's scripts run
     as_script: bool = False  # each test file imported and collected as `python FILE` runs it (#24)
     deselect: str = ""  # #34: the file of the tests selection leaves out ("": none)
+    map_dir: str | None = None  # #34: where each pytest process leaves its part of the test map
 
     def environment(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """The child's variables over the host's: the row's, ours, a slot's, then ``extra`` (a script's)."""
@@ -166,6 +174,7 @@ class ChildCommand:
             *([option(OPT_DESELECT, self.deselect)] if self.deselect else []),
             *([OPT_ENV] if self.own_env else []),
             *([OPT_AS_SCRIPT, *AS_SCRIPT_PYTEST_ARGS] if self.as_script else []),
+            *([option(OPT_MAP, self.map_dir)] if self.map_dir and not collect_only else []),
             *self.pytest_args,
             # a module whose import kills or hangs the process (collected again without it)
             *(f"--ignore={path}" for path in left_out),

@@ -105,6 +105,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(wire.OPT_DESELECT, default=None, help="file of nodeids a change cannot break, left out")
     group.addoption(wire.OPT_FAULTHANDLER, default=None, help="file for fatal-signal and hang stacks")
     group.addoption(wire.OPT_ENV, action="store_true", help="write an environment snapshot into the journal")
+    group.addoption(wire.OPT_MAP, default=None, help="folder for the test map: the project files each test ran")
     group.addoption(
         wire.OPT_AS_SCRIPT,
         action="store_true",
@@ -176,6 +177,21 @@ def pytest_configure(config: pytest.Config) -> None:
     if fault:
         # the runner passes -p no:faulthandler with this option
         state.fatal = arm_faulthandler(fault)
+    _record_map(config)
+
+
+def _record_map(config: pytest.Config) -> None:
+    """#34: the test map, recorded with coverage.py when the runner asks (--dm-map)."""
+    folder = config.getoption(wire.OPT_MAP)
+    if not folder:
+        return
+    from device_matrix.child.testmap import MapRecorder, coverage_problem
+
+    problem = coverage_problem()
+    if problem is not None:
+        # before any test runs: the row's environment lacks what the map needs
+        raise pytest.UsageError(f"device-matrix: {problem} (or leave out --record-map / record_map)")
+    config.pluginmanager.register(MapRecorder(Path(folder), config.rootpath), "device-matrix-map")
 
 
 def _device_skips(item: pytest.Item, state: _State, disabled: list[DeviceSkip]) -> DeviceSkip | None:

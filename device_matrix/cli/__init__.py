@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from device_matrix import __version__
 from device_matrix import config as config_mod
-from device_matrix.cli.commands import a_path, add_source_flags, source_from_args, whole_number
+from device_matrix.cli.commands import a_path, add_map_flag, add_source_flags, source_from_args, whole_number
 from device_matrix.config import Config, check_results_dir
 from device_matrix.devices import detect, install_hint
 from device_matrix.errors import (
@@ -47,6 +47,7 @@ def _load(args: argparse.Namespace) -> Config:
         max_restarts=getattr(args, "max_restarts", None),
         test_timeout=getattr(args, "test_timeout", None),
         run_timeout=getattr(args, "run_timeout", None),
+        record_map=getattr(args, "record_map", None),
     )
 
 
@@ -231,6 +232,7 @@ def _add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     add_select_options(run)
     add_source_flags(run)
+    add_map_flag(run)
     add_run_options(run)
     run.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --: arguments for pytest")
     run.set_defaults(func=cmd_run)

@@ -33,6 +33,17 @@ def a_path(text: str) -> str:
     return text
 
 
+def add_map_flag(parser: Any) -> None:
+    """#34: ``run --record-map``, the configuration's ``record_map`` for one run."""
+    parser.add_argument(
+        "--record-map",
+        action="store_true",
+        default=None,
+        help="record which project files each test runs into results/<row>/test-map.json "
+        "(needs coverage>=7.10 where the tests run; default from config: record_map)",
+    )
+
+
 SOURCE_FLAGS = ("commit", "branch", "pr", "base", "base_commit")
 
 

@@ -22,6 +22,7 @@ from device_matrix.errors import (
 )
 from device_matrix.links import load_links
 from device_matrix.output import Output
+from device_matrix.records import testmap
 from device_matrix.records.atomic import storable_text, write_json_atomic, write_text_atomic
 from device_matrix.records.schema import RunRecord, SourceInfo
 from device_matrix.records.source import base_lane, is_pull_request, override, short, unknown
@@ -117,6 +118,7 @@ def run_triage(
             out=out,
             read_only=read_only,
             unstable=unstable,
+            maps=_test_maps(results, [r["row"] for r in records], redactor, out),
         )
     elif wants_verdicts(src) and records:
         triage["verdicts"] = _judge(triage, None, unstable)
@@ -173,6 +175,7 @@ def _with_history(
     out: Output,
     read_only: bool = False,
     unstable: Collection[str] = (),
+    maps: Sequence[testmap.TestMap] = (),
 ) -> History:
     """The history with this triage recorded, not yet committed (the caller commits once
     the reports are written, and closes it), and what it says set on ``triage``."""
@@ -187,7 +190,12 @@ def _with_history(
         try:
             triage["changes"] = history.compare(triage, frozenset(unreadable), source=src)
             run_id = history.record(
-                triage, label or triage["generated_at"], keep=max(KEEP_RUNS, window), source=src, commit=False
+                triage,
+                label or triage["generated_at"],
+                keep=max(KEEP_RUNS, window),
+                source=src,
+                commit=False,
+                maps=maps,
             )
             triage["history"] = history.view(triage, window)
             _place_crashes(triage, history, run_id)
@@ -216,6 +224,28 @@ def _with_history(
         else:
             return history
     raise AssertionError("unreachable: the last try returns or raises")
+
+
+def _test_maps(results: Path, rows: Sequence[str], redactor: Redactor, out: Output) -> list[testmap.TestMap]:
+    """#34: the test map each row's folder holds (``results/<row>/``, or an artifact's one
+    level deeper), redacted again as the records are; a map that cannot be read is warned
+    about and left out (its row has no map: every test runs), never the triage's end."""
+    found: list[testmap.TestMap] = []
+    for row in rows:
+        candidates = [results / row / testmap.FILE_NAME, *sorted(results.glob(f"*/{row}/{testmap.FILE_NAME}"))]
+        path = next((c for c in candidates if c.is_file()), None)
+        if path is None:
+            continue
+        try:
+            m = testmap.from_json(redactor.data(testmap.to_json(testmap.read(path))), str(path))
+        except ResultsError as exc:
+            out.line(f"warning: {exc.message}")
+            continue
+        if m.row != row:
+            out.line(f"warning: {path}: the test map of row {m.row!r} in the folder of row {row!r}; left out")
+            continue
+        found.append(m)
+    return found
 
 
 def _to_actions(t: Triage, md: str, out: Output, base: str) -> None:

@@ -20,7 +20,9 @@ the verdicts of a pull request compare with (report/verdicts.py).
 Schema versions (``PRAGMA user_version``): 0 is the first layout (runs, outcomes and
 crashes without rows, durations or counts), 2 the layout without lanes; both are migrated
 in place to 3, their runs in the lane of no source (""), which the first branch run
-recorded after the migration adopts (a history was kept per branch before). A file that is
+recorded after the migration adopts (a history was kept per branch before). Version 4 adds
+the test maps (#34: per lane, row and commit, the newest ``KEEP_MAPS`` of each lane and
+row), made in place in a history of version 3 or older. A file that is
 not a SQLite database, or a damaged one, is moved aside with a warning and a new history
 is started; a history written by a newer device-matrix is left alone (exit 7). A history
 opened read-only (a pull request reading its base's) is copied into memory: the file is
@@ -37,6 +39,7 @@ import math
 import sqlite3
 import statistics
 import struct
+import zlib
 from array import array
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +47,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from device_matrix.errors import EnvironmentProblem, ResultsError
+from device_matrix.records import testmap
 from device_matrix.records.atomic import storable_text
 from device_matrix.records.outcomes import (
     ABSENT,
@@ -76,10 +80,11 @@ from device_matrix.report.model import (
 from device_matrix.report.placement import Observation
 from device_matrix.report.signature import mask
 
-VERSION = 3
+VERSION = 4
 DEFAULT_PATH = Path(".device-matrix") / "history.sqlite"  # under the project root
 KEEP_RUNS = 50  # per lane
 KEEP_PR_LANES = 30  # pull requests whose runs are kept; older ones are forgotten
+KEEP_MAPS = 5  # #34: test maps kept per lane and row, each of its own commit
 DEFAULT_WINDOW = 30
 # A test counts as slower when it took at least SLOWER_RATIO times its median over the
 # earlier runs and at least SLOWER_FLOOR_S seconds: a 3 ms test that took 9 ms is noise.
@@ -106,6 +111,8 @@ CREATE TABLE IF NOT EXISTS series (lane TEXT NOT NULL, row TEXT NOT NULL, nodeid
 CREATE TABLE IF NOT EXISTS crash_seen (run_id INTEGER NOT NULL, fingerprint TEXT NOT NULL, row TEXT NOT NULL,
     classification TEXT NOT NULL, headline TEXT NOT NULL, issue TEXT, nodeid TEXT);
 CREATE INDEX IF NOT EXISTS crash_seen_run ON crash_seen(run_id);
+CREATE TABLE IF NOT EXISTS test_maps (lane TEXT NOT NULL, row TEXT NOT NULL, commit_id TEXT NOT NULL,
+    stored INTEGER NOT NULL, map BLOB NOT NULL, PRIMARY KEY (lane, row, commit_id)) WITHOUT ROWID;
 """
 # columns added by version 3 to the tables of version 2 (and of the first layout's runs);
 # selection (#30) to those of version 3 too: a reader that knows it not ignores it
@@ -362,8 +369,11 @@ class Store:
         keep: int = KEEP_RUNS,
         source: SourceInfo | None = None,
         commit: bool = True,
+        maps: Sequence[testmap.TestMap] = (),
     ) -> int:
         """Add this triage as the newest run of its lane; drop the lane's runs beyond the newest ``keep``.
+
+        ``maps``: the rows' test maps (#34), kept in the lane by row and commit.
 
         ``commit=False``: kept only by a later :meth:`commit`; closing without one forgets
         it (#30: a triage that fails after recording its run adds none).
@@ -387,6 +397,7 @@ class Store:
             )
             self._series_cache[lane] = rows
             self._insert_rows_and_crashes(triage, run_id)
+            self._store_maps(lane, maps)
             self.db.execute("DELETE FROM runs WHERE lane = ? AND id < ?", (lane, ids[-keep:][0]))
             self._forget_old_pull_requests()
             self.db.execute("DELETE FROM row_runs WHERE run_id NOT IN (SELECT id FROM runs)")
@@ -400,6 +411,7 @@ class Store:
             # the first branch recorded after them takes them on
             self.db.execute("UPDATE runs SET lane = ? WHERE lane = ''", (lane,))
             self.db.execute("UPDATE series SET lane = ? WHERE lane = ''", (lane,))
+            self.db.execute("UPDATE test_maps SET lane = ? WHERE lane = ''", (lane,))
             self._series_cache.pop("", None)
             self._series_cache.pop(lane, None)
 
@@ -489,7 +501,39 @@ class Store:
         for lane in lanes:
             self.db.execute("DELETE FROM runs WHERE lane = ?", (lane,))
             self.db.execute("DELETE FROM series WHERE lane = ?", (lane,))
+            self.db.execute("DELETE FROM test_maps WHERE lane = ?", (lane,))
             self._series_cache.pop(lane, None)
+
+    def _store_maps(self, lane: str, maps: Sequence[testmap.TestMap]) -> None:
+        """#34: each map as the newest of its lane and row (the same commit again replaces
+        its own); the newest ``KEEP_MAPS`` of each kept."""
+        for m in maps:
+            (stored,) = self.db.execute("SELECT COALESCE(MAX(stored), 0) + 1 FROM test_maps").fetchone()
+            # each file once, tests by index, compressed: a map of thousands of tests stays small
+            blob = zlib.compress(json.dumps(testmap.to_json(m), separators=(",", ":")).encode("ascii"))
+            self.db.execute(
+                "INSERT OR REPLACE INTO test_maps (lane, row, commit_id, stored, map) VALUES (?, ?, ?, ?, ?)",
+                (lane, m.row, m.commit or "", int(stored), blob),
+            )
+            self.db.execute(
+                "DELETE FROM test_maps WHERE lane = ? AND row = ? AND stored NOT IN "
+                "(SELECT stored FROM test_maps WHERE lane = ? AND row = ? ORDER BY stored DESC LIMIT ?)",
+                (lane, m.row, lane, m.row, KEEP_MAPS),
+            )
+
+    def latest_map(self, row: str, lane: str) -> testmap.TestMap | None:
+        """#34: the newest test map of ``row`` kept in ``lane``; None when there is none (or
+        it cannot be read: a map that cannot be read is no map, and every test runs)."""
+        found = self.db.execute(
+            "SELECT map FROM test_maps WHERE lane = ? AND row = ? ORDER BY stored DESC LIMIT 1", (lane, row)
+        ).fetchone()
+        if found is None:
+            return None
+        try:
+            data = json.loads(zlib.decompress(found[0]))
+            return testmap.from_json(data, f"the history's test map of row {row!r} in {lane}")
+        except (zlib.error, TypeError, ValueError, ResultsError):
+            return None
 
 
 class History(Store):
@@ -856,6 +900,7 @@ _OURS: Mapping[str, frozenset[str]] = {
     "crash_seen": frozenset({"run_id", "fingerprint", "row", "classification", "headline", "issue"}),
     "outcomes": frozenset({"run_id", "row", "nodeid", "outcome"}),
     "crashes": frozenset({"run_id", "fingerprint", "classification"}),
+    "test_maps": frozenset({"lane", "row", "commit_id", "stored", "map"}),
 }
 
 

@@ -30,7 +30,7 @@ from device_matrix.records.summary import most_serious
 from device_matrix.redact import Redactor, remember_secrets
 from device_matrix.run import crashes, selection
 from device_matrix.run import executor as factory
-from device_matrix.run.folder import RowFolder
+from device_matrix.run.folder import ATTEMPTS_DIR, RowFolder
 from device_matrix.run.plan import RowPlan
 from device_matrix.run.state import RunState, now_iso
 from device_matrix.run.targets import script_node
@@ -297,7 +297,14 @@ class Run:
             script_files=tuple(script.file for script in self.scripts),
             as_script=self.row.as_script,
             deselect=str(self.deselect_file or ""),
+            map_dir=None if self.map_parts is None else str(self.map_parts),
         )
+
+    @property
+    def map_parts(self) -> Path | None:
+        """#34: where the run's pytest processes leave their parts of the test map (under
+        attempts/: cleared with them, kept by --resume); None: the run records no map."""
+        return self.folder.path / ATTEMPTS_DIR / "map" if self.cfg.record_map else None
 
     @property
     def scripts(self) -> tuple[Script, ...]:
@@ -327,6 +334,8 @@ class Run:
             self.container = executor  # known before its image is asked: a refusal's record names the engine
             # before the first attempt: the image's interpreter, its pytest, the modules (#21)
             imports = [*([PLUGIN] if self.runs_pytest else []), *([SCRIPT_MODULE] if self.scripts else [])]
+            if self.cfg.record_map and self.runs_pytest:
+                imports.append("coverage")  # #34: the test map needs it in the image
             executor.prepare(self.launch_spec(self.child.environment()), imports)
         return executor
 

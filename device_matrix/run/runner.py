@@ -41,7 +41,7 @@ from device_matrix.errors import DeviceMatrixError, ResultsError
 from device_matrix.issues.disables import for_row as tracker_disables
 from device_matrix.records.outcomes import CRASHING_OUTCOMES, TESTS_FAILED_STATUSES, UNFINISHED_STATUSES
 from device_matrix.records.schema import Classification, RunRecord, SpreadRef, load_run, selection_words
-from device_matrix.run import crashes, selection
+from device_matrix.run import crashes, selection, testmap
 from device_matrix.run.attempt import AttemptSpec, Interrupted, run_attempt
 from device_matrix.run.attempts import attempts, limits, note_attempt, one_attempt
 from device_matrix.run.context import Quiet, Run, RunListener, RunOptions, Verdict, worst
@@ -101,6 +101,7 @@ def prepare(run: Run, verdict: Verdict = RUNNING) -> Verdict:
             run.listener.note(run.row.name, "the last run collected no tests: running the row again")
             previous = None
     run.folder.clear(keep_attempts=previous is not None)
+    testmap.clear(run, resumed=previous is not None)  # #34
     # #33: the open disable issues, read before the row starts (never a failed run for it)
     run.disable_list, run.disables = tracker_disables(
         run.cfg, run.folder.path, [s.file for s in run.scripts], lambda text: run.listener.note(run.row.name, text)
@@ -304,8 +305,9 @@ def reconcile(run: Run, verdict: Verdict) -> Verdict:
 
 
 def write(run: Run, verdict: Verdict) -> Verdict:
-    """``run.json``, ``junit.xml`` and ``report.json`` with the verdict."""
+    """``run.json``, ``junit.xml`` and ``report.json`` with the verdict; the test map (#34)."""
     write_record(run, verdict)
+    testmap.write_map(run)
     return verdict
 
 
@@ -432,6 +434,7 @@ def opened(cfg: Config, plan: RowPlan, options: RunOptions, listener: RunListene
     if plan.mode != "unavailable":
         try:
             run.check()
+            testmap.check(run)  # #34: coverage where the tests run, before the first test
         except DeviceMatrixError as exc:
             _unstarted(run, Verdict("error", f"refused: {exc.message} (exit {exc.exit_code})"))
             raise

@@ -1,0 +1,222 @@
+"""#34: the test map, recorded inside the test process: which project files each test ran.
+
+coverage.py measures the project's own files (the root, without virtualenvs, hidden
+folders such as ``.nox`` and ``.venv``, and installed packages) with one context per test:
+switched as the test's setup starts, so its fixtures, its call and its teardown count for
+it; a test module's import counts for each of its tests. A subprocess the test starts
+(a Python one that has coverage) measures itself with the test's context, read from
+:data:`~device_matrix.wire.ENV_MAP_CONTEXT`: coverage starts it from the configuration
+file named in ``COVERAGE_PROCESS_START``, whose ``context`` expands that variable. A
+forked copy (multiprocessing, pytest-forked) measures itself under the test's context too.
+
+Each process works in a folder of its own (``cov-PID-RANDOM``) under the runner's ``--dm-map`` folder:
+coverage's data, and one line a test as each test finishes. At its end it folds them into
+``part.json`` (nodeid -> project-relative POSIX paths) that the runner reads. A process
+that died leaves its folder without a part: the next process of the run folds it, so the
+tests that finished before the death keep their files, and the test that was running when
+it died is never in the map (it did not finish: the map cannot say what it ran).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from device_matrix.wire import ENV_MAP_CONTEXT, MAP_PART
+
+PART_FILE = MAP_PART  # in each process's folder: the tests it finished and their files
+FINISHED_FILE = "finished.jsonl"  # one line a finished test: its context and its nodeid
+DATA_NAME = "data"  # coverage's data files: data.<host>.<pid>.<random>, one a process
+CONFIG_NAME = "coverage.ini"
+MIN_COVERAGE = (7, 10)  # COVERAGE_PROCESS_START read by coverage's own .pth file
+NEEDS = "coverage>=7.10"
+# folders inside a project that hold no code of its own
+_NOT_PROJECT = ("site-packages", "dist-packages", "__pypackages__")
+
+
+def _config_text(folder: Path, root: Path) -> str:
+    """coverage's configuration: only the project's files, a context a test, forks followed."""
+
+    def escaped(path: Path) -> str:
+        return str(path).replace("$", "$$")  # coverage expands variables in every value
+
+    venvs = [child for child in _children(root) if (child / "pyvenv.cfg").is_file()]
+    omit = [
+        *(f"*/{name}/*" for name in _NOT_PROJECT),
+        f"{escaped(root)}/.*/*",  # .nox, .venv, .tox, .git: never the project's own source
+        *(f"{escaped(venv)}/*" for venv in venvs),
+    ]
+    lines = [
+        "[run]",
+        f"data_file = {escaped(folder / DATA_NAME)}",
+        "parallel = true",  # every process its own data file, combined at the end
+        f"source = {escaped(root)}",
+        "omit =",
+        *(f"    {pattern}" for pattern in omit),
+        # a subprocess's context: the running test's, from the variable the recorder sets
+        f"context = ${{{ENV_MAP_CONTEXT}}}",
+        # a forked copy measures itself, and saves what it measured when it ends with os._exit
+        "patch =",
+        "    fork",
+        "    _exit",
+        "disable_warnings =",
+        "    no-data-collected",
+        "    module-not-measured",
+        "    module-not-imported",
+        "    couldnt-parse",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _children(root: Path) -> Iterator[Path]:
+    try:
+        yield from (child for child in root.iterdir() if child.is_dir())
+    except OSError:
+        return
+
+
+def coverage_problem() -> str | None:
+    """Why this interpreter cannot record the map (None: it can)."""
+    try:
+        import coverage
+    except ImportError:
+        return f"recording the test map needs coverage.py in the row's environment: pip install '{NEEDS}'"
+    if tuple(coverage.version_info[:2]) < MIN_COVERAGE:
+        return f"recording the test map needs {NEEDS}, the row's environment has coverage {coverage.__version__}"
+    return None
+
+
+def _forked() -> None:
+    """In a forked copy: coverage restarted itself (patch = fork); the running test's context again."""
+    import coverage
+
+    restarted = coverage.Coverage.current()
+    # a fork after the session's coverage stopped (an atexit handler's) measures nothing
+    with contextlib.suppress(coverage.CoverageException):
+        if restarted is not None:
+            restarted.switch_context(os.environ.get(ENV_MAP_CONTEXT, ""))
+
+
+class MapRecorder:
+    """The pytest hooks of the map: coverage on, one context a test, the part at the end."""
+
+    def __init__(self, folder: Path, root: Path) -> None:
+        import coverage
+
+        self.root = root.resolve()
+        # not the pid alone: every process of a container's attempts may have the same one
+        self.own = folder / f"cov-{os.getpid()}-{secrets.token_hex(4)}"
+        self.own.mkdir(parents=True)
+        config = self.own / CONFIG_NAME
+        config.write_text(_config_text(self.own, self.root), "utf-8")
+        self.finished = (self.own / FINISHED_FILE).open("a", encoding="ascii")
+        self.count = 0
+        self.modules: dict[str, str] = {}  # a module's nodeid -> the context of its import
+        os.environ.pop(ENV_MAP_CONTEXT, None)  # the session's own context is the empty one
+        self.cov = coverage.Coverage(config_file=str(config))
+        self.cov.start()
+        # every Python process started from here starts coverage with this configuration
+        os.environ["COVERAGE_PROCESS_START"] = str(config)
+        os.register_at_fork(after_in_child=_forked)
+
+    def _switch(self, context: str) -> None:
+        # switching flushes what the last context measured into coverage's data file
+        self.cov.switch_context(context)
+        if context:
+            os.environ[ENV_MAP_CONTEXT] = context
+        else:
+            os.environ.pop(ENV_MAP_CONTEXT, None)
+
+    def pytest_collectstart(self, collector: pytest.Collector) -> None:
+        if isinstance(collector, pytest.Module):
+            context = self.modules.setdefault(collector.nodeid, f"m{len(self.modules) + 1}")
+            self._switch(context)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.nodeid in self.modules:
+            self._switch("")
+
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        self.count += 1
+        # a context is a number, not the nodeid: a nodeid may hold what SQLite cannot store
+        self._switch(f"t{self.count}")
+
+    def pytest_runtest_logfinish(self, nodeid: str) -> None:
+        context = f"t{self.count}"
+        self._switch("")  # the test's files are in the data file before it counts as finished
+        module = self.modules.get(nodeid.split("::", 1)[0])
+        self.finished.write(json.dumps({"c": context, "m": module, "nodeid": nodeid}) + "\n")
+        self.finished.flush()
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self.cov.stop()
+        self.cov.save()
+        self.finished.close()
+        os.environ.pop("COVERAGE_PROCESS_START", None)
+        # a process of this run that died left its folder unfolded: its finished tests count
+        for folder in sorted(self.own.parent.glob("cov-*")):
+            if folder == self.own or not (folder / PART_FILE).exists():
+                fold(folder, self.root)
+
+
+def fold(folder: Path, root: Path) -> None:
+    """One process's folder into its ``part.json``: each finished test and the files it ran."""
+    import coverage
+
+    finished = _finished(folder / FINISHED_FILE)
+    ran: dict[str, set[str]] = {}
+    data_files = [str(found) for found in folder.glob(f"{DATA_NAME}.*")]
+    if data_files:
+        cov = coverage.Coverage(data_file=str(folder / DATA_NAME), config_file=False)
+        cov.combine(data_files, keep=False)
+        data = cov.get_data()
+        for path in data.measured_files():
+            rel = _relative(path, root)
+            if rel is None:
+                continue
+            for contexts in data.contexts_by_lineno(path).values():
+                for context in contexts:
+                    ran.setdefault(context, set()).add(rel)
+    part: dict[str, set[str]] = {}
+    for entry in finished:
+        files = ran.get(str(entry["c"]), set()) | ran.get(str(entry.get("m")), set())
+        part.setdefault(str(entry["nodeid"]), set()).update(files)  # a test run twice: both times
+    tmp = folder / (PART_FILE + ".tmp")
+    tmp.write_text(json.dumps({nodeid: sorted(files) for nodeid, files in part.items()}), "ascii")
+    tmp.replace(folder / PART_FILE)
+    for leftover in folder.glob(f"{DATA_NAME}*"):
+        leftover.unlink(missing_ok=True)
+
+
+def _finished(path: Path) -> list[dict[str, Any]]:
+    """The finished tests a process wrote; a last line cut by its death is not one."""
+    out: list[dict[str, Any]] = []
+    try:
+        lines = path.read_text("ascii", errors="replace").splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and isinstance(entry.get("nodeid"), str) and isinstance(entry.get("c"), str):
+            out.append(entry)
+    return out
+
+
+def _relative(path: str, root: Path) -> str | None:
+    """``path`` relative to the project root, POSIX; None outside it."""
+    try:
+        return Path(path).resolve().relative_to(root).as_posix()
+    except ValueError:
+        return None

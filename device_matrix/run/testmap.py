@@ -1,0 +1,107 @@
+"""#34: the run's test map: the parts its pytest processes left, into ``results/<row>/test-map.json``.
+
+With ``record_map`` (or ``run --record-map``) every pytest process of the run records,
+in a folder of its own under ``attempts/map/``, which project files each test it finished
+ran (:mod:`device_matrix.child.testmap`). At the end of the run the parts become one
+:class:`~device_matrix.records.testmap.TestMap` of the row at the run's commit, and the
+parts (raw nodeids) go. A test that ran in more than one process (a crash's rerun) keeps
+the files of each. A resumed run adds its tests to the map the run it continues wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from device_matrix.devices import ask_tool
+from device_matrix.errors import EnvironmentProblem, ResultsError
+from device_matrix.records import testmap
+from device_matrix.run.context import Run
+from device_matrix.run.state import now_iso
+from device_matrix.wire import MAP_PART
+
+PROBE_TIMEOUT = 120.0  # seconds for the row's interpreter to import coverage (a cold disk, a busy host)
+# asked of the row's interpreter, in the child's environment: the plugin's own check
+PROBE = "import sys; from device_matrix.child.testmap import coverage_problem as p; sys.exit(p())"
+
+
+def check(run: Run) -> None:
+    """Before the first test: the row's interpreter on this host has what the map needs
+    (a container's image is asked with its other imports)."""
+    if not run.cfg.record_map or not run.runs_pytest or run.plan.mode == "container":
+        return
+    env = {**os.environ, **run.child.environment()}
+    code, said = ask_tool([run.executor.interpreter(), "-c", PROBE], PROBE_TIMEOUT, cwd=run.cfg.project_root, env=env)
+    if code != 0:
+        raise EnvironmentProblem(
+            f"row {run.row.name!r} cannot record the test map: {said or f'the check exited {code}'}",
+            tip="Install it where the row's tests run (pip install 'device-matrix[map]', or add "
+            "'coverage>=7.10' to the row's install), or run without --record-map / record_map.",
+        )
+
+
+def clear(run: Run, *, resumed: bool) -> None:
+    """The last run's map goes with its record: a run that records none leaves none behind
+    to stand for its commit. A resumed run keeps it (it adds to it)."""
+    if not resumed:
+        (run.folder.path / testmap.FILE_NAME).unlink(missing_ok=True)
+
+
+def write_map(run: Run) -> testmap.TestMap | None:
+    """``test-map.json`` from the run's parts (None: the run records no map, or no process
+    of it finished a test); what the map leaves out is told."""
+    folder = run.map_parts
+    if folder is None:
+        return None
+    tests: dict[str, set[str]] = {}
+    died = 0
+    for own in sorted(folder.glob("cov-*")):
+        part = _part(own / MAP_PART)
+        if part is None:
+            died += 1  # a process that died with no process after it to fold its folder
+            continue
+        for nodeid, files in part.items():
+            tests.setdefault(nodeid, set()).update(files)
+    target = run.folder.path / testmap.FILE_NAME
+    if run.resumed and target.is_file():
+        try:
+            earlier = testmap.read(target)
+        except ResultsError as exc:
+            run.listener.note(run.row.name, f"the test map of the run resumed is not kept: {exc.message}")
+        else:
+            for nodeid, kept in earlier.tests.items():
+                tests.setdefault(nodeid, set()).update(kept)
+    if died:
+        run.listener.note(
+            run.row.name,
+            f"the test map leaves out the tests of {died} process(es) that died with none after them "
+            "(they run on every selection until a map records them)",
+        )
+    shutil.rmtree(folder, ignore_errors=True)
+    if not tests:
+        run.listener.note(run.row.name, "no test map: no pytest process of the run finished a test")
+        return None
+    source = run.options.source
+    recorded = testmap.TestMap(
+        row=run.row.name,
+        commit=source["commit"] if source is not None else None,
+        created=now_iso(),
+        tests={nodeid: frozenset(files) for nodeid, files in tests.items()},
+    )
+    testmap.write(target, recorded, run.redactor)
+    return recorded
+
+
+def _part(path: Path) -> dict[str, list[str]] | None:
+    """A process's part; None when it wrote none (it died) or not one (nothing is assumed of a child)."""
+    try:
+        part = json.loads(path.read_text("ascii"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(part, dict) or not all(
+        isinstance(files, list) and all(isinstance(f, str) for f in files) for files in part.values()
+    ):
+        return None
+    return part
