@@ -70,7 +70,9 @@ TABLE = "tool.device-matrix"
 # gang's keys (each row, entry and gang starts from them), not a layer of the configuration
 KEY_TABLES = ("row", "script", "gang")
 # keys whose value is a number of seconds or of CPUs: a float, as TOML's 900 is an int
-_FLOAT_KEYS = frozenset({"test_timeout", "run_timeout", "ray_num_cpus", "phase_timeout_min", "write_interval"})
+_FLOAT_KEYS = frozenset(
+    {"test_timeout", "run_timeout", "ray_num_cpus", "phase_timeout_min", "write_interval", "select_map_max_age_days"}
+)
 
 
 def _read_packaged() -> dict[str, Any]:
@@ -220,6 +222,13 @@ class Config:
     # starting pytest, importing one module, exiting: never less than this (a busy host)
     phase_timeout_min: float
     disable_list: Path
+    # #34: test selection (device_matrix/selection.py): the map's age bound, the files whose
+    # change runs everything or nothing, and the workflow's pull requests
+    select_map_max_age_days: float
+    select_full: tuple[str, ...]
+    select_ignore: tuple[str, ...]
+    select_pull_requests: bool
+    select_full_label: str
     env_allowlist: tuple[str, ...]
     # the pip commands (their arguments) that install the project itself where its rows run
     # (nox venv, CI job), in turn
@@ -613,6 +622,11 @@ _TOP_KEYS: dict[str, tuple[Check, str]] = {
     "max_restarts": (_is_count, "a whole number from 0 to 10000"),
     "phase_timeout_min": (_is_seconds, "a finite number of seconds > 0"),
     "disable_list": (_is_path, "a non-empty path (string)"),
+    "select_map_max_age_days": (lambda v: _is_finite(v) and v > 0, "a number of days > 0"),
+    "select_full": (_is_str_list, "a list of file patterns (conftest.py, requirements*.txt, ci/*)"),
+    "select_ignore": (_is_str_list, "a list of file patterns (*.md, docs/*)"),
+    "select_pull_requests": (_is_bool, "true or false"),
+    "select_full_label": (_is_str, "a label name"),
     "env_allowlist": (_is_var_list, "a list of variable names (letters, digits, _)"),
     "project_install": (
         _is_install,

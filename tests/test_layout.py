@@ -34,6 +34,7 @@ FLOORS: dict[str, int] = {
     "workflow": 4,
     "diagnostics": 5,
     "findings": 5,
+    "selection": 5,  # #34: which tests a change can break (the map, the diff), pure
     "output": 5,
     "child": 6,
     "executors": 6,  # #31: where a child runs (this host, a container) and how every child starts

@@ -197,6 +197,22 @@ class _RunFields(TypedDict):
     run_url: str | None
 
 
+SelectMode: TypeAlias = Literal["changed", "all"]
+
+
+class SelectionInfo(TypedDict):
+    """``test_selection``: how a run chose its tests from a change (#34), beside the command
+    line's ``selection`` words. Absent: the run ran every test it was given, unasked."""
+
+    mode: SelectMode  # what the command line asked for (--select)
+    full_reason: str | None  # why every test ran, when it did ("no test map for row 'cpu'")
+    map_commit: str | None  # the commit of the test map the selection read
+    changed: list[str]  # the changed project files (documentation left out)
+    ran: int
+    total: int
+    by_reason: dict[str, int]  # tests by why each ran or was left out (device_matrix/selection.py's Why)
+
+
 class SpreadRef(TypedDict):
     """Which part of a spread row a record is (#23): checked before any part is merged."""
 
@@ -214,6 +230,7 @@ class RunRecord(_RunFields, total=False):
     # what the run selected, in its command line's words (#30): None for the whole row;
     # triage compares a run with the runs of the same selection (absent: the whole row)
     selection: str | None
+    test_selection: SelectionInfo | None  # #34: the tests a change could break, and why the others did not run
 
 
 def selection_words(

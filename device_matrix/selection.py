@@ -1,0 +1,231 @@
+"""Which of a row's tests a change can break (#34): pure, given the map, the diff and the history.
+
+A pull request's run need not run every test: the test map (:mod:`device_matrix.records.testmap`)
+says which project files each test ran on the base, the diff says which files the change
+touched, and the history says which tests failed, flaked or were disabled lately. This
+module decides, per test, whether it runs and why; it reads no file and starts no process
+(the runner finds the map and the diff, ``bench/selection.py`` replays commits through it).
+
+Use::
+
+    p = plan(test_map, changed, row="cpu", rules=rules_of(cfg), recent={"t.py::x": "recently failing"})
+    p.full_reason            # None, or why every test runs ("no test map for row 'cpu'")
+    p.decide("t.py::test_a")  # Decision(run=True, reason="covers src/a.py", why="covers")
+    p.summary(nodeids)       # the run record's `test_selection` block
+
+A test runs when its own file changed, when it covers a changed file, when it is new (not
+in the map), when the map holds no file for it, or when ``recent`` names it; the others are
+deselected ("covers none of the 3 changed files"). Every test runs, and
+:attr:`Plan.full_reason` says why, when there is no map, when the map is older than
+``rules.max_age`` or its date is unreadable, when ``force`` gives a reason (``--select all``,
+a label), or when a change cannot be mapped: a file ``rules.full`` names (conftest.py,
+pyproject.toml, lock and requirements files...) or any file but a Python one (the map
+records only Python files, so a data file's readers are unknown). Files ``rules.ignore``
+names (documentation) change nothing.
+
+A pattern without ``/`` matches a file's name in any folder (``conftest.py``); one with
+``/`` matches its whole project-relative path (``docs/*``), ``*`` crossing folders.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Literal, TypeAlias, get_args
+
+from device_matrix.config import Config
+from device_matrix.records.schema import SelectionInfo, SelectMode
+from device_matrix.records.testmap import TestMap
+
+MODES: tuple[SelectMode, ...] = get_args(SelectMode)
+# why a test runs (all but the last) or is left out; the record counts tests by these
+Why: TypeAlias = Literal["full", "own_file", "covers", "new", "no_data", "recent", "deselected"]
+WHYS: tuple[Why, ...] = get_args(Why)
+# the files a test map records: a change to any other kind of file is one it cannot see
+MAPPED_SUFFIXES = (".py",)
+SHOWN = 3  # changed files named in a reason before "and N more"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rules:
+    """The project's rules of selection (its configuration's ``select_*`` keys: :func:`rules_of`)."""
+
+    max_age: timedelta  # a map older than this is not used: every test runs
+    full: tuple[str, ...]  # patterns of files whose change runs every test
+    ignore: tuple[str, ...]  # patterns of files no test reads (documentation): their change runs nothing
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Whether one test runs, and why, in words a record keeps."""
+
+    run: bool
+    reason: str
+    why: Why
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
+
+
+def _named(files: Sequence[str]) -> str:
+    shown = ", ".join(files[:SHOWN])
+    return shown if len(files) <= SHOWN else f"{shown} and {len(files) - SHOWN} more"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The decision for each test of one run: build it with :func:`plan`."""
+
+    mode: SelectMode
+    full_reason: str | None  # why every test runs; None: each test is decided by the map
+    changed: tuple[str, ...]  # the changed project files, sorted (ignored ones left out)
+    map_commit: str | None
+    test_map: TestMap | None = field(repr=False)
+    recent: Mapping[str, str] = field(repr=False)
+
+    def decide(self, nodeid: str) -> Decision:
+        """Whether ``nodeid`` runs, and why."""
+        if self.full_reason is not None:
+            return Decision(True, f"every test runs: {self.full_reason}", "full")
+        assert self.test_map is not None  # a plan without a map runs everything
+        own = nodeid.split("::", 1)[0]
+        if own in self.changed:
+            return Decision(True, f"its own file changed ({own})", "own_file")
+        covered = self.test_map.tests.get(nodeid)
+        hit = sorted(covered & set(self.changed)) if covered else []
+        if hit:
+            return Decision(True, f"covers {_named(hit)}", "covers")
+        if covered is None:
+            return Decision(True, f"new: not in the test map of {_commit(self.map_commit)}", "new")
+        if not covered:
+            return Decision(True, "no map data: the test map holds no file it ran", "no_data")
+        if nodeid in self.recent:
+            return Decision(True, self.recent[nodeid], "recent")
+        if not self.changed:
+            return Decision(False, f"nothing changed since {_commit(self.map_commit)}", "deselected")
+        return Decision(False, f"covers none of the {_plural(len(self.changed), 'changed file')}", "deselected")
+
+    def split(self, nodeids: Iterable[str]) -> tuple[list[str], dict[str, str]]:
+        """The tests that run, in the order given, and those left out with their reasons."""
+        run: list[str] = []
+        left_out: dict[str, str] = {}
+        for nodeid in nodeids:
+            d = self.decide(nodeid)
+            if d.run:
+                run.append(nodeid)
+            else:
+                left_out[nodeid] = d.reason
+        return run, left_out
+
+    def summary(self, nodeids: Iterable[str]) -> SelectionInfo:
+        """The run record's block of this selection over the run's tests ``nodeids``."""
+        counts = Counter(self.decide(n).why for n in nodeids)
+        total = sum(counts.values())
+        return SelectionInfo(
+            mode=self.mode,
+            full_reason=self.full_reason,
+            map_commit=self.map_commit,
+            changed=list(self.changed),
+            ran=total - counts["deselected"],
+            total=total,
+            by_reason={w: counts[w] for w in WHYS if counts[w]},
+        )
+
+
+def _commit(commit: str | None) -> str:
+    return f"commit {commit[:12]}" if commit else "a checkout outside git"
+
+
+def matches(path: str, patterns: Iterable[str]) -> bool:
+    """Whether a project-relative POSIX ``path`` matches one of ``patterns`` (see the module)."""
+    name = path.rsplit("/", 1)[-1]
+    return any(fnmatch.fnmatchcase(path if "/" in p else name, p) for p in patterns)
+
+
+def unmappable(changed: Iterable[str], rules: Rules) -> list[str]:
+    """The changed files whose change the map cannot follow, sorted: every test must run."""
+    return sorted(
+        f
+        for f in changed
+        if not matches(f, rules.ignore) and (matches(f, rules.full) or not f.endswith(MAPPED_SUFFIXES))
+    )
+
+
+def _too_old(test_map: TestMap, rules: Rules, now: datetime) -> str | None:
+    """Why the map is too old to use; None when it is young enough."""
+    try:
+        created = datetime.fromisoformat(test_map.created)
+    except ValueError:
+        return f"the test map of row {test_map.row!r} has no readable date ({test_map.created!r})"
+    if created.tzinfo is None:
+        created = created.replace(tzinfo=UTC)
+    age = now - created
+    if age <= rules.max_age:
+        return None
+    return (
+        f"the test map of row {test_map.row!r} is {age.days} days old "
+        f"(select_map_max_age_days allows {rules.max_age.days})"
+    )
+
+
+def _full_reason(
+    test_map: TestMap | None, changed: Sequence[str], *, row: str, rules: Rules, force: str | None, now: datetime
+) -> str | None:
+    if force is not None:
+        return force
+    if test_map is None:
+        return f"no test map for row {row!r}"
+    old = _too_old(test_map, rules, now)
+    if old is not None:
+        return old
+    cannot = unmappable(changed, rules)
+    if cannot:
+        verb = "changes" if len(cannot) == 1 else "change"
+        return f"{_named(cannot)} {verb}, which the test map cannot follow"
+    return None
+
+
+def plan(
+    test_map: TestMap | None,
+    changed: Iterable[str],
+    *,
+    row: str,
+    rules: Rules,
+    recent: Mapping[str, str] | None = None,
+    force: str | None = None,
+    now: datetime | None = None,
+) -> Plan:
+    """The plan of one run of ``row``.
+
+    ``test_map``: the row's map (None: there is none, every test runs); ``changed``: the
+    project-relative POSIX paths the change touched; ``recent``: the tests that failed,
+    flaked or were disabled lately (nodeid -> the reason it runs, e.g. "recently failing");
+    ``force``: a reason to run every test whatever the map says ("--select all"); ``now``:
+    the time the map's age is measured at (default: now).
+    """
+    files = sorted({f.removeprefix("./") for f in changed} - {""})
+    reason = _full_reason(test_map, files, row=row, rules=rules, force=force, now=now or datetime.now(UTC))
+    return Plan(
+        mode="all" if force is not None else "changed",
+        full_reason=reason,
+        changed=tuple(f for f in files if not matches(f, rules.ignore)),
+        map_commit=test_map.commit if test_map is not None else None,
+        test_map=test_map,
+        recent=dict(recent or {}),
+    )
+
+
+def rules_of(cfg: Config) -> Rules:
+    """The project's rules from its configuration; the project's own device-matrix files
+    (its disable list, its ledger's seed) always run every test when they change."""
+    root = cfg.project_root
+    own = [cfg.disable_list.relative_to(root).as_posix()] if cfg.disable_list.is_relative_to(root) else []
+    return Rules(
+        max_age=timedelta(days=cfg.select_map_max_age_days),
+        full=(*cfg.select_full, *own, cfg.tracker.ledger_seed),
+        ignore=cfg.select_ignore,
+    )

@@ -1,0 +1,177 @@
+"""Which tests a change can break (#34): device_matrix/selection.py's decisions, pure."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from device_matrix import config, selection
+from device_matrix.records.testmap import TestMap
+
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+RULES = selection.Rules(
+    max_age=timedelta(days=14),
+    full=("conftest.py", "pyproject.toml", "requirements*.txt", "*.lock", "ci/*"),
+    ignore=("*.md", "docs/*"),
+)
+MAP = TestMap(
+    row="cpu",
+    commit="a" * 40,
+    created="2026-11-30T12:00:00+00:00",
+    tests={
+        "tests/test_a.py::test_one": frozenset({"src/pkg/a.py", "tests/test_a.py"}),
+        "tests/test_a.py::test_two[x]": frozenset({"src/pkg/a.py", "src/pkg/b.py", "tests/test_a.py"}),
+        "tests/test_b.py::test_b": frozenset({"src/pkg/b.py", "tests/test_b.py"}),
+        "tests/test_c.py::test_c": frozenset({"src/pkg/c.py", "tests/test_c.py"}),
+        "tests/test_lost.py::test_lost": frozenset(),
+    },
+)
+ALL = [*MAP.tests, "tests/test_a.py::test_three"]
+
+
+def _plan(changed: list[str], **kw: object) -> selection.Plan:
+    return selection.plan(MAP, changed, row="cpu", rules=RULES, now=NOW, **kw)  # type: ignore[arg-type]
+
+
+def test_a_change_runs_the_tests_that_cover_it_and_leaves_out_the_rest_saying_why() -> None:
+    p = _plan(["src/pkg/b.py"])
+    assert p.full_reason is None
+    assert p.decide("tests/test_b.py::test_b") == selection.Decision(True, "covers src/pkg/b.py", "covers")
+    assert p.decide("tests/test_a.py::test_two[x]").why == "covers"
+    one = p.decide("tests/test_a.py::test_one")
+    assert one == selection.Decision(False, "covers none of the 1 changed file", "deselected")
+    assert not p.decide("tests/test_c.py::test_c").run
+    run, left_out = p.split(ALL)
+    assert run == [
+        "tests/test_a.py::test_two[x]",
+        "tests/test_b.py::test_b",
+        "tests/test_lost.py::test_lost",
+        "tests/test_a.py::test_three",
+    ]
+    assert left_out == {
+        "tests/test_a.py::test_one": "covers none of the 1 changed file",
+        "tests/test_c.py::test_c": "covers none of the 1 changed file",
+    }
+
+
+def test_a_test_runs_when_its_own_file_changed_when_new_or_without_map_data_or_recent() -> None:
+    p = _plan(["tests/test_c.py", "src/pkg/other.py"], recent={"tests/test_b.py::test_b": "recently failing"})
+    assert p.decide("tests/test_c.py::test_c") == selection.Decision(
+        True, "its own file changed (tests/test_c.py)", "own_file"
+    )
+    new = p.decide("tests/test_a.py::test_three")
+    assert (new.run, new.why, new.reason) == (True, "new", f"new: not in the test map of commit {'a' * 12}")
+    assert p.decide("tests/test_lost.py::test_lost").why == "no_data"
+    assert p.decide("tests/test_b.py::test_b") == selection.Decision(True, "recently failing", "recent")
+    assert p.decide("tests/test_a.py::test_one") == selection.Decision(
+        False, "covers none of the 2 changed files", "deselected"
+    )
+
+
+def test_the_summary_counts_the_tests_by_why_each_ran() -> None:
+    p = _plan(["src/pkg/b.py"], recent={"tests/test_c.py::test_c": "recently failing"})
+    assert p.summary(ALL) == {
+        "mode": "changed",
+        "full_reason": None,
+        "map_commit": "a" * 40,
+        "changed": ["src/pkg/b.py"],
+        "ran": 5,
+        "total": 6,
+        "by_reason": {"covers": 2, "new": 1, "no_data": 1, "recent": 1, "deselected": 1},
+    }
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        ["conftest.py"],
+        ["tests/deep/conftest.py", "src/pkg/a.py"],
+        ["pyproject.toml"],
+        ["requirements-dev.txt"],
+        ["uv.lock"],
+        ["ci/run.py"],
+        ["tests/data/weights.bin"],  # a data file: which tests read it the map cannot say
+        ["tests/fixtures/expected.json"],
+        ["src/pkg/_native.so"],
+    ],
+)
+def test_a_change_the_map_cannot_follow_runs_every_test(changed: list[str]) -> None:
+    p = _plan(changed)
+    assert p.full_reason is not None and "which the test map cannot follow" in p.full_reason
+    assert all(p.decide(n).run for n in ALL)
+    assert p.decide("tests/test_c.py::test_c").why == "full"
+    assert p.summary(ALL)["by_reason"] == {"full": len(ALL)}
+
+
+def test_the_full_reason_names_the_files_that_cannot_be_mapped() -> None:
+    p = _plan(["src/pkg/a.py", "pyproject.toml", "conftest.py", "a.cfg", "b.json", "c.txt"])
+    assert p.full_reason == "a.cfg, b.json, c.txt and 2 more change, which the test map cannot follow"
+    assert _plan(["pyproject.toml"]).full_reason == "pyproject.toml changes, which the test map cannot follow"
+
+
+def test_documentation_the_rules_ignore_changes_nothing() -> None:
+    p = _plan(["README.md", "docs/guide.txt", "src/pkg/c.py"])
+    assert p.full_reason is None
+    assert p.changed == ("src/pkg/c.py",)
+    assert p.split(ALL)[1].keys() == {
+        "tests/test_a.py::test_one",
+        "tests/test_a.py::test_two[x]",
+        "tests/test_b.py::test_b",
+    }
+    nothing = _plan(["README.md"])
+    assert nothing.decide("tests/test_c.py::test_c") == selection.Decision(
+        False, f"nothing changed since commit {'a' * 12}", "deselected"
+    )
+
+
+def test_no_map_runs_every_test_and_says_so() -> None:
+    p = selection.plan(None, ["src/pkg/a.py"], row="cpu", rules=RULES, now=NOW)
+    assert p.full_reason == "no test map for row 'cpu'"
+    assert p.decide("tests/test_c.py::test_c") == selection.Decision(
+        True, "every test runs: no test map for row 'cpu'", "full"
+    )
+    assert p.summary(ALL)["map_commit"] is None
+
+
+def test_a_map_older_than_the_bound_is_not_used() -> None:
+    old = TestMap(row="cpu", commit="b" * 40, created="2026-11-01T00:00:00Z", tests=MAP.tests)
+    p = selection.plan(old, ["src/pkg/a.py"], row="cpu", rules=RULES, now=NOW)
+    assert p.full_reason == "the test map of row 'cpu' is 30 days old (select_map_max_age_days allows 14)"
+    assert all(p.decide(n).run for n in ALL)
+    # a day inside the bound is used; a naive date is read as UTC
+    young = TestMap(row="cpu", commit=None, created="2026-11-18T12:00:00", tests=MAP.tests)
+    p = selection.plan(young, ["src/pkg/a.py"], row="cpu", rules=RULES, now=NOW)
+    assert p.full_reason is None
+    assert p.decide("tests/test_a.py::test_three").reason == "new: not in the test map of a checkout outside git"
+    bad = TestMap(row="cpu", commit=None, created="yesterday", tests=MAP.tests)
+    reason = selection.plan(bad, [], row="cpu", rules=RULES, now=NOW).full_reason
+    assert reason == "the test map of row 'cpu' has no readable date ('yesterday')"
+
+
+def test_forced_runs_every_test_with_the_reason_given() -> None:
+    p = _plan(["src/pkg/a.py"], force="--select all")
+    assert (p.mode, p.full_reason) == ("all", "--select all")
+    assert p.summary(ALL)["mode"] == "all"
+    assert p.decide("tests/test_c.py::test_c").reason == "every test runs: --select all"
+
+
+def test_patterns_match_names_anywhere_and_paths_from_the_root() -> None:
+    assert selection.matches("a/b/conftest.py", ["conftest.py"])
+    assert not selection.matches("a/b/conftest.py.orig", ["conftest.py"])
+    assert selection.matches("ci/deep/x.py", ["ci/*"])
+    assert not selection.matches("src/ci/x.py", ["ci/*"])
+    assert selection.unmappable(["./x.py", "z.md", "y.toml", "pyproject.toml"], RULES) == ["pyproject.toml", "y.toml"]
+
+
+def test_the_project_rules_come_from_its_configuration(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.device-matrix]\nselect_map_max_age_days = 3\nselect_ignore = ["*.md"]\ndisable_list = "ci/off.toml"\n'
+    )
+    rules = selection.rules_of(config.load(tmp_path, environ={}))
+    assert rules.max_age == timedelta(days=3)
+    assert rules.ignore == ("*.md",)
+    # the project's own device-matrix files run everything when they change, beside the packaged list
+    assert {"conftest.py", "pyproject.toml", "ci/off.toml", "device-matrix-issues.toml"} <= set(rules.full)
+    assert selection.unmappable(["ci/off.toml", "README.md"], rules) == ["ci/off.toml"]
