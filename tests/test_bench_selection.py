@@ -105,7 +105,7 @@ def tiny(tmp_path: Path) -> tuple[bench.Replay, str]:
 
 def test_a_fault_only_its_covering_test_detects_is_caught_by_the_map_and_missed_by_own_files(tiny):
     rp, head = tiny
-    baseline = rp.pytest(rp.work.parent / "base.json")
+    baseline = rp.pytest(rp.work.parent / "base.json", cover=True)
     assert baseline.passed() == {
         "tests/test_core.py::test_limit",
         "tests/test_core.py::test_small",
@@ -118,16 +118,13 @@ def test_a_fault_only_its_covering_test_detects_is_caught_by_the_map_and_missed_
     assert failing == {"tests/test_core.py::test_limit"}  # test_small never reaches line 3
 
     nodeids = sorted(baseline.outcomes)
-    m = TestMap(
-        row="replay",
-        commit=head,
-        created="2026-01-01T00:00:00+00:00",
-        tests={
-            "tests/test_core.py::test_limit": frozenset({"pkg/core.py", "tests/test_core.py"}),
-            "tests/test_core.py::test_small": frozenset({"pkg/core.py", "tests/test_core.py"}),
-            "tests/test_util.py::test_double": frozenset({"pkg/util.py", "tests/test_util.py"}),
-        },
-    )
+    m = bench.to_map(baseline, head)  # recorded by the bench's plugin, per test, with coverage.py
+    assert m.tests == {
+        "tests/test_core.py::test_limit": {"pkg/__init__.py", "pkg/core.py", "tests/test_core.py"},
+        "tests/test_core.py::test_small": {"pkg/__init__.py", "pkg/core.py", "tests/test_core.py"},
+        # the package's __init__ ran once, in the import of the first module that needed it
+        "tests/test_util.py::test_double": {"pkg/util.py", "tests/test_util.py"},
+    }
     changed = ["pkg/core.py"]
     chosen, full = bench.device_matrix_selection(m, changed, nodeids, RULES)
     assert full is None
