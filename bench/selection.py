@@ -16,7 +16,11 @@ selects at least one of its failing tests. Side by side, in one run:
   ``pytest --testmon`` at C+fault; what it ran is its selection;
 - device-matrix: the map (each test's files, coverage.py per-test contexts, written and
   read as a test-map.json) and device_matrix.selection.plan over the changed files, with
-  the replayed project's own select_* configuration.
+  the replayed project's own select_* configuration. The map is recorded by the bench's
+  own plugin (bench/_replay_plugin.py: a test from its setup to its teardown, its module's
+  import, its Python subprocesses, as ``run --record-map`` counts them), not by the
+  replayed commit's device-matrix: a replay of device-matrix's own history must not load
+  the package under test as its recorder.
 
 Printed per strategy: faulty changes caught, failing tests selected, tests run and test
 time run (the seconds of the selected tests in the full run at C+fault over all of it).
@@ -393,7 +397,11 @@ def replay(
     baseline = rp.pytest(tmp / "run.json", cover=True)
     maps[commits[0]] = _mapped(rp, commits[0], baseline, None)
     map_commit = commits[0]
+    started = time.perf_counter()
     for i, commit in enumerate(commits[1:], start=1):
+        if args.budget and time.perf_counter() - started > args.budget:
+            log(f"stopped before {commit[:10]}: --budget {args.budget:.0f}s spent")
+            break
         parent = commits[i - 1]
         rp.checkout(commit)
         tally.commits += 1
@@ -496,6 +504,7 @@ def main() -> int:
     ap.add_argument("--tests", nargs="*", default=[], help="restrict the suite to these paths")
     ap.add_argument("--python", default=sys.executable, help="interpreter with pytest-testmon for the runs")
     ap.add_argument("--timeout", type=float, default=900, help="seconds one pytest run may take")
+    ap.add_argument("--budget", type=float, default=0, help="start no commit after this many seconds (0: none)")
     ap.add_argument("--quiet", action="store_true", help="print the table only")
     args = ap.parse_args()
     log: Callable[[str], None] = (lambda _: None) if args.quiet else (lambda s: print(s, flush=True))
@@ -540,7 +549,8 @@ def _report(
     where = "the fixture repository (bench/_fixture_repo.py)" if args.repo is None else str(source)
     suite = " ".join(args.tests) if args.tests else "the whole suite"
     print()
-    print(f"replayed {tally.commits} commits of {where}, {shas[1][:10]}..{shas[-1][:10]}, suite: {suite}")
+    last = shas[tally.commits] if tally.commits else shas[0]
+    print(f"replayed {tally.commits} commits of {where}, {shas[1][:10]}..{last[:10]}, suite: {suite}")
     print(
         f"  {tally.faults} faulty changes injected (up to {args.faults} a commit, seed {args.seed}; "
         f"{tally.without_sites} commits changed no line a fault fits), map every {args.map_every} commit(s)"
