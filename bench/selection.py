@@ -498,6 +498,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repo", type=Path, help="a git repository to replay (default: the fixture repository, built)")
     ap.add_argument("--commits", type=int, default=50, help="how many of its last commits (first parents)")
+    ap.add_argument("--rev", default="HEAD", help="the newest commit to replay (default: HEAD)")
     ap.add_argument("--faults", type=int, default=3, help="faulty changes per commit")
     ap.add_argument("--seed", type=int, default=34)
     ap.add_argument("--map-every", type=int, default=1, help="record the map on every Kth commit only")
@@ -517,7 +518,7 @@ def main() -> int:
             source = Path(tmp) / "fixture"
             build(source, commits=args.commits + 5)
         shas = subprocess.run(
-            ["git", "rev-list", "--first-parent", "--reverse", "-n", str(args.commits + 1), "HEAD"],
+            ["git", "rev-list", "--first-parent", "--reverse", "-n", str(args.commits + 1), args.rev],
             cwd=source,
             capture_output=True,
             text=True,
