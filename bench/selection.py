@@ -29,7 +29,11 @@ of the test time.
 
     python bench/selection.py                                   # the fixture repository, 50 commits
     python bench/selection.py --repo . --commits 50             # this repository and its suite
-    python bench/selection.py --repo . --commits 5 --tests tests/test_selection.py tests/test_testmap.py
+    python bench/selection.py --repo . --commits 10 --faults 2 --budget 840 \
+        --tests tests/test_testmap.py tests/test_sync.py tests/test_config.py tests/test_merge.py
+
+A full run of this repository's suite takes minutes: --tests restricts the suite (the
+truth is then what that part detects), --budget bounds the replay, --rev moves its end.
 
 The interpreter running it must have pytest-testmon (bench/requirements-selection.txt).
 Faults no test of the full suite detects, and faults whose run timed out, are counted and
