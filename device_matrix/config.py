@@ -303,11 +303,21 @@ def _root_test_folders(root: Path, results_dir: Path) -> list[Path]:
 
 
 def pytest_testpaths(root: Path) -> tuple[str, ...]:
-    """The ``testpaths`` of the pytest configuration in ``root``, () when none is set.
+    """The ``testpaths`` of the pytest configuration in ``root``, () when none is set."""
+    setting = pytest_setting(root, "testpaths")
+    if setting is None:
+        return ()
+    value = setting[1]
+    return tuple(value.split() if isinstance(value, str) else value)
+
+
+def pytest_setting(root: Path, key: str) -> tuple[Path, str | list[str]] | None:
+    """``key`` of the pytest configuration in ``root`` and the file that sets it; None when
+    there is no configuration or it does not set ``key``. A TOML list is kept a list.
 
     pytest's own order: the first of pytest.ini, .pytest.ini, pyproject.toml (with a
     [tool.pytest.ini_options] or [tool.pytest] table), tox.ini (with [pytest]) and
-    setup.cfg (with [tool:pytest]) is the configuration, whether it sets testpaths or not.
+    setup.cfg (with [tool:pytest]) is the configuration, whether it sets ``key`` or not.
     """
     import configparser
 
@@ -327,18 +337,21 @@ def pytest_testpaths(root: Path) -> tuple[str, ...]:
             if not isinstance(table, dict):
                 continue
             options = table.get("ini_options", table)
-            value = options.get("testpaths", ()) if isinstance(options, dict) else ()
-            return tuple(value.split() if isinstance(value, str) else (str(v) for v in value))
+            value = options.get(key) if isinstance(options, dict) else None
+            if value is None:
+                return None
+            return path, value if isinstance(value, str) else [str(v) for v in value]
         parser = configparser.ConfigParser(interpolation=None)
         try:
             parser.read(path, encoding="utf-8")
         except (configparser.Error, UnicodeDecodeError) as exc:
             raise ConfigError(f"cannot be read as an ini file: {exc}", source=str(path)) from None
         if parser.has_section(section):
-            return tuple(parser.get(section, "testpaths", fallback="").split())
+            found = parser.get(section, key, fallback=None)
+            return None if found is None else (path, found)
         if name.endswith("pytest.ini"):
-            return ()  # a pytest.ini is the configuration even without a [pytest] section
-    return ()
+            return None  # a pytest.ini is the configuration even without a [pytest] section
+    return None
 
 
 # --- validation ---------------------------------------------------------------------

@@ -121,8 +121,12 @@ class Output:
         """A transient progress line (TTY only): ours, around a nodeid."""
         if not self.tty:
             return
-        width = 120
-        self._write("\r\x1b[2K" + self.untrusted(text, identifier=True)[:width])
+        width, head = 120, 40
+        shown = self.untrusted(text, identifier=True)
+        if len(shown) > width:
+            # #29: cut in the middle: a nodeid's end (its test, a run's [variant]) tells two runs apart
+            shown = shown[:head] + "..." + shown[head + 3 - width :]
+        self._write("\r\x1b[2K" + shown)
         self._status_shown = True
 
     def test_result(

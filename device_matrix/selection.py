@@ -11,6 +11,7 @@ Use::
     p = plan(test_map, changed, row="cpu", rules=rules_of(cfg), recent={"t.py::x": "recently failing"})
     p.full_reason            # None, or why every test runs ("no test map for row 'cpu'")
     p.decide("t.py::test_a")  # Decision(run=True, reason="covers src/a.py", why="covers")
+    p.left_out()             # {nodeid: reason} of the map's tests that do not run
     p.summary(nodeids)       # the run record's `test_selection` block
 
 A test runs when its own file changed, when it covers a changed file, when it is new (not
@@ -92,15 +93,15 @@ class Plan:
         if self.full_reason is not None:
             return Decision(True, f"every test runs: {self.full_reason}", "full")
         assert self.test_map is not None  # a plan without a map runs everything
+        covered = self.test_map.tests.get(nodeid)
+        if covered is None:
+            return Decision(True, f"new: not in the test map of {_commit(self.map_commit)}", "new")
         own = nodeid.split("::", 1)[0]
         if own in self.changed:
             return Decision(True, f"its own file changed ({own})", "own_file")
-        covered = self.test_map.tests.get(nodeid)
-        hit = sorted(covered & set(self.changed)) if covered else []
+        hit = sorted(covered & set(self.changed))
         if hit:
             return Decision(True, f"covers {_named(hit)}", "covers")
-        if covered is None:
-            return Decision(True, f"new: not in the test map of {_commit(self.map_commit)}", "new")
         if not covered:
             return Decision(True, "no map data: the test map holds no file it ran", "no_data")
         if nodeid in self.recent:
@@ -120,6 +121,14 @@ class Plan:
             else:
                 left_out[nodeid] = d.reason
         return run, left_out
+
+    def left_out(self) -> dict[str, str]:
+        """The map's tests this plan leaves out, with why: what the child is told to deselect
+        (a test the map does not know is never left out)."""
+        if self.test_map is None or self.full_reason is not None:
+            return {}
+        decided = ((n, self.decide(n)) for n in self.test_map.tests)
+        return {n: d.reason for n, d in decided if not d.run}
 
     def summary(self, nodeids: Iterable[str]) -> SelectionInfo:
         """The run record's block of this selection over the run's tests ``nodeids``."""
@@ -197,6 +206,7 @@ def plan(
     rules: Rules,
     recent: Mapping[str, str] | None = None,
     force: str | None = None,
+    mode: SelectMode = "changed",
     now: datetime | None = None,
 ) -> Plan:
     """The plan of one run of ``row``.
@@ -204,13 +214,14 @@ def plan(
     ``test_map``: the row's map (None: there is none, every test runs); ``changed``: the
     project-relative POSIX paths the change touched; ``recent``: the tests that failed,
     flaked or were disabled lately (nodeid -> the reason it runs, e.g. "recently failing");
-    ``force``: a reason to run every test whatever the map says ("--select all"); ``now``:
-    the time the map's age is measured at (default: now).
+    ``force``: a reason to run every test whatever the map says ("--select all", "git is
+    not installed here"); ``mode``: what was asked for, as the record keeps it; ``now``: the
+    time the map's age is measured at (default: now).
     """
     files = sorted({f.removeprefix("./") for f in changed} - {""})
     reason = _full_reason(test_map, files, row=row, rules=rules, force=force, now=now or datetime.now(UTC))
     return Plan(
-        mode="all" if force is not None else "changed",
+        mode=mode,
         full_reason=reason,
         changed=tuple(f for f in files if not matches(f, rules.ignore)),
         map_commit=test_map.commit if test_map is not None else None,

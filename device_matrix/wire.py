@@ -36,6 +36,8 @@ OPT_FAULTHANDLER: Final = "--dm-faulthandler"
 OPT_ENV: Final = "--dm-env"
 OPT_DEVICE: Final = "--dm-device"
 OPT_DISABLE_LIST: Final = "--dm-disable-list"
+# #34: a file of the tests a change cannot break ({nodeid: why}): the child leaves them out
+OPT_DESELECT: Final = "--dm-deselect"
 PLUGIN: Final = "device_matrix.child.plugin"  # the plugin's module, and its pytest11 entry point's name
 SCRIPT_MODULE: Final = "device_matrix.child.script"  # runs a test file as a script, journaled
 # which entry of a file run more than once: the script launcher puts it after each nodeid
@@ -61,6 +63,16 @@ def write_select(path: Path, nodeids: Sequence[str]) -> None:
 def read_select(path: Path) -> list[str]:
     """The nodeids :func:`write_select` wrote."""
     return [str(n) for n in json.loads(path.read_text("ascii"))]
+
+
+def write_deselect(path: Path, reasons: Mapping[str, str]) -> None:
+    """The file behind ``--dm-deselect``: one JSON object, nodeid -> why it is left out, ASCII only."""
+    path.write_text(json.dumps(dict(reasons)), "ascii")
+
+
+def read_deselect(path: Path) -> dict[str, str]:
+    """The tests :func:`write_deselect` wrote, with their reasons."""
+    return {str(k): str(v) for k, v in json.loads(path.read_text("ascii")).items()}
 
 
 def option(name: str, value: str) -> str:
@@ -106,6 +118,7 @@ class ChildCommand:
     own_env: bool  # the child is another interpreter: it snapshots its own environment (--dm-env)
     script_files: Sequence[str] = ()  # the files the row's scripts run
     as_script: bool = False  # each test file imported and collected as `python FILE` runs it (#24)
+    deselect: str = ""  # #34: the file of the tests selection leaves out ("": none)
 
     def environment(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """The child's variables over the host's: the row's, ours, a slot's, then ``extra`` (a script's)."""
@@ -150,6 +163,7 @@ class ChildCommand:
             "console_output_style=classic",
             option(OPT_DEVICE, self.device),
             option(OPT_DISABLE_LIST, self.disable_list),
+            *([option(OPT_DESELECT, self.deselect)] if self.deselect else []),
             *([OPT_ENV] if self.own_env else []),
             *([OPT_AS_SCRIPT, *AS_SCRIPT_PYTEST_ARGS] if self.as_script else []),
             *self.pytest_args,
@@ -192,6 +206,8 @@ EVENTS: Final[Mapping[str, Mapping[str, tuple[type, ...]]]] = {
     # a module skipped as a whole (pytest.importorskip, pytest.skip(allow_module_level=True))
     "collect_skip": {"nodeid": (str,), "longrepr": (str, _NONE)},
     "collected": {"nodeids": (list,), "t": _NUM},
+    # #34: collected tests --dm-deselect left out, before "collected" (which lists the others)
+    "deselected": {"nodeids": (list,)},
     "start": {"nodeid": (str,), "t": _NUM, "meta": (dict,), "seq": (int,), "loc": (list,)},
     "report": {
         "nodeid": (str,),
@@ -252,6 +268,6 @@ def check_event(event: Any, expected_n: int) -> str | None:
         return "event 'report': field 'where' is not [file, line]"
     if kind in ("pass", "phase") and event["when"] not in PHASES:
         return f"event {kind!r}: phase {event['when']!r}"
-    if kind == "collected" and not all(isinstance(x, str) for x in event["nodeids"]):
-        return "event 'collected': a nodeid is not a string"
+    if kind in ("collected", "deselected") and not all(isinstance(x, str) for x in event["nodeids"]):
+        return f"event {kind!r}: a nodeid is not a string"
     return None

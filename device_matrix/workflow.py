@@ -9,6 +9,10 @@ Which rows get a CI job for an event, and what kind of job:
   it (one approved run of the head that was reviewed), one from the repository itself
   while the label is on it. Fork code never reaches a self-hosted runner unapproved. The
   labelling event runs only the rows the label unlocks.
+- #34: with ``select_pull_requests = true`` a pull request's row runs ``--select changed``
+  (the tests its change can break, docs/selection.md), unless it carries the
+  ``select_full_label`` label (adding that label runs the rows again, in full); pushes,
+  schedules and manual runs always run every test, as does a row split into shards.
 - A row gets a job container only when GitHub accepts every one of its options there;
   otherwise (``--net=host``, host globs) its job runs on the runner, which starts the
   row's container itself.
@@ -85,13 +89,16 @@ def row_runs(row: Row, event: Event, gate_label: str = GATE_LABEL) -> tuple[bool
     return True, ""
 
 
-def relabel_skip(row: Row, event: Event, gate_label: str = GATE_LABEL) -> str:
+def relabel_skip(row: Row, event: Event, gate_label: str = GATE_LABEL, full_label: str = "") -> str:
     """Why a ``labeled`` event leaves the row out ('' when it does not).
 
     Labelling runs only what the label unlocks: the self-hosted rows for the gate label,
+    every row for ``full_label`` (#34: the full run a selecting pull request asked for),
     nothing for any other label; the pull request's own run has the rest.
     """
     if event.action != "labeled":
+        return ""
+    if full_label and event.added_label == full_label:
         return ""
     if event.added_label != gate_label:
         return f"labeled {event.added_label!r}, not {gate_label!r}"
@@ -132,6 +139,15 @@ def entries(name: str, row: Row) -> list[dict[str, Any]]:
     ]
 
 
+def select_args(cfg: Config, event: Event) -> str:
+    """#34: the ``--select`` of this event's row jobs: ``--select changed`` on a pull request
+    when ``select_pull_requests`` is on and the pull request lacks ``select_full_label``;
+    '' (every test) on every other event."""
+    if not (cfg.select_pull_requests and event.name.startswith("pull_request")):
+        return ""
+    return "" if cfg.select_full_label in event.labels else "--select changed"
+
+
 def actions_matrix(cfg: Config, names: Sequence[str]) -> dict[str, Any]:
     """``{"include": [...]}``: one entry per row (and shard)."""
     return {"include": [e for name in names for e in entries(name, cfg.row(name))]}
@@ -163,14 +179,18 @@ def plan_jobs(cfg: Config, event: Event, rows: Sequence[str] = (), gate_label: s
     host: list[dict[str, Any]] = []
     container: list[dict[str, Any]] = []
     skipped: dict[str, str] = {}
+    selecting = select_args(cfg, event)
+    full_label = cfg.select_full_label if cfg.select_pull_requests else ""
     for name in names:
         row = cfg.row(name)
         runs, why = row_runs(row, event, gate_label)
-        if runs and (relabelled := relabel_skip(row, event, gate_label)):
+        if runs and (relabelled := relabel_skip(row, event, gate_label, full_label)):
             runs, why = False, relabelled
         if not runs:
             skipped[name] = why
             continue
         for e in entries(name, row):
+            if selecting and not e["shard"]:  # a row split into shards runs every test for now
+                e["run_args"] = selecting
             (container if e["in_container"] else host).append(e)
     return Plan(host=host, container=container, skipped=skipped)

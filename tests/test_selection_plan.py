@@ -151,7 +151,7 @@ def test_a_map_older_than_the_bound_is_not_used() -> None:
 
 
 def test_forced_runs_every_test_with_the_reason_given() -> None:
-    p = _plan(["src/pkg/a.py"], force="--select all")
+    p = _plan(["src/pkg/a.py"], force="--select all", mode="all")
     assert (p.mode, p.full_reason) == ("all", "--select all")
     assert p.summary(ALL)["mode"] == "all"
     assert p.decide("tests/test_c.py::test_c").reason == "every test runs: --select all"
@@ -175,3 +175,13 @@ def test_the_project_rules_come_from_its_configuration(tmp_path: Path) -> None:
     # the project's own device-matrix files run everything when they change, beside the packaged list
     assert {"conftest.py", "pyproject.toml", "ci/off.toml", "device-matrix-issues.toml"} <= set(rules.full)
     assert selection.unmappable(["ci/off.toml", "README.md"], rules) == ["ci/off.toml"]
+
+
+def test_left_out_lists_the_maps_tests_that_do_not_run_with_why() -> None:
+    p = _plan(["src/pkg/c.py"], recent={"tests/test_b.py::test_b": "recently failing"})
+    assert p.left_out() == {
+        "tests/test_a.py::test_one": "covers none of the 1 changed file",
+        "tests/test_a.py::test_two[x]": "covers none of the 1 changed file",
+    }
+    assert _plan(["pyproject.toml"]).left_out() == {}
+    assert selection.plan(None, [], row="cpu", rules=RULES).left_out() == {}

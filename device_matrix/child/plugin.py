@@ -58,6 +58,8 @@ class _State:
     def __init__(self) -> None:
         self.journal: JournalWriter | None = None
         self.select: list[str] | None = None
+        self.deselect: frozenset[str] = frozenset()  # #34: tests selection leaves out (--dm-deselect)
+        self.left_out = 0  # how many collected tests it left out
         self.device: str | None = None  # the row device-matrix runs
         self.pjrt: str | None = os.environ.get("PJRT_DEVICE")
         # what device markers apply to: the row, else (plain pytest) the PJRT device (#20)
@@ -100,6 +102,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("device-matrix")
     group.addoption(wire.OPT_JOURNAL, default=None, help="the runner's FIFO for started/finished tests")
     group.addoption(wire.OPT_SELECT, default=None, help="file of nodeids to run (others deselected)")
+    group.addoption(wire.OPT_DESELECT, default=None, help="file of nodeids a change cannot break, left out")
     group.addoption(wire.OPT_FAULTHANDLER, default=None, help="file for fatal-signal and hang stacks")
     group.addoption(wire.OPT_ENV, action="store_true", help="write an environment snapshot into the journal")
     group.addoption(
@@ -166,6 +169,9 @@ def pytest_configure(config: pytest.Config) -> None:
         select_path = Path(select)
         state.select = wire.read_select(select_path)
         select_path.unlink(missing_ok=True)  # raw nodeids: not left on disk
+    deselect = config.getoption(wire.OPT_DESELECT)
+    if deselect:
+        state.deselect = frozenset(wire.read_deselect(Path(deselect)))
     fault = config.getoption(wire.OPT_FAULTHANDLER)
     if fault:
         # the runner passes -p no:faulthandler with this option
@@ -230,6 +236,16 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         # run in the order the runner asked for (resume keeps the first attempt's order)
         keep.sort(key=lambda i: position[i.nodeid])
         items[:] = keep
+    if state.deselect:
+        # #34: what the change cannot break is left out, and journaled: the runner records
+        # each deselected with the reason it holds
+        left = [i for i in items if i.nodeid in state.deselect]
+        if left:
+            state.left_out += len(left)
+            items[:] = [i for i in items if i.nodeid not in state.deselect]
+            config.hook.pytest_deselected(items=left)
+            if state.journal is not None:
+                state.journal.write("deselected", nodeids=[i.nodeid for i in left])
 
     disable_path = (
         config.getoption(wire.OPT_DISABLE_LIST)
@@ -515,8 +531,12 @@ def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str])
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int | pytest.ExitCode) -> None:
     state = session.config.stash.get(_state_key, None)
+    nothing = exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and not session.testscollected
+    if state is not None and state.left_out and nothing:
+        # #34: selection left every test out: nothing broke, nothing was to run
+        session.exitstatus = exitstatus = pytest.ExitCode.OK
     if state is not None and state.journal is not None:
         state.journal.write("end", exitstatus=int(exitstatus), t=time.time())
 

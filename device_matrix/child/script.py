@@ -212,6 +212,7 @@ class Recorder:
         self.select = select
         self.suffix = f"[{variant}]" if variant else ""
         self.device: str | None = None  # the row's, for its disable list (#33)
+        self.disabled: dict[str, dict[str, Any]] = {}  # nodeid -> the disable's skip, as the plugin records it
         self.markers = os.environ.get(wire.ENV_MARKERS) == "1"
         self.runs = 0  # top-level unittest runs seen in this process
         self.collected = False
@@ -277,7 +278,8 @@ class Recorder:
             position = selected((name for name, _ in names), self.select)
             names = sorted((x for x in names if x[0] in position), key=lambda x: position[x[0]])
             suite._tests[:] = [test for _, test in names]
-        skip_disabled_tests(names, self.device)  # #33: the row's disable list, as the plugin applies it
+        # #33: the row's disable list, as the plugin applies it and records it (its source)
+        self.disabled = {n: hit.as_meta() for n, hit in skip_disabled_tests(names, self.device).items()}
         self.nodeids = {id(test): name for name, test in names}
         self.write("collected", nodeids=[name for name, _ in names], t=time.time())
         self.collected = True
@@ -423,7 +425,7 @@ class Recorder:
                 # unittest counts it against wasSuccessful(), pytest as a failure: so do we
                 self._report(cur, "call", "failed", duration=call, longrepr="Unexpected success")
             elif cur.skipped is not None:
-                meta = skip_meta(cur.skipped, xfail=False)
+                meta = self.disabled.get(cur.nodeid) or skip_meta(cur.skipped, xfail=False)
                 self._report(cur, "call", "skipped", duration=call, longrepr=cur.skipped, skip=meta)
             else:
                 self._report(cur, "call", "passed", duration=call)

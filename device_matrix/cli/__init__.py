@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import io
 import json
 import math
@@ -18,7 +19,7 @@ from typing import Any, Literal
 
 from device_matrix import __version__
 from device_matrix import config as config_mod
-from device_matrix.cli.commands import add_source_flags, source_from_args, whole_number
+from device_matrix.cli.commands import a_path, add_source_flags, source_from_args, whole_number
 from device_matrix.config import Config, check_results_dir
 from device_matrix.devices import detect, install_hint
 from device_matrix.errors import (
@@ -92,6 +93,7 @@ def _interrupts_raise() -> Iterator[None]:
 
 
 def cmd_run(args: argparse.Namespace, out: Output) -> int:
+    from device_matrix.cli.select import check_select_args, plan_for
     from device_matrix.cli.shards import check_spread_args, resume_tip, run_spread, run_whole, spread_requested
     from device_matrix.report.actions import row_job
     from device_matrix.run.attempt import Interrupted
@@ -100,6 +102,7 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
     from device_matrix.run.selection import NothingSelected
 
     check_spread_args(args)
+    check_select_args(args, spread=spread_requested(args))
     cfg = _load(args)
     check_results_dir(cfg.results_dir)
     force: Literal["local", "container"] | None = "local" if args.local else ("container" if args.container else None)
@@ -132,7 +135,9 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
                 if spread_requested(args):
                     record = run_spread(args, cfg, plan, options, out)
                 else:
-                    record = run_whole(cfg, plan, options, out)
+                    # #34: --select: the tests this change can break, decided per row
+                    chosen = dataclasses.replace(options, test_plan=plan_for(args, cfg, name, options.source))
+                    record = run_whole(cfg, plan, chosen, out)
             except Interrupted as exc:
                 out.error(
                     f"{name}: interrupted by {exc}; what finished is in {cfg.results_dir / name / 'run.json'}",
@@ -189,7 +194,7 @@ def _add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     where.add_argument("--local", action="store_true", help="run on this host even if the row has an image")
     where.add_argument("--container", action="store_true", help="run in the row's image")
     run.add_argument("--engine", choices=config_mod.ENGINE_CHOICES, help="container engine")
-    run.add_argument("--results", help="results folder (default from config: results)")
+    run.add_argument("--results", type=a_path, help="results folder (default from config: results)")
     run.add_argument("--python", help="interpreter for local runs (default: this one)")
     run.add_argument("--test-timeout", type=_seconds, help="seconds one test may take before it is ended as hung")
     run.add_argument("--run-timeout", type=_seconds, help="seconds the whole row may take")
@@ -221,8 +226,10 @@ def _add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=whole_number(1),
         help="runs of each disabled test with --rerun-disabled (default 45: a 5%% flake shows with 90%% confidence)",
     )
+    from device_matrix.cli.select import add_select_options
     from device_matrix.cli.shards import add_run_options
 
+    add_select_options(run)
     add_source_flags(run)
     add_run_options(run)
     run.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --: arguments for pytest")
@@ -613,7 +620,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run XLA test suites across a matrix of devices; diagnose crashes; link skips to issues.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument("--project", help="project folder (default: nearest pyproject.toml above cwd)")
+    parser.add_argument("--project", type=a_path, help="project folder (default: nearest pyproject.toml above cwd)")
     sub = parser.add_subparsers(dest="command", required=True)
     for add in (
         _add_run_parser,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from device_matrix import config as config_mod
+from device_matrix.cli.commands import a_path
 from device_matrix.errors import EXIT_OK, EnvironmentProblem
 from device_matrix.output import Output
 from device_matrix.workflow import GATE_LABEL, Event, plan_jobs
@@ -139,6 +140,6 @@ def add_ci_commands(sub: Any) -> None:
     i.add_argument("--device", "-d", required=True)
     i.set_defaults(func=cmd_ci_install)
     c = ci_sub.add_parser("collect", help="lay downloaded artifacts out as a results folder")
-    c.add_argument("artifacts")
-    c.add_argument("results")
+    c.add_argument("artifacts", type=a_path)
+    c.add_argument("results", type=a_path)
     c.set_defaults(func=cmd_ci_collect)

@@ -25,6 +25,14 @@ def whole_number(minimum: int) -> Callable[[str], int]:
     return parse
 
 
+def a_path(text: str) -> str:
+    """An argparse type: a path that is not empty (#30: ``triage "$DIR"`` with DIR unset
+    must not read the default folder as if it were the one asked for)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("names no path: give a path, or leave it out for the default")
+    return text
+
+
 SOURCE_FLAGS = ("commit", "branch", "pr", "base", "base_commit")
 
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from device_matrix import config as config_mod
+from device_matrix.cli.commands import a_path
 from device_matrix.config import REPOSITORY_RE
 from device_matrix.errors import EXIT_OK, ConfigError, ResultsError, UsageProblem
 from device_matrix.issues import open_tracker
@@ -288,7 +289,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="file or link an issue for every skip and crash without one; read cited issues' states",
         description="Dry run by default for GitHub (shows what it would file); the local ledger is written directly.",
     )
-    s.add_argument("results", nargs="?", help="results folder (default from config)")
+    s.add_argument("results", nargs="?", type=a_path, help="results folder (default from config)")
     s.add_argument("--tracker", choices=("ledger", "github"), help="override tracker.kind")
     s.add_argument("--repository", help="owner/name for the github tracker (overrides tracker.repository)")
     group = s.add_mutually_exclusive_group()
@@ -302,12 +303,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     lst = issues_sub.add_parser(
         "list", help="the embedded ledger's issues: the seed file's and those filed in the results folder"
     )
-    lst.add_argument("results", nargs="?", help="results folder whose ledger.sqlite to read (default from config)")
+    lst.add_argument(
+        "results", nargs="?", type=a_path, help="results folder whose ledger.sqlite to read (default from config)"
+    )
     lst.add_argument("--json", action="store_true")
     lst.set_defaults(func=cmd_issues_list)
     show = issues_sub.add_parser("show", help="one ledger issue: its state, labels, body and comments")
     show.add_argument("issue", help="ledger:N, or N")
-    show.add_argument("results", nargs="?", help="results folder whose ledger.sqlite to read (default from config)")
+    show.add_argument(
+        "results", nargs="?", type=a_path, help="results folder whose ledger.sqlite to read (default from config)"
+    )
     show.set_defaults(func=cmd_issues_show)
     for name, helptext, func in (
         ("disable", "file a DISABLED issue: the test is skipped on those rows from the next run", cmd_issues_disable),
@@ -320,7 +325,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                 "--device", action="append", help="a row or device it is disabled on (repeat; none: every row)"
             )
             d.add_argument("--reason", help="why, for the issue's body")
-        d.add_argument("results", nargs="?", help="results folder whose ledger.sqlite to write (default from config)")
+        d.add_argument(
+            "results", nargs="?", type=a_path, help="results folder whose ledger.sqlite to write (default from config)"
+        )
         d.add_argument("--tracker", choices=("ledger", "github"), help="override tracker.kind")
         d.add_argument("--repository", help="owner/name for the github tracker (overrides tracker.repository)")
         d.set_defaults(func=func)

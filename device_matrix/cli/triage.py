@@ -323,10 +323,12 @@ def cmd_triage(args: argparse.Namespace, out: Output) -> int:
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """`triage`."""
-    from device_matrix.cli.commands import add_source_flags, whole_number
+    from device_matrix.cli.commands import a_path, add_source_flags, whole_number
 
     tr = sub.add_parser("triage", help="one report (md, html, json) over every row's run.json")
-    tr.add_argument("results", nargs="?", help="results folder (default from config), or downloaded artifacts")
+    tr.add_argument(
+        "results", nargs="?", type=a_path, help="results folder (default from config), or downloaded artifacts"
+    )
     tr.add_argument("--out", help="where to write the reports (default RESULTS/triage)")
     tr.add_argument("--history", help="run history database (default .device-matrix/history.sqlite)")
     tr.add_argument("--no-history", action="store_true", help="do not compare with or record into the history")

@@ -30,6 +30,7 @@ from device_matrix.issues.base import Issue, Tracker, neutralize
 from device_matrix.issues.client import PER_PAGE, GoneError, Page, author
 from device_matrix.issues.ledger import Ledger
 from device_matrix.records.atomic import write_json_atomic
+from device_matrix.records.schema import DisablesRef
 from device_matrix.skips.model import DeviceSkip
 from device_matrix.skips.tracker import TITLE_PREFIX, Disable, Unreadable, parse
 
@@ -370,10 +371,12 @@ def hold(cfg: Config, applied: Sequence[Disable]) -> None:
     _READ[cfg.project_root / ".device-matrix"] = Read(list(applied), _now(), True, "held for the re-enable check")
 
 
-def for_row(cfg: Config, row_dir: Path, script_files: Sequence[str], note: Callable[[str], None]) -> Path:
+def for_row(
+    cfg: Config, row_dir: Path, script_files: Sequence[str], note: Callable[[str], None]
+) -> tuple[Path, DisablesRef | None]:
     """The disable list the row's children read: the project's, or, with open disable
     issues, the project's and the tracker's in ``row_dir`` (with ``disables.json``, what was
-    read and when)."""
+    read and when); and what the run's record says of the tracker's list (None: it applied none)."""
     cache_dir = cfg.project_root / ".device-matrix"
     got = _READ.get(cache_dir)
     if got is None:
@@ -390,21 +393,19 @@ def for_row(cfg: Config, row_dir: Path, script_files: Sequence[str], note: Calla
         note(f"disables: {got.note}")
     if not got.disables:
         (row_dir / CACHE_FILE).unlink(missing_ok=True)  # the last run's, of disables since closed
-        return cfg.disable_list
-    now = _now()
-    write_json_atomic(
-        row_dir / CACHE_FILE,
-        {
-            "read_at": got.read_at.isoformat(),
-            "age_s": int(got.age(now).total_seconds()),
-            "fresh": got.fresh,
-            "note": got.note,
-            "disables": [d.as_json() for d in got.disables],
-        },
+        return cfg.disable_list, None
+    # #33: the record says how old the list was, as disables.json does
+    ref = DisablesRef(
+        read_at=got.read_at.isoformat(),
+        age_s=int(got.age(_now()).total_seconds()),
+        fresh=got.fresh,
+        applied=len(got.disables),
+        note=got.note,
     )
+    write_json_atomic(row_dir / CACHE_FILE, {**ref, "disables": [d.as_json() for d in got.disables]})
     path = row_dir / "device-matrix-disabled.toml"
     path.write_text(merged_disable_list(cfg.disable_list, got.disables, script_files), encoding="utf-8")
-    return path
+    return path, ref
 
 
 # --- filing and closing (``issues disable`` / ``issues enable``) ------------------------

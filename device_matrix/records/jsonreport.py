@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from device_matrix.records.atomic import write_json_atomic
-from device_matrix.records.outcomes import CRASHING_OUTCOMES, OUTCOMES, RAISED_OUTCOMES, UNFINISHED_OUTCOMES
+from device_matrix.records.outcomes import (
+    CRASHING_OUTCOMES,
+    DESELECTED_OUTCOMES,
+    OUTCOMES,
+    RAISED_OUTCOMES,
+    UNFINISHED_OUTCOMES,
+)
 from device_matrix.records.schema import RunRecord, TestRecord
 
 # pytest-json-report's outcome of each of ours: it has no word for a test that died or never ran
@@ -158,7 +164,8 @@ def build(
                 "crash": {"path": t.get("file"), "lineno": t.get("line"), "message": t["message"]},
                 "longrepr": _death(record, t),
             }
-        if t["outcome"] in UNFINISHED_OUTCOMES:
+        # #34: a deselected test (pytest-json-report's summary word too) says why it was left out
+        if t["outcome"] in UNFINISHED_OUTCOMES or t["outcome"] in DESELECTED_OUTCOMES:
             entry["device_matrix"] = {"outcome": t["outcome"], "crash": t["crash"], "message": t["message"]}
         tests.append(entry)
     started = dt.datetime.fromisoformat(record["started_at"]).timestamp()

@@ -12,7 +12,13 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from device_matrix.records.atomic import write_text_atomic
-from device_matrix.records.outcomes import CRASHING_OUTCOMES, NOT_GREEN_STATUSES, REPORTED_FAILURES, SKIPPING_OUTCOMES
+from device_matrix.records.outcomes import (
+    CRASHING_OUTCOMES,
+    DESELECTED_OUTCOMES,
+    NOT_GREEN_STATUSES,
+    REPORTED_FAILURES,
+    SKIPPING_OUTCOMES,
+)
 from device_matrix.records.schema import CrashRecord, RunRecord
 from device_matrix.records.summary import fold
 from device_matrix.redact import Redactor
@@ -107,7 +113,8 @@ def junit_xml(record: RunRecord, locations: Mapping[str, tuple[str, int | None]]
         "tests": str(c.total + row_error),
         "failures": str(failures),
         "errors": str(errors + row_error),
-        "skipped": str(c.outcome("skipped") + c.outcome("xfailed")),
+        # #34: a test selection left out is a skip of its own type, never a pass
+        "skipped": str(c.outcome("skipped") + c.outcome("xfailed") + c.outcome("deselected")),
         "time": f"{record['duration']:.3f}",
     }
     # a <testsuites> root, as pytest writes it: some readers only look under it
@@ -146,7 +153,7 @@ def junit_xml(record: RunRecord, locations: Mapping[str, tuple[str, int | None]]
             inner = _element("error", {"type": outcome, "message": head}, _clean(detail))
         elif outcome == "not_run":
             inner = _element("error", {"type": outcome, "message": head})
-        elif outcome in SKIPPING_OUTCOMES:
+        elif outcome in SKIPPING_OUTCOMES or outcome in DESELECTED_OUTCOMES:
             inner = _element("skipped", {"type": outcome, "message": message[:500]})
         out.append(_element("testcase", attrs, inner=inner))
     out.append("</testsuite></testsuites>")

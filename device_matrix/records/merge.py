@@ -293,7 +293,33 @@ def merge(spread: Spread, *, command: Sequence[str] = ()) -> Merged:
         source=_source(records, mixed),
         spread=SpreadRef(plan=reference["plan"] if reference is not None else _only_plan(records), shard=None, of=of),
     )
+    selection = _selection(records, problems)
+    if selection is not None:
+        record["selection"] = selection
+    ages = [r["disables"] for r in records.values() if "disables" in r]
+    if ages:
+        record["disables"] = max(ages, key=lambda ref: ref["age_s"])  # #33: the oldest list a shard applied
     return Merged(record, tuple(problems), {k: p.report for k, p in accepted.items() if p.report is not None})
+
+
+def _selection(records: Mapping[int, RunRecord], problems: list[str]) -> str | None:
+    """#30: what the row selected, as its shards say it less their own ``--shard K/N``.
+
+    Shards that selected differently are a problem, and the row's selection is theirs
+    together: a run compared with no other, neither the whole row's nor one shard's."""
+    said: dict[int, str] = {}
+    for k, r in records.items():
+        words = (r.get("selection") or "").split(" ")
+        if "spread" in r and r["spread"]["shard"] is not None and words[-2:] == ["--shard", f"{k}/{r['spread']['of']}"]:
+            words = words[:-2]
+        said[k] = " ".join(words)
+    distinct = sorted(set(said.values()))
+    if len(distinct) > 1:
+        listed = ", ".join(f"shard {k} {words or '(the whole row)'!r}" for k, words in said.items())
+        problems.append(f"the shards ran different selections: {listed}")
+    return (
+        " | ".join(w or "(the whole row)" for w in distinct) if len(distinct) > 1 else next(iter(distinct), "") or None
+    )
 
 
 def _accepted(

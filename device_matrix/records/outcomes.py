@@ -27,10 +27,14 @@ from device_matrix.errors import (
 
 # --- a test's outcome ----------------------------------------------------------------------
 
+# deselected: left out by the selection of a change (#34): never run, so never passed
 Outcome: TypeAlias = Literal[
-    "passed", "failed", "error", "skipped", "xfailed", "xpassed", "crashed", "timeout", "not_run"
+    "passed", "failed", "error", "skipped", "xfailed", "xpassed", "crashed", "timeout", "not_run", "deselected"
 ]
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
+# #34: left out on purpose by test selection (device_matrix/selection.py): not a failure, not
+# a pass, and no evidence for the history, which keeps it as absent
+DESELECTED_OUTCOMES: frozenset[str] = frozenset({"deselected"})
 # a maintainer acts on these; a strict xfail that passed (xpassed) means the expectation is stale
 FAILING_OUTCOMES: frozenset[str] = frozenset({"failed", "error", "xpassed", "crashed", "timeout"})
 # the test took its process down, or was killed at its deadline: its record holds a crash
@@ -47,12 +51,14 @@ PASSING_OUTCOMES: frozenset[str] = frozenset({"passed", "xfailed"})
 # not run on purpose: a skip, or an expected failure that failed as expected
 SKIPPING_OUTCOMES: frozenset[str] = frozenset({"skipped", "xfailed"})
 # nothing to look at: the terminal lists the others, compare holds them against a plain run
-QUIET_OUTCOMES: frozenset[str] = frozenset(OUTCOMES) - FAILING_OUTCOMES - {"not_run"}
+QUIET_OUTCOMES: frozenset[str] = frozenset(OUTCOMES) - FAILING_OUTCOMES - DESELECTED_OUTCOMES - {"not_run"}
 
 # The groups every report counts tests in. error and xpassed are failures a maintainer acts
 # on like a failed assert; they are named inside the "failed" bucket.
-Bucket: TypeAlias = Literal["passed", "failed", "crashed", "timeout", "skipped", "xfailed", "not_run"]
+Bucket: TypeAlias = Literal["passed", "failed", "crashed", "timeout", "skipped", "xfailed", "not_run", "deselected"]
 BUCKETS: tuple[Bucket, ...] = get_args(Bucket)
+# the history's counts of a row's run: a deselected test is no evidence of anything (#34)
+HISTORY_BUCKETS: tuple[Bucket, ...] = tuple(b for b in BUCKETS if b not in DESELECTED_OUTCOMES)
 BUCKET_OF: Mapping[str, Bucket] = {
     "passed": "passed",
     "failed": "failed",
@@ -63,6 +69,7 @@ BUCKET_OF: Mapping[str, Bucket] = {
     "skipped": "skipped",
     "xfailed": "xfailed",
     "not_run": "not_run",
+    "deselected": "deselected",
 }
 BAD_BUCKETS: frozenset[Bucket] = frozenset({"failed", "crashed", "timeout", "not_run"})
 # the tests a maintainer must look at: failed, errored, xpassed, crashed, timed out, never ran
@@ -72,6 +79,7 @@ NAMED_IN_FAILED: tuple[Outcome, ...] = tuple(o for o in OUTCOMES if BUCKET_OF[o]
 BUCKET_WORDS: Mapping[Bucket, str] = {b: b.replace("_", " ") for b in BUCKETS}
 
 # The history keeps one letter per run and test (report/history.py's series).
+ABSENT = "-"  # the test was not in that run (or selection left it out)
 CODE: Mapping[str, str] = {
     "passed": "P",
     "failed": "F",
@@ -82,9 +90,9 @@ CODE: Mapping[str, str] = {
     "skipped": "S",
     "xfailed": "x",
     "not_run": "N",
+    "deselected": ABSENT,  # #34: the history never counts a test selection left out
 }
-OUTCOME_OF: Mapping[str, str] = {c: o for o, c in CODE.items()}
-ABSENT = "-"  # the test was not in that run
+OUTCOME_OF: Mapping[str, str] = {c: o for o, c in CODE.items() if c != ABSENT}
 PASS_CODES: frozenset[str] = frozenset(CODE[o] for o in PASSING_OUTCOMES)
 FAIL_CODES: frozenset[str] = frozenset(CODE[o] for o in FAILING_OUTCOMES)
 
@@ -99,6 +107,7 @@ COLOUR: Mapping[str, str] = {
     "xfailed": "33",
     "xpassed": "31",
     "not_run": "90",
+    "deselected": "90",
     "unavailable": "90",
 }
 

@@ -136,7 +136,7 @@ class AttemptRecord(TypedDict):
     log: str
 
 
-class Summary(TypedDict):
+class _SummaryFields(TypedDict):
     total: int
     passed: int
     failed: int
@@ -147,6 +147,10 @@ class Summary(TypedDict):
     crashed: int
     timeout: int
     not_run: int
+
+
+class Summary(_SummaryFields, total=False):
+    deselected: int  # #34: left out by test selection; older records lack it
 
 
 EventKind: TypeAlias = Literal["push", "pull_request", "schedule", "manual", "local", "other"]
@@ -221,6 +225,16 @@ class SpreadRef(TypedDict):
     of: int
 
 
+class DisablesRef(TypedDict):
+    """The tracker's disable list a run applied (#33): when it was read and how old it was."""
+
+    read_at: str  # when the list was read from the tracker
+    age_s: int  # how old it was when the run applied it
+    fresh: bool  # read for this run; False: the cached list (the tracker could not be read)
+    applied: int  # the tracker's disables in it
+    note: str  # what was read, or why the cached list served
+
+
 class RunRecord(_RunFields, total=False):
     # fields added after the first records were written: older records lack them, and
     # the version stays 1 while every addition is optional (a reader of version 1 reads them all)
@@ -230,6 +244,8 @@ class RunRecord(_RunFields, total=False):
     # what the run selected, in its command line's words (#30): None for the whole row;
     # triage compares a run with the runs of the same selection (absent: the whole row)
     selection: str | None
+    # the tracker's disable list the run applied, or the cached one it had (#33); absent: none
+    disables: DisablesRef
     test_selection: SelectionInfo | None  # #34: the tests a change could break, and why the others did not run
 
 
@@ -404,6 +420,7 @@ def summarize(tests: list[TestRecord]) -> Summary:
         crashed=counts["crashed"],
         timeout=counts["timeout"],
         not_run=counts["not_run"],
+        deselected=counts["deselected"],
     )
 
 

@@ -49,8 +49,10 @@ from device_matrix.records.outcomes import (
     BUCKET_OF,
     BUCKETS,
     CODE,
+    DESELECTED_OUTCOMES,
     FAIL_CODES,
     FAILING_OUTCOMES,
+    HISTORY_BUCKETS,
     OUTCOME_OF,
     PASS_CODES,
 )
@@ -95,7 +97,7 @@ CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY, created TEXT NOT NULL, 
     lane TEXT NOT NULL DEFAULT '', source TEXT);
 CREATE INDEX IF NOT EXISTS runs_lane ON runs(lane, id);
 CREATE TABLE IF NOT EXISTS row_runs (run_id INTEGER NOT NULL, row TEXT NOT NULL, label TEXT NOT NULL,
-    duration REAL, {", ".join(f"{b} INTEGER NOT NULL" for b in BUCKETS)}, env TEXT, selection TEXT,
+    duration REAL, {", ".join(f"{b} INTEGER NOT NULL" for b in HISTORY_BUCKETS)}, env TEXT, selection TEXT,
     PRIMARY KEY (run_id, row));
 CREATE TABLE IF NOT EXISTS series (lane TEXT NOT NULL, row TEXT NOT NULL, nodeid TEXT NOT NULL,
     outcomes TEXT NOT NULL, durations BLOB NOT NULL, signature TEXT, PRIMARY KEY (lane, row, nodeid)) WITHOUT ROWID;
@@ -115,8 +117,8 @@ _BUCKET_SQL = "CASE outcome " + " ".join(f"WHEN '{o}' THEN '{b}'" for o, b in BU
 # The first layout's per-run tables, as written before per-test durations were kept; the
 # series are rebuilt from its outcomes table in Python (_migrate_from_0).
 _MIGRATE_FROM_0 = f"""
-INSERT OR REPLACE INTO row_runs (run_id, row, label, duration, {", ".join(BUCKETS)})
-    SELECT run_id, row, 'unknown', NULL, {", ".join(f"SUM({_BUCKET_SQL} = '{b}')" for b in BUCKETS)}
+INSERT OR REPLACE INTO row_runs (run_id, row, label, duration, {", ".join(HISTORY_BUCKETS)})
+    SELECT run_id, row, 'unknown', NULL, {", ".join(f"SUM({_BUCKET_SQL} = '{b}')" for b in HISTORY_BUCKETS)}
     FROM outcomes GROUP BY run_id, row;
 INSERT INTO crash_seen (run_id, fingerprint, row, classification, headline, issue)
     SELECT run_id, fingerprint, '', classification, 'crash ' || fingerprint, NULL FROM crashes;
@@ -130,11 +132,12 @@ INSERT INTO series (lane, row, nodeid, outcomes, durations) SELECT '', row, node
 DROP TABLE series_2;
 """
 
-_COLUMNS = ", ".join(BUCKETS)
-# column names come from the BUCKETS constant; every value is a bound parameter
+_COLUMNS = ", ".join(HISTORY_BUCKETS)
+# column names come from the HISTORY_BUCKETS constant; every value is a bound parameter (#34:
+# no column of deselected tests, which the history never counts)
 _INSERT_ROW_RUN = (
     f"INSERT INTO row_runs (run_id, row, label, duration, env, selection, {_COLUMNS}) "  # noqa: S608 - see above
-    f"VALUES (?, ?, ?, ?, ?, ?, {', '.join('?' for _ in BUCKETS)})"
+    f"VALUES (?, ?, ?, ?, ?, ?, {', '.join('?' for _ in HISTORY_BUCKETS)})"
 )
 _SELECT_TRENDS = (
     f"SELECT run_id, row, label, duration, {_COLUMNS} FROM row_runs "  # noqa: S608 - see above
@@ -417,6 +420,7 @@ class Store:
             (row, storable_text(t["nodeid"])): (CODE.get(o, ABSENT), t["durations"].get(row, math.inf))
             for t in triage["tests"]
             for row, o in t["outcomes"].items()
+            if o not in DESELECTED_OUTCOMES  # #34: left out by selection, absent (and no duration)
         }
         failed = signatures(triage)
         rows: list[SeriesRow] = []
@@ -450,7 +454,7 @@ class Store:
                     r["duration"],
                     json.dumps(r["facets"]),
                     r["selection"],
-                    *(r["counts"].get(b, 0) for b in BUCKETS),
+                    *(r["counts"].get(b, 0) for b in HISTORY_BUCKETS),
                 )
                 for r in triage["rows"]
             ),
@@ -533,6 +537,8 @@ class History(Store):
                     continue
                 key = (row, storable_text(t["nodeid"]))  # as stored (SQLite takes UTF-8 only)
                 seen_now.add(key)
+                if outcome in DESELECTED_OUTCOMES:
+                    continue  # #34: neither new, nor fixed, nor gone: it did not run
                 prev = before.get(key)
                 if prev is None:
                     changes["appeared"].append([t["nodeid"], row])
@@ -570,18 +576,23 @@ class History(Store):
         """Per row of ``triage``, the place from the end of its lane's series (``length``
         runs long) of the newest of ``candidates`` that ran the row with the same selection
         (#30: a subset run is compared with the same subset, a whole row with a whole row)."""
-        wanted = {r["row"]: r["selection"] for r in triage["rows"]}
         place = {run.id: length - k for k, run in enumerate(candidates)}
-        backs: dict[str, int] = {}
-        if not place:
-            return backs
+        # the newest run of the row's selection: the least place from the end
+        return {row: min(place[i] for i in ids) for row, ids in self._of_selection(triage, place).items() if ids}
+
+    def _of_selection(self, triage: Triage, run_ids: Collection[int]) -> dict[str, set[int]]:
+        """Per row of ``triage``, those of ``run_ids`` that ran it with its selection (#30)."""
+        wanted = {r["row"]: r["selection"] for r in triage["rows"]}
+        same: dict[str, set[int]] = {row: set() for row in wanted}
+        if not run_ids:
+            return same
         for run_id, row, selection in self.db.execute(
             "SELECT run_id, row, selection FROM row_runs WHERE run_id >= ? ORDER BY run_id",
-            (min(place),),
+            (min(run_ids),),
         ):
-            if run_id in place and row in wanted and selection == wanted[row]:
-                backs[str(row)] = place[run_id]  # newer runs come later and win
-        return backs
+            if run_id in run_ids and row in wanted and selection == wanted[row]:
+                same[str(row)].add(int(run_id))
+        return same
 
     # --- views ------------------------------------------------------------------------
 
@@ -615,10 +626,14 @@ class History(Store):
         shown = sorted([*flaky_runs, *own], key=lambda r: r.id)[-window:] if base else own[-window:]
         labels = [r.label for r in flaky_runs]
         current = {storable_text(t["nodeid"]): t for t in triage["tests"]}
+        # #30: a row's flips, slowdowns and trend read the runs of its selection only, as compare does
+        same = self._of_selection(triage, {r.id for r in [*flaky_runs, *shown]})
+        masks = {row: [r.id in ids for r in flaky_runs] for row, ids in same.items()}
+        kept = {row: None if all(mask) else mask for row, mask in masks.items()}  # None, the usual: every run
         flaky: list[FlakyTest] = []
         slower: list[SlowTest] = []
         for row, nodeid, outcomes, blob, _ in self._series(flaky_lane):
-            text, durations = _align(outcomes, blob, len(flaky_runs))
+            text, durations = _only(*_align(outcomes, blob, len(flaky_runs)), kept.get(row))
             kinds = set(text)
             if kinds & PASS_CODES and kinds & FAIL_CODES:
                 found = _flaky(text, labels, nodeid, row)
@@ -641,7 +656,7 @@ class History(Store):
         return HistoryView(
             window=window,
             runs=[r.label for r in shown],
-            trends=self._trends({r.id: (r.label, r.created) for r in shown}),
+            trends=self._trends({r.id: (r.label, r.created) for r in shown}, same),
             flaky=flaky,
             slower=slower[:SLOWER_LISTED],
             crashes=self._crashes(this.id, set(triage["devices"]), {r.id for r in shown}),
@@ -650,20 +665,29 @@ class History(Store):
             sources=[_run_source(r) for r in shown],
         )
 
-    def _trends(self, runs: Mapping[int, tuple[str, str]]) -> dict[str, list[TrendPoint]]:
+    def _trends(
+        self, runs: Mapping[int, tuple[str, str]], same: Mapping[str, Collection[int]]
+    ) -> dict[str, list[TrendPoint]]:
+        """Each row's counts over ``runs``; a row of this triage over the runs of its selection
+        (``same``), one it did not run over all of them."""
         trends: dict[str, list[TrendPoint]] = {}
         if not runs:
             return trends
         for run_id, row, label, duration, *counts in self.db.execute(_SELECT_TRENDS, (min(runs),)):
             if run_id not in runs:
                 continue  # another lane's run
+            if row in same and run_id not in same[row]:
+                continue  # a run of another selection of the row (#30)
+            # every bucket, as the one fold gives them; #34: deselected tests are never counted
+            counted: dict[str, int] = dict.fromkeys(BUCKETS, 0)
+            counted.update(zip(HISTORY_BUCKETS, map(int, counts), strict=True))
             trends.setdefault(row, []).append(
                 TrendPoint(
                     run_id=int(run_id),
                     run=runs[run_id][0],
                     created=runs[run_id][1],
                     label=label,
-                    counts=dict(zip(BUCKETS, (int(n) for n in counts), strict=True)),
+                    counts=counted,
                     duration=duration,
                 )
             )
@@ -880,6 +904,16 @@ def _align(outcomes: str, blob: bytes, length: int) -> tuple[str, bytes]:
         return outcomes[-length:], blob[-_F32 * length :]
     pad = length - len(outcomes)
     return ABSENT * pad + outcomes, _NO_DURATION * pad + blob
+
+
+def _only(text: str, blob: bytes, kept: Sequence[bool] | None) -> tuple[str, bytes]:
+    """An aligned series with the runs not ``kept`` (another selection's, #30) read as absent;
+    ``kept`` None: every run."""
+    if kept is None:
+        return text, blob
+    codes = "".join(c if keep else ABSENT for c, keep in zip(text, kept, strict=True))
+    durations = b"".join(blob[k * _F32 : (k + 1) * _F32] if keep else _NO_DURATION for k, keep in enumerate(kept))
+    return codes, durations
 
 
 def _flaky(text: str, labels: list[str], nodeid: str, row: str) -> FlakyTest | None:

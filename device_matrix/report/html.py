@@ -184,6 +184,8 @@ def _card(r: RowView, h: HistoryView | None) -> str:
         parts.append("<ul class='headlines'>" + "".join(f"<li>{_e(x)}</li>" for x in r["headlines"]) + "</ul>")
     if r["reason"]:
         parts.append(f"<br><span class='muted'>{_e(r['reason'])}</span>")
+    if (selected := view.selection_line(r)) is not None:
+        parts.append(f"<br><span class='selection'>{_e(selected)}</span>")
     if safe_href(r["run_url"]):
         parts.append(f"<br>{_link(r['run_url'], 'CI run')}")
     points = h["trends"].get(r["row"], []) if h else []

@@ -272,6 +272,9 @@ def _rows(t: Triage) -> list[str]:
     headline = [f"{ICON.get(r['label'], '')} **{_cell(r['row'])}** {r['label']}: {r['phrase']}" for r in t["rows"]]
     out = [" · ".join(headline) or "no readable rows", ""]
     out += _rows_table(t["rows"])
+    # #34: how much of each row a change's selection ran, and why
+    selected = [f"- **{_cell(r['row'])}**: {_cell(s)}" for r in t["rows"] if (s := view.selection_line(r))]
+    out += ["", *selected] if selected else []
     for p in t["problems"]:
         out += ["", f"> ⚠️ **{_cell(p['row'])}**: {_cell(p['problem'])}"]
     out.append("")

@@ -11,8 +11,8 @@ from typing import Any, Literal, TypeAlias, TypedDict
 from device_matrix.diagnostics.environment import facets as environment_facets
 from device_matrix.findings import crash_key, declared_test, is_device_skip, skip_key
 from device_matrix.records.cause import cause_from_text
-from device_matrix.records.outcomes import CRASHING_OUTCOMES, OUTCOMES, REPORTED_FAILURES
-from device_matrix.records.schema import CrashRecord, RunRecord, SkipInfo, SourceInfo, TestRecord
+from device_matrix.records.outcomes import CRASHING_OUTCOMES, DESELECTED_OUTCOMES, OUTCOMES, REPORTED_FAILURES
+from device_matrix.records.schema import CrashRecord, RunRecord, SelectionInfo, SkipInfo, SourceInfo, TestRecord
 from device_matrix.records.summary import crash_headline, crash_kind_label, fold
 from device_matrix.report.placement import Placement
 from device_matrix.report.signature import innermost_frame
@@ -39,6 +39,7 @@ class RowView(TypedDict):
     image: str | None
     facets: dict[str, str]  # accelerator, driver, versions, image, host (#25: crashes placed by them)
     selection: str | None  # what the run selected (records' ``selection``); None: the whole row
+    test_selection: SelectionInfo | None  # #34: how a change chose the tests (records' ``test_selection``)
 
 
 class CrashView(TypedDict):
@@ -224,6 +225,12 @@ class VerdictItem(TypedDict):
     placement: str | None  # where the crash happens, by environment
 
 
+class NotRunItem(TypedDict):
+    row: str
+    nodeid: str
+    reason: str  # why selection left it out ("covers none of the 3 changed files")
+
+
 class VerdictReport(TypedDict):
     base: str | None  # the base branch, as named ("main")
     base_lane: str | None
@@ -233,6 +240,8 @@ class VerdictReport(TypedDict):
     line: str  # "2 new failures from this change; 1 already failing on main; 1 flaky"
     counts: dict[str, int]  # per verdict
     items: list[VerdictItem]
+    # #34: the tests selection left out of this run: no verdict, not run on this PR
+    not_run: list[NotRunItem]
 
 
 class Triage(TypedDict):
@@ -349,6 +358,7 @@ def _row_view(rec: RunRecord) -> RowView:
         image=rec.get("image"),
         facets=environment_facets(env if isinstance(env, dict) else {}, image=rec.get("image")),
         selection=rec.get("selection"),
+        test_selection=rec.get("test_selection"),
     )
 
 
@@ -398,6 +408,9 @@ class _Found:
                 self.failures.append(failure)
                 if failure["message"]:
                     self.causes.setdefault(t["nodeid"], {})[row] = failure["message"]
+            elif t["outcome"] in DESELECTED_OUTCOMES and t["message"]:
+                # #34: why selection left it out, shown in its cell as a failure's cause is
+                self.causes.setdefault(t["nodeid"], {})[row] = t["message"]
             skip = t.get("skip")
             # #32: a runtime skip that met its declaration in the sources names its devices
             if skip is not None and (is_device_skip(skip) or skip.get("devices")):

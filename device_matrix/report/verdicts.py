@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import TypeAlias, get_args
 
 from device_matrix.records.outcomes import (
+    DESELECTED_OUTCOMES,
     FAIL_CODES,
     INFRASTRUCTURE_STATUSES,
     INFRASTRUCTURE_WORDS,
@@ -48,7 +49,7 @@ from device_matrix.records.outcomes import (
 )
 from device_matrix.records.source import lane_words, short
 from device_matrix.report.history import Base, LaneRun, crash_signature, signature
-from device_matrix.report.model import RowView, Triage, Verdict, VerdictItem, VerdictReport
+from device_matrix.report.model import NotRunItem, RowView, Triage, Verdict, VerdictItem, VerdictReport
 
 VERDICTS: tuple[str, ...] = get_args(Verdict)
 WORDS: Mapping[str, str] = {
@@ -325,16 +326,32 @@ def judge(
         judging.test(row, nodeid, outcome, sig, fp)
     items = judging.items
     counts = {v: sum(1 for i in items if i["verdict"] == v) for v in VERDICTS}
+    not_run = _not_run(triage)
     return VerdictReport(
         base=base_ref,
         base_lane=base.lane if base is not None else None,
         base_commit=base_commit,
         base_runs=len(base.runs) if base is not None else 0,
         run_ids=[r.id for r in base.runs] if base is not None else [],
-        line=line(counts, base_ref),
+        line=line(counts, base_ref) + _not_run_words(len(not_run)),
         counts=counts,
         items=items,
+        not_run=not_run,
     )
+
+
+def _not_run(triage: Triage) -> list[NotRunItem]:
+    """The tests selection left out of this run (#34), by row and nodeid, with its reason."""
+    return [
+        NotRunItem(row=row, nodeid=t["nodeid"], reason=t.get("causes", {}).get(row, ""))
+        for t in triage["tests"]
+        for row, outcome in sorted(t["outcomes"].items())
+        if outcome in DESELECTED_OUTCOMES
+    ]
+
+
+def _not_run_words(n: int) -> str:
+    return f"; {n:,} test{'' if n == 1 else 's'} not run on this PR (deselected)" if n else ""
 
 
 Failing: TypeAlias = tuple[str, str, str, str, str | None]  # row, nodeid, outcome, signature, fingerprint

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from device_matrix.report.model import Triage, nothing_changed
+from device_matrix.report.model import RowView, Triage, nothing_changed
 
 CHANGES_LISTED = 50  # of each kind of change, in both reports; triage.json has them all
 FAILURES_SHOWN = 500  # #32: failures listed one by one in the HTML report; the groups hold them all
@@ -56,6 +56,25 @@ SECTIONS: tuple[Section, ...] = (
 def sections(t: Triage, drawn: Callable[[str], bool] = lambda _: True) -> list[Section]:
     """The sections ``t`` has, in the report's order; ``drawn``: those a renderer draws."""
     return [s for s in SECTIONS if s.present(t) and drawn(s.id)]
+
+
+# #34: why tests ran, in the selection line's words, after the changed files (device_matrix/selection.py's Why)
+SELECTION_WORDS: Mapping[str, str] = {"recent": "recently failing", "new": "new", "no_data": "without map data"}
+
+
+def selection_line(r: RowView) -> str | None:
+    """How much of the row ran and why, when a change chose its tests (#34):
+    "ran 212 of 1,446 tests: 3 changed files; 31 recently failing; 4 new"."""
+    s = r["test_selection"]
+    if s is None:
+        return None
+    head = f"ran {s['ran']:,} of {s['total']:,} tests"
+    if s["full_reason"] is not None:
+        return f"{head}: every test, {s['full_reason']}"
+    n = len(s["changed"])
+    parts = [f"{n:,} changed file{'' if n == 1 else 's'}"]
+    parts += [f"{s['by_reason'][why]:,} {words}" for why, words in SELECTION_WORDS.items() if s["by_reason"].get(why)]
+    return f"{head}: {'; '.join(parts)}"
 
 
 ChangeKind: TypeAlias = Literal[

@@ -16,6 +16,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol
 
@@ -23,7 +24,7 @@ from device_matrix.config import Config, Row, Script
 from device_matrix.errors import UsageProblem
 from device_matrix.executors.base import Executor, LaunchSpec
 from device_matrix.executors.container import ContainerExecutor
-from device_matrix.records.schema import RowStatus, RunRecord, SourceInfo, SpreadRef
+from device_matrix.records.schema import DisablesRef, RowStatus, RunRecord, SourceInfo, SpreadRef
 from device_matrix.records.summary import most_serious
 from device_matrix.redact import Redactor, remember_secrets
 from device_matrix.run import crashes, selection
@@ -32,6 +33,7 @@ from device_matrix.run.folder import RowFolder
 from device_matrix.run.plan import RowPlan
 from device_matrix.run.state import RunState, now_iso
 from device_matrix.run.targets import script_node
+from device_matrix.selection import Plan
 from device_matrix.wire import PLUGIN, SCRIPT_MODULE, ChildCommand
 
 DEFAULT_CORE_LIMIT = 4 << 30  # bytes; enough for a backtrace of a torch_xla process
@@ -61,6 +63,8 @@ class RunOptions:
     slot_env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     command: Sequence[str] = ()  # the record's `command` when not the whole row's (a shard's own)
     spread: SpreadRef | None = None  # a shard's record names its split and its index (#23)
+    # #34: the tests a change can break (--select); None: every test the run is given
+    test_plan: Plan | None = None
 
     def __post_init__(self) -> None:
         # frozen all the way down: a list handed over (argparse's) is copied, not shared
@@ -260,6 +264,8 @@ class Run:
         self.record: RunRecord | None = None  # the record last written
         self.container: ContainerExecutor | None = None  # the row's container, once made (executor)
         self.disable_list = cfg.disable_list  # with the tracker's disables once prepared (#33)
+        self.disables: DisablesRef | None = None  # the tracker's list it applied: its age (#33)
+        self.deselect_file: Path | None = None  # #34: the tests selection leaves out, once prepared
 
     @property
     def row(self) -> Row:
@@ -292,6 +298,7 @@ class Run:
             own_env=self.own_env and not self.state.environment,
             script_files=tuple(script.file for script in self.scripts),
             as_script=self.row.as_script,
+            deselect=str(self.deselect_file or ""),
         )
 
     @property
@@ -364,6 +371,8 @@ class Run:
                     tip="Remove it from PYTEST_ADDOPTS (the environment's, or the row's env) for device-matrix run.",
                 ) from None
         self.targets  # noqa: B018 - resolved now: its errors are the refusal
+        if self.runs_pytest:
+            selection.refuse_ini_addopts(self.cfg.project_root)  # #30: the project's own addopts
         self.executor  # noqa: B018
 
     def _pytest_addopts(self) -> str | None:

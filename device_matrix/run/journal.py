@@ -67,6 +67,7 @@ class Fold:
         self.pid: int | None = None
         self.env: Mapping[str, Any] = {}
         self.collected: list[str] | None = None
+        self.deselected: list[str] = []  # #34: collected, then left out by --dm-deselect
         self._collected_set: frozenset[str] = frozenset()
         self.collect_errors: list[tuple[str, str]] = []
         self.collect_skips: list[tuple[str, str]] = []  # modules skipped as a whole
@@ -175,6 +176,8 @@ class Fold:
             self.collected = list(ev["nodeids"])
             self._collected_set = frozenset(self.collected)
             self.collecting.clear()
+        elif kind == "deselected":
+            self.deselected.extend(ev["nodeids"])
         elif kind == "start":
             return self._start(ev)
         elif kind == "report":

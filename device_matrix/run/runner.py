@@ -42,11 +42,14 @@ from device_matrix.run import crashes, selection
 from device_matrix.run.attempt import AttemptSpec, Interrupted, run_attempt
 from device_matrix.run.attempts import attach_cores, attempts, limits, note_attempt, one_attempt
 from device_matrix.run.context import Quiet, Run, RunListener, RunOptions, Verdict, worst
-from device_matrix.run.folder import RUN_FILE
+from device_matrix.run.folder import ATTEMPTS_DIR, RUN_FILE
 from device_matrix.run.lock import row_lock
 from device_matrix.run.plan import RowPlan
 from device_matrix.run.selection import refuse_xdist, selecting_options
 from device_matrix.run.targets import of_script, script_node
+from device_matrix.wire import write_deselect
+
+DESELECT_FILE = "deselect.json"  # #34: in the attempts folder, the tests the child leaves out
 
 PYTEST_EXIT_WORDS = {
     0: "no failure reported",  # not "all passed": pytest.exit(returncode=0) exits 0 too
@@ -96,11 +99,12 @@ def prepare(run: Run, verdict: Verdict = RUNNING) -> Verdict:
             previous = None
     run.folder.clear(keep_attempts=previous is not None)
     # #33: the open disable issues, read before the row starts (never a failed run for it)
-    run.disable_list = tracker_disables(
+    run.disable_list, run.disables = tracker_disables(
         run.cfg, run.folder.path, [s.file for s in run.scripts], lambda text: run.listener.note(run.row.name, text)
     )
     if previous is not None:
         _adopt(run, previous)
+    _deselect(run)
     write_record(run, verdict, final=False)
     run.deadline = time.monotonic() + run.row.run_timeout
     container = run.container
@@ -113,6 +117,26 @@ def prepare(run: Run, verdict: Verdict = RUNNING) -> Verdict:
         image_files=None if container is None else lambda core: container.image_files(core, run.launch_spec()),
     )
     return verdict
+
+
+def _deselect(run: Run) -> None:
+    """#34: the file of the tests the change cannot break, which the child leaves out; the
+    run says what its selection is (every test, and why, or how many are left out)."""
+    plan = run.options.test_plan
+    if plan is None:
+        return
+    left_out = plan.left_out()
+    run.state.deselect = left_out
+    if plan.full_reason is not None:
+        run.listener.note(run.row.name, f"--select {plan.mode}: every test runs: {plan.full_reason}")
+        return
+    changed = len(plan.changed)
+    words = f"{changed} changed file{'' if changed == 1 else 's'}"
+    run.listener.note(run.row.name, f"--select {plan.mode}: {words}; {len(left_out)} test(s) of the map left out")
+    if left_out:
+        run.deselect_file = run.folder.path / ATTEMPTS_DIR / DESELECT_FILE
+        run.deselect_file.parent.mkdir(parents=True, exist_ok=True)
+        write_deselect(run.deselect_file, left_out)
 
 
 def _adopt(run: Run, previous: RunRecord) -> None:
@@ -193,7 +217,7 @@ def run_scripts(run: Run, verdict: Verdict) -> Verdict:
                 message=NO_PROGRAM if script.kind == "program" else NO_UNITTEST,
                 attempt=len(state.attempts),
             )
-            verdicts.append(Verdict("failed", f"{script.file}: no test ran"))
+            verdicts.append(Verdict("failed", f"{script.file}{script.suffix}: no test ran"))  # #29: which run
     return worst(verdicts)
 
 
@@ -315,6 +339,10 @@ def write_record(run: Run, verdict: Verdict, *, final: bool = True) -> RunRecord
     record["selection"] = selection_words(
         suites=opts.suites, tests=opts.tests, pytest_args=opts.pytest_args, spread=record.get("spread")
     )
+    if run.disables is not None:
+        record["disables"] = run.disables  # #33: how old the tracker's list was
+    if opts.test_plan is not None:  # #34: how the change chose the tests, and why
+        record["test_selection"] = opts.test_plan.summary(t["nodeid"] for t in record["tests"])
     if run.container is not None:
         # the engine and the image's interpreter: the child's own snapshot cannot see them
         record["environment"].update(run.container.facts())

@@ -16,7 +16,7 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
-from device_matrix.config import Config, Row, Script
+from device_matrix.config import Config, Row, Script, pytest_setting
 from device_matrix.errors import ConfigError, UsageProblem
 from device_matrix.records.schema import RunRecord
 from device_matrix.redact import PLACEHOLDER_RE
@@ -87,6 +87,25 @@ def refuse_xdist(args: Sequence[str]) -> None:
                 f"pytest argument {arg!r}: pytest-xdist cannot run under device-matrix run",
                 tip="Remove -n/--dist: the runner isolates crashes itself. To spread a row, run rows in parallel.",
             )
+
+
+def refuse_ini_addopts(root: Path) -> None:
+    """#30: the project's own ``addopts`` (its pytest configuration file) reach every child's
+    pytest as if given on its command line: what :func:`refuse_xdist` refuses there is
+    refused here too, naming the file it comes from."""
+    setting = pytest_setting(root, "addopts")
+    if setting is None:
+        return
+    path, value = setting
+    try:
+        refuse_xdist(shlex.split(value) if isinstance(value, str) else value)
+    except (UsageProblem, ValueError) as exc:
+        said = exc.message if isinstance(exc, UsageProblem) else str(exc)
+        raise UsageProblem(
+            f"{path}: addopts {value!r}: {said}",
+            tip=f"Remove it from addopts in {path.name} (pytest reads it on every run) for device-matrix run; "
+            "pass it on pytest's own command line where you want what it shows.",
+        ) from None
 
 
 def scripts(row: Row, root: Path, *, suites: Sequence[str] | None, tests: Sequence[str]) -> tuple[Script, ...]:

@@ -49,6 +49,8 @@ class RunState:
     phases: dict[str, list[dict[str, object]]] = field(default_factory=dict)
     locations: dict[str, tuple[str, int | None]] = field(default_factory=dict)
     pytest_exit: int | None = None  # the exit status of the last attempt that ended normally
+    # #34: the tests selection leaves out, with the reason each is recorded deselected with
+    deselect: Mapping[str, str] = field(default_factory=dict)
 
     def expect(self, nodeids: list[str]) -> None:
         for nodeid in nodeids:
@@ -160,6 +162,10 @@ class RunState:
                 cause=cause_from_text(text),
                 where=(module, line_in_file(text, module)) if module.endswith(".py") else None,
             )
+        for nodeid in fold.deselected:
+            # #34: never run, so never passed: the record says why it was left out
+            reason = self.deselect.get(nodeid, "left out by test selection")
+            self.put(nodeid, "deselected", duration=0.0, message=reason, attempt=attempt.index)
         for module, text in fold.collect_skips:
             # a whole module skipped is in the record, as pytest's own junit.xml has it
             skip = {"mode": "skip", "reason": text, "source": "pytest"}

@@ -99,18 +99,20 @@ def disable_matches(entry: DeviceSkip, nodeid: str) -> bool:
     return nodeid.startswith((entry.test.rstrip(":") + "::", entry.test + "["))
 
 
-def skip_disabled_tests(named: Sequence[tuple[str, unittest.TestCase]], device: str | None) -> None:
+def skip_disabled_tests(named: Sequence[tuple[str, unittest.TestCase]], device: str | None) -> dict[str, DeviceSkip]:
     """#33: the script launcher's tests the row's disable list names are skipped as the
     plugin skips them, with the same text (a disable issue's number and date).
 
     The list and the device are the ones the runner gives every child (its variables);
     each disabled test's method is replaced on its instance by unittest's own skip, so
-    unittest reports it skipped, with its class and module fixtures run as usual.
+    unittest reports it skipped, with its class and module fixtures run as usual. Returns
+    the entry that skips each disabled test, by nodeid: its record says the list skipped it.
     """
     path = os.environ.get(wire.ENV_DISABLE_LIST)
     here = device or os.environ.get(wire.ENV_DEVICE)
+    hits: dict[str, DeviceSkip] = {}
     if not path or not here:
-        return
+        return hits
     pjrt = os.environ.get("PJRT_DEVICE")
     entries = [e for e in load_disable_list(Path(path)) if e.mode == "skip" and e.applies_to(here, pjrt)]
     today = dt.date.today()
@@ -119,3 +121,5 @@ def skip_disabled_tests(named: Sequence[tuple[str, unittest.TestCase]], device: 
         if hit is not None:
             name = getattr(test, "_testMethodName", "runTest")
             setattr(test, name, unittest.skip(hit.text(here))(getattr(test, name)))
+            hits[nodeid] = hit
+    return hits

@@ -1,0 +1,175 @@
+"""``run --select changed|all``: what a row's selection is given (#34), gathered here.
+
+:mod:`device_matrix.selection` decides, purely; this module finds what it decides from:
+the row's test map (:func:`find_map`), the files changed since the map's commit (and the
+merge base with ``--base``) as git tells them (:func:`changed_files`), and the tests that
+failed or were skipped lately on the base branch or in this pull request, from the history
+(:func:`recent_tests`). Whatever cannot be found runs every test, and the record says why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from device_matrix.config import Config
+from device_matrix.errors import DeviceMatrixError, ResultsError, UsageProblem
+from device_matrix.records import testmap
+from device_matrix.records.outcomes import CODE, FAIL_CODES
+from device_matrix.records.schema import SourceInfo
+from device_matrix.records.source import base_lane, lane, lane_words
+from device_matrix.records.testmap import TestMap
+from device_matrix.report.history import DEFAULT_PATH, History
+from device_matrix.selection import MODES, Plan, plan, rules_of
+
+GIT_TIMEOUT_S = 60
+SKIP_CODES = frozenset({CODE["skipped"]})  # skipped (or disabled): its map holds little of what it runs
+
+
+def add_select_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("test selection (docs/selection.md)")
+    group.add_argument(
+        "--select",
+        choices=MODES,
+        help="changed: run only the tests the change can break, by the row's test map (the others are recorded "
+        "deselected); all: every test (the record says so)",
+    )
+    group.add_argument(
+        "--map", type=Path, help="the test map to select by (default: results/<row>/test-map.json), with --select"
+    )
+
+
+def check_select_args(args: argparse.Namespace, *, spread: bool) -> None:
+    """``--map`` goes with ``--select``; a spread row runs every test for now, and the
+    re-enable check runs the disabled tests it names."""
+    if args.map is not None and args.select is None:
+        raise UsageProblem("--map needs --select changed", tip="Add --select changed, or leave --map out.")
+    if args.select is not None and (args.rerun_disabled or args.times is not None):
+        raise UsageProblem(
+            "--select does not go with --rerun-disabled: the re-enable check runs the disabled tests it names",
+            tip="Leave --select out of the re-enable check.",
+        )
+    if args.select is not None and spread:
+        raise UsageProblem(
+            "--select does not spread a row yet (--shard, --shards, --executor ray)",
+            tip="Run the row whole with --select changed, or spread it without --select (every test runs).",
+        )
+
+
+def find_map(cfg: Config, row: str) -> TestMap | None:
+    """The row's test map: ``results/<row>/test-map.json`` for now (a history-backed lookup of
+    the base's newest map will take its place); None when there is none."""
+    path = cfg.results_dir / row / testmap.FILE_NAME
+    return testmap.read(path) if path.is_file() else None
+
+
+def _git(root: Path, *args: str) -> tuple[str | None, str]:
+    """git's output, or None and why it failed."""
+    try:
+        proc = subprocess.run(
+            ["git", *args],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except FileNotFoundError:
+        return None, "git is not installed here"
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"git could not run: {exc}"
+    if proc.returncode != 0:
+        return None, (proc.stderr.strip().splitlines() or [f"git exited {proc.returncode}"])[-1]
+    return proc.stdout, ""
+
+
+def changed_files(root: Path, since: Sequence[str]) -> tuple[list[str] | None, str]:
+    """The project's files changed from each commit of ``since`` to the working tree
+    (untracked ones too), relative to ``root``; None and why when git cannot tell."""
+    found: set[str] = set()
+    for commit in since:
+        out, why = _git(root, "diff", "--name-only", "--no-renames", "--relative", commit, "--")
+        if out is None:
+            return None, f"git cannot diff from {commit[:12]}: {why}"
+        found.update(line for line in out.splitlines() if line)
+    out, why = _git(root, "ls-files", "--others", "--exclude-standard")
+    if out is None:
+        return None, f"git cannot list the untracked files: {why}"
+    found.update(line for line in out.splitlines() if line)
+    return sorted(found), ""
+
+
+def merge_base(root: Path, ref: str) -> tuple[str | None, str]:
+    out, why = _git(root, "merge-base", ref, "HEAD")
+    if out is None:
+        return None, f"no merge base with {ref}: {why}"
+    return out.strip(), ""
+
+
+def recent_tests(history: Path, source: SourceInfo | None, row: str) -> tuple[dict[str, str] | None, str]:
+    """The row's tests that failed, flaked or were skipped in the history's window of the
+    base branch and of this run's own lane (a pull request's earlier runs), with why; None
+    and why when the history cannot be read (its recent failures unknown, nothing is left out)."""
+    if not history.is_file():
+        return {}, ""
+    found: dict[str, str] = {}
+    problems: list[str] = []
+    try:
+        store = History.open(history, problems.append, read_only=True)
+    except DeviceMatrixError as exc:
+        problems.append(exc.message)
+    if problems:
+        return None, f"the history's recent failures are unknown: {problems[0]}"
+    try:
+        for name in dict.fromkeys(x for x in (base_lane(source), lane(source)) if x):
+            where = lane_words(name)
+            for (r, nodeid), (text, _) in store.base(name).series.items():
+                if r != row or nodeid in found:
+                    continue
+                if set(text) & FAIL_CODES:
+                    found[nodeid] = f"recently failing on {where}"
+                elif set(text) & SKIP_CODES:
+                    found[nodeid] = f"recently skipped or disabled on {where}"
+    finally:
+        store.close()
+    return found, ""
+
+
+def plan_for(args: argparse.Namespace, cfg: Config, row: str, source: SourceInfo | None) -> Plan | None:
+    """The row's selection plan for ``--select`` (None: not asked for)."""
+    if args.select is None:
+        return None
+    if args.select == "all":
+        return plan(None, [], row=row, rules=rules_of(cfg), force="--select all", mode="all")
+    recent, why = recent_tests(cfg.project_root / DEFAULT_PATH, source, row)
+    if recent is None:
+        return plan(None, [], row=row, rules=rules_of(cfg), force=why)
+    return _changed_plan(args, cfg, row, recent)
+
+
+def _changed_plan(args: argparse.Namespace, cfg: Config, row: str, recent: Mapping[str, str]) -> Plan:
+    rules, root = rules_of(cfg), cfg.project_root
+    if args.map is not None:
+        found: TestMap | None = testmap.read(args.map)  # named: a missing or damaged one is the user's to fix
+    else:
+        try:
+            found = find_map(cfg, row)
+        except ResultsError as exc:
+            return plan(None, [], row=row, rules=rules, force=f"the test map is unreadable: {exc.message}")
+    if found is None:
+        return plan(None, [], row=row, rules=rules)
+    since: list[str] = [found.commit] if found.commit else []
+    if args.base:
+        commit, why = merge_base(root, args.base)
+        if commit is None:
+            return plan(found, [], row=row, rules=rules, force=why)
+        since.append(commit)
+    if not since:
+        return plan(found, [], row=row, rules=rules, force="the test map names no commit and no --base was given")
+    changed, why = changed_files(root, since)
+    if changed is None:
+        return plan(found, [], row=row, rules=rules, force=why)
+    return plan(found, changed, row=row, rules=rules, recent=recent)
