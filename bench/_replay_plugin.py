@@ -32,7 +32,8 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     import coverage
 
-    folder = Path(tempfile.mkdtemp(prefix="replay-cov-"))
+    # in the replay's own temporary folder ($REPLAY_TMP): gone with it, even after a timeout
+    folder = Path(tempfile.mkdtemp(prefix="replay-cov-", dir=os.environ.get("REPLAY_TMP")))
     ini = folder / "coverage.ini"
     root = str(config.rootpath).replace("$", "$$")
     ini.write_text(

@@ -343,6 +343,7 @@ class Replay:
             raise SystemExit(f"none of {' '.join(self.tests)} exists at {self.git('rev-parse', 'HEAD').strip()}")
         argv = [self.python, "-m", "pytest", "-q", *cache, "-p", "_replay_plugin", *extra, *tests]
         run_env = {**self.env, **(env or {}), "REPLAY_OUT": str(out), "REPLAY_COVER": "1" if cover else "0"}
+        run_env["REPLAY_TMP"] = str(self.work.parent)
         out.unlink(missing_ok=True)
         start = time.perf_counter()
         try:
