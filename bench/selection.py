@@ -101,9 +101,14 @@ FLIP: dict[type[ast.cmpop], type[ast.cmpop]] = {
 }
 
 
+def _lines(source: str) -> list[str]:
+    """The lines as ast numbers them: split at newlines only (never at a form feed)."""
+    return [line + "\n" for line in source.split("\n")]
+
+
 def _offsets(source: str) -> list[int]:
     starts, total = [], 0
-    for line in source.splitlines(keepends=True):
+    for line in _lines(source):
         starts.append(total)
         total += len(line)
     return starts
@@ -115,7 +120,7 @@ def _span(node: ast.AST, source: str, starts: list[int]) -> tuple[int, int] | No
     line, col = getattr(node, "lineno", None), getattr(node, "col_offset", None)
     if None in (end_line, end_col, line, col):
         return None
-    lines = source.splitlines(keepends=True)
+    lines = _lines(source)
 
     def char(n: int, c: int) -> int:
         return starts[n - 1] + len(lines[n - 1].encode()[:c].decode(errors="ignore"))

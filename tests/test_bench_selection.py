@@ -175,3 +175,9 @@ def test_a_module_that_no_longer_imports_fails_each_of_its_tests():
     )
     now = bench.Run({"tests/test_a.py": "error", "tests/test_b.py::v": "passed"}, {}, {})
     assert now.failed_against(base) == {"tests/test_a.py::t", "tests/test_a.py::u"}
+
+
+def test_a_fault_lands_on_its_line_past_a_form_feed_and_wide_characters():
+    source = "x = 1\n\x0c\ndef f(a):\n    return a > 2  # é\n"
+    flipped = next(f for f in bench.fault_sites("m.py", source, [4]) if f.operator == "comparison flipped")
+    assert flipped.source == "x = 1\n\x0c\ndef f(a):\n    return (a <= 2)  # é\n"
