@@ -107,7 +107,7 @@ def test_a_full_run_says_why_every_test_ran() -> None:
     assert view.selection_line(row) is None
 
 
-def test_the_history_never_counts_it_and_keeps_it_as_absent(tmp_path: Path) -> None:
+def test_the_history_never_counts_it_and_keeps_it_as_left_out(tmp_path: Path) -> None:
     h = History.open(tmp_path / "h.sqlite")
     for i, outcome in enumerate(("failed", "deselected", "passed")):
         t = _triage([_record(outcome)])
@@ -119,7 +119,7 @@ def test_the_history_never_counts_it_and_keeps_it_as_absent(tmp_path: Path) -> N
         h.record(t, f"run {i}")
     base = h.base("")
     text, _ = base.series[("cpu", "t/test_b.py::test_left")]
-    assert text == "F-P"
+    assert text == "FDP"  # left out: a letter of its own, counted nowhere
     v = h.view(_triage([_record()]))
     assert [p["counts"]["deselected"] for p in v["trends"]["cpu"]] == [0, 0, 0]
     assert [p["counts"]["passed"] for p in v["trends"]["cpu"]] == [1, 1, 2]
@@ -132,3 +132,17 @@ def test_the_verdicts_say_not_run_on_this_pr() -> None:
     report = judge(t, None, base_ref="main", base_commit=None)
     assert report["line"] == "no failures: nothing to judge; 1 test not run on this PR (deselected)"
     assert report["not_run"] == [{"row": "cpu", "nodeid": "t/test_b.py::test_left", "reason": WHY}]
+
+
+def test_a_test_run_again_after_a_deselected_run_is_compared_with_its_last_run_outcome(tmp_path: Path) -> None:
+    # left out one run and run the next is neither a new test nor, while it passes, a change
+    h = History.open(tmp_path / "h.sqlite")
+    for i, outcome in enumerate(("passed", "deselected", "deselected")):
+        t = _triage([_record(outcome)])
+        t["changes"] = h.compare(t)
+        h.record(t, f"run {i}")
+    again = _triage([_record("passed")])
+    assert ["t/test_b.py::test_left", "cpu"] not in h.compare(again)["appeared"]
+    # and a failure now is a new failure of a test that passed when it last ran
+    failing = _triage([_record("failed")])
+    assert h.compare(failing)["new_failures"] == [["t/test_b.py::test_left", "cpu"]]

@@ -33,7 +33,7 @@ Outcome: TypeAlias = Literal[
 ]
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 # #34: left out on purpose by test selection (device_matrix/selection.py): not a failure, not
-# a pass, and no evidence for the history, which keeps it as absent
+# a pass, and no evidence for the history, which keeps it with a letter of its own (CODE)
 DESELECTED_OUTCOMES: frozenset[str] = frozenset({"deselected"})
 # a maintainer acts on these; a strict xfail that passed (xpassed) means the expectation is stale
 FAILING_OUTCOMES: frozenset[str] = frozenset({"failed", "error", "xpassed", "crashed", "timeout"})
@@ -79,7 +79,7 @@ NAMED_IN_FAILED: tuple[Outcome, ...] = tuple(o for o in OUTCOMES if BUCKET_OF[o]
 BUCKET_WORDS: Mapping[Bucket, str] = {b: b.replace("_", " ") for b in BUCKETS}
 
 # The history keeps one letter per run and test (report/history.py's series).
-ABSENT = "-"  # the test was not in that run (or selection left it out)
+ABSENT = "-"  # the test was not in that run
 CODE: Mapping[str, str] = {
     "passed": "P",
     "failed": "F",
@@ -90,9 +90,12 @@ CODE: Mapping[str, str] = {
     "skipped": "S",
     "xfailed": "x",
     "not_run": "N",
-    "deselected": ABSENT,  # #34: the history never counts a test selection left out
+    # #34: left out by selection: counted nowhere (neither pass nor fail), yet not absent, so
+    # the run after it compares the test with the outcome it last ran with
+    "deselected": "D",
 }
-OUTCOME_OF: Mapping[str, str] = {c: o for o, c in CODE.items() if c != ABSENT}
+DESELECTED_CODES: frozenset[str] = frozenset(CODE[o] for o in DESELECTED_OUTCOMES)
+OUTCOME_OF: Mapping[str, str] = {c: o for o, c in CODE.items()}
 PASS_CODES: frozenset[str] = frozenset(CODE[o] for o in PASSING_OUTCOMES)
 FAIL_CODES: frozenset[str] = frozenset(CODE[o] for o in FAILING_OUTCOMES)
 

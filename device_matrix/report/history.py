@@ -3,7 +3,8 @@
 One triage is one run of the history. Per run it keeps each row's counts (from the one
 fold), wall time and label, and each crash's fingerprint, headline and issue per row. Per
 test and row it keeps one *series*: a character per kept run for the outcome (``P``
-passed, ``F`` failed, ``-`` absent, see ``records.outcomes.CODE``) and a float32 per run for the duration.
+passed, ``F`` failed, ``D`` left out by selection, ``-`` absent, see
+``records.outcomes.CODE``) and a float32 per run for the duration.
 Reading 30 runs of 4 rows x 5,000 tests is then 20,000 short rows, not 600,000, and a
 flip is a string test.
 
@@ -49,6 +50,7 @@ from device_matrix.records.outcomes import (
     BUCKET_OF,
     BUCKETS,
     CODE,
+    DESELECTED_CODES,
     DESELECTED_OUTCOMES,
     FAIL_CODES,
     FAILING_OUTCOMES,
@@ -420,7 +422,6 @@ class Store:
             (row, storable_text(t["nodeid"])): (CODE.get(o, ABSENT), t["durations"].get(row, math.inf))
             for t in triage["tests"]
             for row, o in t["outcomes"].items()
-            if o not in DESELECTED_OUTCOMES  # #34: left out by selection, absent (and no duration)
         }
         failed = signatures(triage)
         rows: list[SeriesRow] = []
@@ -525,7 +526,9 @@ class History(Store):
         before: dict[tuple[str, str], str] = {}
         for row, nodeid, outcomes, _, _ in self._series(against):
             row_back = backs.get(row)
-            code = outcomes[-row_back : len(outcomes) - row_back + 1] if row_back else ""
+            ran = outcomes[: len(outcomes) - row_back + 1] if row_back else ""
+            # #34: a test selection left out is compared with the outcome it last ran with
+            code = ran.rstrip("".join(DESELECTED_CODES))[-1:] or ran[-1:]
             if code and code != ABSENT:
                 before[(row, nodeid)] = OUTCOME_OF.get(code, "")
         seen_now: set[tuple[str, str]] = set()
