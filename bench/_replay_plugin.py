@@ -1,0 +1,125 @@
+"""The pytest plugin bench/selection.py loads (``-p _replay_plugin``) into the runs it replays.
+
+It writes, to the JSON file $REPLAY_OUT, each test's outcome and seconds (a module that
+fails to import counts as an error of its file) and, with $REPLAY_COVER=1, the project
+files each test ran: coverage.py with one context per test, only files under the rootdir
+outside hidden folders (.venv, .nox), the Python subprocesses a test starts included (they
+read its context from $REPLAY_CONTEXT through the configuration in $COVERAGE_PROCESS_START),
+a test module's import counted for each of its tests: what a device-matrix test map holds.
+It stands alone (pytest and coverage only), so that a replay of device-matrix's own
+history never imports two device-matrix packages.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_STATE: dict[str, Any] = {"outcomes": {}, "seconds": {}, "cov": None, "config": None}
+CONTEXT = "REPLAY_CONTEXT"
+IMPORT = "import:"  # the context of a test module's import
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if os.environ.get("REPLAY_COVER") != "1":
+        return
+    import coverage
+
+    # in the replay's own temporary folder ($REPLAY_TMP): gone with it, even after a timeout
+    folder = Path(tempfile.mkdtemp(prefix="replay-cov-", dir=os.environ.get("REPLAY_TMP")))
+    ini = folder / "coverage.ini"
+    root = str(config.rootpath).replace("$", "$$")
+    ini.write_text(
+        f"[run]\ndata_file = {folder}/data\nparallel = true\nsource = {root}\nomit = {root}/.*\n"
+        f"context = ${{{CONTEXT}}}\ndisable_warnings = no-data-collected module-not-measured\n"
+    )
+    os.environ.pop(CONTEXT, None)
+    cov = coverage.Coverage(config_file=str(ini))
+    cov.start()
+    os.environ["COVERAGE_PROCESS_START"] = str(ini)  # every Python process started from here
+    _STATE.update(cov=cov, config=ini)
+
+
+def _switch(context: str) -> None:
+    if _STATE["cov"] is not None:
+        _STATE["cov"].switch_context(context)
+        os.environ[CONTEXT] = context
+
+
+def pytest_collectstart(collector: pytest.Collector) -> None:
+    if isinstance(collector, pytest.Module):
+        _switch(IMPORT + collector.nodeid)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    _switch(item.nodeid)
+    yield
+    _switch("")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    outcomes, seconds = _STATE["outcomes"], _STATE["seconds"]
+    seconds[report.nodeid] = seconds.get(report.nodeid, 0.0) + report.duration
+    if report.failed:
+        outcomes[report.nodeid] = "failed"
+    elif report.when == "call" or (report.skipped and report.nodeid not in outcomes):
+        outcomes.setdefault(report.nodeid, report.outcome)
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    _switch("")
+    if report.failed:
+        _STATE["outcomes"][report.nodeid] = "error"
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    out = os.environ.get("REPLAY_OUT")
+    if not out:
+        return
+    tests: dict[str, list[str]] = {}
+    if _STATE["cov"] is not None:
+        tests = _measured(config.rootpath)
+    record = {
+        "outcomes": _STATE["outcomes"],
+        "seconds": _STATE["seconds"],
+        "files": {t: sorted(set(fs)) for t, fs in tests.items()},
+    }
+    Path(out).write_text(json.dumps(record))
+
+
+def _measured(root: Path) -> dict[str, list[str]]:
+    """nodeid -> the files it ran, from this process's data and its subprocesses'."""
+    import coverage
+
+    cov = _STATE["cov"]
+    cov.stop()
+    cov.save()
+    os.environ.pop("COVERAGE_PROCESS_START", None)
+    combined = coverage.Coverage(config_file=str(_STATE["config"]))
+    combined.combine()
+    data = combined.get_data()
+    files: dict[str, set[str]] = {}
+    for path in data.measured_files():
+        try:
+            rel = Path(path).resolve().relative_to(root).as_posix()
+        except ValueError:
+            continue
+        for contexts in data.contexts_by_lineno(path).values():
+            for context in contexts:
+                # the session labels each test by switching (a dynamic context), a subprocess
+                # by its configuration (a static one): never both, so a label is one nodeid
+                files.setdefault(context, set()).add(rel)
+    shutil.rmtree(_STATE["config"].parent, ignore_errors=True)
+    return {
+        t: sorted(fs | files.get(IMPORT + t.split("::", 1)[0], set()))
+        for t, fs in files.items()
+        if t and not t.startswith(IMPORT)
+    }
