@@ -380,14 +380,27 @@ def failure_place(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException
     project (a conftest.py fixture, a helper), else the test's own line; relative to ``root``."""
     own: tuple[str, int] | None = None
     project: tuple[str, int] | None = None
+    prefix = str(root)
     for entry in excinfo.traceback:
-        path = entry.path
-        if not isinstance(path, Path) or not path.is_relative_to(root):
+        # #32: the frame's file as a string first (pytest's entry.path costs a stat a frame,
+        # a tenth of a failing test under the runner): Path work only for the few frames
+        # under the project root, and those that exist, as entry.path has them
+        raw = entry.frame.code.raw.co_filename
+        filename = os.path.abspath(raw) if raw else ""  # noqa: PTH100 - as pytest: symlinks kept
+        if not filename.startswith(prefix):
             continue
+        path = Path(filename)
+        if not path.is_relative_to(root):
+            continue
+        mine = path == item.path
+        if not mine and {"site-packages", "dist-packages"} & set(path.parts):
+            continue  # a virtual environment inside the project
+        if not path.exists():
+            continue  # "<string>" and the like
         place = (path.relative_to(root).as_posix(), entry.lineno + 1)
-        if path == item.path:
+        if mine:
             own = place
-        elif not {"site-packages", "dist-packages"} & set(path.parts):
+        else:
             project = place
     found = own or project
     if found is not None:
