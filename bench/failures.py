@@ -2,9 +2,10 @@
 """A red run at scale (#32): N failing trivial tests through `device-matrix run` against
 plain `pytest --junitxml` on the same tests, then `device-matrix triage` over the record.
 
-Prints, in one run: both walls and their ratio (target: at most 1.10), the sizes of the
-record's files (run.json, report.json, junit.xml, output.log) against the bare run's
-junit.xml, triage's wall time and peak resident memory, the sizes of triage.html
+Prints, in one run: both walls and their ratio (target: at most 1.10), and their CPU
+seconds (what a busy machine does not blur), the sizes of the record's files (run.json,
+report.json, junit.xml, output.log, and the attempt's journal copy) against the bare
+run's junit.xml, triage's wall time and peak resident memory, the sizes of triage.html
 (target: at most 5 MB at 20,000 failures) and triage.json, and how many failure groups
 the report leads with. The tests fail in 4 causes, each message with its own temp path.
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import statistics
 import sys
 import tempfile
@@ -52,6 +54,12 @@ print(json.dumps({"rc": rc.returncode, "wall": time.perf_counter() - start, "pea
 """
 
 
+def _cpu() -> float:
+    """CPU seconds of the children waited for so far (a run's own children with it)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _mb(path: Path) -> str:
     return f"{path.stat().st_size / 1e6:8.2f} MB" if path.is_file() else "  absent"
 
@@ -69,18 +77,23 @@ def main() -> int:
         bare_junit = Path(tmp) / "junit.xml"
         bare_cmd = [args.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={bare_junit}"]
         results = Path(tmp) / "results"
-        bares, ourses = [], []
+        bares, ourses, bare_cpus, our_cpus = [], [], [], []
         for i in range(args.rounds):
+            cpu = _cpu()
             t, rc, out = timed([*bare_cmd, "suites/red"], cwd=project, env=env)
             if rc != 1:
                 raise SystemExit(f"pytest should fail every test ({rc}):\n{out[-2000:]}")
             bares.append(t)
+            bare_cpus.append(_cpu() - cpu)
+            cpu = _cpu()
             t, rc, out = timed(run_command(args.python, project, "bench", results), cwd=project, env=env)
             if rc == 0 or not (results / "bench" / "run.json").is_file():
                 raise SystemExit(f"device-matrix run did not record a red row ({rc}):\n{out[-2000:]}")
             ourses.append(t)
+            our_cpus.append(_cpu() - cpu)
             print(f"round {i + 1}: pytest --junitxml {bares[-1]:.2f} s, device-matrix run {ourses[-1]:.2f} s")
         bare, ours = statistics.median(bares), statistics.median(ourses)
+        bare_cpu, our_cpu = statistics.median(bare_cpus), statistics.median(our_cpus)
         triage_out = Path(tmp) / "triage"
         measure = [args.python, "-c", MEASURE, args.python, "-m", "device_matrix", "--project", str(project)]
         cmd = [*measure, "triage", str(results), "--out", str(triage_out), "--no-history"]
@@ -93,9 +106,10 @@ def main() -> int:
         print(f"{args.tests} failing trivial tests, 4 causes")
         print(f"  pytest --junitxml      {bare:8.2f} s   (median of {args.rounds})")
         print(f"  device-matrix run      {ours:8.2f} s   ratio {ours / bare:.3f} (target 1.10)")
+        print(f"  CPU: pytest {bare_cpu:.2f} s, device-matrix {our_cpu:.2f} s   ratio {our_cpu / bare_cpu:.3f}")
         print("records:")
         print(f"  bare junit.xml         {_mb(bare_junit)}")
-        for name in ("run.json", "report.json", "junit.xml", "output.log"):
+        for name in ("run.json", "report.json", "junit.xml", "output.log", "attempts/01/journal.jsonl"):
             print(f"  {name:<22} {_mb(results / 'bench' / name)}")
         print("triage (--no-history):")
         print(f"  wall                   {triage['wall']:8.2f} s")

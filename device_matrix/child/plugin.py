@@ -44,6 +44,10 @@ ENV_DEVICE = wire.ENV_DEVICE
 ENV_SETTINGS = wire.ENV_SETTINGS
 ENV_DISABLE_LIST = wire.ENV_DISABLE_LIST
 LONGREPR_LIMIT = 20_000
+# #32: a failure's traceback is kept whole in the record, its one copy (the terminal's
+# failures section, which would print it again into output.log, is left out); bounded
+# all the same: a megabyte of a tensor's repr is not what a reader needs twice
+TRACEBACK_LIMIT = 1 << 20
 # a phase's duration a plugin set to something no clock gives (NaN, inf, 1e308, < 0) is
 # journaled as 0: NaN and inf are not JSON, and huge ones add up to inf in the record
 MAX_SECONDS = 1e9
@@ -154,6 +158,7 @@ def pytest_configure(config: pytest.Config) -> None:
             )
         state.journal = JournalWriter(Path(journal))
         config.pluginmanager.register(_FailurePlace(state, config.rootpath), "device-matrix-failure-place")
+        config.pluginmanager.register(_TracebacksInTheRecord(), "device-matrix-tracebacks-in-the-record")
         end_forked_copies(state.journal)
         follow_chdir(state.journal)
         env = secrets = None
@@ -382,19 +387,52 @@ class _FailurePlace:
         return report
 
 
+class _TracebacksInTheRecord:
+    """#32: under the runner, each failure's traceback is in the record (run.json whole,
+    junit.xml and report.json its ends); the terminal's failures and errors sections would
+    print every one again into output.log, at pytest's cost of printing them (which grows
+    with the square of the failures). They are left out, with a line that says where the
+    tracebacks are; the short summary (a line a failure) stays."""
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> Generator[None, None, None]:
+        failed = sum(len(terminalreporter.stats.get(key, ())) for key in ("failed", "error"))
+        style = config.option.tbstyle
+        if failed and style != "no":
+            terminalreporter.write_sep("=", f"device-matrix: {failed} tracebacks are in run.json, not repeated here")
+            config.option.tbstyle = "no"  # what the failures and errors sections are printed by
+        try:
+            return (yield)
+        finally:
+            config.option.tbstyle = style
+
+
 def failure_place(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException], root: Path) -> tuple[str, int]:
     """The deepest line of the test's own file in the traceback, else of another file of the
     project (a conftest.py fixture, a helper), else the test's own line; relative to ``root``."""
     own: tuple[str, int] | None = None
     project: tuple[str, int] | None = None
+    prefix = str(root)
     for entry in excinfo.traceback:
-        path = entry.path
-        if not isinstance(path, Path) or not path.is_relative_to(root):
+        # #32: the frame's file as a string first (pytest's entry.path costs a stat a frame,
+        # a tenth of a failing test under the runner): Path work only for the few frames
+        # under the project root, and those that exist, as entry.path has them
+        raw = entry.frame.code.raw.co_filename
+        filename = os.path.abspath(raw) if raw else ""  # noqa: PTH100 - as pytest: symlinks kept
+        if not filename.startswith(prefix):
             continue
+        path = Path(filename)
+        if not path.is_relative_to(root):
+            continue
+        mine = path == item.path
+        if not mine and {"site-packages", "dist-packages"} & set(path.parts):
+            continue  # a virtual environment inside the project
+        if not path.exists():
+            continue  # "<string>" and the like
         place = (path.relative_to(root).as_posix(), entry.lineno + 1)
-        if path == item.path:
+        if mine:
             own = place
-        elif not {"site-packages", "dist-packages"} & set(path.parts):
+        else:
             project = place
     found = own or project
     if found is not None:
@@ -410,13 +448,13 @@ def _cause(report: pytest.TestReport) -> str | None:
     return clip(message) if isinstance(message, str) and message.strip() else None
 
 
-def _text(longrepr: object) -> str | None:
+def _text(longrepr: object, limit: int = LONGREPR_LIMIT) -> str | None:
     if longrepr is None:
         return None
     # a skip's longrepr is (path, line, reason); anything else prints itself
     text = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
-    if len(text) > LONGREPR_LIMIT:
-        text = text[: LONGREPR_LIMIT // 2] + "\n...[truncated]...\n" + text[-LONGREPR_LIMIT // 2 :]
+    if len(text) > limit:
+        text = text[: limit // 2] + "\n...[truncated]...\n" + text[-limit // 2 :]
     return text
 
 
@@ -489,7 +527,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         # unittest's "error" stays an error in the record, however its file ran (#24)
         outcome="error" if getattr(report, _UNITTEST_ERROR, False) else report.outcome,
         duration=round(report.duration, 6) if 0.0 <= report.duration < MAX_SECONDS else 0.0,
-        longrepr=_text(report.longrepr) if report.failed or report.skipped else None,
+        longrepr=_text(report.longrepr, TRACEBACK_LIMIT if report.failed else LONGREPR_LIMIT)
+        if report.failed or report.skipped
+        else None,
         wasxfail=wasxfail,
         skip=skip_meta,
         sub=sub,

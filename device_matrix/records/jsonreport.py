@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from device_matrix.records.atomic import write_json_atomic
+from device_matrix.records.junit import traceback_excerpt
 from device_matrix.records.outcomes import (
     CRASHING_OUTCOMES,
     DESELECTED_OUTCOMES,
@@ -152,7 +153,7 @@ def build(
                 # teardown's exception
                 body["crash"] = crash
             if phase.get("longrepr"):
-                body["longrepr"] = phase["longrepr"]
+                body["longrepr"] = traceback_excerpt(str(phase["longrepr"]))  # #32: whole in run.json
             entry[str(phase["when"])] = body
         if t["outcome"] in CRASHING_OUTCOMES and not any("crash" in entry.get(w, {}) for w in WHEN):
             # the process died in the test: no phase report came, but the record knows where

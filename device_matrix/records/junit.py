@@ -30,6 +30,27 @@ def _clean(text: str | None) -> str:
     return (text or "").translate(_ILLEGAL)
 
 
+# #32: a failure's traceback is stored whole once, in run.json; junit.xml and report.json,
+# which other tools read, hold its beginning (the test's own lines) and its end (the
+# exception and where it was raised), so a row's records grow with what its failures say,
+# not with copies of it
+EXCERPT_HEAD = 1500
+EXCERPT_TAIL = 4500
+
+
+def traceback_excerpt(text: str) -> str:
+    """``text`` whole where it is short, else its first and last lines around a line that
+    says how much is cut and where the whole of it is."""
+    if len(text) <= EXCERPT_HEAD + EXCERPT_TAIL:
+        return text
+    head_end = text.rfind("\n", 0, EXCERPT_HEAD)
+    head_end = head_end if head_end > 0 else EXCERPT_HEAD
+    tail_start = text.find("\n", len(text) - EXCERPT_TAIL) + 1 or len(text) - EXCERPT_TAIL
+    cut = tail_start - head_end
+    said = f"... [{cut} characters cut here: run.json holds the whole traceback] ..."
+    return f"{text[:head_end]}\n{said}\n{text[tail_start:]}"
+
+
 def exception_line(message: str) -> str:
     """The line of a test's report that says what was raised, as pytest's junitxml writes it
     in ``message`` ("TypeError: cannot unpack...", "AssertionError: 1 != 2"), not the
@@ -144,9 +165,9 @@ def junit_xml(record: RunRecord, locations: Mapping[str, tuple[str, int | None]]
         head = summary[:500] if summary else outcome
         inner = ""
         if outcome == "error":
-            inner = _element("error", {"message": head}, message)
+            inner = _element("error", {"message": head}, traceback_excerpt(message))
         elif outcome in REPORTED_FAILURES:  # an assert, or a strict xfail that passed
-            inner = _element("failure", {"message": head}, message)
+            inner = _element("failure", {"message": head}, traceback_excerpt(message))
         elif outcome in CRASHING_OUTCOMES:
             crash = crashes.get(t["crash"] or "")
             detail = message if crash is None else _crash_detail(crash, outcome)

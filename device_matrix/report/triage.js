@@ -29,5 +29,12 @@
   only.addEventListener('change', apply);
   outcome.addEventListener('change', apply);
   window.addEventListener('hashchange', fromAddress);
-  fromAddress();
+  // #32: an address without a filter (and a form the browser did not refill) shows every
+  // row as written: the page opens without visiting each of them
+  var given = new URLSearchParams(window.location.hash.slice(1));
+  if (given.has('q') || given.has('only') || given.has('outcome') || q.value || only.checked || outcome.value) {
+    fromAddress();
+  } else {
+    counter.textContent = String(rows.length);
+  }
 })();
