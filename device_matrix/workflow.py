@@ -140,11 +140,14 @@ def entries(name: str, row: Row) -> list[dict[str, Any]]:
 
 
 def select_args(cfg: Config, event: Event) -> str:
-    """#34: the ``--select`` of this event's row jobs: ``--select changed`` on a pull request
-    when ``select_pull_requests`` is on and the pull request lacks ``select_full_label``;
-    '' (every test) on every other event."""
-    if not (cfg.select_pull_requests and event.name.startswith("pull_request")):
+    """#34: the selection arguments of this event's row jobs when ``select_pull_requests`` is
+    on: ``--select changed`` on a pull request that lacks ``select_full_label`` (every test
+    with it), and on every other event every test with ``--record-map``, the map the pull
+    requests select by (triage keeps it with the branch's history). '' when it is off."""
+    if not cfg.select_pull_requests:
         return ""
+    if not event.name.startswith("pull_request"):
+        return "--record-map"
     return "" if cfg.select_full_label in event.labels else "--select changed"
 
 

@@ -186,9 +186,11 @@ def test_the_workflow_selects_on_pull_requests_when_switched_on(tmp_path: Path) 
     assert _run_args(off, pr)["cpu"] == [""]  # off by default: every test
     on = _workflow_cfg(tmp_path, "select_pull_requests = true")
     assert _run_args(on, pr) == {"cpu": ["--select changed"], "split": ["--shard 1/2", "--shard 2/2"]}
-    # pushes to the base branch, schedules and manual runs always run in full
+    # pushes to the base branch, schedules and manual runs always run in full, and record the
+    # map the pull requests select by (a split row's parts map nothing triage reads)
     for name in ("push", "schedule", "workflow_dispatch"):
-        assert _run_args(on, Event(name=name))["cpu"] == [""], name
+        assert _run_args(on, Event(name=name)) == {"cpu": ["--record-map"], "split": ["--shard 1/2", "--shard 2/2"]}
+        assert _run_args(off, Event(name=name))["cpu"] == [""], name
     # the label forces the full run; adding it runs the rows again, in full
     labelled = Event(name="pull_request", action="synchronize", labels=("run-all-tests",))
     assert _run_args(on, labelled)["cpu"] == [""]

@@ -47,7 +47,8 @@ def _load(args: argparse.Namespace) -> Config:
         max_restarts=getattr(args, "max_restarts", None),
         test_timeout=getattr(args, "test_timeout", None),
         run_timeout=getattr(args, "run_timeout", None),
-        record_map=getattr(args, "record_map", None),
+        # #34: a run that selects records no map (a map comes from a run of every test)
+        record_map=False if getattr(args, "select", None) == "changed" else getattr(args, "record_map", None),
     )
 
 

@@ -37,7 +37,10 @@ def add_select_options(parser: argparse.ArgumentParser) -> None:
         "deselected); all: every test (the record says so)",
     )
     group.add_argument(
-        "--map", type=Path, help="the test map to select by (default: results/<row>/test-map.json), with --select"
+        "--map",
+        type=Path,
+        help="the test map to select by, with --select (default: the newest of the history's maps of the row "
+        "on the base branch and on this branch, and results/<row>/test-map.json)",
     )
 
 
@@ -51,6 +54,11 @@ def check_select_args(args: argparse.Namespace, *, spread: bool) -> None:
             "--select does not go with --rerun-disabled: the re-enable check runs the disabled tests it names",
             tip="Leave --select out of the re-enable check.",
         )
+    if args.select == "changed" and getattr(args, "record_map", None):
+        raise UsageProblem(
+            "--record-map does not go with --select changed: a test map comes from a run of every test",
+            tip="Record the map on a full run (a push to the base branch), and select on pull requests.",
+        )
     if args.select is not None and spread:
         raise UsageProblem(
             "--select does not spread a row yet (--shard, --shards, --executor ray)",
@@ -58,11 +66,29 @@ def check_select_args(args: argparse.Namespace, *, spread: bool) -> None:
         )
 
 
-def find_map(cfg: Config, row: str) -> TestMap | None:
-    """The row's test map: ``results/<row>/test-map.json`` for now (a history-backed lookup of
-    the base's newest map will take its place); None when there is none."""
+def find_map(cfg: Config, row: str, source: SourceInfo | None) -> TestMap | None:
+    """The row's newest test map: of those the history keeps for the base branch and for this
+    run's own lane (CI: the full runs of pushes recorded them), and the one a local full run
+    with ``--record-map`` left in ``results/<row>/``; None when there is none."""
+    found: list[TestMap] = []
     path = cfg.results_dir / row / testmap.FILE_NAME
-    return testmap.read(path) if path.is_file() else None
+    if path.is_file():
+        found.append(testmap.read(path))
+    history = cfg.project_root / DEFAULT_PATH
+    if history.is_file():
+        try:
+            store = History.open(history, read_only=True)
+        except DeviceMatrixError:
+            store = None  # an unreadable history has no map; recent_tests says why it cannot be read
+        if store is not None:
+            try:
+                for name in dict.fromkeys(x for x in (base_lane(source), lane(source)) if x is not None):
+                    kept = store.latest_map(row, name)
+                    if kept is not None:
+                        found.append(kept)
+            finally:
+                store.close()
+    return max(found, key=lambda m: m.created, default=None)
 
 
 def _git(root: Path, *args: str) -> tuple[str | None, str]:
@@ -147,16 +173,18 @@ def plan_for(args: argparse.Namespace, cfg: Config, row: str, source: SourceInfo
     recent, why = recent_tests(cfg.project_root / DEFAULT_PATH, source, row)
     if recent is None:
         return plan(None, [], row=row, rules=rules_of(cfg), force=why)
-    return _changed_plan(args, cfg, row, recent)
+    return _changed_plan(args, cfg, row, recent, source)
 
 
-def _changed_plan(args: argparse.Namespace, cfg: Config, row: str, recent: Mapping[str, str]) -> Plan:
+def _changed_plan(
+    args: argparse.Namespace, cfg: Config, row: str, recent: Mapping[str, str], source: SourceInfo | None
+) -> Plan:
     rules, root = rules_of(cfg), cfg.project_root
     if args.map is not None:
         found: TestMap | None = testmap.read(args.map)  # named: a missing or damaged one is the user's to fix
     else:
         try:
-            found = find_map(cfg, row)
+            found = find_map(cfg, row, source)
         except ResultsError as exc:
             return plan(None, [], row=row, rules=rules, force=f"the test map is unreadable: {exc.message}")
     if found is None:

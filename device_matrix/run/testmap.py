@@ -44,8 +44,10 @@ def check(run: Run) -> None:
 
 def clear(run: Run, *, resumed: bool) -> None:
     """The last run's map goes with its record: a run that records none leaves none behind
-    to stand for its commit. A resumed run keeps it (it adds to it)."""
-    if not resumed:
+    to stand for its commit. A resumed run keeps it (it adds to it), and so does a run that
+    selects by changes: it records no map, and the next one selects by the same map."""
+    selecting = run.options.test_plan is not None and run.options.test_plan.mode == "changed"
+    if not resumed and not selecting:
         (run.folder.path / testmap.FILE_NAME).unlink(missing_ok=True)
 
 

@@ -1,0 +1,92 @@
+"""Where ``run --select changed`` finds its test map (#34): the history's maps of the base
+branch and of the run's own branch, which triage stored from full runs, and the one a local
+full run left in the results; a selecting run records no map and keeps the one it used."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from device_matrix.errors import EXIT_USAGE
+from device_matrix.records import testmap
+from tests.conftest import Project, make_project
+from tests.runs import outcomes_of, write_suite
+
+SUITE = {
+    "helpers.py": "def double(x):\n    return 2 * x\n",
+    "other.py": "def triple(x):\n    return 3 * x\n",
+    "test_double.py": "from helpers import double\n\n\ndef test_double():\n    assert double(2) == 4\n",
+    "test_triple.py": "from other import triple\n\n\ndef test_triple():\n    assert triple(2) == 6\n",
+}
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=root, check=True)
+
+
+def _project(tmp_path: Path) -> Project:
+    p = make_project(tmp_path, ["passing"])
+    write_suite(p, "mine", SUITE)
+    (p.root / "suites" / "mine" / "conftest.py").write_text(
+        "import sys, os\nsys.path.insert(0, os.path.dirname(__file__))\n"
+    )
+    (p.root / ".gitignore").write_text("results/\n__pycache__/\n.device-matrix/\n")
+    _git(p.root, "init", "-q", "-b", "main")
+    _git(p.root, "add", "-A")
+    _git(p.root, "commit", "-qm", "base")
+    return p
+
+
+def test_a_change_selects_by_the_map_a_full_run_recorded_and_triage_kept(tmp_path: Path) -> None:
+    p = _project(tmp_path)
+    full = p.run("run", "--device", "fixture", "--record-map")
+    assert full.returncode == 0, full.stdout + full.stderr
+    kept = p.run("triage", str(p.results))
+    assert kept.returncode == 0, kept.stdout + kept.stderr
+    # the map lives on in the history alone: the next run finds it there
+    (p.results / "fixture" / testmap.FILE_NAME).unlink()
+    _selects_twice(p)
+
+
+def _selects_twice(p: Project) -> None:
+    helpers = p.root / "suites" / "mine" / "helpers.py"
+    helpers.write_text(helpers.read_text() + "\n# touched\n")
+    for _ in range(2):  # and again: a selecting run records no map and loses none
+        proc = p.run("run", "--device", "fixture", "--select", "changed")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        rec = p.record()
+        assert outcomes_of(rec) == {"test_double": "passed", "test_triple": "deselected"}, rec["test_selection"]
+        assert rec["test_selection"]["changed"] == ["suites/mine/helpers.py"]
+
+
+def test_a_local_full_run_s_map_selects_and_a_selecting_run_keeps_it(tmp_path: Path) -> None:
+    p = _project(tmp_path)
+    full = p.run("run", "--device", "fixture", "--record-map")
+    assert full.returncode == 0, full.stdout + full.stderr
+    recorded = (p.results / "fixture" / testmap.FILE_NAME).read_text()
+    _selects_twice(p)
+    assert (p.results / "fixture" / testmap.FILE_NAME).read_text() == recorded
+
+
+def test_record_map_does_not_go_with_select_changed(tmp_path: Path) -> None:
+    p = _project(tmp_path)
+    proc = p.run("run", "--device", "fixture", "--select", "changed", "--record-map")
+    assert proc.returncode == EXIT_USAGE
+    assert "--record-map does not go with --select changed" in proc.stderr
+
+
+def test_a_selecting_row_job_restores_its_base_s_history_and_the_whole_git_history() -> None:
+    import yaml
+
+    from tests.conftest import REPO
+
+    jobs = yaml.safe_load((REPO / ".github" / "workflows" / "reusable.yml").read_text())["jobs"]
+    for name in ("rows-host", "rows-container"):
+        steps = jobs[name]["steps"]
+        checkout = steps[0]
+        assert checkout["uses"].startswith("actions/checkout@")
+        assert "'--select'" in checkout["with"]["fetch-depth"] and "'0'" in checkout["with"]["fetch-depth"], name
+        (restore,) = [s for s in steps if s.get("uses", "").startswith("actions/cache/restore@")]
+        assert "--select" in restore["if"] and "github.base_ref" in restore["with"]["key"], name
+        assert restore["with"]["path"] == ".device-matrix/history.sqlite"
+        assert steps.index(restore) < [s.get("name") for s in steps].index("Run the row"), name
