@@ -24,15 +24,25 @@ pyproject.toml, lock and requirements files...) or any file but a Python one (th
 records only Python files, so a data file's readers are unknown). Files ``rules.ignore``
 names (documentation) change nothing.
 
+A Python file's change is followed by the map only where it changes function bodies that
+never ran at import (``bodies_only``, which the caller finds with :func:`bodies_only` from
+the file at the map's commit, the file now and the lines the diff touched): what runs when
+a module is imported (a constant, a decorator, a default, a class body, a call at module
+level) ran for whichever test module imported it first, so a change there runs every test,
+as does a change to a Python file no test of the map ran (a new module, one where the map
+does not measure). A test's own file is followed by its tests (``own_file``).
+
 A pattern without ``/`` matches a file's name in any folder (``conftest.py``); one with
 ``/`` matches its whole project-relative path (``docs/*``), ``*`` crossing folders.
 """
 
 from __future__ import annotations
 
+import ast
 import fnmatch
+import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Literal, TypeAlias, get_args
@@ -48,6 +58,8 @@ WHYS: tuple[Why, ...] = get_args(Why)
 # the files a test map records: a change to any other kind of file is one it cannot see
 MAPPED_SUFFIXES = (".py",)
 SHOWN = 3  # changed files named in a reason before "and N more"
+TEST_FILES = ("test_*.py", "*_test.py")  # pytest's default python_files
+HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -181,8 +193,72 @@ def _too_old(test_map: TestMap, rules: Rules, now: datetime) -> str | None:
     )
 
 
+def is_test_file(path: str, test_map: TestMap) -> bool:
+    """Whether ``path`` is a test file: the file of a test the map holds, or named as pytest
+    names them (a new one's tests are new, and run)."""
+    return matches(path, TEST_FILES) or any(n.split("::", 1)[0] == path for n in test_map.tests)
+
+
+def at_import(changed: Sequence[str], test_map: TestMap, rules: Rules, bodies: Collection[str]) -> str | None:
+    """Why a change to Python files other than tests runs every test (see the module); None
+    when each changes only function bodies that ran in tests (``bodies``)."""
+    source = [f for f in changed if f.endswith(MAPPED_SUFFIXES) and not matches(f, rules.ignore)]
+    source = [f for f in source if not is_test_file(f, test_map)]
+    known = test_map.known()
+    unknown = [f for f in source if f not in known]
+    if unknown:
+        verb = "is a Python file" if len(unknown) == 1 else "are Python files"
+        return f"{_named(unknown)} {verb} no test of the map ran (new, or where the map does not measure)"
+    imported = [f for f in source if f not in bodies]
+    if imported:
+        verb = "changes" if len(imported) == 1 else "change"
+        return f"{_named(imported)} {verb} code that runs when it is imported"
+    return None
+
+
+def _skeleton(source: str) -> str | None:
+    """The module as it runs at import: every function's body left out (None: not Python)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            node.body = [ast.Pass()]
+    return ast.dump(tree)
+
+
+def touched_lines(diff: str) -> frozenset[int]:
+    """The lines of the old file a ``git diff -U0`` of one file touched: those it removed or
+    replaced, and both neighbours of an insertion."""
+    touched: set[int] = set()
+    for line in diff.splitlines():
+        found = HUNK_RE.match(line)
+        if found is None:
+            continue
+        start, count = int(found[1]), int(found[2] if found[2] is not None else 1)
+        touched.update(range(start, start + count) if count else (start, start + 1))
+    return frozenset(touched)
+
+
+def bodies_only(old: str | None, new: str | None, touched: frozenset[int], ran_at_import: frozenset[int]) -> bool:
+    """Whether a file's change (``old`` at the map's commit, ``new`` now: None where it is
+    not) changes only function bodies, none of whose touched lines ran at import."""
+    if old is None or new is None:
+        return False
+    before = _skeleton(old)
+    return before is not None and before == _skeleton(new) and not touched & ran_at_import
+
+
 def _full_reason(
-    test_map: TestMap | None, changed: Sequence[str], *, row: str, rules: Rules, force: str | None, now: datetime
+    test_map: TestMap | None,
+    changed: Sequence[str],
+    *,
+    row: str,
+    rules: Rules,
+    force: str | None,
+    now: datetime,
+    bodies: Collection[str],
 ) -> str | None:
     if force is not None:
         return force
@@ -195,7 +271,7 @@ def _full_reason(
     if cannot:
         verb = "changes" if len(cannot) == 1 else "change"
         return f"{_named(cannot)} {verb}, which the test map cannot follow"
-    return None
+    return at_import(changed, test_map, rules, bodies)
 
 
 def plan(
@@ -208,6 +284,7 @@ def plan(
     force: str | None = None,
     mode: SelectMode = "changed",
     now: datetime | None = None,
+    bodies: Collection[str] = (),
 ) -> Plan:
     """The plan of one run of ``row``.
 
@@ -216,10 +293,14 @@ def plan(
     flaked or were disabled lately (nodeid -> the reason it runs, e.g. "recently failing");
     ``force``: a reason to run every test whatever the map says ("--select all", "git is
     not installed here"); ``mode``: what was asked for, as the record keeps it; ``now``: the
-    time the map's age is measured at (default: now).
+    time the map's age is measured at (default: now); ``bodies``: the changed Python files
+    whose change :func:`bodies_only` found to be in function bodies only (any other changed
+    Python file but a test's runs every test).
     """
     files = sorted({f.removeprefix("./") for f in changed} - {""})
-    reason = _full_reason(test_map, files, row=row, rules=rules, force=force, now=now or datetime.now(UTC))
+    reason = _full_reason(
+        test_map, files, row=row, rules=rules, force=force, now=now or datetime.now(UTC), bodies=frozenset(bodies)
+    )
     return Plan(
         mode=mode,
         full_reason=reason,

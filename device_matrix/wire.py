@@ -54,6 +54,8 @@ OPT_MAP: Final = "--dm-map"
 # #34: in the map's folder, each process's own folder (cov-PID) ends with this file: each
 # test it finished (raw nodeid) and the project files it ran
 MAP_PART: Final = "part.json"
+# beside it: the lines each file ran outside every test (its import, conftest.py, collection)
+MAP_IMPORTS: Final = "imports.json"
 # #34: the test running now, while one runs: the context of a subprocess's coverage
 ENV_MAP_CONTEXT: Final = "DEVICE_MATRIX_MAP_CONTEXT"
 

@@ -90,3 +90,64 @@ def test_a_selecting_row_job_restores_its_base_s_history_and_the_whole_git_histo
         assert "--select" in restore["if"] and "github.base_ref" in restore["with"]["key"], name
         assert restore["with"]["path"] == ".device-matrix/history.sqlite"
         assert steps.index(restore) < [s.get("name") for s in steps].index("Run the row"), name
+
+
+CONSTS_SUITE = {
+    "consts.py": "SCALE = 2\n",
+    "api.py": "import consts\n\n\ndef scaled(x):\n    return x * consts.SCALE\n",
+    "test_api.py": "from api import scaled\n\n\ndef test_scaled():\n    assert scaled(3) == 6\n",
+    "test_consts.py": "import consts\n\n\ndef test_scale():\n    assert consts.SCALE == 2\n",
+}
+
+
+FIRST = "import sys, os\nsys.path.insert(0, os.path.dirname(__file__))\nimport api  # noqa\n"
+
+
+def _consts_project(tmp_path: Path, conftest: str = FIRST) -> Project:
+    p = make_project(tmp_path, ["passing"])
+    write_suite(p, "mine", CONSTS_SUITE)
+    # by default conftest.py imports the module first: no test's module import runs it
+    (p.root / "suites" / "mine" / "conftest.py").write_text(conftest)
+    (p.root / ".gitignore").write_text("results/\n__pycache__/\n.device-matrix/\n")
+    _git(p.root, "init", "-q", "-b", "main")
+    _git(p.root, "add", "-A")
+    _git(p.root, "commit", "-qm", "base")
+    full = p.run("run", "--device", "fixture", "--record-map")
+    assert full.returncode == 0, full.stdout + full.stderr
+    return p
+
+
+def test_a_constant_that_conftest_imported_first_runs_every_test(tmp_path: Path) -> None:
+    # the trial's miss: the constant ran at import, for no test: every test must run
+    p = _consts_project(tmp_path)
+    (p.root / "suites" / "mine" / "consts.py").write_text("SCALE = 4\n")
+    proc = p.run("run", "--device", "fixture", "--select", "changed")
+    rec = p.record()
+    assert outcomes_of(rec) == {"test_scaled": "failed", "test_scale": "failed"}, rec["test_selection"]
+    assert proc.returncode == 1
+    # pytest imports a run's first conftest.py before any plugin may measure: the map never
+    # saw consts.py run, and a file the map never saw run runs every test
+    assert rec["test_selection"]["full_reason"] == (
+        "suites/mine/consts.py is a Python file no test of the map ran (new, or where the map does not measure)"
+    )
+
+
+def test_a_constant_a_test_module_imported_after_another_runs_every_test(tmp_path: Path) -> None:
+    # the trial's other miss: without conftest.py, test_api imports consts first and
+    # test_consts's import runs nothing; the constant is the import's, and every test runs
+    p = _consts_project(tmp_path, conftest="import sys, os\nsys.path.insert(0, os.path.dirname(__file__))\n")
+    (p.root / "suites" / "mine" / "consts.py").write_text("SCALE = 4\n")
+    p.run("run", "--device", "fixture", "--select", "changed")
+    rec = p.record()
+    assert outcomes_of(rec) == {"test_scaled": "failed", "test_scale": "failed"}, rec["test_selection"]
+    assert rec["test_selection"]["full_reason"] == "suites/mine/consts.py changes code that runs when it is imported"
+
+
+def test_a_function_body_runs_the_tests_that_ran_it_and_no_other(tmp_path: Path) -> None:
+    p = _consts_project(tmp_path)
+    api = p.root / "suites" / "mine" / "api.py"
+    api.write_text(api.read_text().replace("return x * consts.SCALE", "return x * consts.SCALE + 1"))
+    proc = p.run("run", "--device", "fixture", "--select", "changed")
+    rec = p.record()
+    assert outcomes_of(rec) == {"test_scaled": "failed", "test_scale": "deselected"}, rec["test_selection"]
+    assert proc.returncode == 1

@@ -27,11 +27,14 @@ MAP = TestMap(
         "tests/test_c.py::test_c": frozenset({"src/pkg/c.py", "tests/test_c.py"}),
         "tests/test_lost.py::test_lost": frozenset(),
     },
+    imports={"src/pkg/other.py": frozenset({1})},  # imported, never run by a test
 )
 ALL = [*MAP.tests, "tests/test_a.py::test_three"]
 
 
 def _plan(changed: list[str], **kw: object) -> selection.Plan:
+    # the changes of these tests are in function bodies only, unless a test says otherwise
+    kw.setdefault("bodies", changed)
     return selection.plan(MAP, changed, row="cpu", rules=RULES, now=NOW, **kw)  # type: ignore[arg-type]
 
 
@@ -142,7 +145,7 @@ def test_a_map_older_than_the_bound_is_not_used() -> None:
     assert all(p.decide(n).run for n in ALL)
     # a day inside the bound is used; a naive date is read as UTC
     young = TestMap(row="cpu", commit=None, created="2026-11-18T12:00:00", tests=MAP.tests)
-    p = selection.plan(young, ["src/pkg/a.py"], row="cpu", rules=RULES, now=NOW)
+    p = selection.plan(young, ["src/pkg/a.py"], row="cpu", rules=RULES, now=NOW, bodies=["src/pkg/a.py"])
     assert p.full_reason is None
     assert p.decide("tests/test_a.py::test_three").reason == "new: not in the test map of a checkout outside git"
     bad = TestMap(row="cpu", commit=None, created="yesterday", tests=MAP.tests)
@@ -185,3 +188,71 @@ def test_left_out_lists_the_maps_tests_that_do_not_run_with_why() -> None:
     }
     assert _plan(["pyproject.toml"]).left_out() == {}
     assert selection.plan(None, [], row="cpu", rules=RULES).left_out() == {}
+
+
+def test_a_change_to_what_runs_at_import_or_to_a_file_no_test_ran_runs_every_test() -> None:
+    # #34: a module's import ran for whichever test module imported it first: a change there
+    # (a constant, a decorator, a class body) can break any test
+    imported = _plan(["src/pkg/b.py"], bodies=[])
+    assert imported.full_reason == "src/pkg/b.py changes code that runs when it is imported"
+    assert all(imported.decide(n).run for n in ALL)
+    # a Python file the map never saw run: new, or where the map does not measure (.tools/)
+    for path in ("src/pkg/new.py", ".tools/helper.py"):
+        unknown = _plan([path])
+        assert unknown.full_reason == (
+            f"{path} is a Python file no test of the map ran (new, or where the map does not measure)"
+        )
+    # a test file is followed by its own tests, a new one's tests are new
+    tests = _plan(["tests/test_a.py", "tests/test_new.py"], bodies=[])
+    assert tests.full_reason is None
+    assert tests.decide("tests/test_a.py::test_one").why == "own_file"
+    assert tests.decide("tests/test_b.py::test_b").run is False
+
+
+OLD = """import os
+
+LIMIT = 3
+
+
+@decorate(1)
+def f(x, y=2):
+    z = x + y
+    return z
+
+
+class C:
+    size = 4
+
+    def m(self):
+        return self.size
+"""
+
+
+@pytest.mark.parametrize(
+    ("new", "body_only"),
+    [
+        (OLD.replace("z = x + y", "z = x - y"), True),  # a function's body
+        (OLD.replace("return self.size", "return self.size + 1"), True),  # a method's body
+        (OLD.replace("LIMIT = 3", "LIMIT = 4"), False),  # a constant
+        (OLD.replace("@decorate(1)", "@decorate(2)"), False),  # a decorator
+        (OLD.replace("y=2", "y=3"), False),  # a default
+        (OLD.replace("size = 4", "size = 5"), False),  # a class body
+        (OLD + "\n\ndef f(x):\n    return 0\n", False),  # a definition that shadows one
+        (OLD.replace("import os", "import sys"), False),  # an import
+        (OLD.replace("return z", "return z +"), False),  # not Python any more
+        (None, False),  # deleted
+    ],
+)
+def test_bodies_only_tells_a_function_body_from_what_runs_at_import(new: str | None, body_only: bool) -> None:
+    assert selection.bodies_only(OLD, new, frozenset({8}), frozenset({1, 3, 6, 7})) is body_only
+
+
+def test_a_body_that_ran_at_import_is_what_runs_at_import() -> None:
+    # a function called at module level ran at import: its body is the import's too
+    assert selection.bodies_only(OLD, OLD.replace("z = x + y", "z = x - y"), frozenset({8}), frozenset({8})) is False
+    assert selection.bodies_only(None, OLD, frozenset(), frozenset()) is False  # new
+
+
+def test_the_lines_a_diff_touched_are_read_from_its_hunks() -> None:
+    diff = "diff --git a/x.py b/x.py\n@@ -3 +3 @@\n-a\n+b\n@@ -10,2 +10,0 @@\n-c\n-d\n@@ -20,0 +19,2 @@\n+e\n+f\n"
+    assert selection.touched_lines(diff) == {3, 10, 11, 20, 21}

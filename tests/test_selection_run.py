@@ -101,7 +101,16 @@ def test_a_change_runs_the_tests_that_cover_it_and_records_the_rest_deselected(r
 
 
 def test_a_change_no_test_covers_leaves_every_test_out_and_the_row_green(repo: Project) -> None:
-    (repo.root / "suites" / "mine" / "unused.py").write_text("X = 1\n")
+    # a module imported (its def ran) whose function no test calls: a change to its body
+    unused = repo.root / "suites" / "mine" / "unused.py"
+    unused.write_text("def f():\n    return 1\n")
+    _git(repo.root, "add", "-A")
+    _git(repo.root, "commit", "-qm", "unused")
+    path = repo.results / "fixture" / testmap.FILE_NAME
+    m = testmap.read(path)
+    head = _git(repo.root, "rev-parse", "HEAD")
+    testmap.write(path, TestMap(m.row, head, m.created, m.tests, {"suites/mine/unused.py": frozenset({1})}))
+    unused.write_text("def f():\n    return 2\n")
     proc, rec = _select(repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr  # pytest's "no tests ran" (5) is not a failure here
     assert outcomes_of(rec) == {"test_double": "deselected", "test_triple": "deselected"}

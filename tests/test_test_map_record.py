@@ -123,7 +123,7 @@ def test_record_map_names_the_project_files_each_test_ran(project: Callable[...,
     m = read_map(p)
     assert (m.row, m.commit) == ("fixture", "c0ffee1")
     assert len(m.tests) == 7
-    lib = {f for f in m.files() if f.startswith("mapped_lib/")}
+    lib = {f for f in m.known() if f.startswith("mapped_lib/")}
     assert lib == {f"mapped_lib/{name}" for name in LIB}
     assert "mapped_lib/a.py" in files_of(m, "test_a")
     assert "mapped_lib/b.py" not in files_of(m, "test_a")
@@ -134,8 +134,11 @@ def test_record_map_names_the_project_files_each_test_ran(project: Callable[...,
     # the fixture's setup and its teardown count for the test, the conftest.py too
     assert {"mapped_lib/fix.py", "suites/mapped/conftest.py"} <= files_of(m, "test_fixture")
     assert "mapped_lib/fix.py" not in files_of(m, "test_b")
-    # the module's import counts for each of its tests
-    assert "mapped_lib/consts.py" in files_of(m, "test_import_time")
+    # #34: what ran at import is kept apart, line by line, never as the first importer's:
+    # a constant read by a test is the import's, whichever test module imported it first
+    assert m.imports["mapped_lib/consts.py"] == {1}
+    assert "mapped_lib/consts.py" not in files_of(m, "test_import_time")
+    assert 2 in m.imports["suites/mapped/test_m.py"]  # its first import
     assert "suites/mapped/test_m.py" in files_of(m, "test_a")
     # a forked copy's files are the test's
     assert "mapped_lib/b.py" in files_of(m, "test_fork")

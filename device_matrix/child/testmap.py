@@ -3,7 +3,9 @@
 coverage.py measures the project's own files (the root, without virtualenvs, hidden
 folders such as ``.nox`` and ``.venv``, and installed packages) with one context per test:
 switched as the test's setup starts, so its fixtures, its call and its teardown count for
-it; a test module's import counts for each of its tests. A subprocess the test starts
+it. What runs outside every test (a module's import, conftest.py, collection) is kept
+apart, line by line: a change to those lines can break any test, whichever module
+imported the file first (#34). A subprocess the test starts
 (a Python one that has coverage) measures itself with the test's context, read from
 :data:`~device_matrix.wire.ENV_MAP_CONTEXT`: coverage starts it from the configuration
 file named in ``COVERAGE_PROCESS_START``, whose ``context`` expands that variable. A
@@ -11,7 +13,8 @@ forked copy (multiprocessing, pytest-forked) measures itself under the test's co
 
 Each process works in a folder of its own (``cov-PID-RANDOM``) under the runner's ``--dm-map`` folder:
 coverage's data, and one line a test as each test finishes. At its end it folds them into
-``part.json`` (nodeid -> project-relative POSIX paths) that the runner reads. A process
+``part.json`` (nodeid -> project-relative POSIX paths) and ``imports.json`` (path -> the
+lines that ran outside every test) that the runner reads. A process
 that died leaves its folder without a part: the next process of the run folds it, so the
 tests that finished before the death keep their files, and the test that was running when
 it died is never in the map (it did not finish: the map cannot say what it ran).
@@ -29,7 +32,7 @@ from typing import Any
 
 import pytest
 
-from device_matrix.wire import ENV_MAP_CONTEXT, MAP_PART
+from device_matrix.wire import ENV_MAP_CONTEXT, MAP_IMPORTS, MAP_PART
 
 PART_FILE = MAP_PART  # in each process's folder: the tests it finished and their files
 FINISHED_FILE = "finished.jsonl"  # one line a finished test: its context and its nodeid
@@ -119,7 +122,6 @@ class MapRecorder:
         config.write_text(_config_text(self.own, self.root), "utf-8")
         self.finished = (self.own / FINISHED_FILE).open("a", encoding="ascii")
         self.count = 0
-        self.modules: dict[str, str] = {}  # a module's nodeid -> the context of its import
         os.environ.pop(ENV_MAP_CONTEXT, None)  # the session's own context is the empty one
         self.cov = coverage.Coverage(config_file=str(config))
         self.cov.start()
@@ -135,15 +137,6 @@ class MapRecorder:
         else:
             os.environ.pop(ENV_MAP_CONTEXT, None)
 
-    def pytest_collectstart(self, collector: pytest.Collector) -> None:
-        if isinstance(collector, pytest.Module):
-            context = self.modules.setdefault(collector.nodeid, f"m{len(self.modules) + 1}")
-            self._switch(context)
-
-    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
-        if report.nodeid in self.modules:
-            self._switch("")
-
     def pytest_runtest_logstart(self, nodeid: str) -> None:
         self.count += 1
         # a context is a number, not the nodeid: a nodeid may hold what SQLite cannot store
@@ -152,8 +145,7 @@ class MapRecorder:
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
         context = f"t{self.count}"
         self._switch("")  # the test's files are in the data file before it counts as finished
-        module = self.modules.get(nodeid.split("::", 1)[0])
-        self.finished.write(json.dumps({"c": context, "m": module, "nodeid": nodeid}) + "\n")
+        self.finished.write(json.dumps({"c": context, "nodeid": nodeid}) + "\n")
         self.finished.flush()
 
     @pytest.hookimpl(trylast=True)
@@ -174,6 +166,7 @@ def fold(folder: Path, root: Path) -> None:
 
     finished = _finished(folder / FINISHED_FILE)
     ran: dict[str, set[str]] = {}
+    imports: dict[str, set[int]] = {}  # what ran outside every test (a "t" context is a test's)
     data_files = [str(found) for found in folder.glob(f"{DATA_NAME}.*")]
     if data_files:
         cov = coverage.Coverage(data_file=str(folder / DATA_NAME), config_file=False)
@@ -183,13 +176,19 @@ def fold(folder: Path, root: Path) -> None:
             rel = _relative(path, root)
             if rel is None:
                 continue
-            for contexts in data.contexts_by_lineno(path).values():
+            for line, contexts in data.contexts_by_lineno(path).items():
                 for context in contexts:
                     ran.setdefault(context, set()).add(rel)
+                    if not context.startswith("t"):
+                        imports.setdefault(rel, set()).add(line)
     part: dict[str, set[str]] = {}
     for entry in finished:
-        files = ran.get(str(entry["c"]), set()) | ran.get(str(entry.get("m")), set())
-        part.setdefault(str(entry["nodeid"]), set()).update(files)  # a test run twice: both times
+        # #34: only what ran while the test ran: its module's import ran for whichever test
+        # module imported the file first, and is kept apart (imports.json)
+        part.setdefault(str(entry["nodeid"]), set()).update(ran.get(str(entry["c"]), set()))  # a rerun: both
+    tmp = folder / (MAP_IMPORTS + ".tmp")
+    tmp.write_text(json.dumps({rel: sorted(lines) for rel, lines in imports.items()}), "ascii")
+    tmp.replace(folder / MAP_IMPORTS)
     tmp = folder / (PART_FILE + ".tmp")
     tmp.write_text(json.dumps({nodeid: sorted(files) for nodeid, files in part.items()}), "ascii")
     tmp.replace(folder / PART_FILE)

@@ -22,9 +22,12 @@ from device_matrix.records.schema import SourceInfo
 from device_matrix.records.source import base_lane, lane, lane_words
 from device_matrix.records.testmap import TestMap
 from device_matrix.report.history import DEFAULT_PATH, History
-from device_matrix.selection import MODES, Plan, plan, rules_of
+from device_matrix.selection import MODES, Plan, bodies_only, plan, rules_of, touched_lines
 
 GIT_TIMEOUT_S = 60
+# changed Python files read for what their change is (the rest run every test): a change of
+# more is a big one, and runs every test
+MAX_FOLLOWED = 200
 SKIP_CODES = frozenset({CODE["skipped"]})  # skipped (or disabled): its map holds little of what it runs
 
 
@@ -116,15 +119,19 @@ def changed_files(root: Path, since: Sequence[str]) -> tuple[list[str] | None, s
     """The project's files changed from each commit of ``since`` to the working tree
     (untracked ones too), relative to ``root``; None and why when git cannot tell."""
     found: set[str] = set()
+    inside, why = _git(root, "rev-parse", "--is-inside-work-tree")
+    if inside is None:
+        return None, f"not a git checkout: {why}"
     for commit in since:
-        out, why = _git(root, "diff", "--name-only", "--no-renames", "--relative", commit, "--")
+        # -z: each name as it is (a name outside ASCII is not quoted)
+        out, why = _git(root, "diff", "--name-only", "-z", "--no-renames", "--relative", commit, "--")
         if out is None:
             return None, f"git cannot diff from {commit[:12]}: {why}"
-        found.update(line for line in out.splitlines() if line)
-    out, why = _git(root, "ls-files", "--others", "--exclude-standard")
+        found.update(name for name in out.split("\0") if name)
+    out, why = _git(root, "ls-files", "-z", "--others", "--exclude-standard")
     if out is None:
         return None, f"git cannot list the untracked files: {why}"
-    found.update(line for line in out.splitlines() if line)
+    found.update(name for name in out.split("\0") if name)
     return sorted(found), ""
 
 
@@ -200,4 +207,24 @@ def _changed_plan(
     changed, why = changed_files(root, since)
     if changed is None:
         return plan(found, [], row=row, rules=rules, force=why)
-    return plan(found, changed, row=row, rules=rules, recent=recent)
+    bodies = bodies_changed(root, found, changed) if found.commit else []
+    return plan(found, changed, row=row, rules=rules, recent=recent, bodies=bodies)
+
+
+def bodies_changed(root: Path, test_map: TestMap, changed: Sequence[str]) -> list[str]:
+    """The changed Python files (tests aside) whose change from the map's commit is in
+    function bodies only that never ran at import (:func:`device_matrix.selection.bodies_only`);
+    a file git cannot show or diff is not one of them (every test runs)."""
+    assert test_map.commit is not None
+    found: list[str] = []
+    candidates = [f for f in changed if f.endswith(".py") and f in test_map.known()]
+    for path in candidates[:MAX_FOLLOWED]:
+        old, _ = _git(root, "show", f"{test_map.commit}:./{path}")
+        diff, _ = _git(root, "diff", "-U0", "--no-color", "--no-ext-diff", test_map.commit, "--", path)
+        try:
+            new: str | None = (root / path).read_text("utf-8")
+        except (OSError, UnicodeDecodeError):
+            new = None
+        if diff is not None and bodies_only(old, new, touched_lines(diff), test_map.imports.get(path, frozenset())):
+            found.append(path)
+    return found

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +37,17 @@ class TestMap:
     commit: str | None  # the commit the map was recorded on (None: outside git)
     created: str  # when, ISO 8601 UTC
     tests: Mapping[str, frozenset[str]]  # nodeid -> project-relative POSIX paths it ran
+    # path -> the lines of it that ran outside every test: its import, conftest.py, collection
+    # (what every test may depend on; a test's own files are what ran while it ran)
+    imports: Mapping[str, frozenset[int]] = field(default_factory=dict)
 
     def files(self) -> frozenset[str]:
         """Every file some test of the map ran."""
         return frozenset().union(*self.tests.values()) if self.tests else frozenset()
+
+    def known(self) -> frozenset[str]:
+        """Every file the map saw run: in a test, or at import."""
+        return self.files() | frozenset(self.imports)
 
 
 def to_json(m: TestMap) -> dict[str, Any]:
@@ -55,6 +62,7 @@ def to_json(m: TestMap) -> dict[str, Any]:
         "created": m.created,
         "files": files,
         "tests": {t: sorted(index[f] for f in fs) for t, fs in sorted(m.tests.items())},
+        "imports": {f: sorted(lines) for f, lines in sorted(m.imports.items())},
     }
 
 
@@ -85,7 +93,19 @@ def from_json(data: Any, where: str) -> TestMap:
         ):
             raise ResultsError(f"{where}: a damaged test map (the files of {nodeid!r} are not indices into files)")
         out[nodeid] = frozenset(files[i] for i in indices)
-    return TestMap(row=row, commit=commit, created=created, tests=out)
+    imports = data.get("imports", {})
+    if not isinstance(imports, dict) or not all(
+        isinstance(lines, list) and all(isinstance(n, int) and not isinstance(n, bool) for n in lines)
+        for lines in imports.values()
+    ):
+        raise ResultsError(f"{where}: a damaged test map (imports are not lists of line numbers)")
+    return TestMap(
+        row=row,
+        commit=commit,
+        created=created,
+        tests=out,
+        imports={str(f): frozenset(lines) for f, lines in imports.items()},
+    )
 
 
 def write(path: Path, m: TestMap, redactor: Redactor | None = None) -> None:

@@ -14,13 +14,14 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 from device_matrix.devices import ask_tool
 from device_matrix.errors import EnvironmentProblem, ResultsError
 from device_matrix.records import testmap
 from device_matrix.run.context import Run
 from device_matrix.run.state import now_iso
-from device_matrix.wire import MAP_PART
+from device_matrix.wire import MAP_IMPORTS, MAP_PART
 
 PROBE_TIMEOUT = 120.0  # seconds for the row's interpreter to import coverage (a cold disk, a busy host)
 # asked of the row's interpreter, in the child's environment: the plugin's own check
@@ -58,14 +59,17 @@ def write_map(run: Run) -> testmap.TestMap | None:
     if folder is None:
         return None
     tests: dict[str, set[str]] = {}
+    imports: dict[str, set[int]] = {}  # #34: the lines each file ran outside every test
     died = 0
     for own in sorted(folder.glob("cov-*")):
         part = _part(own / MAP_PART)
         if part is None:
             died += 1  # a process that died with no process after it to fold its folder
             continue
+        for rel, numbers in (_part(own / MAP_IMPORTS) or {}).items():
+            imports.setdefault(rel, set()).update(n for n in numbers if isinstance(n, int))
         for nodeid, files in part.items():
-            tests.setdefault(nodeid, set()).update(files)
+            tests.setdefault(nodeid, set()).update(f for f in files if isinstance(f, str))
     target = run.folder.path / testmap.FILE_NAME
     if run.resumed and target.is_file():
         try:
@@ -75,6 +79,8 @@ def write_map(run: Run) -> testmap.TestMap | None:
         else:
             for nodeid, kept in earlier.tests.items():
                 tests.setdefault(nodeid, set()).update(kept)
+            for rel, lines in earlier.imports.items():
+                imports.setdefault(rel, set()).update(lines)
     if died:
         run.listener.note(
             run.row.name,
@@ -91,19 +97,19 @@ def write_map(run: Run) -> testmap.TestMap | None:
         commit=source["commit"] if source is not None else None,
         created=now_iso(),
         tests={nodeid: frozenset(files) for nodeid, files in tests.items()},
+        imports={rel: frozenset(lines) for rel, lines in imports.items()},
     )
     testmap.write(target, recorded, run.redactor)
     return recorded
 
 
-def _part(path: Path) -> dict[str, list[str]] | None:
-    """A process's part; None when it wrote none (it died) or not one (nothing is assumed of a child)."""
+def _part(path: Path) -> dict[str, list[Any]] | None:
+    """A process's part (or its imports); None when it wrote none (it died) or not one
+    (nothing is assumed of a child: each value a list, of strings or of line numbers)."""
     try:
         part = json.loads(path.read_text("ascii"))
     except (OSError, ValueError):
         return None
-    if not isinstance(part, dict) or not all(
-        isinstance(files, list) and all(isinstance(f, str) for f in files) for files in part.values()
-    ):
+    if not isinstance(part, dict) or not all(isinstance(values, list) for values in part.values()):
         return None
     return part
