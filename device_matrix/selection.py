@@ -43,7 +43,7 @@ from device_matrix.records.testmap import TestMap
 
 MODES: tuple[SelectMode, ...] = get_args(SelectMode)
 # why a test runs (all but the last) or is left out; the record counts tests by these
-Why: TypeAlias = Literal["full", "own_file", "covers", "new", "no_data", "recent", "deselected"]
+Why: TypeAlias = Literal["full", "own_file", "covers", "new", "no_data", "recent", "named", "deselected"]
 WHYS: tuple[Why, ...] = get_args(Why)
 # the files a test map records: a change to any other kind of file is one it cannot see
 MAPPED_SUFFIXES = (".py",)
@@ -88,6 +88,7 @@ class Plan:
     map_commit: str | None
     test_map: TestMap | None = field(repr=False)
     recent: Mapping[str, str] = field(repr=False)
+    named: frozenset[str] = field(default=frozenset(), repr=False)  # #34: named with --test: never left out
 
     def decide(self, nodeid: str) -> Decision:
         """Whether ``nodeid`` runs, and why."""
@@ -107,6 +108,8 @@ class Plan:
             return Decision(True, "no map data: the test map holds no file it ran", "no_data")
         if nodeid in self.recent:
             return Decision(True, self.recent[nodeid], "recent")
+        if nodeid in self.named:
+            return Decision(True, "named with --test", "named")
         if not self.changed:
             return Decision(False, f"nothing changed since {_commit(self.map_commit)}", "deselected")
         return Decision(False, f"covers none of the {_plural(len(self.changed), 'changed file')}", "deselected")

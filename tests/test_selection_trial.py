@@ -97,6 +97,9 @@ def test_tests_named_with_test_run_whatever_the_selection_says(tmp_path: Path) -
     assert outcomes_of(rec) == {"test_double": "passed", "test_triple": "passed"}
     sel = rec["test_selection"]
     assert (sel["ran"], sel["total"], sel["by_reason"]) == (2, 2, {"named": 2})
+    tri = p.run("triage", str(p.results), "--no-history")
+    assert tri.returncode == 0, tri.stdout + tri.stderr
+    assert "ran 2 of 2 tests: 0 changed files; 2 named with --test" in (p.results / "triage" / "triage.md").read_text()
     # one named test among others: only it escapes the selection
     proc = p.run("run", "--device", "fixture", "--select", "changed", "--test", MINE, "--test", DOUBLE)
     assert proc.returncode == 0, proc.stdout + proc.stderr
