@@ -18,7 +18,7 @@ A test runs when its own file changed, when it covers a changed file, when it is
 in the map), when the map holds no file for it, or when ``recent`` names it; the others are
 deselected ("covers none of the 3 changed files"). Every test runs, and
 :attr:`Plan.full_reason` says why, when there is no map, when the map is older than
-``rules.max_age`` or its date is unreadable, when ``force`` gives a reason (``--select all``,
+``rules.max_age``, dated in the future or its date is unreadable, when ``force`` gives a reason (``--select all``,
 a label), or when a change cannot be mapped: a file ``rules.full`` names (conftest.py,
 pyproject.toml, lock and requirements files...) or any file but a Python one (the map
 records only Python files, so a data file's readers are unknown). Files ``rules.ignore``
@@ -53,13 +53,14 @@ from device_matrix.records.testmap import TestMap
 
 MODES: tuple[SelectMode, ...] = get_args(SelectMode)
 # why a test runs (all but the last) or is left out; the record counts tests by these
-Why: TypeAlias = Literal["full", "own_file", "covers", "new", "no_data", "recent", "deselected"]
+Why: TypeAlias = Literal["full", "own_file", "covers", "new", "no_data", "recent", "named", "deselected"]
 WHYS: tuple[Why, ...] = get_args(Why)
 # the files a test map records: a change to any other kind of file is one it cannot see
 MAPPED_SUFFIXES = (".py",)
 SHOWN = 3  # changed files named in a reason before "and N more"
 TEST_FILES = ("test_*.py", "*_test.py")  # pytest's default python_files
 HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
+FUTURE_SLACK = timedelta(minutes=5)  # a map dated ahead of now by more than this is not trusted (clocks drift)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,6 +100,7 @@ class Plan:
     map_commit: str | None
     test_map: TestMap | None = field(repr=False)
     recent: Mapping[str, str] = field(repr=False)
+    named: frozenset[str] = field(default=frozenset(), repr=False)  # #34: named with --test: never left out
 
     def decide(self, nodeid: str) -> Decision:
         """Whether ``nodeid`` runs, and why."""
@@ -118,6 +120,8 @@ class Plan:
             return Decision(True, "no map data: the test map holds no file it ran", "no_data")
         if nodeid in self.recent:
             return Decision(True, self.recent[nodeid], "recent")
+        if nodeid in self.named:
+            return Decision(True, "named with --test", "named")
         if not self.changed:
             return Decision(False, f"nothing changed since {_commit(self.map_commit)}", "deselected")
         return Decision(False, f"covers none of the {_plural(len(self.changed), 'changed file')}", "deselected")
@@ -185,6 +189,13 @@ def _too_old(test_map: TestMap, rules: Rules, now: datetime) -> str | None:
     if created.tzinfo is None:
         created = created.replace(tzinfo=UTC)
     age = now - created
+    if age < -FUTURE_SLACK:
+        # #34: a map from the future would never age out: its clock, or its date, is wrong
+        ahead = -age
+        return (
+            f"the test map is dated in the future (created {test_map.created}, "
+            f"{ahead.days} days and {ahead.seconds // 60} minutes ahead of now)"
+        )
     if age <= rules.max_age:
         return None
     return (

@@ -129,6 +129,11 @@ def _deselect(run: Run) -> None:
     plan = run.options.test_plan
     if plan is None:
         return
+    if run.options.tests and plan.test_map is not None:
+        # #34: --test always runs what it names (a file, a class, a test): never left out
+        named = frozenset(n for n in plan.test_map.tests if any(_named_by(w, n) for w in run.options.tests))
+        plan = dataclasses.replace(plan, named=named)
+        run.options = dataclasses.replace(run.options, test_plan=plan)
     left_out = plan.left_out()
     run.state.deselect = left_out
     if plan.full_reason is not None:
@@ -141,6 +146,13 @@ def _deselect(run: Run) -> None:
         run.deselect_file = run.folder.path / ATTEMPTS_DIR / DESELECT_FILE
         run.deselect_file.parent.mkdir(parents=True, exist_ok=True)
         write_deselect(run.deselect_file, left_out)
+
+
+def _named_by(word: str, nodeid: str) -> bool:
+    """Whether ``--test word`` names ``nodeid``: its file, its class or the test (any of its
+    parameters); a folder is the tests the selection picks in it."""
+    word = word.removeprefix("./")
+    return nodeid == word or nodeid.startswith((f"{word}::", f"{word}["))
 
 
 def _adopt(run: Run, previous: RunRecord) -> None:

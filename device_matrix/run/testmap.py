@@ -6,6 +6,8 @@ ran (:mod:`device_matrix.child.testmap`). At the end of the run the parts become
 :class:`~device_matrix.records.testmap.TestMap` of the row at the run's commit, and the
 parts (raw nodeids) go. A test that ran in more than one process (a crash's rerun) keeps
 the files of each. A resumed run adds its tests to the map the run it continues wrote.
+A map recorded from a tree with uncommitted changes to tracked files names no commit: its
+coverage is of those changes, and a selection by it runs every test.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,7 @@ from device_matrix.run.context import Run
 from device_matrix.run.state import now_iso
 from device_matrix.wire import MAP_IMPORTS, MAP_PART
 
+GIT_TIMEOUT = 30.0  # seconds for git status (a large checkout on a cold disk)
 PROBE_TIMEOUT = 120.0  # seconds for the row's interpreter to import coverage (a cold disk, a busy host)
 # asked of the row's interpreter, in the child's environment: the plugin's own check
 PROBE = "import sys; from device_matrix.child.testmap import coverage_problem as p; sys.exit(p())"
@@ -92,15 +96,43 @@ def write_map(run: Run) -> testmap.TestMap | None:
         run.listener.note(run.row.name, "no test map: no pytest process of the run finished a test")
         return None
     source = run.options.source
+    commit = source["commit"] if source is not None else None
+    if commit is not None and _changed_tree(run.cfg.project_root):
+        # #34: its coverage is of the changed files, not of the commit's: a selection by it would
+        # diff from a commit the map does not stand for
+        commit = None
+        run.listener.note(
+            run.row.name,
+            "the test map names no commit: the tree had uncommitted changes to tracked files "
+            "(a selection by it runs every test; record it from a committed tree)",
+        )
     recorded = testmap.TestMap(
         row=run.row.name,
-        commit=source["commit"] if source is not None else None,
+        commit=commit,
         created=now_iso(),
         tests={nodeid: frozenset(files) for nodeid, files in tests.items()},
         imports={rel: frozenset(lines) for rel, lines in imports.items()},
     )
     testmap.write(target, recorded, run.redactor)
     return recorded
+
+
+def _changed_tree(root: Path) -> bool:
+    """Whether git sees uncommitted changes to the tracked files of the checkout at ``root``
+    (False when git is missing, slow or says it is no repository: nothing is known then)."""
+    try:
+        proc = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return False
+    return proc.returncode == 0 and bool(proc.stdout.strip())
 
 
 def _part(path: Path) -> dict[str, list[Any]] | None:

@@ -1,0 +1,125 @@
+"""What a first use of ``run --select changed`` found (#34): a map recorded from a changed
+tree names no commit, ``--test`` always runs what it names, and a map dated in the future
+is not trusted."""
+
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+from pathlib import Path
+
+from device_matrix import selection
+from device_matrix.records import testmap
+from device_matrix.records.testmap import TestMap
+from tests.conftest import Project, make_project
+from tests.runs import outcomes_of, write_suite
+
+SUITE = {
+    "helpers.py": "def double(x):\n    return 2 * x\n",
+    "other.py": "def triple(x):\n    return 3 * x\n",
+    "test_double.py": "from helpers import double\n\n\ndef test_double():\n    assert double(2) == 4\n",
+    "test_triple.py": "from other import triple\n\n\ndef test_triple():\n    assert triple(2) == 6\n",
+}
+MINE = "suites/mine"
+DOUBLE = f"{MINE}/test_double.py::test_double"
+TRIPLE = f"{MINE}/test_triple.py::test_triple"
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+def _project(tmp_path: Path) -> Project:
+    p = make_project(tmp_path, ["passing"])
+    write_suite(p, "mine", SUITE)
+    (p.root / MINE / "conftest.py").write_text("import sys, os\nsys.path.insert(0, os.path.dirname(__file__))\n")
+    (p.root / ".gitignore").write_text("results/\n__pycache__/\n.device-matrix/\n")
+    _git(p.root, "init", "-q", "-b", "main")
+    _git(p.root, "add", "-A")
+    _git(p.root, "commit", "-qm", "base")
+    return p
+
+
+def test_a_map_recorded_from_a_changed_tree_names_no_commit_and_says_why(tmp_path: Path) -> None:
+    p = _project(tmp_path)
+    helpers = p.root / MINE / "helpers.py"
+    helpers.write_text(helpers.read_text() + "\n# not committed\n")
+    assert _git(p.root, "status", "--porcelain", "--untracked-files=no")  # the tree has changes
+    proc = p.run("run", "--device", "fixture", "--record-map")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    recorded = testmap.read(p.results / "fixture" / testmap.FILE_NAME)
+    # its coverage is of the changed file, not of HEAD's: it stands for no commit
+    assert recorded.commit is None
+    assert set(recorded.tests) == {DOUBLE, TRIPLE}
+    assert "the test map names no commit: the tree had uncommitted changes" in proc.stdout + proc.stderr
+    # and a selection by it runs everything, saying so
+    sel = p.run("run", "--device", "fixture", "--select", "changed")
+    assert sel.returncode == 0, sel.stdout + sel.stderr
+    rec = p.record()
+    assert set(outcomes_of(rec).values()) == {"passed"}
+    assert "the test map names no commit" in rec["test_selection"]["full_reason"]
+
+
+def test_a_map_recorded_from_a_clean_tree_names_its_commit(tmp_path: Path) -> None:
+    p = _project(tmp_path)
+    (p.root / MINE / "scratch.py").write_text("X = 1\n")  # untracked: not a change to the tree's files
+    proc = p.run("run", "--device", "fixture", "--record-map")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert testmap.read(p.results / "fixture" / testmap.FILE_NAME).commit == _git(p.root, "rev-parse", "HEAD")
+    assert "names no commit" not in proc.stdout + proc.stderr
+
+
+def test_tests_named_with_test_run_whatever_the_selection_says(tmp_path: Path) -> None:
+    p = _project(tmp_path)
+    head = _git(p.root, "rev-parse", "HEAD")
+    m = TestMap(
+        row="fixture",
+        commit=head,
+        created=dt.datetime.now(dt.UTC).isoformat(),
+        tests={
+            DOUBLE: frozenset({f"{MINE}/test_double.py", f"{MINE}/helpers.py"}),
+            TRIPLE: frozenset({f"{MINE}/test_triple.py", f"{MINE}/other.py"}),
+        },
+    )
+    testmap.write(p.results / "fixture" / testmap.FILE_NAME, m)
+    # nothing changed: the map alone would leave both out; a nodeid and a file are named
+    proc = p.run(
+        "run", "--device", "fixture", "--select", "changed", "--test", DOUBLE, "--test", f"{MINE}/test_triple.py"
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rec = p.record()
+    assert outcomes_of(rec) == {"test_double": "passed", "test_triple": "passed"}
+    sel = rec["test_selection"]
+    assert (sel["ran"], sel["total"], sel["by_reason"]) == (2, 2, {"named": 2})
+    tri = p.run("triage", str(p.results), "--no-history")
+    assert tri.returncode == 0, tri.stdout + tri.stderr
+    assert "ran 2 of 2 tests: 0 changed files; 2 named with --test" in (p.results / "triage" / "triage.md").read_text()
+    # one named test among others: only it escapes the selection
+    proc = p.run("run", "--device", "fixture", "--select", "changed", "--test", MINE, "--test", DOUBLE)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rec = p.record()
+    assert outcomes_of(rec) == {"test_double": "passed", "test_triple": "deselected"}
+    assert rec["test_selection"]["by_reason"] == {"named": 1, "deselected": 1}
+
+
+def _dated(created: str) -> TestMap:
+    return TestMap(row="cpu", commit="a" * 40, created=created, tests={"t.py::a": frozenset({"t.py"})})
+
+
+def test_a_map_dated_in_the_future_runs_every_test() -> None:
+    rules = selection.Rules(max_age=dt.timedelta(days=14), full=(), ignore=())
+    now = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
+    ahead = _dated((now + dt.timedelta(days=400)).isoformat())
+    p = selection.plan(ahead, ["src/a.py"], row="cpu", rules=rules, now=now)
+    assert p.full_reason is not None
+    assert p.full_reason.startswith("the test map is dated in the future (")
+    assert p.decide("t.py::a").run
+    # a clock a minute off is no reason to distrust a map
+    skewed = _dated((now + dt.timedelta(minutes=1)).isoformat())
+    assert selection.plan(skewed, ["src/a.py"], row="cpu", rules=rules, now=now).full_reason is None
