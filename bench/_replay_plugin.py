@@ -85,18 +85,22 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if not out:
         return
     tests: dict[str, list[str]] = {}
+    imports: dict[str, list[int]] = {}
     if _STATE["cov"] is not None:
-        tests = _measured(config.rootpath)
+        tests, imports = _measured(config.rootpath)
     record = {
         "outcomes": _STATE["outcomes"],
         "seconds": _STATE["seconds"],
         "files": {t: sorted(set(fs)) for t, fs in tests.items()},
+        "imports": imports,
     }
     Path(out).write_text(json.dumps(record))
 
 
-def _measured(root: Path) -> dict[str, list[str]]:
-    """nodeid -> the files it ran, from this process's data and its subprocesses'."""
+def _measured(root: Path) -> tuple[dict[str, list[str]], dict[str, list[int]]]:
+    """nodeid -> the files it ran, from this process's data and its subprocesses'; and each
+    file's lines that ran outside every test (imports, conftest.py), kept apart as
+    device-matrix's map keeps them."""
     import coverage
 
     cov = _STATE["cov"]
@@ -107,19 +111,19 @@ def _measured(root: Path) -> dict[str, list[str]]:
     combined.combine()
     data = combined.get_data()
     files: dict[str, set[str]] = {}
+    imported: dict[str, set[int]] = {}
     for path in data.measured_files():
         try:
             rel = Path(path).resolve().relative_to(root).as_posix()
         except ValueError:
             continue
-        for contexts in data.contexts_by_lineno(path).values():
+        for line, contexts in data.contexts_by_lineno(path).items():
             for context in contexts:
                 # the session labels each test by switching (a dynamic context), a subprocess
                 # by its configuration (a static one): never both, so a label is one nodeid
                 files.setdefault(context, set()).add(rel)
+                if not context or context.startswith(IMPORT):
+                    imported.setdefault(rel, set()).add(line)
     shutil.rmtree(_STATE["config"].parent, ignore_errors=True)
-    return {
-        t: sorted(fs | files.get(IMPORT + t.split("::", 1)[0], set()))
-        for t, fs in files.items()
-        if t and not t.startswith(IMPORT)
-    }
+    tests = {t: sorted(fs) for t, fs in files.items() if t and not t.startswith(IMPORT)}
+    return tests, {rel: sorted(lines) for rel, lines in imported.items()}

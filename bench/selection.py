@@ -64,6 +64,7 @@ from _common import ROOT, clean_env
 sys.path.insert(0, str(ROOT))
 from device_matrix import config as dm_config
 from device_matrix import selection as engine
+from device_matrix.cli.select import bodies_changed
 from device_matrix.records import testmap
 
 BENCH = Path(__file__).resolve().parent
@@ -283,10 +284,18 @@ def own_file(nodeids: Iterable[str], changed: Iterable[str]) -> frozenset[str]:
 
 
 def device_matrix_selection(
-    m: testmap.TestMap, changed: Iterable[str], nodeids: Iterable[str], rules: engine.Rules
+    m: testmap.TestMap,
+    changed: Iterable[str],
+    nodeids: Iterable[str],
+    rules: engine.Rules,
+    root: Path | None = None,
 ) -> tuple[frozenset[str], str | None]:
-    """device-matrix's selection: the engine over the map and the changed files; why it ran all."""
-    p = engine.plan(m, changed, row=m.row, rules=rules, now=datetime.fromisoformat(m.created))
+    """device-matrix's selection: the engine over the map and the changed files, the
+    function-body changes read from the checkout at ``root`` as ``run --select changed``
+    reads them (None: none known, every change to a source file runs all); why it ran all."""
+    changed = list(changed)
+    bodies = bodies_changed(root, m, changed) if root is not None and m.commit else []
+    p = engine.plan(m, changed, row=m.row, rules=rules, now=datetime.fromisoformat(m.created), bodies=bodies)
     run, _ = p.split(nodeids)
     return frozenset(run), p.full_reason
 
@@ -302,6 +311,7 @@ class Run:
     seconds: dict[str, float]
     files: dict[str, list[str]]
     timed_out: bool = False
+    imports: dict[str, list[int]] = field(default_factory=dict)  # lines that ran outside every test
 
     def passed(self) -> set[str]:
         return {t for t, o in self.outcomes.items() if o == "passed"}
@@ -363,7 +373,7 @@ class Replay:
             at = self.git("rev-parse", "HEAD").strip()
             raise SystemExit(f"pytest at {at} exited {proc.returncode}:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
         data = json.loads(out.read_text())
-        return Run(data["outcomes"], data["seconds"], data["files"])
+        return Run(data["outcomes"], data["seconds"], data["files"], imports=data.get("imports", {}))
 
     def testmon(self, datafile: Path, out: Path) -> Run:
         """``pytest --testmon`` with its database at ``datafile`` (built there, or read and updated)."""
@@ -377,7 +387,9 @@ class Replay:
 def to_map(run: Run, commit: str) -> testmap.TestMap:
     """The run's per-test files as a device-matrix test map (each passing or failing test of it)."""
     tests = {t: frozenset(run.files.get(t, ())) for t in run.outcomes if "::" in t}
-    return testmap.TestMap(row="replay", commit=commit, created=datetime.now(UTC).isoformat(), tests=tests)
+    imports = {rel: frozenset(lines) for rel, lines in run.imports.items()}
+    created = datetime.now(UTC).isoformat()
+    return testmap.TestMap(row="replay", commit=commit, created=created, tests=tests, imports=imports)
 
 
 def rules_at(work: Path) -> engine.Rules:
@@ -484,7 +496,7 @@ def _faulty_change(
         scratch = rp.work.parent / "testmondata.scratch"
         shutil.copyfile(db, scratch)  # testmon writes to its database: each fault starts from the map commit's
         chosen = rp.testmon(scratch, rp.work.parent / "testmon.json")
-        dm, full = device_matrix_selection(m, changed, nodeids, rules)
+        dm, full = device_matrix_selection(m, changed, nodeids, rules, rp.work)
     finally:
         target.write_text(original)
     if full is not None:

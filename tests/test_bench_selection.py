@@ -120,13 +120,15 @@ def test_a_fault_only_its_covering_test_detects_is_caught_by_the_map_and_missed_
     nodeids = sorted(baseline.outcomes)
     m = bench.to_map(baseline, head)  # recorded by the bench's plugin, per test, with coverage.py
     assert m.tests == {
-        "tests/test_core.py::test_limit": {"pkg/__init__.py", "pkg/core.py", "tests/test_core.py"},
-        "tests/test_core.py::test_small": {"pkg/__init__.py", "pkg/core.py", "tests/test_core.py"},
-        # the package's __init__ ran once, in the import of the first module that needed it
+        "tests/test_core.py::test_limit": {"pkg/core.py", "tests/test_core.py"},
+        "tests/test_core.py::test_small": {"pkg/core.py", "tests/test_core.py"},
         "tests/test_util.py::test_double": {"pkg/util.py", "tests/test_util.py"},
     }
+    # what ran at import (the package's __init__, each module's definitions) is kept apart
+    assert {"pkg/__init__.py", "pkg/core.py", "pkg/util.py"} <= set(m.imports)
     changed = ["pkg/core.py"]
-    chosen, full = bench.device_matrix_selection(m, changed, nodeids, RULES)
+    # a fault in a function body, read from the checkout as run --select changed reads it
+    chosen, full = bench.device_matrix_selection(m, changed, nodeids, RULES, rp.work)
     assert full is None
     assert chosen == {"tests/test_core.py::test_limit", "tests/test_core.py::test_small"}
     case = bench.Case(

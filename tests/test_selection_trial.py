@@ -109,7 +109,7 @@ def test_tests_named_with_test_run_whatever_the_selection_says(tmp_path: Path) -
 
 
 def _dated(created: str) -> TestMap:
-    return TestMap(row="cpu", commit="a" * 40, created=created, tests={"t.py::a": frozenset({"t.py"})})
+    return TestMap(row="cpu", commit="a" * 40, created=created, tests={"t.py::a": frozenset({"t.py", "src/a.py"})})
 
 
 def test_a_map_dated_in_the_future_runs_every_test() -> None:
@@ -122,4 +122,7 @@ def test_a_map_dated_in_the_future_runs_every_test() -> None:
     assert p.decide("t.py::a").run
     # a clock a minute off is no reason to distrust a map
     skewed = _dated((now + dt.timedelta(minutes=1)).isoformat())
-    assert selection.plan(skewed, ["src/a.py"], row="cpu", rules=rules, now=now).full_reason is None
+    # (a change to a function body of src/a.py: nothing else runs every test)
+    assert (
+        selection.plan(skewed, ["src/a.py"], row="cpu", rules=rules, now=now, bodies=["src/a.py"]).full_reason is None
+    )
