@@ -10,7 +10,6 @@ failed or were skipped lately on the base branch or in this pull request, from t
 from __future__ import annotations
 
 import argparse
-import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from device_matrix.errors import DeviceMatrixError, ResultsError, UsageProblem
 from device_matrix.records import testmap
 from device_matrix.records.outcomes import CODE, FAIL_CODES
 from device_matrix.records.schema import SourceInfo
-from device_matrix.records.source import base_lane, lane, lane_words
+from device_matrix.records.source import base_lane, git, lane, lane_words
 from device_matrix.records.testmap import TestMap
 from device_matrix.report.history import DEFAULT_PATH, History
 from device_matrix.selection import MODES, Plan, bodies_only, plan, rules_of, touched_lines
@@ -95,24 +94,7 @@ def find_map(cfg: Config, row: str, source: SourceInfo | None) -> TestMap | None
 
 
 def _git(root: Path, *args: str) -> tuple[str | None, str]:
-    """git's output, or None and why it failed."""
-    try:
-        proc = subprocess.run(
-            ["git", *args],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
-    except FileNotFoundError:
-        return None, "git is not installed here"
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return None, f"git could not run: {exc}"
-    if proc.returncode != 0:
-        return None, (proc.stderr.strip().splitlines() or [f"git exited {proc.returncode}"])[-1]
-    return proc.stdout, ""
+    return git(root, *args, timeout=GIT_TIMEOUT_S)
 
 
 def changed_files(root: Path, since: Sequence[str]) -> tuple[list[str] | None, str]:

@@ -57,21 +57,32 @@ def unknown() -> SourceInfo:
     )
 
 
-def _git(cwd: Path | None, *args: str) -> str | None:
+def git(cwd: Path | None, *args: str, timeout: float = GIT_TIMEOUT_S) -> tuple[str | None, str]:
+    """git's output as it printed it, or None and why it failed (not installed, could not
+    run, its last line of complaint): the one way device-matrix asks git."""
     try:
         proc = subprocess.run(
             ["git", *args],
             cwd=cwd,
             capture_output=True,
             text=True,
-            timeout=GIT_TIMEOUT_S,
+            timeout=timeout,
             check=False,
             stdin=subprocess.DEVNULL,
         )
-    except (OSError, subprocess.TimeoutExpired, ValueError):
-        return None
-    out = proc.stdout.strip()
-    return out if proc.returncode == 0 and out else None
+    except FileNotFoundError:
+        return None, "git is not installed here"
+    except (OSError, subprocess.TimeoutExpired, ValueError) as exc:
+        return None, f"git could not run: {exc}"
+    if proc.returncode != 0:
+        return None, (proc.stderr.strip().splitlines() or [f"git exited {proc.returncode}"])[-1]
+    return proc.stdout, ""
+
+
+def _git(cwd: Path | None, *args: str) -> str | None:
+    """git's output stripped; None when it failed or printed nothing."""
+    out = (git(cwd, *args)[0] or "").strip()
+    return out or None
 
 
 def _payload(environ: Mapping[str, str]) -> dict[str, Any]:

@@ -15,13 +15,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from device_matrix.devices import ask_tool
 from device_matrix.errors import EnvironmentProblem, ResultsError
 from device_matrix.records import testmap
+from device_matrix.records.source import git
 from device_matrix.run.context import Run
 from device_matrix.run.state import now_iso
 from device_matrix.wire import MAP_IMPORTS, MAP_PART
@@ -120,19 +120,8 @@ def write_map(run: Run) -> testmap.TestMap | None:
 def _changed_tree(root: Path) -> bool:
     """Whether git sees uncommitted changes to the tracked files of the checkout at ``root``
     (False when git is missing, slow or says it is no repository: nothing is known then)."""
-    try:
-        proc = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.TimeoutExpired, ValueError):
-        return False
-    return proc.returncode == 0 and bool(proc.stdout.strip())
+    out, _ = git(root, "status", "--porcelain", "--untracked-files=no", timeout=GIT_TIMEOUT)
+    return bool(out and out.strip())
 
 
 def _part(path: Path) -> dict[str, list[Any]] | None:
