@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from device_matrix.issues.github import GitHubTracker
-from tests.conftest import FIXTURES, Project, clean_env
+from tests.conftest import FIXTURES, Project, clean_env, make_project
 from tests.github_server import FakeGitHub
+from tests.runs import write_suite
 
 TOKEN = "t0ken-for-tests"
 
@@ -119,3 +120,39 @@ def wait_for(
             waited = " and ".join(f"{w!r}" for w in (line, path and path.name) if w)
             pytest.fail(f"{waited} never came (exit {proc.returncode}): {log.read_text(errors='replace')[-2000:]}")
         time.sleep(poll)
+
+
+# --- a project in git (#34: test selection reads git's diff) --------------------------------
+
+# two helpers and the test of each, in suites/mine/: what the selection tests change
+SELECTION_SUITE = {
+    "helpers.py": "def double(x):\n    return 2 * x\n",
+    "other.py": "def triple(x):\n    return 3 * x\n",
+    "test_double.py": "from helpers import double\n\n\ndef test_double():\n    assert double(2) == 4\n",
+    "test_triple.py": "from other import triple\n\n\ndef test_triple():\n    assert triple(2) == 6\n",
+}
+# a conftest.py that lets the suite's tests import its helpers by name
+SUITE_ON_PATH = "import sys, os\nsys.path.insert(0, os.path.dirname(__file__))\n"
+
+
+def git(root: Path, *args: str) -> str:
+    """git in ``root`` as a committer; its output stripped (a failure fails the test)."""
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+def git_project(tmp_path: Path, suite: Mapping[str, str] = SELECTION_SUITE, conftest: str = SUITE_ON_PATH) -> Project:
+    """A project whose suites/mine holds ``suite`` and ``conftest``, committed on branch main."""
+    p = make_project(tmp_path, ["passing"])
+    write_suite(p, "mine", dict(suite))
+    (p.root / "suites" / "mine" / "conftest.py").write_text(conftest)
+    (p.root / ".gitignore").write_text("results/\n__pycache__/\n.device-matrix/\n")
+    git(p.root, "init", "-q", "-b", "main")
+    git(p.root, "add", "-A")
+    git(p.root, "commit", "-qm", "base")
+    return p

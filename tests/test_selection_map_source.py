@@ -4,37 +4,17 @@ full run left in the results; a selecting run records no map and keeps the one i
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from device_matrix.errors import EXIT_USAGE
 from device_matrix.records import testmap
-from tests.conftest import Project, make_project
-from tests.runs import outcomes_of, write_suite
-
-SUITE = {
-    "helpers.py": "def double(x):\n    return 2 * x\n",
-    "other.py": "def triple(x):\n    return 3 * x\n",
-    "test_double.py": "from helpers import double\n\n\ndef test_double():\n    assert double(2) == 4\n",
-    "test_triple.py": "from other import triple\n\n\ndef test_triple():\n    assert triple(2) == 6\n",
-}
-
-
-def _git(root: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=root, check=True)
+from tests.builders import SUITE_ON_PATH, git_project
+from tests.conftest import Project
+from tests.runs import outcomes_of
 
 
 def _project(tmp_path: Path) -> Project:
-    p = make_project(tmp_path, ["passing"])
-    write_suite(p, "mine", SUITE)
-    (p.root / "suites" / "mine" / "conftest.py").write_text(
-        "import sys, os\nsys.path.insert(0, os.path.dirname(__file__))\n"
-    )
-    (p.root / ".gitignore").write_text("results/\n__pycache__/\n.device-matrix/\n")
-    _git(p.root, "init", "-q", "-b", "main")
-    _git(p.root, "add", "-A")
-    _git(p.root, "commit", "-qm", "base")
-    return p
+    return git_project(tmp_path)
 
 
 def test_a_change_selects_by_the_map_a_full_run_recorded_and_triage_kept(tmp_path: Path) -> None:
@@ -100,18 +80,12 @@ CONSTS_SUITE = {
 }
 
 
-FIRST = "import sys, os\nsys.path.insert(0, os.path.dirname(__file__))\nimport api  # noqa\n"
+FIRST = SUITE_ON_PATH + "import api  # noqa\n"
 
 
 def _consts_project(tmp_path: Path, conftest: str = FIRST) -> Project:
-    p = make_project(tmp_path, ["passing"])
-    write_suite(p, "mine", CONSTS_SUITE)
     # by default conftest.py imports the module first: no test's module import runs it
-    (p.root / "suites" / "mine" / "conftest.py").write_text(conftest)
-    (p.root / ".gitignore").write_text("results/\n__pycache__/\n.device-matrix/\n")
-    _git(p.root, "init", "-q", "-b", "main")
-    _git(p.root, "add", "-A")
-    _git(p.root, "commit", "-qm", "base")
+    p = git_project(tmp_path, CONSTS_SUITE, conftest)
     full = p.run("run", "--device", "fixture", "--record-map")
     assert full.returncode == 0, full.stdout + full.stderr
     return p
@@ -135,7 +109,7 @@ def test_a_constant_that_conftest_imported_first_runs_every_test(tmp_path: Path)
 def test_a_constant_a_test_module_imported_after_another_runs_every_test(tmp_path: Path) -> None:
     # the trial's other miss: without conftest.py, test_api imports consts first and
     # test_consts's import runs nothing; the constant is the import's, and every test runs
-    p = _consts_project(tmp_path, conftest="import sys, os\nsys.path.insert(0, os.path.dirname(__file__))\n")
+    p = _consts_project(tmp_path, conftest=SUITE_ON_PATH)
     (p.root / "suites" / "mine" / "consts.py").write_text("SCALE = 4\n")
     p.run("run", "--device", "fixture", "--select", "changed")
     rec = p.record()

@@ -5,45 +5,23 @@ is not trusted."""
 from __future__ import annotations
 
 import datetime as dt
-import subprocess
 from pathlib import Path
 
 from device_matrix import selection
 from device_matrix.records import testmap
 from device_matrix.records.testmap import TestMap
-from tests.conftest import Project, make_project
-from tests.runs import outcomes_of, write_suite
+from tests.builders import git as _git
+from tests.builders import git_project
+from tests.conftest import Project
+from tests.runs import outcomes_of
 
-SUITE = {
-    "helpers.py": "def double(x):\n    return 2 * x\n",
-    "other.py": "def triple(x):\n    return 3 * x\n",
-    "test_double.py": "from helpers import double\n\n\ndef test_double():\n    assert double(2) == 4\n",
-    "test_triple.py": "from other import triple\n\n\ndef test_triple():\n    assert triple(2) == 6\n",
-}
 MINE = "suites/mine"
 DOUBLE = f"{MINE}/test_double.py::test_double"
 TRIPLE = f"{MINE}/test_triple.py::test_triple"
 
 
-def _git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-        cwd=root,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-
-
 def _project(tmp_path: Path) -> Project:
-    p = make_project(tmp_path, ["passing"])
-    write_suite(p, "mine", SUITE)
-    (p.root / MINE / "conftest.py").write_text("import sys, os\nsys.path.insert(0, os.path.dirname(__file__))\n")
-    (p.root / ".gitignore").write_text("results/\n__pycache__/\n.device-matrix/\n")
-    _git(p.root, "init", "-q", "-b", "main")
-    _git(p.root, "add", "-A")
-    _git(p.root, "commit", "-qm", "base")
-    return p
+    return git_project(tmp_path)
 
 
 def test_a_map_recorded_from_a_changed_tree_names_no_commit_and_says_why(tmp_path: Path) -> None:
