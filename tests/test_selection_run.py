@@ -197,7 +197,7 @@ def _source(**kw: Any) -> Any:
 
 
 def test_recent_failures_and_skips_of_the_base_and_the_pull_request_run_from_the_history(tmp_path: Path) -> None:
-    from device_matrix.cli.select import recent_tests
+    from device_matrix.cli.select import read_history, recent_tests
     from device_matrix.report.history import History
     from device_matrix.report.model import build
     from tests import records as R
@@ -214,17 +214,19 @@ def test_recent_failures_and_skips_of_the_base_and_the_pull_request_run_from_the
     other_row = [R.test("t.py::elsewhere", "failed")]
     h.record(build([R.record("tpu", other_row)], [], {}), "main tpu", source=main)  # type: ignore[arg-type]
     h.close()
-    recent, why = recent_tests(path, pr, "cpu")
+    with read_history(path) as (store, why):
+        recent = recent_tests(store, pr, "cpu")
     assert why == ""
     assert recent == {
         "t.py::fails": "recently failing on main",
         "t.py::skipped": "recently skipped or disabled on main",
         "t.py::mine": "recently failing on pull request 7",
     }
-    assert recent_tests(tmp_path / "none.sqlite", pr, "cpu") == ({}, "")
+    with read_history(tmp_path / "none.sqlite") as (store, why):
+        assert (recent_tests(store, pr, "cpu"), why) == ({}, "")
     (tmp_path / "bad.sqlite").write_bytes(b"not a database at all, not even close")
-    recent, why = recent_tests(tmp_path / "bad.sqlite", pr, "cpu")
-    assert recent is None and why.startswith("the history's recent failures are unknown: ")
+    with read_history(tmp_path / "bad.sqlite") as (store, why):
+        assert store is None and why.startswith("the history's recent failures are unknown: ")
 
 
 def test_a_row_of_one_process_per_file_leaves_the_same_tests_out(repo: Project) -> None:

@@ -10,7 +10,8 @@ failed or were skipped lately on the base branch or in this pull request, from t
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from device_matrix.config import Config
@@ -68,7 +69,33 @@ def check_select_args(args: argparse.Namespace, *, spread: bool) -> None:
         )
 
 
-def find_map(cfg: Config, row: str, source: SourceInfo | None) -> TestMap | None:
+def _lanes(source: SourceInfo | None) -> list[str]:
+    """The history lanes a run selects by: its base branch's, then its own."""
+    return list(dict.fromkeys(x for x in (base_lane(source), lane(source)) if x is not None))
+
+
+@contextlib.contextmanager
+def read_history(path: Path) -> Iterator[tuple[History | None, str]]:
+    """The history at ``path`` read-only, opened once for the map and the recent failures:
+    (None, "") when there is none, (None, why every test runs) when it cannot be read."""
+    if not path.is_file():
+        yield None, ""
+        return
+    problems: list[str] = []
+    try:
+        store = History.open(path, problems.append, read_only=True)
+    except DeviceMatrixError as exc:
+        problems.append(exc.message)
+    if problems:
+        yield None, f"the history's recent failures are unknown: {problems[0]}"
+        return
+    try:
+        yield store, ""
+    finally:
+        store.close()
+
+
+def find_map(cfg: Config, row: str, source: SourceInfo | None, store: History | None) -> TestMap | None:
     """The row's newest test map: of those the history keeps for the base branch and for this
     run's own lane (CI: the full runs of pushes recorded them), and the one a local full run
     with ``--record-map`` left in ``results/<row>/``; None when there is none."""
@@ -76,20 +103,8 @@ def find_map(cfg: Config, row: str, source: SourceInfo | None) -> TestMap | None
     path = cfg.results_dir / row / testmap.FILE_NAME
     if path.is_file():
         found.append(testmap.read(path))
-    history = cfg.project_root / DEFAULT_PATH
-    if history.is_file():
-        try:
-            store = History.open(history, read_only=True)
-        except DeviceMatrixError:
-            store = None  # an unreadable history has no map; recent_tests says why it cannot be read
-        if store is not None:
-            try:
-                for name in dict.fromkeys(x for x in (base_lane(source), lane(source)) if x is not None):
-                    kept = store.latest_map(row, name)
-                    if kept is not None:
-                        found.append(kept)
-            finally:
-                store.close()
+    if store is not None:
+        found.extend(m for m in (store.latest_map(row, name) for name in _lanes(source)) if m is not None)
     return max(found, key=lambda m: m.created, default=None)
 
 
@@ -124,33 +139,22 @@ def merge_base(root: Path, ref: str) -> tuple[str | None, str]:
     return out.strip(), ""
 
 
-def recent_tests(history: Path, source: SourceInfo | None, row: str) -> tuple[dict[str, str] | None, str]:
+def recent_tests(store: History | None, source: SourceInfo | None, row: str) -> dict[str, str]:
     """The row's tests that failed, flaked or were skipped in the history's window of the
-    base branch and of this run's own lane (a pull request's earlier runs), with why; None
-    and why when the history cannot be read (its recent failures unknown, nothing is left out)."""
-    if not history.is_file():
-        return {}, ""
+    base branch and of this run's own lane (a pull request's earlier runs), with why."""
     found: dict[str, str] = {}
-    problems: list[str] = []
-    try:
-        store = History.open(history, problems.append, read_only=True)
-    except DeviceMatrixError as exc:
-        problems.append(exc.message)
-    if problems:
-        return None, f"the history's recent failures are unknown: {problems[0]}"
-    try:
-        for name in dict.fromkeys(x for x in (base_lane(source), lane(source)) if x):
-            where = lane_words(name)
-            for (r, nodeid), (text, _) in store.base(name).series.items():
-                if r != row or nodeid in found:
-                    continue
-                if set(text) & FAIL_CODES:
-                    found[nodeid] = f"recently failing on {where}"
-                elif set(text) & SKIP_CODES:
-                    found[nodeid] = f"recently skipped or disabled on {where}"
-    finally:
-        store.close()
-    return found, ""
+    if store is None:
+        return found
+    for name in [x for x in _lanes(source) if x]:  # a named lane's
+        where = lane_words(name)
+        for (r, nodeid), (text, _) in store.base(name).series.items():
+            if r != row or nodeid in found:
+                continue
+            if set(text) & FAIL_CODES:
+                found[nodeid] = f"recently failing on {where}"
+            elif set(text) & SKIP_CODES:
+                found[nodeid] = f"recently skipped or disabled on {where}"
+    return found
 
 
 def plan_for(args: argparse.Namespace, cfg: Config, row: str, source: SourceInfo | None) -> Plan | None:
@@ -159,21 +163,22 @@ def plan_for(args: argparse.Namespace, cfg: Config, row: str, source: SourceInfo
         return None
     if args.select == "all":
         return plan(None, [], row=row, rules=rules_of(cfg), force="--select all", mode="all")
-    recent, why = recent_tests(cfg.project_root / DEFAULT_PATH, source, row)
-    if recent is None:
-        return plan(None, [], row=row, rules=rules_of(cfg), force=why)
-    return _changed_plan(args, cfg, row, recent, source)
+    with read_history(cfg.project_root / DEFAULT_PATH) as (store, why):
+        if why:  # its recent failures unknown: nothing is left out
+            return plan(None, [], row=row, rules=rules_of(cfg), force=why)
+        return _changed_plan(args, cfg, row, source, store)
 
 
 def _changed_plan(
-    args: argparse.Namespace, cfg: Config, row: str, recent: Mapping[str, str], source: SourceInfo | None
+    args: argparse.Namespace, cfg: Config, row: str, source: SourceInfo | None, store: History | None
 ) -> Plan:
     rules, root = rules_of(cfg), cfg.project_root
+    recent = recent_tests(store, source, row)
     if args.map is not None:
         found: TestMap | None = testmap.read(args.map)  # named: a missing or damaged one is the user's to fix
     else:
         try:
-            found = find_map(cfg, row, source)
+            found = find_map(cfg, row, source, store)
         except ResultsError as exc:
             return plan(None, [], row=row, rules=rules, force=f"the test map is unreadable: {exc.message}")
     if found is None:
