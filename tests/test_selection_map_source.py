@@ -94,7 +94,8 @@ def _consts_project(tmp_path: Path, conftest: str = FIRST) -> Project:
 def test_a_constant_that_conftest_imported_first_runs_every_test(tmp_path: Path) -> None:
     # the trial's miss: the constant ran at import, for no test: every test must run
     p = _consts_project(tmp_path)
-    (p.root / "suites" / "mine" / "consts.py").write_text("SCALE = 4\n")
+    # another size: a .pyc of the same second and the same size would still be imported
+    (p.root / "suites" / "mine" / "consts.py").write_text("SCALE = 40\n")
     proc = p.run("run", "--device", "fixture", "--select", "changed")
     rec = p.record()
     assert outcomes_of(rec) == {"test_scaled": "failed", "test_scale": "failed"}, rec["test_selection"]
@@ -110,7 +111,8 @@ def test_a_constant_a_test_module_imported_after_another_runs_every_test(tmp_pat
     # the trial's other miss: without conftest.py, test_api imports consts first and
     # test_consts's import runs nothing; the constant is the import's, and every test runs
     p = _consts_project(tmp_path, conftest=SUITE_ON_PATH)
-    (p.root / "suites" / "mine" / "consts.py").write_text("SCALE = 4\n")
+    # another size: a .pyc of the same second and the same size would still be imported
+    (p.root / "suites" / "mine" / "consts.py").write_text("SCALE = 40\n")
     p.run("run", "--device", "fixture", "--select", "changed")
     rec = p.record()
     assert outcomes_of(rec) == {"test_scaled": "failed", "test_scale": "failed"}, rec["test_selection"]
