@@ -341,6 +341,9 @@ def _tip(output: str) -> list[str]:
     return shlex.split(found[-1])
 
 
+INTERRUPTED_EXIT = 20  # seconds an interrupted driver may take to write its record and exit
+
+
 def _driver(p: Project, cluster: Cluster, log: Path, *args: str) -> subprocess.Popen[bytes]:
     return run_started(p, log, "run", "--device", "fixture", "--executor", "ray", "--address", cluster.address, *args)
 
@@ -361,7 +364,8 @@ def test_an_interrupt_while_the_row_is_collected_on_a_node_leaves_no_green_recor
     driver = _driver(p, cluster, log, "--shards", "2")
     _when(p.root / "importing", driver, log)
     driver.send_signal(signal.SIGTERM)
-    assert driver.wait(90) == 143, log.read_text()
+    # #31: taken at once, not when Ray's wait for the node's task runs out (it took 60 s)
+    assert driver.wait(INTERRUPTED_EXIT) == 143, log.read_text()
     assert p.record()["status"] == "interrupted"
     (p.root / "slow").unlink()
     proc = p.run(*_tip(log.read_text()))
@@ -414,7 +418,8 @@ def test_a_driver_sigterm_during_a_gang_on_ray_keeps_the_gang(cluster: Cluster, 
     driver = _driver(p, cluster, log, "--shards", "2")
     _when(Path(f"{gate}.rank1"), driver, log)
     driver.send_signal(signal.SIGTERM)
-    assert driver.wait(90) == 143, log.read_text()
+    # #31: taken at once, not when Ray's wait for the node's task runs out (it took 60 s)
+    assert driver.wait(INTERRUPTED_EXIT) == 143, log.read_text()
     record = p.record()
     assert record["status"] == "interrupted"
     assert _test(record, "gang::g")["outcome"] == "not_run"

@@ -239,6 +239,31 @@ class _Running:
     name: str  # the task's temp folder on its node
 
 
+def wait_for(ray: Any, refs: Sequence[Any], timeout: float) -> tuple[list[Any], list[Any]]:
+    """``ray.wait`` for every one of ``refs`` within ``timeout``, in looks of :data:`POLL` seconds.
+
+    Ray raises a signal's exception only when its own wait ends (measured: a SIGTERM 3 s into
+    a 25 s ``ray.wait`` or ``ray.get`` came back after 25 s), so one long wait kept an
+    interrupted driver alive for a gang's whole test_timeout (#31)."""
+    deadline = time.monotonic() + timeout
+    done: list[Any] = []
+    pending = list(refs)
+    while pending:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        ready, pending = ray.wait(pending, num_returns=len(pending), timeout=min(POLL, left))
+        done += ready
+    return done, pending
+
+
+def get_one(ray: Any, ref: Any) -> Any:
+    """``ray.get`` of one task that has no deadline of its own, a signal taken within :data:`POLL` s."""
+    while not wait_for(ray, [ref], POLL)[0]:
+        pass
+    return ray.get(ref)
+
+
 def _unwrapping_interrupts(func: Callable[_P, _R]) -> Callable[_P, _R]:
     """An interrupt raised while Ray's own code waits comes back wrapped in a SystemError."""
 
@@ -327,10 +352,11 @@ class RayNodes:
         force = "local" if self.plan.mode == "local" else "container"
         first = next(node for node in self.nodes if node.can_ever(self.request))
         try:
-            collected = ray.get(
+            collected = get_one(
+                ray,
                 ray.remote(max_retries=0)(collect_on_node)
                 .options(**self.task_options, scheduling_strategy=_on(first))
-                .remote(str(self.cfg.project_root), self.row.name, self.options, force)
+                .remote(str(self.cfg.project_root), self.row.name, self.options, force),
             )
         except ray.exceptions.RayError as exc:
             raise _task_failed("collecting the row's tests", first, exc) from None
@@ -480,7 +506,7 @@ class RayNodes:
             .options(num_cpus=0, scheduling_strategy=_on(job.node))
             .remote(job.name, self.row.name, job.shard, SALVAGE_WAIT / 2)
         )
-        ready, _ = ray.wait([ref], num_returns=1, timeout=SALVAGE_WAIT)
+        ready, _ = wait_for(ray, [ref], SALVAGE_WAIT)
         if not ready:
             with contextlib.suppress(Exception):
                 ray.cancel(ref, force=True)
@@ -616,7 +642,7 @@ def run_gang(nodes: RayNodes, entry: Gang, folder: Path) -> None:
 
     why_not_run: str | None = None
     try:
-        if not pg.wait(timeout_seconds=READY_TIMEOUT):
+        if not wait_for(nodes.ray, [pg.ready()], READY_TIMEOUT)[0]:
             why_not_run = f"the cluster did not free room for its {world} ranks at once within {READY_TIMEOUT:.0f} s"
         else:
             _start_ranks(nodes, entry, pg, gang)
@@ -649,7 +675,7 @@ def _start_ranks(nodes: RayNodes, entry: Gang, pg: Any, gang: _RayGang) -> None:
     def on(rank: int) -> Any:
         return strategies.PlacementGroupSchedulingStrategy(placement_group=pg, placement_group_bundle_index=rank)
 
-    gang.master = master = ray.get(remote(master_on_node).options(**options, scheduling_strategy=on(0)).remote())
+    gang.master = master = get_one(ray, remote(master_on_node).options(**options, scheduling_strategy=on(0)).remote())
     bundle_nodes = ray.util.placement_group_table(pg).get("bundles_to_node_id", {})
     node_of = [str(bundle_nodes.get(r, "")) for r in range(world)]
     argv = ["-X", "faulthandler", "-m", entry.module, *entry.args]
@@ -667,7 +693,7 @@ def _gather_ranks(nodes: RayNodes, gang: _RayGang) -> None:
     """Each rank's result as it came back; a rank past test_timeout (and the grace) is cancelled."""
     ray = nodes.ray
     refs = gang.refs
-    done, pending = ray.wait(list(refs), num_returns=len(refs), timeout=nodes.row.test_timeout + GANG_GRACE)
+    done, pending = wait_for(ray, list(refs), nodes.row.test_timeout + GANG_GRACE)
     for ref in pending:
         with contextlib.suppress(Exception):
             ray.cancel(ref, force=True)
