@@ -4,8 +4,11 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import inspect
 import io
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -21,7 +24,7 @@ from device_matrix.output import Output
 from device_matrix.run import runner
 from device_matrix.run.context import Run, RunOptions, RunSetup, Verdict
 from device_matrix.run.plan import RowPlan, plan_row
-from tests.conftest import Project
+from tests.conftest import REPO, Project
 
 CONTAINER_ROW = 'run_in = "container"\nimage = "registry.example/xla:r2.9@sha256:abc"\n'
 PODMAN = Engine("/nowhere/podman", "podman", "4.3.1", rootless=False)
@@ -111,3 +114,23 @@ def test_a_local_run_is_made_its_interpreter_by_the_check(project: Callable[...,
     )
     with pytest.raises(EnvironmentProblem, match="no such interpreter"):
         missing.check()
+
+
+def test_the_factory_is_the_one_maker_of_an_executor_and_the_check_its_one_caller() -> None:
+    # grep-level: an executor made anywhere else would be one the run's check never asked
+    package = REPO / "device_matrix"
+    makers = re.compile(r"\b(ContainerExecutor|LocalExecutor)\(")
+    made = sorted(str(p.relative_to(package)) for p in package.rglob("*.py") if makers.search(p.read_text()))
+    assert made == ["run/executor.py"], made
+    callers = sorted(
+        str(p.relative_to(package))
+        for p in package.rglob("*.py")
+        for node in ast.walk(ast.parse(p.read_text()))
+        if isinstance(node, ast.ImportFrom)
+        and (
+            node.module == "device_matrix.run.executor"
+            or (node.module == "device_matrix.run" and any(a.name == "executor" for a in node.names))
+        )
+    )
+    assert callers == ["run/context.py"], callers
+    assert inspect.getsource(Run.make_executor).count("factory.build(") == 1
