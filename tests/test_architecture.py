@@ -434,6 +434,8 @@ BEHAVIOUR = {
     "triage runs alone on a results folder": "tests/test_triage.py",
     "secrets never leave the process": "tests/test_redact_records.py",
     "a step whose verdict says stop ends the steps there, the record still written": "tests/test_step_stop.py",
+    "nothing else starts a process": "tests/test_child_starts.py",
+    "a container is known before its image is asked what it has": "tests/test_run_setup.py",
 }
 
 

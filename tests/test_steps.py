@@ -47,7 +47,7 @@ options = runner.RunOptions()
 seen = {}
 with runner.opened(cfg, plan, options, Output(open("/dev/null", "w"))) as run:
     verdict = runner.prepare(run)
-    seen["after_prepare"] = json.loads((run.folder.path / "run.json").read_text())["status"]
+    seen["after_prepare"] = json.loads((run.setup.folder.path / "run.json").read_text())["status"]
     print("prepared", flush=True)
     found = runner.collect(run)
     seen["nodeids"], seen["problem"] = found.nodeids, found.problem

@@ -498,23 +498,37 @@ class ContainerExecutor:
                 with contextlib.suppress(OSError):
                     at.symlink_to(host)
             in_tmp = dataclasses.replace(spec, workdir=root)
-            argv = self._run_options(in_tmp, [], name=None, init=False, mounts=[(tmp, tmp, "")])
+            name = f"{self._new_name()}-files"
+            argv = self._run_options(in_tmp, [], name=name, init=False, mounts=[(tmp, tmp, "")])
             argv += [self.python, "-c", COPY_FILES, tmp, *wanted]
+            yield root if self._copied(argv, name, root) else None
+
+    def _copied(self, argv: Sequence[str], name: str, cwd: Path) -> bool:
+        """Whether the container ``argv`` runs (named ``name``) copied the core's files and
+        ended well in time. #31: started as every child is (base.spawn); a copy that hangs or
+        is interrupted goes with its container (its end: rm -f), as an image check does."""
+        client_env = self._client_env()
+        with tempfile.TemporaryFile() as said:  # what it says is not read: only that it ended well
             try:
-                copied = (
-                    subprocess.run(
-                        argv,
-                        capture_output=True,
-                        timeout=GDB_TIMEOUT,
-                        check=False,
-                        stdin=subprocess.DEVNULL,
-                        env=self._client_env(),
-                    ).returncode
-                    == 0
+                child = spawn(
+                    argv,
+                    env=client_env,
+                    cwd=cwd,
+                    output=said,
+                    token=name,
+                    death_signal=None,
+                    adopt=False,
+                    carry_token=False,
+                    wrap=lambda proc: ContainerChild(proc, name, self.engine.path, name, client_env),
                 )
-            except (OSError, subprocess.TimeoutExpired):
-                copied = False
-            yield root if copied else None
+            except OSError:
+                return False
+            try:
+                return child.wait(GDB_TIMEOUT) == 0
+            except subprocess.TimeoutExpired:
+                return False
+            finally:
+                child.end()
 
 
 class ContainerChild(PopenChild):

@@ -19,7 +19,9 @@ from device_matrix.errors import EnvironmentProblem
 from device_matrix.run import crashes, programs
 from device_matrix.run.attempt import AttemptResult, AttemptSpec, Limits, Purpose, run_attempt
 from device_matrix.run.context import Quiet, Run, Verdict
+from device_matrix.run.folder import RowFolder
 from device_matrix.run.policy import Decision, Observation, decide
+from device_matrix.run.state import RunState
 from device_matrix.wire import SCRIPT_MODULE
 
 
@@ -51,14 +53,14 @@ def attempts(
         normal = attempt.fold.ended and not attempt.abnormal and counts
         if normal and state.pytest_exit in (None, 0):
             state.pytest_exit = attempt.returncode
-        decision = decide(_observe(run, attempt, restarts, scope))
+        decision = decide(_observe(state, attempt, restarts, scope, max_restarts=run.setup.cfg.max_restarts))
         crash = crashes.record_crash(evidence, attempt, decision.crash, targets, script) if decision.crash else None
         # how the attempt ended, with its crash: told once (#31)
         end = outputlog.attempt_end(attempt, crash=crash, tests=list(state.results.values()))
         if crash is not None:
             evidence.tell(end)
         else:
-            outputlog.append_quietly(run.folder.log, end, run.redactor)
+            outputlog.append_quietly(evidence.folder.log, end, evidence.redactor)
         if crash is None and attempt.fold.ended and attempt.fold.running:
             # pytest.exit() or a KeyboardInterrupt inside a test: the session ended with it
             state.put(
@@ -80,11 +82,11 @@ def attempts(
             assert decision.reason is not None
             run.left_out.append(decision.reason)
             module = decision.crash.nodeid if decision.crash and decision.crash.nodeid else decision.reason
-            run.listener.note(run.row.name, f"collecting again without {module}")
+            run.setup.note(f"collecting again without {module}")
             select = remaining if scope is not None else None
             continue
         select, purpose = remaining, ("collect" if purpose == "collect" else "resume")
-        run.listener.note(run.row.name, f"resuming with {len(select)} test(s) not yet run")
+        run.setup.note(f"resuming with {len(select)} test(s) not yet run")
 
 
 def _with_output(run: Run, decision: Decision) -> str | None:
@@ -93,7 +95,9 @@ def _with_output(run: Run, decision: Decision) -> str | None:
     return f"{decision.reason}: {run.output_tail()}"
 
 
-def _observe(run: Run, attempt: AttemptResult, restarts: int, scope: set[str] | None) -> Observation:
+def _observe(
+    state: RunState, attempt: AttemptResult, restarts: int, scope: set[str] | None, *, max_restarts: int
+) -> Observation:
     fold = attempt.fold
     culprit = fold.collect_culprit
     if culprit is not None and (Path(culprit[1]) / "conftest.py").is_file():
@@ -113,17 +117,17 @@ def _observe(run: Run, attempt: AttemptResult, restarts: int, scope: set[str] | 
         running=fold.running,
         collect_culprit=culprit,
         # the running test gets its outcome from this very decision
-        remaining=len([n for n in run.state.remaining(scope) if n != fold.running]),
+        remaining=len([n for n in state.remaining(scope) if n != fold.running]),
         restarts=restarts,
-        max_restarts=run.cfg.max_restarts,
+        max_restarts=max_restarts,
     )
 
 
 def limits(run: Run) -> Limits:
     """The deadlines and bounds of the run's attempts, from the row and the configuration."""
     return Limits(
-        test_timeout=run.row.test_timeout,
-        phase_min=run.cfg.phase_timeout_min,
+        test_timeout=run.setup.row.test_timeout,
+        phase_min=run.setup.cfg.phase_timeout_min,
         run_deadline=run.deadline,
         poll=run.options.poll_interval,
         core_limit=run.options.core_limit,
@@ -142,7 +146,8 @@ def one_attempt(
 ) -> AttemptResult:
     """One child of this run, into ``attempts/NN/`` and the row's log, and what it showed;
     ``tell_end``: how it ended is written into the log now (else by the caller, #31)."""
-    state, folder, child = run.state, run.folder, run.child
+    setup, state, child = run.setup, run.state, run.child
+    folder = setup.folder
     index = len(state.attempts) + 1
     if script is None:
         args = child.pytest(targets, left_out=run.left_out, collect_only=purpose == "collect")
@@ -162,10 +167,10 @@ def one_attempt(
         attempt = run_attempt(
             run.executor,
             spec,
-            project_root=run.cfg.project_root,
+            project_root=setup.cfg.project_root,
             folder=folder.attempt(index),
             log_path=folder.log,
-            redactor=run.redactor,
+            redactor=setup.redactor,
             limits=limits(run),
             progress=progress,
             tell_end=tell_end,
@@ -177,15 +182,15 @@ def one_attempt(
                 progress.journal_event(event)
     except OSError as exc:
         raise folder.unwritable(exc) from exc
-    note_attempt(run, attempt)
+    note_attempt(state, folder, attempt)
     lost = folder.check(attempt.index, before)
     if lost is not None:
-        run.listener.note(run.row.name, f"evidence {lost}")
-    run.last_output, run.last_output_end = attempt.log_start, attempt.log_end
+        setup.note(f"evidence {lost}")
+    run.last_output = (attempt.log_start, attempt.log_end)
     if attempt.output_error is not None:
         err = attempt.output_error
         raise EnvironmentProblem(
-            f"the output of row {run.row.name!r} could not be written to {folder.path}: {err.strerror or err}",
+            f"the output of row {setup.row.name!r} could not be written to {folder.path}: {err.strerror or err}",
             tip="Free space on the results folder's disk, or pick another with --results.",
         )
     if attempt.fold.env and not state.environment:
@@ -195,12 +200,12 @@ def one_attempt(
     return attempt
 
 
-def note_attempt(run: Run, attempt: AttemptResult) -> None:
-    """The attempt in the record (once)."""
-    if any(a["index"] == attempt.index for a in run.state.attempts):
+def note_attempt(state: RunState, folder: RowFolder, attempt: AttemptResult) -> None:
+    """The attempt in the run's record (once); its files are named under the row's ``folder``."""
+    if any(a["index"] == attempt.index for a in state.attempts):
         return
-    path = run.folder.path
-    run.state.attempts.append(
+    path = folder.path
+    state.attempts.append(
         crashes.attempt_record(
             index=attempt.index,
             purpose=attempt.purpose,
@@ -209,6 +214,6 @@ def note_attempt(run: Run, attempt: AttemptResult) -> None:
             selected=attempt.selected,
             finished=len(attempt.fold.finished_ids()),
             journal=str((attempt.folder / "journal.jsonl").relative_to(path)),
-            log=str(run.folder.log.relative_to(path)),
+            log=str(folder.log.relative_to(path)),
         )
     )

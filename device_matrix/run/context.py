@@ -1,5 +1,6 @@
-"""One run of one row: what the command line asks (:class:`RunOptions`), the state every
-step reads and writes (:class:`Run`), and the verdict each step returns (:class:`Verdict`).
+"""One run of one row: what the command line asks (:class:`RunOptions`), what is fixed once
+the run is opened (:class:`RunSetup`), what every step reads and changes as the run goes
+(:class:`Run`), and the verdict each step returns (:class:`Verdict`).
 
 The steps are in :mod:`device_matrix.run.runner`; the attempts they start in
 :mod:`device_matrix.run.attempts`; what a crash leaves in :mod:`device_matrix.run.crashes`,
@@ -226,79 +227,63 @@ class LocalEnvironment:
             self._thread.join()
 
 
-class Run:
-    """One run of one row: the state every step reads and writes.
+@dataclass(frozen=True, eq=False)
+class RunSetup:
+    """What a run is given when it is opened, fixed from then on: the project, where the row
+    runs, who is told, the row's results folder, the redactor, when it began, and what it
+    runs (its scripts; pytest's targets, resolved by :meth:`Run.check`).
 
-    Made by :func:`opened`, which holds the row's lock while the steps run.
+    Made by :meth:`open`; what changes as the run goes is its :class:`Run`'s (#31).
     """
 
-    def __init__(self, cfg: Config, plan: RowPlan, options: RunOptions, listener: RunListener) -> None:
-        self.cfg = cfg
-        self.plan = plan
-        self.options = options
-        self.listener = listener
-        path = cfg.results_dir / self.row.name
-        self.folder = RowFolder(path / options.results_subdir if options.results_subdir else path, self.row.name)
-        # the row's and its scripts' variables hold secrets too (a token set in the config):
-        # every redactor of this process scrubs them, the terminal's and the files' too
-        for variables in (self.row.env, self.row.slot_env, *(script.env for script in self.row.scripts)):
-            remember_secrets(variables)
-        self.redactor = Redactor()
-        self.state = RunState(self.redactor)
-        root = cfg.project_root
-        programs = {id(s): script_node(s, root) + s.suffix for s in self.scripts if s.kind == "program"}
-        self.progress = Progress(listener, self.row.name, self.redactor, self.scripts, programs)
-        self.started_at = now_iso()
-        self._t0 = time.monotonic()
-        self.deadline = self._t0 + self.row.run_timeout  # set again when the run starts (prepare)
-        self.left_out: list[str] = []  # modules whose import kills or hangs the process
-        self.origins: dict[str, crashes.CrashOrigin] = {}  # crash id -> what its process was given
-        self.previous: Verdict | None = None  # the verdict of the run --resume continues
-        self.last_output = 0  # where the output of the last attempt begins in the log
-        # and where it ends: the attempt's end lines after it are the runner's (#20)
-        self.last_output_end: int | None = None
-        self.environment = LocalEnvironment()
-        self.reader: crashes.CoreReader | None = None
-        self.record: RunRecord | None = None  # the record last written
-        self.container: ContainerExecutor | None = None  # the row's container, once made (executor)
-        self.disable_list = cfg.disable_list  # with the tracker's disables once prepared (#33)
-        self.disables: DisablesRef | None = None  # the tracker's list it applied: its age (#33)
-        self.deselect_file: Path | None = None  # #34: the tests selection leaves out, once prepared
+    cfg: Config
+    plan: RowPlan
+    listener: RunListener
+    folder: RowFolder
+    redactor: Redactor
+    scripts: tuple[Script, ...]
+    project_tests: bool  # the run gives pytest nothing: the row runs what plain pytest runs (#20)
+    own_env: bool  # the child is another interpreter (a container, --python): it snapshots its own environment
+    # the command line's selection (--suite, --test), which the targets are resolved from
+    suites: Sequence[str] | None
+    tests: Sequence[str]
+    started_at: str
+    t0: float  # time.monotonic() when the run began
+
+    @classmethod
+    def open(cls, cfg: Config, plan: RowPlan, options: RunOptions, listener: RunListener) -> RunSetup:
+        """The setup of a run of ``plan``'s row with ``options``, begun now."""
+        row = plan.row
+        path = cfg.results_dir / row.name
+        return cls(
+            cfg=cfg,
+            plan=plan,
+            listener=listener,
+            folder=RowFolder(path / options.results_subdir if options.results_subdir else path, row.name),
+            redactor=Redactor(),
+            scripts=selection.scripts(row, cfg.project_root, suites=options.suites, tests=options.tests),
+            project_tests=selection.project_tests(row, suites=options.suites, tests=options.tests),
+            own_env=plan.mode == "container" or options.python is not None,
+            suites=options.suites,
+            tests=options.tests,
+            started_at=now_iso(),
+            t0=time.monotonic(),
+        )
 
     @property
     def row(self) -> Row:
         return self.plan.row
 
-    @property
-    def resumed(self) -> bool:
-        """Whether this run continues an earlier one (--resume, and it had collected tests)."""
-        return self.previous is not None
+    @cached_property
+    def targets(self) -> list[str]:
+        """What pytest is given (a ConfigError when the row or the command line is wrong): the
+        same for the whole run, resolved the first time it is asked (the run's check)."""
+        return selection.targets(self.cfg, self.row, suites=self.suites, tests=self.tests)
 
     @property
-    def own_env(self) -> bool:
-        """The child is another interpreter (a container, --python): it snapshots its own environment."""
-        return self.plan.mode == "container" or self.options.python is not None
-
-    @property
-    def child(self) -> ChildCommand:
-        """The arguments and variables every child of this run gets."""
-        return ChildCommand(
-            device=self.row.name,
-            pjrt_device=self.row.pjrt_device,
-            rootdir=str(self.cfg.project_root),
-            disable_list=str(self.disable_list),
-            settings=self.row.settings,
-            env=self.row.env,
-            slot_env=self.options.slot_env,
-            pytest_args=(*self.row.pytest_args, *self.options.pytest_args),
-            # #30: the record keeps the first snapshot a child sent: the children after it
-            # are not asked for theirs (its driver tools, a hanging nvidia-smi, once per run)
-            own_env=self.own_env and not self.state.environment,
-            script_files=tuple(script.file for script in self.scripts),
-            as_script=self.row.as_script,
-            deselect=str(self.deselect_file or ""),
-            map_dir=None if self.map_parts is None else str(self.map_parts),
-        )
+    def runs_pytest(self) -> bool:
+        """Whether the run starts pytest at all (not a row of scripts only)."""
+        return bool(self.targets) or self.project_tests
 
     @property
     def map_parts(self) -> Path | None:
@@ -306,45 +291,113 @@ class Run:
         attempts/: cleared with them, kept by --resume); None: the run records no map."""
         return self.folder.path / ATTEMPTS_DIR / "map" if self.cfg.record_map else None
 
-    @property
-    def scripts(self) -> tuple[Script, ...]:
-        return selection.scripts(self.row, self.cfg.project_root, suites=self.options.suites, tests=self.options.tests)
+    def elapsed(self) -> float:
+        """Seconds since the run began."""
+        return time.monotonic() - self.t0
+
+    def note(self, text: str) -> None:
+        """``text`` told to the person watching, as a line of the row's."""
+        self.listener.note(self.row.name, text)
+
+
+class Run:
+    """One run of one row as it goes: its :class:`RunSetup`, fixed when it was opened, and
+    what the steps change (the state of its tests, the deadline, what a crash leaves, where
+    the last output lies, the record last written, where its children run).
+
+    Made by :func:`~device_matrix.run.runner.opened`, which holds the row's lock while the
+    steps run.
+    """
+
+    def __init__(self, cfg: Config, plan: RowPlan, options: RunOptions, listener: RunListener) -> None:
+        # the row's and its scripts' variables hold secrets too (a token set in the config):
+        # every redactor of this process scrubs them, the terminal's and the files' too
+        row = plan.row
+        for variables in (row.env, row.slot_env, *(script.env for script in row.scripts)):
+            remember_secrets(variables)
+        self.setup = setup = RunSetup.open(cfg, plan, options, listener)
+        # replaced as the run goes (dataclasses.replace): a driver's selection and place in
+        # the split (finish), the tests --test names kept by the change's selection (#34)
+        self.options = options
+        self.state = RunState(setup.redactor)
+        root = cfg.project_root
+        programs = {id(s): script_node(s, root) + s.suffix for s in setup.scripts if s.kind == "program"}
+        self.progress = Progress(listener, row.name, setup.redactor, setup.scripts, programs)
+        self.deadline = setup.t0 + row.run_timeout  # set again when the run starts (prepare)
+        self.left_out: list[str] = []  # modules whose import kills or hangs the process
+        self.origins: dict[str, crashes.CrashOrigin] = {}  # crash id -> what its process was given
+        self.previous: Verdict | None = None  # the verdict of the run --resume continues
+        # where the output of the last attempt lies in the log: its start, and its end (the
+        # attempt's end lines after it are the runner's, #20)
+        self.last_output: tuple[int, int | None] = (0, None)
+        self.environment = LocalEnvironment()
+        self.reader: crashes.CoreReader | None = None
+        self.record: RunRecord | None = None  # the record last written
+        self.disable_list = cfg.disable_list  # with the tracker's disables once prepared (#33)
+        self.disables: DisablesRef | None = None  # the tracker's list it applied: its age (#33)
+        self.deselect_file: Path | None = None  # #34: the tests selection leaves out, once prepared
+        # where the children run, made by make_executor (the run's check): the container is
+        # known before its image is asked, so that a refusal's record names the engine
+        self.container: ContainerExecutor | None = None
+        self._executor: Executor | None = None
 
     @property
-    def project_tests(self) -> bool:
-        """The run gives pytest nothing: the row runs what plain pytest runs in the project (#20)."""
-        return selection.project_tests(self.row, suites=self.options.suites, tests=self.options.tests)
-
-    @property
-    def runs_pytest(self) -> bool:
-        """Whether the run starts pytest at all (not a row of scripts only)."""
-        return bool(self.targets) or self.project_tests
-
-    @cached_property
-    def targets(self) -> list[str]:
-        """What pytest is given (a ConfigError when the row or the command line is wrong)."""
-        return selection.targets(self.cfg, self.row, suites=self.options.suites, tests=self.options.tests)
-
-    @cached_property
     def executor(self) -> Executor:
-        """Where the children run: this host's interpreter, or the row's container
-        (:func:`~device_matrix.run.executor.build`), its image asked what it has first."""
-        executor = factory.build(self.plan, self.cfg, python=self.options.python, folder=self.folder.path)
+        """Where the children run, as :meth:`make_executor` made it (the run's :meth:`check`)."""
+        assert self._executor is not None, "the run's check makes its executor before a child starts"
+        return self._executor
+
+    def make_executor(self) -> Executor:
+        """Where the children run: this host's interpreter, or the row's container, made by the
+        one factory (:func:`~device_matrix.run.executor.build`), a container's image asked what
+        it has first (#21). Made once: a later call gives the same executor."""
+        if self._executor is not None:
+            return self._executor
+        setup = self.setup
+        executor = factory.build(setup.plan, setup.cfg, python=self.options.python, folder=setup.folder.path)
         if isinstance(executor, ContainerExecutor):
             self.container = executor  # known before its image is asked: a refusal's record names the engine
             # before the first attempt: the image's interpreter, its pytest, the modules (#21)
-            imports = [*([PLUGIN] if self.runs_pytest else []), *([SCRIPT_MODULE] if self.scripts else [])]
-            if self.cfg.record_map and self.runs_pytest:
+            imports = [*([PLUGIN] if setup.runs_pytest else []), *([SCRIPT_MODULE] if setup.scripts else [])]
+            if setup.cfg.record_map and setup.runs_pytest:
                 imports.append("coverage")  # #34: the test map needs it in the image
             executor.prepare(self.launch_spec(self.child.environment()), imports)
+        self._executor = executor
         return executor
+
+    @property
+    def resumed(self) -> bool:
+        """Whether this run continues an earlier one (--resume, and it had collected tests)."""
+        return self.previous is not None
+
+    @property
+    def child(self) -> ChildCommand:
+        """The arguments and variables every child of this run gets."""
+        setup, row = self.setup, self.setup.row
+        return ChildCommand(
+            device=row.name,
+            pjrt_device=row.pjrt_device,
+            rootdir=str(setup.cfg.project_root),
+            disable_list=str(self.disable_list),
+            settings=row.settings,
+            env=row.env,
+            slot_env=self.options.slot_env,
+            pytest_args=(*row.pytest_args, *self.options.pytest_args),
+            # #30: the record keeps the first snapshot a child sent: the children after it
+            # are not asked for theirs (its driver tools, a hanging nvidia-smi, once per run)
+            own_env=setup.own_env and not self.state.environment,
+            script_files=tuple(script.file for script in setup.scripts),
+            as_script=row.as_script,
+            deselect=str(self.deselect_file or ""),
+            map_dir=None if setup.map_parts is None else str(setup.map_parts),
+        )
 
     @property
     def repro(self) -> crashes.Repro:
         """The repro commands of this run's crashes: its interpreter, or its container's own command."""
         return crashes.Repro(
-            row=self.row,
-            project_root=self.cfg.project_root,
+            row=self.setup.row,
+            project_root=self.setup.cfg.project_root,
             python=self.options.python or sys.executable,
             container=self.container,
             launch=self.launch_spec(),
@@ -354,22 +407,23 @@ class Run:
     @property
     def evidence(self) -> crashes.Evidence:
         """What this run's crash recorders are given: its state, folder, repro, listener, core reader."""
+        setup = self.setup
         return crashes.Evidence(
-            row=self.row,
+            row=setup.row,
             state=self.state,
-            folder=self.folder,
-            redactor=self.redactor,
+            folder=setup.folder,
+            redactor=setup.redactor,
             repro=self.repro,
-            listener=self.listener,
+            listener=setup.listener,
             origins=self.origins,
             reader=self.reader,
-            project_root=self.cfg.project_root,
-            phase_min=self.cfg.phase_timeout_min,
+            project_root=setup.cfg.project_root,
+            phase_min=setup.cfg.phase_timeout_min,
         )
 
     def launch_spec(self, env: Mapping[str, str] | None = None) -> LaunchSpec:
         """A child's folders and core limit, as every attempt gets them (the image check, repro lines)."""
-        root = self.cfg.project_root
+        root = self.setup.cfg.project_root
         return LaunchSpec(
             pytest_args=(),
             env=env or {},
@@ -380,8 +434,9 @@ class Run:
 
     def check(self) -> None:
         """Refuse what cannot run before anything runs: xdist, cache options, bad targets, no
-        interpreter, an image that cannot run the row."""
-        selection.refuse_xdist([*self.row.pytest_args, *self.options.pytest_args])
+        interpreter, an image that cannot run the row; the executor is made here."""
+        setup = self.setup
+        selection.refuse_xdist([*setup.row.pytest_args, *self.options.pytest_args])
         addopts = self._pytest_addopts()
         if addopts:
             # #30: the child's pytest reads these as if given on its command line
@@ -393,29 +448,26 @@ class Run:
                     f"PYTEST_ADDOPTS={addopts!r}: {said}",
                     tip="Remove it from PYTEST_ADDOPTS (the environment's, or the row's env) for device-matrix run.",
                 ) from None
-        self.targets  # noqa: B018 - resolved now: its errors are the refusal
-        if self.runs_pytest:
-            selection.refuse_ini_addopts(self.cfg.project_root)  # #30: the project's own addopts
-        self.executor  # noqa: B018
+        setup.targets  # noqa: B018 - resolved now: its errors are the refusal
+        if setup.runs_pytest:
+            selection.refuse_ini_addopts(setup.cfg.project_root)  # #30: the project's own addopts
+        self.make_executor()
 
     def _pytest_addopts(self) -> str | None:
         """PYTEST_ADDOPTS as the child gets it: the row's own, else this host's (a container
         gets the host's only by its env_allowlist)."""
-        own = self.row.env.get("PYTEST_ADDOPTS")
+        own = self.setup.row.env.get("PYTEST_ADDOPTS")
         if own is not None:
             return own
-        if self.plan.mode == "container" and "PYTEST_ADDOPTS" not in self.cfg.env_allowlist:
+        if self.setup.plan.mode == "container" and "PYTEST_ADDOPTS" not in self.setup.cfg.env_allowlist:
             return None
         return os.environ.get("PYTEST_ADDOPTS")
 
-    def elapsed(self) -> float:
-        """Seconds since the run began."""
-        return time.monotonic() - self._t0
-
     def output_tail(self, lines: int = 3) -> str:
         """The last lines of the last attempt: where pytest says why it stopped."""
-        tail = crashes.read_log(self.folder.log, self.last_output, self.last_output_end).strip().splitlines()[-lines:]
-        return " | ".join(tail) or f"see {self.folder.log}"
+        log = self.setup.folder.log
+        tail = crashes.read_log(log, *self.last_output).strip().splitlines()[-lines:]
+        return " | ".join(tail) or f"see {log}"
 
     def close_reader(self) -> None:
         """Wait for gdb to read the cores it was given: their backtraces go in the record."""

@@ -1,7 +1,8 @@
 """The one factory of a run's executor: this host's interpreter, or the row's container (#31).
 
-It builds and checks nothing else: the container's image is asked what it has by the run's
-own check (:meth:`ContainerExecutor.prepare`), before the first attempt.
+It builds and checks nothing else: it is called once a run, by the run's check
+(:meth:`~device_matrix.run.context.Run.make_executor`), which then asks a container's image
+what it has (:meth:`ContainerExecutor.prepare`), before the first attempt.
 """
 
 from __future__ import annotations

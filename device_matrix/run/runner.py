@@ -49,6 +49,7 @@ from device_matrix.run.folder import ATTEMPTS_DIR, RUN_FILE
 from device_matrix.run.lock import row_lock
 from device_matrix.run.plan import RowPlan
 from device_matrix.run.selection import refuse_xdist, selecting_options
+from device_matrix.run.state import RunState
 from device_matrix.run.targets import of_script, script_node
 from device_matrix.wire import write_deselect
 
@@ -90,31 +91,31 @@ def prepare(run: Run, verdict: Verdict = RUNNING) -> Verdict:
     From here a runner killed with SIGKILL leaves a ``running`` record with its pid,
     never the last run's verdict; a driver of shards calls it before it collects.
     """
-    previous = None
+    setup, previous = run.setup, None
     if run.options.resume:
         try:
-            previous = load_run(run.folder.path / RUN_FILE)
+            previous = load_run(setup.folder.path / RUN_FILE)
         except ResultsError as exc:
             raise ResultsError(f"nothing to resume: {exc.message}", tip="Run the row without --resume.") from None
         if not previous["tests"]:
             # it never got as far as collecting: there is nothing to keep, run it all
-            run.listener.note(run.row.name, "the last run collected no tests: running the row again")
+            setup.note("the last run collected no tests: running the row again")
             previous = None
-    run.folder.clear(keep_attempts=previous is not None)
+    setup.folder.clear(keep_attempts=previous is not None)
     testmap.clear(run, resumed=previous is not None)  # #34
     # #33: the open disable issues, read before the row starts (never a failed run for it)
     run.disable_list, run.disables = tracker_disables(
-        run.cfg, run.folder.path, [s.file for s in run.scripts], lambda text: run.listener.note(run.row.name, text)
+        setup.cfg, setup.folder.path, [s.file for s in setup.scripts], setup.note
     )
     if previous is not None:
-        _adopt(run, previous)
+        run.previous = _adopt(run.state, previous)
     _deselect(run)
     write_record(run, verdict, final=False)
-    run.deadline = time.monotonic() + run.row.run_timeout
+    run.deadline = time.monotonic() + setup.row.run_timeout
     container = run.container
     run.reader = crashes.CoreReader(
-        interpreter=run.executor.interpreter(),
-        redactor=run.redactor,
+        interpreter=run.executor.interpreter(),  # made by the run's check, before this step
+        redactor=setup.redactor,
         use_gdb=run.options.use_gdb,
         keep=run.options.keep_cores,
         # a container's core is read with the image's own executable and libraries (#21)
@@ -137,13 +138,13 @@ def _deselect(run: Run) -> None:
     left_out = plan.left_out()
     run.state.deselect = left_out
     if plan.full_reason is not None:
-        run.listener.note(run.row.name, f"--select {plan.mode}: every test runs: {plan.full_reason}")
+        run.setup.note(f"--select {plan.mode}: every test runs: {plan.full_reason}")
         return
     changed = len(plan.changed)
     words = f"{changed} changed file{'' if changed == 1 else 's'}"
-    run.listener.note(run.row.name, f"--select {plan.mode}: {words}; {len(left_out)} test(s) of the map left out")
+    run.setup.note(f"--select {plan.mode}: {words}; {len(left_out)} test(s) of the map left out")
     if left_out:
-        run.deselect_file = run.folder.path / ATTEMPTS_DIR / DESELECT_FILE
+        run.deselect_file = run.setup.folder.path / ATTEMPTS_DIR / DESELECT_FILE
         run.deselect_file.parent.mkdir(parents=True, exist_ok=True)
         write_deselect(run.deselect_file, left_out)
 
@@ -155,10 +156,8 @@ def _named_by(word: str, nodeid: str) -> bool:
     return nodeid == word or nodeid.startswith((f"{word}::", f"{word}["))
 
 
-def _adopt(run: Run, previous: RunRecord) -> None:
-    """Resume: keep every outcome of the earlier run but its not_run tests, and its verdict."""
-    run.previous = Verdict(previous["status"], previous["reason"])
-    state = run.state
+def _adopt(state: RunState, previous: RunRecord) -> Verdict:
+    """Resume: keep every outcome of the earlier run but its not_run tests; its verdict."""
     for test in previous["tests"]:
         state.expect([test["nodeid"]])
         if test["outcome"] != "not_run":
@@ -166,12 +165,14 @@ def _adopt(run: Run, previous: RunRecord) -> None:
     state.crashes.extend(previous["crashes"])
     state.attempts.extend(previous["attempts"])
     state.environment.update(previous.get("environment") or {})
+    return Verdict(previous["status"], previous["reason"])
 
 
 def run_tests(run: Run, verdict: Verdict) -> Verdict:
     """Every test of the row: in one process, or one per file or class (``isolation``)."""
-    state, targets, row = run.state, run.targets, run.row
-    if not run.own_env:
+    setup, state = run.setup, run.state
+    targets, row = setup.targets, setup.row
+    if not setup.own_env:
         # the child is this interpreter: its environment is taken here, on the other
         # core, while it starts (another interpreter takes its own: --dm-env)
         run.environment.start(run.child.environment())
@@ -180,11 +181,11 @@ def run_tests(run: Run, verdict: Verdict) -> Verdict:
     scope = None if chosen is None else set(chosen)
     if chosen is not None:
         state.expect(chosen)  # each needs an outcome, even if collection dies first
-    if not targets and not run.project_tests:
+    if not targets and not setup.project_tests:
         return Verdict(state.status())  # a row of scripts only
     if run.resumed:
-        root = run.cfg.project_root
-        nodeids = [n for n in state.remaining() if not any(of_script(n, s, run.scripts, root) for s in run.scripts)]
+        root, scripts = setup.cfg.project_root, setup.scripts
+        nodeids = [n for n in state.remaining() if not any(of_script(n, s, scripts, root) for s in scripts)]
         if not nodeids:
             # the earlier verdict stands (a pytest exit it reported is not lost)
             earlier = run.previous or Verdict(state.status())
@@ -212,11 +213,12 @@ def run_tests(run: Run, verdict: Verdict) -> Verdict:
 
 def run_scripts(run: Run, verdict: Verdict) -> Verdict:
     """Each script in a process of its own, after the suites: ``python FILE ARGS``."""
-    state, scripts, root = run.state, run.scripts, run.cfg.project_root
+    setup, state = run.setup, run.state
+    scripts, root = setup.scripts, setup.cfg.project_root
     verdicts = [verdict]
     for script in scripts:
         # a test --test names runs through its script (#29)
-        select = selection.script_selection(script, run.row, root, run.options.tests)
+        select = selection.script_selection(script, setup.row, root, run.options.tests)
         if run.resumed:
             select = [n for n in state.remaining() if of_script(n, script, scripts, root)]
             if not select and any(of_script(n, script, scripts, root) for n in state.results):
@@ -239,7 +241,8 @@ def run_scripts(run: Run, verdict: Verdict) -> Verdict:
 
 def rerun_crashes(run: Run, verdict: Verdict) -> Verdict:
     """Each crashed test alone, ``crash_reruns`` times: deterministic, or flaky once it passes."""
-    if run.cfg.crash_reruns <= 0:
+    setup = run.setup
+    if setup.cfg.crash_reruns <= 0:
         return verdict
     for crash in run.state.crashes:
         nodeid = crash["nodeid"]
@@ -248,13 +251,13 @@ def rerun_crashes(run: Run, verdict: Verdict) -> Verdict:
         origin = run.origins.get(crash["id"])
         script = origin.script if origin else None
         classification: Classification = "deterministic"
-        for _ in range(run.cfg.crash_reruns):
+        for _ in range(setup.cfg.crash_reruns):
             if time.monotonic() > run.deadline:
                 return verdict
             # alone: its own file is the only module imported
-            files = selection.files_of(nodeid.split("::", 1)[0], run.targets)
+            files = selection.files_of(nodeid.split("::", 1)[0], setup.targets)
             attempt = one_attempt(run, "rerun", files, [nodeid], script=script)
-            rerun = crashes.rerun_record(attempt, nodeid, run.folder.log, run.redactor)
+            rerun = crashes.rerun_record(attempt, nodeid, setup.folder.log, setup.redactor)
             run.evidence.attach_cores(None, attempt)
             crash["reruns"].append(rerun)
             if rerun["outcome"] not in CRASHING_OUTCOMES:
@@ -265,8 +268,8 @@ def rerun_crashes(run: Run, verdict: Verdict) -> Verdict:
         crash["classification"] = classification
         if classification == "flaky" and script is None:
             # alone it passed: the repro runs it with the neighbours it crashed beside
-            crash["repro"] = run.repro.of(None, origin.targets if origin else run.targets)
-        run.listener.note(run.row.name, f"{nodeid} crash is {classification} ({len(crash['reruns'])} rerun(s))")
+            crash["repro"] = run.repro.of(None, origin.targets if origin else setup.targets)
+        setup.note(f"{nodeid} crash is {classification} ({len(crash['reruns'])} rerun(s))")
     return verdict
 
 
@@ -282,12 +285,12 @@ def reconcile(run: Run, verdict: Verdict) -> Verdict:
     state = run.state
     if not (state.expected or state.results):
         nothing = selection.nothing_selected(
-            row=run.row.name,
+            row=run.setup.row.name,
             tests=run.options.tests,
             pytest_args=run.options.pytest_args,
             pytest_exit=state.pytest_exit,
-            output=crashes.read_log(run.folder.log, run.last_output, run.last_output_end),
-            project_root=run.cfg.project_root,
+            output=crashes.read_log(run.setup.folder.log, *run.last_output),
+            project_root=run.setup.cfg.project_root,
         )
         if nothing is not None:
             raise selection.NothingSelected(nothing, write_record(run, Verdict("error", nothing)))
@@ -346,31 +349,30 @@ def run_steps(run: Run, verdict: Verdict, steps: Sequence[Step]) -> Verdict:
 
 def write_record(run: Run, verdict: Verdict, *, final: bool = True) -> RunRecord:
     """The record of what is known now, with ``verdict``; ``final``: junit.xml and report.json too."""
-    state = run.state
+    setup, state, opts = run.setup, run.state, run.options
     if not state.environment and run.environment.taken:
         state.environment = dict(run.environment.taken)
     record = state.to_record(
-        row=run.row.name,
-        pjrt_device=run.row.pjrt_device,
+        row=setup.row.name,
+        pjrt_device=setup.row.pjrt_device,
         status=verdict.status,
         # the record stays truthful: what it cannot show any more is said
-        reason=run.folder.lost_reason(verdict.reason),
-        mode=run.plan.mode,
-        image=run.plan.image,  # only an image the tests ran in
-        suites=list(run.options.suites or run.row.suites),
-        started_at=run.started_at,
-        duration=run.elapsed(),
-        run_url=run.options.run_url,
+        reason=setup.folder.lost_reason(verdict.reason),
+        mode=setup.plan.mode,
+        image=setup.plan.image,  # only an image the tests ran in
+        suites=list(opts.suites or setup.row.suites),
+        started_at=setup.started_at,
+        duration=setup.elapsed(),
+        run_url=opts.run_url,
         runner_pid=os.getpid(),
-        source=run.options.source,
+        source=opts.source,
     )
-    if run.options.command:
-        record["command"] = [run.redactor.text(word) for word in run.options.command]
+    if opts.command:
+        record["command"] = [setup.redactor.text(word) for word in opts.command]
     record["repro"] = run.repro.of_run(record["command"])  # the command that ran (#24)
-    if run.options.spread is not None:
-        record["spread"] = SpreadRef(**run.options.spread)
+    if opts.spread is not None:
+        record["spread"] = SpreadRef(**opts.spread)
     # #30: what it selected, so that triage compares it with runs of the same selection
-    opts = run.options
     record["selection"] = selection_words(
         suites=opts.suites, tests=opts.tests, pytest_args=opts.pytest_args, spread=record.get("spread")
     )
@@ -381,7 +383,7 @@ def write_record(run: Run, verdict: Verdict, *, final: bool = True) -> RunRecord
     if run.container is not None:
         # the engine and the image's interpreter: the child's own snapshot cannot see them
         record["environment"].update(run.container.facts())
-    run.record = run.folder.write(record, state, run.cfg.project_root, run.redactor, final=final)
+    run.record = setup.folder.write(record, state, setup.cfg.project_root, setup.redactor, final=final)
     return run.record
 
 
@@ -394,8 +396,8 @@ def _unstarted(run: Run, verdict: Verdict) -> None:
     Nothing is written while another run holds the row: its record is the current one.
     """
     try:
-        with row_lock(run.folder.path):
-            run.folder.clear_reports()
+        with row_lock(run.setup.folder.path):
+            run.setup.folder.clear_reports()
             write_record(run, verdict)
     except (DeviceMatrixError, OSError):
         pass  # the refusal itself is what the user is told
@@ -405,7 +407,7 @@ def _interrupted(run: Run, exc: Interrupted) -> None:
     """The runner was told to stop: what finished keeps its outcome, the rest is not_run."""
     attempt, state = exc.attempt, run.state
     if attempt is not None:
-        note_attempt(run, attempt)
+        note_attempt(state, run.setup.folder, attempt)
         if attempt.purpose != "rerun":  # the crash it reran keeps its outcome
             state.record_finished(attempt)
             if attempt.fold.running:
@@ -417,18 +419,18 @@ def _interrupted(run: Run, exc: Interrupted) -> None:
                     attempt=attempt.index,
                 )
     # a program's test is known before it runs: one the interrupt came before is not_run too
-    root = run.cfg.project_root
+    root, scripts = run.setup.cfg.project_root, run.setup.scripts
     state.expect(
         [
             script_node(script, root) + script.suffix
-            for script in run.scripts
-            if script.kind == "program" and not any(of_script(n, script, run.scripts, root) for n in state.results)
+            for script in scripts
+            if script.kind == "program" and not any(of_script(n, script, scripts, root) for n in state.results)
         ]
     )
     state.mark_not_run(f"not run: device-matrix was interrupted ({exc})")
     run.close_reader()
     # the command of this run's own record (a shard's is its --shard K/N) continues it
-    again = shlex.join([*(run.options.command or ["device-matrix", "run", "--device", run.row.name]), "--resume"])
+    again = shlex.join([*(run.options.command or ["device-matrix", "run", "--device", run.setup.row.name]), "--resume"])
     write_record(run, Verdict("interrupted", f"interrupted by {exc}; `{again}` continues"))
 
 
@@ -455,16 +457,14 @@ def opened(cfg: Config, plan: RowPlan, options: RunOptions, listener: RunListene
             # must not stand for this one
             _unstarted(run, Verdict("interrupted", f"interrupted by {exc} before the first attempt"))
             raise
-    with row_lock(run.folder.path) as lock:
-        run.folder.lock = lock
+    with row_lock(run.setup.folder.path) as lock:
+        run.setup.folder.lock = lock
         if run.container is not None:
             # #30: a runner killed with SIGKILL left its container running; the lock says
             # no live run owns one of this folder's now
             left = run.container.remove_leftovers()
             if left:
-                run.listener.note(
-                    run.row.name, f"removed {len(left)} container(s) a killed run left: {', '.join(left)}"
-                )
+                run.setup.note(f"removed {len(left)} container(s) a killed run left: {', '.join(left)}")
         try:
             yield run
         except Interrupted as exc:
@@ -485,13 +485,14 @@ def collect(run: Run) -> Collection:
     on its own.
     """
     run.check()  # what cannot run is refused here too (raised, not recorded: no run has begun)
-    targets = run.targets
+    setup = run.setup
+    targets = setup.targets
     left_out: list[str] = []
-    deadline = time.monotonic() + run.row.run_timeout
-    run.folder.path.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".collect-", dir=run.folder.path) as tmp:
+    deadline = time.monotonic() + setup.row.run_timeout
+    setup.folder.path.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".collect-", dir=setup.folder.path) as tmp:
         log = Path(tmp) / "output.log"
-        for index in range(1, run.cfg.max_restarts + 2):
+        for index in range(1, setup.cfg.max_restarts + 2):
             spec = AttemptSpec(
                 index=index,
                 purpose="run",
@@ -503,10 +504,10 @@ def collect(run: Run) -> Collection:
                 attempt = run_attempt(
                     run.executor,
                     spec,
-                    project_root=run.cfg.project_root,
+                    project_root=setup.cfg.project_root,
                     folder=Path(tmp) / f"{index:02d}",
                     log_path=log,
-                    redactor=run.redactor,
+                    redactor=setup.redactor,
                     limits=dataclasses.replace(limits(run), run_deadline=deadline, core_limit=None, max_log_bytes=None),
                     progress=Quiet(),
                 )
@@ -520,7 +521,7 @@ def collect(run: Run) -> Collection:
                 tail = crashes.read_log(log, attempt.log_start, attempt.log_end).strip().splitlines()[-3:]
                 return Collection(None, f"collection ended with exit status {attempt.returncode}: {' | '.join(tail)}")
             left_out.append(fold.collect_culprit[1])
-    return Collection(None, f"collection died {run.cfg.max_restarts + 1} times")
+    return Collection(None, f"collection died {setup.cfg.max_restarts + 1} times")
 
 
 def finish(run: Run, verdict: Verdict, *, select: Sequence[str] | None = None) -> RunRecord:
@@ -532,7 +533,8 @@ def finish(run: Run, verdict: Verdict, *, select: Sequence[str] | None = None) -
     assert run.reader is not None, "prepare(run) comes before finish(run)"
     if select is not None:
         run.options = dataclasses.replace(run.options, select=tuple(select))
-    with run.listener.row_group(f"{run.row.name}: {run.plan.mode} ({run.plan.reason})"):
+    plan = run.setup.plan
+    with run.setup.listener.row_group(f"{plan.row.name}: {plan.mode} ({plan.reason})"):
         run_steps(run, verdict, STEPS[1:])
     assert run.record is not None
     return run.record

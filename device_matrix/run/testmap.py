@@ -35,13 +35,15 @@ PROBE = "import sys; from device_matrix.child.testmap import coverage_problem as
 def check(run: Run) -> None:
     """Before the first test: the row's interpreter on this host has what the map needs
     (a container's image is asked with its other imports)."""
-    if not run.cfg.record_map or not run.runs_pytest or run.plan.mode == "container":
+    if not run.setup.cfg.record_map or not run.setup.runs_pytest or run.setup.plan.mode == "container":
         return
     env = {**os.environ, **run.child.environment()}
-    code, said = ask_tool([run.executor.interpreter(), "-c", PROBE], PROBE_TIMEOUT, cwd=run.cfg.project_root, env=env)
+    code, said = ask_tool(
+        [run.executor.interpreter(), "-c", PROBE], PROBE_TIMEOUT, cwd=run.setup.cfg.project_root, env=env
+    )
     if code != 0:
         raise EnvironmentProblem(
-            f"row {run.row.name!r} cannot record the test map: {said or f'the check exited {code}'}",
+            f"row {run.setup.row.name!r} cannot record the test map: {said or f'the check exited {code}'}",
             tip="Install it where the row's tests run (pip install 'device-matrix[map]', or add "
             "'coverage>=7.10' to the row's install), or run without --record-map / record_map.",
         )
@@ -53,13 +55,13 @@ def clear(run: Run, *, resumed: bool) -> None:
     selects by changes: it records no map, and the next one selects by the same map."""
     selecting = run.options.test_plan is not None and run.options.test_plan.mode == "changed"
     if not resumed and not selecting:
-        (run.folder.path / testmap.FILE_NAME).unlink(missing_ok=True)
+        (run.setup.folder.path / testmap.FILE_NAME).unlink(missing_ok=True)
 
 
 def write_map(run: Run) -> testmap.TestMap | None:
     """``test-map.json`` from the run's parts (None: the run records no map, or no process
     of it finished a test); what the map leaves out is told."""
-    folder = run.map_parts
+    folder = run.setup.map_parts
     if folder is None:
         return None
     tests: dict[str, set[str]] = {}
@@ -74,46 +76,44 @@ def write_map(run: Run) -> testmap.TestMap | None:
             imports.setdefault(rel, set()).update(n for n in numbers if isinstance(n, int))
         for nodeid, files in part.items():
             tests.setdefault(nodeid, set()).update(f for f in files if isinstance(f, str))
-    target = run.folder.path / testmap.FILE_NAME
+    target = run.setup.folder.path / testmap.FILE_NAME
     if run.resumed and target.is_file():
         try:
             earlier = testmap.read(target)
         except ResultsError as exc:
-            run.listener.note(run.row.name, f"the test map of the run resumed is not kept: {exc.message}")
+            run.setup.note(f"the test map of the run resumed is not kept: {exc.message}")
         else:
             for nodeid, kept in earlier.tests.items():
                 tests.setdefault(nodeid, set()).update(kept)
             for rel, lines in earlier.imports.items():
                 imports.setdefault(rel, set()).update(lines)
     if died:
-        run.listener.note(
-            run.row.name,
+        run.setup.note(
             f"the test map leaves out the tests of {died} process(es) that died with none after them "
             "(they run on every selection until a map records them)",
         )
     shutil.rmtree(folder, ignore_errors=True)
     if not tests:
-        run.listener.note(run.row.name, "no test map: no pytest process of the run finished a test")
+        run.setup.note("no test map: no pytest process of the run finished a test")
         return None
     source = run.options.source
     commit = source["commit"] if source is not None else None
-    if commit is not None and _changed_tree(run.cfg.project_root):
+    if commit is not None and _changed_tree(run.setup.cfg.project_root):
         # #34: its coverage is of the changed files, not of the commit's: a selection by it would
         # diff from a commit the map does not stand for
         commit = None
-        run.listener.note(
-            run.row.name,
+        run.setup.note(
             "the test map names no commit: the tree had uncommitted changes to tracked files "
             "(a selection by it runs every test; record it from a committed tree)",
         )
     recorded = testmap.TestMap(
-        row=run.row.name,
+        row=run.setup.row.name,
         commit=commit,
         created=now_iso(),
         tests={nodeid: frozenset(files) for nodeid, files in tests.items()},
         imports={rel: frozenset(lines) for rel, lines in imports.items()},
     )
-    testmap.write(target, recorded, run.redactor)
+    testmap.write(target, recorded, run.setup.redactor)
     return recorded
 
 

@@ -92,7 +92,7 @@ def run_part(run: RowRun, listener: RunListener) -> RunRecord:
 
 def executor_for(run: RowRun) -> Executor:
     """Where the row's processes run (a container's image checked first: #21)."""
-    return _run(run).executor
+    return _run(run).make_executor()
 
 
 def repro_for(run: RowRun, nodeid: str) -> str:
@@ -100,7 +100,7 @@ def repro_for(run: RowRun, nodeid: str) -> str:
     opened = _run(run)
     if run.plan.mode == "container":
         with contextlib.suppress(DeviceMatrixError):
-            opened.executor  # noqa: B018 - the container's command is known once its image is checked
+            opened.make_executor()  # the container's command is known once its image is checked
     return opened.repro.of(nodeid, [nodeid.split("::", 1)[0]])
 
 

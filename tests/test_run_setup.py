@@ -1,0 +1,136 @@
+"""A run is what is fixed once it is opened (``RunSetup``) and what changes as it goes
+(``Run``); its executor is made at one known point, the run's check, by the one factory
+(#31), never as a side effect of reading the run."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import io
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+
+from device_matrix import config
+from device_matrix.errors import EnvironmentProblem
+from device_matrix.executors.base import LaunchSpec
+from device_matrix.executors.container import ContainerExecutor
+from device_matrix.executors.engine import Engine
+from device_matrix.executors.local import LocalExecutor
+from device_matrix.output import Output
+from device_matrix.run import runner
+from device_matrix.run.context import Run, RunOptions, RunSetup, Verdict
+from device_matrix.run.plan import RowPlan, plan_row
+from tests.conftest import REPO, Project
+
+CONTAINER_ROW = 'run_in = "container"\nimage = "registry.example/xla:r2.9@sha256:abc"\n'
+PODMAN = Engine("/nowhere/podman", "podman", "4.3.1", rootless=False)
+
+
+def _container_run(p: Project) -> Run:
+    cfg = config.load(p.root)
+    row = cfg.row("fixture")
+    plan = RowPlan(row, "container", "the row's image", engine=PODMAN)
+    return Run(cfg, plan, RunOptions(), Output(io.StringIO()))
+
+
+def test_what_is_fixed_once_a_run_is_opened_cannot_change(project: Callable[..., Project]) -> None:
+    p = project("passing")
+    cfg = config.load(p.root)
+    run = Run(cfg, plan_row(cfg, cfg.row("fixture")), RunOptions(), Output(io.StringIO()))
+    setup = run.setup
+    assert isinstance(setup, RunSetup) and setup.row.name == "fixture"
+    assert setup.folder.path == p.root / "results" / "fixture"
+    for name, value in (("folder", None), ("cfg", cfg), ("started_at", "now")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(setup, name, value)
+    # what the steps change is the run's own: the options a driver narrows among them
+    run.options = dataclasses.replace(run.options, select=("t.py::a",))
+    assert run.options.select == ("t.py::a",) and run.setup is setup
+
+
+def test_a_shards_setup_names_its_own_folder(project: Callable[..., Project]) -> None:
+    p = project("passing")
+    cfg = config.load(p.root)
+    run = Run(cfg, plan_row(cfg, cfg.row("fixture")), RunOptions(results_subdir="shards/2"), Output(io.StringIO()))
+    assert run.setup.folder.path == p.root / "results" / "fixture" / "shards" / "2"
+
+
+def test_reading_a_run_makes_no_executor_and_asks_no_image(
+    project: Callable[..., Project], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[Sequence[str]] = []
+
+    def prepare(self: ContainerExecutor, spec: LaunchSpec, imports: Sequence[str]) -> None:
+        asked.append(imports)
+
+    monkeypatch.setattr(ContainerExecutor, "prepare", prepare)
+    run = _container_run(project("passing", row=CONTAINER_ROW))
+    # what a record or a repro reads: no factory call, no image asked
+    assert run.repro.container is None and run.child.device == "fixture" and run.evidence.row.name == "fixture"
+    assert run.container is None and asked == []
+    with pytest.raises(AssertionError, match="check makes its executor"):
+        run.executor  # noqa: B018 - before the check there is none
+    # the check makes it, its image asked once; a later check or call gives the same one
+    run.check()
+    assert isinstance(run.executor, ContainerExecutor) and run.executor is run.container
+    assert asked == [["device_matrix.child.plugin"]]
+    run.check()
+    assert run.make_executor() is run.executor and len(asked) == 1
+
+
+def test_an_image_that_is_refused_leaves_the_container_known_and_no_executor(
+    project: Callable[..., Project], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(self: ContainerExecutor, spec: LaunchSpec, imports: Sequence[str]) -> None:
+        raise EnvironmentProblem("image registry.example/xla cannot run row 'fixture'", tip="Use another.")
+
+    monkeypatch.setattr(ContainerExecutor, "prepare", refuse)
+    run = _container_run(project("passing", row=CONTAINER_ROW))
+    with pytest.raises(EnvironmentProblem):
+        run.check()
+    # the refusal's record names the engine; the image is asked again by the next call
+    assert run.container is not None and run.container.facts()["container_engine"] == "podman"
+    with pytest.raises(AssertionError):
+        run.executor  # noqa: B018
+    with pytest.raises(EnvironmentProblem):
+        run.make_executor()
+    record = runner.write_record(run, Verdict("error", "refused"))
+    assert record["environment"]["container_engine"] == "podman"
+
+
+def test_a_local_run_is_made_its_interpreter_by_the_check(project: Callable[..., Project], tmp_path: Path) -> None:
+    p = project("passing")
+    cfg = config.load(p.root)
+    run = Run(cfg, plan_row(cfg, cfg.row("fixture")), RunOptions(), Output(io.StringIO()))
+    run.check()
+    assert isinstance(run.executor, LocalExecutor) and run.container is None
+    # --python that is no interpreter is refused by the check, before anything runs
+    missing = Run(
+        cfg, plan_row(cfg, cfg.row("fixture")), RunOptions(python=str(tmp_path / "no-python")), Output(io.StringIO())
+    )
+    with pytest.raises(EnvironmentProblem, match="no such interpreter"):
+        missing.check()
+
+
+def test_the_factory_is_the_one_maker_of_an_executor_and_the_check_its_one_caller() -> None:
+    # grep-level: an executor made anywhere else would be one the run's check never asked
+    package = REPO / "device_matrix"
+    makers = re.compile(r"\b(ContainerExecutor|LocalExecutor)\(")
+    made = sorted(str(p.relative_to(package)) for p in package.rglob("*.py") if makers.search(p.read_text()))
+    assert made == ["run/executor.py"], made
+    callers = sorted(
+        str(p.relative_to(package))
+        for p in package.rglob("*.py")
+        for node in ast.walk(ast.parse(p.read_text()))
+        if isinstance(node, ast.ImportFrom)
+        and (
+            node.module == "device_matrix.run.executor"
+            or (node.module == "device_matrix.run" and any(a.name == "executor" for a in node.names))
+        )
+    )
+    assert callers == ["run/context.py"], callers
+    assert inspect.getsource(Run.make_executor).count("factory.build(") == 1
