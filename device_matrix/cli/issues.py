@@ -19,6 +19,7 @@ from device_matrix.issues.sync import sync
 from device_matrix.output import Output
 from device_matrix.records.merge import has_shards, read_row
 from device_matrix.records.schema import RunRecord, load_run
+from device_matrix.report import groups
 from device_matrix.report.history import DEFAULT_PATH
 from device_matrix.skips import uncited
 
@@ -132,6 +133,9 @@ def cmd_issues_sync(args: argparse.Namespace, out: Output) -> int:
         on_recurrence=cfg.tracker.on_recurrence,
         declared=uncited(cfg.project_root, cfg.suite_folders()),
         placements=crash_placements(records, history, out),
+        # #32: failure groups keyed as the triage groups them
+        signature=groups.test_signature,
+        file_failures=cfg.tracker.file_failures,
     )
     for line in report.lines():
         out.line(line)
