@@ -171,8 +171,6 @@ def collect(
     cited: list[tuple[str, str, str]] = []
     for record in records:
         row = record["row"]
-        if signature is not None:
-            _failures_of(record, signature, findings, file=file_failures and not _of_pull_request(record))
         for crash in record["crashes"]:
             if crash.get("issue"):
                 ref = str(crash["issue"])
@@ -198,6 +196,10 @@ def collect(
                 f = findings[fp] = _skip_finding(fp, test["nodeid"], skip)
             _seen(f, record)
             f.nodeids.append(test["nodeid"])
+    # #32: the failure groups after every crash and skip, so those keep the numbers they had
+    if signature is not None:
+        for record in records:
+            _failures_of(record, signature, findings, file=file_failures and not _of_pull_request(record))
     return list(findings.values()), cited
 
 
