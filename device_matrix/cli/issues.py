@@ -1,5 +1,5 @@
-"""``device-matrix issues sync``: link or file an issue for every skip and crash; ``issues
-list`` and ``issues show``: the embedded ledger's issues, read."""
+"""``device-matrix issues sync``: link or file an issue for every skip, crash and failure
+group; ``issues list`` and ``issues show``: the embedded ledger's issues, read."""
 
 from __future__ import annotations
 
@@ -290,7 +290,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     issues_sub = issues.add_subparsers(dest="issues_command", required=True)
     s = issues_sub.add_parser(
         "sync",
-        help="file or link an issue for every skip and crash without one; read cited issues' states",
+        help="file or link an issue for every skip, crash and failure group without one; read cited issues' states",
         description="Dry run by default for GitHub (shows what it would file); the local ledger is written directly.",
     )
     s.add_argument("results", nargs="?", type=a_path, help="results folder (default from config)")
