@@ -223,7 +223,7 @@ MUTATION_MODULES = {
         "functions": ["inert", "Output.untrusted", "Output.command", "_escape_data", "_escape_property"],
     },
     "device_matrix/run/journal.py": {
-        "tests": ["tests/test_journal.py", "tests/test_selection_journal.py"],
+        "tests": ["tests/test_journal.py", "tests/test_selection_journal.py", "tests/test_journal_copy_thin.py"],
         "threshold": 90,
     },
     "device_matrix/run/policy.py": {
