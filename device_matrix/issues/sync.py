@@ -90,7 +90,7 @@ class Finding:
     devices: list[str] = field(default_factory=list, compare=False)
     # #32: a failure group seen only in pull requests' runs: linked, never filed
     link_only: bool = False
-    # a failure group's tests (row, nodeid) and its first failing test, for its body
+    # a failure group's signature, its tests (row, nodeid) and its first failing test, for its body
     signature: str = field(default="", compare=False)
     failed: list[tuple[str, str]] = field(default_factory=list, compare=False)
     first: TestRecord | None = field(default=None, compare=False)
