@@ -101,17 +101,51 @@ def test_a_text_the_record_does_not_hold_stays_in_the_copy(tmp_path: Path, recor
 
 
 def test_a_copy_that_is_not_all_json_keeps_its_other_lines_and_an_unreadable_one_is_left(tmp_path: Path) -> None:
-    path = _copy(tmp_path, _events())
+    events = _events()
+    path = _copy(tmp_path, events[:4])
     with path.open("a") as fh:
-        fh.write('"a line of the child that was not an event"\n{"e":"report","n":8,"longrepr":"torn')
+        # a line of the child's that is no event, one that only looks like a report, and a
+        # byte that is no UTF-8: each stays as it was, and the report after them is thinned
+        fh.write('"a line of the child that was not an event"\n{"e":"report","n":5,"longrepr":"torn\n')
+        fh.write(
+            '{"e":"collect_error","n":5,"nodeid":"t.py::test_a","longrepr":"' + TRACEBACK.replace("\n", "\\n") + '"}\n'
+        )
+    with path.open("ab") as fh:
+        fh.write(b"\xff\n")
+    with path.open("a") as fh:
+        fh.write("".join(json.dumps(e, separators=(",", ":")) + "\n" for e in events[4:]))
+        fh.write('{"e":"report","n":8,"longrepr":"torn')
     thin_copies(tmp_path / "attempts", _record(TRACEBACK))  # type: ignore[arg-type]
-    text = path.read_text()
-    assert TRACEBACK not in text and text.endswith('{"e":"report","n":8,"longrepr":"torn')
-    assert '"a line of the child that was not an event"\n' in text
-    other = tmp_path / "unreadable"
-    _copy(other, _events()).chmod(0)
-    try:
-        thin_copies(other / "attempts", _record(TRACEBACK))  # type: ignore[arg-type]  # nothing raised
-    finally:
-        (other / "attempts" / "01" / "journal.jsonl").chmod(0o644)
+    lines = path.read_text(errors="replace").splitlines()
+    assert lines[4:7] == [
+        '"a line of the child that was not an event"',
+        '{"e":"report","n":5,"longrepr":"torn',
+        '{"e":"collect_error","n":5,"nodeid":"t.py::test_a","longrepr":"' + TRACEBACK.replace("\n", "\\n") + '"}',
+    ]
+    (report,) = [json.loads(line) for line in lines[8:] if line.startswith('{"e":"report","n":5,"nodeid"')]
+    assert report["stored"] == STORED_IN
+    assert lines[-1] == '{"e":"report","n":8,"longrepr":"torn'
+
+
+def test_a_copy_with_nothing_to_take_out_is_not_written_again(tmp_path: Path) -> None:
+    path = _copy(tmp_path, _events())
+    before = path.stat().st_ino
+    thin_copies(tmp_path / "attempts", _record("another text"))  # type: ignore[arg-type]
+    assert path.stat().st_ino == before
+    thin_copies(tmp_path / "attempts", _record(TRACEBACK))  # type: ignore[arg-type]
+    assert path.stat().st_ino != before  # written anew, beside it, then renamed over it
+
+
+def test_a_short_text_of_a_test_the_record_does_not_name_stays(tmp_path: Path) -> None:
+    path = _copy(tmp_path, _events("X"))
+    before = path.read_bytes()
+    thin_copies(tmp_path / "attempts", _record("XXXX", nodeid="t.py::test_b"))  # type: ignore[arg-type]
+    assert path.read_bytes() == before
+
+
+def test_a_copy_that_cannot_be_read_is_left_and_the_others_are_thinned(tmp_path: Path) -> None:
+    (tmp_path / "attempts" / "01" / "journal.jsonl").mkdir(parents=True)  # not a file: reading it fails
+    path = _copy(tmp_path, _events(), index=2)
+    thin_copies(tmp_path / "attempts", _record(TRACEBACK))  # type: ignore[arg-type]
+    assert TRACEBACK not in path.read_text()
     assert thin_copies(tmp_path / "nowhere", _record(TRACEBACK)) is None  # type: ignore[arg-type,func-returns-value]
