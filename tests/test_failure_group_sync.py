@@ -72,13 +72,14 @@ def test_one_finding_per_signature_across_rows_with_its_tests_rows_and_runs() ->
     assert hub.nodeids == ["t.py::a", "t.py::b", "t.py::a"] and hub.rows == ["cpu", "tpu"]
     assert hub.failed == [("cpu", "t.py::a"), ("cpu", "t.py::b"), ("tpu", "t.py::a")]
     assert hub.runs == [("cpu", "run-1"), ("tpu", "run-1")]  # each row's run once
-    assert hub.signature == "OSError: hub" and not hub.link_only
+    assert hub.signature == "OSError: hub" and not hub.link_only and hub.sections == []  # written by sync
     assert hub.first["nodeid"] == "t.py::a"
     assert other.nodeids == ["t.py::c"]
 
 
 def test_errors_and_xpasses_are_failures_crashes_skips_and_passes_are_not() -> None:
     tests = [
+        R.test("t.py::first"),  # a pass before them ends nothing
         _failing("t.py::e", outcome="error"),
         _failing("t.py::x", outcome="xpassed"),
         _failing("t.py::c", outcome="crashed"),
@@ -117,6 +118,10 @@ def test_a_pull_requests_failures_are_linked_only_and_name_no_run() -> None:
     rec["source"]["pull_request"] = 7
     (h,) = _findings([rec])
     assert h.link_only
+    # and one whose event is a pull request's, its number unknown
+    rec = _record("cpu", [_failing("t.py::a")], event="pull_request")
+    (i,) = _findings([rec])
+    assert i.link_only
 
 
 def test_a_group_seen_on_a_push_too_may_be_filed_and_names_only_the_pushs_run() -> None:
@@ -208,6 +213,19 @@ def test_a_crash_reopened_is_still_said_so() -> None:
     t.issues[0].state = "closed"
     rec2 = R.record("cpu", [R.test("t.py::c", "crashed", crash_id=crash["id"])], [crash], started="run-2")
     assert "  reopened fake:1: its crash is back" in _sync([rec2], t).lines()
+
+
+def test_a_crash_is_placed_by_environment_and_a_failure_group_never() -> None:
+    t = FakeTracker()
+    crash = R.crash("cpu", "t.py::c", "abcd")
+    rec = _record("cpu", [_failing("t.py::a", cause="abcd"), R.test("t.py::c", "crashed", crash_id=crash["id"])])
+    rec["crashes"] = [crash]
+    # a placement under the failure group's own key too: never read for it
+    _sync([rec], t, placements={"abcd": "12 of 12 crashes on Tesla T4", failure_key("abcd"): "on T4"})
+    crash_issue, failure_issue = t.issues
+    assert "### Where it happens\n\n12 of 12 crashes on Tesla T4" in crash_issue.body
+    assert crash_issue.body.index("### What happened") < crash_issue.body.index("### Where it happens")
+    assert "Where it happens" not in failure_issue.body
 
 
 # --- what its issue says ------------------------------------------------------------------
