@@ -223,7 +223,7 @@ MUTATION_MODULES = {
         "functions": ["inert", "Output.untrusted", "Output.command", "_escape_data", "_escape_property"],
     },
     "device_matrix/run/journal.py": {
-        "tests": ["tests/test_journal.py", "tests/test_selection_journal.py"],
+        "tests": ["tests/test_journal.py", "tests/test_selection_journal.py", "tests/test_journal_copy_thin.py"],
         "threshold": 90,
     },
     "device_matrix/run/policy.py": {
@@ -238,9 +238,10 @@ MUTATION_MODULES = {
         "tests": ["tests/test_issues.py", "tests/test_issue_bodies.py", "tests/test_sync.py"],
         "threshold": 90,
     },
-    # the keys of crash and skip findings: a changed key files every known finding again
+    # the keys of crash, skip and failure-group findings: a changed key files every known
+    # finding again
     "device_matrix/findings.py": {
-        "tests": ["tests/test_findings.py"],
+        "tests": ["tests/test_findings.py", "tests/test_failure_group_sync.py"],
         "threshold": 90,
     },
     # the decisions of a sync: what is a finding, which issue it gets, what is filed,
@@ -252,6 +253,7 @@ MUTATION_MODULES = {
             "tests/test_issue_bodies.py",
             "tests/test_sync.py",
             "tests/test_sync_frameless.py",
+            "tests/test_failure_group_sync.py",
         ],
         "threshold": 90,
         "functions": [
@@ -268,6 +270,9 @@ MUTATION_MODULES = {
             "_file",
             "_new_runs",
             "_comment",
+            "_of_pull_request",
+            "_failures_of",
+            "_completed",
         ],
     },
 }

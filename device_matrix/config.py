@@ -206,6 +206,9 @@ class TrackerConfig:
     # `run` files new issues into the ledger itself (else it links what exists and says how
     # many `issues sync` would file: nothing is filed unasked, #24)
     file_on_run: bool
+    # #32: `issues sync` files an issue for a failure group of a run that is no pull
+    # request's (else it only links the issue a group already has)
+    file_failures: bool
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -664,6 +667,7 @@ _TRACKER_KEYS: dict[str, tuple[Check, str]] = {
     "on_recurrence": (_one_of(ON_RECURRENCE), " | ".join(ON_RECURRENCE)),
     "ledger_seed": (_is_path, "a path to the ledger's seed file (TOML)"),
     "file_on_run": (_is_bool, "true or false"),
+    "file_failures": (_is_bool, "true or false"),
 }
 
 

@@ -1,8 +1,11 @@
-"""The identity of a finding: the key its issue carries, for a crash or a device skip.
+"""The identity of a finding: the key its issue carries, for a crash, a device skip or a
+failure group.
 
 A crash is known by its diagnosis fingerprint (the same crash gets the same one from
 every shape of log and every rerun); a device skip that cites no issue by its test and
-its mode. The issue sync files and finds issues by these keys, and the reports and
+its mode; a failure group (#32) by its signature (report/groups.py: the masked exception
+line and the innermost frame in the project's own code), so the same failure with another
+temp dir, UUID or port is the same finding. The issue sync files and finds issues by these keys, and the reports and
 ``device-matrix diagnose`` look links up by them: each is built here, and only here.
 """
 
@@ -17,6 +20,7 @@ from device_matrix.skips import DeviceSkip
 DEVICE_SKIP_SOURCES = frozenset({"marker", "disable_list", "unittest"})
 CRASH_PREFIX = "crash-"
 SKIP_PREFIX = "skip-"
+FAILURE_PREFIX = "failure-"
 
 
 def crash_key(fingerprint: str) -> str:
@@ -32,6 +36,11 @@ def fingerprint_of(key: str) -> str:
 def skip_key(test: str, mode: str) -> str:
     """The key of ``test`` (a nodeid, or ``FILE:LINE`` of a skip in the sources) skipped in ``mode``."""
     return SKIP_PREFIX + hashlib.sha256(f"{mode}|{test}".encode()).hexdigest()[:16]
+
+
+def failure_key(signature: str) -> str:
+    """The key of the failure group whose signature is ``signature``."""
+    return FAILURE_PREFIX + hashlib.sha256(signature.encode()).hexdigest()[:16]
 
 
 def is_device_skip(skip: SkipInfo) -> bool:

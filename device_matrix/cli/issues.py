@@ -1,5 +1,5 @@
-"""``device-matrix issues sync``: link or file an issue for every skip and crash; ``issues
-list`` and ``issues show``: the embedded ledger's issues, read."""
+"""``device-matrix issues sync``: link or file an issue for every skip, crash and failure
+group; ``issues list`` and ``issues show``: the embedded ledger's issues, read."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from device_matrix.issues.sync import sync
 from device_matrix.output import Output
 from device_matrix.records.merge import has_shards, read_row
 from device_matrix.records.schema import RunRecord, load_run
+from device_matrix.report import groups
 from device_matrix.report.history import DEFAULT_PATH
 from device_matrix.skips import uncited
 
@@ -132,6 +133,9 @@ def cmd_issues_sync(args: argparse.Namespace, out: Output) -> int:
         on_recurrence=cfg.tracker.on_recurrence,
         declared=uncited(cfg.project_root, cfg.suite_folders()),
         placements=crash_placements(records, history, out),
+        # #32: failure groups keyed as the triage groups them
+        signature=groups.test_signature,
+        file_failures=cfg.tracker.file_failures,
     )
     for line in report.lines():
         out.line(line)
@@ -286,7 +290,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     issues_sub = issues.add_subparsers(dest="issues_command", required=True)
     s = issues_sub.add_parser(
         "sync",
-        help="file or link an issue for every skip and crash without one; read cited issues' states",
+        help="file or link an issue for every skip, crash and failure group without one; read cited issues' states",
         description="Dry run by default for GitHub (shows what it would file); the local ledger is written directly.",
     )
     s.add_argument("results", nargs="?", type=a_path, help="results folder (default from config)")

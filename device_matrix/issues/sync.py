@@ -19,6 +19,11 @@ guarantees:
 * a crash placed by environment (#25: the accelerator, driver or versions that separate
   its runs from the passing ones, over the history) says where in its body and in each
   "seen again" comment.
+* a failure group (#32: the failing tests of one signature, across rows) is a finding as a
+  crash is, keyed by its signature's hash, found, filed, commented on and reopened alike;
+  a pull request's run files none, comments on none and reopens none (its new failure is
+  its author's to fix), but links the issue the group already has. ``tracker.file_failures
+  = false`` links without filing.
 
 Cited issues (skips and crashes that name one, in any repository) are looked up in one
 batched query; a closed one is reported as "can be re-enabled", and a missing or deleted
@@ -28,7 +33,7 @@ one is a state, not an error.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +41,7 @@ from typing import Any
 from device_matrix.config import OnRecurrence
 from device_matrix.diagnostics.fingerprint import NO_FRAMES
 from device_matrix.errors import EnvironmentProblem, TrackerError
-from device_matrix.findings import crash_key, declared_test, fingerprint_of, is_device_skip, skip_key
+from device_matrix.findings import crash_key, declared_test, failure_key, fingerprint_of, is_device_skip, skip_key
 from device_matrix.issues.base import (
     SEEN_MARKER,
     AmbiguousWrite,
@@ -54,17 +59,24 @@ from device_matrix.links import LINKS_VERSION as STATE_VERSION
 from device_matrix.links import load_links
 from device_matrix.links import read_links as _load_state
 from device_matrix.records.atomic import write_json_atomic
-from device_matrix.records.schema import CrashRecord, RunRecord, SkipInfo
+from device_matrix.records.outcomes import REPORTED_FAILURES
+from device_matrix.records.schema import CrashRecord, RunRecord, SkipInfo, TestRecord
 from device_matrix.redact import Redactor
 from device_matrix.skips import DeviceSkip, normalize_issue
 
 MAX_CREATE_TRIES = 3
+# the kinds of finding a later run sees again: commented on, and reopened when closed
+RECURRING = ("crash", "failure")
+FAILURE_TESTS_LISTED = 20  # of a failure group, in its issue's body
+FAILURE_TEXT_KEPT = 6000  # characters of the first failure's traceback, in its issue's body
+# a failing test -> its failure group's signature (report/groups.py:test_signature)
+Signature = Callable[[TestRecord], str]
 
 
 @dataclass
 class Finding:
     fingerprint: str
-    kind: str  # "crash" | "skip"
+    kind: str  # "crash" | "skip" | "failure"
     title: str
     sections: list[tuple[str, str | None, bool]]
     rows: list[str] = field(default_factory=list)
@@ -76,6 +88,12 @@ class Finding:
     # "SIGSEGV", "timeout", "skip", "xfail"; the devices of a skip found in the sources
     what: str = field(default="", compare=False)
     devices: list[str] = field(default_factory=list, compare=False)
+    # #32: a failure group seen only in pull requests' runs: linked, never filed
+    link_only: bool = False
+    # a failure group's signature, its tests (row, nodeid) and its first failing test, for its body
+    signature: str = field(default="", compare=False)
+    failed: list[tuple[str, str]] = field(default_factory=list, compare=False)
+    first: TestRecord | None = field(default=None, compare=False)
 
     def subject(self) -> str:
         """``tests/t.py::test_x (skip on cuda)``: what the finding is about, in a line (#20)."""
@@ -93,6 +111,7 @@ class SyncReport:
     would_file: list[tuple[str, str]] = field(default_factory=list)  # (fingerprint, title)
     commented: list[tuple[str, str]] = field(default_factory=list)  # (issue key, row)
     reopened: list[str] = field(default_factory=list)  # issue keys
+    back: dict[str, str] = field(default_factory=dict)  # a reopened issue's key -> its finding's kind
     cited: dict[str, str] = field(default_factory=dict)  # issue key -> state ("unknown" if not found)
     cited_by: dict[str, set[str]] = field(default_factory=dict)  # issue key -> nodeids citing it
     reenable: list[tuple[str, str]] = field(default_factory=list)  # (nodeid, issue key)
@@ -112,7 +131,7 @@ class SyncReport:
         for fp, key in self.linked:
             out.append(f"  linked {self._named(fp)} -> {key}")
         for key in self.reopened:
-            out.append(f"  reopened {key}: its crash is back")
+            out.append(f"  reopened {key}: its {self.back.get(key, 'crash')} is back")
         for fp, title in self.would_file:
             out.append(f"  would file: {title} [{fp}]")
         for nodeid, key in self.reenable:
@@ -143,8 +162,11 @@ def _run_id(record: RunRecord) -> str:
 FRAMELESS_MARK = ":"  # a character the issue body's marker keeps (FINGERPRINT_END_RE)
 
 
-def collect(records: Sequence[RunRecord]) -> tuple[list[Finding], list[tuple[str, str, str]]]:
-    """Findings that need an issue, and (nodeid, row, cited issue) for cited skips/crashes."""
+def collect(
+    records: Sequence[RunRecord], signature: Signature | None = None, *, file_failures: bool = True
+) -> tuple[list[Finding], list[tuple[str, str, str]]]:
+    """Findings that need an issue, and (nodeid, row, cited issue) for cited skips/crashes.
+    ``signature``: a failing test's group signature; None: failure groups are not findings."""
     findings: dict[str, Finding] = {}
     cited: list[tuple[str, str, str]] = []
     for record in records:
@@ -174,7 +196,70 @@ def collect(records: Sequence[RunRecord]) -> tuple[list[Finding], list[tuple[str
                 f = findings[fp] = _skip_finding(fp, test["nodeid"], skip)
             _seen(f, record)
             f.nodeids.append(test["nodeid"])
+    # #32: the failure groups after every crash and skip, so those keep the numbers they had
+    if signature is not None:
+        for record in records:
+            _failures_of(record, signature, findings, file=file_failures and not _of_pull_request(record))
     return list(findings.values()), cited
+
+
+def _of_pull_request(record: RunRecord) -> bool:
+    """Whether ``record`` is the run of a pull request (#32: its new failure is its author's)."""
+    source = record.get("source")
+    return source is not None and (source.get("event") == "pull_request" or source.get("pull_request") is not None)
+
+
+def _failures_of(record: RunRecord, signature: Signature, findings: dict[str, Finding], *, file: bool) -> None:
+    """#32: ``record``'s failing tests, one finding per failure group. A run that may not
+    file one (a pull request's) adds its tests, never its run: it comments on nothing and
+    reopens nothing."""
+    row = record["row"]
+    here: set[str] = set()
+    for test in record["tests"]:
+        if test["outcome"] not in REPORTED_FAILURES:
+            continue
+        sig = signature(test)
+        fp = failure_key(sig)
+        f = findings.get(fp)
+        if f is None:
+            f = findings[fp] = Finding(
+                fingerprint=fp, kind="failure", what="failure", title=clip_title(f"Failing: {sig}"), sections=[]
+            )
+            f.link_only, f.signature, f.first = True, sig, test
+        if file:
+            f.link_only = False
+        if fp not in here:
+            here.add(fp)
+            if file:
+                _seen(f, record)
+            elif row not in f.rows:
+                f.rows.append(row)
+        f.nodeids.append(test["nodeid"])
+        f.failed.append((row, test["nodeid"]))
+
+
+def _failure_sections(f: Finding) -> list[tuple[str, str | None, bool]]:
+    """What a failure group's issue says: how many fail where, the cause, the tests, and the
+    first one's traceback (its end: where it was raised and with what)."""
+    per_row: dict[str, int] = {}
+    for row, _ in f.failed:
+        per_row[row] = per_row.get(row, 0) + 1
+    count = len(f.failed)
+    spread = f"{count} {'test' if count == 1 else 'tests'}: " + ", ".join(f"{n} on {r}" for r, n in per_row.items())
+    listed = [f"- `{nodeid}` on {row}" for row, nodeid in f.failed[:FAILURE_TESTS_LISTED]]
+    if count > FAILURE_TESTS_LISTED:
+        listed.append(f"- … and {count - FAILURE_TESTS_LISTED} more (the run's triage.json lists every one)")
+    first = f.first
+    text = (first["message"] or "") if first else ""
+    where = f"{first['file']}:{first['line']}" if first and first.get("file") and first.get("line") else None
+    return [
+        ("What fails", f"{spread}, with the same cause" + (f" (the first at `{where}`)." if where else "."), False),
+        ("Cause", first.get("cause") if first else None, True),
+        ("Signature", f.signature, True),
+        ("Tests", "\n".join(listed), False),
+        ("First failure", text[-FAILURE_TEXT_KEPT:], True),
+        ("To close", "Fix the cause and close this issue; a later run that fails this way again reopens it.", False),
+    ]
 
 
 def _crash_finding_key(crash: CrashRecord) -> str:
@@ -322,19 +407,20 @@ def sync(
     on_recurrence: OnRecurrence = "reopen",
     declared: Sequence[DeviceSkip] = (),
     placements: Mapping[str, str] | None = None,
+    signature: Signature | None = None,
+    file_failures: bool = True,
 ) -> SyncReport:
     """``declared``: the device skips in the sources that cite no issue (:func:`skips.uncited`).
-    ``placements``: a crash's diagnosis fingerprint -> where it happens, by environment."""
+    ``placements``: a crash's diagnosis fingerprint -> where it happens, by environment.
+    ``signature``: a failing test's failure-group signature (#32); None: failure groups are
+    not synced. ``file_failures``: False links a failure group's issue but files none."""
     redactor = redactor or Redactor()
     report = SyncReport(tracker=tracker.name, applied=apply)
     # this process's own secrets too (#22): titles, bodies and fingerprints are made of
-    # values redacted as the triage redacts them, before any text is built
-    findings, cited = collect([redactor.data(record) for record in records])
-    for f in findings:
-        if f.kind == "crash" and placements:
-            f.placement = placements.get(fingerprint_of(f.fingerprint).partition(FRAMELESS_MARK)[0])
-    known = {f.fingerprint for f in findings}
-    findings += [f for f in uncited_skip_findings(declared) if f.fingerprint not in known]
+    # values redacted as the triage redacts them, before any text is built (the triage's
+    # failure groups are keyed from records redacted alike, so the keys meet)
+    findings, cited = collect([redactor.data(record) for record in records], signature, file_failures=file_failures)
+    findings = _completed(findings, placements or {}, declared)
     report.subjects = {f.fingerprint: redactor.text(f.subject()) for f in findings}
     state_path = results_dir / STATE_FILE if results_dir else None
     previous = _load_state(state_path) if state_path else {}
@@ -348,15 +434,17 @@ def sync(
             for f in findings:
                 existing = found.get(f.fingerprint)
                 issue = pick(existing) if existing else None
+                if issue is None and f.link_only:
+                    continue  # #32: a pull request's failure group: nothing to link, nothing filed
                 if issue is None and not apply:
                     report.would_file.append((f.fingerprint, f.title))
                     continue
                 # runs of a crash that its issue does not mention yet (read only when writing)
-                new_runs = _new_runs(tracker, issue, f) if issue is not None and apply and f.kind == "crash" else {}
+                new_runs = _new_runs(tracker, issue, f) if issue is not None and apply and f.kind in RECURRING else {}
                 if issue is None or (issue.state == "closed" and new_runs and on_recurrence == "new"):
                     issue, filed = _file(tracker, f, labels, redactor, issue)
                     (report.filed if filed else report.linked).append((f.fingerprint, issue.key))
-                    if not filed and f.kind == "crash":
+                    if not filed and f.kind in RECURRING:
                         _comment(tracker, issue, f, _new_runs(tracker, issue, f), redactor=redactor, report=report)
                 else:
                     report.linked.append((f.fingerprint, issue.key))
@@ -364,6 +452,7 @@ def sync(
                     if reopen:
                         issue = tracker.reopen(issue)
                         report.reopened.append(issue.key)
+                        report.back[issue.key] = f.kind
                     _comment(tracker, issue, f, new_runs, redactor=redactor, report=report, reopened=reopen)
                 remember(issue.key, issue.state, issue.title, issue.url, issue.locked)
 
@@ -382,6 +471,19 @@ def sync(
         if state_path is not None:
             _write_state(state_path, tracker.name, previous, report)
     return report
+
+
+def _completed(findings: list[Finding], placements: Mapping[str, str], declared: Sequence[DeviceSkip]) -> list[Finding]:
+    """The findings with what their records alone do not say: where a crash happens, a
+    failure group's body (once every row's tests are in it), and the uncited skips found
+    in the sources."""
+    for f in findings:
+        if f.kind == "crash" and placements:
+            f.placement = placements.get(fingerprint_of(f.fingerprint).partition(FRAMELESS_MARK)[0])
+        if f.kind == "failure":
+            f.sections = _failure_sections(f)
+    known = {f.fingerprint for f in findings}
+    return findings + [f for f in uncited_skip_findings(declared) if f.fingerprint not in known]
 
 
 def _write_state(path: Path, tracker: str, previous: dict[str, Any], report: SyncReport) -> None:

@@ -17,7 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TypedDict
 
-from device_matrix.report.model import Triage
+from device_matrix.findings import failure_key
+from device_matrix.records.schema import TestRecord
+from device_matrix.report.model import Triage, failure_view
 from device_matrix.report.signature import mask
 
 SIGNATURE_LIMIT = 300
@@ -56,6 +58,13 @@ def failure_signature(message: str | None, frame: str | None) -> str:
     return (mask(first) + (f" @ {frame}" if frame else ""))[:SIGNATURE_LIMIT]
 
 
+def test_signature(t: TestRecord) -> str:
+    """The signature of a failing test's group, as :func:`of` groups it: what the issue sync
+    keys a failure group's issue by (#32: ``findings.failure_key``)."""
+    f = failure_view(t, "")
+    return failure_signature(f["message"], f["frame"])
+
+
 def _where(file: str | None, line: int | None) -> str | None:
     return f"{file}:{line}" if file and line else file
 
@@ -72,10 +81,13 @@ def of(t: Triage) -> list[FailureGroup]:
             outcome = str(outcomes.get(nodeid, {}).get(row, "crashed"))
             where = _where(c["file"], c["line"]) if nodeid == c["seen"][0][1] else None
             g["tests"].append(GroupTest(row=row, nodeid=nodeid, outcome=outcome, where=where, verdict=None))
+    linked = t.get("failure_issues") or {}  # a triage.json written before #32's issues has none
     for f in t["failures"]:
         sig = failure_signature(f["message"], f["frame"])
         if sig not in groups:
-            groups[sig] = _group(sig, f["message"] or "", f["frame"], None, issue=None, state=None)
+            link = linked.get(failure_key(sig))
+            issue, state = (link["issue"], link["state"]) if link else (None, None)
+            groups[sig] = _group(sig, f["message"] or "", f["frame"], None, issue=issue, state=state)
         groups[sig]["tests"].append(
             GroupTest(
                 row=f["row"], nodeid=f["nodeid"], outcome=f["outcome"], where=_where(f["file"], f["line"]), verdict=None

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, TypedDict
 
 from device_matrix.diagnostics.environment import facets as environment_facets
-from device_matrix.findings import crash_key, declared_test, is_device_skip, skip_key
+from device_matrix.findings import FAILURE_PREFIX, crash_key, declared_test, is_device_skip, skip_key
 from device_matrix.records.cause import cause_from_text
 from device_matrix.records.outcomes import CRASHING_OUTCOMES, DESELECTED_OUTCOMES, OUTCOMES, REPORTED_FAILURES
 from device_matrix.records.schema import CrashRecord, RunRecord, SelectionInfo, SkipInfo, SourceInfo, TestRecord
@@ -244,6 +244,11 @@ class VerdictReport(TypedDict):
     not_run: list[NotRunItem]
 
 
+class IssueLink(TypedDict):
+    issue: str
+    state: str | None
+
+
 class Triage(TypedDict):
     schema: str
     version: int
@@ -261,6 +266,9 @@ class Triage(TypedDict):
     history: HistoryView | None
     source: SourceInfo | None  # the commit under test, from the rows' records or flags (#25)
     verdicts: VerdictReport | None  # a pull request's failures judged against its base (#25)
+    # #32: the issue of each failure group the last sync linked, by the group's key
+    # (findings.failure_key); report/groups.py gives each group its own
+    failure_issues: dict[str, IssueLink]
 
 
 def _first_line(text: str | None, limit: int = 300) -> str | None:
@@ -324,6 +332,7 @@ def build(
         history=None,
         source=None,
         verdicts=None,
+        failure_issues=found.links.failures(),
     )
 
 
@@ -375,6 +384,14 @@ class _Links:
         if not links:
             return cls({}, {}, {})
         return cls(links.get("issues", {}), links.get("links", {}), links.get("cited", {}))
+
+    def failures(self) -> dict[str, IssueLink]:
+        """The failure groups' issues (#32), by the group's key."""
+        return {
+            key: IssueLink(issue=issue, state=self.state_of(issue))
+            for key, issue in self.fp.items()
+            if key.startswith(FAILURE_PREFIX)
+        }
 
     def state_of(self, ref: str | None) -> str | None:
         if not ref:

@@ -19,6 +19,7 @@ from device_matrix.records.atomic import redacted_json, write_text_atomic
 from device_matrix.records.junit import junit_xml
 from device_matrix.records.schema import RunRecord
 from device_matrix.redact import Redactor
+from device_matrix.run.journal import thin_copies
 from device_matrix.run.lock import RowLock, identity
 from device_matrix.run.state import RunState
 
@@ -90,6 +91,9 @@ class RowFolder:
             write_text_atomic(self.path / RUN_FILE, text + "\n")
         except OSError as exc:
             raise self.unwritable(exc) from exc
+        if final:
+            # #32: each traceback once: the journal copies keep what the record does not hold
+            thin_copies(self.path / ATTEMPTS_DIR, record)
         return record
 
     def lost_reason(self, reason: str | None) -> str | None:

@@ -8,19 +8,26 @@ reads the outcome of every test from it. Nothing else interprets events.
 Every event is checked (kind, numbering, field types, and the order pytest keeps: a
 report or finish only for the test that started). The first that fails marks the
 journal broken; what came before stays, nothing after it is believed.
+
+Each attempt keeps a copy of its events (``attempts/NN/journal.jsonl``). Once the run's
+record holds a report's text, the copy no longer does (:func:`thin_copies`, #32): each
+test's traceback is stored once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from device_matrix import wire
-from device_matrix.records.schema import Outcome
+from device_matrix.records.atomic import write_text_atomic
+from device_matrix.records.schema import Outcome, RunRecord
 
 Activity = Literal["startup", "collecting", "test", "between", "exit"]
 
@@ -322,3 +329,48 @@ def _fold_reports(state: TestState) -> tuple[Outcome, str | None, Mapping[str, A
                 outcome, message = "skipped", rep.longrepr
             skip = rep.skip
     return outcome, message, skip, source
+
+
+# --- the copy, once the record holds its texts (#32) -------------------------------------
+
+STORED_IN = "run.json"  # what a thinned report says in place of its text
+_REPORT_WITH_TEXT = (b'{"e":"report"', b'"longrepr":"')
+
+
+def thin_copies(attempts: Path, record: RunRecord) -> None:
+    """Each journal copy under ``attempts`` without the report texts ``record`` holds: a
+    report whose text is in its test's message (verbatim: the copy and the record are
+    redacted alike) keeps ``"longrepr": null`` and ``"stored": "run.json"``, and its cause
+    too where the record's is the same. Every other line stays as it was: a text the record
+    does not hold (a run killed before its record, a rerun's earlier failure) stays in the
+    copy. A copy that cannot be read or written is left as it is: it only holds a second copy."""
+    held = {t["nodeid"]: (t["message"], t.get("cause")) for t in record["tests"] if t["message"]}
+    if not held:
+        return
+    for path in sorted(attempts.glob("*/journal.jsonl")):
+        with contextlib.suppress(OSError):
+            text = _thinned(path.read_bytes(), held)
+            if text is not None:
+                write_text_atomic(path, text)
+
+
+def _thinned(data: bytes, held: Mapping[str, tuple[str, str | None]]) -> str | None:
+    """The copy's text without the report texts ``held`` (nodeid -> the record's message
+    and cause) holds; None: nothing to take out."""
+    lines = data.split(b"\n")
+    changed = False
+    for i, line in enumerate(lines):
+        if not line.startswith(_REPORT_WITH_TEXT[0]) or _REPORT_WITH_TEXT[1] not in line:
+            continue  # the fast path: most lines are no failure's report
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue  # a torn last line stays as the reader left it
+        text, (message, cause) = event.get("longrepr"), held.get(event.get("nodeid"), ("", None))
+        if isinstance(text, str) and text and text in message:
+            event["longrepr"], event["stored"] = None, STORED_IN
+            if event.get("cause") is not None and event["cause"] == cause:
+                event["cause"] = None
+            lines[i] = json.dumps(event, separators=(",", ":")).encode()
+            changed = True
+    return b"\n".join(lines).decode("utf-8", "replace") if changed else None
