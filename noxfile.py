@@ -273,6 +273,7 @@ MUTATION_MODULES = {
             "_of_pull_request",
             "_failures_of",
             "_completed",
+            "_held",
         ],
     },
 }

@@ -209,6 +209,7 @@ class TrackerConfig:
     # #32: `issues sync` files an issue for a failure group of a run that is no pull
     # request's (else it only links the issue a group already has)
     file_failures: bool
+    max_failure_issues: int  # #32: the most failure groups one sync files, the largest first
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -668,6 +669,7 @@ _TRACKER_KEYS: dict[str, tuple[Check, str]] = {
     "ledger_seed": (_is_path, "a path to the ledger's seed file (TOML)"),
     "file_on_run": (_is_bool, "true or false"),
     "file_failures": (_is_bool, "true or false"),
+    "max_failure_issues": (_is_count, "a whole number from 0 to 10000"),
 }
 
 

@@ -257,3 +257,42 @@ def test_one_failing_test_without_a_place_is_said_so() -> None:
     test["file"] = None
     _sync([_record("cpu", [test])], t)
     assert "### What fails\n\n1 test: 1 on cpu, with the same cause." in t.issues[0].body
+
+
+# --- a red main does not flood the tracker -------------------------------------------------
+
+
+def test_a_sync_files_at_most_the_cap_of_new_failure_groups_the_largest_first() -> None:
+    # #32: a failure's group is its masked line and the innermost frame of the project's: a
+    # main where 30 tests each fail on their own assert line is 30 groups; one sync filed 30
+    t = FakeTracker()
+    tests = [_failing(f"t.py::solo{n}", cause=f"AssertionError: solo {chr(97 + n % 26)}{n // 26}") for n in range(30)]
+    tests += [_failing(f"t.py::big{n}", cause="OSError: hub") for n in range(4)]
+    tests += [_failing(f"t.py::mid{n}", cause="KeyError: mid") for n in range(2)]
+    report = _sync([_record("cpu", tests)], t, max_failure_issues=3)
+    assert t.creates == 3
+    titles = [i.title for i in t.issues]
+    assert "Failing: OSError: hub" in titles and "Failing: KeyError: mid" in titles  # the largest two
+    assert len(report.filed) == 3
+    assert len(report.held) == 29
+    assert "29 failure groups not filed: over tracker.max_failure_issues (3)" in "\n".join(report.lines())
+    # what has an issue is linked whatever the cap; the next sync files no more than it either
+    again = _sync([_record("cpu", tests, run="run-2")], t, max_failure_issues=3)
+    assert len(again.linked) == 3 and t.creates == 6
+
+
+def test_a_dry_run_says_what_the_cap_would_hold_back() -> None:
+    t = FakeTracker()
+    tests = [_failing(f"t.py::s{n}", cause=f"E{chr(97 + n)}") for n in range(5)]
+    report = _sync([_record("cpu", tests)], t, apply=False, max_failure_issues=2)
+    assert len(report.would_file) == 2 and len(report.held) == 3 and t.creates == 0
+
+
+def test_the_cap_holds_back_no_crash_or_skip() -> None:
+    t = FakeTracker()
+    crash = R.test("t.py::c", "crashed")
+    rec = _record("cpu", [crash, *[_failing(f"t.py::s{n}", cause=f"E{chr(97 + n)}") for n in range(3)]])
+    rec["crashes"] = [R.crash("cpu", "t.py::c", "abc123")]
+    report = _sync([rec], t, max_failure_issues=0)
+    assert len(report.held) == 3
+    assert t.creates == 1 and t.issues[0].title.startswith("Crash")

@@ -136,6 +136,7 @@ def cmd_issues_sync(args: argparse.Namespace, out: Output) -> int:
         # #32: failure groups keyed as the triage groups them
         signature=groups.test_signature,
         file_failures=cfg.tracker.file_failures,
+        max_failure_issues=cfg.tracker.max_failure_issues,
     )
     for line in report.lines():
         out.line(line)

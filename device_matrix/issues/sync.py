@@ -117,6 +117,9 @@ class SyncReport:
     reenable: list[tuple[str, str]] = field(default_factory=list)  # (nodeid, issue key)
     issues: dict[str, dict[str, Any]] = field(default_factory=dict)
     subjects: dict[str, str] = field(default_factory=dict)  # fingerprint -> Finding.subject()
+    # failure groups without an issue past the sync's cap (#32), and the cap
+    held: list[tuple[str, str]] = field(default_factory=list)  # (fingerprint, title)
+    cap: int = 0
 
     def lines(self) -> list[str]:
         out = []
@@ -134,6 +137,11 @@ class SyncReport:
             out.append(f"  reopened {key}: its {self.back.get(key, 'crash')} is back")
         for fp, title in self.would_file:
             out.append(f"  would file: {title} [{fp}]")
+        if self.held:
+            out.append(
+                f"  {len(self.held)} failure groups not filed: over tracker.max_failure_issues ({self.cap}) for one "
+                "sync, the largest filed first; the rest are in triage.json (fix what broke them, or raise the cap)"
+            )
         for nodeid, key in self.reenable:
             out.append(f"  can be re-enabled: {nodeid} ({key} is closed)")
         if self.cited:
@@ -392,6 +400,14 @@ def _runs_of(runs: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
     return out
 
 
+def _held(findings: Sequence[Finding], found: Mapping[str, Any], cap: int) -> set[str]:
+    """#32: the failure groups to file that one sync holds back: past the ``cap`` largest. A
+    red main where each test fails on its own line is as many groups as tests."""
+    new = [f for f in findings if f.kind == "failure" and not f.link_only and not found.get(f.fingerprint)]
+    new.sort(key=lambda f: -len(f.failed))
+    return {f.fingerprint for f in new[cap:]}
+
+
 def _run_text(run: str) -> str:
     return run if run.startswith(("http://", "https://")) else f"the run of {run}"
 
@@ -409,13 +425,15 @@ def sync(
     placements: Mapping[str, str] | None = None,
     signature: Signature | None = None,
     file_failures: bool = True,
+    max_failure_issues: int = 10,
 ) -> SyncReport:
     """``declared``: the device skips in the sources that cite no issue (:func:`skips.uncited`).
     ``placements``: a crash's diagnosis fingerprint -> where it happens, by environment.
     ``signature``: a failing test's failure-group signature (#32); None: failure groups are
-    not synced. ``file_failures``: False links a failure group's issue but files none."""
+    not synced. ``file_failures``: False links a failure group's issue but files none.
+    ``max_failure_issues``: the most failure groups one sync files, the largest first."""
     redactor = redactor or Redactor()
-    report = SyncReport(tracker=tracker.name, applied=apply)
+    report = SyncReport(tracker=tracker.name, applied=apply, cap=max_failure_issues)
     # this process's own secrets too (#22): titles, bodies and fingerprints are made of
     # values redacted as the triage redacts them, before any text is built (the triage's
     # failure groups are keyed from records redacted alike, so the keys meet)
@@ -431,11 +449,15 @@ def sync(
     try:
         with tracker.transaction():
             found = tracker.find([f.fingerprint for f in findings]) if findings else {}
+            held = _held(findings, found, max_failure_issues)
             for f in findings:
                 existing = found.get(f.fingerprint)
                 issue = pick(existing) if existing else None
                 if issue is None and f.link_only:
                     continue  # #32: a pull request's failure group: nothing to link, nothing filed
+                if f.fingerprint in held:
+                    report.held.append((f.fingerprint, f.title))
+                    continue
                 if issue is None and not apply:
                     report.would_file.append((f.fingerprint, f.title))
                     continue
