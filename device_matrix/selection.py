@@ -48,12 +48,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal, TypeAlias, get_args
 
 from device_matrix.config import Config
+from device_matrix.importgraph import Graph
 from device_matrix.records.schema import SelectionInfo, SelectMode
 from device_matrix.records.testmap import TestMap
 
 MODES: tuple[SelectMode, ...] = get_args(SelectMode)
 # why a test runs (all but the last) or is left out; the record counts tests by these
-Why: TypeAlias = Literal["full", "own_file", "covers", "new", "no_data", "recent", "named", "deselected"]
+Why: TypeAlias = Literal["full", "own_file", "covers", "imports", "new", "no_data", "recent", "named", "deselected"]
 WHYS: tuple[Why, ...] = get_args(Why)
 # the files a test map records: a change to any other kind of file is one it cannot see
 MAPPED_SUFFIXES = (".py",)
@@ -101,6 +102,8 @@ class Plan:
     test_map: TestMap | None = field(repr=False)
     recent: Mapping[str, str] = field(repr=False)
     named: frozenset[str] = field(default=frozenset(), repr=False)  # #34: named with --test: never left out
+    # #34: test file -> why its tests run: it can see a change to what runs at import (the import graph)
+    importers: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     def decide(self, nodeid: str) -> Decision:
         """Whether ``nodeid`` runs, and why."""
@@ -116,6 +119,8 @@ class Plan:
         hit = sorted(covered & set(self.changed))
         if hit:
             return Decision(True, f"covers {_named(hit)}", "covers")
+        if own in self.importers:
+            return Decision(True, self.importers[own], "imports")
         if not covered:
             return Decision(True, "no map data: the test map holds no file it ran", "no_data")
         if nodeid in self.recent:
@@ -210,21 +215,85 @@ def is_test_file(path: str, test_map: TestMap) -> bool:
     return matches(path, TEST_FILES) or any(n.split("::", 1)[0] == path for n in test_map.tests)
 
 
-def at_import(changed: Sequence[str], test_map: TestMap, rules: Rules, bodies: Collection[str]) -> str | None:
-    """Why a change to Python files other than tests runs every test (see the module); None
-    when each changes only function bodies that ran in tests (``bodies``)."""
+def at_import(
+    changed: Sequence[str], test_map: TestMap, rules: Rules, bodies: Collection[str], graph: Graph | None = None
+) -> tuple[str | None, dict[str, str]]:
+    """Why a change to Python files runs every test (see the module), or None; and, with the
+    import ``graph``, the test files whose tests run because they can see a change to what
+    runs at import (test file -> why). Without the graph such a change runs every test."""
     source = [f for f in changed if f.endswith(MAPPED_SUFFIXES) and not matches(f, rules.ignore)]
-    source = [f for f in source if not is_test_file(f, test_map)]
+    tests = [f for f in source if is_test_file(f, test_map)]
+    source = [f for f in source if f not in tests]
     known = test_map.known()
     unknown = [f for f in source if f not in known]
     if unknown:
         verb = "is a Python file" if len(unknown) == 1 else "are Python files"
-        return f"{_named(unknown)} {verb} no test of the map ran (new, or where the map does not measure)"
+        return f"{_named(unknown)} {verb} no test of the map ran (new, or where the map does not measure)", {}
     imported = [f for f in source if f not in bodies]
-    if imported:
-        verb = "changes" if len(imported) == 1 else "change"
-        return f"{_named(imported)} {verb} code that runs when it is imported"
-    return None
+    if graph is None:
+        if imported:
+            verb = "changes" if len(imported) == 1 else "change"
+            return f"{_named(imported)} {verb} code that runs when it is imported", {}
+        return None, {}
+    # #34: a test file's import is its own tests' (own_file), and also of the test modules importing it
+    return _importers(imported, [f for f in tests if f not in bodies], test_map, graph)
+
+
+def _under(path: str, folder: str) -> bool:
+    return not folder or path.startswith(f"{folder}/")
+
+
+def _importers(
+    imported: Sequence[str], tests: Sequence[str], test_map: TestMap, graph: Graph
+) -> tuple[str | None, dict[str, str]]:
+    """(why every test runs, or None; test file -> why it runs) for changes to what runs at
+    import of the source files ``imported`` and of the test files ``tests`` (#34)."""
+    if not imported and not tests:
+        return None, {}
+    targets = [*imported, *tests]
+    verb = "changes" if len(targets) == 1 else "change"
+    head = f"{_named(targets)} {verb} code that runs when it is imported"
+    if graph.everywhere is not None:
+        return f"{head}, and which tests import it cannot be followed: {graph.everywhere}", {}
+    files = sorted({n.split("::", 1)[0] for n in test_map.tests})
+    conftests = sorted(f for f in graph.imports if f.rsplit("/", 1)[-1] == "conftest.py")
+    seen: dict[str, str] = {}
+    for target in targets:
+        reach = graph.importers(target)
+        plugin = next((graph.plugins[f] for f in sorted(reach) if f in graph.plugins), None)
+        why = f"{target} changes code that runs when it is imported"
+        if plugin is not None and target in imported:
+            return f"{why}: {plugin} imports it, for every test", {}
+        direct = [f for f in files if f in reach and f != target]
+        through = [c for c in conftests if c in reach]
+        if not direct and not through and target in imported and target in test_map.imports:
+            # #34: it ran at import, yet no test module imports it: an importer the graph cannot see
+            return f"{why}, and no test module imports it: what imported it the import graph cannot tell", {}
+        n = len(direct)
+        for f in direct:
+            seen.setdefault(f, f"{why}: {_plural(n, 'test module')} import{'s' if n == 1 else ''} it")
+        for c in through:
+            folder = c.rpartition("/")[0]
+            for f in files:
+                if _under(f, folder):
+                    seen.setdefault(f, f"{why}: {c} imports it, for the tests under {folder or 'the project'}")
+    _blind(head, files, conftests, graph, seen)
+    if imported and all(f in seen for f in files):
+        return head, {}  # every test module can see it: every test runs, as it always did
+    return None, seen
+
+
+def _blind(head: str, files: Sequence[str], conftests: Sequence[str], graph: Graph, seen: dict[str, str]) -> None:
+    """Add to ``seen`` the test files from which a file whose imports cannot be known is
+    reachable (itself, or a conftest.py above it): such a test may import anything (#34)."""
+    reaching = {u: graph.importers(u) for u in sorted(graph.unknown)}
+    for f in files:
+        if f in seen:
+            continue
+        roots = [f, *(c for c in conftests if _under(f, c.rpartition("/")[0]))]
+        found = next((u for u, reach in reaching.items() if any(r in reach for r in roots)), None)
+        if found is not None:
+            seen[f] = f"{head}, and what {f} imports cannot be followed: {graph.unknown[found]}"
 
 
 def _skeleton(source: str) -> str | None:
@@ -270,19 +339,20 @@ def _full_reason(
     force: str | None,
     now: datetime,
     bodies: Collection[str],
-) -> str | None:
+    graph: Graph | None,
+) -> tuple[str | None, dict[str, str]]:
     if force is not None:
-        return force
+        return force, {}
     if test_map is None:
-        return f"no test map for row {row!r}"
+        return f"no test map for row {row!r}", {}
     old = _too_old(test_map, rules, now)
     if old is not None:
-        return old
+        return old, {}
     cannot = unmappable(changed, rules)
     if cannot:
         verb = "changes" if len(cannot) == 1 else "change"
-        return f"{_named(cannot)} {verb}, which the test map cannot follow"
-    return at_import(changed, test_map, rules, bodies)
+        return f"{_named(cannot)} {verb}, which the test map cannot follow", {}
+    return at_import(changed, test_map, rules, bodies, graph)
 
 
 def plan(
@@ -296,6 +366,7 @@ def plan(
     mode: SelectMode = "changed",
     now: datetime | None = None,
     bodies: Collection[str] = (),
+    graph: Graph | None = None,
 ) -> Plan:
     """The plan of one run of ``row``.
 
@@ -305,12 +376,20 @@ def plan(
     ``force``: a reason to run every test whatever the map says ("--select all", "git is
     not installed here"); ``mode``: what was asked for, as the record keeps it; ``now``: the
     time the map's age is measured at (default: now); ``bodies``: the changed Python files
-    whose change :func:`bodies_only` found to be in function bodies only (any other changed
-    Python file but a test's runs every test).
+    whose change :func:`bodies_only` found to be in function bodies only; ``graph``: the
+    project's import graph, by which a change to any other changed Python file runs the test
+    modules that can see it (None: it runs every test).
     """
     files = sorted({f.removeprefix("./") for f in changed} - {""})
-    reason = _full_reason(
-        test_map, files, row=row, rules=rules, force=force, now=now or datetime.now(UTC), bodies=frozenset(bodies)
+    reason, importers = _full_reason(
+        test_map,
+        files,
+        row=row,
+        rules=rules,
+        force=force,
+        now=now or datetime.now(UTC),
+        bodies=frozenset(bodies),
+        graph=graph,
     )
     return Plan(
         mode=mode,
@@ -319,6 +398,7 @@ def plan(
         map_commit=test_map.commit if test_map is not None else None,
         test_map=test_map,
         recent=dict(recent or {}),
+        importers=importers,
     )
 
 
