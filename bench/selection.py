@@ -64,7 +64,7 @@ from _common import ROOT, clean_env
 sys.path.insert(0, str(ROOT))
 from device_matrix import config as dm_config
 from device_matrix import selection as engine
-from device_matrix.cli.select import bodies_changed, import_graph
+from device_matrix.cli.select import bodies_changed, conftests_changed, import_graph
 from device_matrix.records import testmap
 
 BENCH = Path(__file__).resolve().parent
@@ -291,14 +291,15 @@ def device_matrix_selection(
     root: Path | None = None,
 ) -> tuple[frozenset[str], str | None]:
     """device-matrix's selection: the engine over the map and the changed files, the
-    function-body changes and the import graph read from the checkout at ``root`` as
+    function-body changes, the import graph and the conftest.py files of fixtures read from the checkout at ``root`` as
     ``run --select changed`` reads them (None: neither known, every change to a source file
     runs all); why it ran all."""
     changed = list(changed)
     bodies = bodies_changed(root, m, changed) if root is not None and m.commit else []
     graph = import_graph(root, changed) if root is not None else None
+    conftests = conftests_changed(root, m, changed) if root is not None and m.commit else []
     now = datetime.fromisoformat(m.created)
-    p = engine.plan(m, changed, row=m.row, rules=rules, now=now, bodies=bodies, graph=graph)
+    p = engine.plan(m, changed, row=m.row, rules=rules, now=now, bodies=bodies, graph=graph, conftests=conftests)
     run, _ = p.split(nodeids)
     return frozenset(run), p.full_reason
 

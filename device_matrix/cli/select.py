@@ -25,7 +25,7 @@ from device_matrix.records.schema import SourceInfo
 from device_matrix.records.source import base_lane, git, lane, lane_words
 from device_matrix.records.testmap import TestMap
 from device_matrix.report.history import DEFAULT_PATH, History
-from device_matrix.selection import MODES, Plan, bodies_only, plan, rules_of, touched_lines
+from device_matrix.selection import CONFTEST, MODES, Plan, bodies_only, fixtures_only, plan, rules_of, touched_lines
 
 GIT_TIMEOUT_S = 60
 # changed Python files read for what their change is (the rest run every test): a change of
@@ -204,7 +204,28 @@ def _changed_plan(
         return plan(found, [], row=row, rules=rules, force=why)
     bodies = bodies_changed(root, found, changed) if found.commit else []
     graph = import_graph(root, changed)
-    return plan(found, changed, row=row, rules=rules, recent=recent, bodies=bodies, graph=graph)
+    conftests = conftests_changed(root, found, changed) if found.commit else []
+    return plan(found, changed, row=row, rules=rules, recent=recent, bodies=bodies, graph=graph, conftests=conftests)
+
+
+def conftests_changed(root: Path, test_map: TestMap, changed: Sequence[str]) -> list[str]:
+    """The changed conftest.py files that held fixtures alone at the map's commit (or were not
+    there) and hold fixtures alone now (or are gone): each runs the tests under its folder
+    (:func:`device_matrix.selection.fixtures_only`); one git cannot show is not one of them."""
+    assert test_map.commit is not None
+    found: list[str] = []
+    for path in [f for f in changed if f.rsplit("/", 1)[-1] == CONFTEST][:MAX_FOLLOWED]:
+        listed, _ = _git(root, "ls-tree", "--name-only", test_map.commit, "--", path)
+        old, _ = _git(root, "show", f"{test_map.commit}:./{path}") if listed else ("", "")
+        try:
+            new: str | None = (root / path).read_text("utf-8")
+        except FileNotFoundError:
+            new = ""  # deleted: its folder's tests lose its fixtures, and run
+        except (OSError, UnicodeDecodeError):
+            new = None
+        if old is not None and new is not None and all(not text or fixtures_only(text) for text in (old, new)):
+            found.append(path)
+    return found
 
 
 def import_graph(root: Path, changed: Sequence[str]) -> importgraph.Graph | None:
