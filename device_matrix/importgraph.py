@@ -204,9 +204,9 @@ class _File:
             self.unknown = self.unknown or f"loads code from a path, an entry point or a string ({name})"
 
     def string(self, text: str) -> None:
-        if not DOTTED.match(text):
-            return
         parts = tuple(text.split("."))
+        if not DOTTED.match(text) or parts[-1] == "py":  # "conftest.py" names a file, not a module
+            return
         for n in range(len(parts), 0, -1):  # the longest name that is a module: the rest are attributes
             found = self.index.named(parts[:n])
             if found:

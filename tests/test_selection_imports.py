@@ -298,3 +298,28 @@ def test_a_module_a_folder_s_conftest_imports_runs_the_tests_of_that_folder(tmp_
     assert outcomes_of(rec) == {"test_scaled": "deselected", "test_other": "deselected", "test_limit": "failed"}
     assert proc.returncode == 1
     assert rec["test_selection"]["by_reason"] == {"imports": 1, "deselected": 2}
+
+
+def test_a_file_name_in_a_string_is_no_import() -> None:
+    files = {
+        **BASE,
+        "pkg/limits.py": "LIMIT = 5\n",
+        "tests/unit/conftest.py": "from pkg import limits\n",
+        "tests/unit/test_limit.py": "def test_limit():\n    pass\n",
+        "tests/test_names.py": 'NAMES = ["conftest.py", "setup.py"]\n',
+    }
+    assert _ran(_plan(files, ["pkg/limits.py"])) == {"tests/unit/test_limit.py::test_limit"}
+
+
+def test_a_plugin_whose_imports_cannot_be_followed_runs_every_test() -> None:
+    files = {
+        **BASE,
+        "pkg/plug.py": "import importlib\n\n\ndef pytest_configure(config):\n"
+        "    importlib.import_module(config.getini('extra'))\n",
+    }
+    p = _plan(files, ["pkg/other.py"], plugins={"pkg.plug": "pyproject.toml's pytest11 entry point"})
+    assert p.full_reason == (
+        "pkg/other.py changes code that runs when it is imported, and what the pytest plugin pkg.plug "
+        "(pyproject.toml's pytest11 entry point) imports cannot be followed: "
+        "pkg/plug.py imports a module by a name it computes (import_module)"
+    )
