@@ -213,9 +213,10 @@ class _File:
                 self.targets |= found
                 return
 
-    def assign(self, node: ast.Assign) -> None:
-        if any(isinstance(t, ast.Name) and t.id == PLUGINS for t in node.targets):
-            names = _literal_names(node.value)
+    def assign(self, node: ast.Assign | ast.AnnAssign | ast.AugAssign) -> None:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if any(isinstance(t, ast.Name) and t.id == PLUGINS for t in targets):
+            names = _literal_names(node.value) if node.value is not None else []
             if names is None:
                 self.plugins_unknown = True
             else:
@@ -225,7 +226,7 @@ class _File:
 
     def read(self, tree: ast.Module) -> None:
         for stmt in tree.body:
-            if isinstance(stmt, ast.Assign):
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 self.assign(stmt)
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):

@@ -270,8 +270,8 @@ def _importers(
         return f"{head}, and which tests import it cannot be followed: {graph.everywhere}", {}
     blind = next((u for u in sorted(graph.unknown) if any(f in graph.plugins for f in graph.importers(u))), None)
     if blind is not None:  # a plugin acts on every test, and may import anything
-        plugin = next(graph.plugins[f] for f in sorted(graph.importers(blind)) if f in graph.plugins)
-        return f"{head}, and what {plugin} imports cannot be followed: {graph.unknown[blind]}", {}
+        loader = next(graph.plugins[f] for f in sorted(graph.importers(blind)) if f in graph.plugins)
+        return f"{head}, and what {loader} imports cannot be followed: {graph.unknown[blind]}", {}
     files = sorted({n.split("::", 1)[0] for n in test_map.tests})
     conftests = sorted(f for f in graph.imports if f.rsplit("/", 1)[-1] == CONFTEST)
     seen: dict[str, Decision] = {}

@@ -203,6 +203,13 @@ def test_a_module_a_pytest_plugin_imports_runs_every_test() -> None:
     assert p.full_reason is not None and "the pytest plugin pkg.plug (pyproject.toml's pytest11 entry point)" in (
         p.full_reason
     )
+    # however the list is written
+    for plugins in (
+        'pytest_plugins: list[str] = ["pkg.plug"]\n',
+        'pytest_plugins = []\npytest_plugins += ["pkg.plug"]\n',
+    ):
+        files = {**BASE, "pkg/plug.py": "from pkg import consts\n", "conftest.py": plugins}
+        assert "the pytest plugin pkg.plug" in (_plan(files, ["pkg/consts.py"]).full_reason or "")
     # plugins named by a computed list: which, no one can say
     files = {**BASE, "conftest.py": "NAMES = ['pkg.plug']\npytest_plugins = NAMES\n"}
     p = _plan(files, ["pkg/other.py"])
