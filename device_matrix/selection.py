@@ -28,9 +28,14 @@ A Python file's change is followed by the map only where it changes function bod
 never ran at import (``bodies_only``, which the caller finds with :func:`bodies_only` from
 the file at the map's commit, the file now and the lines the diff touched): what runs when
 a module is imported (a constant, a decorator, a default, a class body, a call at module
-level) ran for whichever test module imported it first, so a change there runs every test,
-as does a change to a Python file no test of the map ran (a new module, one where the map
-does not measure). A test's own file is followed by its tests (``own_file``).
+level) ran for whichever test module imported it first, so the map cannot say who relies on
+it: with the project's import ``graph`` (:mod:`device_matrix.importgraph`) a change there runs
+the test modules from which the module is reachable by imports, and the tests under a
+conftest.py from which it is (``imports``); without it, or where the graph cannot tell (a
+plugin imports it, no test module does), every test runs. A change to a Python file no test
+of the map ran (a new module, one where the map does not measure) runs every test. A test's
+own file is followed by its tests (``own_file``); a conftest.py that holds fixtures alone
+(``conftests``, :func:`fixtures_only`) by the tests under its folder (``conftest``).
 
 A pattern without ``/`` matches a file's name in any folder (``conftest.py``); one with
 ``/`` matches its whole project-relative path (``docs/*``), ``*`` crossing folders.
