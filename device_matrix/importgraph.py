@@ -22,9 +22,10 @@ imported by name (``importlib.import_module("a.b")``, ``__import__``,
 ``a.b``), ``pytest_plugins`` (a plugin: every test). A file imports the ``__init__.py``
 of each folder above it (a package's import runs them first).
 
-An absolute name ``a.b`` is every file whose path ends in ``a/b.py`` or ``a/b/__init__.py``:
-which folder is on ``sys.path`` (pytest's rootdir, a ``conftest.py`` that inserts its own,
-``src/``) the graph does not guess, so it never misses a file a name may mean. What it
+An absolute name ``a.b`` is every file whose path ends in ``a/b.py`` or ``a/b/__init__.py``
+(where ``a`` is not inside a package: a name starts at a package's top): which folder is on
+``sys.path`` (pytest's rootdir, a ``conftest.py`` that inserts its own, ``src/``) the graph
+does not guess, so it never misses a file a name may mean. What it
 cannot know is ``unknown``: a module imported by a name computed at run time, code loaded
 from a path (``spec_from_file_location``, ``runpy``) or run from a string (``exec``), entry
 points, a file that does not parse or cannot be read; the selection runs the tests that
@@ -108,10 +109,22 @@ class _Index:
         self.children: dict[str, set[str]] = defaultdict(set)  # a folder -> its modules and packages
         for f in self.files:
             parts = module_parts(f)
-            for i in range(len(parts)):
+            for i in range(self._top(f) + 1):
                 self.by_suffix[parts[i:]].add(f)
             if parts:
                 self.children["/".join(parts[:-1])].add(f)
+
+    def _top(self, path: str) -> int:
+        """Where the names of ``path`` may start: at any folder above the packages it is in,
+        or at its top package (``a/b/c.py`` in packages ``a`` and ``b``: only ``a.b.c``; in
+        folders without ``__init__.py``: ``a.b.c``, ``b.c`` or ``c``, whichever folder is on
+        ``sys.path``). A name starting inside a package would need ``sys.path`` to point into
+        it: ``import ray`` does not mean ``pkg/spread/ray.py``."""
+        folders = path.split("/")[:-1]
+        top = len(folders)
+        while top and "/".join([*folders[:top], "__init__.py"]) in self.files:
+            top -= 1
+        return min(top, len(module_parts(path)) - 1)
 
     def named(self, parts: tuple[str, ...]) -> set[str]:
         """The files an absolute name may mean."""

@@ -330,3 +330,23 @@ def test_a_plugin_whose_imports_cannot_be_followed_runs_every_test() -> None:
         "(pyproject.toml's pytest11 entry point) imports cannot be followed: "
         "pkg/plug.py imports a module by a name it computes (import_module)"
     )
+
+
+def test_a_name_starts_at_the_top_of_its_packages() -> None:
+    # pkg/spread/ray.py is pkg.spread.ray: `import ray` (an installed package) is not it;
+    # a folder without __init__.py may be on sys.path, and its modules go by their own names
+    files = {
+        **BASE,
+        "pkg/spread/__init__.py": "",
+        "pkg/spread/ray.py": "NODES = 2\n",
+        "tests/test_ray.py": "def test_ray():\n    import ray\n\n    assert ray\n",
+        "tests/test_spread.py": "from pkg.spread import ray\n",
+        "suites/mine/helpers.py": "K = 1\n",
+        "suites/mine/test_helpers.py": "import helpers\n",
+        "suites/mine/test_long.py": "import suites.mine.helpers\n",
+    }
+    assert _ran(_plan(files, ["pkg/spread/ray.py"])) == {"tests/test_spread.py::test_spread"}
+    assert _ran(_plan(files, ["suites/mine/helpers.py"])) == {
+        "suites/mine/test_helpers.py::test_helpers",
+        "suites/mine/test_long.py::test_long",
+    }
