@@ -284,7 +284,7 @@ def _importers(
         reach = graph.importers(target)
         plugin = next((graph.plugins[f] for f in sorted(reach) if f in graph.plugins), None)
         why = f"{target} changes code that runs when it is imported"
-        if plugin is not None and target in imported:
+        if plugin is not None:  # its hooks act on every test: whatever it imports is every test's
             return f"{why}: {plugin} imports it, for every test", {}
         direct = [f for f in files if f in reach and f != target]
         through = [c for c in conftests if c in reach]

@@ -141,3 +141,14 @@ def test_a_fixture_changed_in_a_folder_s_conftest_runs_that_folder_s_tests(tmp_p
     assert rec["test_selection"]["full_reason"] == (
         "suites/mine/sub/conftest.py changes, which the test map cannot follow"
     )
+
+
+def test_a_conftest_of_fixtures_a_plugin_imports_runs_every_test() -> None:
+    files = {**FILES, "pkg/plug.py": "from tests.unit.conftest import Helper\n"}
+    graph = importgraph.build(files, plugins={"pkg.plug": "pyproject.toml's pytest11 entry point"})
+    changed = ["tests/unit/conftest.py"]
+    p = selection.plan(MAP, changed, row="cpu", rules=RULES, now=NOW, graph=graph, conftests=changed)
+    assert p.full_reason == (
+        "tests/unit/conftest.py changes code that runs when it is imported: "
+        "the pytest plugin pkg.plug (pyproject.toml's pytest11 entry point) imports it, for every test"
+    )
