@@ -16,7 +16,9 @@ selects at least one of its failing tests. Side by side, in one run:
   ``pytest --testmon`` at C+fault; what it ran is its selection;
 - device-matrix: the map (each test's files, coverage.py per-test contexts, written and
   read as a test-map.json) and device_matrix.selection.plan over the changed files, with
-  the replayed project's own select_* configuration. The map is recorded by the bench's
+  the replayed project's own select_* configuration and, read from the replayed checkout
+  as ``run --select changed`` reads them, the function-body changes, the import graph and
+  the conftest.py files of fixtures. The map is recorded by the bench's
   own plugin (bench/_replay_plugin.py: a test from its setup to its teardown, its module's
   import, its Python subprocesses, as ``run --record-map`` counts them), not by the
   replayed commit's device-matrix: a replay of device-matrix's own history must not load
