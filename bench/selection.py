@@ -16,7 +16,9 @@ selects at least one of its failing tests. Side by side, in one run:
   ``pytest --testmon`` at C+fault; what it ran is its selection;
 - device-matrix: the map (each test's files, coverage.py per-test contexts, written and
   read as a test-map.json) and device_matrix.selection.plan over the changed files, with
-  the replayed project's own select_* configuration. The map is recorded by the bench's
+  the replayed project's own select_* configuration and, read from the replayed checkout
+  as ``run --select changed`` reads them, the function-body changes, the import graph and
+  the conftest.py files of fixtures. The map is recorded by the bench's
   own plugin (bench/_replay_plugin.py: a test from its setup to its teardown, its module's
   import, its Python subprocesses, as ``run --record-map`` counts them), not by the
   replayed commit's device-matrix: a replay of device-matrix's own history must not load
@@ -64,7 +66,7 @@ from _common import ROOT, clean_env
 sys.path.insert(0, str(ROOT))
 from device_matrix import config as dm_config
 from device_matrix import selection as engine
-from device_matrix.cli.select import bodies_changed
+from device_matrix.cli.select import bodies_changed, conftests_changed, import_graph
 from device_matrix.records import testmap
 
 BENCH = Path(__file__).resolve().parent
@@ -291,11 +293,15 @@ def device_matrix_selection(
     root: Path | None = None,
 ) -> tuple[frozenset[str], str | None]:
     """device-matrix's selection: the engine over the map and the changed files, the
-    function-body changes read from the checkout at ``root`` as ``run --select changed``
-    reads them (None: none known, every change to a source file runs all); why it ran all."""
+    function-body changes, the import graph and the conftest.py files of fixtures read from the checkout at ``root`` as
+    ``run --select changed`` reads them (None: neither known, every change to a source file
+    runs all); why it ran all."""
     changed = list(changed)
     bodies = bodies_changed(root, m, changed) if root is not None and m.commit else []
-    p = engine.plan(m, changed, row=m.row, rules=rules, now=datetime.fromisoformat(m.created), bodies=bodies)
+    graph = import_graph(root, changed) if root is not None else None
+    conftests = conftests_changed(root, m, changed) if root is not None and m.commit else []
+    now = datetime.fromisoformat(m.created)
+    p = engine.plan(m, changed, row=m.row, rules=rules, now=now, bodies=bodies, graph=graph, conftests=conftests)
     run, _ = p.split(nodeids)
     return frozenset(run), p.full_reason
 

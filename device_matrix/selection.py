@@ -28,9 +28,14 @@ A Python file's change is followed by the map only where it changes function bod
 never ran at import (``bodies_only``, which the caller finds with :func:`bodies_only` from
 the file at the map's commit, the file now and the lines the diff touched): what runs when
 a module is imported (a constant, a decorator, a default, a class body, a call at module
-level) ran for whichever test module imported it first, so a change there runs every test,
-as does a change to a Python file no test of the map ran (a new module, one where the map
-does not measure). A test's own file is followed by its tests (``own_file``).
+level) ran for whichever test module imported it first, so the map cannot say who relies on
+it: with the project's import ``graph`` (:mod:`device_matrix.importgraph`) a change there runs
+the test modules from which the module is reachable by imports, and the tests under a
+conftest.py from which it is (``imports``); without it, or where the graph cannot tell (a
+plugin imports it, no test module does), every test runs. A change to a Python file no test
+of the map ran (a new module, one where the map does not measure) runs every test. A test's
+own file is followed by its tests (``own_file``); a conftest.py that holds fixtures alone
+(``conftests``, :func:`fixtures_only`) by the tests under its folder (``conftest``).
 
 A pattern without ``/`` matches a file's name in any folder (``conftest.py``); one with
 ``/`` matches its whole project-relative path (``docs/*``), ``*`` crossing folders.
@@ -42,24 +47,29 @@ import ast
 import fnmatch
 import re
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Literal, TypeAlias, get_args
 
 from device_matrix.config import Config
+from device_matrix.importgraph import Graph
 from device_matrix.records.schema import SelectionInfo, SelectMode
 from device_matrix.records.testmap import TestMap
 
 MODES: tuple[SelectMode, ...] = get_args(SelectMode)
 # why a test runs (all but the last) or is left out; the record counts tests by these
-Why: TypeAlias = Literal["full", "own_file", "covers", "new", "no_data", "recent", "named", "deselected"]
+Why: TypeAlias = Literal[
+    "full", "own_file", "covers", "imports", "conftest", "new", "no_data", "recent", "named", "deselected"
+]
 WHYS: tuple[Why, ...] = get_args(Why)
 # the files a test map records: a change to any other kind of file is one it cannot see
 MAPPED_SUFFIXES = (".py",)
 SHOWN = 3  # changed files named in a reason before "and N more"
 TEST_FILES = ("test_*.py", "*_test.py")  # pytest's default python_files
 HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
+CONFTEST = "conftest.py"
+PYTEST_PLUGINS = "pytest_plugins"
 FUTURE_SLACK = timedelta(minutes=5)  # a map dated ahead of now by more than this is not trusted (clocks drift)
 
 
@@ -101,6 +111,9 @@ class Plan:
     test_map: TestMap | None = field(repr=False)
     recent: Mapping[str, str] = field(repr=False)
     named: frozenset[str] = field(default=frozenset(), repr=False)  # #34: named with --test: never left out
+    # #34: test file -> why its tests run: it can see a change to what runs at import (the
+    # import graph), or a conftest.py of fixtures above it changed
+    importers: Mapping[str, Decision] = field(default_factory=dict, repr=False)
 
     def decide(self, nodeid: str) -> Decision:
         """Whether ``nodeid`` runs, and why."""
@@ -116,6 +129,8 @@ class Plan:
         hit = sorted(covered & set(self.changed))
         if hit:
             return Decision(True, f"covers {_named(hit)}", "covers")
+        if own in self.importers:
+            return self.importers[own]
         if not covered:
             return Decision(True, "no map data: the test map holds no file it ran", "no_data")
         if nodeid in self.recent:
@@ -210,21 +225,169 @@ def is_test_file(path: str, test_map: TestMap) -> bool:
     return matches(path, TEST_FILES) or any(n.split("::", 1)[0] == path for n in test_map.tests)
 
 
-def at_import(changed: Sequence[str], test_map: TestMap, rules: Rules, bodies: Collection[str]) -> str | None:
-    """Why a change to Python files other than tests runs every test (see the module); None
-    when each changes only function bodies that ran in tests (``bodies``)."""
+def at_import(
+    changed: Sequence[str],
+    test_map: TestMap,
+    rules: Rules,
+    bodies: Collection[str],
+    *,
+    graph: Graph | None = None,
+    conftests: Sequence[str] = (),
+) -> tuple[str | None, dict[str, Decision]]:
+    """Why a change to Python files runs every test (see the module), or None; and, with the
+    import ``graph``, the test files whose tests run because they can see a change to what
+    runs at import, or are under a changed ``conftests`` of fixtures (test file -> why).
+    Without the graph a change to what runs at import runs every test."""
     source = [f for f in changed if f.endswith(MAPPED_SUFFIXES) and not matches(f, rules.ignore)]
-    source = [f for f in source if not is_test_file(f, test_map)]
+    tests = [f for f in source if is_test_file(f, test_map)]
+    source = [f for f in source if f not in tests]
     known = test_map.known()
     unknown = [f for f in source if f not in known]
     if unknown:
         verb = "is a Python file" if len(unknown) == 1 else "are Python files"
-        return f"{_named(unknown)} {verb} no test of the map ran (new, or where the map does not measure)"
+        return f"{_named(unknown)} {verb} no test of the map ran (new, or where the map does not measure)", {}
     imported = [f for f in source if f not in bodies]
-    if imported:
-        verb = "changes" if len(imported) == 1 else "change"
-        return f"{_named(imported)} {verb} code that runs when it is imported"
-    return None
+    if graph is None:
+        if imported:
+            verb = "changes" if len(imported) == 1 else "change"
+            return f"{_named(imported)} {verb} code that runs when it is imported", {}
+        return None, {}
+    # #34: a test file's import is its own tests' (own_file), and also of the test modules importing it
+    return _importers(imported, [*(f for f in tests if f not in bodies), *conftests], test_map, graph)
+
+
+def _under(path: str, folder: str) -> bool:
+    return not folder or path.startswith(f"{folder}/")
+
+
+def _importers(
+    imported: Sequence[str], others: Sequence[str], test_map: TestMap, graph: Graph
+) -> tuple[str | None, dict[str, Decision]]:
+    """(why every test runs, or None; test file -> why it runs) for changes to what runs at
+    import of the source files ``imported`` and of ``others`` (test files, conftest.py files
+    of fixtures: whose importers run, and nothing more) (#34)."""
+    targets = [*imported, *others]
+    if not targets:
+        return None, {}
+    verb = "changes" if len(targets) == 1 else "change"
+    head = f"{_named(targets)} {verb} code that runs when it is imported"
+    if graph.everywhere is not None:
+        return f"{head}, and which tests import it cannot be followed: {graph.everywhere}", {}
+    blind = next((u for u in sorted(graph.unknown) if any(f in graph.plugins for f in graph.importers(u))), None)
+    if blind is not None:  # a plugin acts on every test, and may import anything
+        loader = next(graph.plugins[f] for f in sorted(graph.importers(blind)) if f in graph.plugins)
+        return f"{head}, and what {loader} imports cannot be followed: {graph.unknown[blind]}", {}
+    files = sorted({n.split("::", 1)[0] for n in test_map.tests})
+    conftests = sorted(f for f in graph.imports if f.rsplit("/", 1)[-1] == CONFTEST)
+    seen: dict[str, Decision] = {}
+    for target in targets:
+        reach = graph.importers(target)
+        plugin = next((graph.plugins[f] for f in sorted(reach) if f in graph.plugins), None)
+        why = f"{target} changes code that runs when it is imported"
+        if plugin is not None:  # its hooks act on every test: whatever it imports is every test's
+            return f"{why}: {plugin} imports it, for every test", {}
+        direct = [f for f in files if f in reach and f != target]
+        through = [c for c in conftests if c in reach]
+        if not direct and not through and target in imported and target in test_map.imports:
+            # #34: it ran at import, yet no test module imports it: an importer the graph cannot see
+            return f"{why}, and no test module imports it: what imported it the import graph cannot tell", {}
+        n = len(direct)
+        imports = Decision(True, f"{why}: {_plural(n, 'test module')} import{'s' * (n == 1)} it", "imports")
+        for f in direct:
+            seen.setdefault(f, imports)
+        for c in through:
+            folder = c.rpartition("/")[0]
+            under = f"for the tests under {folder or 'the project'}"
+            d = (
+                Decision(True, f"{c} changed: it holds fixtures, {under}", "conftest")
+                if c == target
+                else Decision(True, f"{why}: {c} imports it, {under}", "imports")
+            )
+            for f in files:
+                if _under(f, folder):
+                    seen.setdefault(f, d)
+    _blind(head, files, conftests, graph, seen)
+    if imported and all(f in seen for f in files):
+        return head, {}  # every test module can see it: every test runs, as it always did
+    return None, seen
+
+
+def _blind(head: str, files: Sequence[str], conftests: Sequence[str], graph: Graph, seen: dict[str, Decision]) -> None:
+    """Add to ``seen`` the test files from which a file whose imports cannot be known is
+    reachable (itself, or a conftest.py above it): such a test may import anything (#34)."""
+    reaching = {u: graph.importers(u) for u in sorted(graph.unknown)}
+    for f in files:
+        if f in seen:
+            continue
+        roots = [f, *(c for c in conftests if _under(f, c.rpartition("/")[0]))]
+        found = next((u for u, reach in reaching.items() if any(r in reach for r in roots)), None)
+        if found is not None:
+            why = f"{head}, and what {f} imports cannot be followed: {graph.unknown[found]}"
+            seen[f] = Decision(True, why, "imports")
+
+
+def _literal(node: ast.expr | None) -> bool:
+    if node is None:
+        return True
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def _is_fixture(decorator: ast.expr) -> bool:
+    """``@pytest.fixture``, ``@fixture``, or either called with literal arguments."""
+    call = decorator if isinstance(decorator, ast.Call) else None
+    target = call.func if call is not None else decorator
+    name = target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else ""
+    args = [*call.args, *(k.value for k in call.keywords)] if call is not None else []
+    return name == "fixture" and all(_literal(a) for a in args)
+
+
+def _plain(decorator: ast.expr) -> bool:
+    """A decorator that is a name (``@property``, ``@staticmethod``), not a call."""
+    return isinstance(decorator, (ast.Name, ast.Attribute))
+
+
+def _definition_only(stmt: ast.stmt, decorated: Callable[[ast.expr], bool]) -> bool:
+    """Whether ``stmt`` runs nothing at import but a definition: an import, a docstring, a
+    literal assigned to a name, a function (no hook, literal defaults, ``decorated``
+    decorators), a class of such (#34)."""
+    if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Pass)):
+        return True
+    if isinstance(stmt, ast.Expr):
+        return isinstance(stmt.value, ast.Constant)
+    if isinstance(stmt, ast.Assign):
+        names = all(isinstance(t, ast.Name) and t.id != PYTEST_PLUGINS for t in stmt.targets)
+        return names and _literal(stmt.value)
+    if isinstance(stmt, ast.AnnAssign):
+        return isinstance(stmt.target, ast.Name) and stmt.target.id != PYTEST_PLUGINS and _literal(stmt.value)
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        defaults = [*stmt.args.defaults, *stmt.args.kw_defaults]
+        return (
+            not stmt.name.startswith("pytest_")
+            and all(decorated(d) for d in stmt.decorator_list)
+            and all(_literal(d) for d in defaults)
+        )
+    if isinstance(stmt, ast.ClassDef):
+        bases = all(isinstance(b, (ast.Name, ast.Attribute)) for b in stmt.bases) and not stmt.keywords
+        return not stmt.decorator_list and bases and all(_definition_only(b, _plain) for b in stmt.body)
+    return False
+
+
+def fixtures_only(source: str | None) -> bool:
+    """Whether a ``conftest.py`` acts only on the tests under its folder: it holds imports,
+    fixtures and other definitions, and no hook (``pytest_*``: a hook acts on the whole
+    session), no ``pytest_plugins``, nothing else run at import (a call, an ``if``: the
+    process's state, every test's) (#34)."""
+    if source is None:
+        return False
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return False
+    return all(_definition_only(stmt, _is_fixture) for stmt in tree.body)
 
 
 def _skeleton(source: str) -> str | None:
@@ -270,19 +433,31 @@ def _full_reason(
     force: str | None,
     now: datetime,
     bodies: Collection[str],
-) -> str | None:
+    graph: Graph | None,
+    conftests: Collection[str],
+) -> tuple[str | None, dict[str, Decision]]:
     if force is not None:
-        return force
+        return force, {}
     if test_map is None:
-        return f"no test map for row {row!r}"
+        return f"no test map for row {row!r}", {}
     old = _too_old(test_map, rules, now)
     if old is not None:
-        return old
+        return old, {}
     cannot = unmappable(changed, rules)
+    # #34: a conftest.py of fixtures acts on the tests under its folder alone, which the graph
+    # can tell from the rest (the top one's folder holds every test: it stays a full run)
+    narrowed = [f for f in cannot if f in conftests and not _holds_all(f, test_map)] if graph is not None else []
+    cannot = [f for f in cannot if f not in narrowed]
     if cannot:
         verb = "changes" if len(cannot) == 1 else "change"
-        return f"{_named(cannot)} {verb}, which the test map cannot follow"
-    return at_import(changed, test_map, rules, bodies)
+        return f"{_named(cannot)} {verb}, which the test map cannot follow", {}
+    kept = [f for f in changed if f not in narrowed]
+    return at_import(kept, test_map, rules, bodies, graph=graph, conftests=narrowed)
+
+
+def _holds_all(conftest: str, test_map: TestMap) -> bool:
+    folder = conftest.rpartition("/")[0]
+    return all(_under(n, folder) for n in test_map.tests)
 
 
 def plan(
@@ -296,6 +471,8 @@ def plan(
     mode: SelectMode = "changed",
     now: datetime | None = None,
     bodies: Collection[str] = (),
+    graph: Graph | None = None,
+    conftests: Collection[str] = (),
 ) -> Plan:
     """The plan of one run of ``row``.
 
@@ -305,12 +482,23 @@ def plan(
     ``force``: a reason to run every test whatever the map says ("--select all", "git is
     not installed here"); ``mode``: what was asked for, as the record keeps it; ``now``: the
     time the map's age is measured at (default: now); ``bodies``: the changed Python files
-    whose change :func:`bodies_only` found to be in function bodies only (any other changed
-    Python file but a test's runs every test).
+    whose change :func:`bodies_only` found to be in function bodies only; ``graph``: the
+    project's import graph, by which a change to any other changed Python file runs the test
+    modules that can see it (None: it runs every test); ``conftests``: the changed conftest.py
+    files :func:`fixtures_only` found to hold fixtures alone (with the graph, each runs the
+    tests under its folder; any other runs every test).
     """
     files = sorted({f.removeprefix("./") for f in changed} - {""})
-    reason = _full_reason(
-        test_map, files, row=row, rules=rules, force=force, now=now or datetime.now(UTC), bodies=frozenset(bodies)
+    reason, importers = _full_reason(
+        test_map,
+        files,
+        row=row,
+        rules=rules,
+        force=force,
+        now=now or datetime.now(UTC),
+        bodies=frozenset(bodies),
+        graph=graph,
+        conftests=frozenset(conftests),
     )
     return Plan(
         mode=mode,
@@ -319,6 +507,7 @@ def plan(
         map_commit=test_map.commit if test_map is not None else None,
         test_map=test_map,
         recent=dict(recent or {}),
+        importers=importers,
     )
 
 

@@ -27,6 +27,7 @@ FLOORS: dict[str, int] = {
     "links": 1,
     "wanted": 2,
     "tomlfile": 1,
+    "importgraph": 1,  # #34: which project files each Python file may import (ast), pure
     "skips": 2,
     "config": 3,
     "records": 4,

@@ -10,24 +10,32 @@ failed or were skipped lately on the base branch or in this pull request, from t
 from __future__ import annotations
 
 import argparse
+import configparser
 import contextlib
+import shlex
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from device_matrix import importgraph, tomlfile
 from device_matrix.config import Config
-from device_matrix.errors import DeviceMatrixError, ResultsError, UsageProblem
+from device_matrix.errors import ConfigError, DeviceMatrixError, ResultsError, UsageProblem
 from device_matrix.records import testmap
 from device_matrix.records.outcomes import CODE, FAIL_CODES
 from device_matrix.records.schema import SourceInfo
 from device_matrix.records.source import base_lane, git, lane, lane_words
 from device_matrix.records.testmap import TestMap
 from device_matrix.report.history import DEFAULT_PATH, History
-from device_matrix.selection import MODES, Plan, bodies_only, plan, rules_of, touched_lines
+from device_matrix.selection import CONFTEST, MODES, Plan, bodies_only, fixtures_only, plan, rules_of, touched_lines
 
 GIT_TIMEOUT_S = 60
 # changed Python files read for what their change is (the rest run every test): a change of
 # more is a big one, and runs every test
 MAX_FOLLOWED = 200
+# #34: a project of more Python files than this is not read for its import graph: a change
+# to what runs at import then runs every test
+MAX_GRAPH_FILES = 20_000
+# the files pytest reads its addopts from, and the section of each
+INI_SECTIONS = (("pytest.ini", "pytest"), ("tox.ini", "pytest"), ("setup.cfg", "tool:pytest"))
 SKIP_CODES = frozenset({CODE["skipped"]})  # skipped (or disabled): its map holds little of what it runs
 
 
@@ -195,7 +203,94 @@ def _changed_plan(
     if changed is None:
         return plan(found, [], row=row, rules=rules, force=why)
     bodies = bodies_changed(root, found, changed) if found.commit else []
-    return plan(found, changed, row=row, rules=rules, recent=recent, bodies=bodies)
+    graph = import_graph(root, changed)
+    conftests = conftests_changed(root, found, changed) if found.commit else []
+    return plan(found, changed, row=row, rules=rules, recent=recent, bodies=bodies, graph=graph, conftests=conftests)
+
+
+def conftests_changed(root: Path, test_map: TestMap, changed: Sequence[str]) -> list[str]:
+    """The changed conftest.py files that held fixtures alone at the map's commit (or were not
+    there) and hold fixtures alone now (or are gone): each runs the tests under its folder
+    (:func:`device_matrix.selection.fixtures_only`); one git cannot show is not one of them."""
+    assert test_map.commit is not None
+    found: list[str] = []
+    for path in [f for f in changed if f.rsplit("/", 1)[-1] == CONFTEST][:MAX_FOLLOWED]:
+        listed, _ = _git(root, "ls-tree", "--name-only", test_map.commit, "--", path)
+        old, _ = _git(root, "show", f"{test_map.commit}:./{path}") if listed else ("", "")
+        try:
+            new: str | None = (root / path).read_text("utf-8")
+        except FileNotFoundError:
+            new = ""  # deleted: its folder's tests lose its fixtures, and run
+        except (OSError, UnicodeDecodeError):
+            new = None
+        if old is not None and new is not None and all(not text or fixtures_only(text) for text in (old, new)):
+            found.append(path)
+    return found
+
+
+def import_graph(root: Path, changed: Sequence[str]) -> importgraph.Graph | None:
+    """The import graph of the project's Python files as they are now (those git tracks or
+    does not ignore, and the ``changed`` ones deleted since, which their importers still
+    name), with the pytest plugins the project names; None when git cannot list them."""
+    out, _ = _git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    if out is None:
+        return None
+    paths = sorted({p for p in out.split("\0") if p.endswith(".py")} | {p for p in changed if p.endswith(".py")})
+    if len(paths) > MAX_GRAPH_FILES:
+        return None
+    sources: dict[str, str | bytes | None] = {}
+    unreadable: dict[str, str] = {}
+    for path in paths:
+        try:
+            sources[path] = (root / path).read_bytes()
+        except FileNotFoundError:
+            sources[path] = None  # deleted
+        except OSError as exc:
+            unreadable[path] = exc.strerror or type(exc).__name__
+    return importgraph.build(sources, plugins=plugins_of(root), unreadable=unreadable)
+
+
+def plugins_of(root: Path) -> dict[str, str]:
+    """The pytest plugins the project loads for every test: its own pytest11 entry points and
+    the ``-p`` of its addopts (pyproject.toml, pytest.ini, tox.ini, setup.cfg) -> where."""
+    found: dict[str, str] = {}
+    pyproject = root / "pyproject.toml"
+    try:
+        data = tomlfile.read(pyproject) if pyproject.is_file() else {}
+    except ConfigError:
+        data = {}  # the run's configuration, read from it too, has said what is wrong
+    points = data.get("project", {}).get("entry-points", {}).get("pytest11", {})
+    for value in points.values() if isinstance(points, dict) else ():
+        if isinstance(value, str):
+            found[value.split(":", 1)[0].strip()] = "pyproject.toml's pytest11 entry point"
+    addopts = data.get("tool", {}).get("pytest", {}).get("ini_options", {}).get("addopts", "")
+    _dash_p(addopts if isinstance(addopts, list) else str(addopts), "pyproject.toml", found)
+    for name, section in INI_SECTIONS:
+        ini = configparser.ConfigParser(interpolation=None)
+        try:
+            ini.read(root / name, encoding="utf-8")
+        except (configparser.Error, UnicodeDecodeError):
+            continue
+        if ini.has_option(section, "addopts"):
+            _dash_p(ini.get(section, "addopts"), name, found)
+    return found
+
+
+def _dash_p(addopts: str | list[str], where: str, found: dict[str, str]) -> None:
+    try:
+        words = addopts if isinstance(addopts, list) else shlex.split(addopts)
+    except ValueError:
+        return
+    words = [str(w) for w in words]
+    for before, word in zip(["", *words], words, strict=False):
+        if before == "-p":
+            name = word
+        elif word.startswith("-p") and word != "-p":
+            name = word.removeprefix("-p")  # -pNAME
+        else:
+            continue
+        if not name.startswith("no:"):
+            found.setdefault(name, f"-p in {where}'s addopts")
 
 
 def bodies_changed(root: Path, test_map: TestMap, changed: Sequence[str]) -> list[str]:
