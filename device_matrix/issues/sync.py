@@ -400,12 +400,12 @@ def _runs_of(runs: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
     return out
 
 
-def _held(findings: Sequence[Finding], found: Mapping[str, Any], cap: int) -> set[str]:
-    """#32: the failure groups to file that one sync holds back: past the ``cap`` largest. A
-    red main where each test fails on its own line is as many groups as tests."""
+def _held(findings: Sequence[Finding], found: Mapping[str, Any], cap: int) -> list[tuple[str, str]]:
+    """#32: the failure groups to file that one sync holds back, past the ``cap`` largest (a
+    red main where each test fails on its own line is as many groups as tests)."""
     new = [f for f in findings if f.kind == "failure" and not f.link_only and not found.get(f.fingerprint)]
     new.sort(key=lambda f: -len(f.failed))
-    return {f.fingerprint for f in new[cap:]}
+    return [(f.fingerprint, f.title) for f in new[cap:]]
 
 
 def _run_text(run: str) -> str:
@@ -449,15 +449,13 @@ def sync(
     try:
         with tracker.transaction():
             found = tracker.find([f.fingerprint for f in findings]) if findings else {}
-            held = _held(findings, found, max_failure_issues)
+            report.held = _held(findings, found, max_failure_issues)
+            held = {fp for fp, _ in report.held}
             for f in findings:
                 existing = found.get(f.fingerprint)
                 issue = pick(existing) if existing else None
-                if issue is None and f.link_only:
-                    continue  # #32: a pull request's failure group: nothing to link, nothing filed
-                if f.fingerprint in held:
-                    report.held.append((f.fingerprint, f.title))
-                    continue
+                if (issue is None and f.link_only) or f.fingerprint in held:
+                    continue  # #32: a pull request's failure group (nothing to link or file), or past the cap
                 if issue is None and not apply:
                     report.would_file.append((f.fingerprint, f.title))
                     continue
