@@ -62,7 +62,7 @@ def test_signature(t: TestRecord) -> str:
     """The signature of a failing test's group, as :func:`of` groups it: what the issue sync
     keys a failure group's issue by (#32: ``findings.failure_key``)."""
     f = failure_view(t, "")
-    return failure_signature(f["message"], f["frame"])
+    return failure_signature(f["message"], f["site"])
 
 
 def _where(file: str | None, line: int | None) -> str | None:
@@ -83,7 +83,8 @@ def of(t: Triage) -> list[FailureGroup]:
             g["tests"].append(GroupTest(row=row, nodeid=nodeid, outcome=outcome, where=where, verdict=None))
     linked = t.get("failure_issues") or {}  # a triage.json written before #32's issues has none
     for f in t["failures"]:
-        sig = failure_signature(f["message"], f["frame"])
+        # a triage.json written before the site was kept has the frame alone
+        sig = failure_signature(f["message"], f.get("site", f["frame"]))
         if sig not in groups:
             link = linked.get(failure_key(sig))
             issue, state = (link["issue"], link["state"]) if link else (None, None)

@@ -15,7 +15,7 @@ from device_matrix.records.outcomes import CRASHING_OUTCOMES, DESELECTED_OUTCOME
 from device_matrix.records.schema import CrashRecord, RunRecord, SelectionInfo, SkipInfo, SourceInfo, TestRecord
 from device_matrix.records.summary import crash_headline, crash_kind_label, fold
 from device_matrix.report.placement import Placement
-from device_matrix.report.signature import innermost_frame
+from device_matrix.report.signature import cause_site, innermost_frame
 from device_matrix.skips import DeviceSkip
 
 TRIAGE_SCHEMA = "device-matrix/triage"
@@ -75,6 +75,7 @@ class FailureView(TypedDict):
     file: str | None  # where, relative to the project root
     line: int | None
     frame: str | None  # #32: the innermost frame in the project's own code ("pkg/lib.py:3"), for its group
+    site: str | None  # #32: where its cause lies, for its group's signature (signature.cause_site)
 
 
 class SkipView(TypedDict):
@@ -295,6 +296,7 @@ def failure_view(t: TestRecord, row: str) -> FailureView:
         file=t.get("file"),
         line=t.get("line"),
         frame=innermost_frame(t["message"]),
+        site=cause_site(t["message"], t["nodeid"].partition("::")[0]),
     )
 
 

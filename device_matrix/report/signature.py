@@ -40,6 +40,10 @@ _NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
 # a frame of pytest's long traceback: "pkg/lib.py:3: FileNotFoundError", "tests/test_a.py:7: "
 _FRAME_RE = re.compile(r"^([^\s/\\:<>][^:\n]*\.py):(\d+): ", re.MULTILINE)
 _NOT_THE_PROJECTS = ("site-packages", "dist-packages", "<frozen", ".venv", "/lib/python")
+# any frame of it, an installed package's and the interpreter's too: "/usr/lib/python3.11/shutil.py:419: "
+_ANY_FRAME_RE = re.compile(r"^([^\s:<>][^:\n]*\.py):(\d+): ", re.MULTILINE)
+# where an installed module's own name begins in its path
+_INSTALLED_RE = re.compile(r".*(?:/site-packages/|/dist-packages/|/lib/python\d[\d.]*/)")
 
 
 def mask(text: str) -> str:
@@ -64,3 +68,20 @@ def innermost_frame(traceback: str | None) -> str | None:
         if not any(word in m.group(1) for word in _NOT_THE_PROJECTS)
     ]
     return frames[-1] if frames else None
+
+
+def cause_site(traceback: str | None, test_file: str | None) -> str | None:
+    """Where a failure's cause lies, for its group's signature: the innermost frame in the
+    project's own code (:func:`innermost_frame`), except where that frame is the failing
+    test's own file and the exception was raised deeper, in an installed package or the
+    interpreter's library: then that module, by its name and without a line (which differs
+    between versions), so that tests which each call the library from their own lines, for
+    one cause, are one group (#32: torchprime's 14 tests that could not reach the hub)."""
+    own = innermost_frame(traceback)
+    if own is None or traceback is None or test_file is None or own.rpartition(":")[0] != test_file:
+        return own
+    frames = [m.group(1) for m in _ANY_FRAME_RE.finditer(traceback)]
+    raised = frames[-1] if frames else None
+    if raised is None or not any(word in raised for word in _NOT_THE_PROJECTS):
+        return own  # raised by the test's own code: its own line
+    return _INSTALLED_RE.sub("", raised)
