@@ -15,7 +15,7 @@ selects at least one of its failing tests. Side by side, in one run:
 - pytest-testmon: its database built (``pytest --testmon``) at the map commit, then
   ``pytest --testmon`` at C+fault; what it ran is its selection;
 - device-matrix: the map (each test's files, coverage.py per-test contexts, written and
-  read as a test-map.json) and device_matrix.selection.plan over the changed files, with
+  read as a test-map.json, with the lines each test ran) and device_matrix.selection.plan over the changed files, with
   the replayed project's own select_* configuration and, read from the replayed checkout
   as ``run --select changed`` reads them, the function-body changes, the import graph and
   the conftest.py files of fixtures. The map is recorded by the bench's
@@ -66,7 +66,7 @@ from _common import ROOT, clean_env
 sys.path.insert(0, str(ROOT))
 from device_matrix import config as dm_config
 from device_matrix import selection as engine
-from device_matrix.cli.select import bodies_changed, conftests_changed, import_graph
+from device_matrix.cli.select import conftests_changed, function_changes, import_graph
 from device_matrix.records import testmap
 
 BENCH = Path(__file__).resolve().parent
@@ -297,11 +297,22 @@ def device_matrix_selection(
     ``run --select changed`` reads them (None: neither known, every change to a source file
     runs all); why it ran all."""
     changed = list(changed)
-    bodies = bodies_changed(root, m, changed) if root is not None and m.commit else []
+    bodies = function_changes(root, m, changed) if root is not None and m.commit else {}
     graph = import_graph(root, changed) if root is not None else None
     conftests = conftests_changed(root, m, changed) if root is not None and m.commit else []
     now = datetime.fromisoformat(m.created)
-    p = engine.plan(m, changed, row=m.row, rules=rules, now=now, bodies=bodies, graph=graph, conftests=conftests)
+    functions = {f: spans for f, spans in bodies.items() if spans is not None}
+    p = engine.plan(
+        m,
+        changed,
+        row=m.row,
+        rules=rules,
+        now=now,
+        bodies=list(bodies),
+        graph=graph,
+        conftests=conftests,
+        functions=functions,
+    )
     run, _ = p.split(nodeids)
     return frozenset(run), p.full_reason
 
@@ -318,6 +329,7 @@ class Run:
     files: dict[str, list[str]]
     timed_out: bool = False
     imports: dict[str, list[int]] = field(default_factory=dict)  # lines that ran outside every test
+    lines: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # nodeid -> file -> the lines it ran
 
     def passed(self) -> set[str]:
         return {t for t, o in self.outcomes.items() if o == "passed"}
@@ -379,7 +391,13 @@ class Replay:
             at = self.git("rev-parse", "HEAD").strip()
             raise SystemExit(f"pytest at {at} exited {proc.returncode}:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
         data = json.loads(out.read_text())
-        return Run(data["outcomes"], data["seconds"], data["files"], imports=data.get("imports", {}))
+        return Run(
+            data["outcomes"],
+            data["seconds"],
+            data["files"],
+            imports=data.get("imports", {}),
+            lines=data.get("lines", {}),
+        )
 
     def testmon(self, datafile: Path, out: Path) -> Run:
         """``pytest --testmon`` with its database at ``datafile`` (built there, or read and updated)."""
@@ -394,8 +412,9 @@ def to_map(run: Run, commit: str) -> testmap.TestMap:
     """The run's per-test files as a device-matrix test map (each passing or failing test of it)."""
     tests = {t: frozenset(run.files.get(t, ())) for t in run.outcomes if "::" in t}
     imports = {rel: frozenset(lines) for rel, lines in run.imports.items()}
+    lines = {t: {rel: frozenset(ns) for rel, ns in run.lines.get(t, {}).items()} for t in tests}
     created = datetime.now(UTC).isoformat()
-    return testmap.TestMap(row="replay", commit=commit, created=created, tests=tests, imports=imports)
+    return testmap.TestMap(row="replay", commit=commit, created=created, tests=tests, imports=imports, lines=lines)
 
 
 def rules_at(work: Path) -> engine.Rules:
