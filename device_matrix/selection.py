@@ -37,6 +37,12 @@ of the map ran (a new module, one where the map does not measure) runs every tes
 own file is followed by its tests (``own_file``); a conftest.py that holds fixtures alone
 (``conftests``, :func:`fixtures_only`) by the tests under its folder (``conftest``).
 
+With a map that holds the lines each test ran, a change in function bodies only is
+narrowed to its functions (``functions``, which the caller finds with
+:func:`changed_functions`): a test sees it, whether it covers the file or the file is its
+own, when it ran a line of a changed function; where a changed function ran in no test of
+the map, the file's rule holds (#34).
+
 A pattern without ``/`` matches a file's name in any folder (``conftest.py``); one with
 ``/`` matches its whole project-relative path (``docs/*``), ``*`` crossing folders.
 """
