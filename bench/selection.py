@@ -224,6 +224,7 @@ class Case:
     seconds: dict[str, float]  # every test of the full run at C+fault
     selected: dict[str, frozenset[str]] = field(default_factory=dict)
     full_reason: str | None = None  # device-matrix ran everything, why
+    why: dict[str, str] = field(default_factory=dict)  # device-matrix's reason for each test it ran
 
 
 @dataclass
@@ -254,6 +255,20 @@ def score(cases: Iterable[Case], strategy: str) -> Score:
         s.time += sum(case.seconds.values())
         s.time_run += sum(case.seconds[t] for t in chosen)
     return s
+
+
+def shares(cases: Iterable[Case]) -> str:
+    """device-matrix's share of the test time, in points, by why each test it ran ran."""
+    points: dict[str, float] = {}
+    total = 0.0
+    for case in cases:
+        if not case.failing:
+            continue
+        total += sum(case.seconds.values())
+        for nodeid, why in case.why.items():
+            points[why] = points.get(why, 0.0) + case.seconds.get(nodeid, 0.0)
+    ranked = sorted(points.items(), key=lambda kv: -kv[1])
+    return ", ".join(f"{why} {_pct(seconds, total):.1f}" for why, seconds in ranked) or "none"
 
 
 def _pct(part: float, whole: float) -> float:
@@ -296,13 +311,22 @@ def device_matrix_selection(
     function-body changes, the import graph and the conftest.py files of fixtures read from the checkout at ``root`` as
     ``run --select changed`` reads them (None: neither known, every change to a source file
     runs all); why it ran all."""
+    p = device_matrix_plan(m, changed, rules, root)
+    run, _ = p.split(nodeids)
+    return frozenset(run), p.full_reason
+
+
+def device_matrix_plan(
+    m: testmap.TestMap, changed: Iterable[str], rules: engine.Rules, root: Path | None
+) -> engine.Plan:
+    """The plan :func:`device_matrix_selection` selects by."""
     changed = list(changed)
     bodies = function_changes(root, m, changed) if root is not None and m.commit else {}
     graph = import_graph(root, changed) if root is not None else None
     conftests = conftests_changed(root, m, changed) if root is not None and m.commit else []
     now = datetime.fromisoformat(m.created)
     functions = {f: spans for f, spans in bodies.items() if spans is not None}
-    p = engine.plan(
+    return engine.plan(
         m,
         changed,
         row=m.row,
@@ -313,8 +337,6 @@ def device_matrix_selection(
         conftests=conftests,
         functions=functions,
     )
-    run, _ = p.split(nodeids)
-    return frozenset(run), p.full_reason
 
 
 # ---------------------------------------------------------------- the replay
@@ -521,7 +543,9 @@ def _faulty_change(
         scratch = rp.work.parent / "testmondata.scratch"
         shutil.copyfile(db, scratch)  # testmon writes to its database: each fault starts from the map commit's
         chosen = rp.testmon(scratch, rp.work.parent / "testmon.json")
-        dm, full = device_matrix_selection(m, changed, nodeids, rules, rp.work)
+        p = device_matrix_plan(m, changed, rules, rp.work)
+        why: dict[str, str] = {n: d.why for n, d in ((n, p.decide(n)) for n in nodeids) if d.run}
+        dm, full = frozenset(why), p.full_reason
     finally:
         target.write_text(original)
     if full is not None:
@@ -538,6 +562,7 @@ def _faulty_change(
             "device-matrix": dm,
         },
         full_reason=full,
+        why=why,
     )
 
 
@@ -612,6 +637,8 @@ def _report(
     print(f"  {runs:.0f}s in pytest runs, {wall:.0f}s in all")
     print()
     print("\n".join(table(cases, STRATEGIES)))
+    print()
+    print(f"  device-matrix's test time by why each test ran, in points: {shares(cases)}")
 
 
 if __name__ == "__main__":
