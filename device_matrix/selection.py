@@ -441,6 +441,32 @@ def touched_lines(diff: str) -> frozenset[int]:
     return frozenset(touched)
 
 
+def import_guard(old: str | None, diff: str) -> frozenset[int]:
+    """The lines of :func:`touched_lines` a change is held against what ran at import by: all
+    of them, but a function's ``def`` line where lines were only inserted right after it,
+    before its body's first statement (#34: the inserted lines are that body's; the def line
+    ran at import as the definition, which the skeleton compares, and the body's first line
+    stays, so a body that ran at import is still seen)."""
+    touched = touched_lines(diff)
+    try:
+        tree = ast.parse(old) if old is not None else None
+    except (SyntaxError, ValueError):
+        tree = None
+    if tree is None:
+        return touched
+    firsts = {
+        node.body[0].lineno
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.body[0].lineno > node.lineno
+    }
+    headers = set()
+    for line in diff.splitlines():
+        found = HUNK_RE.match(line)
+        if found is not None and found[2] == "0" and int(found[1]) + 1 in firsts:
+            headers.add(int(found[1]))  # inserted after the line before a body's first statement
+    return touched - headers
+
+
 def bodies_only(old: str | None, new: str | None, touched: frozenset[int], ran_at_import: frozenset[int]) -> bool:
     """Whether a file's change (``old`` at the map's commit, ``new`` now: None where it is
     not) changes only function bodies, none of whose touched lines ran at import."""

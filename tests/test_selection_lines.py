@@ -243,3 +243,26 @@ def test_what_cannot_be_told_by_function_is_none() -> None:
     assert (
         selection.changed_functions(OLD, OLD.replace("import pytest\n", "import pytest  # x\n"), frozenset({1})) is None
     )
+
+
+def test_lines_inserted_right_after_a_def_line_are_that_function_s_body(tmp_path: Path) -> None:
+    p = _recorded(tmp_path)
+    (p.root / "suites" / "mine" / "lib.py").write_text(LIB.replace("def double(x):\n", "def double(x):\n    x += 1\n"))
+    outcomes, _ = _select(p)
+    assert outcomes == {"test_double": "failed", "test_negate": "deselected", "test_other": "deselected"}
+
+
+CALLED = "def setup():\n    return 1\n\n\nVALUE = setup()\n"
+
+
+def test_the_import_guard_drops_only_a_def_line_right_before_inserted_body_lines() -> None:
+    inserted = "@@ -1,0 +2 @@\n+    print(1)\n"
+    assert selection.import_guard(CALLED, inserted) == {2}
+    # a body that ran at import (setup() at module level) is still what runs at import
+    new = CALLED.replace("def setup():\n", "def setup():\n    print(1)\n")
+    assert selection.bodies_only(CALLED, new, selection.import_guard(CALLED, inserted), frozenset({1, 2, 5})) is False
+    assert selection.bodies_only(CALLED, new, selection.import_guard(CALLED, inserted), frozenset({1, 5})) is True
+    # a replacement, or an insertion elsewhere, keeps every line it touched
+    assert selection.import_guard(CALLED, "@@ -1 +1 @@\n-def setup():\n+def setup(): \n") == {1}
+    assert selection.import_guard(CALLED, "@@ -2,0 +3 @@\n+    print(1)\n") == {2, 3}
+    assert selection.import_guard("def (", inserted) == {1, 2}

@@ -33,6 +33,7 @@ from device_matrix.selection import (
     bodies_only,
     changed_functions,
     fixtures_only,
+    import_guard,
     plan,
     rules_of,
     touched_lines,
@@ -338,7 +339,6 @@ def function_changes(root: Path, test_map: TestMap, changed: Sequence[str]) -> d
             new = None
         if diff is None:
             continue
-        touched = touched_lines(diff)
-        if bodies_only(old, new, touched, test_map.imports.get(path, frozenset())):
-            found[path] = changed_functions(old, new, touched)
+        if bodies_only(old, new, import_guard(old, diff), test_map.imports.get(path, frozenset())):
+            found[path] = changed_functions(old, new, touched_lines(diff))
     return found
