@@ -2,7 +2,7 @@
 
 It writes, to the JSON file $REPLAY_OUT, each test's outcome and seconds (a module that
 fails to import counts as an error of its file) and, with $REPLAY_COVER=1, the project
-files each test ran: coverage.py with one context per test, only files under the rootdir
+files each test ran and their lines: coverage.py with one context per test, only files under the rootdir
 outside hidden folders (.venv, .nox), the Python subprocesses a test starts included (they
 read its context from $REPLAY_CONTEXT through the configuration in $COVERAGE_PROCESS_START),
 a test module's import counted for each of its tests: what a device-matrix test map holds.
@@ -84,21 +84,22 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     out = os.environ.get("REPLAY_OUT")
     if not out:
         return
-    tests: dict[str, list[str]] = {}
+    tests: dict[str, dict[str, list[int]]] = {}
     imports: dict[str, list[int]] = {}
     if _STATE["cov"] is not None:
         tests, imports = _measured(config.rootpath)
     record = {
         "outcomes": _STATE["outcomes"],
         "seconds": _STATE["seconds"],
-        "files": {t: sorted(set(fs)) for t, fs in tests.items()},
+        "files": {t: sorted(fs) for t, fs in tests.items()},
+        "lines": tests,
         "imports": imports,
     }
     Path(out).write_text(json.dumps(record))
 
 
-def _measured(root: Path) -> tuple[dict[str, list[str]], dict[str, list[int]]]:
-    """nodeid -> the files it ran, from this process's data and its subprocesses'; and each
+def _measured(root: Path) -> tuple[dict[str, dict[str, list[int]]], dict[str, list[int]]]:
+    """nodeid -> the files it ran and their lines, from this process's data and its subprocesses'; and each
     file's lines that ran outside every test (imports, conftest.py), kept apart as
     device-matrix's map keeps them."""
     import coverage
@@ -110,7 +111,7 @@ def _measured(root: Path) -> tuple[dict[str, list[str]], dict[str, list[int]]]:
     combined = coverage.Coverage(config_file=str(_STATE["config"]))
     combined.combine()
     data = combined.get_data()
-    files: dict[str, set[str]] = {}
+    files: dict[str, dict[str, set[int]]] = {}
     imported: dict[str, set[int]] = {}
     for path in data.measured_files():
         try:
@@ -121,9 +122,13 @@ def _measured(root: Path) -> tuple[dict[str, list[str]], dict[str, list[int]]]:
             for context in contexts:
                 # the session labels each test by switching (a dynamic context), a subprocess
                 # by its configuration (a static one): never both, so a label is one nodeid
-                files.setdefault(context, set()).add(rel)
+                files.setdefault(context, {}).setdefault(rel, set()).add(line)
                 if not context or context.startswith(IMPORT):
                     imported.setdefault(rel, set()).add(line)
     shutil.rmtree(_STATE["config"].parent, ignore_errors=True)
-    tests = {t: sorted(fs) for t, fs in files.items() if t and not t.startswith(IMPORT)}
+    tests = {
+        t: {rel: sorted(lines) for rel, lines in fs.items()}
+        for t, fs in files.items()
+        if t and not t.startswith(IMPORT)
+    }
     return tests, {rel: sorted(lines) for rel, lines in imported.items()}

@@ -15,7 +15,7 @@ selects at least one of its failing tests. Side by side, in one run:
 - pytest-testmon: its database built (``pytest --testmon``) at the map commit, then
   ``pytest --testmon`` at C+fault; what it ran is its selection;
 - device-matrix: the map (each test's files, coverage.py per-test contexts, written and
-  read as a test-map.json) and device_matrix.selection.plan over the changed files, with
+  read as a test-map.json, with the lines each test ran) and device_matrix.selection.plan over the changed files, with
   the replayed project's own select_* configuration and, read from the replayed checkout
   as ``run --select changed`` reads them, the function-body changes, the import graph and
   the conftest.py files of fixtures. The map is recorded by the bench's
@@ -66,7 +66,7 @@ from _common import ROOT, clean_env
 sys.path.insert(0, str(ROOT))
 from device_matrix import config as dm_config
 from device_matrix import selection as engine
-from device_matrix.cli.select import bodies_changed, conftests_changed, import_graph
+from device_matrix.cli.select import conftests_changed, function_changes, import_graph
 from device_matrix.records import testmap
 
 BENCH = Path(__file__).resolve().parent
@@ -224,6 +224,7 @@ class Case:
     seconds: dict[str, float]  # every test of the full run at C+fault
     selected: dict[str, frozenset[str]] = field(default_factory=dict)
     full_reason: str | None = None  # device-matrix ran everything, why
+    why: dict[str, str] = field(default_factory=dict)  # device-matrix's reason for each test it ran
 
 
 @dataclass
@@ -254,6 +255,20 @@ def score(cases: Iterable[Case], strategy: str) -> Score:
         s.time += sum(case.seconds.values())
         s.time_run += sum(case.seconds[t] for t in chosen)
     return s
+
+
+def shares(cases: Iterable[Case]) -> str:
+    """device-matrix's share of the test time, in points, by why each test it ran ran."""
+    points: dict[str, float] = {}
+    total = 0.0
+    for case in cases:
+        if not case.failing:
+            continue
+        total += sum(case.seconds.values())
+        for nodeid, why in case.why.items():
+            points[why] = points.get(why, 0.0) + case.seconds.get(nodeid, 0.0)
+    ranked = sorted(points.items(), key=lambda kv: -kv[1])
+    return ", ".join(f"{why} {_pct(seconds, total):.1f}" for why, seconds in ranked) or "none"
 
 
 def _pct(part: float, whole: float) -> float:
@@ -296,14 +311,32 @@ def device_matrix_selection(
     function-body changes, the import graph and the conftest.py files of fixtures read from the checkout at ``root`` as
     ``run --select changed`` reads them (None: neither known, every change to a source file
     runs all); why it ran all."""
+    p = device_matrix_plan(m, changed, rules, root)
+    run, _ = p.split(nodeids)
+    return frozenset(run), p.full_reason
+
+
+def device_matrix_plan(
+    m: testmap.TestMap, changed: Iterable[str], rules: engine.Rules, root: Path | None
+) -> engine.Plan:
+    """The plan :func:`device_matrix_selection` selects by."""
     changed = list(changed)
-    bodies = bodies_changed(root, m, changed) if root is not None and m.commit else []
+    bodies = function_changes(root, m, changed) if root is not None and m.commit else {}
     graph = import_graph(root, changed) if root is not None else None
     conftests = conftests_changed(root, m, changed) if root is not None and m.commit else []
     now = datetime.fromisoformat(m.created)
-    p = engine.plan(m, changed, row=m.row, rules=rules, now=now, bodies=bodies, graph=graph, conftests=conftests)
-    run, _ = p.split(nodeids)
-    return frozenset(run), p.full_reason
+    functions = {f: spans for f, spans in bodies.items() if spans is not None}
+    return engine.plan(
+        m,
+        changed,
+        row=m.row,
+        rules=rules,
+        now=now,
+        bodies=list(bodies),
+        graph=graph,
+        conftests=conftests,
+        functions=functions,
+    )
 
 
 # ---------------------------------------------------------------- the replay
@@ -318,6 +351,7 @@ class Run:
     files: dict[str, list[str]]
     timed_out: bool = False
     imports: dict[str, list[int]] = field(default_factory=dict)  # lines that ran outside every test
+    lines: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # nodeid -> file -> the lines it ran
 
     def passed(self) -> set[str]:
         return {t for t, o in self.outcomes.items() if o == "passed"}
@@ -379,7 +413,13 @@ class Replay:
             at = self.git("rev-parse", "HEAD").strip()
             raise SystemExit(f"pytest at {at} exited {proc.returncode}:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
         data = json.loads(out.read_text())
-        return Run(data["outcomes"], data["seconds"], data["files"], imports=data.get("imports", {}))
+        return Run(
+            data["outcomes"],
+            data["seconds"],
+            data["files"],
+            imports=data.get("imports", {}),
+            lines=data.get("lines", {}),
+        )
 
     def testmon(self, datafile: Path, out: Path) -> Run:
         """``pytest --testmon`` with its database at ``datafile`` (built there, or read and updated)."""
@@ -394,8 +434,9 @@ def to_map(run: Run, commit: str) -> testmap.TestMap:
     """The run's per-test files as a device-matrix test map (each passing or failing test of it)."""
     tests = {t: frozenset(run.files.get(t, ())) for t in run.outcomes if "::" in t}
     imports = {rel: frozenset(lines) for rel, lines in run.imports.items()}
+    lines = {t: {rel: frozenset(ns) for rel, ns in run.lines.get(t, {}).items()} for t in tests}
     created = datetime.now(UTC).isoformat()
-    return testmap.TestMap(row="replay", commit=commit, created=created, tests=tests, imports=imports)
+    return testmap.TestMap(row="replay", commit=commit, created=created, tests=tests, imports=imports, lines=lines)
 
 
 def rules_at(work: Path) -> engine.Rules:
@@ -502,7 +543,9 @@ def _faulty_change(
         scratch = rp.work.parent / "testmondata.scratch"
         shutil.copyfile(db, scratch)  # testmon writes to its database: each fault starts from the map commit's
         chosen = rp.testmon(scratch, rp.work.parent / "testmon.json")
-        dm, full = device_matrix_selection(m, changed, nodeids, rules, rp.work)
+        p = device_matrix_plan(m, changed, rules, rp.work)
+        why: dict[str, str] = {n: d.why for n, d in ((n, p.decide(n)) for n in nodeids) if d.run}
+        dm, full = frozenset(why), p.full_reason
     finally:
         target.write_text(original)
     if full is not None:
@@ -519,6 +562,7 @@ def _faulty_change(
             "device-matrix": dm,
         },
         full_reason=full,
+        why=why,
     )
 
 
@@ -593,6 +637,8 @@ def _report(
     print(f"  {runs:.0f}s in pytest runs, {wall:.0f}s in all")
     print()
     print("\n".join(table(cases, STRATEGIES)))
+    print()
+    print(f"  device-matrix's test time by why each test ran, in points: {shares(cases)}")
 
 
 if __name__ == "__main__":

@@ -37,6 +37,12 @@ of the map ran (a new module, one where the map does not measure) runs every tes
 own file is followed by its tests (``own_file``); a conftest.py that holds fixtures alone
 (``conftests``, :func:`fixtures_only`) by the tests under its folder (``conftest``).
 
+With a map that holds the lines each test ran, a change in function bodies only is
+narrowed to its functions (``functions``, which the caller finds with
+:func:`changed_functions`): a test sees it, whether it covers the file or the file is its
+own, when it ran a line of a changed function; where a changed function ran in no test of
+the map, the file's rule holds (#34).
+
 A pattern without ``/`` matches a file's name in any folder (``conftest.py``); one with
 ``/`` matches its whole project-relative path (``docs/*``), ``*`` crossing folders.
 """
@@ -70,6 +76,7 @@ TEST_FILES = ("test_*.py", "*_test.py")  # pytest's default python_files
 HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
 CONFTEST = "conftest.py"
 PYTEST_PLUGINS = "pytest_plugins"
+Spans: TypeAlias = tuple[tuple[int, int], ...]  # first and last line of each, both counted
 FUTURE_SLACK = timedelta(minutes=5)  # a map dated ahead of now by more than this is not trusted (clocks drift)
 
 
@@ -114,6 +121,9 @@ class Plan:
     # #34: test file -> why its tests run: it can see a change to what runs at import (the
     # import graph), or a conftest.py of fixtures above it changed
     importers: Mapping[str, Decision] = field(default_factory=dict, repr=False)
+    # #34: changed file -> the lines of the functions its change is in: a test that ran none
+    # of them cannot see the change (files whose change is not narrowed are not here)
+    narrowed: Mapping[str, frozenset[int]] = field(default_factory=dict, repr=False)
 
     def decide(self, nodeid: str) -> Decision:
         """Whether ``nodeid`` runs, and why."""
@@ -124,9 +134,12 @@ class Plan:
         if covered is None:
             return Decision(True, f"new: not in the test map of {_commit(self.map_commit)}", "new")
         own = nodeid.split("::", 1)[0]
-        if own in self.changed:
-            return Decision(True, f"its own file changed ({own})", "own_file")
-        hit = sorted(covered & set(self.changed))
+        ran = self.test_map.lines.get(nodeid) if self.test_map.lines is not None else None
+        if own in self.changed and self._runs_changed(own, ran):
+            said = "it ran a changed function of its own file" if own in self.narrowed else "its own file changed"
+            return Decision(True, f"{said} ({own})", "own_file")
+        touched = covered & set(self.changed)
+        hit = sorted(f for f in touched if self._runs_changed(f, ran))
         if hit:
             return Decision(True, f"covers {_named(hit)}", "covers")
         if own in self.importers:
@@ -139,7 +152,16 @@ class Plan:
             return Decision(True, "named with --test", "named")
         if not self.changed:
             return Decision(False, f"nothing changed since {_commit(self.map_commit)}", "deselected")
+        if touched or own in self.changed:
+            files = sorted(touched | ({own} & set(self.changed)))
+            return Decision(False, f"ran none of the changed functions of {_named(files)}", "deselected")
         return Decision(False, f"covers none of the {_plural(len(self.changed), 'changed file')}", "deselected")
+
+    def _runs_changed(self, path: str, ran: Mapping[str, frozenset[int]] | None) -> bool:
+        """Whether a test that ran ``ran`` (path -> lines; None: unknown) can see the change to
+        ``path``: any change but one narrowed to functions, or a line of a changed function (#34)."""
+        lines = self.narrowed.get(path)
+        return lines is None or ran is None or not lines.isdisjoint(ran.get(path, ()))
 
     def split(self, nodeids: Iterable[str]) -> tuple[list[str], dict[str, str]]:
         """The tests that run, in the order given, and those left out with their reasons."""
@@ -339,10 +361,14 @@ def _literal(node: ast.expr | None) -> bool:
 def _is_fixture(decorator: ast.expr) -> bool:
     """``@pytest.fixture``, ``@fixture``, or either called with literal arguments."""
     call = decorator if isinstance(decorator, ast.Call) else None
-    target = call.func if call is not None else decorator
-    name = target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else ""
     args = [*call.args, *(k.value for k in call.keywords)] if call is not None else []
-    return name == "fixture" and all(_literal(a) for a in args)
+    return _called(decorator) == "fixture" and all(_literal(a) for a in args)
+
+
+def _called(decorator: ast.expr) -> str:
+    """The name a decorator ends in (``fixture`` of ``@pytest.fixture(scope=...)``)."""
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else ""
 
 
 def _plain(decorator: ast.expr) -> bool:
@@ -415,6 +441,32 @@ def touched_lines(diff: str) -> frozenset[int]:
     return frozenset(touched)
 
 
+def import_guard(old: str | None, diff: str) -> frozenset[int]:
+    """The lines of :func:`touched_lines` a change is held against what ran at import by: all
+    of them, but a function's ``def`` line where lines were only inserted right after it,
+    before its body's first statement (#34: the inserted lines are that body's; the def line
+    ran at import as the definition, which the skeleton compares, and the body's first line
+    stays, so a body that ran at import is still seen)."""
+    touched = touched_lines(diff)
+    try:
+        tree = ast.parse(old) if old is not None else None
+    except (SyntaxError, ValueError):
+        tree = None
+    if tree is None:
+        return touched
+    firsts = {
+        node.body[0].lineno
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.body[0].lineno > node.lineno
+    }
+    headers = set()
+    for line in diff.splitlines():
+        found = HUNK_RE.match(line)
+        if found is not None and found[2] == "0" and int(found[1]) + 1 in firsts:
+            headers.add(int(found[1]))  # inserted after the line before a body's first statement
+    return touched - headers
+
+
 def bodies_only(old: str | None, new: str | None, touched: frozenset[int], ran_at_import: frozenset[int]) -> bool:
     """Whether a file's change (``old`` at the map's commit, ``new`` now: None where it is
     not) changes only function bodies, none of whose touched lines ran at import."""
@@ -422,6 +474,54 @@ def bodies_only(old: str | None, new: str | None, touched: frozenset[int], ran_a
         return False
     before = _skeleton(old)
     return before is not None and before == _skeleton(new) and not touched & ran_at_import
+
+
+def _outermost(tree: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The functions of a module that are in no other function (methods too), in order."""
+    found: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+    for child in ast.iter_child_nodes(tree):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.append(child)
+        else:
+            found.extend(_outermost(child))
+    return found
+
+
+def _wide_fixture(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A fixture of a scope wider than a test's (or a scope not written out): set up in the
+    first test that asks for it, which alone names its lines, for every test that uses it."""
+    for d in fn.decorator_list:
+        if not isinstance(d, ast.Call) or _called(d) != "fixture":
+            continue
+        scope = next((k.value for k in d.keywords if k.arg == "scope"), None)
+        if d.args or (scope is not None and not (isinstance(scope, ast.Constant) and scope.value == "function")):
+            return True
+    return False
+
+
+def changed_functions(old: str | None, new: str | None, touched: frozenset[int]) -> Spans | None:
+    """The line spans, in ``old``, of the bodies of the functions a change that is in
+    function bodies only (:func:`bodies_only`) changed: those whose code differs, or holding
+    a line the diff ``touched``; None when it cannot be told by function (not parsed, not the
+    same functions, a fixture of a wider scope changed, no function changed) (#34)."""
+    if old is None or new is None:
+        return None
+    try:
+        before, after = _outermost(ast.parse(old)), _outermost(ast.parse(new))
+    except (SyntaxError, ValueError):
+        return None
+    if [f.name for f in before] != [f.name for f in after]:
+        return None
+    spans: list[tuple[int, int]] = []
+    for was, now in zip(before, after, strict=True):
+        last = was.end_lineno or was.lineno
+        if ast.dump(was) == ast.dump(now) and not any(was.lineno <= n <= last for n in touched):
+            continue
+        if _wide_fixture(was) or _wide_fixture(now):
+            return None
+        # the body's lines: the def line ran at import, for every importer
+        spans.append((was.body[0].lineno, last))
+    return tuple(spans) or None
 
 
 def _full_reason(
@@ -473,6 +573,7 @@ def plan(
     bodies: Collection[str] = (),
     graph: Graph | None = None,
     conftests: Collection[str] = (),
+    functions: Mapping[str, Spans] | None = None,
 ) -> Plan:
     """The plan of one run of ``row``.
 
@@ -486,7 +587,9 @@ def plan(
     project's import graph, by which a change to any other changed Python file runs the test
     modules that can see it (None: it runs every test); ``conftests``: the changed conftest.py
     files :func:`fixtures_only` found to hold fixtures alone (with the graph, each runs the
-    tests under its folder; any other runs every test).
+    tests under its folder; any other runs every test); ``functions``: of the ``bodies``, the
+    line spans of the functions each change is in (:func:`changed_functions`): with a map
+    that holds lines, only the tests that ran a line of one of them see it (#34).
     """
     files = sorted({f.removeprefix("./") for f in changed} - {""})
     reason, importers = _full_reason(
@@ -508,7 +611,25 @@ def plan(
         test_map=test_map,
         recent=dict(recent or {}),
         importers=importers,
+        narrowed=_narrowed(test_map, {f: v for f, v in (functions or {}).items() if f in bodies}),
     )
+
+
+def _narrowed(test_map: TestMap | None, functions: Mapping[str, Spans]) -> dict[str, frozenset[int]]:
+    """Changed file -> the lines of its changed functions, for the files each of whose changed
+    functions some test of the map ran (#34: one no test ran may run where the map does not
+    measure, and its file keeps the file's rule); none for a map without line data."""
+    if test_map is None or test_map.lines is None:
+        return {}
+    out: dict[str, frozenset[int]] = {}
+    for path, spans in functions.items():
+        seen: set[int] = set()
+        for per_file in test_map.lines.values():
+            seen.update(per_file.get(path, ()))
+        ranges = [frozenset(range(first, last + 1)) for first, last in spans]
+        if ranges and all(not r.isdisjoint(seen) for r in ranges):
+            out[path] = frozenset().union(*ranges)
+    return out
 
 
 def rules_of(cfg: Config) -> Rules:

@@ -56,6 +56,8 @@ OPT_MAP: Final = "--dm-map"
 MAP_PART: Final = "part.json"
 # beside it: the lines each file ran outside every test (its import, conftest.py, collection)
 MAP_IMPORTS: Final = "imports.json"
+# #34: and the lines of each file each test it finished ran (nodeid -> path -> line numbers)
+MAP_LINES: Final = "lines.json"
 # #34: the test running now, while one runs: the context of a subprocess's coverage
 ENV_MAP_CONTEXT: Final = "DEVICE_MATRIX_MAP_CONTEXT"
 

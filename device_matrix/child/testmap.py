@@ -13,8 +13,9 @@ forked copy (multiprocessing, pytest-forked) measures itself under the test's co
 
 Each process works in a folder of its own (``cov-PID-RANDOM``) under the runner's ``--dm-map`` folder:
 coverage's data, and one line a test as each test finishes. At its end it folds them into
-``part.json`` (nodeid -> project-relative POSIX paths) and ``imports.json`` (path -> the
-lines that ran outside every test) that the runner reads. A process
+``part.json`` (nodeid -> project-relative POSIX paths), ``lines.json`` (nodeid -> path -> the
+lines of it the test ran: a change to one function selects the tests that ran it, #34) and
+``imports.json`` (path -> the lines that ran outside every test) that the runner reads. A process
 that died leaves its folder without a part: the next process of the run folds it, so the
 tests that finished before the death keep their files, and the test that was running when
 it died is never in the map (it did not finish: the map cannot say what it ran).
@@ -32,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from device_matrix.wire import ENV_MAP_CONTEXT, MAP_IMPORTS, MAP_PART
+from device_matrix.wire import ENV_MAP_CONTEXT, MAP_IMPORTS, MAP_LINES, MAP_PART
 
 PART_FILE = MAP_PART  # in each process's folder: the tests it finished and their files
 FINISHED_FILE = "finished.jsonl"  # one line a finished test: its context and its nodeid
@@ -161,39 +162,56 @@ class MapRecorder:
 
 
 def fold(folder: Path, root: Path) -> None:
-    """One process's folder into its ``part.json``: each finished test and the files it ran."""
-    import coverage
-
+    """One process's folder into its ``part.json``, ``lines.json`` and ``imports.json``: each
+    finished test, the files and lines it ran, and what ran outside every test."""
     finished = _finished(folder / FINISHED_FILE)
-    ran: dict[str, set[str]] = {}
-    imports: dict[str, set[int]] = {}  # what ran outside every test (a "t" context is a test's)
-    data_files = [str(found) for found in folder.glob(f"{DATA_NAME}.*")]
-    if data_files:
-        cov = coverage.Coverage(data_file=str(folder / DATA_NAME), config_file=False)
-        cov.combine(data_files, keep=False)
-        data = cov.get_data()
-        for path in data.measured_files():
-            rel = _relative(path, root)
-            if rel is None:
-                continue
-            for line, contexts in data.contexts_by_lineno(path).items():
-                for context in contexts:
-                    ran.setdefault(context, set()).add(rel)
-                    if not context.startswith("t"):
-                        imports.setdefault(rel, set()).add(line)
+    ran, imports = _measured(folder, root)
     part: dict[str, set[str]] = {}
+    lines: dict[str, dict[str, set[int]]] = {}
     for entry in finished:
         # #34: only what ran while the test ran: its module's import ran for whichever test
         # module imported the file first, and is kept apart (imports.json)
-        part.setdefault(str(entry["nodeid"]), set()).update(ran.get(str(entry["c"]), set()))  # a rerun: both
-    tmp = folder / (MAP_IMPORTS + ".tmp")
-    tmp.write_text(json.dumps({rel: sorted(lines) for rel, lines in imports.items()}), "ascii")
-    tmp.replace(folder / MAP_IMPORTS)
-    tmp = folder / (PART_FILE + ".tmp")
-    tmp.write_text(json.dumps({nodeid: sorted(files) for nodeid, files in part.items()}), "ascii")
-    tmp.replace(folder / PART_FILE)
+        nodeid, measured = str(entry["nodeid"]), ran.get(str(entry["c"]), {})
+        part.setdefault(nodeid, set()).update(measured)  # a rerun: both
+        mine = lines.setdefault(nodeid, {})
+        for rel, numbers in measured.items():
+            mine.setdefault(rel, set()).update(numbers)
+    _write(folder / MAP_IMPORTS, {rel: sorted(numbers) for rel, numbers in imports.items()})
+    _write(folder / MAP_LINES, {n: {rel: sorted(ns) for rel, ns in fs.items()} for n, fs in lines.items()})
+    _write(folder / PART_FILE, {nodeid: sorted(files) for nodeid, files in part.items()})
     for leftover in folder.glob(f"{DATA_NAME}*"):
         leftover.unlink(missing_ok=True)
+
+
+def _write(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data), "ascii")
+    tmp.replace(path)
+
+
+def _measured(folder: Path, root: Path) -> tuple[dict[str, dict[str, set[int]]], dict[str, set[int]]]:
+    """coverage's data in ``folder``: context -> path -> the lines it ran; and path -> the
+    lines that ran outside every test (a "t" context is a test's)."""
+    import coverage
+
+    ran: dict[str, dict[str, set[int]]] = {}
+    imports: dict[str, set[int]] = {}
+    data_files = [str(found) for found in folder.glob(f"{DATA_NAME}.*")]
+    if not data_files:
+        return ran, imports
+    cov = coverage.Coverage(data_file=str(folder / DATA_NAME), config_file=False)
+    cov.combine(data_files, keep=False)
+    data = cov.get_data()
+    for path in data.measured_files():
+        rel = _relative(path, root)
+        if rel is None:
+            continue
+        for line, contexts in data.contexts_by_lineno(path).items():
+            for context in contexts:
+                ran.setdefault(context, {}).setdefault(rel, set()).add(line)
+                if not context.startswith("t"):
+                    imports.setdefault(rel, set()).add(line)
+    return ran, imports
 
 
 def _finished(path: Path) -> list[dict[str, Any]]:

@@ -25,7 +25,19 @@ from device_matrix.records.schema import SourceInfo
 from device_matrix.records.source import base_lane, git, lane, lane_words
 from device_matrix.records.testmap import TestMap
 from device_matrix.report.history import DEFAULT_PATH, History
-from device_matrix.selection import CONFTEST, MODES, Plan, bodies_only, fixtures_only, plan, rules_of, touched_lines
+from device_matrix.selection import (
+    CONFTEST,
+    MODES,
+    Plan,
+    Spans,
+    bodies_only,
+    changed_functions,
+    fixtures_only,
+    import_guard,
+    plan,
+    rules_of,
+    touched_lines,
+)
 
 GIT_TIMEOUT_S = 60
 # changed Python files read for what their change is (the rest run every test): a change of
@@ -202,10 +214,21 @@ def _changed_plan(
     changed, why = changed_files(root, since)
     if changed is None:
         return plan(found, [], row=row, rules=rules, force=why)
-    bodies = bodies_changed(root, found, changed) if found.commit else []
+    bodies = function_changes(root, found, changed) if found.commit else {}
     graph = import_graph(root, changed)
     conftests = conftests_changed(root, found, changed) if found.commit else []
-    return plan(found, changed, row=row, rules=rules, recent=recent, bodies=bodies, graph=graph, conftests=conftests)
+    functions = {f: spans for f, spans in bodies.items() if spans is not None}
+    return plan(
+        found,
+        changed,
+        row=row,
+        rules=rules,
+        recent=recent,
+        bodies=list(bodies),
+        graph=graph,
+        conftests=conftests,
+        functions=functions,
+    )
 
 
 def conftests_changed(root: Path, test_map: TestMap, changed: Sequence[str]) -> list[str]:
@@ -297,8 +320,15 @@ def bodies_changed(root: Path, test_map: TestMap, changed: Sequence[str]) -> lis
     """The changed Python files (tests aside) whose change from the map's commit is in
     function bodies only that never ran at import (:func:`device_matrix.selection.bodies_only`);
     a file git cannot show or diff is not one of them (every test runs)."""
+    return list(function_changes(root, test_map, changed))
+
+
+def function_changes(root: Path, test_map: TestMap, changed: Sequence[str]) -> dict[str, Spans | None]:
+    """:func:`bodies_changed`'s files, each with the line spans (at the map's commit) of the
+    functions its change is in (:func:`device_matrix.selection.changed_functions`; None: not
+    told by function, the file's tests run) (#34)."""
     assert test_map.commit is not None
-    found: list[str] = []
+    found: dict[str, Spans | None] = {}
     candidates = [f for f in changed if f.endswith(".py") and f in test_map.known()]
     for path in candidates[:MAX_FOLLOWED]:
         old, _ = _git(root, "show", f"{test_map.commit}:./{path}")
@@ -307,6 +337,8 @@ def bodies_changed(root: Path, test_map: TestMap, changed: Sequence[str]) -> lis
             new: str | None = (root / path).read_text("utf-8")
         except (OSError, UnicodeDecodeError):
             new = None
-        if diff is not None and bodies_only(old, new, touched_lines(diff), test_map.imports.get(path, frozenset())):
-            found.append(path)
+        if diff is None:
+            continue
+        if bodies_only(old, new, import_guard(old, diff), test_map.imports.get(path, frozenset())):
+            found[path] = changed_functions(old, new, touched_lines(diff))
     return found

@@ -3,7 +3,11 @@
 A full run that records it (on the base branch) writes one per row beside its run.json; a
 pull request's run reads the newest one of its base to choose the tests its change can
 break. Files are POSIX paths relative to the project root, each stored once: a test names
-them by index, so a map of 5,000 tests over 300 files stays small.
+them by index, so a map of 5,000 tests over 300 files stays small. Since version 2 it also
+keeps the lines of each file each test ran (``lines``), so that a change to one function's
+body runs the tests that ran that function, not every test that ran its file (#34): each
+distinct set of lines is stored once, as ranges (``"3-7,9"``), and a test names its file and
+its set by index. A map of version 1 (files alone) is read as one without line data.
 
 A map is evidence, never a promise: a test it does not know (a new one, one whose
 recording was lost) always runs, and a map older than its bound is not used at all
@@ -13,7 +17,7 @@ recording was lost) always runs, and a map older than its bound is not used at a
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +27,9 @@ from device_matrix.records.atomic import write_json_atomic
 from device_matrix.redact import Redactor
 
 SCHEMA = "device-matrix/test-map"
-VERSION = 1
+VERSION = 2
+READS = (1, VERSION)  # #34: a map of version 1 holds no lines; it selects by files
+READ_WORDS = " and ".join(map(str, READS))
 FILE_NAME = "test-map.json"  # in results/<row>/, beside run.json
 
 
@@ -40,6 +46,9 @@ class TestMap:
     # path -> the lines of it that ran outside every test: its import, conftest.py, collection
     # (what every test may depend on; a test's own files are what ran while it ran)
     imports: Mapping[str, frozenset[int]] = field(default_factory=dict)
+    # #34: nodeid -> path -> the lines of it the test ran; None: the map holds no line data
+    # (version 1, or a part of the run lost it), and a selection goes by files alone
+    lines: Mapping[str, Mapping[str, frozenset[int]]] | None = None
 
     def files(self) -> frozenset[str]:
         """Every file some test of the map ran."""
@@ -48,6 +57,75 @@ class TestMap:
     def known(self) -> frozenset[str]:
         """Every file the map saw run: in a test, or at import."""
         return self.files() | frozenset(self.imports)
+
+
+def ranges(lines: Iterable[int]) -> str:
+    """Line numbers as ranges: ``{3, 4, 5, 9}`` -> ``"3-5,9"``."""
+    out: list[str] = []
+    for n in sorted(set(lines)):
+        if out and out[-1].rsplit("-", 1)[-1] == str(n - 1):
+            out[-1] = f"{out[-1].split('-', 1)[0]}-{n}"
+        else:
+            out.append(str(n))
+    return ",".join(out)
+
+
+def from_ranges(text: str) -> frozenset[int]:
+    """The line numbers ``text`` (as :func:`ranges` writes it) holds; ValueError for anything else."""
+    found: set[int] = set()
+    for part in filter(None, text.split(",")):
+        first, _, last = part.partition("-")
+        start, end = int(first), int(last or first)
+        if start < 0 or end < start:
+            raise ValueError(part)
+        found.update(range(start, end + 1))
+    return frozenset(found)
+
+
+def _lines_json(m: TestMap, index: Mapping[str, int]) -> dict[str, Any]:
+    """The map's line data: each distinct set once (``spans``), a test's as [file, set] pairs."""
+    if m.lines is None:
+        return {}
+    spans: dict[str, int] = {}
+    tests: dict[str, list[list[int]]] = {}
+    for nodeid, per_file in sorted(m.lines.items()):
+        pairs = []
+        for path, lines in sorted(per_file.items()):
+            if path in index:
+                text = ranges(lines)
+                pairs.append([index[path], spans.setdefault(text, len(spans))])
+        tests[nodeid] = pairs
+    return {"spans": list(spans), "lines": tests}
+
+
+def _lines_of(data: Mapping[str, Any], files: Sequence[str], where: str) -> dict[str, dict[str, frozenset[int]]] | None:
+    """The line data of a map's JSON object (None: it holds none); ResultsError when damaged."""
+    spans, tests = data.get("spans"), data.get("lines")
+    if spans is None and tests is None:
+        return None
+    damaged = ResultsError(f"{where}: a damaged test map (its lines are not sets of line ranges by index)")
+    if not isinstance(spans, list) or not isinstance(tests, dict):
+        raise damaged
+    try:
+        sets = [from_ranges(text) for text in spans]
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise damaged from exc
+    out: dict[str, dict[str, frozenset[int]]] = {}
+    for nodeid, pairs in tests.items():
+        if not isinstance(pairs, list) or not all(_pair(p, len(files), len(sets)) for p in pairs):
+            raise damaged
+        out[str(nodeid)] = {files[f]: sets[s] for f, s in pairs}
+    return out
+
+
+def _pair(pair: Any, files: int, sets: int) -> bool:
+    return (
+        isinstance(pair, list)
+        and len(pair) == 2
+        and all(isinstance(i, int) and not isinstance(i, bool) for i in pair)
+        and 0 <= pair[0] < files
+        and 0 <= pair[1] < sets
+    )
 
 
 def to_json(m: TestMap) -> dict[str, Any]:
@@ -63,6 +141,7 @@ def to_json(m: TestMap) -> dict[str, Any]:
         "files": files,
         "tests": {t: sorted(index[f] for f in fs) for t, fs in sorted(m.tests.items())},
         "imports": {f: sorted(lines) for f, lines in sorted(m.imports.items())},
+        **_lines_json(m, index),
     }
 
 
@@ -70,9 +149,9 @@ def from_json(data: Any, where: str) -> TestMap:
     """A map from its JSON object; ResultsError (naming ``where``) for anything else."""
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise ResultsError(f"{where}: not a device-matrix test map (schema {SCHEMA!r})")
-    if data.get("version") != VERSION:
+    if data.get("version") not in READS:
         raise ResultsError(
-            f"{where}: test map version {data.get('version')!r}, this device-matrix reads {VERSION}; "
+            f"{where}: test map version {data.get('version')!r}, this device-matrix reads {READ_WORDS}; "
             "record the map again with this version"
         )
     files, tests = data.get("files"), data.get("tests")
@@ -105,6 +184,7 @@ def from_json(data: Any, where: str) -> TestMap:
         created=created,
         tests=out,
         imports={str(f): frozenset(lines) for f, lines in imports.items()},
+        lines=_lines_of(data, files, where) if data["version"] >= 2 else None,
     )
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from device_matrix.records import testmap
 from device_matrix.records.source import git
 from device_matrix.run.context import Run
 from device_matrix.run.state import now_iso
-from device_matrix.wire import MAP_IMPORTS, MAP_PART
+from device_matrix.wire import MAP_IMPORTS, MAP_LINES, MAP_PART
 
 GIT_TIMEOUT = 30.0  # seconds for git status (a large checkout on a cold disk)
 PROBE_TIMEOUT = 120.0  # seconds for the row's interpreter to import coverage (a cold disk, a busy host)
@@ -66,6 +67,8 @@ def write_map(run: Run) -> testmap.TestMap | None:
         return None
     tests: dict[str, set[str]] = {}
     imports: dict[str, set[int]] = {}  # #34: the lines each file ran outside every test
+    # #34: nodeid -> path -> the lines it ran; None once a part lacks them (the map goes by files)
+    lines: dict[str, dict[str, set[int]]] | None = {}
     died = 0
     for own in sorted(folder.glob("cov-*")):
         part = _part(own / MAP_PART)
@@ -76,6 +79,7 @@ def write_map(run: Run) -> testmap.TestMap | None:
             imports.setdefault(rel, set()).update(n for n in numbers if isinstance(n, int))
         for nodeid, files in part.items():
             tests.setdefault(nodeid, set()).update(f for f in files if isinstance(f, str))
+        lines = _add_lines(lines, own / MAP_LINES)
     target = run.setup.folder.path / testmap.FILE_NAME
     if run.resumed and target.is_file():
         try:
@@ -85,8 +89,9 @@ def write_map(run: Run) -> testmap.TestMap | None:
         else:
             for nodeid, kept in earlier.tests.items():
                 tests.setdefault(nodeid, set()).update(kept)
-            for rel, lines in earlier.imports.items():
-                imports.setdefault(rel, set()).update(lines)
+            for rel, seen in earlier.imports.items():
+                imports.setdefault(rel, set()).update(seen)
+            lines = _add_earlier(lines, earlier.lines)
     if died:
         run.setup.note(
             f"the test map leaves out the tests of {died} process(es) that died with none after them "
@@ -111,10 +116,46 @@ def write_map(run: Run) -> testmap.TestMap | None:
         commit=commit,
         created=now_iso(),
         tests={nodeid: frozenset(files) for nodeid, files in tests.items()},
-        imports={rel: frozenset(lines) for rel, lines in imports.items()},
+        imports={rel: frozenset(numbers) for rel, numbers in imports.items()},
+        lines=None if lines is None else {n: {rel: frozenset(ns) for rel, ns in fs.items()} for n, fs in lines.items()},
     )
     testmap.write(target, recorded, run.setup.redactor)
     return recorded
+
+
+def _add_lines(lines: dict[str, dict[str, set[int]]] | None, path: Path) -> dict[str, dict[str, set[int]]] | None:
+    """``lines`` with a process's ``lines.json`` added; None when either has none (#34: a map
+    whose line data is partial would leave out the tests of the part that lost it)."""
+    try:
+        part = json.loads(path.read_text("ascii"))
+    except (OSError, ValueError):
+        return None
+    if lines is None or not isinstance(part, dict):
+        return None
+    for nodeid, per_file in part.items():
+        if not isinstance(per_file, dict):
+            return None
+        mine = lines.setdefault(str(nodeid), {})
+        for rel, numbers in per_file.items():
+            if not isinstance(numbers, list):
+                return None
+            mine.setdefault(str(rel), set()).update(
+                n for n in numbers if isinstance(n, int) and not isinstance(n, bool)
+            )
+    return lines
+
+
+def _add_earlier(
+    lines: dict[str, dict[str, set[int]]] | None, earlier: Mapping[str, Mapping[str, frozenset[int]]] | None
+) -> dict[str, dict[str, set[int]]] | None:
+    """``lines`` with the line data of the map a resumed run continues (None: either has none)."""
+    if lines is None or earlier is None:
+        return None
+    for nodeid, per_file in earlier.items():
+        mine = lines.setdefault(nodeid, {})
+        for rel, numbers in per_file.items():
+            mine.setdefault(rel, set()).update(numbers)
+    return lines
 
 
 def _changed_tree(root: Path) -> bool:
