@@ -66,7 +66,7 @@ from _common import ROOT, clean_env
 sys.path.insert(0, str(ROOT))
 from device_matrix import config as dm_config
 from device_matrix import selection as engine
-from device_matrix.cli.select import conftests_changed, function_changes, import_graph
+from device_matrix.cli.select import change_plan
 from device_matrix.records import testmap
 
 BENCH = Path(__file__).resolve().parent
@@ -319,24 +319,9 @@ def device_matrix_selection(
 def device_matrix_plan(
     m: testmap.TestMap, changed: Iterable[str], rules: engine.Rules, root: Path | None
 ) -> engine.Plan:
-    """The plan :func:`device_matrix_selection` selects by."""
-    changed = list(changed)
-    bodies = function_changes(root, m, changed) if root is not None and m.commit else {}
-    graph = import_graph(root, changed) if root is not None else None
-    conftests = conftests_changed(root, m, changed) if root is not None and m.commit else []
-    now = datetime.fromisoformat(m.created)
-    functions = {f: spans for f, spans in bodies.items() if spans is not None}
-    return engine.plan(
-        m,
-        changed,
-        row=m.row,
-        rules=rules,
-        now=now,
-        bodies=list(bodies),
-        graph=graph,
-        conftests=conftests,
-        functions=functions,
-    )
+    """The plan :func:`device_matrix_selection` selects by: ``run --select changed``'s own,
+    dated by the map (the replay's clock is the commit's)."""
+    return change_plan(root, m, list(changed), row=m.row, rules=rules, now=datetime.fromisoformat(m.created))
 
 
 # ---------------------------------------------------------------- the replay

@@ -14,6 +14,7 @@ import configparser
 import contextlib
 import shlex
 from collections.abc import Iterator, Sequence
+from datetime import datetime
 from pathlib import Path
 
 from device_matrix import importgraph, tomlfile
@@ -29,6 +30,7 @@ from device_matrix.selection import (
     CONFTEST,
     MODES,
     Plan,
+    Rules,
     Spans,
     bodies_only,
     changed_functions,
@@ -214,20 +216,36 @@ def _changed_plan(
     changed, why = changed_files(root, since)
     if changed is None:
         return plan(found, [], row=row, rules=rules, force=why)
-    bodies = function_changes(root, found, changed) if found.commit else {}
-    graph = import_graph(root, changed)
-    conftests = conftests_changed(root, found, changed) if found.commit else []
-    functions = {f: spans for f, spans in bodies.items() if spans is not None}
+    return change_plan(root, found, changed, row=row, rules=rules, recent=recent)
+
+
+def change_plan(
+    root: Path | None,
+    found: TestMap,
+    changed: Sequence[str],
+    *,
+    row: str,
+    rules: Rules,
+    recent: dict[str, str] | None = None,
+    now: datetime | None = None,
+) -> Plan:
+    """The plan of ``changed`` over ``found``, with what the checkout at ``root`` says of it:
+    the function bodies changed, the import graph, the conftest.py files of fixtures (None:
+    no checkout, a change to a source file runs what the map alone says). ``run --select
+    changed`` and bench/selection.py's replay both select by it."""
+    bodies = function_changes(root, found, changed) if root is not None and found.commit else {}
+    conftests = conftests_changed(root, found, changed) if root is not None and found.commit else []
     return plan(
         found,
         changed,
         row=row,
         rules=rules,
         recent=recent,
+        now=now,
         bodies=list(bodies),
-        graph=graph,
+        graph=import_graph(root, changed) if root is not None else None,
         conftests=conftests,
-        functions=functions,
+        functions={f: spans for f, spans in bodies.items() if spans is not None},
     )
 
 
