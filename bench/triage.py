@@ -66,22 +66,9 @@ print(json.dumps({"rc": rc.returncode, "wall": wall, "cpu": usage.ru_utime + usa
 
 
 def source(branch: str, run: int, *, pr: int | None = None) -> dict[str, Any]:
-    return {
-        "commit": hashlib.sha1(f"{branch} {run} {pr}".encode()).hexdigest(),
-        "head_commit": None,
-        "ref": f"feature-{pr}" if pr else branch,
-        "ref_type": "branch",
-        "event": "pull_request" if pr else "push",
-        "event_name": "pull_request" if pr else "push",
-        "pull_request": pr,
-        "base_ref": "main" if pr else None,
-        "base_commit": None,
-        "repository": "acme/xla",
-        "run_id": str(run),
-        "run_attempt": 1,
-        "workflow": "bench",
-        "origin": "actions",
-    }
+    commit = hashlib.sha1(f"{branch} {run} {pr}".encode()).hexdigest()
+    ref = f"feature-{pr}" if pr else branch
+    return R.source(pr=pr, commit=commit, ref=ref, run_id=str(run), workflow="bench")
 
 
 def environment(row: str, run: int) -> dict[str, Any]:

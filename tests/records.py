@@ -123,3 +123,26 @@ def record(
         "summary": summarize(tests),  # type: ignore[arg-type]
         "run_url": run_url,
     }
+
+
+def source(
+    *, pr: int | None, commit: str, ref: str | None = None, run_id: str | None = "1", workflow: str = "ci"
+) -> dict[str, Any]:
+    """A run's source as Actions gives it: a push to ``ref`` (main), or pull request ``pr``
+    (from ``ref``, default feature)."""
+    return {
+        "commit": commit,
+        "head_commit": None,
+        "ref": ref or ("feature" if pr else "main"),
+        "ref_type": "branch",
+        "event": "pull_request" if pr else "push",
+        "event_name": "pull_request" if pr else "push",
+        "pull_request": pr,
+        "base_ref": "main" if pr else None,
+        "base_commit": None,
+        "repository": "acme/xla",
+        "run_id": run_id,
+        "run_attempt": 1,
+        "workflow": workflow,
+        "origin": "actions",
+    }

@@ -57,25 +57,6 @@ def _failure(i: int, temp: str) -> dict[str, Any]:
     return t
 
 
-def _source(*, pr: int | None) -> dict[str, Any]:
-    return {
-        "commit": "b" * 40 if pr else "a" * 40,
-        "head_commit": None,
-        "ref": "feature" if pr else "main",
-        "ref_type": "branch",
-        "event": "pull_request" if pr else "push",
-        "event_name": "pull_request" if pr else "push",
-        "pull_request": pr,
-        "base_ref": "main" if pr else None,
-        "base_commit": None,
-        "repository": "acme/xla",
-        "run_id": "1",
-        "run_attempt": 1,
-        "workflow": "ci",
-        "origin": "actions",
-    }
-
-
 def _records(*, run_url: str = RUN1, temp: str = "/tmp/pytest-of-ci/pytest-3", pr: int | None = None) -> list[Any]:
     recs = []
     first = 0
@@ -84,7 +65,7 @@ def _records(*, run_url: str = RUN1, temp: str = "/tmp/pytest-of-ci/pytest-3", p
         tests += [R.test(f"tests/test_ok.py::test_ok[{i}]") for i in range(5)]
         first += n
         rec = R.record(row, tests, run_url=run_url)
-        rec["source"] = _source(pr=pr)
+        rec["source"] = R.source(pr=pr, commit="b" * 40 if pr else "a" * 40)
         recs.append(rec)
     return recs
 

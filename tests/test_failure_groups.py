@@ -96,25 +96,6 @@ def _known_truth() -> list[dict[str, Any]]:
     return recs
 
 
-def _source(*, pr: int | None, commit: str) -> dict[str, Any]:
-    return {
-        "commit": commit,
-        "head_commit": None,
-        "ref": "feature" if pr else "main",
-        "ref_type": "branch",
-        "event": "pull_request" if pr else "push",
-        "event_name": "pull_request" if pr else "push",
-        "pull_request": pr,
-        "base_ref": "main" if pr else None,
-        "base_commit": None,
-        "repository": "acme/xla",
-        "run_id": commit[:8],
-        "run_attempt": 1,
-        "workflow": "ci",
-        "origin": "actions",
-    }
-
-
 def _triage(
     tmp: Path,
     name: str,
@@ -244,8 +225,10 @@ def _pr_records(*, on_main: bool) -> list[dict[str, Any]]:
 
 def _pr_triage(tmp_path: Path) -> tuple[Triage, Path, str]:
     history = tmp_path / "h.sqlite"
-    _triage(tmp_path, "main", _pr_records(on_main=True), history=history, source=_source(pr=None, commit="a" * 40))
-    return _triage(tmp_path, "pr", _pr_records(on_main=False), history=history, source=_source(pr=7, commit="b" * 40))
+    main = R.source(pr=None, commit="a" * 40, run_id="a" * 8)
+    _triage(tmp_path, "main", _pr_records(on_main=True), history=history, source=main)
+    pr = R.source(pr=7, commit="b" * 40, run_id="b" * 8)
+    return _triage(tmp_path, "pr", _pr_records(on_main=False), history=history, source=pr)
 
 
 def test_a_failure_already_on_main_with_another_temp_dir_is_broken_on_base(tmp_path: Path) -> None:

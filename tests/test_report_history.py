@@ -364,22 +364,7 @@ def test_a_nodeid_from_a_file_name_that_is_not_utf8_is_kept_as_its_escape(tmp_pa
 
 
 def _source(*, branch: str = "main", pr: int | None = None, commit: str = "a" * 40) -> dict[str, Any]:
-    return {
-        "commit": commit,
-        "head_commit": None,
-        "ref": branch,
-        "ref_type": "branch",
-        "event": "pull_request" if pr else "push",
-        "event_name": "pull_request" if pr else "push",
-        "pull_request": pr,
-        "base_ref": "main" if pr else None,
-        "base_commit": None,
-        "repository": "acme/xla",
-        "run_id": None,  # each run its own (see _triage_run)
-        "run_attempt": 1,
-        "workflow": "ci",
-        "origin": "actions",
-    }
+    return R.source(pr=pr, commit=commit, ref=branch, run_id=None)  # each run its own id (see _triage_run)
 
 
 def _triage_run(tmp_path: Path, history: Path, label: str, outcome: str, source: dict[str, Any]) -> Triage:
