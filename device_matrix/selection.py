@@ -66,7 +66,7 @@ from device_matrix.records.testmap import TestMap
 MODES: tuple[SelectMode, ...] = get_args(SelectMode)
 # why a test runs (all but the last) or is left out; the record counts tests by these
 Why: TypeAlias = Literal[
-    "full", "own_file", "covers", "imports", "conftest", "new", "no_data", "recent", "named", "deselected"
+    "full", "own_file", "covers", "reads", "imports", "conftest", "new", "no_data", "recent", "named", "deselected"
 ]
 WHYS: tuple[Why, ...] = get_args(Why)
 # the files a test map records: a change to any other kind of file is one it cannot see
@@ -124,6 +124,9 @@ class Plan:
     # #34: changed file -> the lines of the functions its change is in: a test that ran none
     # of them cannot see the change (files whose change is not narrowed are not here)
     narrowed: Mapping[str, frozenset[int]] = field(default_factory=dict, repr=False)
+    # #34: changed file -> the tests that read a name its change to what runs at import
+    # binds anew, with why (device_matrix/namereads.py): no other test can see it
+    readers: Mapping[str, Mapping[str, str]] = field(default_factory=dict, repr=False)
 
     def decide(self, nodeid: str) -> Decision:
         """Whether ``nodeid`` runs, and why."""
@@ -139,9 +142,12 @@ class Plan:
             said = "it ran a changed function of its own file" if own in self.narrowed else "its own file changed"
             return Decision(True, f"{said} ({own})", "own_file")
         touched = covered & set(self.changed)
-        hit = sorted(f for f in touched if self._runs_changed(f, ran))
+        hit = sorted(f for f in touched if f not in self.readers and self._runs_changed(f, ran))
         if hit:
             return Decision(True, f"covers {_named(hit)}", "covers")
+        read = next((by[nodeid] for _, by in sorted(self.readers.items()) if nodeid in by), None)
+        if read is not None:
+            return Decision(True, read, "reads")
         if own in self.importers:
             return self.importers[own]
         if not covered:
@@ -154,6 +160,8 @@ class Plan:
             return Decision(False, f"nothing changed since {_commit(self.map_commit)}", "deselected")
         if touched or own in self.changed:
             files = sorted(touched | ({own} & set(self.changed)))
+            if all(f in self.readers for f in files):
+                return Decision(False, f"reads none of the names {_named(files)} binds anew", "deselected")
             return Decision(False, f"ran none of the changed functions of {_named(files)}", "deselected")
         return Decision(False, f"covers none of the {_plural(len(self.changed), 'changed file')}", "deselected")
 
@@ -574,6 +582,7 @@ def plan(
     graph: Graph | None = None,
     conftests: Collection[str] = (),
     functions: Mapping[str, Spans] | None = None,
+    readers: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Plan:
     """The plan of one run of ``row``.
 
@@ -589,9 +598,13 @@ def plan(
     files :func:`fixtures_only` found to hold fixtures alone (with the graph, each runs the
     tests under its folder; any other runs every test); ``functions``: of the ``bodies``, the
     line spans of the functions each change is in (:func:`changed_functions`): with a map
-    that holds lines, only the tests that ran a line of one of them see it (#34).
+    that holds lines, only the tests that ran a line of one of them see it (#34);
+    ``readers``: of the other changed Python files, those whose change to what runs at import
+    binds names that :func:`device_matrix.namereads.readers` followed, each with the tests
+    that read them (no other test can see it).
     """
     files = sorted({f.removeprefix("./") for f in changed} - {""})
+    read = {f: by for f, by in (readers or {}).items() if f in files and f not in bodies}
     reason, importers = _full_reason(
         test_map,
         files,
@@ -599,7 +612,7 @@ def plan(
         rules=rules,
         force=force,
         now=now or datetime.now(UTC),
-        bodies=frozenset(bodies),
+        bodies=frozenset(bodies) | frozenset(read),
         graph=graph,
         conftests=frozenset(conftests),
     )
@@ -612,6 +625,7 @@ def plan(
         recent=dict(recent or {}),
         importers=importers,
         narrowed=_narrowed(test_map, {f: v for f, v in (functions or {}).items() if f in bodies}),
+        readers=read,
     )
 
 

@@ -36,6 +36,7 @@ FLOORS: dict[str, int] = {
     "diagnostics": 5,
     "findings": 5,
     "selection": 5,  # #34: which tests a change can break (the map, the diff), pure
+    "namereads": 5,  # #34: which tests read the names a change to what runs at import binds, pure
     "output": 5,
     "child": 6,
     "executors": 6,  # #31: where a child runs (this host, a container) and how every child starts

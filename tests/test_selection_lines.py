@@ -83,12 +83,14 @@ def test_lines_added_to_a_function_run_the_tests_that_ran_it(tmp_path: Path) -> 
     assert outcomes == {"test_double": "deselected", "test_negate": "failed", "test_other": "deselected"}
 
 
-def test_a_module_level_constant_still_runs_what_the_import_rules_say(tmp_path: Path) -> None:
+def test_a_module_level_constant_runs_only_the_tests_that_ran_code_reading_it(tmp_path: Path) -> None:
     p = _recorded(tmp_path)
     (p.root / "suites" / "mine" / "lib.py").write_text(LIB.replace("SCALE = 2", "SCALE = 20"))
     outcomes, rec = _select(p)
-    assert outcomes == {"test_double": "failed", "test_negate": "passed", "test_other": "deselected"}
-    assert rec["test_selection"]["by_reason"] == {"covers": 2, "deselected": 1}  # type: ignore[index]
+    # negate reads no SCALE: its test cannot see the change (the map's lines and the names read)
+    assert outcomes == {"test_double": "failed", "test_negate": "deselected", "test_other": "deselected"}
+    assert rec["test_selection"]["by_reason"] == {"reads": 1, "deselected": 2}  # type: ignore[index]
+    assert _message(rec, "test_negate") == "reads none of the names suites/mine/lib.py binds anew"
 
 
 def test_a_changed_test_function_runs_only_that_test(tmp_path: Path) -> None:

@@ -107,16 +107,18 @@ def test_a_constant_that_conftest_imported_first_runs_every_test(tmp_path: Path)
     )
 
 
-def test_a_constant_a_test_module_imported_after_another_runs_every_test(tmp_path: Path) -> None:
+def test_a_constant_a_test_module_imported_after_another_runs_every_test_that_reads_it(tmp_path: Path) -> None:
     # the trial's other miss: without conftest.py, test_api imports consts first and
-    # test_consts's import runs nothing; the constant is the import's, and every test runs
+    # test_consts's import runs nothing; the constant is the import's, and each test that
+    # reads it runs (both do: one through api.py, one in its own body)
     p = _consts_project(tmp_path, conftest=SUITE_ON_PATH)
     # another size: a .pyc of the same second and the same size would still be imported
     (p.root / "suites" / "mine" / "consts.py").write_text("SCALE = 40\n")
     p.run("run", "--device", "fixture", "--select", "changed")
     rec = p.record()
     assert outcomes_of(rec) == {"test_scaled": "failed", "test_scale": "failed"}, rec["test_selection"]
-    assert rec["test_selection"]["full_reason"] == "suites/mine/consts.py changes code that runs when it is imported"
+    assert rec["test_selection"]["full_reason"] is None
+    assert rec["test_selection"]["by_reason"] == {"reads": 2}
 
 
 def test_a_function_body_runs_the_tests_that_ran_it_and_no_other(tmp_path: Path) -> None:

@@ -13,11 +13,11 @@ import argparse
 import configparser
 import contextlib
 import shlex
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from device_matrix import importgraph, tomlfile
+from device_matrix import importgraph, namereads, tomlfile
 from device_matrix.config import Config
 from device_matrix.errors import ConfigError, DeviceMatrixError, ResultsError, UsageProblem
 from device_matrix.records import testmap
@@ -36,6 +36,7 @@ from device_matrix.selection import (
     changed_functions,
     fixtures_only,
     import_guard,
+    is_test_file,
     plan,
     rules_of,
     touched_lines,
@@ -235,6 +236,8 @@ def change_plan(
     changed`` and bench/selection.py's replay both select by it."""
     bodies = function_changes(root, found, changed) if root is not None and found.commit else {}
     conftests = conftests_changed(root, found, changed) if root is not None and found.commit else []
+    graph = import_graph(root, changed) if root is not None else None
+    readers = name_readers(root, found, changed, bodies, graph) if root is not None and found.commit else {}
     return plan(
         found,
         changed,
@@ -243,10 +246,100 @@ def change_plan(
         recent=recent,
         now=now,
         bodies=list(bodies),
-        graph=import_graph(root, changed) if root is not None else None,
+        graph=graph,
         conftests=conftests,
         functions={f: spans for f, spans in bodies.items() if spans is not None},
+        readers=readers,
     )
+
+
+def name_readers(
+    root: Path, test_map: TestMap, changed: Sequence[str], bodies: Collection[str], graph: importgraph.Graph | None
+) -> dict[str, dict[str, str]]:
+    """The changed source files whose change to what runs at import binds names the project's
+    code can be followed reading, each with the tests that read them
+    (:func:`device_matrix.namereads.readers`); a file it cannot tell of is not here (#34)."""
+    assert test_map.commit is not None
+    candidates = [
+        f
+        for f in changed
+        if f.endswith(".py")
+        and f not in bodies
+        and f in test_map.known()
+        and not is_test_file(f, test_map)
+        and f.rsplit("/", 1)[-1] != CONFTEST
+    ][:MAX_FOLLOWED]
+    if not candidates or test_map.lines is None:
+        return {}
+    sources = _sources_at(root, test_map.commit, changed)
+    if sources is None:
+        return {}
+    tops = {p.removeprefix("src/").split("/", 1)[0].removesuffix(".py") for p in sources}
+
+    def internal(module: str) -> bool:
+        return module.split(".", 1)[0] in tops
+
+    reach: dict[str, frozenset[str]] = {}
+
+    def sees(reader: str, origin: str) -> bool:
+        if reader == origin or graph is None or graph.everywhere is not None or reader in graph.unknown:
+            return True
+        if origin.rsplit("/", 1)[-1] == CONFTEST:  # its fixtures are its folder's, by name
+            folder = origin.rpartition("/")[0]
+            return not folder or reader.startswith(f"{folder}/")
+        if origin in graph.plugins:  # a plugin's fixtures are every test's
+            return True
+        if origin not in reach:
+            reach[origin] = graph.importers(origin)
+        return reader in reach[origin]
+
+    found: dict[str, dict[str, str]] = {}
+    for path in candidates:
+        old = sources.get(path)
+        try:
+            new = (root / path).read_text("utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if old is None:
+            continue
+        read = namereads.readers(
+            path,
+            old,
+            new,
+            sources,
+            test_map,
+            is_test=lambda f: is_test_file(f, test_map),
+            internal=internal,
+            sees=sees,
+        )
+        if read is not None:
+            found[path] = read
+    return found
+
+
+def _sources_at(root: Path, commit: str, changed: Sequence[str]) -> dict[str, str] | None:
+    """Every Python file of the project as it was at ``commit``: the files unchanged since
+    read from the checkout, the changed ones from git; None when git cannot list them."""
+    out, _ = _git(root, "ls-tree", "-r", "-z", "--name-only", commit)
+    if out is None:
+        return None
+    paths = [p for p in out.split("\0") if p.endswith(".py")]
+    if len(paths) > MAX_GRAPH_FILES:
+        return None
+    moved = set(changed)
+    sources: dict[str, str] = {}
+    for path in paths:
+        if path in moved:
+            text, _ = _git(root, "show", f"{commit}:./{path}")
+        else:
+            try:
+                text = (root / path).read_text("utf-8")
+            except (OSError, UnicodeDecodeError):
+                text = None
+        if text is None:
+            return None  # a file the map's lines are of cannot be read: what reads a name is unknown
+        sources[path] = text
+    return sources
 
 
 def conftests_changed(root: Path, test_map: TestMap, changed: Sequence[str]) -> list[str]:

@@ -69,7 +69,6 @@ TIMEOUT_GRACE = 120.0  # seconds past run_timeout before a shard's task is cance
 GANG_GRACE = 60.0  # seconds past test_timeout before a rank's task is cancelled
 READY_TIMEOUT = 60.0  # seconds for the placement group to hold every rank (others may be using the nodes)
 SALVAGE_WAIT = 90.0  # seconds for what a dead worker's shard left on its node to come back
-HOLD = 30.0  # seconds a dead worker's temp folder waits on its node for the driver to fetch it
 POLL = 0.2  # seconds between looks at the running tasks
 NODE_LOST = ("NodeDiedError", "WorkerCrashedError", "LocalRayletDiedError", "OwnerDiedError")
 TEMP_PREFIX = "device-matrix-"

@@ -1,0 +1,547 @@
+"""Which tests read the names a change to what runs at import binds (#34): pure, on sources.
+
+A change to a module's import (a constant, a default, a class attribute, a new function)
+reaches a test only through a name: ``RATE = 3`` becomes ``RATE = 4``, and whatever reads
+``RATE`` (or a name bound from it) sees the change. The test map holds the lines each test
+ran, so a test that ran no function that reads such a name, and whose module reads none at
+import, cannot see it; :func:`readers` finds the tests that can, or says it cannot tell.
+
+Use::
+
+    found = readers("pkg/core.py", old, new, sources, test_map, is_test=is_test_file)
+    found  # None (cannot tell: every importer runs), or {nodeid: why it runs}
+
+A name is read by a mention (``RATE``, ``core.RATE``, ``"RATE"`` in a string, a parameter
+named so: a fixture requested), and what is bound from a read is read in turn, to a fixed
+point: a module-level binding that mentions a read name (``LIMIT = RATE * 2``, ``from
+pkg.core import RATE as R``, a default, a decorator, a class body); a function whose body
+mentions one (its callers read what it returns, which a cache or a wide fixture may hand
+to tests that never ran its lines). A function that reads names by a computed one
+(``getattr(x, name)``, ``globals()``, ``vars()``, ``__dict__``, ``eval``) reads every name.
+
+It cannot tell, and says so (None), when the change is more than bindings (a call at module
+level, an ``if``, an import of a module outside the project), when a module-level
+statement that reads a name does more than bind it, or when a function that reads one ran
+at import. A test module or ``conftest.py`` that reads a name at module level has all its
+tests read it (a conftest's: the tests under its folder), and so does an ``autouse`` fixture
+that reads one. A class made with a metaclass, or a change to a class of a project that
+defines ``__init_subclass__`` (which may register a subclass where no name reads it), cannot
+be told.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+
+from device_matrix.records.testmap import TestMap
+
+CONFTEST = "conftest.py"
+# calls a module may make at import that bind a value and do nothing else
+PURE_CALLS = frozenset(
+    {
+        "bool",
+        "bytes",
+        "dict",
+        "field",
+        "float",
+        "frozenset",
+        "int",
+        "list",
+        "namedtuple",
+        "NamedTuple",
+        "NewType",
+        "object",
+        "range",
+        "set",
+        "str",
+        "tuple",
+        "TypeVar",
+        "compile",  # re.compile
+        "timedelta",
+        "Path",
+        "PurePosixPath",
+    }
+)
+# decorators that only wrap or mark what they decorate (a fixture's name is read by the tests
+# that request it)
+PURE_DECORATORS = frozenset(
+    {
+        "abstractmethod",
+        "cache",
+        "cached_property",
+        "classmethod",
+        "dataclass",
+        "fixture",
+        "final",
+        "lru_cache",
+        "overload",
+        "property",
+        "setter",
+        "staticmethod",
+        "total_ordering",
+        "wraps",
+    }
+)
+# what reads names by a computed one: a function that mentions it reads every name
+DYNAMIC = frozenset({"getattr", "globals", "vars", "__dict__", "eval", "exec", "__getattribute__", "locals"})
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+@dataclass(frozen=True)
+class _Unit:
+    """One thing a module binds at import: a top-level statement, or a class's member."""
+
+    key: tuple[str, ...]
+    node: ast.stmt
+    within: tuple[str, ...]  # the classes it is in, outermost first
+
+
+def _name(node: ast.expr) -> str:
+    target = node.func if isinstance(node, ast.Call) else node
+    return target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else ""
+
+
+def _pure_expr(node: ast.expr | None) -> bool:
+    """An expression that computes a value and does nothing else (no call but :data:`PURE_CALLS`)."""
+    if node is None:
+        return True
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call) and _name(sub) not in PURE_CALLS:
+            return False
+        if isinstance(sub, (ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)):
+            return False
+    return True
+
+
+def _header(fn: Function | ast.ClassDef) -> list[ast.expr]:
+    """What a def or class statement runs at import: decorators, defaults, annotations, bases."""
+    found: list[ast.expr] = list(fn.decorator_list)
+    if isinstance(fn, ast.ClassDef):
+        return [*found, *fn.bases, *(k.value for k in fn.keywords)]
+    a = fn.args
+    found += [*a.defaults, *(d for d in a.kw_defaults if d is not None)]
+    found += [x.annotation for x in (*a.posonlyargs, *a.args, *a.kwonlyargs) if x.annotation is not None]
+    found += [x.annotation for x in (a.vararg, a.kwarg) if x is not None and x.annotation is not None]
+    return [*found, *([fn.returns] if fn.returns is not None else [])]
+
+
+def _pure_decorator(d: ast.expr) -> bool:
+    if _name(d) not in PURE_DECORATORS:
+        return False
+    return not isinstance(d, ast.Call) or all(_pure_expr(a) for a in (*d.args, *(k.value for k in d.keywords)))
+
+
+def _binds(stmt: ast.stmt) -> frozenset[str] | None:
+    """The names ``stmt`` binds at module level when binding is all it does; None otherwise."""
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return frozenset((a.asname or a.name).split(".", 1)[0] for a in stmt.names if a.name != "*")
+    if isinstance(stmt, ast.Expr):
+        return frozenset() if isinstance(stmt.value, ast.Constant) else None
+    if isinstance(stmt, ast.Pass):
+        return frozenset()
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        names: set[str] = set()
+        for t in targets:
+            for sub in ast.walk(t):
+                if isinstance(sub, (ast.Attribute, ast.Subscript, ast.Starred)):
+                    return None  # it changes another object, not a name of its own
+                if isinstance(sub, ast.Name):
+                    names.add(sub.id)
+        return frozenset(names) if _pure_expr(stmt.value) else None
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        header = _header(stmt)
+        pure = all(_pure_decorator(d) for d in stmt.decorator_list)
+        if isinstance(stmt, ast.ClassDef) and stmt.keywords:
+            return None  # a metaclass runs what it likes when the class is made
+        return frozenset({stmt.name}) if pure and all(_pure_expr(e) for e in header) else None
+    return None
+
+
+def _autouse(fn: Function) -> bool:
+    """A fixture every test under its file uses without naming it."""
+    return any(
+        isinstance(d, ast.Call) and _name(d) == "fixture" and any(k.arg == "autouse" for k in d.keywords)
+        for d in fn.decorator_list
+    )
+
+
+def _imported(stmt: ast.Import | ast.ImportFrom, names: set[str]) -> frozenset[str]:
+    """The names an import binds to what ``names`` holds: each alias alone (``from m import
+    a, b`` binds ``b`` to ``m.b`` whatever ``a`` is)."""
+    bound = set()
+    for a in stmt.names:
+        if a.name == "*":
+            bound |= names  # whatever it sees may be among what it takes
+        elif not names.isdisjoint(a.name.split(".")):
+            bound.add((a.asname or a.name).split(".", 1)[0])
+    return frozenset(bound)
+
+
+def _mentions(nodes: Iterable[ast.AST]) -> Iterator[str]:
+    """Every name the nodes mention: names, attributes, parameters, imported names, strings."""
+    for node in nodes:
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name):
+                yield sub.id
+            elif isinstance(sub, ast.Attribute):
+                yield sub.attr
+            elif isinstance(sub, ast.arg):
+                yield sub.arg
+            elif isinstance(sub, ast.alias):
+                yield from (sub.asname or sub.name).split(".")
+                yield from sub.name.split(".")
+            elif isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.value.isidentifier():
+                yield sub.value
+            elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                yield sub.name
+
+
+def _units(body: list[ast.stmt], within: tuple[str, ...] = ()) -> list[_Unit] | None:
+    """A module's (or class's) units by key; None when two units share a key (a name bound twice)."""
+    units: list[_Unit] = []
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            key = (*within, stmt.name)
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            key = (*within, "=", *sorted(ast.dump(t) for t in targets))
+        else:
+            key = (*within, "stmt", ast.dump(stmt))
+        units.append(_Unit(key, stmt, within))
+        if isinstance(stmt, ast.ClassDef):
+            inner = _units(stmt.body, (*within, stmt.name))
+            if inner is None:
+                return None
+            units += inner
+    return units if len({u.key for u in units}) == len(units) else None
+
+
+def _skeleton(stmt: ast.stmt) -> str:
+    """A unit as it runs at import: a function without its body, a class without its members."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        copy = ast.FunctionDef(
+            name=stmt.name, args=stmt.args, body=[], decorator_list=stmt.decorator_list, returns=stmt.returns
+        )
+        return ast.dump(copy) + type(stmt).__name__
+    if isinstance(stmt, ast.ClassDef):
+        return ast.dump(ast.ClassDef(stmt.name, stmt.bases, stmt.keywords, [], stmt.decorator_list))
+    return ast.dump(stmt)
+
+
+@dataclass(frozen=True)
+class Change:
+    """What a change to one module's import binds anew, and the function bodies it changed."""
+
+    names: frozenset[str]
+    bodies: tuple[tuple[int, int], ...]  # lines, in the old file, of the bodies that changed
+    # the project's modules an import the change added or removed names (dotted, absolute):
+    # their import runs their code, which must bind names and do nothing else
+    modules: tuple[str, ...] = ()
+
+
+def _body_span(fn: Function) -> tuple[int, int]:
+    return fn.body[0].lineno, fn.end_lineno or fn.lineno
+
+
+def changed_names(old: str, new: str, internal: Callable[[str], bool], package: str = "") -> Change | None:
+    """The names a change from ``old`` to ``new`` binds anew at import, and the bodies it
+    changed; None when the change does more than bind names (a call, an ``if``, an import
+    of a module ``internal`` does not call the project's), or no name can be told."""
+    try:
+        before, after = _units(ast.parse(old).body), _units(ast.parse(new).body)
+    except (SyntaxError, ValueError):
+        return None
+    if before is None or after is None:
+        return None
+    was, now = {u.key: u.node for u in before}, {u.key: u.node for u in after}
+    within = {u.key: u.within for u in (*before, *after)}
+    names: set[str] = set()
+    bodies: list[tuple[int, int]] = []
+    modules: list[str] = []
+    for key in sorted(set(was) | set(now)):
+        a, b = was.get(key), now.get(key)
+        if a is not None and b is not None and ast.dump(a) == ast.dump(b):
+            continue
+        if a is not None and b is not None and _skeleton(a) == _skeleton(b):
+            if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                bodies.append(_body_span(a))  # its body alone: the tests that ran it see it
+            continue  # a class whose members changed: each member is a unit of its own
+        for stmt in (a, b):
+            if stmt is None:
+                continue
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                if not _imports_within(stmt, internal):
+                    return None
+                modules += _dotted(stmt, package)
+            bound = _binds(stmt)
+            if bound is None:
+                return None
+            names |= bound | set(within[key])  # a class member: its classes are read where it is
+        outer = within[key]
+        for cls in (was.get(outer[: i + 1]) or now.get(outer[: i + 1]) for i in range(len(outer))):
+            if cls is None or _binds(cls) is None:
+                return None  # a member of a class made by more than its statement (a metaclass)
+    if not names and not bodies:
+        return None
+    return Change(frozenset(names), tuple(bodies), tuple(modules))
+
+
+# bases that do nothing when a class is made from them (no registry, no metaclass of the project's)
+PLAIN_BASES = frozenset(
+    {"ABC", "Enum", "Flag", "Generic", "IntEnum", "IntFlag", "NamedTuple", "Protocol", "StrEnum", "TypedDict"}
+    | {n for n in dir(builtins) if isinstance(getattr(builtins, n), type)}
+)
+
+
+def _bases_known(classes: Iterable[ast.ClassDef], sources: Mapping[str, str]) -> bool:
+    """Whether making these classes runs nothing but their statements: every base is a plain
+    one (:data:`PLAIN_BASES`) or a class of the project made the same way, and no class of
+    the project defines ``__init_subclass__`` (a base of a base may register its subclasses)."""
+    project: dict[str, list[ast.ClassDef]] = {}
+    for text in sources.values():
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                project.setdefault(node.name, []).append(node)
+                if any(isinstance(f, ast.FunctionDef) and f.name == "__init_subclass__" for f in node.body):
+                    return False
+    seen: set[str] = set()
+
+    def plain(cls: ast.ClassDef) -> bool:
+        if cls.keywords:
+            return False  # a metaclass
+        for base in cls.bases:
+            name = _name(base.value if isinstance(base, ast.Subscript) else base)
+            if name in PLAIN_BASES or name in seen:
+                continue
+            seen.add(name)
+            if name not in project or not all(plain(c) for c in project[name]):
+                return False
+        return True
+
+    return all(plain(c) for c in classes)
+
+
+def _changed_classes(old: str, new: str) -> list[ast.ClassDef]:
+    """The classes of ``new`` whose statement differs from ``old``'s (members included)."""
+    was = {ast.dump(n) for n in ast.walk(ast.parse(old)) if isinstance(n, ast.ClassDef)}
+    return [n for n in ast.walk(ast.parse(new)) if isinstance(n, ast.ClassDef) and ast.dump(n) not in was]
+
+
+def _dotted(stmt: ast.Import | ast.ImportFrom, package: str) -> list[str]:
+    """The modules an import may run, absolute (``from a import b``: ``a``, and ``a.b`` if a module)."""
+    if isinstance(stmt, ast.Import):
+        return [a.name for a in stmt.names]
+    if stmt.module == "__future__":
+        return []
+    base = stmt.module or ""
+    if stmt.level:
+        parts = package.split(".") if package else []
+        up = parts[: len(parts) - (stmt.level - 1)] if stmt.level > 1 else parts
+        base = ".".join([*up, *([stmt.module] if stmt.module else [])])
+    return [base, *(f"{base}.{a.name}" if base else a.name for a in stmt.names if a.name != "*")]
+
+
+def _files_of(module: str, sources: Mapping[str, str]) -> list[str]:
+    """The project files a dotted module name may be (``a/b.py``, ``a/b/__init__.py``)."""
+    tail = module.replace(".", "/")
+    return [p for p in sources if p.endswith((f"{tail}.py", f"{tail}/__init__.py")) and _whole(p, tail)]
+
+
+def _whole(path: str, tail: str) -> bool:
+    cut = path.removesuffix(".py").removesuffix("/__init__")
+    return cut == tail or cut.endswith(f"/{tail}")
+
+
+def _binds_only(module: str, sources: Mapping[str, str], seen: set[str]) -> bool:
+    """Whether importing ``module`` (and what it imports of the project) only binds names:
+    its statements bind and do nothing else, and its imports are the standard library's or
+    such modules of the project (#34: an added import runs the module's code at import)."""
+    files = _files_of(module, sources)
+    for path in files:
+        if path in seen:
+            continue
+        seen.add(path)
+        try:
+            tree = ast.parse(sources[path])
+        except (SyntaxError, ValueError):
+            return False
+        package = path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+        package = package if path.endswith("/__init__.py") else package.rpartition(".")[0]
+        for stmt, _ in _top(tree.body):
+            if _binds(stmt) is None:
+                return False
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                for name in _dotted(stmt, package):
+                    top = name.split(".", 1)[0]
+                    if top in sys.stdlib_module_names:
+                        continue
+                    if not _binds_only(name, sources, seen):
+                        return False
+    if files:
+        return True
+    # a folder without __init__.py (a namespace package: its import runs nothing), or a name
+    # in a module of the project (``from a import f``: ``a.f``, whose ``a`` is checked); any
+    # other is not the project's, and its import may do anything
+    tail = module.replace(".", "/")
+    parent = module.rpartition(".")[0]
+    return any(f"/{tail}/" in f"/{p}" for p in sources) or bool(parent and _files_of(parent, sources))
+
+
+def _imports_within(stmt: ast.Import | ast.ImportFrom, internal: Callable[[str], bool]) -> bool:
+    if isinstance(stmt, ast.ImportFrom):
+        return stmt.level > 0 or stmt.module == "__future__" or internal(stmt.module or "")
+    return all(internal(a.name) for a in stmt.names)
+
+
+def _functions(body: list[ast.stmt]) -> Iterator[Function]:
+    """The functions a module defines that no other function holds (methods too)."""
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield stmt
+        elif isinstance(stmt, ast.ClassDef):
+            yield from _functions(stmt.body)
+
+
+def _top(body: list[ast.stmt]) -> Iterator[tuple[ast.stmt, list[ast.AST]]]:
+    """Each statement a module runs at import, with what of it runs then (a def's header, a
+    class's header; a class's members are statements of their own)."""
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield stmt, list(_header(stmt))
+        elif isinstance(stmt, ast.ClassDef):
+            yield stmt, list(_header(stmt))
+            yield from _top(stmt.body)
+        else:
+            yield stmt, [stmt]
+
+
+@dataclass
+class _Module:
+    path: str
+    top: list[tuple[ast.stmt, frozenset[str]]]  # each statement run at import, what it mentions
+    functions: list[tuple[Function, frozenset[str], bool]]  # each function, its body's mentions, dynamic
+
+
+def _module(path: str, source: str) -> _Module | None:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    top = [(stmt, frozenset(_mentions(parts))) for stmt, parts in _top(tree.body)]
+    functions = []
+    for fn in _functions(tree.body):
+        said = frozenset(_mentions([*fn.body, fn.args]))
+        functions.append((fn, said, not DYNAMIC.isdisjoint(said)))
+    return _Module(path, top, functions)
+
+
+def readers(
+    path: str,
+    old: str,
+    new: str,
+    sources: Mapping[str, str],
+    test_map: TestMap,
+    *,
+    is_test: Callable[[str], bool],
+    internal: Callable[[str], bool],
+    sees: Callable[[str, str], bool] = lambda _a, _b: True,
+) -> dict[str, str] | None:
+    """The tests that can see the change of ``path`` from ``old`` (at the map's commit) to
+    ``new``, each with why (nodeid -> reason); None when it cannot be told (see the module).
+    ``sources``: every project Python file as it was at the map's commit (the map's lines
+    are of those); ``is_test``: whether a path is a test file; ``internal``: whether a
+    dotted module name is the project's; ``sees``: whether a file may import another, by
+    the import graph (a name is another module's only where that module is imported: two
+    functions of one name in two modules are two names; default: every file sees every file)."""
+    if test_map.lines is None:
+        return None
+    package = path.removesuffix(".py").removesuffix("/__init__").replace("/", ".").removeprefix("src.")
+    package = package if path.endswith("/__init__.py") else package.rpartition(".")[0]
+    change = changed_names(old, new, internal, package)
+    if change is None:
+        return None
+    if not all(_binds_only(m, sources, set()) for m in change.modules):
+        return None
+    if not _bases_known(_changed_classes(old, new), sources):
+        return None  # a base may register the class where no name reads it
+    modules = [m for m in (_module(p, s) for p, s in sorted(sources.items())) if m is not None]
+    # each name read, with the files it is bound in: a module sees a name of a file it may import
+    names: dict[str, set[str]] = {n: {path} for n in change.names}
+    spans: dict[str, list[tuple[int, int]]] = {path: list(change.bodies)} if change.bodies else {}
+    whole: set[str] = set()  # test files and conftest.py files that read a name at import
+
+    def bind(name: str, where: str) -> bool:
+        origins = names.setdefault(name, set())
+        grew = where not in origins
+        origins.add(where)
+        return grew
+
+    grown = True
+    while grown:
+        grown = False
+        for m in modules:
+            seen = {n for n, origins in names.items() if any(sees(m.path, o) for o in origins)}
+            test_like = is_test(m.path) or m.path.rsplit("/", 1)[-1] == CONFTEST
+            for stmt, said in m.top:
+                star = isinstance(stmt, ast.ImportFrom) and any(a.name == "*" for a in stmt.names)
+                if said.isdisjoint(seen) and not (star and seen):
+                    continue
+                bound = _imported(stmt, seen) if isinstance(stmt, (ast.Import, ast.ImportFrom)) else _binds(stmt)
+                if test_like and not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                    whole.add(m.path)
+                elif bound is None:
+                    return None
+                for b in bound or ():
+                    grown |= bind(b, m.path)
+            for fn, said, dynamic in m.functions:
+                # its body reads a name, or any (dynamic), or it is a changed def of the file itself
+                own = m.path == path and fn.name in change.names
+                if not (dynamic or own or not said.isdisjoint(seen)):
+                    continue
+                span = _body_span(fn)
+                if span in spans.setdefault(m.path, []):
+                    continue
+                if not test_map.imports.get(m.path, frozenset()).isdisjoint(range(span[0], span[1] + 1)):
+                    return None  # it ran at import: what it read is every importer's
+                if _autouse(fn):
+                    if not test_like:
+                        return None  # a plugin's fixture: any test's
+                    whole.add(m.path)
+                spans[m.path].append(span)
+                grown |= bind(fn.name, m.path)
+    return _tests(spans, whole, set(change.names), test_map, path)
+
+
+def _tests(
+    spans: Mapping[str, list[tuple[int, int]]], whole: set[str], names: set[str], test_map: TestMap, path: str
+) -> dict[str, str]:
+    assert test_map.lines is not None
+    shown = ", ".join(sorted(names)[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    why = (
+        f"it ran code that reads {shown}, which {path} binds anew at import"
+        if names
+        else f"it ran a function {path} changes"
+    )
+    found: dict[str, str] = {}
+    ranges = {p: [frozenset(range(a, b + 1)) for a, b in s] for p, s in spans.items()}
+    for nodeid, ran in test_map.lines.items():
+        own = nodeid.split("::", 1)[0]
+        if any(own == w or (w.rsplit("/", 1)[-1] == CONFTEST and _under(own, w)) for w in whole):
+            found[nodeid] = f"its module reads {shown} at import, which {path} binds anew"
+        elif any(not r.isdisjoint(ran.get(p, ())) for p, rs in ranges.items() for r in rs):
+            found[nodeid] = why
+    return found
+
+
+def _under(nodeid_file: str, conftest: str) -> bool:
+    folder = conftest.rpartition("/")[0]
+    return not folder or nodeid_file.startswith(f"{folder}/")
