@@ -34,7 +34,7 @@ from __future__ import annotations
 import ast
 import builtins
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from device_matrix.records.testmap import TestMap
@@ -87,7 +87,8 @@ PURE_DECORATORS = frozenset(
     }
 )
 # what reads names by a computed one: a function that mentions it reads every name
-DYNAMIC = frozenset({"getattr", "globals", "vars", "__dict__", "eval", "exec", "__getattribute__", "locals"})
+DYNAMIC = frozenset({"globals", "vars", "__dict__", "eval", "exec", "__getattribute__", "locals"})
+ATTR_CALLS = frozenset({"getattr", "hasattr", "setattr", "delattr"})  # dynamic when the name is computed
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
@@ -98,6 +99,14 @@ class _Unit:
     key: tuple[str, ...]
     node: ast.stmt
     within: tuple[str, ...]  # the classes it is in, outermost first
+
+
+def _parsed(source: str) -> ast.Module | None:
+    """``source`` parsed (None: not Python)."""
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
 
 
 def _name(node: ast.expr) -> str:
@@ -154,11 +163,11 @@ def _binds(stmt: ast.stmt) -> frozenset[str] | None:
                     names.add(sub.id)
         return frozenset(names) if _pure_expr(stmt.value) else None
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        header = _header(stmt)
+        rest = _header(stmt)[len(stmt.decorator_list) :]
         pure = all(_pure_decorator(d) for d in stmt.decorator_list)
         if isinstance(stmt, ast.ClassDef) and stmt.keywords:
             return None  # a metaclass runs what it likes when the class is made
-        return frozenset({stmt.name}) if pure and all(_pure_expr(e) for e in header) else None
+        return frozenset({stmt.name}) if pure and all(_pure_expr(e) for e in rest) else None
     return None
 
 
@@ -175,9 +184,7 @@ def _imported(stmt: ast.Import | ast.ImportFrom, names: set[str]) -> frozenset[s
     a, b`` binds ``b`` to ``m.b`` whatever ``a`` is)."""
     bound = set()
     for a in stmt.names:
-        if a.name == "*":
-            bound |= names  # whatever it sees may be among what it takes
-        elif not names.isdisjoint(a.name.split(".")):
+        if not names.isdisjoint(a.name.split(".")):
             bound.add((a.asname or a.name).split(".", 1)[0])
     return frozenset(bound)
 
@@ -209,9 +216,9 @@ def _units(body: list[ast.stmt], within: tuple[str, ...] = ()) -> list[_Unit] | 
             key = (*within, stmt.name)
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            key = (*within, "=", *sorted(ast.dump(t) for t in targets))
+            key = (*within, *sorted(ast.dump(t) for t in targets))  # a dump is never a name
         else:
-            key = (*within, "stmt", ast.dump(stmt))
+            key = (*within, ast.dump(stmt))
         units.append(_Unit(key, stmt, within))
         if isinstance(stmt, ast.ClassDef):
             inner = _units(stmt.body, (*within, stmt.name))
@@ -223,14 +230,19 @@ def _units(body: list[ast.stmt], within: tuple[str, ...] = ()) -> list[_Unit] | 
 
 def _skeleton(stmt: ast.stmt) -> str:
     """A unit as it runs at import: a function without its body, a class without its members."""
-    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        copy = ast.FunctionDef(
-            name=stmt.name, args=stmt.args, body=[], decorator_list=stmt.decorator_list, returns=stmt.returns
-        )
-        return ast.dump(copy) + type(stmt).__name__
     if isinstance(stmt, ast.ClassDef):
-        return ast.dump(ast.ClassDef(stmt.name, stmt.bases, stmt.keywords, [], stmt.decorator_list))
-    return ast.dump(stmt)
+        parts: list[object] = [stmt.decorator_list, stmt.bases, stmt.keywords]
+    elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        parts = [stmt.decorator_list, stmt.args, stmt.returns]
+    else:
+        return ast.dump(stmt)
+    return repr([type(stmt).__name__, *(_dumped(p) for p in parts)])
+
+
+def _dumped(part: object) -> object:
+    if isinstance(part, list):
+        return [ast.dump(x) for x in part]
+    return ast.dump(part) if isinstance(part, ast.AST) else None
 
 
 @dataclass(frozen=True)
@@ -274,6 +286,8 @@ def changed_names(old: str, new: str, internal: Callable[[str], bool], package: 
         for stmt in (a, b):
             if stmt is None:
                 continue
+            if isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__":
+                return None  # how every annotation of the module is compiled: no name tells who reads one
             if isinstance(stmt, (ast.Import, ast.ImportFrom)):
                 if not _imports_within(stmt, internal):
                     return None
@@ -298,21 +312,20 @@ PLAIN_BASES = frozenset(
 )
 
 
-def _bases_known(classes: Iterable[ast.ClassDef], sources: Mapping[str, str]) -> bool:
+def _classes(tree: ast.Module | None) -> tuple[ast.ClassDef, ...]:
+    return () if tree is None else tuple(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef))
+
+
+def _bases_known(classes: Iterable[ast.ClassDef], project: Parsed) -> bool:
     """Whether making these classes runs nothing but their statements: every base is a plain
     one (:data:`PLAIN_BASES`) or a class of the project made the same way, and no class of
     the project defines ``__init_subclass__`` (a base of a base may register its subclasses)."""
-    project: dict[str, list[ast.ClassDef]] = {}
-    for text in sources.values():
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ClassDef):
-                project.setdefault(node.name, []).append(node)
-                if any(isinstance(f, ast.FunctionDef) and f.name == "__init_subclass__" for f in node.body):
-                    return False
+    defined: dict[str, list[ast.ClassDef]] = {}
+    for path in project.sources:
+        for node in _classes(project.tree(path)):
+            defined.setdefault(node.name, []).append(node)
+            if any(isinstance(f, ast.FunctionDef) and f.name == "__init_subclass__" for f in node.body):
+                return False
     seen: set[str] = set()
 
     def plain(cls: ast.ClassDef) -> bool:
@@ -323,7 +336,7 @@ def _bases_known(classes: Iterable[ast.ClassDef], sources: Mapping[str, str]) ->
             if name in PLAIN_BASES or name in seen:
                 continue
             seen.add(name)
-            if name not in project or not all(plain(c) for c in project[name]):
+            if name not in defined or not all(plain(c) for c in defined[name]):
                 return False
         return True
 
@@ -332,22 +345,25 @@ def _bases_known(classes: Iterable[ast.ClassDef], sources: Mapping[str, str]) ->
 
 def _changed_classes(old: str, new: str) -> list[ast.ClassDef]:
     """The classes of ``new`` whose statement differs from ``old``'s (members included)."""
-    was = {ast.dump(n) for n in ast.walk(ast.parse(old)) if isinstance(n, ast.ClassDef)}
-    return [n for n in ast.walk(ast.parse(new)) if isinstance(n, ast.ClassDef) and ast.dump(n) not in was]
+    was = {ast.dump(n) for n in _classes(_parsed(old))}
+    return [n for n in _classes(_parsed(new)) if ast.dump(n) not in was]
 
 
 def _dotted(stmt: ast.Import | ast.ImportFrom, package: str) -> list[str]:
     """The modules an import may run, absolute (``from a import b``: ``a``, and ``a.b`` if a module)."""
     if isinstance(stmt, ast.Import):
         return [a.name for a in stmt.names]
-    if stmt.module == "__future__":
-        return []
     base = stmt.module or ""
     if stmt.level:
         parts = package.split(".") if package else []
-        up = parts[: len(parts) - (stmt.level - 1)] if stmt.level > 1 else parts
-        base = ".".join([*up, *([stmt.module] if stmt.module else [])])
+        base = ".".join([*parts[: len(parts) - stmt.level + 1], *([stmt.module] if stmt.module else [])])
     return [base, *(f"{base}.{a.name}" if base else a.name for a in stmt.names if a.name != "*")]
+
+
+def _package_of(path: str) -> str:
+    """The package a file's relative imports start from, as its path names it (``a/b/c.py``
+    and ``a/b/__init__.py``: ``a.b``; a name is matched by how a path ends, :func:`_files_of`)."""
+    return path.removesuffix(".py").replace("/", ".").rpartition(".")[0]
 
 
 def _files_of(module: str, sources: Mapping[str, str]) -> list[str]:
@@ -361,21 +377,20 @@ def _whole(path: str, tail: str) -> bool:
     return cut == tail or cut.endswith(f"/{tail}")
 
 
-def _binds_only(module: str, sources: Mapping[str, str], seen: set[str]) -> bool:
+def _binds_only(module: str, project: Parsed, seen: set[str]) -> bool:
     """Whether importing ``module`` (and what it imports of the project) only binds names:
     its statements bind and do nothing else, and its imports are the standard library's or
     such modules of the project (#34: an added import runs the module's code at import)."""
+    sources = project.sources
     files = _files_of(module, sources)
     for path in files:
         if path in seen:
             continue
         seen.add(path)
-        try:
-            tree = ast.parse(sources[path])
-        except (SyntaxError, ValueError):
+        tree = project.tree(path)
+        if tree is None:
             return False
-        package = path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
-        package = package if path.endswith("/__init__.py") else package.rpartition(".")[0]
+        package = _package_of(path)
         for stmt, _ in _top(tree.body):
             if _binds(stmt) is None:
                 return False
@@ -384,7 +399,7 @@ def _binds_only(module: str, sources: Mapping[str, str], seen: set[str]) -> bool
                     top = name.split(".", 1)[0]
                     if top in sys.stdlib_module_names:
                         continue
-                    if not _binds_only(name, sources, seen):
+                    if not _binds_only(name, project, seen):
                         return False
     if files:
         return True
@@ -398,7 +413,7 @@ def _binds_only(module: str, sources: Mapping[str, str], seen: set[str]) -> bool
 
 def _imports_within(stmt: ast.Import | ast.ImportFrom, internal: Callable[[str], bool]) -> bool:
     if isinstance(stmt, ast.ImportFrom):
-        return stmt.level > 0 or stmt.module == "__future__" or internal(stmt.module or "")
+        return stmt.level > 0 or internal(stmt.module or "")
     return all(internal(a.name) for a in stmt.names)
 
 
@@ -424,6 +439,28 @@ def _top(body: list[ast.stmt]) -> Iterator[tuple[ast.stmt, list[ast.AST]]]:
             yield stmt, [stmt]
 
 
+class Parsed:
+    """The project's Python files (path -> text), each parsed once for every changed file
+    one selection asks :func:`readers` of."""
+
+    def __init__(self, sources: Mapping[str, str]) -> None:
+        self.sources = sources
+        self._trees: dict[str, ast.Module | None] = {}
+        self._modules: list[_Module] | None = None
+
+    def tree(self, path: str) -> ast.Module | None:
+        if path not in self._trees:
+            self._trees[path] = _parsed(self.sources[path])
+        return self._trees[path]
+
+    def modules(self) -> list[_Module]:
+        """Every file's statements and functions, with what each mentions (not Python: left out)."""
+        if self._modules is None:
+            found = (_module(p, self.tree(p)) for p in sorted(self.sources))
+            self._modules = [m for m in found if m is not None]
+        return self._modules
+
+
 @dataclass
 class _Module:
     path: str
@@ -431,24 +468,33 @@ class _Module:
     functions: list[tuple[Function, frozenset[str], bool]]  # each function, its body's mentions, dynamic
 
 
-def _module(path: str, source: str) -> _Module | None:
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+def _module(path: str, tree: ast.Module | None) -> _Module | None:
+    if tree is None:
         return None
     top = [(stmt, frozenset(_mentions(parts))) for stmt, parts in _top(tree.body)]
-    functions = []
-    for fn in _functions(tree.body):
-        said = frozenset(_mentions([*fn.body, fn.args]))
-        functions.append((fn, said, not DYNAMIC.isdisjoint(said)))
+    functions = [(fn, frozenset(_mentions([*fn.body, fn.args])), _dynamic(fn)) for fn in _functions(tree.body)]
     return _Module(path, top, functions)
+
+
+def _dynamic(fn: Function) -> bool:
+    """Whether ``fn`` reads names by a computed one: ``getattr(x, name)`` (a name not written
+    out), ``globals()``, ``vars()``, ``__dict__``, ``eval``..."""
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call) and _name(node) in ATTR_CALLS:
+            if len(node.args) < 2 or not isinstance(node.args[1], ast.Constant):
+                return True
+        elif (isinstance(node, ast.Name) and node.id in DYNAMIC) or (
+            isinstance(node, ast.Attribute) and node.attr in DYNAMIC
+        ):
+            return True
+    return False
 
 
 def readers(
     path: str,
     old: str,
     new: str,
-    sources: Mapping[str, str],
+    sources: Mapping[str, str] | Parsed,
     test_map: TestMap,
     *,
     is_test: Callable[[str], bool],
@@ -458,26 +504,28 @@ def readers(
     """The tests that can see the change of ``path`` from ``old`` (at the map's commit) to
     ``new``, each with why (nodeid -> reason); None when it cannot be told (see the module).
     ``sources``: every project Python file as it was at the map's commit (the map's lines
-    are of those); ``is_test``: whether a path is a test file; ``internal``: whether a
-    dotted module name is the project's; ``sees``: whether a file may import another, by
+    are of those; a :class:`Parsed` of them parses each once for all the changed files);
+    ``is_test``: whether a path is a test file; ``internal``: whether a dotted module name
+    is the project's; ``sees``: whether a file may import another, by
     the import graph (a name is another module's only where that module is imported: two
     functions of one name in two modules are two names; default: every file sees every file)."""
     if test_map.lines is None:
         return None
-    package = path.removesuffix(".py").removesuffix("/__init__").replace("/", ".").removeprefix("src.")
-    package = package if path.endswith("/__init__.py") else package.rpartition(".")[0]
-    change = changed_names(old, new, internal, package)
+    change = changed_names(old, new, internal, _package_of(path))
     if change is None:
         return None
-    if not all(_binds_only(m, sources, set()) for m in change.modules):
+    project = sources if isinstance(sources, Parsed) else Parsed(sources)
+    if not all(_binds_only(m, project, set()) for m in change.modules):
         return None
-    if not _bases_known(_changed_classes(old, new), sources):
+    if not _bases_known(_changed_classes(old, new), project):
         return None  # a base may register the class where no name reads it
-    modules = [m for m in (_module(p, s) for p, s in sorted(sources.items())) if m is not None]
+    modules = project.modules()
     # each name read, with the files it is bound in: a module sees a name of a file it may import
     names: dict[str, set[str]] = {n: {path} for n in change.names}
     spans: dict[str, list[tuple[int, int]]] = {path: list(change.bodies)} if change.bodies else {}
     whole: set[str] = set()  # test files and conftest.py files that read a name at import
+    # source files whose import does more than bind with a name read: their importers' tests run
+    blind: set[str] = set()
 
     def bind(name: str, where: str) -> bool:
         origins = names.setdefault(name, set())
@@ -492,14 +540,13 @@ def readers(
             seen = {n for n, origins in names.items() if any(sees(m.path, o) for o in origins)}
             test_like = is_test(m.path) or m.path.rsplit("/", 1)[-1] == CONFTEST
             for stmt, said in m.top:
-                star = isinstance(stmt, ast.ImportFrom) and any(a.name == "*" for a in stmt.names)
-                if said.isdisjoint(seen) and not (star and seen):
-                    continue
+                if said.isdisjoint(seen):
+                    continue  # a star import takes nothing new: its importers see what it imports
                 bound = _imported(stmt, seen) if isinstance(stmt, (ast.Import, ast.ImportFrom)) else _binds(stmt)
                 if test_like and not isinstance(stmt, (ast.Import, ast.ImportFrom)):
                     whole.add(m.path)
                 elif bound is None:
-                    return None
+                    blind.add(m.path)  # what its import does with the name is its importers'
                 for b in bound or ():
                     grown |= bind(b, m.path)
             for fn, said, dynamic in m.functions:
@@ -517,13 +564,26 @@ def readers(
                         return None  # a plugin's fixture: any test's
                     whole.add(m.path)
                 spans[m.path].append(span)
-                grown |= bind(fn.name, m.path)
-    return _tests(spans, whole, set(change.names), test_map, path)
+                if own or not said.isdisjoint(seen):
+                    # its callers read what it returns (a cache, a wide fixture may hand it on); one
+                    # that reads by a computed name alone is read where it runs, not by its callers
+                    grown |= bind(fn.name, m.path)
+    reach = [f for f in project.sources if any(sees(f, b) for b in blind)]
+    return _tests(spans, whole=whole, names=set(change.names), test_map=test_map, path=path, reach=reach)
 
 
 def _tests(
-    spans: Mapping[str, list[tuple[int, int]]], whole: set[str], names: set[str], test_map: TestMap, path: str
+    spans: Mapping[str, list[tuple[int, int]]],
+    *,
+    whole: set[str],
+    names: set[str],
+    test_map: TestMap,
+    path: str,
+    reach: Sequence[str],
 ) -> dict[str, str]:
+    """The tests that ran a line of ``spans``, of a file or under a conftest.py ``whole``
+    names, or of a file that may import one of the ``reach`` (a test file, or a conftest.py
+    above it), each with why."""
     assert test_map.lines is not None
     shown = ", ".join(sorted(names)[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
     why = (
@@ -537,6 +597,8 @@ def _tests(
         own = nodeid.split("::", 1)[0]
         if any(own == w or (w.rsplit("/", 1)[-1] == CONFTEST and _under(own, w)) for w in whole):
             found[nodeid] = f"its module reads {shown} at import, which {path} binds anew"
+        elif any(own == r or (r.rsplit("/", 1)[-1] == CONFTEST and _under(own, r)) for r in reach):
+            found[nodeid] = f"it imports a module whose import reads {shown}, which {path} binds anew"
         elif any(not r.isdisjoint(ran.get(p, ())) for p, rs in ranges.items() for r in rs):
             found[nodeid] = why
     return found

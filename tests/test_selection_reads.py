@@ -4,12 +4,8 @@ and nothing else; where that cannot be told, the import graph's rule holds (None
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from device_matrix import namereads
 from device_matrix.records.testmap import TestMap
-from tests.builders import SUITE_ON_PATH, git_project
-from tests.runs import outcomes_of
 
 RATE = "RATE = 3\nOTHER = 1\n"
 
@@ -154,9 +150,6 @@ def test_what_cannot_be_told_by_names_is_none() -> None:
     assert _readers(SOURCES, RAN, "import numpy\n" + RATE) is None
     # a name bound twice: which binding a reader sees is not told by the name
     assert _readers(SOURCES, RAN, RATE + "RATE = 5\n") is None
-    # a source module that does more than bind what it reads
-    sources = {**SOURCES, "pkg/reg.py": "from pkg.consts import RATE\nREGISTRY = {}\nREGISTRY['r'] = RATE\n"}
-    assert _readers(sources, RAN, RATE.replace("3", "4")) is None
     # a function reading it ran at import: its value is every importer's
     imports = {"pkg/api.py": _lines(API, "rated")}
     assert _readers(SOURCES, RAN, RATE.replace("3", "4"), imports=imports) is None
@@ -242,30 +235,6 @@ def test_two_functions_of_one_name_in_modules_that_do_not_import_each_other_are_
     assert "tests/test_b.py::test_b" in found(None)  # by name alone, every file sees every file
 
 
-WIDE = {
-    "consts.py": "SCALE = 2\n",
-    "sub/conftest.py": (
-        "import pytest\nimport consts\n\n\n@pytest.fixture(scope='session')\ndef table():\n"
-        "    return [consts.SCALE] * 3\n"
-    ),
-    "sub/test_a.py": "def test_a(table):\n    assert table[0] == 2\n",
-    "sub/test_b.py": "def test_b(table):\n    assert table[1] == 2\n",
-    "test_other.py": "import consts\n\n\ndef test_other():\n    assert consts\n",
-}
-
-
-def test_a_wide_fixture_that_reads_a_constant_runs_every_test_that_requests_it(tmp_path: Path) -> None:
-    # the session fixture ran in the first test alone; the second got its value without its lines
-    p = git_project(tmp_path, WIDE, SUITE_ON_PATH)
-    full = p.run("run", "--device", "fixture", "--record-map")
-    assert full.returncode == 0, full.stdout + full.stderr
-    (p.root / "suites" / "mine" / "consts.py").write_text("SCALE = 40\n")
-    proc = p.run("run", "--device", "fixture", "--select", "changed")
-    rec = p.record()
-    assert outcomes_of(rec) == {"test_a": "failed", "test_b": "failed", "test_other": "deselected"}, proc.stdout
-    assert rec["test_selection"]["by_reason"] == {"reads": 2, "deselected": 1}
-
-
 def test_an_added_import_of_a_module_that_only_binds_names_is_told_and_any_other_is_not() -> None:
     new = "from pkg import api\n" + RATE
     assert _readers(SOURCES, RAN, new) == set()  # api.py binds names alone: nothing reads `api` here
@@ -285,3 +254,481 @@ def test_a_class_of_a_base_from_outside_the_project_cannot_be_told() -> None:
     # a base of the project's own, of plain bases, is told
     own = "class Base(Exception):\n    pass\n\n\nclass Mine(Base):\n    width = 3\n"
     assert _readers({"pkg/shapes.py": own}, {}, own.replace("3", "4"), path="pkg/shapes.py") == set()
+
+
+# ------------------------------------------------------------------ what each rule says, exactly
+
+
+def _why(
+    sources: dict[str, str], ran: dict[str, dict[str, tuple[str, ...]]], new: str, *, path: str = "pkg/consts.py"
+) -> dict[str, str] | None:
+    lines = {n: {f: _lines(sources[f], *fns) for f, fns in per.items()} for n, per in ran.items()}
+    m = TestMap("cpu", "a" * 40, "2026-12-01T00:00:00+00:00", {n: frozenset(p) for n, p in ran.items()}, {}, lines)
+    return namereads.readers(
+        path,
+        sources[path],
+        new,
+        sources,
+        m,
+        is_test=lambda f: f.rsplit("/", 1)[-1].startswith("test_"),
+        internal=lambda name: name.split(".", 1)[0] == "pkg",
+    )
+
+
+def test_each_test_run_says_which_names_it_reads_and_who_binds_them() -> None:
+    assert _why(SOURCES, RAN, RATE.replace("3", "4")) == {
+        "tests/test_api.py::test_rated": "it ran code that reads RATE, which pkg/consts.py binds anew at import"
+    }
+    many = "A = 1\nB = 1\nC = 1\nD = 1\n"
+    reader = "from pkg import consts\n\n\ndef f():\n    return consts.A\n"
+    sources = {"pkg/consts.py": many, "pkg/r.py": reader}
+    found = _why(sources, {"t/test_r.py::t": {"pkg/r.py": ("f",)}}, "A = 2\nB = 2\nC = 2\nD = 2\n")
+    assert found == {
+        "t/test_r.py::t": "it ran code that reads A, B, C and 1 more, which pkg/consts.py binds anew at import"
+    }
+    three = _why(sources, {"t/test_r.py::t": {"pkg/r.py": ("f",)}}, "A = 2\nB = 2\nC = 2\nD = 1\n")
+    assert three == {"t/test_r.py::t": "it ran code that reads A, B, C, which pkg/consts.py binds anew at import"}
+
+
+def test_a_test_module_that_reads_at_import_says_so() -> None:
+    tests = "from pkg.consts import RATE\n\nCASES = [RATE]\n\n\ndef test_c():\n    assert CASES\n"
+    sources = {**SOURCES, "tests/test_cases.py": tests}
+    found = _why(sources, {**RAN, "tests/test_cases.py::TestC::test_c": {}}, RATE.replace("3", "4"))
+    assert found is not None
+    assert (
+        found["tests/test_cases.py::TestC::test_c"] == "its module reads RATE at import, which pkg/consts.py binds anew"
+    )
+
+
+def test_a_body_changed_beside_a_constant_runs_the_tests_that_ran_that_body() -> None:
+    lib = "RATE = 3\n\n\ndef f():\n    return 1\n\n\ndef g():\n    return 2\n"
+    sources = {"pkg/lib.py": lib}
+    ran = {"t/test_l.py::test_f": {"pkg/lib.py": ("f",)}, "t/test_l.py::test_g": {"pkg/lib.py": ("g",)}}
+    new = lib.replace("RATE = 3", "RATE = 4").replace("return 1", "return 5")
+    assert _why(sources, ran, new, path="pkg/lib.py") == {
+        "t/test_l.py::test_f": "it ran code that reads RATE, which pkg/lib.py binds anew at import"
+    }
+    # a body alone, beside a docstring changed: the body's tests, said so
+    doc = '"""One."""\n\n\ndef f():\n    return 1\n'
+    body = _why({"pkg/lib.py": doc}, ran, doc.replace("One", "Two").replace("return 1", "return 5"), path="pkg/lib.py")
+    assert body == {"t/test_l.py::test_f": "it ran a function pkg/lib.py changes"}
+
+
+def test_a_reader_is_its_body_lines_and_no_line_next_to_them() -> None:
+    # no blank line: g's first line follows f's last but one; a test that ran g alone reads nothing
+    lib = "from pkg import consts\ndef f():\n    return consts.RATE\ndef g():\n    return 1\ndef h():\n    return 2\n"
+    sources = {**SOURCES, "pkg/lib.py": lib}
+    ran = {"t/test_l.py::test_g": {"pkg/lib.py": ("g",)}, "t/test_l.py::test_f": {"pkg/lib.py": ("f",)}}
+    assert set(_why(sources, ran, RATE.replace("3", "4")) or {}) == {"t/test_l.py::test_f"}
+    first = "def f():\n    return 1\nfrom pkg import consts\ndef g():\n    return consts.RATE\n"
+    ran = {"t/test_l.py::test_f": {"pkg/first.py": ("f",)}}
+    assert _why({**SOURCES, "pkg/first.py": first}, ran, RATE.replace("3", "4")) == {}
+
+
+def test_a_conftest_that_reads_a_name_at_import_runs_the_tests_under_its_folder_only() -> None:
+    conftest = "from pkg.consts import RATE\n\nLIMIT = RATE\n"
+    sources = {**SOURCES, "tests/unit/conftest.py": conftest}
+    ran = {"tests/unit/test_u.py::test_u": {}, "tests/test_top.py::test_t": {}, "tests/unitx/test_x.py::test_x": {}}
+    assert set(_why(sources, ran, RATE.replace("3", "4")) or {}) == {"tests/unit/test_u.py::test_u"}
+    top = {**SOURCES, "conftest.py": conftest}
+    assert set(_why(top, ran, RATE.replace("3", "4")) or {}) == set(ran)
+
+
+def test_an_import_in_a_test_module_binds_only_the_names_it_takes() -> None:
+    tests = (
+        "from pkg.consts import RATE as R, OTHER\n\n\n"
+        "def test_r():\n    assert R\n\n\ndef test_o():\n    assert OTHER\n"
+    )
+    sources = {**SOURCES, "tests/test_ro.py": tests}
+    ran = {
+        "tests/test_ro.py::test_r": {"tests/test_ro.py": ("test_r",)},
+        "tests/test_ro.py::test_o": {"tests/test_ro.py": ("test_o",)},
+    }
+    assert set(_why(sources, ran, RATE.replace("3", "4")) or {}) == {"tests/test_ro.py::test_r"}
+    # `import a.b as c` binds c
+    plain = "import pkg.consts as c\n\n\ndef test_c():\n    assert c.X\n"
+    sources = {**SOURCES, "tests/test_c.py": plain}
+    ran = {"tests/test_c.py::test_c": {"tests/test_c.py": ("test_c",)}}
+    assert set(_why(sources, ran, RATE.replace("3", "4")) or {}) == set()
+    star = {**SOURCES, "pkg/all.py": "from pkg.consts import *\n\n\ndef f():\n    return RATE\n"}
+    ran = {"t/test_a.py::t": {"pkg/all.py": ("f",)}}
+    assert set(_why(star, ran, RATE.replace("3", "4")) or {}) == {"t/test_a.py::t"}
+
+
+def test_an_autouse_fixture_is_told_from_a_plain_one() -> None:
+    def fixture(decorator: str) -> set[str] | None:
+        conftest = f"import pytest\nfrom pkg import consts\n\n\n{decorator}\ndef env():\n    return consts.RATE\n"
+        sources = {**SOURCES, "tests/conftest.py": conftest}
+        ran = {**RAN, "tests/test_api.py::test_plain": {"tests/conftest.py": ("env",)}}
+        found = _why(sources, ran, RATE.replace("3", "4"))
+        return None if found is None else set(found)
+
+    both = {"tests/test_api.py::test_rated", "tests/test_api.py::test_plain"}
+    assert fixture("@pytest.fixture(autouse=True)") == both
+    assert fixture("@pytest.fixture(scope='session')") == both  # plain: test_plain ran it, test_rated reads RATE
+    # one the other test did not run: a plain fixture is its requesters', an autouse one every test's
+    conftest = (
+        "import pytest\nfrom pkg import consts\n\n\n"
+        "@pytest.fixture(scope='session')\ndef env():\n    return consts.RATE\n"
+    )
+    sources = {**SOURCES, "tests/conftest.py": conftest, "tests/test_e.py": "def test_e():\n    pass\n"}
+    ran = {"tests/test_e.py::test_e": {}, "tests/test_z.py::test_z": {"tests/conftest.py": ("env",)}}
+    assert set(_why(sources, ran, RATE.replace("3", "4")) or {}) == {"tests/test_z.py::test_z"}
+    auto = conftest.replace("scope='session'", "autouse=True")
+    assert set(_why({**sources, "tests/conftest.py": auto}, ran, RATE.replace("3", "4")) or {}) == set(ran)
+
+
+def test_a_computed_getattr_reads_every_name_and_a_written_one_does_not() -> None:
+    def dyn(body: str) -> bool:
+        sources = {**SOURCES, "pkg/dyn.py": f"from pkg import consts\n\n\ndef value(name):\n    return {body}\n"}
+        found = _why(sources, {"t/test_d.py::t": {"pkg/dyn.py": ("value",)}}, RATE.replace("OTHER = 1", "OTHER = 2"))
+        return found is not None and "t/test_d.py::t" in found
+
+    assert dyn("getattr(consts, name)")
+    assert dyn("getattr(consts)")
+    assert not dyn("getattr(consts, 'ELSE')")
+    assert dyn("consts.__dict__[name]")
+    assert dyn("globals()[name]")
+    assert not dyn("hasattr(consts, 'ELSE')")
+    assert dyn("hasattr(consts, name)")
+
+
+def _names(old: str, new: str, package: str = "pkg") -> frozenset[str] | None:
+    change = namereads.changed_names(old, new, lambda name: name.split(".", 1)[0] == "pkg", package)
+    return None if change is None else change.names
+
+
+def test_a_def_s_header_is_its_decorators_arguments_and_annotations() -> None:
+    f = "def f(x: int = 1, *a: int, k: int = 2, **kw: int) -> int:\n    return x\n"
+    assert _names(f, f.replace("-> int", "-> str")) == {"f"}
+    assert _names(f, f.replace("x: int", "x: str")) == {"f"}
+    assert _names(f, f.replace("*a: int", "*a: str")) == {"f"}
+    assert _names(f, f.replace("**kw: int", "**kw: str")) == {"f"}
+    assert _names(f, f.replace("k: int = 2", "k: int = 3")) == {"f"}
+    assert _names(f, f.replace("def f", "async def f")) == {"f"}
+    assert _names(f, "@property\n" + f) == {"f"}
+    assert _names(f, "@staticmethod\n" + f) == {"f"}
+    assert _names(f, "@cache(3)\n" + f) == {"f"}
+    assert _names(f, "@cache(size())\n" + f) is None  # a call at import
+    assert _names(f, f.replace("= 1", "= make()")) is None
+    body = namereads.changed_names(f, f.replace("return x", "return 2"), bool)
+    assert body is not None and body.names == frozenset() and body.bodies == ((2, 2),)
+
+
+def test_a_class_s_header_is_its_bases_keywords_and_decorators() -> None:
+    c = "class C(Base):\n    a = 1\n\n    def m(self):\n        return 1\n"
+    assert _names(c, c.replace("(Base)", "(Base, Other)")) == {"C"}
+    assert _names(c, "@dataclass\n" + c) == {"C"}
+    assert _names(c, "@register\n" + c) is None
+    assert _names(c, c.replace("(Base)", "(Base, metaclass=M)")) is None
+    assert _names(c, c.replace("class C", "class D")) == {"C", "D", "a", "m"}
+    assert _names(c, c.replace("a = 1", "a = 2")) == {"C", "a"}
+    member = namereads.changed_names(c, c.replace("return 1", "return 2"), bool)
+    assert member is not None and member.names == frozenset() and member.bodies == ((5, 5),)
+    # a member bound twice in its class cannot be told
+    assert _names(c, c + "    a = 3\n") is None
+    # a member of a class in a class is its classes' too
+    nested = "class A:\n    class B:\n        x = 1\n"
+    assert _names(nested, nested.replace("1", "2")) == {"A", "B", "x"}
+
+
+def test_a_binding_is_one_that_changes_a_name_of_its_own() -> None:
+    base = "X = 1\n"
+    assert _names(base, "X = 2\n") == {"X"}
+    assert _names(base, "X: int = 2\n") == {"X"}
+    assert _names(base, base + "Y: int\n") == {"Y"}
+    assert _names(base, base + "X += 1\n") is None  # X bound twice
+    assert _names(base, base + "Y = Z = X\n") == {"Y", "Z"}
+    assert _names(base, base + "A, B = 1, 2\n") == {"A", "B"}
+    assert _names(base, base + "a.b = 1\n") is None
+    assert _names(base, base + "d['k'] = 1\n") is None
+    assert _names(base, base + "A, *B = 1, 2\n") is None
+    assert _names(base, base + "Y = frozenset({1})\n") == {"Y"}
+    assert _names(base, base + "Y = compute()\n") is None
+    assert _names(base, base + "Y = (Z := 1)\n") is None
+    assert _names(base, base + "Y = lambda: (yield)\n") is None
+    assert _names(base, base + "pass\n") is None  # nothing bound: no name to tell by
+    assert _names(base, '"""doc"""\n' + base) is None
+    assert _names(base, base + "del X\n") is None
+    assert _names("", "Y = 1\n") == {"Y"}
+    assert _names(base, "X = (\n") is None  # not Python
+
+
+def test_an_import_the_change_adds_is_of_the_project_or_it_cannot_be_told() -> None:
+    base = "X = 1\n"
+    # how every annotation is compiled changes, and no name says who reads one
+    assert _names(base, "from __future__ import annotations\n" + base) is None
+    assert _names(base, "import pkg.api\n" + base) == {"pkg"}
+    assert _names(base, "import pkg.api, numpy\n" + base) is None
+    assert _names(base, "from . import api\n" + base) == {"api"}
+    assert _names(base, "from numpy import array\n" + base) is None
+    change = namereads.changed_names(base, "from .. import api\nfrom .sub import x\n" + base, bool, "pkg.inner")
+    assert change is not None and set(change.modules) == {"pkg", "pkg.api", "pkg.inner.sub", "pkg.inner.sub.x"}
+    change = namereads.changed_names(base, "import pkg.a.b\nfrom pkg.c import *\n" + base, bool, "pkg")
+    assert change is not None and set(change.modules) == {"pkg.a.b", "pkg.c"}
+    change = namereads.changed_names(base, "from . import f\n" + base, bool, "")
+    assert change is not None and set(change.modules) == {"", "f"}
+
+
+def test_an_added_import_runs_the_module_s_code_and_of_what_it_imports() -> None:
+    def told(extra: dict[str, str], added: str, path: str = "pkg/consts.py") -> bool:
+        sources = {**SOURCES, **extra}
+        return _why(sources, {}, added + sources[path], path=path) is not None
+
+    quiet = {"pkg/q.py": "import os\nimport os.path\nX = 1\n"}
+    assert told(quiet, "from pkg import q\n")
+    assert told(quiet, "import pkg.q\n")
+    assert not told({"pkg/q.py": "import yaml\nX = 1\n"}, "from pkg import q\n")
+    # what it imports of the project is held the same way, through any depth
+    chain = {"pkg/q.py": "from pkg import r\n", "pkg/r.py": "from pkg import s\n", "pkg/s.py": "print(1)\n"}
+    assert not told(chain, "from pkg import q\n")
+    ring = {"pkg/q.py": "from pkg import r\nX = 1\n", "pkg/r.py": "from pkg import q\nY = 1\n"}
+    assert told(ring, "from pkg import q\n")
+    # a package's __init__ runs first, and a relative import starts from the file's package
+    assert not told({"pkg/sub/__init__.py": "print(1)\n", "pkg/sub/m.py": "X = 1\n"}, "from pkg.sub import m\n")
+    nested = {
+        "pkg/sub/__init__.py": "",
+        "pkg/sub/m.py": "from . import n\n",
+        "pkg/sub/n.py": "print(1)\n",
+        "pkg/n.py": "",
+    }
+    assert not told(nested, "from pkg.sub import m\n")
+    init = {"pkg/sub/__init__.py": "from . import n\n", "pkg/sub/n.py": "print(1)\n", "pkg/n.py": ""}
+    assert not told(init, "import pkg.sub\n")
+    up = {"pkg/sub/__init__.py": "", "pkg/sub/m.py": "from .. import n\n", "pkg/n.py": "print(1)\n", "pkg/sub/n.py": ""}
+    assert not told(up, "from pkg.sub import m\n")
+    src = {"src/pkg/__init__.py": "", "src/pkg/m.py": "from . import n\n", "src/pkg/n.py": "print(1)\n", "pkg/n.py": ""}
+    assert not told(src, "from pkg import m\n")
+    # a name in a module (not a module of its own), and a folder without __init__.py, are told
+    assert told({"pkg/api2.py": "def f():\n    pass\n"}, "from pkg.api2 import f\n")
+    assert told({"pkg/ns/m.py": "X = 1\n"}, "from pkg.ns import m\n")
+    assert not told({}, "from pkg.nowhere import m\n")
+    assert not told({"pkg/bad.py": "X = (\n"}, "from pkg import bad\n")
+    # a name is every file its path ends in, at a folder's edge (which folders are on sys.path
+    # is not guessed): pkg/mypkg.py is not pkg, pkg/pkg.py may be
+    assert told({**quiet, "pkg/mypkg.py": "print(1)\n"}, "from pkg import q\n")
+    assert not told({**quiet, "pkg/pkg.py": "print(1)\n"}, "from pkg import q\n")
+    assert not told({"pkg/q.py": "from __future__ import annotations\nimport numpy\n"}, "from pkg import q\n")
+
+
+def _seeing(
+    sources: dict[str, str],
+    ran: dict[str, dict[str, tuple[str, ...]]],
+    new: str,
+    imports: dict[str, set[str]],
+    *,
+    path: str = "pkg/consts.py",
+    at_import: dict[str, frozenset[int]] | None = None,
+) -> set[str] | None:
+    """:func:`_readers` where a file sees only itself and what ``imports`` says it imports
+    (transitively)."""
+
+    def sees(reader: str, origin: str) -> bool:
+        todo, seen = [reader], {reader}
+        while todo:
+            for nxt in imports.get(todo.pop(), set()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return origin in seen
+
+    lines = {n: {f: _lines(sources[f], *fns) for f, fns in per.items()} for n, per in ran.items()}
+    tests = {n: frozenset(per) for n, per in ran.items()}
+    m = TestMap("cpu", "a" * 40, "2026-12-01T00:00:00+00:00", tests, at_import or {}, lines)
+    found = namereads.readers(
+        path,
+        sources[path],
+        new,
+        sources,
+        m,
+        is_test=lambda f: f.rsplit("/", 1)[-1].startswith("test_"),
+        internal=lambda name: name.split(".", 1)[0] == "pkg",
+        sees=sees,
+    )
+    return None if found is None else set(found)
+
+
+IMPORTS = {"pkg/api.py": {"pkg/consts.py"}, "tests/test_api.py": {"pkg/api.py"}}
+
+
+def test_a_name_is_read_where_its_module_is_imported_and_what_is_bound_from_it_too() -> None:
+    assert _seeing(SOURCES, RAN, RATE.replace("3", "4"), IMPORTS) == {"tests/test_api.py::test_rated"}
+    # rated, read in turn, is api.py's: a module that does not import api.py reads another `rated`
+    other = "def rated():\n    return 0\n\n\ndef calls():\n    return rated()\n"
+    sources = {**SOURCES, "pkg/other.py": other}
+    ran = {**RAN, "t/test_o.py::t": {"pkg/other.py": ("calls",)}}
+    assert _seeing(sources, ran, RATE.replace("3", "4"), IMPORTS) == {"tests/test_api.py::test_rated"}
+    through = {**IMPORTS, "pkg/other.py": {"pkg/api.py"}}
+    assert _seeing(sources, ran, RATE.replace("3", "4"), through) == {"tests/test_api.py::test_rated", "t/test_o.py::t"}
+
+
+def test_a_star_import_s_importers_read_what_it_takes() -> None:
+    hub = "from pkg.consts import *\n"
+    user = "from pkg.hub import RATE\n\n\ndef f():\n    return RATE\n"
+    sources = {**SOURCES, "pkg/hub.py": hub, "pkg/user.py": user}
+    ran = {"t/test_u.py::t": {"pkg/user.py": ("f",)}}
+    imports = {"pkg/hub.py": {"pkg/consts.py"}, "pkg/user.py": {"pkg/hub.py"}}
+    assert _seeing(sources, ran, RATE.replace("3", "4"), imports) == {"t/test_u.py::t"}
+    assert _seeing(sources, ran, RATE.replace("3", "4"), {**imports, "pkg/hub.py": set()}) == set()
+
+
+def test_a_module_level_getattr_whose_default_changed_runs_the_tests_that_ran_it() -> None:
+    # nothing names __getattr__: Python calls it for a missing attribute; the test ran its body
+    lazy = "def __getattr__(name, default=1):\n    return default\n\n\ndef other():\n    return 2\n"
+    sources = {"pkg/lazy.py": lazy}
+    ran = {"t/test_l.py::test_a": {"pkg/lazy.py": ("__getattr__",)}, "t/test_l.py::test_b": {"pkg/lazy.py": ("other",)}}
+    new = lazy.replace("default=1", "default=3")
+    assert _seeing(sources, ran, new, {}, path="pkg/lazy.py") == {"t/test_l.py::test_a"}
+
+
+def test_a_reader_that_ran_at_import_is_told_by_its_body_lines_alone() -> None:
+    # the def lines ran at import (as every definition does), and the line after the body too
+    api = "from pkg import consts\n\n\ndef rated(x):\n    return x * consts.RATE\ndef plain(x):\n    return x\n"
+    sources = {**SOURCES, "pkg/api.py": api}
+    defs = {"pkg/api.py": frozenset({1, 4, 6})}
+    found = _seeing(sources, RAN, RATE.replace("3", "4"), IMPORTS, at_import=defs)
+    assert found == {"tests/test_api.py::test_rated"}
+    # a reader whose body ran at import, its first line or its last, cannot be told
+    long = "from pkg import consts\n\n\ndef rated(x):\n    if x:\n        return 1\n    return consts.RATE\n"
+    sources = {**SOURCES, "pkg/api.py": long}
+    for line in (5, 7):
+        at = {"pkg/api.py": frozenset({1, 4, line})}
+        assert _seeing(sources, RAN, RATE.replace("3", "4"), IMPORTS, at_import=at) is None, line
+
+
+def test_an_added_relative_import_starts_from_the_file_s_package() -> None:
+    sub = {
+        "pkg/sub/__init__.py": "",
+        "pkg/sub/consts.py": RATE,
+        "pkg/sub/quiet.py": "X = 1\n",
+        "pkg/quiet.py": "print(1)\n",
+        "pkg/sub/deep/__init__.py": "",
+        "pkg/sub/deep/c.py": RATE,
+    }
+    path = "pkg/sub/consts.py"
+    assert _seeing(sub, {}, "from . import quiet\n" + RATE, {}, path=path) == set()
+    assert _seeing(sub, {}, "from .. import quiet\n" + RATE, {}, path=path) is None
+    assert _seeing(sub, {}, "from .. import quiet\n" + RATE, {}, path="pkg/sub/deep/c.py") == set()
+    init = {**sub, "pkg/sub/__init__.py": RATE}
+    assert _seeing(init, {}, "from . import quiet\n" + RATE, {}, path="pkg/sub/__init__.py") == set()
+    src = {f"src/{p}": t for p, t in sub.items()}
+    assert _seeing(src, {}, "from . import quiet\n" + RATE, {}, path="src/pkg/sub/consts.py") == set()
+    # a module of the standard library deep in its package is the standard library's
+    quiet = {**sub, "pkg/sub/quiet.py": "import xml.etree.ElementTree\nX = 1\n"}
+    assert _seeing(quiet, {}, "from . import quiet\n" + RATE, {}, path=path) == set()
+
+
+def test_the_changed_names_default_to_no_package() -> None:
+    change = namereads.changed_names("X = 1\n", "from . import f\nX = 1\n", bool)
+    assert change is not None and set(change.modules) == {"", "f"}
+    change = namereads.changed_names("X = 1\n", "import a.b as c\nX = 1\n", bool)
+    assert change is not None and change.names == {"c"}
+    change = namereads.changed_names("X = 1\n", "import a.b\nX = 1\n", bool)
+    assert change is not None and change.names == {"a"}
+
+
+def test_more_of_what_a_header_or_a_binding_runs_at_import_is_held_the_same_way() -> None:
+    f = "def f(x, *a, k=2, **kw):\n    return x\n"
+    assert _names(f, f.replace("k=2", "k=make()")) is None  # a keyword-only default
+    assert _names(f, f.replace("*a", "*a: make()")) is None  # a star argument's annotation
+    assert _names(f, f.replace("**kw", "**kw: make()")) is None
+    assert _names(f, f.replace("):", ") -> make():")) is None
+    assert _names("X = 1\n", "X = fns[0]()\n") is None  # a call of what no name says
+    assert _names("X = 1\n", "import pkg.a.b\nX = 1\n") == {"pkg"}
+    assert _names("X = 1\n", "from pkg.c import *\nX = 1\n") is None  # it binds names no one can list
+    # a __future__ import changes how the module's annotations compile: not told by names
+    assert _names("X = 1\n", "from __future__ import annotations\nX = 2\n") is None
+    change = namereads.changed_names("X = 1\n", "from .x import f\nX = 1\n", bool)
+    assert change is not None and set(change.modules) == {"x", "x.f"}
+
+
+def test_a_one_line_reader_is_its_own_line_alone() -> None:
+    lib = "from pkg import consts\ndef f(): return consts.RATE\ndef g(): return 1\n"
+    sources = {**SOURCES, "pkg/lib.py": lib}
+    ran = {"t/test_l.py::test_g": {"pkg/lib.py": ("g",)}, "t/test_l.py::test_f": {"pkg/lib.py": ("f",)}}
+    assert set(_why(sources, ran, RATE.replace("3", "4")) or {}) == {"t/test_l.py::test_f"}
+
+
+def test_a_binding_made_from_a_read_name_is_its_module_s_for_what_imports_it() -> None:
+    limits = "from pkg import consts\nLIMIT = consts.RATE * 2\n"
+    user = "from pkg.limits import LIMIT\n\n\ndef f():\n    return LIMIT\n"
+    sources = {**SOURCES, "pkg/limits.py": limits, "pkg/user.py": user}
+    ran = {"t/test_u.py::t": {"pkg/user.py": ("f",)}}
+    imports = {"pkg/limits.py": {"pkg/consts.py"}, "pkg/user.py": {"pkg/limits.py"}}
+    assert _seeing(sources, ran, RATE.replace("3", "4"), imports) == {"t/test_u.py::t"}
+
+
+def test_the_names_are_followed_until_no_pass_finds_more() -> None:
+    # a.py's caller is met before z.py's readers; the second of z's two `m` adds nothing new,
+    # and the pass must still be run again for a.py
+    a = "def fa(o):\n    return o.m()\n"
+    z = (
+        "from pkg import consts\n\n\nclass A:\n    def m(self):\n        return consts.RATE\n\n\n"
+        "class B:\n    def m(self):\n        return consts.RATE\n"
+    )
+    sources = {**SOURCES, "pkg/a.py": a, "pkg/z.py": z}
+    ran = {"t/test_a.py::t": {"pkg/a.py": ("fa",)}}
+    assert _readers(sources, ran, RATE.replace("3", "4")) == {"t/test_a.py::t"}
+
+
+def test_every_base_of_a_changed_class_is_held_and_one_made_with_a_metaclass_is_not_plain() -> None:
+    mixed = "class C(Exception, Thing):\n    a = 1\n"
+    assert _readers({"pkg/c.py": mixed}, {}, mixed.replace("1", "2"), path="pkg/c.py") is None
+    meta = {"pkg/base.py": "class Base(metaclass=Meta):\n    pass\n", "pkg/c.py": "class C(Base):\n    a = 1\n"}
+    assert _readers(meta, {}, meta["pkg/c.py"].replace("1", "2"), path="pkg/c.py") is None
+    # a class the change leaves alone is not held: a constant beside it is told
+    net = "import torch\n\n\nclass Net(torch.nn.Module):\n    pass\n\n\nRATE = 3\n"
+    assert _readers({"pkg/n.py": net}, {}, net.replace("3", "4"), path="pkg/n.py") == set()
+    # a file of the project that does not parse holds no class
+    broken = {"pkg/c.py": "class C(Exception):\n    a = 1\n", "pkg/broken.py": "class (\n"}
+    assert _readers(broken, {}, broken["pkg/c.py"].replace("1", "2"), path="pkg/c.py") == set()
+
+
+def test_an_imported_module_s_imports_are_held_after_one_of_the_standard_library() -> None:
+    def told(extra: dict[str, str]) -> bool:
+        sources = {**SOURCES, **extra}
+        return _why(sources, {}, "from pkg import q\n" + RATE) is not None
+
+    assert not told({"pkg/q.py": "import os\nfrom pkg import loud\n", "pkg/loud.py": "print(1)\n"})
+    assert told({"pkg/q.py": "import os\nfrom pkg import calm\n", "pkg/calm.py": "X = 1\n"})
+    # a relative import in the imported module starts from its own package
+    sub = {"pkg/sub/__init__.py": "", "pkg/sub/q.py": "from . import n\n", "pkg/sub/n.py": "X = 1\n"}
+    assert _why({**SOURCES, **sub}, {}, "from pkg.sub import q\n" + RATE) is not None
+
+
+def test_a_source_module_whose_import_does_more_than_bind_a_read_name_runs_its_importers() -> None:
+    reg = "from pkg.consts import RATE\nREGISTRY = {}\nREGISTRY['r'] = RATE\n"
+    sources = {
+        **SOURCES,
+        "pkg/reg.py": reg,
+        "tests/test_reg.py": "from pkg import reg\n\n\ndef test_r():\n    pass\n",
+        "tests/sub/conftest.py": "from pkg import reg\n",
+        "tests/other/test_o.py": "def test_o():\n    pass\n",
+    }
+    ran = {
+        **RAN,
+        "tests/test_reg.py::test_r": {},
+        "tests/sub/test_s.py::test_s": {},
+        "tests/other/test_o.py::test_o": {},
+    }
+    imports = {**IMPORTS, "pkg/reg.py": {"pkg/consts.py"}, "tests/test_reg.py": {"pkg/reg.py"}}
+    found = _seeing(sources, ran, RATE.replace("3", "4"), {**imports, "tests/sub/conftest.py": {"pkg/reg.py"}})
+    assert found == {"tests/test_api.py::test_rated", "tests/test_reg.py::test_r", "tests/sub/test_s.py::test_s"}
+    why = _why(sources, ran, RATE.replace("3", "4"))
+    assert why is not None
+    assert why["tests/other/test_o.py::test_o"] == (
+        "it imports a module whose import reads RATE, which pkg/consts.py binds anew"
+    )  # every file may import every file here (no graph)
+
+
+def test_a_function_that_reads_by_a_computed_name_is_read_where_it_runs_not_by_its_callers() -> None:
+    dyn = (
+        "from pkg import consts\n\n\ndef value(name):\n    return getattr(consts, name)\n\n\n"
+        "def caller():\n    return value('X')\n"
+    )
+    sources = {**SOURCES, "pkg/dyn.py": dyn}
+    ran = {
+        "t/test_d.py::test_value": {"pkg/dyn.py": ("value", "caller")},
+        "t/test_d.py::test_caller": {"pkg/dyn.py": ("caller",)},
+    }
+    assert _readers(sources, ran, RATE.replace("OTHER = 1", "OTHER = 2")) == {"t/test_d.py::test_value"}

@@ -274,6 +274,7 @@ def name_readers(
     sources = _sources_at(root, test_map.commit, changed)
     if sources is None:
         return {}
+    project = namereads.Parsed(sources)
     tops = {p.removeprefix("src/").split("/", 1)[0].removesuffix(".py") for p in sources}
 
     def internal(module: str) -> bool:
@@ -306,7 +307,7 @@ def name_readers(
             path,
             old,
             new,
-            sources,
+            project,
             test_map,
             is_test=lambda f: is_test_file(f, test_map),
             internal=internal,

@@ -1,0 +1,32 @@
+"""#34: the names a change to what runs at import binds, followed in a real run: a fixture of
+a wider scope hands what it read to tests that never ran its lines, and they run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.builders import SUITE_ON_PATH, git_project
+from tests.runs import outcomes_of
+
+WIDE = {
+    "consts.py": "SCALE = 2\n",
+    "sub/conftest.py": (
+        "import pytest\nimport consts\n\n\n@pytest.fixture(scope='session')\ndef table():\n"
+        "    return [consts.SCALE] * 3\n"
+    ),
+    "sub/test_a.py": "def test_a(table):\n    assert table[0] == 2\n",
+    "sub/test_b.py": "def test_b(table):\n    assert table[1] == 2\n",
+    "test_other.py": "import consts\n\n\ndef test_other():\n    assert consts\n",
+}
+
+
+def test_a_wide_fixture_that_reads_a_constant_runs_every_test_that_requests_it(tmp_path: Path) -> None:
+    # the session fixture ran in the first test alone; the second got its value without its lines
+    p = git_project(tmp_path, WIDE, SUITE_ON_PATH)
+    full = p.run("run", "--device", "fixture", "--record-map")
+    assert full.returncode == 0, full.stdout + full.stderr
+    (p.root / "suites" / "mine" / "consts.py").write_text("SCALE = 40\n")
+    proc = p.run("run", "--device", "fixture", "--select", "changed")
+    rec = p.record()
+    assert outcomes_of(rec) == {"test_a": "failed", "test_b": "failed", "test_other": "deselected"}, proc.stdout
+    assert rec["test_selection"]["by_reason"] == {"reads": 2, "deselected": 1}
