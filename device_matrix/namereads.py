@@ -33,8 +33,9 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from device_matrix.records.testmap import TestMap
@@ -87,7 +88,21 @@ PURE_DECORATORS = frozenset(
     }
 )
 # what reads names by a computed one: a function that mentions it reads every name
-DYNAMIC = frozenset({"globals", "vars", "__dict__", "eval", "exec", "__getattribute__", "locals"})
+DYNAMIC = frozenset(
+    {
+        "globals",
+        "vars",
+        "__dict__",
+        "eval",
+        "exec",
+        "__getattribute__",
+        "locals",
+        "attrgetter",
+        "methodcaller",
+        "getmembers",
+        "getattr_static",
+    }
+)
 ATTR_CALLS = frozenset({"getattr", "hasattr", "setattr", "delattr"})  # dynamic when the name is computed
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -189,23 +204,61 @@ def _imported(stmt: ast.Import | ast.ImportFrom, names: set[str]) -> frozenset[s
     return frozenset(bound)
 
 
-def _mentions(nodes: Iterable[ast.AST]) -> Iterator[str]:
-    """Every name the nodes mention: names, attributes, parameters, imported names, strings."""
+@dataclass(frozen=True)
+class _Said:
+    """What code mentions: ``bound`` names that are the module's own or an import's (a name,
+    ``mod.NAME`` of a module it imports), which a name of a file it may not import cannot be;
+    ``loose`` ones any object may hold (``obj.NAME`` of a parameter, a string's words, a
+    parameter's name: a fixture requested)."""
+
+    bound: frozenset[str]
+    loose: frozenset[str]
+
+    def reads(self, seen: Collection[str], every: Collection[str]) -> bool:
+        return not self.bound.isdisjoint(seen) or not self.loose.isdisjoint(every)
+
+
+WORD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _mentions(nodes: Iterable[ast.AST], aliases: Collection[str]) -> _Said:
+    """What ``nodes`` mention (:class:`_Said`); ``aliases``: the names the module's imports bind."""
+    bound: set[str] = set()
+    loose: set[str] = set()
     for node in nodes:
         for sub in ast.walk(node):
             if isinstance(sub, ast.Name):
-                yield sub.id
+                bound.add(sub.id)
             elif isinstance(sub, ast.Attribute):
-                yield sub.attr
+                own = isinstance(sub.value, ast.Name) and sub.value.id in aliases
+                (bound if own else loose).add(sub.attr)
             elif isinstance(sub, ast.arg):
-                yield sub.arg
+                loose.add(sub.arg)
             elif isinstance(sub, ast.alias):
-                yield from (sub.asname or sub.name).split(".")
-                yield from sub.name.split(".")
-            elif isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.value.isidentifier():
-                yield sub.value
+                bound.update((sub.asname or sub.name).split("."), sub.name.split("."))
+            elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+                loose.update(WORD_RE.findall(sub.value))  # "{0.RATE}", "c.RATE" in a program's text
             elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                yield sub.name
+                bound.add(sub.name)
+    return _Said(frozenset(bound), frozenset(loose))
+
+
+def _writes(fn: Function) -> frozenset[str]:
+    """The names whose object ``fn`` may change: ``global`` ones, and the bases of what it
+    assigns into (``_STATE[k] = ...``, ``CACHE.x = ...``) or calls a method of (``SEEN.add(x)``)."""
+    found: set[str] = set()
+    for sub in ast.walk(fn):
+        if isinstance(sub, ast.Global):
+            found.update(sub.names)
+        elif isinstance(sub, (ast.Subscript, ast.Attribute)) and isinstance(sub.ctx, (ast.Store, ast.Del)):
+            base = sub.value
+            while isinstance(base, (ast.Subscript, ast.Attribute)):
+                base = base.value
+            if isinstance(base, ast.Name):
+                found.add(base.id)
+        elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and isinstance(sub.func.value, ast.Name):
+            found.add(sub.func.value.id)
+    return frozenset(found)
 
 
 def _units(body: list[ast.stmt], within: tuple[str, ...] = ()) -> list[_Unit] | None:
@@ -302,6 +355,8 @@ def changed_names(old: str, new: str, internal: Callable[[str], bool], package: 
                 return None  # a member of a class made by more than its statement (a metaclass)
     if not names and not bodies:
         return None
+    if any(n.startswith("__") and n.endswith("__") for n in names):
+        return None  # __all__, __getattr__, __dir__, __eq__...: Python reads them, no name of the code
     return Change(frozenset(names), tuple(bodies), tuple(modules))
 
 
@@ -464,15 +519,39 @@ class Parsed:
 @dataclass
 class _Module:
     path: str
-    top: list[tuple[ast.stmt, frozenset[str]]]  # each statement run at import, what it mentions
-    functions: list[tuple[Function, frozenset[str], bool]]  # each function, its body's mentions, dynamic
+    top: list[tuple[ast.stmt, _Said]]  # each statement run at import, what it mentions
+    functions: list[_Function]
+
+
+@dataclass
+class _Function:
+    node: Function
+    said: _Said  # what its body (and its parameters) mention
+    dynamic: bool  # it reads names by a computed one (:func:`_dynamic`)
+    writes: frozenset[str]  # module-level names whose object it may change (:func:`_writes`)
 
 
 def _module(path: str, tree: ast.Module | None) -> _Module | None:
     if tree is None:
         return None
-    top = [(stmt, frozenset(_mentions(parts))) for stmt, parts in _top(tree.body)]
-    functions = [(fn, frozenset(_mentions([*fn.body, fn.args])), _dynamic(fn)) for fn in _functions(tree.body)]
+    aliases = {
+        (a.asname or a.name).split(".", 1)[0]
+        for stmt in tree.body
+        if isinstance(stmt, (ast.Import, ast.ImportFrom))
+        for a in stmt.names
+    }
+    top = [(stmt, _mentions(parts, aliases)) for stmt, parts in _top(tree.body)]
+    # the module's variables (what an assignment binds): what a function may change the object of
+    variables = frozenset(
+        n
+        for stmt in tree.body
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+        for n in (_binds(stmt) or ())
+    )
+    functions = [
+        _Function(fn, _mentions([*fn.body, fn.args], aliases), _dynamic(fn), _writes(fn) & variables)
+        for fn in _functions(tree.body)
+    ]
     return _Module(path, top, functions)
 
 
@@ -540,7 +619,7 @@ def readers(
             seen = {n for n, origins in names.items() if any(sees(m.path, o) for o in origins)}
             test_like = is_test(m.path) or m.path.rsplit("/", 1)[-1] == CONFTEST
             for stmt, said in m.top:
-                if said.isdisjoint(seen):
+                if not said.reads(seen, names):
                     continue  # a star import takes nothing new: its importers see what it imports
                 bound = _imported(stmt, seen) if isinstance(stmt, (ast.Import, ast.ImportFrom)) else _binds(stmt)
                 if test_like and not isinstance(stmt, (ast.Import, ast.ImportFrom)):
@@ -549,10 +628,12 @@ def readers(
                     blind.add(m.path)  # what its import does with the name is its importers'
                 for b in bound or ():
                     grown |= bind(b, m.path)
-            for fn, said, dynamic in m.functions:
+            for f in m.functions:
+                fn = f.node
                 # its body reads a name, or any (dynamic), or it is a changed def of the file itself
                 own = m.path == path and fn.name in change.names
-                if not (dynamic or own or not said.isdisjoint(seen)):
+                read = own or f.said.reads(seen, names)
+                if not (read or f.dynamic):
                     continue
                 span = _body_span(fn)
                 if span in spans.setdefault(m.path, []):
@@ -564,10 +645,12 @@ def readers(
                         return None  # a plugin's fixture: any test's
                     whole.add(m.path)
                 spans[m.path].append(span)
-                if own or not said.isdisjoint(seen):
-                    # its callers read what it returns (a cache, a wide fixture may hand it on); one
-                    # that reads by a computed name alone is read where it runs, not by its callers
-                    grown |= bind(fn.name, m.path)
+                # its callers read what it returns (a cache, a wide fixture may hand it on), and
+                # what it changes of its module (a memo) is read; one that reads by a computed name
+                # alone is read where it runs, unless a decorator may keep what it returns
+                if read or fn.decorator_list:
+                    for b in {fn.name, *f.writes}:
+                        grown |= bind(b, m.path)
     reach = [f for f in project.sources if any(sees(f, b) for b in blind)]
     return _tests(spans, whole=whole, names=set(change.names), test_map=test_map, path=path, reach=reach)
 

@@ -163,6 +163,8 @@ class Plan:
             if all(f in self.readers for f in files):
                 return Decision(False, f"reads none of the names {_named(files)} binds anew", "deselected")
             return Decision(False, f"ran none of the changed functions of {_named(files)}", "deselected")
+        if self.readers and all(f in self.readers for f in self.changed):
+            return Decision(False, f"reads none of the names {_named(self.changed)} binds anew", "deselected")
         return Decision(False, f"covers none of the {_plural(len(self.changed), 'changed file')}", "deselected")
 
     def _runs_changed(self, path: str, ran: Mapping[str, frozenset[int]] | None) -> bool:

@@ -572,13 +572,19 @@ def test_a_star_import_s_importers_read_what_it_takes() -> None:
     assert _seeing(sources, ran, RATE.replace("3", "4"), {**imports, "pkg/hub.py": set()}) == set()
 
 
-def test_a_module_level_getattr_whose_default_changed_runs_the_tests_that_ran_it() -> None:
-    # nothing names __getattr__: Python calls it for a missing attribute; the test ran its body
+def test_a_dunder_python_reads_is_not_told_by_names() -> None:
+    # nothing names __getattr__, __all__ or __dir__: Python reads them (an attribute missing,
+    # a star import, dir()); a change to one goes by the import graph
     lazy = "def __getattr__(name, default=1):\n    return default\n\n\ndef other():\n    return 2\n"
     sources = {"pkg/lazy.py": lazy}
-    ran = {"t/test_l.py::test_a": {"pkg/lazy.py": ("__getattr__",)}, "t/test_l.py::test_b": {"pkg/lazy.py": ("other",)}}
-    new = lazy.replace("default=1", "default=3")
-    assert _seeing(sources, ran, new, {}, path="pkg/lazy.py") == {"t/test_l.py::test_a"}
+    assert _seeing(sources, {}, lazy.replace("default=1", "default=3"), {}, path="pkg/lazy.py") is None
+    assert _seeing(sources, {}, lazy + "\n\ndef __dir__():\n    return []\n", {}, path="pkg/lazy.py") is None
+    star = "__all__ = ['A', 'B']\nA = 1\nB = 2\n"
+    assert _seeing({"pkg/s.py": star}, {}, star.replace(", 'B'", ""), {}, path="pkg/s.py") is None
+    cls = "class C:\n    def __eq__(self, other):\n        return True\n"
+    assert (
+        _seeing({"pkg/c.py": cls}, {}, cls.replace("(self, other)", "(self, other=None)"), {}, path="pkg/c.py") is None
+    )
 
 
 def test_a_reader_that_ran_at_import_is_told_by_its_body_lines_alone() -> None:
@@ -732,3 +738,79 @@ def test_a_function_that_reads_by_a_computed_name_is_read_where_it_runs_not_by_i
         "t/test_d.py::test_caller": {"pkg/dyn.py": ("caller",)},
     }
     assert _readers(sources, ran, RATE.replace("OTHER = 1", "OTHER = 2")) == {"t/test_d.py::test_value"}
+
+
+def test_a_name_read_off_an_object_passed_in_is_read_whoever_imports_what() -> None:
+    # helpers.py never imports consts: the test hands it the module; `m.RATE` may be anyone's
+    helpers = "def rate_of(m):\n    return m.RATE\n\n\ndef name_of(m):\n    return m.__name__\n"
+    sources = {**SOURCES, "pkg/helpers.py": helpers}
+    ran = {
+        **RAN,
+        "t/test_h.py::test_r": {"pkg/helpers.py": ("rate_of",)},
+        "t/test_h.py::test_n": {"pkg/helpers.py": ("name_of",)},
+    }
+    found = _seeing(sources, ran, RATE.replace("3", "4"), {**IMPORTS, "pkg/helpers.py": set()})
+    assert found == {"tests/test_api.py::test_rated", "t/test_h.py::test_r"}
+
+
+def test_a_name_in_a_string_is_read_word_by_word() -> None:
+    # a program a test starts, a format field, a dotted path for a patch
+    for text in ("'import pkg.consts as c; print(c.RATE)'", "'{0.RATE}'.format(m)", "'pkg.consts.RATE'"):
+        user = f"def f(m):\n    return {text}\n"
+        sources = {**SOURCES, "pkg/user.py": user}
+        ran = {**RAN, "t/test_u.py::t": {"pkg/user.py": ("f",)}}
+        assert _seeing(sources, ran, RATE.replace("3", "4"), {**IMPORTS, "pkg/user.py": set()}) == {
+            "tests/test_api.py::test_rated",
+            "t/test_u.py::t",
+        }, text
+
+
+def test_more_lookups_by_a_computed_name_read_every_name() -> None:
+    for call in (
+        "operator.attrgetter(name)(consts)",
+        "inspect.getmembers(consts)",
+        "inspect.getattr_static(consts, name)",
+    ):
+        dyn = f"import inspect, operator\nfrom pkg import consts\n\n\ndef value(name):\n    return {call}\n"
+        sources = {**SOURCES, "pkg/dyn.py": dyn}
+        found = _readers(
+            sources, {"t/test_d.py::t": {"pkg/dyn.py": ("value",)}}, RATE.replace("OTHER = 1", "OTHER = 2")
+        )
+        assert found == {"t/test_d.py::t"}, call
+
+
+def test_what_a_reader_writes_into_its_module_is_read_by_what_reads_it_back() -> None:
+    # prime() stores a read name in a module dict; peek() reads it back in a later test
+    state = (
+        "from pkg import consts\n_STATE = {}\nSEEN = set()\n\n\ndef prime():\n    _STATE['k'] = consts.RATE\n"
+        "    SEEN.add(1)\n\n\ndef peek():\n    return _STATE['k']\n\n\ndef seen():\n    return len(SEEN)\n"
+        "\n\ndef other():\n    return consts.__name__\n"
+    )
+    sources = {**SOURCES, "pkg/state.py": state}
+    ran = {
+        "t/test_s.py::test_a": {"pkg/state.py": ("prime",)},
+        "t/test_s.py::test_b": {"pkg/state.py": ("peek",)},
+        "t/test_s.py::test_c": {"pkg/state.py": ("seen",)},
+        "t/test_s.py::test_d": {"pkg/state.py": ("other",)},
+    }
+    assert _readers(sources, ran, RATE.replace("3", "4")) == {
+        "t/test_s.py::test_a",
+        "t/test_s.py::test_b",
+        "t/test_s.py::test_c",
+    }
+
+
+def test_a_cached_lookup_by_a_computed_name_is_read_by_its_callers() -> None:
+    dyn = (
+        "import functools\nfrom pkg import consts\n\n\n@functools.cache\ndef value(name):\n"
+        "    return getattr(consts, name)\n\n\ndef caller():\n    return value('X')\n"
+    )
+    sources = {**SOURCES, "pkg/dyn.py": dyn}
+    ran = {
+        "t/test_d.py::test_value": {"pkg/dyn.py": ("value",)},
+        "t/test_d.py::test_caller": {"pkg/dyn.py": ("caller",)},
+    }
+    assert _readers(sources, ran, RATE.replace("OTHER = 1", "OTHER = 2")) == {
+        "t/test_d.py::test_value",
+        "t/test_d.py::test_caller",
+    }
