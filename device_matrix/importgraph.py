@@ -174,6 +174,7 @@ class _File:
     targets: set[str] = field(default_factory=set)
     unknown: str | None = None
     plugins: list[str] = field(default_factory=list)  # the dotted names its pytest_plugins lists
+    hooks: list[str] = field(default_factory=list)  # the pytest hooks it defines (pytest_*), a conftest's
     plugins_unknown: bool = False
 
     def absolute(self, name: str) -> None:
@@ -241,6 +242,8 @@ class _File:
         for stmt in tree.body:
             if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 self.assign(stmt)
+            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name.startswith("pytest_"):
+                self.hooks.append(stmt.name)
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 for alias in node.names:
@@ -291,6 +294,11 @@ def build(
         for name in f.plugins:
             for target in index.named(tuple(name.split("."))):
                 named.setdefault(target, f"the pytest plugin {name} ({PLUGINS} of {f.path})")
+        if f.hooks and f.path.rsplit("/", 1)[-1] == "conftest.py":
+            # #34: a conftest's session hooks (pytest_collection_modifyitems) get every test,
+            # wherever it is: what it imports is every test's, as a plugin's
+            hooks = ", ".join(f.hooks[:3]) + (" ..." if len(f.hooks) > 3 else "")
+            named.setdefault(f.path, f"the pytest hooks of {f.path} ({hooks}), which act on every test")
         if f.plugins_unknown and everywhere is None:
             everywhere = f"{f.path} names its {PLUGINS} by a computed value"
     return Graph(

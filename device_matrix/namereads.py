@@ -92,6 +92,7 @@ DYNAMIC = frozenset(
     {
         "globals",
         "vars",
+        "dir",
         "__dict__",
         "eval",
         "exec",
@@ -286,7 +287,8 @@ def _skeleton(stmt: ast.stmt) -> str:
     if isinstance(stmt, ast.ClassDef):
         parts: list[object] = [stmt.decorator_list, stmt.bases, stmt.keywords]
     elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        parts = [stmt.decorator_list, stmt.args, stmt.returns]
+        # its docstring is made at import (f.__doc__, help, argparse's text), its body is not
+        parts = [stmt.decorator_list, stmt.args, stmt.returns, ast.Constant(ast.get_docstring(stmt, clean=False))]
     else:
         return ast.dump(stmt)
     return repr([type(stmt).__name__, *(_dumped(p) for p in parts)])
@@ -325,6 +327,8 @@ def changed_names(old: str, new: str, internal: Callable[[str], bool], package: 
         return None
     was, now = {u.key: u.node for u in before}, {u.key: u.node for u in after}
     within = {u.key: u.within for u in (*before, *after)}
+    if [u.key for u in before if u.key in now] != [u.key for u in after if u.key in was]:
+        return None  # moved: an Enum's members, a dataclass's fields, what a binding sees are in order
     names: set[str] = set()
     bodies: list[tuple[int, int]] = []
     modules: list[str] = []
@@ -404,6 +408,39 @@ def _changed_classes(old: str, new: str) -> list[ast.ClassDef]:
     return [n for n in _classes(_parsed(new)) if ast.dump(n) not in was]
 
 
+def foreign_write(old: str | None, new: str | None) -> str | None:
+    """The first module-level statement a change touched that writes into what is not the
+    module's own (``consts.K = 5``, ``other.TABLE[k] = v``, ``setattr(mod, ...)``): Python
+    imports every test module before the first test runs, so such a write reaches every
+    test, whoever imports what; None when there is none (the statement, unparsed)."""
+    before = _parsed(old) if old is not None else ast.Module(body=[], type_ignores=[])
+    after = _parsed(new) if new is not None else ast.Module(body=[], type_ignores=[])
+    if before is None or after is None:
+        return None
+    for tree, other in ((after, before), (before, after)):
+        theirs = {ast.dump(stmt) for stmt, _, _ in _top(other.body)}
+        own = {n for stmt in tree.body if isinstance(stmt, (ast.Assign, ast.AnnAssign)) for n in (_binds(stmt) or ())}
+        for stmt, parts, _ in _top(tree.body):
+            if ast.dump(stmt) not in theirs and _writes_into(parts, own):
+                return ast.unparse(stmt).splitlines()[0][:120]
+    return None
+
+
+def _writes_into(parts: Iterable[ast.AST], own: Collection[str]) -> bool:
+    """Whether what runs at import of a statement (``parts``: :func:`_top`'s) writes into
+    what is not one of the module's ``own`` variables."""
+    for node in (n for part in parts for n in ast.walk(part)):
+        if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            base = node.value
+            while isinstance(base, (ast.Attribute, ast.Subscript)):
+                base = base.value
+            if not (isinstance(base, ast.Name) and base.id in own):
+                return True
+        if isinstance(node, ast.Call) and _name(node) in {"setattr", "delattr"}:
+            return True
+    return False
+
+
 def _dotted(stmt: ast.Import | ast.ImportFrom, package: str) -> list[str]:
     """The modules an import may run, absolute (``from a import b``: ``a``, and ``a.b`` if a module)."""
     if isinstance(stmt, ast.Import):
@@ -446,7 +483,7 @@ def _binds_only(module: str, project: Parsed, seen: set[str]) -> bool:
         if tree is None:
             return False
         package = _package_of(path)
-        for stmt, _ in _top(tree.body):
+        for stmt, _, _ in _top(tree.body):
             if _binds(stmt) is None:
                 return False
             if isinstance(stmt, (ast.Import, ast.ImportFrom)):
@@ -481,17 +518,19 @@ def _functions(body: list[ast.stmt]) -> Iterator[Function]:
             yield from _functions(stmt.body)
 
 
-def _top(body: list[ast.stmt]) -> Iterator[tuple[ast.stmt, list[ast.AST]]]:
+def _top(
+    body: list[ast.stmt], within: tuple[str, ...] = ()
+) -> Iterator[tuple[ast.stmt, list[ast.AST], tuple[str, ...]]]:
     """Each statement a module runs at import, with what of it runs then (a def's header, a
-    class's header; a class's members are statements of their own)."""
+    class's header; a class's members are statements of their own) and the classes it is in."""
     for stmt in body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            yield stmt, list(_header(stmt))
+            yield stmt, list(_header(stmt)), within
         elif isinstance(stmt, ast.ClassDef):
-            yield stmt, list(_header(stmt))
-            yield from _top(stmt.body)
+            yield stmt, list(_header(stmt)), within
+            yield from _top(stmt.body, (*within, stmt.name))
         else:
-            yield stmt, [stmt]
+            yield stmt, [stmt], within
 
 
 class Parsed:
@@ -519,7 +558,8 @@ class Parsed:
 @dataclass
 class _Module:
     path: str
-    top: list[tuple[ast.stmt, _Said]]  # each statement run at import, what it mentions
+    # each statement run at import, what it mentions, the classes it is a member of
+    top: list[tuple[ast.stmt, _Said, tuple[str, ...]]]
     functions: list[_Function]
 
 
@@ -540,7 +580,7 @@ def _module(path: str, tree: ast.Module | None) -> _Module | None:
         if isinstance(stmt, (ast.Import, ast.ImportFrom))
         for a in stmt.names
     }
-    top = [(stmt, _mentions(parts, aliases)) for stmt, parts in _top(tree.body)]
+    top = [(stmt, _mentions(parts, aliases), within) for stmt, parts, within in _top(tree.body)]
     # the module's variables (what an assignment binds): what a function may change the object of
     variables = frozenset(
         n
@@ -598,61 +638,82 @@ def readers(
         return None
     if not _bases_known(_changed_classes(old, new), project):
         return None  # a base may register the class where no name reads it
-    modules = project.modules()
-    # each name read, with the files it is bound in: a module sees a name of a file it may import
-    names: dict[str, set[str]] = {n: {path} for n in change.names}
-    spans: dict[str, list[tuple[int, int]]] = {path: list(change.bodies)} if change.bodies else {}
-    whole: set[str] = set()  # test files and conftest.py files that read a name at import
-    # source files whose import does more than bind with a name read: their importers' tests run
-    blind: set[str] = set()
+    follow = _Follow(path, change, test_map, sees)
+    grown = True
+    while grown:
+        grown = False
+        for m in project.modules():
+            found = follow.module(m, test_like=is_test(m.path) or m.path.rsplit("/", 1)[-1] == CONFTEST)
+            if found is None:
+                return None
+            grown |= found
+    reach = [f for f in project.sources if any(sees(f, b) for b in follow.blind)]
+    return _tests(follow.spans, whole=follow.whole, names=set(change.names), test_map=test_map, path=path, reach=reach)
 
-    def bind(name: str, where: str) -> bool:
-        origins = names.setdefault(name, set())
+
+class _Follow:
+    """The names a change binds, followed through the project's modules (:func:`readers`)."""
+
+    def __init__(self, path: str, change: Change, test_map: TestMap, sees: Callable[[str, str], bool]) -> None:
+        self.path, self.change, self.test_map, self.sees = path, change, test_map, sees
+        # each name read, with the files it is bound in: a module sees a name of a file it may import
+        self.names: dict[str, set[str]] = {n: {path} for n in change.names}
+        self.spans: dict[str, list[tuple[int, int]]] = {path: list(change.bodies)} if change.bodies else {}
+        self.whole: set[str] = set()  # test files and conftest.py files that read a name at import
+        # source files whose import does more than bind with a name read: their importers' tests run
+        self.blind: set[str] = set()
+
+    def bind(self, name: str, where: str) -> bool:
+        origins = self.names.setdefault(name, set())
         grew = where not in origins
         origins.add(where)
         return grew
 
-    grown = True
-    while grown:
+    def module(self, m: _Module, *, test_like: bool) -> bool | None:
+        """Follow the names through ``m``: whether more names are read now; None: it cannot be told."""
+        seen = {n for n, origins in self.names.items() if any(self.sees(m.path, o) for o in origins)}
         grown = False
-        for m in modules:
-            seen = {n for n, origins in names.items() if any(sees(m.path, o) for o in origins)}
-            test_like = is_test(m.path) or m.path.rsplit("/", 1)[-1] == CONFTEST
-            for stmt, said in m.top:
-                if not said.reads(seen, names):
-                    continue  # a star import takes nothing new: its importers see what it imports
-                bound = _imported(stmt, seen) if isinstance(stmt, (ast.Import, ast.ImportFrom)) else _binds(stmt)
-                if test_like and not isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                    whole.add(m.path)
-                elif bound is None:
-                    blind.add(m.path)  # what its import does with the name is its importers'
-                for b in bound or ():
-                    grown |= bind(b, m.path)
-            for f in m.functions:
-                fn = f.node
-                # its body reads a name, or any (dynamic), or it is a changed def of the file itself
-                own = m.path == path and fn.name in change.names
-                read = own or f.said.reads(seen, names)
-                if not (read or f.dynamic):
-                    continue
-                span = _body_span(fn)
-                if span in spans.setdefault(m.path, []):
-                    continue
-                if not test_map.imports.get(m.path, frozenset()).isdisjoint(range(span[0], span[1] + 1)):
-                    return None  # it ran at import: what it read is every importer's
-                if _autouse(fn):
-                    if not test_like:
-                        return None  # a plugin's fixture: any test's
-                    whole.add(m.path)
-                spans[m.path].append(span)
-                # its callers read what it returns (a cache, a wide fixture may hand it on), and
-                # what it changes of its module (a memo) is read; one that reads by a computed name
-                # alone is read where it runs, unless a decorator may keep what it returns
-                if read or fn.decorator_list:
-                    for b in {fn.name, *f.writes}:
-                        grown |= bind(b, m.path)
-    reach = [f for f in project.sources if any(sees(f, b) for b in blind)]
-    return _tests(spans, whole=whole, names=set(change.names), test_map=test_map, path=path, reach=reach)
+        for stmt, said, classes in m.top:
+            if not said.reads(seen, self.names):
+                continue  # a star import takes nothing new: its importers see what it imports
+            bound = _imported(stmt, seen) if isinstance(stmt, (ast.Import, ast.ImportFrom)) else _binds(stmt)
+            if test_like and not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                self.whole.add(m.path)
+            elif bound is None:
+                self.blind.add(m.path)  # what its import does with the name is its importers'
+            # a member's class is read too: astuple(), an Enum's members, str() read members by no name
+            for b in {*(bound or ()), *classes}:
+                grown |= self.bind(b, m.path)
+        for f in m.functions:
+            found = self.function(f, m.path, seen, test_like=test_like)
+            if found is None:
+                return None
+            grown |= found
+        return grown
+
+    def function(self, f: _Function, where: str, seen: set[str], *, test_like: bool) -> bool | None:
+        fn = f.node
+        # its body reads a name, or any (dynamic), or it is a changed def of the file itself
+        own = where == self.path and fn.name in self.change.names
+        read = own or f.said.reads(seen, self.names)
+        span = _body_span(fn)
+        if not (read or f.dynamic) or span in self.spans.setdefault(where, []):
+            return False
+        if not self.test_map.imports.get(where, frozenset()).isdisjoint(range(span[0], span[1] + 1)):
+            return None  # it ran at import: what it read is every importer's
+        if _autouse(fn):
+            if not test_like:
+                return None  # a plugin's fixture: any test's
+            self.whole.add(where)
+        self.spans[where].append(span)
+        # its callers read what it returns (a cache, a wide fixture may hand it on), and what it
+        # changes of its module (a memo) is read; one that reads by a computed name alone is read
+        # where it runs, unless a decorator may keep what it returns
+        grown = False
+        if read or fn.decorator_list:
+            for b in {fn.name, *f.writes}:
+                grown |= self.bind(b, where)
+        return grown
 
 
 def _tests(

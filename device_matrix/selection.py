@@ -427,14 +427,16 @@ def fixtures_only(source: str | None) -> bool:
 
 
 def _skeleton(source: str) -> str | None:
-    """The module as it runs at import: every function's body left out (None: not Python)."""
+    """The module as it runs at import: every function's body left out but its docstring
+    (``f.__doc__`` is made at import; None: not Python)."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return None
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            node.body = [ast.Pass()]
+            doc = ast.get_docstring(node, clean=False)
+            node.body = [ast.Expr(ast.Constant(doc)), ast.Pass()] if doc is not None else [ast.Pass()]
     return ast.dump(tree)
 
 

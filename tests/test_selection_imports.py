@@ -353,3 +353,22 @@ def test_a_name_starts_at_the_top_of_its_packages() -> None:
         "suites/mine/test_helpers.py::test_helpers",
         "suites/mine/test_long.py::test_long",
     }
+
+
+def test_a_conftest_with_session_hooks_imports_for_every_test() -> None:
+    # pytest_collection_modifyitems in tests/unit/conftest.py gets every collected test, in
+    # any folder: what it imports is every test's, as a plugin's
+    files = {
+        **BASE,
+        "pkg/limits.py": "LIMIT = 5\n",
+        "tests/unit/conftest.py": "from pkg import limits\n\n\ndef pytest_collection_modifyitems(items):\n    pass\n",
+        "tests/unit/test_limit.py": "def test_limit():\n    pass\n",
+    }
+    p = _plan(files, ["pkg/limits.py"])
+    assert p.full_reason == (
+        "pkg/limits.py changes code that runs when it is imported: the pytest hooks of tests/unit/conftest.py "
+        "(pytest_collection_modifyitems), which act on every test imports it, for every test"
+    )
+    # a conftest of fixtures alone still acts on its folder's tests only
+    fixtures = {**files, "tests/unit/conftest.py": "from pkg import limits\n"}
+    assert _ran(_plan(fixtures, ["pkg/limits.py"])) == {"tests/unit/test_limit.py::test_limit"}

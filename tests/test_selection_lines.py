@@ -268,3 +268,10 @@ def test_the_import_guard_drops_only_a_def_line_right_before_inserted_body_lines
     assert selection.import_guard(CALLED, "@@ -1 +1 @@\n-def setup():\n+def setup(): \n") == {1}
     assert selection.import_guard(CALLED, "@@ -2,0 +3 @@\n+    print(1)\n") == {2, 3}
     assert selection.import_guard("def (", inserted) == {1, 2}
+
+
+def test_a_function_s_docstring_is_no_body_change() -> None:
+    # f.__doc__ is made at import: a test may read it without running f
+    old = 'def f():\n    """Say hello."""\n    return 1\n'
+    assert not selection.bodies_only(old, old.replace("hello", "hi"), frozenset({2}), frozenset())
+    assert selection.bodies_only(old, old.replace("return 1", "return 2"), frozenset({3}), frozenset())

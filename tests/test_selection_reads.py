@@ -814,3 +814,71 @@ def test_a_cached_lookup_by_a_computed_name_is_read_by_its_callers() -> None:
         "t/test_d.py::test_value",
         "t/test_d.py::test_caller",
     }
+
+
+def test_a_class_member_made_from_a_read_name_makes_the_class_read() -> None:
+    # astuple(Opts()), list(Mode), str(Tag()): the member is read by no name, its class is
+    opts = (
+        "import dataclasses, enum\nfrom pkg import consts\n\n\n@dataclasses.dataclass\nclass Opts:\n"
+        "    size: int = consts.RATE\n\n\nclass Tag:\n    __str__ = lambda self: str(consts.RATE)\n"
+    )
+    tests = (
+        "import dataclasses\nfrom pkg.opts import Opts, Tag\n\n\n"
+        "def test_o():\n    assert dataclasses.astuple(Opts())\n\n\n"
+        "def test_t():\n    assert str(Tag())\n\n\ndef test_none():\n    assert True\n"
+    )
+    sources = {**SOURCES, "pkg/opts.py": opts, "tests/test_opts.py": tests}
+    ran = {
+        **RAN,
+        "tests/test_opts.py::test_o": {"tests/test_opts.py": ("test_o",)},
+        "tests/test_opts.py::test_t": {"tests/test_opts.py": ("test_t",)},
+        "tests/test_opts.py::test_none": {"tests/test_opts.py": ("test_none",)},
+    }
+    found = _readers(sources, ran, RATE.replace("3", "4"))
+    assert found == {"tests/test_api.py::test_rated", "tests/test_opts.py::test_o", "tests/test_opts.py::test_t"}
+
+
+def test_statements_moved_cannot_be_told_by_names() -> None:
+    # an Enum's members, a dataclass's fields: their order is read (list(Color), astuple())
+    color = "class Color:\n    RED = 1\n    BLUE = 2\n"
+    moved = "class Color:\n    BLUE = 2\n    RED = 1\n"
+    assert _names(color, moved) is None
+    assert _names(color + "X = 1\n", moved + "X = 2\n") is None  # with a name changed beside it too
+    assert _names("A = 1\nB = 2\n", "B = 2\nA = 1\n") is None
+    assert _names("A = 1\nB = 2\n", "A = 1\nC = 3\nB = 2\n") == {"C"}  # one added between: no move
+
+
+def test_a_docstring_is_made_at_import_and_read_by_its_function_s_name() -> None:
+    f = 'def f():\n    """Say hello."""\n    return 1\n'
+    assert _names(f, f.replace("hello", "hi")) == {"f"}
+    m = 'class C:\n    def run(self):\n        """Run."""\n        return 1\n'
+    assert _names(m, m.replace('"""Run."""', '"""Walk."""')) == {"C", "run"}
+    added = "class H:\n    @property\n    def val(self):\n        return 1\n"
+    assert _names(added, added.replace("        return 1", '        """The value."""\n        return 1')) == {
+        "H",
+        "val",
+    }
+    # a body alone still goes by the tests that ran it
+    body = namereads.changed_names(f, f.replace("return 1", "return 2"), bool)
+    assert body is not None and body.names == frozenset()
+
+
+def test_dir_reads_every_name() -> None:
+    dyn = "from pkg import consts\n\n\ndef names():\n    return dir(consts)\n"
+    sources = {**SOURCES, "pkg/dyn.py": dyn}
+    found = _readers(sources, {"t/test_d.py::t": {"pkg/dyn.py": ("names",)}}, RATE + "NEW = 1\n")
+    assert found == {"t/test_d.py::t"}
+
+
+def test_a_write_into_another_module_at_import_is_every_test_s() -> None:
+    assert namereads.foreign_write("X = 1\n", "X = 1\nfrom pkg import consts\nconsts.K = 5\n") == "consts.K = 5"
+    assert namereads.foreign_write("X = 1\n", "X = 1\nsetattr(consts, 'K', 5)\n") == "setattr(consts, 'K', 5)"
+    assert namereads.foreign_write("X = 1\n", "X = 1\nos.environ['A'] = '1'\n") == "os.environ['A'] = '1'"
+    assert namereads.foreign_write("X = 1\n", "X = 1\nclass C:\n    gfact.Holder.make = 1\n") == "gfact.Holder.make = 1"
+    assert namereads.foreign_write("c.K = 1\n", "") == "c.K = 1"  # removed: every test saw it
+    assert namereads.foreign_write(None, "c.K = 1\n") == "c.K = 1"
+    # its own: a variable of the module, a function's body (done where it runs), what did not change
+    assert namereads.foreign_write("X = 1\n", "X = 1\n_S = {}\n_S['k'] = 2\n_S.k = 1\n") is None
+    assert namereads.foreign_write("X = 1\n", "X = 1\ndef f():\n    c.K = 1\n") is None
+    assert namereads.foreign_write("c.K = 1\nX = 1\n", "c.K = 1\nX = 2\n") is None
+    assert namereads.foreign_write("X = (\n", "c.K = 1\n") is None  # not Python: other rules hold

@@ -30,3 +30,26 @@ def test_a_wide_fixture_that_reads_a_constant_runs_every_test_that_requests_it(t
     rec = p.record()
     assert outcomes_of(rec) == {"test_a": "failed", "test_b": "failed", "test_other": "deselected"}, proc.stdout
     assert rec["test_selection"]["by_reason"] == {"reads": 2, "deselected": 1}
+
+
+FOREIGN = {
+    "consts.py": "K = 2\n",
+    "patch.py": "import consts\n\nX = 1\n",
+    "test_patch.py": "import patch\n\n\ndef test_p():\n    assert patch.X == 1\n",
+    "test_k.py": "import consts\n\n\ndef test_k():\n    assert consts.K == 2\n",
+}
+
+
+def test_a_module_that_writes_into_another_at_import_runs_every_test(tmp_path: Path) -> None:
+    # pytest imports test_patch (and so patch) before test_k runs: consts.K is 5 for it too
+    p = git_project(tmp_path, FOREIGN, SUITE_ON_PATH)
+    full = p.run("run", "--device", "fixture", "--record-map")
+    assert full.returncode == 0, full.stdout + full.stderr
+    (p.root / "suites" / "mine" / "patch.py").write_text("import consts\n\nX = 1\nconsts.K = 5\n")
+    proc = p.run("run", "--device", "fixture", "--select", "changed")
+    rec = p.record()
+    assert outcomes_of(rec) == {"test_p": "passed", "test_k": "failed"}, proc.stdout
+    assert rec["test_selection"]["full_reason"] == (
+        "suites/mine/patch.py writes into another module's state when it is imported (consts.K = 5): "
+        "every test module is imported before the first test runs"
+    )

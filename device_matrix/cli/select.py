@@ -238,6 +238,7 @@ def change_plan(
     conftests = conftests_changed(root, found, changed) if root is not None and found.commit else []
     graph = import_graph(root, changed) if root is not None else None
     readers = name_readers(root, found, changed, bodies, graph) if root is not None and found.commit else {}
+    foreign = foreign_writes(root, found, changed) if root is not None and found.commit else None
     return plan(
         found,
         changed,
@@ -250,7 +251,32 @@ def change_plan(
         conftests=conftests,
         functions={f: spans for f, spans in bodies.items() if spans is not None},
         readers=readers,
+        force=foreign,
     )
+
+
+def foreign_writes(root: Path, test_map: TestMap, changed: Sequence[str]) -> str | None:
+    """Why every test runs when a changed Python file writes, at import, into what is not its
+    own (:func:`device_matrix.namereads.foreign_write`); None when none does (#34)."""
+    assert test_map.commit is not None
+    for path in [f for f in changed if f.endswith(".py")][:MAX_FOLLOWED]:
+        listed, _ = _git(root, "ls-tree", "--name-only", test_map.commit, "--", path)
+        old, _ = _git(root, "show", f"{test_map.commit}:./{path}") if listed else ("", "")
+        try:
+            new: str | None = (root / path).read_text("utf-8")
+        except FileNotFoundError:
+            new = ""
+        except (OSError, UnicodeDecodeError):
+            new = None
+        if old is None or new is None:
+            continue  # not read: the file's other rules hold
+        write = namereads.foreign_write(old, new)
+        if write is not None:
+            return (
+                f"{path} writes into another module's state when it is imported ({write}): every test "
+                "module is imported before the first test runs"
+            )
+    return None
 
 
 def name_readers(
