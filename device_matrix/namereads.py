@@ -643,7 +643,7 @@ def readers(
     while grown:
         grown = False
         for m in project.modules():
-            found = follow.module(m, test_like=is_test(m.path) or m.path.rsplit("/", 1)[-1] == CONFTEST)
+            found = follow.module(m, test_like=is_test(m.path) or _is_conftest(m.path))
             if found is None:
                 return None
             grown |= found
@@ -739,15 +739,22 @@ def _tests(
     ranges = {p: [frozenset(range(a, b + 1)) for a, b in s] for p, s in spans.items()}
     for nodeid, ran in test_map.lines.items():
         own = nodeid.split("::", 1)[0]
-        if any(own == w or (w.rsplit("/", 1)[-1] == CONFTEST and _under(own, w)) for w in whole):
+        if any(_holds(w, own) for w in whole):
             found[nodeid] = f"its module reads {shown} at import, which {path} binds anew"
-        elif any(own == r or (r.rsplit("/", 1)[-1] == CONFTEST and _under(own, r)) for r in reach):
+        elif any(_holds(r, own) for r in reach):
             found[nodeid] = f"it imports a module whose import reads {shown}, which {path} binds anew"
         elif any(not r.isdisjoint(ran.get(p, ())) for p, rs in ranges.items() for r in rs):
             found[nodeid] = why
     return found
 
 
-def _under(nodeid_file: str, conftest: str) -> bool:
-    folder = conftest.rpartition("/")[0]
-    return not folder or nodeid_file.startswith(f"{folder}/")
+def _is_conftest(path: str) -> bool:
+    return path.rsplit("/", 1)[-1] == CONFTEST
+
+
+def _holds(path: str, test_file: str) -> bool:
+    """Whether the tests of ``test_file`` are ``path``'s: its own, or under a conftest.py ``path``."""
+    if test_file == path:
+        return True
+    folder = path.rpartition("/")[0]
+    return _is_conftest(path) and (not folder or test_file.startswith(f"{folder}/"))

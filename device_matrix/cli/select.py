@@ -260,14 +260,7 @@ def foreign_writes(root: Path, test_map: TestMap, changed: Sequence[str]) -> str
     own (:func:`device_matrix.namereads.foreign_write`); None when none does (#34)."""
     assert test_map.commit is not None
     for path in [f for f in changed if f.endswith(".py")][:MAX_FOLLOWED]:
-        listed, _ = _git(root, "ls-tree", "--name-only", test_map.commit, "--", path)
-        old, _ = _git(root, "show", f"{test_map.commit}:./{path}") if listed else ("", "")
-        try:
-            new: str | None = (root / path).read_text("utf-8")
-        except FileNotFoundError:
-            new = ""
-        except (OSError, UnicodeDecodeError):
-            new = None
+        old, new = _versions(root, test_map.commit, path)
         if old is None or new is None:
             continue  # not read: the file's other rules hold
         write = namereads.foreign_write(old, new)
@@ -369,6 +362,19 @@ def _sources_at(root: Path, commit: str, changed: Sequence[str]) -> dict[str, st
     return sources
 
 
+def _versions(root: Path, commit: str, path: str) -> tuple[str | None, str | None]:
+    """A changed file at ``commit`` and now: ``""`` where it was not there or is gone, None
+    where git or the checkout cannot give it."""
+    listed, _ = _git(root, "ls-tree", "--name-only", commit, "--", path)
+    old, _ = _git(root, "show", f"{commit}:./{path}") if listed else ("", "")
+    try:
+        return old, (root / path).read_text("utf-8")
+    except FileNotFoundError:
+        return old, ""
+    except (OSError, UnicodeDecodeError):
+        return old, None
+
+
 def conftests_changed(root: Path, test_map: TestMap, changed: Sequence[str]) -> list[str]:
     """The changed conftest.py files that held fixtures alone at the map's commit (or were not
     there) and hold fixtures alone now (or are gone): each runs the tests under its folder
@@ -376,14 +382,7 @@ def conftests_changed(root: Path, test_map: TestMap, changed: Sequence[str]) -> 
     assert test_map.commit is not None
     found: list[str] = []
     for path in [f for f in changed if f.rsplit("/", 1)[-1] == CONFTEST][:MAX_FOLLOWED]:
-        listed, _ = _git(root, "ls-tree", "--name-only", test_map.commit, "--", path)
-        old, _ = _git(root, "show", f"{test_map.commit}:./{path}") if listed else ("", "")
-        try:
-            new: str | None = (root / path).read_text("utf-8")
-        except FileNotFoundError:
-            new = ""  # deleted: its folder's tests lose its fixtures, and run
-        except (OSError, UnicodeDecodeError):
-            new = None
+        old, new = _versions(root, test_map.commit, path)  # deleted: its folder's tests lose its fixtures
         if old is not None and new is not None and all(not text or fixtures_only(text) for text in (old, new)):
             found.append(path)
     return found
