@@ -156,3 +156,13 @@ def git_project(tmp_path: Path, suite: Mapping[str, str] = SELECTION_SUITE, conf
     git(p.root, "add", "-A")
     git(p.root, "commit", "-qm", "base")
     return p
+
+
+def recorded_git_project(
+    tmp_path: Path, suite: Mapping[str, str] = SELECTION_SUITE, conftest: str = SUITE_ON_PATH
+) -> Project:
+    """:func:`git_project`, its test map recorded by a full run (``run --record-map``)."""
+    p = git_project(tmp_path, suite, conftest)
+    full = p.run("run", "--device", "fixture", "--record-map")
+    assert full.returncode == 0, full.stdout + full.stderr
+    return p

@@ -11,7 +11,7 @@ import pytest
 
 from device_matrix import importgraph, selection
 from device_matrix.records.testmap import TestMap
-from tests.builders import SUITE_ON_PATH, git_project
+from tests.builders import recorded_git_project
 from tests.runs import outcomes_of
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -118,9 +118,7 @@ SUITE = {
 
 
 def test_a_fixture_changed_in_a_folder_s_conftest_runs_that_folder_s_tests(tmp_path: Path) -> None:
-    p = git_project(tmp_path, SUITE, SUITE_ON_PATH)
-    full = p.run("run", "--device", "fixture", "--record-map")
-    assert full.returncode == 0, full.stdout + full.stderr
+    p = recorded_git_project(tmp_path, SUITE)
     conftest = p.root / "suites" / "mine" / "sub" / "conftest.py"
     conftest.write_text(conftest.read_text().replace("return limits.LIMIT", "return limits.LIMIT + 1"))
     proc = p.run("run", "--device", "fixture", "--select", "changed")

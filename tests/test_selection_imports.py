@@ -13,7 +13,7 @@ import pytest
 from device_matrix import importgraph, selection
 from device_matrix.cli.select import import_graph
 from device_matrix.records.testmap import TestMap
-from tests.builders import SUITE_ON_PATH, git, git_project
+from tests.builders import git, recorded_git_project
 from tests.conftest import Project
 from tests.runs import outcomes_of
 
@@ -278,10 +278,7 @@ SUITE = {
 
 
 def _recorded(tmp_path: Path) -> Project:
-    p = git_project(tmp_path, SUITE, SUITE_ON_PATH)
-    full = p.run("run", "--device", "fixture", "--record-map")
-    assert full.returncode == 0, full.stdout + full.stderr
-    return p
+    return recorded_git_project(tmp_path, SUITE)
 
 
 def test_a_constant_one_test_module_imports_runs_it_and_leaves_out_the_rest(tmp_path: Path) -> None:

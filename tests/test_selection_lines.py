@@ -15,7 +15,7 @@ from device_matrix import selection
 from device_matrix.errors import ResultsError
 from device_matrix.records import testmap
 from device_matrix.records.testmap import TestMap
-from tests.builders import SUITE_ON_PATH, git_project
+from tests.builders import recorded_git_project
 from tests.conftest import Project
 from tests.runs import outcomes_of
 
@@ -33,10 +33,7 @@ SUITE = {"lib.py": LIB, "test_lib.py": TESTS, "test_other.py": OTHER}
 
 
 def _recorded(tmp_path: Path) -> Project:
-    p = git_project(tmp_path, SUITE, SUITE_ON_PATH)
-    full = p.run("run", "--device", "fixture", "--record-map")
-    assert full.returncode == 0, full.stdout + full.stderr
-    return p
+    return recorded_git_project(tmp_path, SUITE)
 
 
 def _select(p: Project) -> tuple[dict[str, str], dict[str, object]]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from device_matrix.errors import EXIT_USAGE
 from device_matrix.records import testmap
-from tests.builders import SUITE_ON_PATH, git_project
+from tests.builders import SUITE_ON_PATH, git_project, recorded_git_project
 from tests.conftest import Project
 from tests.runs import outcomes_of
 
@@ -85,10 +85,7 @@ FIRST = SUITE_ON_PATH + "import api  # noqa\n"
 
 def _consts_project(tmp_path: Path, conftest: str = FIRST) -> Project:
     # by default conftest.py imports the module first: no test's module import runs it
-    p = git_project(tmp_path, CONSTS_SUITE, conftest)
-    full = p.run("run", "--device", "fixture", "--record-map")
-    assert full.returncode == 0, full.stdout + full.stderr
-    return p
+    return recorded_git_project(tmp_path, CONSTS_SUITE, conftest)
 
 
 def test_a_constant_that_conftest_imported_first_runs_every_test(tmp_path: Path) -> None:

@@ -21,6 +21,45 @@ def _lines(source: str, *names: str) -> frozenset[int]:
     return frozenset(found)
 
 
+def _why(
+    sources: dict[str, str],
+    ran: dict[str, dict[str, tuple[str, ...]]],
+    new: str,
+    *,
+    path: str = "pkg/consts.py",
+    graph: dict[str, set[str]] | None = None,
+    at_import: dict[str, frozenset[int]] | None = None,
+) -> dict[str, str] | None:
+    """What :func:`namereads.readers` says of the change of ``path`` to ``new``; ``ran``:
+    nodeid -> file -> the functions of it the test ran; ``graph``: file -> the files it
+    imports, a file seeing what it imports transitively (None: every file sees every file);
+    ``at_import``: the lines the map saw run at import."""
+
+    def sees(reader: str, origin: str) -> bool:
+        assert graph is not None
+        todo, seen = [reader], {reader}
+        while todo:
+            for nxt in graph.get(todo.pop(), set()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return origin in seen
+
+    lines = {n: {f: _lines(sources[f], *fns) for f, fns in per.items()} for n, per in ran.items()}
+    tests = {n: frozenset(per) for n, per in ran.items()}
+    m = TestMap("cpu", "a" * 40, "2026-12-01T00:00:00+00:00", tests, at_import or {}, lines)
+    return namereads.readers(
+        path,
+        sources[path],
+        new,
+        sources,
+        m,
+        is_test=lambda f: f.rsplit("/", 1)[-1].startswith("test_"),
+        internal=lambda name: name.split(".", 1)[0] == "pkg",
+        **({"sees": sees} if graph is not None else {}),  # type: ignore[arg-type]
+    )
+
+
 def _readers(
     sources: dict[str, str],
     ran: dict[str, dict[str, tuple[str, ...]]],
@@ -29,20 +68,8 @@ def _readers(
     path: str = "pkg/consts.py",
     imports: dict[str, frozenset[int]] | None = None,
 ) -> set[str] | None:
-    """The tests the change of ``path`` to ``new`` runs; ``ran``: nodeid -> file -> the
-    functions of it the test ran."""
-    lines = {n: {f: _lines(sources[f], *fns) for f, fns in per.items()} for n, per in ran.items()}
-    tests = {n: frozenset(per) for n, per in ran.items()}
-    m = TestMap("cpu", "a" * 40, "2026-12-01T00:00:00+00:00", tests, imports or {}, lines)
-    found = namereads.readers(
-        path,
-        sources[path],
-        new,
-        sources,
-        m,
-        is_test=lambda f: f.rsplit("/", 1)[-1].startswith("test_"),
-        internal=lambda name: name.split(".", 1)[0] == "pkg",
-    )
+    """The tests :func:`_why` runs; ``imports``: the lines the map saw run at import."""
+    found = _why(sources, ran, new, path=path, at_import=imports)
     return None if found is None else set(found)
 
 
@@ -210,29 +237,10 @@ def test_two_functions_of_one_name_in_modules_that_do_not_import_each_other_are_
     sources = {**SOURCES, "pkg/a.py": a, "pkg/b.py": b}
     ran = {**RAN, "tests/test_b.py::test_b": {"pkg/b.py": ("caller",)}}
     imports = {"pkg/a.py": {"pkg/consts.py"}, "pkg/b.py": set()}
-
-    def sees(reader: str, origin: str) -> bool:
-        return reader == origin or origin in imports.get(reader, set())
-
-    lines = {n: {f: _lines(sources[f], *fns) for f, fns in per.items()} for n, per in ran.items()}
-    m = TestMap("cpu", "a" * 40, "2026-12-01T00:00:00+00:00", {n: frozenset(p) for n, p in ran.items()}, {}, lines)
-
-    def found(see: object) -> set[str]:
-        got = namereads.readers(
-            "pkg/consts.py",
-            RATE,
-            RATE.replace("3", "4"),
-            sources,
-            m,
-            is_test=lambda f: "test_" in f,
-            internal=bool,
-            **({"sees": see} if see is not None else {}),  # type: ignore[arg-type]
-        )
-        assert got is not None
-        return set(got)
-
-    assert "tests/test_b.py::test_b" not in found(sees)
-    assert "tests/test_b.py::test_b" in found(None)  # by name alone, every file sees every file
+    by_graph = _why(sources, ran, RATE.replace("3", "4"), graph=imports)
+    assert by_graph is not None and "tests/test_b.py::test_b" not in by_graph
+    by_name = _why(sources, ran, RATE.replace("3", "4"))  # by name alone, every file sees every file
+    assert by_name is not None and "tests/test_b.py::test_b" in by_name
 
 
 def test_an_added_import_of_a_module_that_only_binds_names_is_told_and_any_other_is_not() -> None:
@@ -257,22 +265,6 @@ def test_a_class_of_a_base_from_outside_the_project_cannot_be_told() -> None:
 
 
 # ------------------------------------------------------------------ what each rule says, exactly
-
-
-def _why(
-    sources: dict[str, str], ran: dict[str, dict[str, tuple[str, ...]]], new: str, *, path: str = "pkg/consts.py"
-) -> dict[str, str] | None:
-    lines = {n: {f: _lines(sources[f], *fns) for f, fns in per.items()} for n, per in ran.items()}
-    m = TestMap("cpu", "a" * 40, "2026-12-01T00:00:00+00:00", {n: frozenset(p) for n, p in ran.items()}, {}, lines)
-    return namereads.readers(
-        path,
-        sources[path],
-        new,
-        sources,
-        m,
-        is_test=lambda f: f.rsplit("/", 1)[-1].startswith("test_"),
-        internal=lambda name: name.split(".", 1)[0] == "pkg",
-    )
 
 
 def test_each_test_run_says_which_names_it_reads_and_who_binds_them() -> None:
@@ -522,29 +514,7 @@ def _seeing(
 ) -> set[str] | None:
     """:func:`_readers` where a file sees only itself and what ``imports`` says it imports
     (transitively)."""
-
-    def sees(reader: str, origin: str) -> bool:
-        todo, seen = [reader], {reader}
-        while todo:
-            for nxt in imports.get(todo.pop(), set()):
-                if nxt not in seen:
-                    seen.add(nxt)
-                    todo.append(nxt)
-        return origin in seen
-
-    lines = {n: {f: _lines(sources[f], *fns) for f, fns in per.items()} for n, per in ran.items()}
-    tests = {n: frozenset(per) for n, per in ran.items()}
-    m = TestMap("cpu", "a" * 40, "2026-12-01T00:00:00+00:00", tests, at_import or {}, lines)
-    found = namereads.readers(
-        path,
-        sources[path],
-        new,
-        sources,
-        m,
-        is_test=lambda f: f.rsplit("/", 1)[-1].startswith("test_"),
-        internal=lambda name: name.split(".", 1)[0] == "pkg",
-        sees=sees,
-    )
+    found = _why(sources, ran, new, path=path, graph=imports, at_import=at_import)
     return None if found is None else set(found)
 
 

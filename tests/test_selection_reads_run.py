@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.builders import SUITE_ON_PATH, git_project
+from tests.builders import recorded_git_project
 from tests.runs import outcomes_of
 
 WIDE = {
@@ -22,9 +22,7 @@ WIDE = {
 
 def test_a_wide_fixture_that_reads_a_constant_runs_every_test_that_requests_it(tmp_path: Path) -> None:
     # the session fixture ran in the first test alone; the second got its value without its lines
-    p = git_project(tmp_path, WIDE, SUITE_ON_PATH)
-    full = p.run("run", "--device", "fixture", "--record-map")
-    assert full.returncode == 0, full.stdout + full.stderr
+    p = recorded_git_project(tmp_path, WIDE)
     (p.root / "suites" / "mine" / "consts.py").write_text("SCALE = 40\n")
     proc = p.run("run", "--device", "fixture", "--select", "changed")
     rec = p.record()
@@ -42,9 +40,7 @@ FOREIGN = {
 
 def test_a_module_that_writes_into_another_at_import_runs_every_test(tmp_path: Path) -> None:
     # pytest imports test_patch (and so patch) before test_k runs: consts.K is 5 for it too
-    p = git_project(tmp_path, FOREIGN, SUITE_ON_PATH)
-    full = p.run("run", "--device", "fixture", "--record-map")
-    assert full.returncode == 0, full.stdout + full.stderr
+    p = recorded_git_project(tmp_path, FOREIGN)
     (p.root / "suites" / "mine" / "patch.py").write_text("import consts\n\nX = 1\nconsts.K = 5\n")
     proc = p.run("run", "--device", "fixture", "--select", "changed")
     rec = p.record()

@@ -9,17 +9,7 @@ from collections.abc import Callable
 
 from device_matrix.records import testmap
 from tests.conftest import Project
-from tests.test_test_map_record import mapped_project, read_map
-
-
-def _interrupted(p: Project) -> None:
-    """The run's record as an interrupted run leaves it: test_a's outcome known, the rest not run."""
-    record = p.record()
-    for t in record["tests"]:
-        if not t["nodeid"].endswith("::test_a"):
-            t["outcome"] = "not_run"
-    record["status"] = "interrupted"
-    (p.results / "fixture" / "run.json").write_text(json.dumps(record))
+from tests.test_test_map_record import interrupted, mapped_project, read_map
 
 
 def test_a_resumed_run_keeps_the_lines_of_the_run_it_continues_and_adds_its_own(
@@ -29,7 +19,7 @@ def test_a_resumed_run_keeps_the_lines_of_the_run_it_continues_and_adds_its_own(
     assert p.run("run", "--device", "fixture", "--record-map").returncode == 0
     first = read_map(p)
     assert first.lines is not None
-    _interrupted(p)
+    interrupted(p)
     result = p.run("run", "--device", "fixture", "--record-map", "--resume")
     assert result.returncode == 0, result.stdout + result.stderr
     m = read_map(p)
@@ -47,7 +37,7 @@ def test_a_resumed_run_continuing_a_map_without_lines_writes_none(project: Calla
     data = json.loads(path.read_text())
     old = {k: v for k, v in data.items() if k not in ("spans", "lines")}
     path.write_text(json.dumps({**old, "version": 1}))
-    _interrupted(p)
+    interrupted(p)
     result = p.run("run", "--device", "fixture", "--record-map", "--resume")
     assert result.returncode == 0, result.stdout + result.stderr
     m = read_map(p)

@@ -244,16 +244,20 @@ def test_a_row_without_coverage_is_told_what_to_install_before_any_test_runs(
     assert not (p.results / "fixture" / testmap.FILE_NAME).exists()
 
 
-def test_a_resumed_run_adds_its_tests_to_the_map_of_the_run_it_continues(project: Callable[..., Project]) -> None:
-    p = mapped_project(project)
-    assert p.run("run", "--device", "fixture", "--record-map").returncode == 0
+def interrupted(p: Project) -> None:
+    """The run's record as an interrupted run leaves it: test_a's outcome known, the rest not run."""
     record = p.record()
-    # as an interrupted run leaves it: test_a's outcome known, the rest not run
     for t in record["tests"]:
         if not t["nodeid"].endswith("::test_a"):
             t["outcome"] = "not_run"
     record["status"] = "interrupted"
     (p.results / "fixture" / "run.json").write_text(json.dumps(record))
+
+
+def test_a_resumed_run_adds_its_tests_to_the_map_of_the_run_it_continues(project: Callable[..., Project]) -> None:
+    p = mapped_project(project)
+    assert p.run("run", "--device", "fixture", "--record-map").returncode == 0
+    interrupted(p)
     result = p.run("run", "--device", "fixture", "--record-map", "--resume")
     assert result.returncode == 0, result.stdout + result.stderr
     assert p.record()["attempts"][-1]["selected"] == 6  # test_a did not run again
