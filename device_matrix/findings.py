@@ -12,6 +12,7 @@ temp dir, UUID or port is the same finding. The issue sync files and finds issue
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 
 from device_matrix.records.schema import SkipInfo
 from device_matrix.skips import DeviceSkip
@@ -21,6 +22,12 @@ DEVICE_SKIP_SOURCES = frozenset({"marker", "disable_list", "unittest"})
 CRASH_PREFIX = "crash-"
 SKIP_PREFIX = "skip-"
 FAILURE_PREFIX = "failure-"
+
+
+def test_files(nodeids: Iterable[str]) -> frozenset[str]:
+    """The files that hold the tests ``nodeids`` name: a run's test code, which a failure
+    group's signature reads (#42: report/signature.py:cause_site)."""
+    return frozenset(n.partition("::")[0] for n in nodeids)
 
 
 def crash_key(fingerprint: str) -> str:

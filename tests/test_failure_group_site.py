@@ -62,7 +62,7 @@ def test_one_cause_raised_in_the_standard_library_from_each_tests_own_line_is_on
     counts = sorted(g["count"] for g in groups)
     assert counts == [1, 1, 4], [(g["count"], g["signature"]) for g in groups]
     (hub,) = [g for g in groups if g["count"] == 4]
-    assert hub["signature"].startswith("FileNotFoundError: [Errno N] No such file or directory: '<tmp>' @ shutil.py")
+    assert hub["signature"].startswith("FileNotFoundError: [Errno 2] No such file or directory: '<tmp>' @ shutil.py")
     # where it shows the group: the first test's own frame, in the project
     assert hub["frame"] is not None and hub["frame"].startswith("suites/hub/test_hub.py:")
 
@@ -93,3 +93,48 @@ def test_the_site_is_the_raise_outside_the_project_only_under_the_tests_own_fram
     own = "    def test_a():\n>       assert 1 == 2\nE       assert 1 == 2\n\ntests/test_hub.py:3: AssertionError\n"
     assert cause_site(own, "tests/test_hub.py") == "tests/test_hub.py:3"
     assert cause_site("boom", "tests/test_hub.py") is None and cause_site(None, None) is None
+
+
+# #42 Seen 8: one helper of the tests, called by tests of its own file and of another
+HELPER = """import shutil
+
+
+def load(tmp_path, name):
+    shutil.copy(str(tmp_path / "missing-model.bin"), str(tmp_path / name))
+
+
+def test_a(tmp_path):
+    load(tmp_path, "a")
+
+
+def test_b(tmp_path):
+    load(tmp_path, "b")
+"""
+OTHER = """from test_helper import load
+
+
+def test_c(tmp_path):
+    load(tmp_path, "c")
+"""
+
+
+def test_the_same_exception_from_the_same_test_helper_is_one_group_whichever_file_calls_it(
+    project: Callable[..., Project],
+) -> None:
+    p = project("passing")
+    write_suite(p, "hub", {"test_helper.py": HELPER, "test_other.py": OTHER})
+    assert p.run("run", "--device", "fixture").returncode == 1
+    proc = p.run("triage", "results")
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    groups = json.loads((p.results / "triage" / "triage.json").read_text())["groups"]
+    assert [g["count"] for g in groups] == [3], [(g["count"], g["signature"]) for g in groups]
+    assert groups[0]["signature"].endswith("@ shutil.py")
+
+
+def test_a_frame_in_any_test_file_of_the_run_is_the_tests_own_code() -> None:
+    files = frozenset({"tests/test_hub.py", "tests/test_other.py"})
+    assert cause_site(TRACEBACK, "tests/test_other.py", files) == "hub/file_download.py"
+    assert cause_site(TRACEBACK, "tests/test_hub.py", files) == "hub/file_download.py"
+    # a helper module that holds no test is the project's own place, as before
+    helper = TRACEBACK.replace("tests/test_hub.py:9", "tests/helpers.py:9")
+    assert cause_site(helper, "tests/test_other.py", files) == "tests/helpers.py:9"

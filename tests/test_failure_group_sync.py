@@ -15,7 +15,7 @@ from tests import records as R
 from tests.test_sync import FakeTracker
 
 
-def _signature(t: Any) -> str:
+def _signature(t: Any, tests: Any = ()) -> str:
     """A stand-in for report/groups.py's rule: the cause as it is."""
     return str(t.get("cause") or "(no message)")
 

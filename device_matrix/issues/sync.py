@@ -33,7 +33,7 @@ one is a state, not an error.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,7 +41,15 @@ from typing import Any
 from device_matrix.config import OnRecurrence
 from device_matrix.diagnostics.fingerprint import NO_FRAMES
 from device_matrix.errors import EnvironmentProblem, TrackerError
-from device_matrix.findings import crash_key, declared_test, failure_key, fingerprint_of, is_device_skip, skip_key
+from device_matrix.findings import (
+    crash_key,
+    declared_test,
+    failure_key,
+    fingerprint_of,
+    is_device_skip,
+    skip_key,
+    test_files,
+)
 from device_matrix.issues.base import (
     SEEN_MARKER,
     AmbiguousWrite,
@@ -69,8 +77,8 @@ MAX_CREATE_TRIES = 3
 RECURRING = ("crash", "failure")
 FAILURE_TESTS_LISTED = 20  # of a failure group, in its issue's body
 FAILURE_TEXT_KEPT = 6000  # characters of the first failure's traceback, in its issue's body
-# a failing test -> its failure group's signature (report/groups.py:test_signature)
-Signature = Callable[[TestRecord], str]
+# a failing test and its run's test files -> its failure group's signature (report/groups.py:test_signature)
+Signature = Callable[[TestRecord, Collection[str]], str]
 
 
 @dataclass
@@ -223,10 +231,11 @@ def _failures_of(record: RunRecord, signature: Signature, findings: dict[str, Fi
     reopens nothing."""
     row = record["row"]
     here: set[str] = set()
+    files = test_files(t["nodeid"] for t in record["tests"])
     for test in record["tests"]:
         if test["outcome"] not in REPORTED_FAILURES:
             continue
-        sig = signature(test)
+        sig = signature(test, files)
         fp = failure_key(sig)
         f = findings.get(fp)
         if f is None:

@@ -14,7 +14,7 @@ no pull request's); within a class, the largest first.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TypedDict
 
 from device_matrix.findings import failure_key
@@ -58,10 +58,11 @@ def failure_signature(message: str | None, frame: str | None) -> str:
     return (mask(first) + (f" @ {frame}" if frame else ""))[:SIGNATURE_LIMIT]
 
 
-def test_signature(t: TestRecord) -> str:
+def test_signature(t: TestRecord, tests: Collection[str] = ()) -> str:
     """The signature of a failing test's group, as :func:`of` groups it: what the issue sync
-    keys a failure group's issue by (#32: ``findings.failure_key``)."""
-    f = failure_view(t, "")
+    keys a failure group's issue by (#32: ``findings.failure_key``). ``tests``: the run's test
+    files (``findings.test_files``)."""
+    f = failure_view(t, "", tests)
     return failure_signature(f["message"], f["site"])
 
 

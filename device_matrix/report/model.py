@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 import heapq
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, TypedDict
 
 from device_matrix.diagnostics.environment import facets as environment_facets
-from device_matrix.findings import FAILURE_PREFIX, crash_key, declared_test, is_device_skip, skip_key
+from device_matrix.findings import FAILURE_PREFIX, crash_key, declared_test, is_device_skip, skip_key, test_files
 from device_matrix.records.cause import cause_from_text
 from device_matrix.records.outcomes import CRASHING_OUTCOMES, DESELECTED_OUTCOMES, OUTCOMES, REPORTED_FAILURES
 from device_matrix.records.schema import CrashRecord, RunRecord, SelectionInfo, SkipInfo, SourceInfo, TestRecord
@@ -281,9 +281,10 @@ def _first_line(text: str | None, limit: int = 300) -> str | None:
     return None
 
 
-def failure_view(t: TestRecord, row: str) -> FailureView:
+def failure_view(t: TestRecord, row: str, tests: Collection[str] = ()) -> FailureView:
     """A failing test's cause and place; a record written before causes were recorded
-    has its cause read from the report's text."""
+    has its cause read from the report's text. ``tests``: the run's test files
+    (``findings.test_files``), for where its cause lies."""
     cause = t.get("cause") or cause_from_text(t["message"])
     if t["outcome"] == "xpassed" and not t.get("cause"):
         cause = f"XPASS: {_first_line(t['message']) or 'expected to fail, and passed'}"
@@ -296,7 +297,7 @@ def failure_view(t: TestRecord, row: str) -> FailureView:
         file=t.get("file"),
         line=t.get("line"),
         frame=innermost_frame(t["message"]),
-        site=cause_site(t["message"], t["nodeid"].partition("::")[0]),
+        site=cause_site(t["message"], t["nodeid"].partition("::")[0], tests),
     )
 
 
@@ -419,11 +420,12 @@ class _Found:
 
     def tests(self, rec: RunRecord) -> None:
         row = rec["row"]
+        files = test_files(t["nodeid"] for t in rec["tests"])
         for t in rec["tests"]:
             self.matrix.setdefault(t["nodeid"], {})[row] = t["outcome"]
             self.durations.setdefault(t["nodeid"], {})[row] = round(float(t["duration"]), 3)
             if t["outcome"] in REPORTED_FAILURES:
-                failure = failure_view(t, row)
+                failure = failure_view(t, row, files)
                 self.failures.append(failure)
                 if failure["message"]:
                     self.causes.setdefault(t["nodeid"], {})[row] = failure["message"]

@@ -15,12 +15,23 @@ Masked, in this order (each rule runs on what the ones before it left):
 - hex hashes (8 hex digits or more, a digit among them: a hash that happens to have no
   letter is masked alike), as ``<hex>``;
 - pointer-like numbers (``0x7f3a…``), as ``N`` (as the history's signatures always masked them);
-- every other number (ports, counts, line numbers, sizes), as ``N``.
+- every other number (ports, counts, line numbers, sizes, a device's ordinal in ``cuda:1``), as
+  ``N``, except (#42) a number by its role:
+
+  - a number that says what happened is the cause, and kept: the value of an exit status or
+    code (``exit status 137``, ``exited with code 3``, ``returncode=2``), a signal
+    (``signal 9``, ``<Signals.SIGKILL: 9>``), an errno (``[Errno 2]``) and an HTTP status
+    (``HTTP Error 503``, ``status code 429``, ``404 Client Error``): a child that exited 1
+    and one killed at 137 are two failures;
+  - a number inside a name (a letter or ``_`` just before it: ``float16``, ``bfloat16``,
+    ``int8``, ``sm_80``, ``layer3``) is part of the name: ``float16`` and ``float64`` are
+    two dtypes.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 _UUID_RE = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
 # a path ends where a quote, a bracket, a comma, a semicolon, a colon or a space does
@@ -35,7 +46,16 @@ _TEMP_RE = re.compile(
 _ABSOLUTE_RE = re.compile(rf"(?<![\w.<>:/])/{_PATH_CHARS}+/{_PATH_CHARS}+")
 _HEX_RE = re.compile(r"\b(?=[0-9a-fA-F]*[0-9])[0-9a-fA-F]{8,}\b")
 _POINTER_RE = re.compile(r"\b0x[0-9a-fA-F]+\b")
-_NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
+# a number that begins no name: nothing of a word (letter, digit, "_") just before it
+_NUMBER_RE = re.compile(r"(?<!\w)\d+(?:\.\d+)?")
+# #42: the numbers that say what happened, by the word that gives the number its role
+_MEANING_RE = re.compile(
+    r"(?:\b(?:exit|return)(?:ed)?(?:[\s_-]*(?:status|code)|\s+with(?:\s+(?:status|code))?)"
+    r"|\b(?:exitcode|returncode|errno|signal)|\bstatus(?:[\s_-]*code)?|\bHTTP(?:[\s_-]*(?:error|status))?"
+    r"|(?-i:\bSIG[A-Z0-9]+))[\s:=]*-?(?P<number>\d+)"
+    r"|\b(?P<http>[1-5]\d\d)(?=\s+(?:client|server)\s+error)",
+    re.IGNORECASE,
+)
 
 # a frame of pytest's long traceback: "pkg/lib.py:3: FileNotFoundError", "tests/test_a.py:7: "
 _FRAME_RE = re.compile(r"^([^\s/\\:<>][^:\n]*\.py):(\d+): ", re.MULTILINE)
@@ -53,7 +73,8 @@ def mask(text: str) -> str:
     text = _UUID_RE.sub("<uuid>", text)
     text = _HEX_RE.sub("<hex>", text)
     text = _POINTER_RE.sub("N", text)
-    return _NUMBER_RE.sub("N", text)
+    kept = {m.start("number") if m.group("number") else m.start("http") for m in _MEANING_RE.finditer(text)}
+    return _NUMBER_RE.sub(lambda m: m.group() if m.start() in kept else "N", text)
 
 
 def innermost_frame(traceback: str | None) -> str | None:
@@ -70,15 +91,20 @@ def innermost_frame(traceback: str | None) -> str | None:
     return frames[-1] if frames else None
 
 
-def cause_site(traceback: str | None, test_file: str | None) -> str | None:
+def cause_site(traceback: str | None, test_file: str | None, tests: Collection[str] = ()) -> str | None:
     """Where a failure's cause lies, for its group's signature: the innermost frame in the
-    project's own code (:func:`innermost_frame`), except where that frame is the failing
-    test's own file and the exception was raised deeper, in an installed package or the
-    interpreter's library: then that module, by its name and without a line (which differs
-    between versions), so that tests which each call the library from their own lines, for
-    one cause, are one group (#32: torchprime's 14 tests that could not reach the hub)."""
+    project's own code (:func:`innermost_frame`), except where that frame is test code (the
+    failing test's own file, or any file of ``tests``, the run's test files) and the exception
+    was raised deeper, in an installed package or the interpreter's library: then that module,
+    by its name and without a line (which differs between versions), so that tests which each
+    call the library from their own lines, for one cause, are one group (#32: torchprime's 14
+    tests that could not reach the hub); and a helper in one test file that tests of several
+    files call is one cause, whichever file the failing test is in (#42)."""
     own = innermost_frame(traceback)
-    if own is None or traceback is None or test_file is None or own.rpartition(":")[0] != test_file:
+    if own is None or traceback is None or test_file is None:
+        return own
+    path = own.rpartition(":")[0]
+    if path != test_file and path not in tests:
         return own
     frames = [m.group(1) for m in _ANY_FRAME_RE.finditer(traceback)]
     raised = frames[-1] if frames else None
