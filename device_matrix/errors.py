@@ -7,7 +7,8 @@ code  meaning
 ====  ==========================================================================
 0     every row that ran passed (a bare ``run`` reports the rows absent here, #20)
 1     a test failed, errored, crashed or timed out on some row
-2     the command line was wrong (argparse), or its selection selected no test
+2     the command line was wrong (argparse: a path of the wrong kind too), or its selection
+      selected no test
 3     the configuration is invalid (file, key and what is allowed are printed)
 4     a row named with ``--device`` is not present here; nothing else went wrong
 5     the environment is missing something the tool needs (container engine,

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from device_matrix import __version__
 from device_matrix import config as config_mod
-from device_matrix.cli.commands import a_path, add_map_flag, add_source_flags, source_from_args, whole_number
+from device_matrix.cli.commands import a_folder, add_map_flag, add_source_flags, source_from_args, whole_number
 from device_matrix.config import Config, check_results_dir
 from device_matrix.devices import detect, install_hint
 from device_matrix.errors import (
@@ -196,7 +196,7 @@ def _add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     where.add_argument("--local", action="store_true", help="run on this host even if the row has an image")
     where.add_argument("--container", action="store_true", help="run in the row's image")
     run.add_argument("--engine", choices=config_mod.ENGINE_CHOICES, help="container engine")
-    run.add_argument("--results", type=a_path, help="results folder (default from config: results)")
+    run.add_argument("--results", type=a_folder, help="results folder (default from config: results)")
     run.add_argument("--python", help="interpreter for local runs (default: this one)")
     run.add_argument("--test-timeout", type=_seconds, help="seconds one test may take before it is ended as hung")
     run.add_argument("--run-timeout", type=_seconds, help="seconds the whole row may take")
@@ -623,7 +623,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run XLA test suites across a matrix of devices; diagnose crashes; link skips to issues.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument("--project", type=a_path, help="project folder (default: nearest pyproject.toml above cwd)")
+    parser.add_argument("--project", type=a_folder, help="project folder (default: nearest pyproject.toml above cwd)")
     sub = parser.add_subparsers(dest="command", required=True)
     for add in (
         _add_run_parser,

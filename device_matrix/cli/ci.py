@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from device_matrix import config as config_mod
-from device_matrix.cli.commands import a_path
+from device_matrix.cli.commands import a_file, a_folder
 from device_matrix.errors import EXIT_OK, EnvironmentProblem
 from device_matrix.output import Output
 from device_matrix.workflow import GATE_LABEL, Event, plan_jobs
@@ -128,11 +128,11 @@ def add_ci_commands(sub: Any) -> None:
     ci = sub.add_parser("ci", help="steps of the GitHub workflow: matrix, install, collect")
     ci_sub = ci.add_subparsers(dest="ci_command", required=True)
     m = ci_sub.add_parser("matrix", help="the row jobs for this event, as GITHUB_OUTPUT lines")
-    m.add_argument("--output", help="append to this file (the job's $GITHUB_OUTPUT) instead of stdout")
+    m.add_argument("--output", type=a_file, help="append to this file (the job's $GITHUB_OUTPUT) instead of stdout")
     m.add_argument("--rows", action="append", help="only these rows (comma-separated; default: every row)")
     m.add_argument("--label", default=GATE_LABEL, help=f"pull request label that runs self-hosted rows ({GATE_LABEL})")
     m.add_argument("--event-name", help="default $GITHUB_EVENT_NAME")
-    m.add_argument("--event-path", help="default $GITHUB_EVENT_PATH")
+    m.add_argument("--event-path", type=a_file, help="default $GITHUB_EVENT_PATH")
     m.set_defaults(func=cmd_ci_matrix)
     i = ci_sub.add_parser(
         "install", help="install a row's packages (unless in its image) and the project (project_install)"
@@ -140,6 +140,6 @@ def add_ci_commands(sub: Any) -> None:
     i.add_argument("--device", "-d", required=True)
     i.set_defaults(func=cmd_ci_install)
     c = ci_sub.add_parser("collect", help="lay downloaded artifacts out as a results folder")
-    c.add_argument("artifacts", type=a_path)
-    c.add_argument("results", type=a_path)
+    c.add_argument("artifacts", type=a_folder)
+    c.add_argument("results", type=a_folder)
     c.set_defaults(func=cmd_ci_collect)

@@ -33,6 +33,32 @@ def a_path(text: str) -> str:
     return text
 
 
+def a_folder(text: str) -> str:
+    """An argparse type: a path (:func:`a_path`) that is a folder, or can be made one (#42:
+    ``triage --out FILE`` was a wrong command line told as the environment's, exit 5)."""
+    _of_kind(a_path(text), folder=True)
+    return text
+
+
+def a_file(text: str) -> str:
+    """An argparse type: a path (:func:`a_path`) that is a file, or can be made one."""
+    _of_kind(a_path(text), folder=False)
+    return text
+
+
+def _of_kind(text: str, *, folder: bool) -> None:
+    """Refuse ``text`` where it names a thing of the other kind, or lies under a file: what
+    does not exist yet is for the command to make or to find missing."""
+    path = Path(text)
+    if path.is_dir() and not folder:
+        raise argparse.ArgumentTypeError(f"{text} is a folder, not a file: give a file")
+    if path.exists() and not path.is_dir() and folder:
+        raise argparse.ArgumentTypeError(f"{text} is a file, not a folder: give a folder")
+    above = next((p for p in path.parents if p.exists()), None)
+    if not path.exists() and above is not None and not above.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} lies under {above}, which is a file: give a path under a folder")
+
+
 def add_map_flag(parser: Any) -> None:
     """#34: ``run --record-map``, the configuration's ``record_map`` for one run."""
     parser.add_argument(

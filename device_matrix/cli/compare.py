@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import IO
 
 from device_matrix import config as config_mod
-from device_matrix.cli.commands import a_path
+from device_matrix.cli.commands import a_folder
 from device_matrix.config import Config, Row, Script
 from device_matrix.errors import EXIT_OK, EXIT_TESTS_FAILED, UsageProblem
 from device_matrix.executors.base import spawn
@@ -351,7 +351,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     cp.add_argument("--device", "-d", required=True, help="the row whose scripts to compare")
     cp.add_argument("--python", help="interpreter for both ways (default: this one)")
-    cp.add_argument("--results", type=a_path, help="results folder of the device-matrix run (default RESULTS/compare)")
+    cp.add_argument(
+        "--results", type=a_folder, help="results folder of the device-matrix run (default RESULTS/compare)"
+    )
     cp.add_argument(
         "--timeout",
         type=float,

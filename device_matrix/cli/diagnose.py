@@ -16,7 +16,7 @@ from typing import Any
 
 from device_matrix import config as config_mod
 from device_matrix import diagnostics
-from device_matrix.cli.commands import a_path
+from device_matrix.cli.commands import a_file, a_folder
 from device_matrix.diagnostics import outputlog
 from device_matrix.diagnostics.parse import clean_lines
 from device_matrix.errors import EXIT_OK, EXIT_TESTS_FAILED, DeviceMatrixError, ResultsError
@@ -248,9 +248,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "diagnose",
         help="diagnose the crash in a log (a CI job log, a pasted log, output.log) and name its issue",
     )
-    dg.add_argument("logs", nargs="+", metavar="LOG", help="log files to read")
+    dg.add_argument("logs", nargs="+", metavar="LOG", type=a_file, help="log files to read")
     dg.add_argument(
-        "--results", type=a_path, help="results folder whose issue links and ledger to search (default from config)"
+        "--results", type=a_folder, help="results folder whose issue links and ledger to search (default from config)"
     )
     dg.add_argument("--returncode", type=int, help="the process's exit status, when the log does not say it")
     dg.add_argument("--json", action="store_true")

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from device_matrix import config as config_mod
-from device_matrix.cli.commands import a_path
+from device_matrix.cli.commands import a_file, a_folder
 from device_matrix.config import REPOSITORY_RE
 from device_matrix.errors import EXIT_OK, ConfigError, ResultsError, UsageProblem
 from device_matrix.issues import open_tracker
@@ -294,14 +294,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="file or link an issue for every skip, crash and failure group without one; read cited issues' states",
         description="Dry run by default for GitHub (shows what it would file); the local ledger is written directly.",
     )
-    s.add_argument("results", nargs="?", type=a_path, help="results folder (default from config)")
+    s.add_argument("results", nargs="?", type=a_folder, help="results folder (default from config)")
     s.add_argument("--tracker", choices=("ledger", "github"), help="override tracker.kind")
     s.add_argument("--repository", help="owner/name for the github tracker (overrides tracker.repository)")
     group = s.add_mutually_exclusive_group()
     group.add_argument("--apply", dest="apply", action="store_true", default=None, help="file and comment for real")
     group.add_argument("--dry-run", dest="apply", action="store_false", help="only say what would be filed")
     s.add_argument(
-        "--history", help="run history a crash is placed by, read-only (default .device-matrix/history.sqlite)"
+        "--history",
+        type=a_file,
+        help="run history a crash is placed by, read-only (default .device-matrix/history.sqlite)",
     )
     s.add_argument("--no-history", action="store_true", help="place crashes by this run's rows only")
     s.set_defaults(func=cmd_issues_sync)
@@ -309,14 +311,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "list", help="the embedded ledger's issues: the seed file's and those filed in the results folder"
     )
     lst.add_argument(
-        "results", nargs="?", type=a_path, help="results folder whose ledger.sqlite to read (default from config)"
+        "results", nargs="?", type=a_folder, help="results folder whose ledger.sqlite to read (default from config)"
     )
     lst.add_argument("--json", action="store_true")
     lst.set_defaults(func=cmd_issues_list)
     show = issues_sub.add_parser("show", help="one ledger issue: its state, labels, body and comments")
     show.add_argument("issue", help="ledger:N, or N")
     show.add_argument(
-        "results", nargs="?", type=a_path, help="results folder whose ledger.sqlite to read (default from config)"
+        "results", nargs="?", type=a_folder, help="results folder whose ledger.sqlite to read (default from config)"
     )
     show.set_defaults(func=cmd_issues_show)
     for name, helptext, func in (
@@ -331,7 +333,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
             )
             d.add_argument("--reason", help="why, for the issue's body")
         d.add_argument(
-            "results", nargs="?", type=a_path, help="results folder whose ledger.sqlite to write (default from config)"
+            "results",
+            nargs="?",
+            type=a_folder,
+            help="results folder whose ledger.sqlite to write (default from config)",
         )
         d.add_argument("--tracker", choices=("ledger", "github"), help="override tracker.kind")
         d.add_argument("--repository", help="owner/name for the github tracker (overrides tracker.repository)")

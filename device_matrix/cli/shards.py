@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from device_matrix.cli.commands import SOURCE_FLAGS, a_path
+from device_matrix.cli.commands import SOURCE_FLAGS, a_folder
 from device_matrix.config import Config, Row
 from device_matrix.errors import EXIT_OK, EXIT_TESTS_FAILED, ResultsError, UsageProblem
 from device_matrix.output import Output
@@ -252,7 +252,7 @@ def add_merge_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "are reported and keep the row from green.",
     )
     m.add_argument(
-        "results", nargs="?", type=a_path, help="results folder (default from config), or downloaded artifacts"
+        "results", nargs="?", type=a_folder, help="results folder (default from config), or downloaded artifacts"
     )
     m.add_argument("--device", "-d", action="append", help="only this row (repeatable)")
     m.set_defaults(func=cmd_merge)

@@ -283,9 +283,6 @@ def parse_fail_on(text: str) -> frozenset[str]:
 
 
 def cmd_triage(args: argparse.Namespace, out: Output) -> int:
-    for flag, value in (("--out", args.out), ("--history", args.history)):
-        if value == "":  # #30's sibling of --fail-on "": never the default in silence
-            raise UsageProblem(f"{flag} names no path", tip=f"Give {flag} a path, or leave it out for the default.")
     cfg = config_mod.load(Path(args.project) if args.project else None)
     results = Path(args.results) if args.results else cfg.results_dir
     out_dir = Path(args.out) if args.out else results / "triage"
@@ -353,14 +350,14 @@ def cmd_triage(args: argparse.Namespace, out: Output) -> int:
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """`triage`."""
-    from device_matrix.cli.commands import a_path, add_source_flags, whole_number
+    from device_matrix.cli.commands import a_file, a_folder, add_source_flags, whole_number
 
     tr = sub.add_parser("triage", help="one report (md, html, json) over every row's run.json")
     tr.add_argument(
-        "results", nargs="?", type=a_path, help="results folder (default from config), or downloaded artifacts"
+        "results", nargs="?", type=a_folder, help="results folder (default from config), or downloaded artifacts"
     )
-    tr.add_argument("--out", help="where to write the reports (default RESULTS/triage)")
-    tr.add_argument("--history", help="run history database (default .device-matrix/history.sqlite)")
+    tr.add_argument("--out", type=a_folder, help="where to write the reports (default RESULTS/triage)")
+    tr.add_argument("--history", type=a_file, help="run history database (default .device-matrix/history.sqlite)")
     tr.add_argument("--no-history", action="store_true", help="do not compare with or record into the history")
     tr.add_argument("--label", help="name of this run in the history (default: the time)")
     tr.add_argument(
