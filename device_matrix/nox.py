@@ -180,10 +180,14 @@ def run_row(session: nox.Session, cfg: Config, name: str) -> None:
         if plan.mode == "local" and row.install:
             steps.append([*row.install, *row.install_args])  # its index options apply to it alone
         # device-matrix and the project in one resolution: a project that lists device-matrix
-        # gets this one
+        # gets this one; but an option of the first step is the whole command's (#42: its
+        # --no-deps kept device-matrix's own dependencies out), so then device-matrix goes alone
         project = cfg.project_install if plan.mode == "local" else ()
         first, *rest = project or ((),)
-        steps.append([*own, *first])
+        if requirements_only(first):
+            steps.append([*own, *first])
+        else:
+            steps += [own, list(first)]
         steps.extend(list(step) for step in rest)  # each on its own: a step pip cannot resolve here is one (#30)
         install_once(session, steps, cfg.project_root)
         command = ["python", "-m", "device_matrix"]
@@ -198,6 +202,24 @@ def run_row(session: nox.Session, cfg: Config, name: str) -> None:
         external=passthrough,
         env=env,
     )
+
+
+# pip's options that name requirements, each for its own argument (the rest apply to the whole command)
+_REQUIREMENT_OPTIONS = ("-e", "--editable", "-r", "--requirement", "-c", "--constraint")
+# the same, joined to their argument: "-e.", "--editable=."
+_JOINED = ("-e", "-r", "-c", "--editable=", "--requirement=", "--constraint=")
+
+
+def requirements_only(step: Sequence[str]) -> bool:
+    """Whether ``step`` holds requirements alone (with ``-e``, ``-r``, ``-c``): no option that
+    changes how pip installs everything on its command line (``--no-deps``, ``--index-url``)."""
+    args = iter(step)
+    for arg in args:
+        if arg in _REQUIREMENT_OPTIONS:
+            next(args, None)
+        elif arg.startswith("-") and not arg.startswith(_JOINED):
+            return False
+    return True
 
 
 # --- installing, once per venv -------------------------------------------------------

@@ -49,8 +49,43 @@ def test_nox_installs_device_matrix_with_the_first_step_and_each_other_step_alon
     own = dm_nox.device_matrix_requirement()
     assert fake.installs == [
         ("torch==2.9.0", "torch_xla==2.9.0"),
-        (*own, "--no-deps", "-e", "."),
+        tuple(own),  # #42: the first step's --no-deps is the project's, not device-matrix's
+        ("--no-deps", "-e", "."),
         ("-r", "req.txt"),
+    ]
+
+
+def _installs(tmp_path: Path, install: str) -> list[tuple[str, ...]]:
+    root = nox_project(tmp_path / "p", f"[tool.device-matrix]\nproject_install = {install}\n")
+    fake = FakeSession(venv(tmp_path / "venv"))
+    (tmp_path / "venv").mkdir()
+    dm_nox.run_row(fake, config.load(root), "cpu")  # type: ignore[arg-type]
+    return list(fake.installs[1:])
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        ("--no-deps", "-e", "."),
+        ("-e", ".", "--no-deps"),
+        ("--index-url", "https://mirror.example/simple", "-e", "."),
+        ("--pre", "."),
+    ],
+)
+def test_a_first_step_with_an_option_for_the_whole_command_installs_device_matrix_alone(
+    tmp_path: Path, step: tuple[str, ...]
+) -> None:
+    # #42 Seen 16: `pip install <device-matrix> --no-deps -e .` left out device-matrix's own
+    # dependencies, which were there only because the project's requirements brought them
+    own = tuple(dm_nox.device_matrix_requirement())
+    install = "[" + ", ".join(f'"{x}"' for x in step) + "]"
+    assert _installs(tmp_path, install) == [own, step]
+
+
+def test_a_first_step_of_requirements_alone_is_one_resolution_with_device_matrix(tmp_path: Path) -> None:
+    own = tuple(dm_nox.device_matrix_requirement())
+    assert _installs(tmp_path, '["-e", ".[dev]", "-r", "req.txt", "-c", "pins.txt"]') == [
+        (*own, "-e", ".[dev]", "-r", "req.txt", "-c", "pins.txt")
     ]
 
 
