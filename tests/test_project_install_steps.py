@@ -11,7 +11,7 @@ import pytest
 
 import device_matrix.nox as dm_nox
 from device_matrix import config
-from device_matrix.cli import main
+from device_matrix.cli import main, pip_cause
 from device_matrix.errors import EXIT_OK, EXIT_UNAVAILABLE, ConfigError
 from tests.test_nox_api import FakeSession, venv
 from tests.test_nox_api import user_project as nox_project
@@ -112,3 +112,62 @@ def test_doctor_says_which_step_of_the_project_install_does_not_resolve(
         f"project install: step 2 does not resolve here (pip install --dry-run --no-index {NOT_THERE}): "
     )
     assert "device-matrix-no-such-package-here" in lines[1]
+
+
+UNREACHABLE = "thing @ git+https://device-matrix-test.invalid/nobody/thing.git"  # .invalid never resolves
+
+
+def test_doctor_says_the_cause_pip_gives_not_its_last_line_and_points_at_several_steps(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # #42 Seen 13: pip's last line was "note: This error originates from a subprocess, and is
+    # likely not a problem with pip."; the cause is the clone's own line, above it
+    p = user_project(tmp_path, {"tests/test_a.py": "def test_a(): pass\n"}, top=f'project_install = ["{UNREACHABLE}"]')
+    code = main(["--project", str(p.root), "doctor", "--device", "cpu"])
+    out = capsys.readouterr().out
+    assert code == EXIT_UNAVAILABLE
+    (line,) = [x for x in out.splitlines() if x.startswith("project install")]
+    assert line.startswith(f"project install: does not resolve here (pip install --dry-run '{UNREACHABLE}'): git clone")
+    assert "device-matrix-test.invalid" in line and "originates from a subprocess" not in line
+    assert "unable to access" in line or "Could not resolve host" in line, line
+    # where one command holds it all, what to do: the several-command form, documented
+    assert "project_install = [[" in out and "docs/configuration.md" in out
+
+
+CLONE = "git clone --filter=blob:none --quiet https://h.invalid/t.git /tmp/pip-install-1/t"
+TIMES = "\u00d7"  # pip's mark of the command that failed
+
+
+def test_the_cause_of_a_failed_pip_command_is_read_from_its_error() -> None:
+    said = "\n".join(
+        [
+            "  error: subprocess-exited-with-error",
+            "  ",
+            f"  {TIMES} {CLONE} did not run successfully.",
+            "  \u2502 exit code: 128",
+            "  \u2570\u2500> [2 lines of output]",
+            "      Cloning into '/tmp/pip-install-1/t'...",
+            "      fatal: unable to access 'https://h.invalid/t.git/': Could not resolve host: h.invalid",
+            "      [end of output]",
+            "  ",
+            "  note: This error originates from a subprocess, and is likely not a problem with pip.",
+            "error: subprocess-exited-with-error",
+            "",
+            f"{TIMES} {CLONE} did not run successfully.",
+            "\u2502 exit code: 128",
+            "\u2570\u2500> See above for output.",
+            "",
+            "note: This error originates from a subprocess, and is likely not a problem with pip.",
+        ]
+    )
+    assert pip_cause(said) == (
+        f"{CLONE} (exit code: 128): "
+        "fatal: unable to access 'https://h.invalid/t.git/': Could not resolve host: h.invalid"
+    )
+    resolution = (
+        "ERROR: Could not find a version that satisfies x==1 (from versions: none)\n"
+        "ERROR: No matching distribution found for x==1"
+    )
+    assert pip_cause(resolution) == "ERROR: No matching distribution found for x==1"
+    assert pip_cause("ERROR: x\n\nhint: see above\nnote: more") == "ERROR: x"
+    assert pip_cause("") == ""

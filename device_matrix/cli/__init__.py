@@ -9,6 +9,7 @@ import io
 import json
 import math
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -516,9 +517,41 @@ def _project_install_problems(cfg: Config, out: Output) -> int:
             out.line(f"project install: {which}resolves here ({command})")
             continue
         problems += 1
-        why = f"no answer in {DRY_RUN_TIMEOUT:g} s" if code is None else (said.splitlines() or [f"exit {code}"])[-1]
+        why = f"no answer in {DRY_RUN_TIMEOUT:g} s" if code is None else (pip_cause(said) or f"exit {code}")
         out.line(f"project install: {which}does not resolve here ({command}): {why}")
+    if problems and len(steps) == 1:
+        # #42: what to do where one command holds it all: one that cannot be had here fails alone
+        out.line(
+            "  tip: project_install can be several pip commands, each resolved on its own: "
+            'project_install = [["--no-deps", "-e", "."], ["-r", "requirements-ci.txt"]] installs the project '
+            "without the dependency this host cannot have (docs/configuration.md, project_install)"
+        )
     return problems
+
+
+# pip's lines that follow its cause: a note, a hint, the closing of a subprocess's output
+_PIP_AFTERWORDS = ("note:", "hint:", "[end of output]", "\u2570\u2500> See above")
+# pip's mark (U+00D7) of the command that failed: "<mark> git clone ... did not run successfully."
+_PIP_FAILED = re.compile(r"^\s*\u00d7 (?P<what>.+?)(?: did not run successfully\.)?$")
+_PIP_EXIT = re.compile(r"^\s*\u2502 (?P<code>exit code: -?\d+)$")
+
+
+def pip_cause(said: str) -> str:
+    """What a failed ``pip install`` says its cause is (#42): where a subprocess failed (a git
+    clone, a build), that command, its exit code and the last line it printed; else pip's last
+    line that is no note or hint. pip's very last line is often "note: This error originates
+    from a subprocess ...", which says nothing."""
+    lines = [line.strip() for line in said.splitlines() if line.strip()]
+    failed = next((m for line in lines if (m := _PIP_FAILED.match(line))), None)
+    if failed is not None:
+        start = lines.index(failed.group(0).strip())
+        block = lines[start:]
+        code = next((m.group("code") for line in block if (m := _PIP_EXIT.match(line))), None)
+        end = next((k for k, line in enumerate(block) if line == "[end of output]"), None)
+        output = [x for x in block[:end] if not x.startswith(("\u00d7", "\u2502", "\u2570"))] if end else []
+        return failed.group("what") + (f" ({code})" if code else "") + (f": {output[-1]}" if output else "")
+    kept = [line for line in lines if not line.startswith(_PIP_AFTERWORDS)]
+    return kept[-1] if kept else ""
 
 
 def _add_doctor_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
