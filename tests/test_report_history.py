@@ -296,10 +296,12 @@ def test_an_unusable_history_path_is_a_clear_error(tmp_path: Path, capsys: pytes
     results = _results(tmp_path)
     (tmp_path / "afile").write_text("x")
     for history in (tmp_path / "afile" / "h.sqlite", tmp_path):  # under a file; a folder
-        code = main(["--project", str(tmp_path), "triage", str(results), "--history", str(history)])
-        assert code == 5
+        # #42: a path of the wrong kind is a wrong command line (2), said before anything is read
+        with pytest.raises(SystemExit) as info:
+            main(["--project", str(tmp_path), "triage", str(results), "--history", str(history)])
+        assert info.value.code == 2
         err = capsys.readouterr().err
-        assert "ERROR" in err and str(history) in err and "TIP" in err and "Traceback" not in err
+        assert "argument --history" in err and str(history) in err and "give a" in err and "Traceback" not in err
 
 
 def test_a_locked_history_is_a_clear_error_and_is_not_moved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
