@@ -53,3 +53,30 @@ def test_a_run_records_what_it_selected(project: Callable[..., Project]) -> None
     assert p.record()["selection"] is None  # the whole row
     assert p.run("run", "--device", "fixture", "--", "-k", "nothing_matches or test").returncode == EXIT_OK
     assert p.record()["selection"] == "-k nothing_matches or test"
+
+
+def _crashing(selection: str | None = None) -> dict[str, Any]:
+    """The whole row with two crashes (test_4 and test_5), or a subset of it that does not run them."""
+    tests = [*WHOLE[:4], R.test("t.py::test_4", "crashed", crash_id="cpu-1")]
+    tests.append(R.test("t.py::test_5", "crashed", crash_id="cpu-2"))
+    crashes = [R.crash("cpu", "t.py::test_4", "fp-one", index=1), R.crash("cpu", "t.py::test_5", "fp-two", index=2)]
+    if selection is None:
+        return R.record("cpu", tests, crashes)
+    return _subset(selection)
+
+
+def test_crashes_are_compared_with_runs_of_the_same_selection(tmp_path: Path) -> None:
+    # #42 Seen 10: a --test subset said "crash stopped" for the whole row's two crashes, and the
+    # next whole run said "new crash" for both, though the whole run before had them
+    (tmp_path / "pyproject.toml").write_text("[tool.device-matrix.devices.cpu]\n")
+    first = _triage(tmp_path, "r1", _crashing())
+    assert sorted(first["changes"]["new_crashes"]) == []  # the lane's first run: nothing to compare
+    subset = _triage(tmp_path, "r2", _crashing("--test t.py::test_0 --test t.py::test_1"))
+    assert subset["changes"]["stopped_crashes"] == []
+    whole = _triage(tmp_path, "r3", _crashing())
+    assert whole["changes"]["new_crashes"] == [] and whole["changes"]["stopped_crashes"] == []
+    # like with like still tells a change: the whole row without its crashes has them stopped
+    fixed = _triage(tmp_path, "r4", R.record("cpu", WHOLE))
+    assert sorted(fp for fp, _ in fixed["changes"]["stopped_crashes"]) == ["fp-one", "fp-two"]
+    back = _triage(tmp_path, "r5", _crashing())
+    assert sorted(back["changes"]["new_crashes"]) == ["fp-one", "fp-two"]

@@ -599,25 +599,47 @@ class History(Store):
         changes["disappeared"] = sorted(
             [n, r] for (r, n) in before if r in rows_now and r in rows_before and (r, n) not in seen_now
         )
+        # #42: crashes like tests, each row against the newest run of its own selection
+        same_run = {row: lane_runs[len(lane_runs) - b].id for row, b in backs.items()}
+        self._compare_crashes(triage, changes, same_run, run_id, rows_now)
+        return changes
+
+    def _compare_crashes(
+        self, triage: Triage, changes: Changes, same_run: Mapping[str, int], last: int, rows_now: Collection[str]
+    ) -> None:
+        """New, newly flaky and stopped crashes: each row's against the run ``same_run`` names
+        for it (the newest of its selection); a row that never ran its selection has nothing
+        to compare with. ``last``: the previous run, whose crashes the first layout recorded
+        without their row."""
+        wanted = {(run, row) for row, run in same_run.items()} | {(last, "")}
         crashes_before: dict[str, tuple[str, str, set[str]]] = {}
-        for fp, cls_, headline, row in self.db.execute(
-            "SELECT fingerprint, classification, headline, row FROM crash_seen WHERE run_id = ?", (run_id,)
+        runs = sorted({run for run, _ in wanted})
+        marks = ",".join("?" * len(runs))
+        for fp, cls_, headline, row, run in self.db.execute(
+            f"SELECT fingerprint, classification, headline, row, run_id FROM crash_seen WHERE run_id IN ({marks})",  # noqa: S608 - placeholders only
+            runs,
         ):
+            if (run, row) not in wanted:
+                continue
             prev_cls, _, rows = crashes_before.setdefault(fp, (cls_, headline, set()))
             rows.add(row)
             crashes_before[fp] = ("flaky" if "flaky" in (cls_, prev_cls) else cls_, headline, rows)
         crashes_now = {c["fingerprint"] for c in triage["crashes"]}
         for c in triage["crashes"]:
-            if c["fingerprint"] not in crashes_before:
+            compared = any(row in same_run for row in c["rows"])
+            if c["fingerprint"] not in crashes_before and compared:
                 changes["new_crashes"].append(c["fingerprint"])
-            if c["classification"] == "flaky" and crashes_before.get(c["fingerprint"], ("",))[0] != "flaky":
+            if (
+                compared
+                and c["classification"] == "flaky"
+                and crashes_before.get(c["fingerprint"], ("",))[0] != "flaky"
+            ):
                 changes["newly_flaky"].append(c["fingerprint"])
         for fp, (_, headline, rows) in sorted(crashes_before.items()):
             # rows == {""}: recorded by the first layout, which did not keep the row
-            ran_again = rows & rows_now or rows == {""}
+            ran_again = rows & set(rows_now) or rows == {""}
             if fp not in crashes_now and ran_again:
                 changes["stopped_crashes"].append([fp, headline])
-        return changes
 
     def _like_with_like(self, triage: Triage, candidates: Sequence[LaneRun], length: int) -> dict[str, int]:
         """Per row of ``triage``, the place from the end of its lane's series (``length``
