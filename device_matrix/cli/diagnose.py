@@ -194,7 +194,9 @@ def recorded(path: Path, text: str, *, redactor: Redactor) -> list[tuple[dict[st
             record = load_run(beside)
         except ResultsError:
             record = None
-        if record is not None:
+        # #42: the record of this very log, not one an earlier run left beside a log being written
+        said = {(m["id"], m["fingerprint"]) for m in lines}
+        if record is not None and said <= {(c["id"], c["diagnosis"]["fingerprint"]) for c in record["crashes"]}:
             return [
                 (
                     {"crash": c["id"], "headline": crash_headline(c, record["tests"]), "nodeid": c["nodeid"] or ""},
@@ -205,14 +207,20 @@ def recorded(path: Path, text: str, *, redactor: Redactor) -> list[tuple[dict[st
             ]
     found = []
     for line in lines:
-        # the attempt's own output: from its header to the runner's line
+        # the attempt's own output: from its header to the runner's line, which says how its
+        # process ended (#42: a log copied before run.json was written is read as it is)
         begin = outputlog.attempt_start(text, int(line["attempt"]), line.start())
         diag = diagnostics.diagnose(
-            returncode=None, fault_text="", output_text=text, redactor=redactor, start=begin, end=line.start()
+            returncode=outputlog.returncode_in(line.group(0)),
+            fault_text="",
+            output_text=text,
+            redactor=redactor,
+            start=begin,
+            end=line.start(),
         )
         diag["fingerprint"] = line["fingerprint"]
         diag["fingerprint_basis"] = [f"recorded by device-matrix in this log ({line['id']})"]
-        found.append(({"crash": line["id"], "headline": line["headline"], "nodeid": ""}, diag))
+        found.append(({"crash": line["id"], "headline": line["headline"], "nodeid": line["nodeid"] or ""}, diag))
     return found
 
 

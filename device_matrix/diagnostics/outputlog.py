@@ -46,16 +46,20 @@ _DUMP_CUT = "[device-matrix: the last {size} bytes of {name} follow]\n"
 _ENDED_BY_RUNNER = "=== device-matrix attempt {index} was ended by the runner (returncode {rc})"
 _ENDED_BY_SIGNAL = "=== device-matrix attempt {index} ended by {name} (returncode {rc})"
 _EXITED = "=== device-matrix attempt {index} exited with {rc}"
-# the crash, at the end of the line of the attempt it ended (a death, a timeout, a hang at exit)
-_ITS_CRASH = ": {id}: {headline}; fingerprint {fingerprint}"
+# the crash, at the end of the line of the attempt it ended (a death, a timeout, a hang at exit),
+# with its test's nodeid last (#42: a log read without its record names the test; older logs lack it)
+_ITS_CRASH = ": {id}: {headline}; fingerprint {fingerprint}{test}"
+_TEST = "; test {nodeid}"
+_TEST_RE = r"(?:; test (?P<nodeid>.+))?"
 # the line of a signal's end (the runner's own kill is never in this form: it is no crash)
 ATTEMPT_END_RE = re.compile(
     r"^=== device-matrix attempt (?P<attempt>\d+) ended by SIG[A-Z0-9]+ \(returncode (?P<rc>-?\d+)\)(?:: .*)?$"
 )
 # any end line that names the crash recorded for its attempt (no ":" before the crash's own)
 _ATTEMPT_CRASH_RE = re.compile(
-    r"^=== device-matrix attempt (?P<attempt>\d+) [^:]*: (?P<id>\S+): (?P<headline>.*); "
-    r"fingerprint (?P<fingerprint>[0-9a-f]+)$"
+    r"^=== device-matrix attempt (?P<attempt>\d+) [^:]*: (?P<id>\S+): (?P<headline>.*?); "
+    rf"fingerprint (?P<fingerprint>[0-9a-f]+){_TEST_RE}$",
+    re.MULTILINE,
 )
 
 
@@ -103,7 +107,10 @@ def attempt_end(ended: Ended, *, crash: CrashRecord | None = None, tests: Sequen
         line = _EXITED.format(index=i, rc=rc)
     if crash is not None:
         line += _ITS_CRASH.format(
-            id=crash["id"], headline=crash_headline(crash, tests), fingerprint=crash["diagnosis"]["fingerprint"]
+            id=crash["id"],
+            headline=crash_headline(crash, tests),
+            fingerprint=crash["diagnosis"]["fingerprint"],
+            test=_TEST.format(nodeid=crash["nodeid"]) if crash["nodeid"] else "",
         )
     return f"{text}{line}\n"
 
@@ -116,10 +123,11 @@ def returncode_in(line: str) -> int | None:
 
 # --- a crash of a process that lived on -------------------------------------------------------
 
-_RECORDED_CRASH = "=== device-matrix: {id} in attempt {attempt}: {headline}; fingerprint {fingerprint}\n"
+_RECORDED_CRASH = "=== device-matrix: {id} in attempt {attempt}: {headline}; fingerprint {fingerprint}{test}\n"
 _RECORDED_CRASH_RE = re.compile(
-    r"=== device-matrix: (?P<id>\S+) in attempt (?P<attempt>\d+): (?P<headline>.*); "
-    r"fingerprint (?P<fingerprint>[0-9a-f]+)$"
+    r"=== device-matrix: (?P<id>\S+) in attempt (?P<attempt>\d+): (?P<headline>.*?); "
+    rf"fingerprint (?P<fingerprint>[0-9a-f]+){_TEST_RE}$",
+    re.MULTILINE,
 )
 
 
@@ -130,18 +138,16 @@ def crash_line(crash: CrashRecord, tests: Sequence[TestRecord] = ()) -> str:
         attempt=crash["attempt"],
         headline=crash_headline(crash, tests),
         fingerprint=crash["diagnosis"]["fingerprint"],
+        test=_TEST.format(nodeid=crash["nodeid"]) if crash["nodeid"] else "",
     )
 
 
 def recorded_crashes(text: str) -> list[re.Match[str]]:
     """The crashes a row's output.log says its runner recorded, in order: each match has
-    ``id``, ``attempt``, ``headline`` and ``fingerprint``."""
-    found = []
-    for line in text.splitlines():
-        m = _RECORDED_CRASH_RE.search(line) or _ATTEMPT_CRASH_RE.search(line)
-        if m is not None:
-            found.append(m)
-    return found
+    ``id``, ``attempt``, ``headline``, ``fingerprint`` and ``nodeid`` (None in a log written
+    before it was told), and its place in ``text`` (#42: where its attempt's output ends)."""
+    found = [*_RECORDED_CRASH_RE.finditer(text), *_ATTEMPT_CRASH_RE.finditer(text)]
+    return sorted(found, key=lambda m: m.start())
 
 
 def append(log: Path, text: str, redactor: Redactor) -> None:
