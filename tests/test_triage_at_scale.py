@@ -59,6 +59,17 @@ def test_20000_failing_tests_make_a_page_under_5_mb_that_leads_with_their_groups
     assert f"… {20_000 - view.TESTS_SHOWN} more tests (every one is in triage.json)" in page
 
 
+def test_5000_failing_tests_make_a_page_of_at_most_1_5_mb_each_cause_written_once_per_cell() -> None:
+    # #42 Seen 9: 1.70 MB, where a failed cell wrote its cause twice (a title and a span) and
+    # each row whether it was bad beside its outcomes, which say it
+    t = build([_failing(5_000)], [], {})  # type: ignore[list-item]
+    page = html.render(t)
+    assert len(page.encode()) <= 1.5 * MB, len(page.encode())
+    matrix = page[page.index("<table id='matrix'") : page.index("</table>", page.index("<table id='matrix'"))]
+    assert matrix.count("assert 0 == 1") == 5_000  # the cause, once in each failed cell
+    assert matrix.count("<tr data-id=") == 5_000
+
+
 def test_a_pull_requests_20000_failures_with_their_verdicts_stay_under_5_mb_new_ones_first() -> None:
     t = build([_failing(20_000)], [], {})  # type: ignore[list-item]
     t["verdicts"] = judge(t, None, base_ref="main", base_commit=None)  # no history: each unknown

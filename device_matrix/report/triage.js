@@ -7,12 +7,16 @@
   var counter = document.getElementById('shown');
   if (!q || !only || !outcome || !counter) { return; }
   var rows = Array.prototype.slice.call(document.querySelectorAll('#matrix tbody tr'));
+  // the outcomes that make a row a problem, said once by the table (a row's own say its outcomes)
+  var bad = (document.getElementById('matrix').getAttribute('data-bad') || '').split(' ');
+  function has(tr, tag) { return (' ' + tr.getAttribute('data-outcomes') + ' ').indexOf(' ' + tag + ' ') !== -1; }
+  function problem(tr) { return bad.some(function (tag) { return tag && has(tr, tag); }); }
   function apply() {
     var text = (q.value || '').toLowerCase(), want = outcome.value, shown = 0;
     rows.forEach(function (tr) {
       var ok = tr.getAttribute('data-id').indexOf(text) !== -1 &&
-               (!only.checked || tr.getAttribute('data-bad') === '1') &&
-               (!want || (' ' + tr.getAttribute('data-outcomes') + ' ').indexOf(' ' + want + ' ') !== -1);
+               (!only.checked || problem(tr)) &&
+               (!want || has(tr, want));
       tr.hidden = !ok;
       if (ok) { shown++; }
     });
