@@ -80,3 +80,14 @@ def test_crashes_are_compared_with_runs_of_the_same_selection(tmp_path: Path) ->
     assert sorted(fp for fp, _ in fixed["changes"]["stopped_crashes"]) == ["fp-one", "fp-two"]
     back = _triage(tmp_path, "r5", _crashing())
     assert sorted(back["changes"]["new_crashes"]) == ["fp-one", "fp-two"]
+
+
+def test_a_crash_not_run_by_a_subset_is_not_called_stopped_in_the_crash_history(tmp_path: Path) -> None:
+    # #42, a sibling of Seen 10: the crash history read a subset run as the crash's end
+    (tmp_path / "pyproject.toml").write_text("[tool.device-matrix.devices.cpu]\n")
+    _triage(tmp_path, "r1", _crashing())
+    subset = _triage(tmp_path, "r2", _crashing("--test t.py::test_0 --test t.py::test_1"))
+    states = {c["fingerprint"]: c["state"] for c in subset["history"]["crashes"]}
+    assert states == {"fp-one": "selection not run", "fp-two": "selection not run"}
+    fixed = _triage(tmp_path, "r3", R.record("cpu", WHOLE))  # the whole row again, without them
+    assert {c["state"] for c in fixed["history"]["crashes"]} == {"stopped"}

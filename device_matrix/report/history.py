@@ -764,7 +764,11 @@ class History(Store):
 
     def _crashes(self, current: int, rows_now: set[str], shown: Collection[int]) -> list[CrashHistory]:
         labels = dict(self.db.execute("SELECT id, label FROM runs"))
+        selection = {
+            (int(r), str(row)): sel for r, row, sel in self.db.execute("SELECT run_id, row, selection FROM row_runs")
+        }
         seen: dict[str, dict[str, object]] = {}
+        last_on: dict[str, dict[str, int]] = {}  # fingerprint -> row -> the last run it was seen in there
         for run_id, fp, row, classification, headline, issue in self.db.execute(
             "SELECT run_id, fingerprint, row, classification, headline, issue FROM crash_seen ORDER BY run_id"
         ):
@@ -777,7 +781,18 @@ class History(Store):
             e["runs"].add(run_id)  # type: ignore[attr-defined]
             if row:
                 e["rows"].add(row)  # type: ignore[attr-defined]
+                last_on.setdefault(fp, {})[row] = run_id
             e["flaky"] = bool(e["flaky"]) or classification == "flaky"
+
+        def ran_again(fp: str) -> bool:
+            """#42: whether a later run of a row ran the selection the crash was last seen in there."""
+            return any(
+                r > last and selection.get((r, row), "") == selection.get((last, row), "")
+                for row, last in last_on.get(fp, {}).items()
+                for r in shown
+                if (r, row) in selection
+            )
+
         out: list[CrashHistory] = []
         for fp, e in seen.items():
             rows: set[str] = e["rows"]  # type: ignore[assignment]
@@ -785,6 +800,8 @@ class History(Store):
                 state = "current"
             elif rows and not rows & rows_now:
                 state = "row not run"
+            elif rows and not ran_again(fp):
+                state = "selection not run"  # its rows ran since, but never what it was seen in
             else:
                 state = "stopped"
             out.append(
@@ -800,7 +817,7 @@ class History(Store):
                     state=state,
                 )
             )
-        order = {"current": 0, "stopped": 1, "row not run": 2}
+        order = {"current": 0, "stopped": 1, "selection not run": 2, "row not run": 3}
         return sorted(out, key=lambda c: (order[c["state"]], -c["runs"], c["fingerprint"]))
 
     def base(self, lane: str, window: int = DEFAULT_WINDOW) -> Base:

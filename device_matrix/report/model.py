@@ -177,7 +177,7 @@ class CrashHistory(TypedDict):
     rows: list[str]
     issue: str | None
     flaky: bool
-    state: str  # "current" | "stopped" | "row not run"
+    state: str  # "current" | "stopped" | "selection not run" | "row not run"
 
 
 class RunSource(TypedDict):
