@@ -67,3 +67,25 @@ def test_a_device_ordinal_is_masked() -> None:
     two = one.replace("cuda:1", "cuda:0")
     assert mask(one) == mask(two) and "cuda:N" in mask(one)
     assert mask("xla:0 is busy") == mask("xla:3 is busy") == "xla:N is busy"
+
+
+def test_a_base_failure_recorded_before_numbers_were_kept_is_still_the_same_failure() -> None:
+    # the history stores each failure's masked signature; one written before #42 masked every
+    # number: the same failure on main must stay "broken on base", not turn "new" at the upgrade
+    from device_matrix.report.history import signature
+    from tests.test_verdicts import _base, _judge_one
+
+    message = _exit(137)
+    old = signature("failed", message).replace("137", "N")  # as a history written before #42 holds it
+    for stored in (old, signature("failed", message)):
+        base = _base({("cpu", "t::a"): ("PPPPPPFF", stored)}, runs=8)
+        item = _judge_one(base, outcome="failed", sig=signature("failed", message), fingerprint=None)
+        assert item["verdict"] == "broken-on-base", (stored, item["evidence"])
+    # and two failures the new rule tells apart stay apart against a new history
+    other = _judge_one(
+        _base({("cpu", "t::a"): ("PPPPPPFF", signature("failed", _exit(1)))}, runs=8),
+        outcome="failed",
+        sig=signature("failed", message),
+        fingerprint=None,
+    )
+    assert other["verdict"] == "new"

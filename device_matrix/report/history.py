@@ -36,6 +36,7 @@ import datetime as dt
 import itertools
 import json
 import math
+import re
 import sqlite3
 import statistics
 import struct
@@ -194,6 +195,18 @@ def signature(outcome: str, message: str | None) -> str:
     first = next((line.strip() for line in (message or "").splitlines() if line.strip()), "")
     # #32: temp paths, UUIDs and hashes masked too: the same failure with another temp dir is the same
     return f"{outcome}: {mask(first)}"[:SIGNATURE_LIMIT]
+
+
+# #42: a history written before numbers were kept by their role holds signatures with every
+# number masked; this rule, run over a signature of today, gives the one it wrote then
+_EVERY_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def same_failure(stored: str | None, sig: str) -> bool:
+    """Whether a signature the history stored is ``sig``'s: the same, or (stored before #42
+    kept the numbers that say what happened) the same with every number masked. A stored
+    signature that keeps numbers is compared as it is: an exit status 1 is never 137's."""
+    return stored is not None and stored in (sig, _EVERY_NUMBER.sub("N", sig))
 
 
 def crash_signature(fingerprint: str) -> str:

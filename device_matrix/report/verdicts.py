@@ -48,7 +48,7 @@ from device_matrix.records.outcomes import (
     TESTS_FAILED_STATUSES,
 )
 from device_matrix.records.source import lane_words, short
-from device_matrix.report.history import Base, LaneRun, crash_signature, signature
+from device_matrix.report.history import Base, LaneRun, crash_signature, same_failure, signature
 from device_matrix.report.model import NotRunItem, RowView, Triage, Verdict, VerdictItem, VerdictReport
 
 VERDICTS: tuple[str, ...] = get_args(Verdict)
@@ -209,7 +209,7 @@ def judge_test(
         item["placement"] = placement
         return item
     broken = trailing > 0 and (flips <= 1 or (trailing >= BROKEN_STREAK and trailing > longest))
-    if broken and base_sig == sig:
+    if broken and same_failure(base_sig, sig):
         item["verdict"] = "broken-on-base"
         what = f"crash ({fingerprint})" if fingerprint else "message"
         item["evidence"] = (
