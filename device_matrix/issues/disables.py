@@ -269,7 +269,7 @@ def read_disables(
             answer(
                 tracker,
                 issue,
-                f"device-matrix could not read this disable, so it is not applied: {problem}.",
+                f"device-matrix could not read this disable, so it is not applied: {problem.problem}.",
                 answered,
             )
     except DeviceMatrixError as exc:
