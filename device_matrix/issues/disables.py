@@ -38,6 +38,10 @@ if TYPE_CHECKING:
     from device_matrix.issues.github import GitHubTracker
 
 CACHE_FILE = "disables.json"
+LIST_FILE = "device-matrix-disabled.toml"  # the row's list: the project's and the tracker's
+# #42: every file a row's folder holds of the tracker's disables, removed together when the
+# row applies none (a list left behind still skips a closed issue's test in plain pytest)
+ROW_FILES = (CACHE_FILE, LIST_FILE)
 ENV_TRACKER = "DEVICE_MATRIX_TRACKER"
 # a run's read of the tracker before its rows start: seconds per request, and in all for a
 # rate limit (a sync waits up to 600 s; a run uses the cached list instead)
@@ -392,7 +396,8 @@ def for_row(
         _NOTED.add(cache_dir)  # said once per run, not once per row
         note(f"disables: {got.note}")
     if not got.disables:
-        (row_dir / CACHE_FILE).unlink(missing_ok=True)  # the last run's, of disables since closed
+        for name in ROW_FILES:
+            (row_dir / name).unlink(missing_ok=True)  # the last run's, of disables since closed
         return cfg.disable_list, None
     # #33: the record says how old the list was, as disables.json does
     ref = DisablesRef(
@@ -403,7 +408,7 @@ def for_row(
         note=got.note,
     )
     write_json_atomic(row_dir / CACHE_FILE, {**ref, "disables": [d.as_json() for d in got.disables]})
-    path = row_dir / "device-matrix-disabled.toml"
+    path = row_dir / LIST_FILE
     path.write_text(merged_disable_list(cfg.disable_list, got.disables, script_files), encoding="utf-8")
     return path, ref
 
