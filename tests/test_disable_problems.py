@@ -73,3 +73,41 @@ def test_the_answer_to_an_unreadable_disable_is_its_problem_in_words(tmp_path: P
     (note,) = ledger.comments(bad)
     assert "Unreadable(" not in note and "issue=" not in note
     assert f"could not read this disable, so it is not applied: {problem.problem}." in note
+
+
+# --- what the tracker says, on one line --------------------------------------------------
+
+
+def _project_with_issue(tmp_path: Path, title: str) -> Path:
+    from device_matrix import config
+    from device_matrix.issues import open_tracker
+
+    root = tmp_path / "proj"
+    (root / "tests").mkdir(parents=True)
+    (root / "tests" / "test_a.py").write_text("def test_a():\n    pass\n")
+    (root / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0"\n\n[tool.device-matrix]\n')
+    cfg = config.load(root)
+    tracker = open_tracker(cfg, cfg.results_dir)
+    tracker.create(title, "devices: cpu", [])
+    return root
+
+
+LINES_TITLE = "DISABLED the flaky one\n\x1b[2Jsecond line"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["skips", "list"], ["skips", "check"], ["issues", "list"], ["issues", "show", "1"]],
+    ids=" ".join,
+)
+def test_a_title_holding_a_line_break_prints_on_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    from device_matrix.cli import main
+
+    root = _project_with_issue(tmp_path, LINES_TITLE)
+    main(["--project", str(root), *command])
+    out = capsys.readouterr().out
+    assert "\x1b" not in out  # nor a terminal's control sequence
+    (line,) = [x for x in out.splitlines() if "flaky" in x]
+    assert "second line" in line and "\\n" in line and "\\x1b[2J" in line, out

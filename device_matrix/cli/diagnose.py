@@ -20,7 +20,7 @@ from device_matrix.cli.commands import a_path
 from device_matrix.diagnostics import outputlog
 from device_matrix.diagnostics.parse import clean_lines
 from device_matrix.errors import EXIT_OK, EXIT_TESTS_FAILED, DeviceMatrixError, ResultsError
-from device_matrix.output import Output
+from device_matrix.output import Output, one_line
 from device_matrix.records.schema import CrashDiagnosis, load_run
 from device_matrix.records.summary import crash_headline
 from device_matrix.redact import Redactor
@@ -176,7 +176,7 @@ def _print(out: Output, log: str, diag: CrashDiagnosis | None, issues: list[dict
         out.line(f"    {part}")
     if issues:
         for issue in issues:
-            out.line(f"  issue: {issue['issue']} [{issue['state']}] {issue['title']}")
+            out.line(one_line(f"  issue: {issue['issue']} [{issue['state']}] {issue['title']}"))
     else:
         out.line("  issue: none has this fingerprint yet (device-matrix issues sync files one from a run)")
 

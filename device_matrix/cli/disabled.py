@@ -22,7 +22,7 @@ from typing import Any, Literal
 from device_matrix.config import Config
 from device_matrix.errors import EXIT_OK, UsageProblem
 from device_matrix.issues import disables
-from device_matrix.output import Output
+from device_matrix.output import Output, one_line
 from device_matrix.records.atomic import write_json_atomic
 from device_matrix.records.outcomes import QUIET_OUTCOMES
 from device_matrix.records.schema import RunRecord, TestRecord
@@ -112,7 +112,7 @@ def rerun_disabled(
         ledger=disables.ledger_path(tracked),
     )
     if not read.fresh:
-        out.line(f"disables: {read.note}")
+        out.line(one_line(f"disables: {read.note}"))
     rerun_id = uuid.uuid4().hex[:12]
     reruns = dataclasses.replace(cfg, results_dir=cfg.project_root / ".device-matrix" / "reruns")
     # the tests rerun here are not skipped by their own disables
@@ -158,7 +158,7 @@ def rerun_disabled(
     cfg.results_dir.mkdir(parents=True, exist_ok=True)
     write_json_atomic(cfg.results_dir / EVIDENCE_FILE, data)
     for e in evidence.values():
-        out.line(f"{e['issue']} ({e['test']}) on {e['row']}: {e['passes']} of {e['runs']} run(s) passed")
+        out.line(one_line(f"{e['issue']} ({e['test']}) on {e['row']}: {e['passes']} of {e['runs']} run(s) passed"))
     out.line(f"evidence in {cfg.results_dir / EVIDENCE_FILE}: `device-matrix issues sync` reports it on each issue")
     return EXIT_OK
 

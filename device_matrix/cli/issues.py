@@ -16,7 +16,7 @@ from device_matrix.issues import open_tracker
 from device_matrix.issues.base import Tracker
 from device_matrix.issues.ledger import Kept, read_issues
 from device_matrix.issues.sync import sync
-from device_matrix.output import Output
+from device_matrix.output import Output, one_line
 from device_matrix.records.merge import has_shards, read_row
 from device_matrix.records.schema import RunRecord, load_run
 from device_matrix.report import groups
@@ -139,7 +139,7 @@ def cmd_issues_sync(args: argparse.Namespace, out: Output) -> int:
         max_failure_issues=cfg.tracker.max_failure_issues,
     )
     for line in report.lines():
-        out.line(line)
+        out.line(one_line(line))  # each a line of ours around titles and names the tracker gave (#42)
     # #33: the DISABLED issues not applied are answered; the re-enable check's evidence, on each
     from device_matrix.cli.disabled import read_evidence
     from device_matrix.issues.disables import answer_all, report_reruns
@@ -153,7 +153,7 @@ def cmd_issues_sync(args: argparse.Namespace, out: Output) -> int:
     if evidence is not None:
         out.line(f"re-enable check ({evidence.get('times')} run(s) of each disabled test):")
         for line in report_reruns(tracker, evidence, apply=apply):
-            out.line(line)
+            out.line(one_line(line))
     if not apply and (report.would_file or evidence is not None):
         out.line("dry run: pass --apply to file them")
     return EXIT_OK
@@ -194,7 +194,7 @@ def cmd_issues_list(args: argparse.Namespace, out: Output) -> int:
         return EXIT_OK
     for k in kept:
         notes = f", {len(k.comments)} comment(s)" if k.comments else ""
-        out.line(f"{k.issue.key}  {k.issue.state:<6}  {k.issue.title}  [{where[k.seeded]}{notes}]")
+        out.line(f"{k.issue.key}  {k.issue.state:<6}  {one_line(k.issue.title)}  [{where[k.seeded]}{notes}]")
     if not kept:
         out.line(f"no issues: none in {where[True]}, none filed in {where[False]}")
     if any(not k.seeded for k in kept):
@@ -215,10 +215,10 @@ def cmd_issues_show(args: argparse.Namespace, out: Output) -> int:
             tip="`device-matrix issues list` shows the ledger's issues.",
         )
     (k,) = found
-    out.line(f"{k.issue.key}: {k.issue.title}")
+    out.line(f"{k.issue.key}: {one_line(k.issue.title)}")
     out.line(f"state: {k.issue.state}")
     if k.issue.labels:
-        out.line(f"labels: {', '.join(k.issue.labels)}")
+        out.line(f"labels: {one_line(', '.join(k.issue.labels))}")
     out.line(f"kept in: {_shown(seed, root) if k.seeded else _shown(ledger, root)}")
     out.line("")
     for line in k.issue.body.splitlines():

@@ -15,7 +15,7 @@ from device_matrix import config as config_mod
 from device_matrix.errors import EXIT_OK, EXIT_TESTS_FAILED
 from device_matrix.issues import LEDGER_FILE
 from device_matrix.issues.ledger import known_ids
-from device_matrix.output import Output
+from device_matrix.output import Output, one_line
 from device_matrix.skips import BY_DESIGN_COMMENT, DeviceSkip, check, load_disable_list, scan_tree
 from device_matrix.skips.scan import NOT_IN_LEDGER
 
@@ -49,7 +49,7 @@ def _declared(args: argparse.Namespace, out: Output) -> tuple[config_mod.Config,
     tracked, note = disables.declared(cfg, scripts)
     declared.extend(tracked)
     if tracked and not getattr(args, "json", False):
-        out.line(f"tracker: {note}")
+        out.line(one_line(f"tracker: {note}"))
     return cfg, declared
 
 
@@ -79,11 +79,11 @@ def cmd_skips_check(args: argparse.Namespace, out: Output) -> int:
         s = f.skip
         if f.problem:
             what = "" if s.form == "unreadable" else f"{_label(s)} "
-            out.line(f"{_where(s)}: {what}{f.problem}")
+            out.line(one_line(f"{_where(s)}: {what}{f.problem}"))
             out.annotate("error", f"device {s.mode} {f.problem}", file=s.file, line=s.line)
         elif args.verbose:
             cite = "by design" if s.by_design and not s.issue else s.issue
-            out.line(f"{_where(s)}: {_label(s)} -> {cite}")
+            out.line(one_line(f"{_where(s)}: {_label(s)} -> {cite}"))
     out.line(f"{len(findings)} device skip(s)/xfail(s), {len(bad)} problem(s)")
     if any(f.problem == "cites no issue" for f in bad):
         out.line(TIP_NO_ISSUE)
@@ -119,7 +119,8 @@ def cmd_skips_list(args: argparse.Namespace, out: Output) -> int:
     else:
         for s, r in zip(declared, rows, strict=True):
             cite = r["issue"] or ("by design" if r["by_design"] else "NO ISSUE")
-            out.line(f"{_where(s)}  {s.form} {s.mode} on {','.join(s.devices)}  {cite}  {r['reason']}")
+            # what a tracker or a test's code says, on the line of its skip (#42)
+            out.line(one_line(f"{_where(s)}  {s.form} {s.mode} on {','.join(s.devices)}  {cite}  {r['reason']}"))
     return EXIT_OK
 
 

@@ -29,6 +29,7 @@ from device_matrix.errors import DeviceMatrixError, TrackerError
 from device_matrix.issues.base import Issue, Tracker, neutralize
 from device_matrix.issues.client import PER_PAGE, GoneError, Page, author
 from device_matrix.issues.ledger import Ledger
+from device_matrix.output import one_line
 from device_matrix.records.atomic import write_json_atomic
 from device_matrix.records.schema import DisablesRef
 from device_matrix.skips.model import DeviceSkip
@@ -394,7 +395,7 @@ def for_row(
         )
     if not got.fresh and cache_dir not in _NOTED:
         _NOTED.add(cache_dir)  # said once per run, not once per row
-        note(f"disables: {got.note}")
+        note(one_line(f"disables: {got.note}"))  # a tracker's error text, on one line (#42)
     if not got.disables:
         for name in ROW_FILES:
             (row_dir / name).unlink(missing_ok=True)  # the last run's, of disables since closed
