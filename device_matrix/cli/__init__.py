@@ -256,7 +256,7 @@ def _link_with_ledger(cfg: Config, out: Output) -> None:
     declared = uncited(cfg.project_root, cfg.suite_folders())
     if not findings and not cited and not declared:
         return  # nothing to link: no ledger to open
-    tracker = open_tracker(cfg, cfg.results_dir)
+    tracker = open_tracker(cfg, cfg.results_dir, note=out.line)
     report = sync(
         records,
         tracker,

@@ -108,13 +108,13 @@ def rerun_disabled(
     tracked = disables.tracker_config(cfg, os.environ)  # the workflow's tracker input, as the row jobs read it
     read = disables.read_disables(
         lambda: disables.open_tracker(tracked, tracked.results_dir),
-        cfg.project_root / ".device-matrix",
+        cfg.state_dir,
         ledger=disables.ledger_path(tracked),
     )
     if not read.fresh:
         out.line(one_line(f"disables: {read.note}"))
     rerun_id = uuid.uuid4().hex[:12]
-    reruns = dataclasses.replace(cfg, results_dir=cfg.project_root / ".device-matrix" / "reruns")
+    reruns = dataclasses.replace(cfg, results_dir=cfg.state_dir / "reruns")
     # the tests rerun here are not skipped by their own disables
     disables.hold(reruns, [])
     evidence: dict[str, dict[str, Any]] = {}

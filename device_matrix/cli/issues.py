@@ -122,7 +122,7 @@ def cmd_issues_sync(args: argparse.Namespace, out: Output) -> int:
         cfg = dataclasses.replace(cfg, tracker=dataclasses.replace(cfg.tracker, repository=args.repository))
     kind = args.tracker or cfg.tracker.kind
     apply = args.apply if args.apply is not None else kind == "ledger"
-    tracker = open_tracker(cfg, results, kind=kind)
+    tracker = open_tracker(cfg, results, kind=kind, note=out.line)
     history = None if args.no_history else (Path(args.history) if args.history else cfg.project_root / DEFAULT_PATH)
     report = sync(
         records,
@@ -159,14 +159,14 @@ def cmd_issues_sync(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
-def _ledger_issues(args: argparse.Namespace) -> tuple[list[Kept], Path, Path, Path]:
-    """The ledger's issues, the seed and ledger files, and the project root they are shown from."""
-    from device_matrix.issues import LEDGER_FILE
+def _ledger_issues(args: argparse.Namespace, out: Output) -> tuple[list[Kept], Path, Path, Path]:
+    """The ledger's issues, the seed and ledger files, and the project root they are shown from.
+    The ledger is the project's (#42): one in the results folder from before is moved to it."""
+    from device_matrix.issues.home import ledger_file
 
     cfg = config_mod.load(Path(args.project) if args.project else None)
-    results = Path(args.results) if args.results else cfg.results_dir
     seed = cfg.project_root / cfg.tracker.ledger_seed
-    ledger = results / LEDGER_FILE
+    ledger = ledger_file(cfg, results=Path(args.results) if args.results else None, note=out.line)
     return read_issues(seed, ledger), seed, ledger, cfg.project_root
 
 
@@ -175,7 +175,7 @@ def _shown(path: Path, root: Path) -> str:
 
 
 def cmd_issues_list(args: argparse.Namespace, out: Output) -> int:
-    kept, seed, ledger, root = _ledger_issues(args)
+    kept, seed, ledger, root = _ledger_issues(args, out)
     where = {True: _shown(seed, root), False: _shown(ledger, root)}
     if args.json:
         rows = [
@@ -207,7 +207,7 @@ def cmd_issues_list(args: argparse.Namespace, out: Output) -> int:
 
 def cmd_issues_show(args: argparse.Namespace, out: Output) -> int:
     ref = args.issue if args.issue.startswith("ledger:") else f"ledger:{args.issue}"
-    kept, seed, ledger, root = _ledger_issues(args)
+    kept, seed, ledger, root = _ledger_issues(args, out)
     found = [k for k in kept if k.issue.key == ref]
     if not found:
         raise UsageProblem(
@@ -231,7 +231,7 @@ def cmd_issues_show(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
-def _disable_tracker(args: argparse.Namespace) -> tuple[config_mod.Config, Tracker]:
+def _disable_tracker(args: argparse.Namespace, out: Output) -> tuple[config_mod.Config, Tracker]:
     cfg = config_mod.load(Path(args.project) if args.project else None)
     results = Path(args.results) if args.results else cfg.results_dir
     if args.repository:
@@ -242,7 +242,7 @@ def _disable_tracker(args: argparse.Namespace) -> tuple[config_mod.Config, Track
                 f"--repository {args.repository!r} is not owner/name", tip="Write e.g. --repository acme/xla."
             )
         cfg = dataclasses.replace(cfg, tracker=dataclasses.replace(cfg.tracker, repository=args.repository))
-    return cfg, open_tracker(cfg, results, kind=args.tracker or cfg.tracker.kind)
+    return cfg, open_tracker(cfg, results, kind=args.tracker or cfg.tracker.kind, note=out.line)
 
 
 def cmd_issues_disable(args: argparse.Namespace, out: Output) -> int:
@@ -256,7 +256,7 @@ def cmd_issues_disable(args: argparse.Namespace, out: Output) -> int:
     parsed = parse("new", title, body, dt.date.today())
     if isinstance(parsed, Unreadable):
         raise UsageProblem(f"cannot disable {args.test!r}: {parsed.problem}", tip="Name a test as its nodeid reads.")
-    _, tracker = _disable_tracker(args)
+    _, tracker = _disable_tracker(args, out)
     kept = open_disable_issues(tracker, title)
     if kept:
         out.line(f"{kept[0].key} already disables {args.test}; nothing filed")
@@ -272,7 +272,7 @@ def cmd_issues_enable(args: argparse.Namespace, out: Output) -> int:
     from device_matrix.issues.disables import close_issue, open_disable_issues
     from device_matrix.skips.tracker import title_for
 
-    _, tracker = _disable_tracker(args)
+    _, tracker = _disable_tracker(args, out)
     found = open_disable_issues(tracker, title_for(args.test))
     if not found:
         raise UsageProblem(
@@ -283,6 +283,10 @@ def cmd_issues_enable(args: argparse.Namespace, out: Output) -> int:
         close_issue(tracker, issue)
         out.line(f"{issue.key} closed: {args.test} runs again from the next run")
     return EXIT_OK
+
+
+# #42: the ledger is the project's (.device-matrix/ledger.sqlite) whatever the results folder
+OLD_LEDGER_HELP = "a results folder whose ledger.sqlite from before is moved to .device-matrix/ (default from config)"
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -306,18 +310,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     s.add_argument("--no-history", action="store_true", help="place crashes by this run's rows only")
     s.set_defaults(func=cmd_issues_sync)
     lst = issues_sub.add_parser(
-        "list", help="the embedded ledger's issues: the seed file's and those filed in the results folder"
+        "list", help="the embedded ledger's issues: the seed file's and those filed in .device-matrix/ledger.sqlite"
     )
-    lst.add_argument(
-        "results", nargs="?", type=a_path, help="results folder whose ledger.sqlite to read (default from config)"
-    )
+    lst.add_argument("results", nargs="?", type=a_path, help=OLD_LEDGER_HELP)
     lst.add_argument("--json", action="store_true")
     lst.set_defaults(func=cmd_issues_list)
     show = issues_sub.add_parser("show", help="one ledger issue: its state, labels, body and comments")
     show.add_argument("issue", help="ledger:N, or N")
-    show.add_argument(
-        "results", nargs="?", type=a_path, help="results folder whose ledger.sqlite to read (default from config)"
-    )
+    show.add_argument("results", nargs="?", type=a_path, help=OLD_LEDGER_HELP)
     show.set_defaults(func=cmd_issues_show)
     for name, helptext, func in (
         ("disable", "file a DISABLED issue: the test is skipped on those rows from the next run", cmd_issues_disable),
@@ -330,9 +330,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                 "--device", action="append", help="a row or device it is disabled on (repeat; none: every row)"
             )
             d.add_argument("--reason", help="why, for the issue's body")
-        d.add_argument(
-            "results", nargs="?", type=a_path, help="results folder whose ledger.sqlite to write (default from config)"
-        )
+        d.add_argument("results", nargs="?", type=a_path, help=OLD_LEDGER_HELP)
         d.add_argument("--tracker", choices=("ledger", "github"), help="override tracker.kind")
         d.add_argument("--repository", help="owner/name for the github tracker (overrides tracker.repository)")
         d.set_defaults(func=func)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from device_matrix import config as config_mod
 from device_matrix.errors import EXIT_OK, EXIT_TESTS_FAILED
-from device_matrix.issues import LEDGER_FILE
+from device_matrix.issues.home import ledger_file
 from device_matrix.issues.ledger import known_ids
 from device_matrix.output import Output, one_line
 from device_matrix.skips import BY_DESIGN_COMMENT, DeviceSkip, check, load_disable_list, scan_tree
@@ -31,8 +31,8 @@ TIP_NO_ISSUE = (
 TIP_UNREADABLE = "TIP: fix or simplify the file; skips in it are not checked until it can be read."
 TIP_UNKNOWN_LEDGER = (
     "TIP: cite an issue that exists: one in {seed} (the ledger's seed, which every clone has) or one "
-    "`device-matrix issues sync` filed in this results folder. A fresh clone has only the seed: add "
-    "an issue you cite there ([[issue]] id = N, title = ...)."
+    "`device-matrix issues sync` filed in this machine's .device-matrix/ledger.sqlite. A fresh clone has "
+    "only the seed: add an issue you cite there ([[issue]] id = N, title = ...)."
 )
 
 
@@ -53,10 +53,10 @@ def _declared(args: argparse.Namespace, out: Output) -> tuple[config_mod.Config,
     return cfg, declared
 
 
-def _ledger(cfg: config_mod.Config) -> tuple[frozenset[int], str]:
-    """The ledger ids a skip may cite: the seed, which every clone has, and the ledger of
-    this results folder where there is one (#20)."""
-    return known_ids(cfg.project_root / cfg.tracker.ledger_seed, cfg.results_dir / LEDGER_FILE)
+def _ledger(cfg: config_mod.Config, out: Output) -> tuple[frozenset[int], str]:
+    """The ledger ids a skip may cite: the seed, which every clone has, and the project's
+    ledger where there is one (#20, #42)."""
+    return known_ids(cfg.project_root / cfg.tracker.ledger_seed, ledger_file(cfg, note=out.line))
 
 
 def _where(s: DeviceSkip) -> str:
@@ -73,7 +73,7 @@ def _label(s: DeviceSkip) -> str:
 
 def cmd_skips_check(args: argparse.Namespace, out: Output) -> int:
     cfg, declared = _declared(args, out)
-    findings = check(declared, ledger=_ledger(cfg))
+    findings = check(declared, ledger=_ledger(cfg, out))
     bad = [f for f in findings if f.problem]
     for f in findings:
         s = f.skip
@@ -96,7 +96,7 @@ def cmd_skips_check(args: argparse.Namespace, out: Output) -> int:
 
 def cmd_skips_list(args: argparse.Namespace, out: Output) -> int:
     cfg, declared = _declared(args, out)
-    problems = {id(f.skip): f.problem for f in check(declared, ledger=_ledger(cfg))}
+    problems = {id(f.skip): f.problem for f in check(declared, ledger=_ledger(cfg, out))}
     rows = [
         {
             "file": s.file,

@@ -336,10 +336,11 @@ _NOTED: set[Path] = set()
 
 
 def ledger_path(cfg: Config) -> Path | None:
-    """Where the ledger's disables are read, when the tracker is the ledger."""
-    from device_matrix.issues import LEDGER_FILE
+    """Where the ledger's disables are read, when the tracker is the ledger: the project's,
+    whatever the results folder is (#42)."""
+    from device_matrix.issues.home import ledger_file
 
-    return cfg.results_dir / LEDGER_FILE if cfg.tracker.kind == "ledger" else None
+    return ledger_file(cfg) if cfg.tracker.kind == "ledger" else None
 
 
 def open_tracker(cfg: Config, results: Path) -> Tracker:
@@ -373,7 +374,7 @@ def _for_a_run(tracker: Tracker) -> Tracker:
 def hold(cfg: Config, applied: Sequence[Disable]) -> None:
     """The disables this process's runs apply, instead of the tracker's (the re-enable check
     runs the disabled tests: none of them is skipped by its own disable)."""
-    _READ[cfg.project_root / ".device-matrix"] = Read(list(applied), _now(), True, "held for the re-enable check")
+    _READ[cfg.state_dir] = Read(list(applied), _now(), True, "held for the re-enable check")
 
 
 def for_row(
@@ -382,7 +383,7 @@ def for_row(
     """The disable list the row's children read: the project's, or, with open disable
     issues, the project's and the tracker's in ``row_dir`` (with ``disables.json``, what was
     read and when); and what the run's record says of the tracker's list (None: it applied none)."""
-    cache_dir = cfg.project_root / ".device-matrix"
+    cache_dir = cfg.state_dir
     got = _READ.get(cache_dir)
     if got is None:
         cfg = tracker_config(cfg, os.environ)
@@ -447,17 +448,14 @@ def answer_all(cfg: Config, tracker: Tracker) -> Read:
     """``issues sync``: the open disables read with ``tracker`` and every one not applied
     answered (the workflow's issues job holds the token that may comment)."""
     ledger = tracker.path if isinstance(tracker, Ledger) else None
-    return read_disables(lambda: tracker, cfg.project_root / ".device-matrix", ledger=ledger)
+    return read_disables(lambda: tracker, cfg.state_dir, ledger=ledger)
 
 
 def declared(cfg: Config, script_files: Sequence[str]) -> tuple[list[DeviceSkip], str]:
     """The tracker's disables as declarations beside the ones in code (``skips list|check``),
     an unreadable one with its problem, and how the list was read (from the tracker, or the
     cache and its age)."""
-    from device_matrix.issues import LEDGER_FILE, open_tracker
-
-    ledger = cfg.results_dir / LEDGER_FILE if cfg.tracker.kind == "ledger" else None
-    got = read_disables(lambda: open_tracker(cfg, cfg.results_dir), cfg.project_root / ".device-matrix", ledger=ledger)
+    got = read_disables(lambda: open_tracker(cfg, cfg.results_dir), cfg.state_dir, ledger=ledger_path(cfg))
     out: list[DeviceSkip] = []
     for d in got.disables:
         for target in d.targets(script_files):
