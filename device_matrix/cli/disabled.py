@@ -28,24 +28,11 @@ from device_matrix.records.outcomes import QUIET_OUTCOMES
 from device_matrix.records.schema import RunRecord, TestRecord
 from device_matrix.run.context import RunOptions
 from device_matrix.run.plan import RowPlan
-from device_matrix.skips.disable import disable_matches
-from device_matrix.skips.model import DeviceSkip, device_names
-from device_matrix.skips.tracker import Disable
 
 # docs/verdicts.md: a flake at 5% fails at least once within 45 runs with 90% confidence
 # (1 - 0.95**45 = 0.90): 45 passes in a row say a test is not a 5% flake, 9 times in 10.
 DEFAULT_TIMES = 45
 EVIDENCE_FILE = "disabled-reruns.json"
-
-
-def _applies(d: Disable, row: str, pjrt: str) -> bool:
-    names = device_names(row, pjrt)
-    return "*" in d.devices or any(x in names for x in d.devices)
-
-
-def _matches(target: str, nodeid: str) -> bool:
-    probe = DeviceSkip(mode="skip", devices=("*",), issue=None, reason="", source="tracker", test=target)
-    return disable_matches(probe, nodeid)
 
 
 def _failure(record: RunRecord, test: TestRecord) -> dict[str, Any]:
@@ -122,7 +109,7 @@ def rerun_disabled(
         plan = plan_row(reruns, name)
         row = plan.row
         scripts = [s.file for s in row.scripts]
-        wanted = {d: d.targets(scripts) for d in read.disables if _applies(d, row.name, row.pjrt_device)}
+        wanted = {d: d.targets(scripts) for d in read.disables if d.applies(row.name, row.pjrt_device)}
         targets = sorted({t for ts in wanted.values() for t in ts})
         if not targets:
             out.line(f"{name}: no disabled tests")
@@ -138,8 +125,8 @@ def rerun_disabled(
         for i in range(1, n + 1):
             out.line(f"{name}: rerun {i}/{n} of {len(targets)} disabled test(s)")
             record = run_whole(reruns, plan, dataclasses.replace(options, tests=tuple(targets)), out)
-            for d, ts in wanted.items():
-                ran = [t for t in record["tests"] if any(_matches(x, t["nodeid"]) for x in ts)]
+            for d in wanted:
+                ran = [t for t in record["tests"] if d.matches(t["nodeid"], scripts)]
                 if not ran or all(t["outcome"] == "skipped" for t in ran):
                     continue  # not run this time (skipped by the project's own list or marker)
                 entry = evidence[f"{d.issue}|{name}"]

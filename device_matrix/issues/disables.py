@@ -19,7 +19,7 @@ import datetime as dt
 import json
 import os
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -31,7 +31,7 @@ from device_matrix.issues.client import PER_PAGE, GoneError, Page, author
 from device_matrix.issues.ledger import Ledger
 from device_matrix.output import one_line
 from device_matrix.records.atomic import write_json_atomic
-from device_matrix.records.schema import DisablesRef
+from device_matrix.records.schema import DisablesRef, UnmatchedDisable
 from device_matrix.skips.model import DeviceSkip
 from device_matrix.skips.tracker import TITLE_PREFIX, Disable, Unreadable, parse
 
@@ -49,6 +49,7 @@ ENV_TRACKER = "DEVICE_MATRIX_TRACKER"
 RUN_READ_TIMEOUT = 10.0
 RUN_READ_MAX_WAIT = 30.0
 ANSWER_MARKER = "<!-- device-matrix:disable-answer -->"
+RowDevice = tuple[str, "str | None"]  # a row's name and its PJRT device: what a disable's devices name
 WRITERS = frozenset({"admin", "maintain", "write"})
 
 
@@ -377,8 +378,13 @@ def hold(cfg: Config, applied: Sequence[Disable]) -> None:
     _READ[cfg.state_dir] = Read(list(applied), _now(), True, "held for the re-enable check")
 
 
+def _answering() -> bool:
+    """A workflow's row job's token is read-only: its issues job answers (``issues sync``)."""
+    return os.environ.get("GITHUB_ACTIONS") != "true"
+
+
 def for_row(
-    cfg: Config, row_dir: Path, script_files: Sequence[str], note: Callable[[str], None]
+    cfg: Config, row: RowDevice, row_dir: Path, script_files: Sequence[str], note: Callable[[str], None]
 ) -> tuple[Path, DisablesRef | None]:
     """The disable list the row's children read: the project's, or, with open disable
     issues, the project's and the tracker's in ``row_dir`` (with ``disables.json``, what was
@@ -386,13 +392,12 @@ def for_row(
     cache_dir = cfg.state_dir
     got = _READ.get(cache_dir)
     if got is None:
-        cfg = tracker_config(cfg, os.environ)
+        tracked = tracker_config(cfg, os.environ)
         got = _READ[cache_dir] = read_disables(
-            lambda: _for_a_run(open_tracker(cfg, cfg.results_dir)),
+            lambda: _for_a_run(open_tracker(tracked, tracked.results_dir)),
             cache_dir,
-            ledger=ledger_path(cfg),
-            # a row job's token is read-only: the workflow's issues job answers (issues sync)
-            answering=os.environ.get("GITHUB_ACTIONS") != "true",
+            ledger=ledger_path(tracked),
+            answering=_answering(),
         )
     if not got.fresh and cache_dir not in _NOTED:
         _NOTED.add(cache_dir)  # said once per run, not once per row
@@ -406,13 +411,74 @@ def for_row(
         read_at=got.read_at.isoformat(),
         age_s=int(got.age(_now()).total_seconds()),
         fresh=got.fresh,
-        applied=len(got.disables),
+        applied=sum(d.applies(*row) for d in got.disables),  # #42: those on this row
         note=got.note,
     )
     write_json_atomic(row_dir / CACHE_FILE, {**ref, "disables": [d.as_json() for d in got.disables]})
     path = row_dir / LIST_FILE
     path.write_text(merged_disable_list(cfg.disable_list, got.disables, script_files), encoding="utf-8")
     return path, ref
+
+
+def settle(
+    cfg: Config,
+    row: RowDevice,
+    row_dir: Path,
+    script_files: Sequence[str],
+    *,
+    ref: DisablesRef,
+    nodeids: Collection[str],
+) -> DisablesRef:
+    """#42: once a run of the whole row has collected its tests, the tracker's disables on
+    the row that name none of them (a renamed test, a look-alike character in the title):
+    said in the record and in ``disables.json``, not counted as applied, each answered once."""
+    got = _READ.get(cfg.state_dir)
+    if got is None:
+        return ref
+    mine = [d for d in got.disables if d.applies(*row)]
+    missed = [d for d in mine if not any(d.matches(n, script_files) for n in nodeids)]
+    problem = f"matches no test of row {row[0]}"
+    settled: DisablesRef = {
+        **ref,
+        "applied": len(mine) - len(missed),
+        "unmatched": [UnmatchedDisable(issue=d.issue, test=d.test, problem=problem) for d in missed],
+    }
+    write_json_atomic(row_dir / CACHE_FILE, {**settled, "disables": [d.as_json() for d in got.disables]})
+    if missed and _answering():
+        tracked = tracker_config(cfg, os.environ)
+        answer_unmatched(lambda: open_tracker(tracked, tracked.results_dir), settled["unmatched"])
+    return settled
+
+
+def _looks_alike(test: str) -> str:
+    odd = [f"{c!r} (U+{ord(c):04X})" for c in dict.fromkeys(test) if not c.isascii()]
+    return f"; its name holds characters that only look like ASCII ones: {', '.join(odd)}" if odd else ""
+
+
+def answer_unmatched(open_: Callable[[], Tracker], entries: Sequence[UnmatchedDisable]) -> int:
+    """Answer each disable issue that names no test of a row, once (a hidden marker says
+    so): what was read and where it matched nothing. The number not answered (the tracker
+    could not be written, or read): asked again on the next run or sync."""
+    grouped: dict[str, list[UnmatchedDisable]] = {}
+    for e in entries:
+        grouped.setdefault(e["issue"], []).append(e)
+    if not grouped:
+        return 0
+    try:
+        tracker = open_()
+    except DeviceMatrixError:
+        return len(grouped)
+    missed = 0
+    for ref, found in grouped.items():
+        issue = cited_issue(tracker, ref)
+        test = found[0]["test"]
+        text = (
+            f"device-matrix applies this disable to no test: `{test}` "
+            f"{'; '.join(e['problem'] for e in found)}{_looks_alike(test)}. A test renamed since, or a "
+            "title that does not spell its nodeid (`pytest --collect-only -q` lists them): edit the title."
+        )
+        missed += issue is None or not answer(tracker, issue, neutralize(text), set())
+    return missed
 
 
 # --- filing and closing (``issues disable`` / ``issues enable``) ------------------------
@@ -498,6 +564,17 @@ def _number(ref: str) -> int | None:
     return int(tail) if tail.isdigit() else None
 
 
+def _key(tracker: Tracker, ref: str, number: int) -> str:
+    """A disable's ``ledger:N`` or ``#N`` as the tracker's issue key."""
+    return ref if ref.startswith("ledger:") else f"{github(tracker).repository}#{number}"
+
+
+def cited_issue(tracker: Tracker, ref: str, title: str = "") -> Issue | None:
+    """The open issue a disable's reference names, to comment on; None for one it cannot name."""
+    number = _number(ref)
+    return None if number is None else Issue(_key(tracker, ref, number), number, title, "", "open")
+
+
 def _evidence_text(entries: Sequence[dict[str, Any]], times: int, closing: bool) -> str:
     runs = sum(int(e["runs"]) for e in entries)
     passes = sum(int(e["passes"]) for e in entries)
@@ -536,8 +613,7 @@ def report_reruns(tracker: Tracker, evidence: dict[str, Any], *, apply: bool) ->
         if number is None or state is None or state.state != "open":
             lines.append(f"  {ref}: {state.state if state else 'unknown'}, not reported")
             continue
-        key = ref if ref.startswith("ledger:") else f"{github(tracker).repository}#{number}"
-        issue = Issue(key, number, state.title, "", "open", url=state.url)
+        issue = Issue(_key(tracker, ref, number), number, state.title, "", "open", url=state.url)
         marker = RERUN_MARKER.format(rerun)
         if any(marker in c for c in tracker.comments(issue)):
             lines.append(f"  {ref}: this re-enable check is already reported")

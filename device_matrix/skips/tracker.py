@@ -23,6 +23,9 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from device_matrix.skips.disable import target_matches
+from device_matrix.skips.model import device_names
+
 TITLE_PREFIX = "DISABLED"
 # unittest's str() of a test: "test_x (__main__.TestY)", "test_x (pkg.mod.TestY.test_x)" (3.11+)
 _UNITTEST_RES = (
@@ -60,6 +63,15 @@ class Disable:
         if self.unittest_module == "__main__":
             return [f"{file}::{self.test}" for file in script_files]
         return [f"{self.unittest_module.replace('.', '/')}.py::{self.test}"]
+
+    def applies(self, row: str, pjrt_device: str | None) -> bool:
+        """Whether it disables its test on this row (by the row's name or its device's)."""
+        names = device_names(row, pjrt_device)
+        return "*" in self.devices or any(x in names for x in self.devices)
+
+    def matches(self, nodeid: str, script_files: Sequence[str]) -> bool:
+        """Whether it names the test ``nodeid`` (each of its targets a nodeid or a prefix)."""
+        return any(target_matches(t, nodeid) for t in self.targets(script_files))
 
     def as_json(self) -> dict[str, object]:
         return {
