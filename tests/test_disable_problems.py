@@ -124,7 +124,8 @@ def test_a_disable_that_matches_no_test_of_the_row_is_said_and_answered_once(tmp
     p = _project(tmp_path)
     ledger = Ledger(p.root / ".device-matrix" / "ledger.sqlite")
     ledger.create("DISABLED suites/dis/test_dis.py::test_plain", "devices: cuda", [])
-    typo = ledger.create("DISABLED suites/dis/test_dis.py::test_p\u043eram", "devices: cuda", [])  # a Cyrillic о
+    # "\u043e" is a Cyrillic o, which only looks like the test's own
+    typo = ledger.create("DISABLED suites/dis/test_dis.py::test_p\u043eram", "devices: cuda", [])
     for _ in range(2):
         proc = p.run("run", "--device", "cuda", "--device", "cpu")
         assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -171,3 +172,16 @@ def test_in_a_row_job_the_issues_sync_answers_a_disable_that_matches_no_test(tmp
         assert synced.returncode == 0, synced.stdout + synced.stderr
     (answer,) = ledger.comments(gone)
     assert "`suites/dis/test_dis.py::test_renamed` matches no test of row cpu" in answer
+
+
+def test_a_disable_on_no_row_nor_device_of_the_project_is_answered_once(tmp_path: Path) -> None:
+    from tests.test_disable_runs import _project
+
+    p = _project(tmp_path)
+    ledger = Ledger(p.root / ".device-matrix" / "ledger.sqlite")
+    typo = ledger.create("DISABLED suites/dis/test_dis.py::test_plain", "devices: cdua", [])
+    for _ in range(2):
+        assert p.run("run", "--device", "cpu").returncode == 0
+    (answer,) = ledger.comments(typo)
+    assert "is disabled on cdua: no row of this project nor its device has that name (cpu, cuda, " in answer
+    assert p.record("cpu")["disables"]["applied"] == 0

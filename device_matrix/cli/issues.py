@@ -142,14 +142,15 @@ def cmd_issues_sync(args: argparse.Namespace, out: Output) -> int:
         out.line(one_line(line))  # each a line of ours around titles and names the tracker gave (#42)
     # #33: the DISABLED issues not applied are answered; the re-enable check's evidence, on each
     from device_matrix.cli.disabled import read_evidence
-    from device_matrix.issues.disables import answer_all, answer_unmatched, report_reruns
+    from device_matrix.issues.disables import answer_all, answer_unmatched, report_reruns, rowless
 
     if apply:
         read = answer_all(cfg, tracker)
         if read.refused or read.unreadable:
             out.line(f"disables: {len(read.refused) + len(read.unreadable)} DISABLED issue(s) not applied, answered")
-        # #42: the rows' disables that named no test (a row job's token could not answer them)
+        # #42: the disables that named no test of a row, or no row (a row job's token could not answer them)
         unmatched = [e for r in records if "disables" in r for e in r["disables"].get("unmatched", [])]
+        unmatched += rowless(cfg, read.disables)
         if unmatched and answer_unmatched(lambda: tracker, unmatched):
             out.line("disables: a DISABLED issue that matches no test could not be answered: asked again next sync")
 

@@ -32,7 +32,7 @@ from device_matrix.issues.ledger import Ledger
 from device_matrix.output import one_line
 from device_matrix.records.atomic import write_json_atomic
 from device_matrix.records.schema import DisablesRef, UnmatchedDisable
-from device_matrix.skips.model import DeviceSkip
+from device_matrix.skips.model import DeviceSkip, device_names
 from device_matrix.skips.tracker import TITLE_PREFIX, Disable, Unreadable, parse
 
 if TYPE_CHECKING:
@@ -399,6 +399,8 @@ def for_row(
             ledger=ledger_path(tracked),
             answering=_answering(),
         )
+        if _answering():
+            answer_unmatched(lambda: open_tracker(tracked, tracked.results_dir), rowless(cfg, got.disables))
     if not got.fresh and cache_dir not in _NOTED:
         _NOTED.add(cache_dir)  # said once per run, not once per row
         note(one_line(f"disables: {got.note}"))  # a tracker's error text, on one line (#42)
@@ -450,6 +452,22 @@ def settle(
     return settled
 
 
+def rowless(cfg: Config, found: Sequence[Disable]) -> list[UnmatchedDisable]:
+    """#42: the disables whose devices name no row of the project nor a row's device
+    (``devices: cdua``): read, and applied nowhere."""
+    known = sorted(set().union(*(device_names(r.name, r.pjrt_device) for r in cfg.rows.values())))
+    return [
+        UnmatchedDisable(
+            issue=d.issue,
+            test=d.test,
+            problem=f"is disabled on {', '.join(d.devices)}: no row of this project nor its device "
+            f"has that name ({', '.join(known)})",
+        )
+        for d in found
+        if "*" not in d.devices and not set(d.devices) & set(known)
+    ]
+
+
 def _looks_alike(test: str) -> str:
     odd = [f"{c!r} (U+{ord(c):04X})" for c in dict.fromkeys(test) if not c.isascii()]
     return f"; its name holds characters that only look like ASCII ones: {', '.join(odd)}" if odd else ""
@@ -474,8 +492,9 @@ def answer_unmatched(open_: Callable[[], Tracker], entries: Sequence[UnmatchedDi
         test = found[0]["test"]
         text = (
             f"device-matrix applies this disable to no test: `{test}` "
-            f"{'; '.join(e['problem'] for e in found)}{_looks_alike(test)}. A test renamed since, or a "
-            "title that does not spell its nodeid (`pytest --collect-only -q` lists them): edit the title."
+            f"{'; '.join(e['problem'] for e in found)}{_looks_alike(test)}. Edit the issue: its title "
+            "spells a test's nodeid as `pytest --collect-only -q` lists it (a test renamed since, or a "
+            "look-alike character, names none), its `devices:` line names rows or their devices."
         )
         missed += issue is None or not answer(tracker, issue, neutralize(text), set())
     return missed
