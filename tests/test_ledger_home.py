@@ -115,3 +115,25 @@ def test_a_leftover_copy_or_an_empty_old_ledger_is_removed(tmp_path: Path) -> No
     Ledger(root / "results" / "ledger.sqlite").close()  # a ledger with no issue at all
     assert main(["--project", str(root), "issues", "list"]) == EXIT_OK
     assert not (root / "results" / "ledger.sqlite").exists() and _titles(root / HOME) == ["filed"]
+
+
+def test_a_ledger_moved_meanwhile_by_another_command_is_no_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two shards of one run start together: the second finds the old ledger gone."""
+    from device_matrix import config
+    from device_matrix.errors import TrackerError
+    from device_matrix.issues import home
+
+    root = _project_root(tmp_path)
+    Ledger(root / "results" / "ledger.sqlite").create("filed before the move", "", [])
+    cfg = config.load(root)
+    real = home.adopt
+
+    def raced(old: Path, new: Path) -> str | None:
+        real(old, new)  # the other shard's move
+        raise TrackerError(f"{old}: cannot move the issue ledger")
+
+    monkeypatch.setattr(home, "adopt", raced)
+    assert home.ledger_file(cfg) == root / HOME
+    assert _titles(root / HOME) == ["filed before the move"]

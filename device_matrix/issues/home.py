@@ -39,7 +39,12 @@ def ledger_file(cfg: Config, *, results: Path | None = None, note: Callable[[str
     home = cfg.state_dir / LEDGER_FILE
     folders = {str(f.resolve()): f for f in (cfg.results_dir, results) if f is not None}
     for folder in folders.values():
-        said = adopt(folder / LEDGER_FILE, home)
+        try:
+            said = adopt(folder / LEDGER_FILE, home)
+        except TrackerError:
+            if (folder / LEDGER_FILE).exists():
+                raise
+            said = None  # gone meanwhile: another command (a shard of the same run) moved it
         if said is not None:
             (note or _to_stderr)(said)
     return home
