@@ -137,3 +137,17 @@ def test_a_ledger_moved_meanwhile_by_another_command_is_no_error(
     monkeypatch.setattr(home, "adopt", raced)
     assert home.ledger_file(cfg) == root / HOME
     assert _titles(root / HOME) == ["filed before the move"]
+
+
+def test_a_disable_in_the_seed_file_applies_on_a_fresh_clone(tmp_path: Path) -> None:
+    """The seed file is the ledger every clone has: its open DISABLED issue applies before
+    any command has made the project's ledger (a CI job, a fresh clone)."""
+    p = _project(tmp_path)
+    (p.root / "device-matrix-issues.toml").write_text(
+        f'[[issue]]\nid = 1\ntitle = "DISABLED {TEST}"\nbody = "devices: cuda"\n'
+        f'\n[[issue]]\nid = 2\ntitle = "DISABLED suites/dis/test_dis.py::test_param"\nstate = "closed"\n'
+    )
+    assert p.run("run", "--device", "cuda").returncode == 0
+    outcomes = {t["nodeid"]: t["outcome"] for t in p.record("cuda")["tests"]}
+    assert outcomes[TEST] == "skipped"
+    assert outcomes["suites/dis/test_dis.py::test_param[1]"] == "passed"  # closed in the seed

@@ -97,6 +97,7 @@ def rerun_disabled(
         lambda: disables.open_tracker(tracked, tracked.results_dir),
         cfg.state_dir,
         ledger=disables.ledger_path(tracked),
+        seed=disables.seed_path(tracked),
     )
     if not read.fresh:
         out.line(one_line(f"disables: {read.note}"))

@@ -18,17 +18,16 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import sqlite3
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from device_matrix.config import Config
-from device_matrix.errors import DeviceMatrixError, TrackerError
+from device_matrix.errors import DeviceMatrixError
 from device_matrix.issues.base import Issue, Tracker, neutralize
 from device_matrix.issues.client import PER_PAGE, GoneError, Page, author
-from device_matrix.issues.ledger import Ledger
+from device_matrix.issues.ledger import Ledger, read_issues
 from device_matrix.output import one_line
 from device_matrix.records.atomic import write_json_atomic
 from device_matrix.records.schema import DisablesRef, UnmatchedDisable
@@ -101,30 +100,22 @@ def age_text(delta: dt.timedelta) -> str:
 # --- the ledger -------------------------------------------------------------------------
 
 
-def ledger_disables(ledger: Path, today: dt.date) -> tuple[list[Disable], list[tuple[Issue, Unreadable]]]:
-    """The ledger's open ``DISABLED`` issues, read only; no ledger file: none."""
-    if not ledger.is_file():
-        return [], []
-    try:
-        db = sqlite3.connect(ledger.resolve().as_uri() + "?mode=ro", uri=True)
-        try:
-            rows = db.execute(
-                "SELECT id, title, body, created FROM issues WHERE state = 'open' AND title LIKE ? ORDER BY id",
-                (TITLE_PREFIX + "%",),
-            ).fetchall()
-        finally:
-            db.close()
-    except sqlite3.Error as exc:
-        raise TrackerError(f"{ledger}: the issue ledger cannot be read ({exc})") from None
+def ledger_disables(
+    ledger: Path, today: dt.date, seed: Path | None = None
+) -> tuple[list[Disable], list[tuple[Issue, Unreadable]]]:
+    """The ledger's open ``DISABLED`` issues, read only: the seed file's, which every clone
+    has (its states win), and those filed in the ledger; no ledger file: the seed's alone (#42)."""
     found: list[Disable] = []
     bad: list[tuple[Issue, Unreadable]] = []
-    for id_, title, body, created in rows:
-        ref = f"ledger:{id_}"
-        got = parse(ref, str(title), str(body), _date(created, today))
+    for kept in read_issues(seed, ledger):
+        issue = kept.issue
+        if issue.state != "open":
+            continue
+        got = parse(issue.key, issue.title, issue.body, _date(kept.created, today))
         if isinstance(got, Disable):
             found.append(got)
         elif isinstance(got, Unreadable):
-            bad.append((Issue(ref, int(id_), str(title), str(body), "open", url=ref), got))
+            bad.append((issue, got))
     return found, bad
 
 
@@ -232,6 +223,7 @@ def read_disables(
     cache_dir: Path,
     *,
     ledger: Path | None = None,
+    seed: Path | None = None,
     answering: bool = True,
     now: Callable[[], dt.datetime] = _now,
 ) -> Read:
@@ -250,7 +242,7 @@ def read_disables(
         refused: list[tuple[Disable, str]] = []
         name = "ledger"
         if ledger is not None:
-            found, bad = ledger_disables(ledger, started.date())
+            found, bad = ledger_disables(ledger, started.date(), seed)
             if answering and any(issue.key not in answered for issue, _ in bad):
                 tracker = open_tracker()
         else:
@@ -344,6 +336,11 @@ def ledger_path(cfg: Config) -> Path | None:
     return ledger_file(cfg) if cfg.tracker.kind == "ledger" else None
 
 
+def seed_path(cfg: Config) -> Path:
+    """The ledger's seed file, which every clone has: its disables apply with the ledger's."""
+    return cfg.project_root / cfg.tracker.ledger_seed
+
+
 def open_tracker(cfg: Config, results: Path) -> Tracker:
     from device_matrix.issues import open_tracker as opener
 
@@ -397,6 +394,7 @@ def for_row(
             lambda: _for_a_run(open_tracker(tracked, tracked.results_dir)),
             cache_dir,
             ledger=ledger_path(tracked),
+            seed=seed_path(tracked),
             answering=_answering(),
         )
         if _answering():
@@ -533,14 +531,16 @@ def answer_all(cfg: Config, tracker: Tracker) -> Read:
     """``issues sync``: the open disables read with ``tracker`` and every one not applied
     answered (the workflow's issues job holds the token that may comment)."""
     ledger = tracker.path if isinstance(tracker, Ledger) else None
-    return read_disables(lambda: tracker, cfg.state_dir, ledger=ledger)
+    return read_disables(lambda: tracker, cfg.state_dir, ledger=ledger, seed=seed_path(cfg))
 
 
 def declared(cfg: Config, script_files: Sequence[str]) -> tuple[list[DeviceSkip], str]:
     """The tracker's disables as declarations beside the ones in code (``skips list|check``),
     an unreadable one with its problem, and how the list was read (from the tracker, or the
     cache and its age)."""
-    got = read_disables(lambda: open_tracker(cfg, cfg.results_dir), cfg.state_dir, ledger=ledger_path(cfg))
+    got = read_disables(
+        lambda: open_tracker(cfg, cfg.results_dir), cfg.state_dir, ledger=ledger_path(cfg), seed=seed_path(cfg)
+    )
     out: list[DeviceSkip] = []
     for d in got.disables:
         for target in d.targets(script_files):

@@ -111,13 +111,14 @@ class Kept:
     issue: Issue
     comments: list[str]
     seeded: bool
+    created: str | None = None  # when the ledger filed it; None: the seed's alone
 
 
-def read_issues(seed: Path, ledger: Path) -> list[Kept]:
+def read_issues(seed: Path | None, ledger: Path) -> list[Kept]:
     """The seed's issues and those filed in the project's ledger, by id. Read only:
     no ledger is created or seeded (#20)."""
     found: dict[int, Kept] = {}
-    for e in load_seed(seed):
+    for e in load_seed(seed) if seed is not None else []:
         issue = Issue(
             key=f"ledger:{e['id']}",
             number=int(e["id"]),
@@ -132,7 +133,7 @@ def read_issues(seed: Path, ledger: Path) -> list[Kept]:
         try:
             db = sqlite3.connect(ledger.resolve().as_uri() + "?mode=ro", uri=True)
             try:
-                rows = db.execute("SELECT id, title, body, state, labels FROM issues ORDER BY id").fetchall()
+                rows = db.execute("SELECT id, title, body, state, labels, created FROM issues ORDER BY id").fetchall()
                 notes: dict[int, list[str]] = {}
                 for issue_id, body in db.execute("SELECT issue_id, body FROM comments ORDER BY rowid"):
                     notes.setdefault(int(issue_id), []).append(str(body))
@@ -141,14 +142,17 @@ def read_issues(seed: Path, ledger: Path) -> list[Kept]:
         except sqlite3.Error as exc:
             raise TrackerError(
                 f"{ledger}: the issue ledger cannot be read ({exc})",
-                tip=f"Move {ledger} aside: the next run rebuilds it from {seed.name}.",
+                tip=f"Move {ledger} aside: the next run rebuilds it from the seed file.",
             ) from None
         for row in rows:
-            issue = _issue_of(row)
+            issue = _issue_of(row[:5])
             seeded = found.get(issue.number)
-            # the seed is authoritative for what it holds; the ledger adds the comments
+            # the seed is authoritative for what it holds; the ledger adds the comments and the date
             found[issue.number] = Kept(
-                seeded.issue if seeded else issue, notes.get(issue.number, []), seeded=seeded is not None
+                seeded.issue if seeded else issue,
+                notes.get(issue.number, []),
+                seeded=seeded is not None,
+                created=str(row[5]),
             )
     return [found[k] for k in sorted(found)]
 
