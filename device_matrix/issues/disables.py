@@ -398,7 +398,7 @@ def for_row(
             answering=_answering(),
         )
         if _answering():
-            answer_unmatched(lambda: open_tracker(tracked, tracked.results_dir), rowless(cfg, got.disables))
+            answer_unmatched(lambda: _for_a_run(open_tracker(tracked, tracked.results_dir)), rowless(cfg, got.disables))
     if not got.fresh and cache_dir not in _NOTED:
         _NOTED.add(cache_dir)  # said once per run, not once per row
         note(one_line(f"disables: {got.note}"))  # a tracker's error text, on one line (#42)
@@ -446,7 +446,7 @@ def settle(
     write_json_atomic(row_dir / CACHE_FILE, {**settled, "disables": [d.as_json() for d in got.disables]})
     if missed and _answering():
         tracked = tracker_config(cfg, os.environ)
-        answer_unmatched(lambda: open_tracker(tracked, tracked.results_dir), settled["unmatched"])
+        answer_unmatched(lambda: _for_a_run(open_tracker(tracked, tracked.results_dir)), settled["unmatched"])
     return settled
 
 
@@ -468,7 +468,11 @@ def rowless(cfg: Config, found: Sequence[Disable]) -> list[UnmatchedDisable]:
 
 def _looks_alike(test: str) -> str:
     odd = [f"{c!r} (U+{ord(c):04X})" for c in dict.fromkeys(test) if not c.isascii()]
-    return f"; its name holds characters that only look like ASCII ones: {', '.join(odd)}" if odd else ""
+    return (
+        f"; its name holds characters outside ASCII, which may only look like the ones meant: {', '.join(odd)}"
+        if odd
+        else ""
+    )
 
 
 def answer_unmatched(open_: Callable[[], Tracker], entries: Sequence[UnmatchedDisable]) -> int:
@@ -588,10 +592,10 @@ def _key(tracker: Tracker, ref: str, number: int) -> str:
     return ref if ref.startswith("ledger:") else f"{github(tracker).repository}#{number}"
 
 
-def cited_issue(tracker: Tracker, ref: str, title: str = "") -> Issue | None:
+def cited_issue(tracker: Tracker, ref: str) -> Issue | None:
     """The open issue a disable's reference names, to comment on; None for one it cannot name."""
     number = _number(ref)
-    return None if number is None else Issue(_key(tracker, ref, number), number, title, "", "open")
+    return None if number is None else Issue(_key(tracker, ref, number), number, "", "", "open")
 
 
 def _evidence_text(entries: Sequence[dict[str, Any]], times: int, closing: bool) -> str:
