@@ -151,3 +151,13 @@ def test_a_disable_in_the_seed_file_applies_on_a_fresh_clone(tmp_path: Path) -> 
     outcomes = {t["nodeid"]: t["outcome"] for t in p.record("cuda")["tests"]}
     assert outcomes[TEST] == "skipped"
     assert outcomes["suites/dis/test_dis.py::test_param[1]"] == "passed"  # closed in the seed
+
+
+def test_an_old_ledger_replaces_a_project_ledger_that_holds_only_the_seed(tmp_path: Path) -> None:
+    root = _project_root(tmp_path)
+    (root / "device-matrix-issues.toml").write_text('[[issue]]\nid = 1\ntitle = "seeded"\n')
+    Ledger(root / HOME, root / "device-matrix-issues.toml").close()  # made by a command: the seed alone
+    Ledger(root / "results" / "ledger.sqlite", root / "device-matrix-issues.toml").create("filed here", "", [])
+    assert main(["--project", str(root), "issues", "list"]) == EXIT_OK
+    assert _titles(root / HOME) == ["seeded", "filed here"]
+    assert not (root / "results" / "ledger.sqlite").exists()
