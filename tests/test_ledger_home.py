@@ -161,3 +161,28 @@ def test_an_old_ledger_replaces_a_project_ledger_that_holds_only_the_seed(tmp_pa
     assert main(["--project", str(root), "issues", "list"]) == EXIT_OK
     assert _titles(root / HOME) == ["seeded", "filed here"]
     assert not (root / "results" / "ledger.sqlite").exists()
+
+
+# --- the state folder ignores itself, whatever makes it -----------------------------------
+
+
+def test_the_cached_github_list_makes_a_state_folder_that_ignores_itself(tmp_path: Path) -> None:
+    from device_matrix.issues.disables import read_disables
+    from tests.builders import client
+    from tests.github_server import serve
+
+    with serve() as gh:
+        gh.add_issue("DISABLED a.py::test_x", "devices: cuda", labels=())
+        tracker = client(gh)
+        read_disables(lambda: tracker, tmp_path / ".device-matrix")
+    assert (tmp_path / ".device-matrix" / "disables.json").is_file()
+    assert (tmp_path / ".device-matrix" / ".gitignore").read_text() == "*\n"
+
+
+def test_the_reenable_check_makes_a_state_folder_that_ignores_itself(tmp_path: Path) -> None:
+    p = _project(tmp_path)
+    (p.root / "device-matrix-issues.toml").write_text(f'[[issue]]\nid = 1\ntitle = "DISABLED {TEST}"\n')
+    proc = p.run("run", "--device", "cpu", "--rerun-disabled", "--times", "1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "ledger:1 (suites/dis/test_dis.py::test_plain) on cpu: 1 of 1 run(s) passed" in proc.stdout
+    assert (p.root / ".device-matrix" / ".gitignore").read_text() == "*\n"

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from device_matrix.config import Config
+from device_matrix.config import Config, make_state_dir
 from device_matrix.errors import EXIT_OK, UsageProblem
 from device_matrix.issues import disables
 from device_matrix.output import Output, one_line
@@ -102,6 +102,7 @@ def rerun_disabled(
     if not read.fresh:
         out.line(one_line(f"disables: {read.note}"))
     rerun_id = uuid.uuid4().hex[:12]
+    make_state_dir(cfg.state_dir)  # #42: the reruns' folder is in it, never to be committed
     reruns = dataclasses.replace(cfg, results_dir=cfg.state_dir / "reruns")
     # the tests rerun here are not skipped by their own disables
     disables.hold(reruns, [])

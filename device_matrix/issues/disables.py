@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from device_matrix.config import Config
+from device_matrix.config import Config, make_state_dir
 from device_matrix.errors import DeviceMatrixError
 from device_matrix.issues.base import Issue, Tracker, neutralize
 from device_matrix.issues.client import PER_PAGE, GoneError, Page, author
@@ -284,7 +284,7 @@ def read_disables(
         **extra,
     }
     try:
-        cache_dir.mkdir(parents=True, exist_ok=True)
+        make_state_dir(cache_dir)  # #42: made here, it ignores itself as the history's does
         write_json_atomic(path, data)
     except OSError:
         pass  # the list still applies to this run; the next run reads the tracker again
