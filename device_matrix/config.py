@@ -66,6 +66,9 @@ SCRIPT_KINDS: tuple[str, ...] = get_args(ScriptKind)
 ON_RECURRENCE: tuple[str, ...] = get_args(OnRecurrence)
 PRESENCE_KINDS = ("env", "glob", "command", "always", "never")
 TABLE = "tool.device-matrix"
+# the project's own state, whatever --results says: the run history, the issue ledger (#42),
+# the tracker's cached disables; this machine's, never committed, never in an output folder
+STATE_DIR = ".device-matrix"
 # #31: the tables of defaults.toml that hold the defaults of a row's, a script's and a
 # gang's keys (each row, entry and gang starts from them), not a layer of the configuration
 KEY_TABLES = ("row", "script", "gang")
@@ -241,6 +244,11 @@ class Config:
     record_map: bool
     tracker: TrackerConfig
     rows: Mapping[str, Row]
+
+    @property
+    def state_dir(self) -> Path:
+        """The project's own state (:data:`STATE_DIR`): one place per project (#42)."""
+        return self.project_root / STATE_DIR
 
     def row(self, name: str) -> Row:
         try:
@@ -938,6 +946,18 @@ def load(
         **paths,
         **top,
     )
+
+
+def make_state_dir(folder: Path) -> None:
+    """``folder`` made; one this call makes that is the project's state folder ignores
+    itself, as .nox does (#20): a folder that was already there is left as it is."""
+    made = not folder.exists()
+    folder.mkdir(parents=True, exist_ok=True)
+    if made and folder.name == STATE_DIR:
+        try:
+            (folder / ".gitignore").write_text("*\n")
+        except OSError:
+            pass  # the folder serves without it; git then lists its files
 
 
 PSEUDO_FILESYSTEMS = (Path("/proc"), Path("/sys"), Path("/dev"))

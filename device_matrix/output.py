@@ -52,6 +52,17 @@ def inert(text: str) -> str:
     return "".join(out)
 
 
+# a character that ends a line (for str.splitlines or a terminal) or drives the terminal
+_UNSHOWABLE_RE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """A value shown inside one line of ours (a title, a reason, a test's name), as its
+    escapes where it holds a line break or a terminal's control character (#42): a tracker's
+    title with a newline printed as two lines, one with ``ESC[2J`` cleared the screen."""
+    return _UNSHOWABLE_RE.sub(lambda m: repr(m.group())[1:-1], text)
+
+
 def _escape_data(text: str) -> str:
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 

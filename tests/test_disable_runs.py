@@ -162,7 +162,9 @@ def test_a_github_disable_by_a_writer_applies_and_by_anyone_else_is_answered(tmp
 def test_plain_pytest_applies_the_list_the_runner_wrote(tmp_path: Path) -> None:
     """The child reads the row's list through the same option and variable as the project's."""
     p = _project(tmp_path)
-    Ledger(p.results / "ledger.sqlite").create("DISABLED suites/dis/test_dis.py::test_param", "devices: cuda", [])
+    Ledger(p.root / ".device-matrix" / "ledger.sqlite").create(
+        "DISABLED suites/dis/test_dis.py::test_param", "devices: cuda", []
+    )
     assert p.run("run", "--device", "cuda").returncode == 0
     listed = p.results / "cuda" / "device-matrix-disabled.toml"
     env = {**clean_env(), "DEVICE_MATRIX_DISABLE_LIST": str(listed), "PJRT_DEVICE": "CUDA"}
@@ -188,7 +190,7 @@ def test_the_tracker_unreachable_never_fails_a_run(tmp_path: Path) -> None:
 def test_skips_list_and_check_show_the_trackers_disables_beside_the_ones_in_code(tmp_path: Path) -> None:
     p = _project(tmp_path)
     assert p.run("issues", "disable", "test_x (__main__.TestY)", "--device", "cuda").returncode == 0
-    Ledger(p.results / "ledger.sqlite").create("DISABLED the flaky one", "devices: cuda", [])
+    Ledger(p.root / ".device-matrix" / "ledger.sqlite").create("DISABLED the flaky one", "devices: cuda", [])
     listed = p.run("skips", "list", "--json")
     rows = json.loads(listed.stdout)
     assert [(r["test"], r["source"], r["issue"], r["devices"], r["problem"]) for r in rows] == [
@@ -234,7 +236,10 @@ def test_the_reenable_check_closes_what_passes_and_keeps_what_fails_each_with_it
     again = p.run("issues", "sync")
     assert "ledger:2: this re-enable check is already reported" in again.stdout
     assert "ledger:1: closed, not reported" in again.stdout
-    kept = {k.issue.key: k for k in read_issues(p.root / "device-matrix-issues.toml", p.results / "ledger.sqlite")}
+    kept = {
+        k.issue.key: k
+        for k in read_issues(p.root / "device-matrix-issues.toml", p.root / ".device-matrix" / "ledger.sqlite")
+    }
     assert kept["ledger:1"].issue.state == "closed" and kept["ledger:3"].issue.state == "closed"
     assert kept["ledger:2"].issue.state == "open"
     (evidence,) = kept["ledger:2"].comments
@@ -253,7 +258,9 @@ def test_the_reenable_check_closes_what_passes_and_keeps_what_fails_each_with_it
 
 def test_a_disabled_test_appears_in_triage_with_its_issue_and_age(tmp_path: Path) -> None:
     p = _project(tmp_path)
-    Ledger(p.results / "ledger.sqlite").create("DISABLED suites/dis/test_dis.py::test_plain", "devices: cuda", [])
+    Ledger(p.root / ".device-matrix" / "ledger.sqlite").create(
+        "DISABLED suites/dis/test_dis.py::test_plain", "devices: cuda", []
+    )
     assert p.run("run", "--device", "cuda", "--device", "cpu").returncode == 0
     triage = p.run("triage")
     assert triage.returncode == 0, triage.stdout + triage.stderr

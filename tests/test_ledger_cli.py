@@ -31,7 +31,7 @@ def _project(tmp_path: Path, *, filed: bool = True) -> Path:
     (root / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0"\n\n[tool.device-matrix]\n')
     (root / "device-matrix-issues.toml").write_text(SEED)
     if filed:
-        ledger = Ledger(root / "results" / "ledger.sqlite", root / "device-matrix-issues.toml")
+        ledger = Ledger(root / ".device-matrix" / "ledger.sqlite", root / "device-matrix-issues.toml")
         body = "the crash\n\n<!-- device-matrix: crash-ab12 -->"
         issue = ledger.create("SIGSEGV in test_segfault on cpu", body, ["x"])
         ledger.comment(issue, "seen again in run 2")
@@ -41,20 +41,20 @@ def _project(tmp_path: Path, *, filed: bool = True) -> Path:
 
 def test_list_shows_the_seed_and_what_was_filed_here(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = _project(tmp_path)
-    before = (root / "results" / "ledger.sqlite").read_bytes()
+    before = (root / ".device-matrix" / "ledger.sqlite").read_bytes()
     assert main(["--project", str(root), "issues", "list"]) == EXIT_OK
     lines = capsys.readouterr().out.splitlines()
     assert "ledger:1  closed  NaN in the fused kernel on cuda  [device-matrix-issues.toml]" in lines
-    assert "ledger:2  open    SIGSEGV in test_segfault on cpu  [results/ledger.sqlite, 1 comment(s)]" in lines
+    assert "ledger:2  open    SIGSEGV in test_segfault on cpu  [.device-matrix/ledger.sqlite, 1 comment(s)]" in lines
     # what a clone does not have is said, with what to do
     assert any(x.startswith("TIP") and "device-matrix-issues.toml" in x for x in lines), lines
-    assert (root / "results" / "ledger.sqlite").read_bytes() == before  # read only
+    assert (root / ".device-matrix" / "ledger.sqlite").read_bytes() == before  # read only
 
     assert main(["--project", str(root), "issues", "list", "--json"]) == EXIT_OK
     listed = json.loads(capsys.readouterr().out)
     assert [(i["issue"], i["state"], i["kept_in"], i["comments"]) for i in listed] == [
         ("ledger:1", "closed", "device-matrix-issues.toml", 0),
-        ("ledger:2", "open", "results/ledger.sqlite", 1),
+        ("ledger:2", "open", ".device-matrix/ledger.sqlite", 1),
     ]
 
 

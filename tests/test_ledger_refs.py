@@ -1,8 +1,8 @@
 """Ledger references are checked, and filing names what it filed for (#20).
 
 ``skips check`` knows the ledger's issues from the seed file in the repository
-(device-matrix-issues.toml, which every clone has) and, where the results folder has one
-already, the ledger's own file; a ``ledger:N`` in neither is an error.
+(device-matrix-issues.toml, which every clone has) and, where the project has one
+already, its ledger (.device-matrix/ledger.sqlite, #42); a ``ledger:N`` in neither is an error.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def _project(tmp_path: Path, *, seed: bool = True) -> Project:
     return user_project(tmp_path, files)
 
 
-KNOWN = "device-matrix-issues.toml (no ledger in results/ yet)"
+KNOWN = "device-matrix-issues.toml (no ledger in .device-matrix/ yet)"
 
 
 def test_skips_check_rejects_ledger_ids_nobody_filed(tmp_path: Path) -> None:

@@ -51,7 +51,7 @@ def test_three_concurrent_syncs_file_no_duplicate(tmp_path: Path) -> None:
     ]
     outs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0], outs
-    counts = _fingerprints(tmp_path / "results" / "ledger.sqlite")
+    counts = _fingerprints(tmp_path / ".device-matrix" / "ledger.sqlite")  # the project's (#42)
     assert len(counts) == 6 and set(counts.values()) == {1}  # 1 crash + 5 skips, each once
     filed = sum(int(o.split(" filed,")[0].rsplit(", ", 1)[-1]) for o, _ in outs)
     assert filed == 6
@@ -64,7 +64,7 @@ def test_syncing_the_same_results_twice_adds_no_comment(tmp_path: Path) -> None:
     _write_results(tmp_path, run_url="https://ci/runs/2")
     for _ in range(2):
         assert main(["--project", str(tmp_path), "issues", "sync"]) == EXIT_OK
-    ledger = Ledger(tmp_path / "results" / "ledger.sqlite")
+    ledger = Ledger(tmp_path / ".device-matrix" / "ledger.sqlite")
     crash = next(i for i in ledger.list_issues() if i.fingerprint == "crash-fp42")
     comments = ledger.comments(crash)
     assert len(comments) == 1 and "https://ci/runs/2" in comments[0] and "cpu, tpu" in comments[0]
@@ -98,7 +98,8 @@ def test_a_corrupt_ledger_is_a_tracker_error_naming_the_file(
     tmp_path: Path, content: bytes, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _write_results(tmp_path)
-    ledger = tmp_path / "results" / "ledger.sqlite"
+    ledger = tmp_path / ".device-matrix" / "ledger.sqlite"  # the project's (#42)
+    ledger.parent.mkdir()
     ledger.write_bytes(content)
     code = main(["--project", str(tmp_path), "issues", "sync"])
     err = capsys.readouterr().err

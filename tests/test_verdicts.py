@@ -271,15 +271,17 @@ def test_the_crash_issue_says_where_the_crash_happens(main_history: Path, tmp_pa
     args = ["--project", str(tmp_path), "issues", "sync", str(results), "--history", str(main_history)]
     assert main(args) == 0
     fp = TRUTH["crash"]["fingerprint"]
-    ledger = Ledger(results / "ledger.sqlite")
+    ledger = Ledger(tmp_path / ".device-matrix" / "ledger.sqlite")  # the project's (#42)
     (issue,) = ledger.find([f"crash-{fp}"])[f"crash-{fp}"]
     crashes = TRUTH["crash"]["t4_runs"]  # main 30 is in the history: counted once
     assert "### Where it happens" in issue.body
     assert f"{crashes} of {crashes} crashes on Tesla T4 / driver 535.104.05" in issue.body
-    # without the history, this run alone places nothing
+    # without the history, this run alone places nothing (another project: another ledger)
+    (tmp_path / "alone").mkdir()
+    (tmp_path / "alone" / "pyproject.toml").write_text("")
     again = _results(tmp_path / "alone", _load("main-30"))
-    assert main(["--project", str(tmp_path), "issues", "sync", str(again), "--no-history"]) == 0
-    (alone,) = Ledger(again / "ledger.sqlite").find([f"crash-{fp}"])[f"crash-{fp}"]
+    assert main(["--project", str(tmp_path / "alone"), "issues", "sync", str(again), "--no-history"]) == 0
+    (alone,) = Ledger(tmp_path / "alone" / ".device-matrix" / "ledger.sqlite").find([f"crash-{fp}"])[f"crash-{fp}"]
     assert "too few to place by environment" in alone.body
 
 

@@ -20,7 +20,14 @@ from typing import Any, Literal
 
 from device_matrix import __version__
 from device_matrix import config as config_mod
-from device_matrix.cli.commands import a_folder, add_map_flag, add_source_flags, source_from_args, whole_number
+from device_matrix.cli.commands import (
+    Parser,
+    a_folder,
+    add_map_flag,
+    add_source_flags,
+    source_from_args,
+    whole_number,
+)
 from device_matrix.config import Config, check_results_dir
 from device_matrix.devices import detect, install_hint
 from device_matrix.errors import (
@@ -257,7 +264,7 @@ def _link_with_ledger(cfg: Config, out: Output) -> None:
     declared = uncited(cfg.project_root, cfg.suite_folders())
     if not findings and not cited and not declared:
         return  # nothing to link: no ledger to open
-    tracker = open_tracker(cfg, cfg.results_dir)
+    tracker = open_tracker(cfg, cfg.results_dir, note=out.line)
     report = sync(
         records,
         tracker,
@@ -651,7 +658,8 @@ def build_parser() -> argparse.ArgumentParser:
     """Every command's parser, each added by the module of its handler (#31)."""
     from device_matrix.cli import ci, compare, diagnose, issues, shards, skips, triage
 
-    parser = argparse.ArgumentParser(
+    # every command's parser is of the top parser's class: each takes options among its words (#42)
+    parser: argparse.ArgumentParser = Parser(
         prog="device-matrix",
         description="Run XLA test suites across a matrix of devices; diagnose crashes; link skips to issues.",
     )

@@ -10,6 +10,35 @@ from typing import Any
 from device_matrix.records.schema import SourceInfo
 
 
+class Parser(argparse.ArgumentParser):
+    """A parser whose commands take their options anywhere among their positionals (#42):
+    ``issues disable TEST --device cpu RESULTS`` as ``issues disable TEST RESULTS --device cpu``.
+
+    Plain argparse fills the positionals it meets before the first option and has none left
+    for a word after it ("unrecognized arguments"). A command (a parser without subcommands
+    and without a positional that takes the rest of the line, as ``run``'s pytest arguments)
+    is parsed intermixed: its options first, then its positionals from what is left.
+    """
+
+    _intermixing = False
+
+    # typeshed declares argparse's overloads (with a namespace or without): one signature here
+    def parse_known_args(  # type: ignore[override]
+        self, args: Any = None, namespace: Any = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        if self._intermixing or not self._intermixable():
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True  # parse_known_intermixed_args calls back here, twice
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
+
+    def _intermixable(self) -> bool:
+        positionals = [a for a in self._actions if not a.option_strings]
+        return bool(positionals) and all(a.nargs not in (argparse.PARSER, argparse.REMAINDER) for a in positionals)
+
+
 def whole_number(minimum: int) -> Callable[[str], int]:
     """An argparse type: a whole number of at least ``minimum``."""
 

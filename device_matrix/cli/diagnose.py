@@ -11,6 +11,7 @@ import argparse
 import json
 import re
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,8 @@ from device_matrix import diagnostics
 from device_matrix.cli.commands import a_file, a_folder
 from device_matrix.diagnostics import outputlog
 from device_matrix.diagnostics.parse import clean_lines
-from device_matrix.errors import EXIT_OK, EXIT_TESTS_FAILED, DeviceMatrixError, ResultsError
-from device_matrix.output import Output
+from device_matrix.errors import EXIT_OK, EXIT_TESTS_FAILED, DeviceMatrixError, ResultsError, TrackerError
+from device_matrix.output import Output, one_line
 from device_matrix.records.schema import CrashDiagnosis, load_run
 from device_matrix.records.summary import crash_headline
 from device_matrix.redact import Redactor
@@ -73,10 +74,11 @@ def diagnose_log(text: str, *, redactor: Redactor, returncode: int | None = None
     return diagnostics.diagnose_output(text, redactor=redactor)
 
 
-def known_issues(fingerprint: str, results: Path, seed: Path | None = None) -> list[dict[str, str]]:
-    """Issues that already carry ``fingerprint``: issues.json links, the ledger, its seed."""
+def known_issues(
+    fingerprint: str, results: Path, seed: Path | None = None, ledgers: Sequence[Path] = ()
+) -> list[dict[str, str]]:
+    """Issues that already carry ``fingerprint``: issues.json links, the ledgers, the seed."""
     from device_matrix.findings import crash_key
-    from device_matrix.issues import LEDGER_FILE
     from device_matrix.issues.ledger import Ledger, load_seed
     from device_matrix.issues.sync import load_links
 
@@ -87,8 +89,9 @@ def known_issues(fingerprint: str, results: Path, seed: Path | None = None) -> l
     if isinstance(linked, str):
         info = state.get("issues", {}).get(linked, {})
         found[linked] = {"issue": linked, "title": str(info.get("title", "")), "state": str(info.get("state", ""))}
-    ledger_path = results / LEDGER_FILE
-    if ledger_path.is_file():  # never create one: this command only reads
+    for ledger_path in ledgers:
+        if not ledger_path.is_file():  # never create one: this command only reads
+            continue
         try:
             ledger = Ledger(ledger_path)
             try:
@@ -97,7 +100,7 @@ def known_issues(fingerprint: str, results: Path, seed: Path | None = None) -> l
                         found[issue.key] = {"issue": issue.key, "title": issue.title, "state": issue.state}
             finally:
                 ledger.close()
-        except sqlite3.Error:
+        except (sqlite3.Error, TrackerError):
             pass  # not a ledger (or a damaged one): the links above still count
     if seed is not None and seed.is_file():
         for entry in load_seed(seed):
@@ -107,14 +110,21 @@ def known_issues(fingerprint: str, results: Path, seed: Path | None = None) -> l
     return list(found.values())
 
 
-def _places(args: argparse.Namespace) -> tuple[Path, Path | None]:
-    """The results folder to search, and the ledger's seed file when in a project."""
+def _places(args: argparse.Namespace) -> tuple[Path, Path | None, list[Path]]:
+    """The results folder to search, the ledger's seed file when in a project, and the
+    ledgers to read: the project's (#42), and one a results folder holds from before, read
+    where it is (this command moves nothing)."""
+    from device_matrix.issues.home import LEDGER_FILE
+
     try:
         cfg = config_mod.load(Path(args.project) if args.project else None)
     except DeviceMatrixError:
         # outside a project (a log downloaded anywhere): the default folder, no seed
-        return Path(args.results or "results"), None
-    return Path(args.results) if args.results else cfg.results_dir, cfg.project_root / cfg.tracker.ledger_seed
+        results = Path(args.results or "results")
+        return results, None, [results / LEDGER_FILE]
+    results = Path(args.results) if args.results else cfg.results_dir
+    seed = cfg.project_root / cfg.tracker.ledger_seed
+    return results, seed, [cfg.state_dir / LEDGER_FILE, results / LEDGER_FILE]
 
 
 # #30: a log is read as a stream and only its end is kept: a crash speaks at the end, and a
@@ -176,7 +186,7 @@ def _print(out: Output, log: str, diag: CrashDiagnosis | None, issues: list[dict
         out.line(f"    {part}")
     if issues:
         for issue in issues:
-            out.line(f"  issue: {issue['issue']} [{issue['state']}] {issue['title']}")
+            out.line(one_line(f"  issue: {issue['issue']} [{issue['state']}] {issue['title']}"))
     else:
         out.line("  issue: none has this fingerprint yet (device-matrix issues sync files one from a run)")
 
@@ -226,7 +236,7 @@ def recorded(path: Path, text: str, *, redactor: Redactor) -> list[tuple[dict[st
 
 def cmd_diagnose(args: argparse.Namespace, out: Output) -> int:
     texts = [(name, _read(Path(name))) for name in args.logs]
-    results, seed = _places(args)
+    results, seed, ledgers = _places(args)
     redactor = Redactor()
     report: list[dict[str, Any]] = []
     for name, text in texts:
@@ -234,14 +244,14 @@ def cmd_diagnose(args: argparse.Namespace, out: Output) -> int:
         if crashes:
             # the runner knew more than the log says (the faulthandler file, the exit status)
             for what, known in crashes:
-                issues = known_issues(known["fingerprint"], results, seed)
+                issues = known_issues(known["fingerprint"], results, seed, ledgers)
                 report.append({"log": name, "diagnosis": known, "issues": issues, "recorded": what})
                 if not args.json:
                     out.line(f"{name}: recorded by device-matrix as {what['crash']}: {what['headline']}")
                     _print(out, name, known, issues)
             continue
         diag = diagnose_log(text, redactor=redactor, returncode=args.returncode)
-        issues = known_issues(diag["fingerprint"], results, seed) if diag else []
+        issues = known_issues(diag["fingerprint"], results, seed, ledgers) if diag else []
         report.append({"log": name, "diagnosis": diag, "issues": issues})
         if not args.json:
             _print(out, name, diag, issues)

@@ -19,33 +19,20 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from device_matrix.config import Config
+from device_matrix.config import Config, make_state_dir
 from device_matrix.errors import EXIT_OK, UsageProblem
 from device_matrix.issues import disables
-from device_matrix.output import Output
+from device_matrix.output import Output, one_line
 from device_matrix.records.atomic import write_json_atomic
 from device_matrix.records.outcomes import QUIET_OUTCOMES
 from device_matrix.records.schema import RunRecord, TestRecord
 from device_matrix.run.context import RunOptions
 from device_matrix.run.plan import RowPlan
-from device_matrix.skips.disable import disable_matches
-from device_matrix.skips.model import DeviceSkip, device_names
-from device_matrix.skips.tracker import Disable
 
 # docs/verdicts.md: a flake at 5% fails at least once within 45 runs with 90% confidence
 # (1 - 0.95**45 = 0.90): 45 passes in a row say a test is not a 5% flake, 9 times in 10.
 DEFAULT_TIMES = 45
 EVIDENCE_FILE = "disabled-reruns.json"
-
-
-def _applies(d: Disable, row: str, pjrt: str) -> bool:
-    names = device_names(row, pjrt)
-    return "*" in d.devices or any(x in names for x in d.devices)
-
-
-def _matches(target: str, nodeid: str) -> bool:
-    probe = DeviceSkip(mode="skip", devices=("*",), issue=None, reason="", source="tracker", test=target)
-    return disable_matches(probe, nodeid)
 
 
 def _failure(record: RunRecord, test: TestRecord) -> dict[str, Any]:
@@ -108,13 +95,15 @@ def rerun_disabled(
     tracked = disables.tracker_config(cfg, os.environ)  # the workflow's tracker input, as the row jobs read it
     read = disables.read_disables(
         lambda: disables.open_tracker(tracked, tracked.results_dir),
-        cfg.project_root / ".device-matrix",
+        cfg.state_dir,
         ledger=disables.ledger_path(tracked),
+        seed=disables.seed_path(tracked),
     )
     if not read.fresh:
-        out.line(f"disables: {read.note}")
+        out.line(one_line(f"disables: {read.note}"))
     rerun_id = uuid.uuid4().hex[:12]
-    reruns = dataclasses.replace(cfg, results_dir=cfg.project_root / ".device-matrix" / "reruns")
+    make_state_dir(cfg.state_dir)  # #42: the reruns' folder is in it, never to be committed
+    reruns = dataclasses.replace(cfg, results_dir=cfg.state_dir / "reruns")
     # the tests rerun here are not skipped by their own disables
     disables.hold(reruns, [])
     evidence: dict[str, dict[str, Any]] = {}
@@ -122,7 +111,7 @@ def rerun_disabled(
         plan = plan_row(reruns, name)
         row = plan.row
         scripts = [s.file for s in row.scripts]
-        wanted = {d: d.targets(scripts) for d in read.disables if _applies(d, row.name, row.pjrt_device)}
+        wanted = {d: d.targets(scripts) for d in read.disables if d.applies(row.name, row.pjrt_device)}
         targets = sorted({t for ts in wanted.values() for t in ts})
         if not targets:
             out.line(f"{name}: no disabled tests")
@@ -138,8 +127,8 @@ def rerun_disabled(
         for i in range(1, n + 1):
             out.line(f"{name}: rerun {i}/{n} of {len(targets)} disabled test(s)")
             record = run_whole(reruns, plan, dataclasses.replace(options, tests=tuple(targets)), out)
-            for d, ts in wanted.items():
-                ran = [t for t in record["tests"] if any(_matches(x, t["nodeid"]) for x in ts)]
+            for d in wanted:
+                ran = [t for t in record["tests"] if d.matches(t["nodeid"], scripts)]
                 if not ran or all(t["outcome"] == "skipped" for t in ran):
                     continue  # not run this time (skipped by the project's own list or marker)
                 entry = evidence[f"{d.issue}|{name}"]
@@ -158,7 +147,7 @@ def rerun_disabled(
     cfg.results_dir.mkdir(parents=True, exist_ok=True)
     write_json_atomic(cfg.results_dir / EVIDENCE_FILE, data)
     for e in evidence.values():
-        out.line(f"{e['issue']} ({e['test']}) on {e['row']}: {e['passes']} of {e['runs']} run(s) passed")
+        out.line(one_line(f"{e['issue']} ({e['test']}) on {e['row']}: {e['passes']} of {e['runs']} run(s) passed"))
     out.line(f"evidence in {cfg.results_dir / EVIDENCE_FILE}: `device-matrix issues sync` reports it on each issue")
     return EXIT_OK
 

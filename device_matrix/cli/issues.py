@@ -16,7 +16,7 @@ from device_matrix.issues import open_tracker
 from device_matrix.issues.base import Tracker
 from device_matrix.issues.ledger import Kept, read_issues
 from device_matrix.issues.sync import sync
-from device_matrix.output import Output
+from device_matrix.output import Output, one_line
 from device_matrix.records.merge import has_shards, read_row
 from device_matrix.records.schema import RunRecord, load_run
 from device_matrix.report import groups
@@ -122,7 +122,7 @@ def cmd_issues_sync(args: argparse.Namespace, out: Output) -> int:
         cfg = dataclasses.replace(cfg, tracker=dataclasses.replace(cfg.tracker, repository=args.repository))
     kind = args.tracker or cfg.tracker.kind
     apply = args.apply if args.apply is not None else kind == "ledger"
-    tracker = open_tracker(cfg, results, kind=kind)
+    tracker = open_tracker(cfg, results, kind=kind, note=out.line)
     history = None if args.no_history else (Path(args.history) if args.history else cfg.project_root / DEFAULT_PATH)
     report = sync(
         records,
@@ -139,34 +139,39 @@ def cmd_issues_sync(args: argparse.Namespace, out: Output) -> int:
         max_failure_issues=cfg.tracker.max_failure_issues,
     )
     for line in report.lines():
-        out.line(line)
+        out.line(one_line(line))  # each a line of ours around titles and names the tracker gave (#42)
     # #33: the DISABLED issues not applied are answered; the re-enable check's evidence, on each
     from device_matrix.cli.disabled import read_evidence
-    from device_matrix.issues.disables import answer_all, report_reruns
+    from device_matrix.issues.disables import answer_all, answer_unmatched, report_reruns, rowless
 
     if apply:
         read = answer_all(cfg, tracker)
         if read.refused or read.unreadable:
             out.line(f"disables: {len(read.refused) + len(read.unreadable)} DISABLED issue(s) not applied, answered")
+        # #42: the disables that named no test of a row, or no row (a row job's token could not answer them)
+        unmatched = [e for r in records if "disables" in r for e in r["disables"].get("unmatched", [])]
+        unmatched += rowless(cfg, read.disables)
+        if unmatched and answer_unmatched(lambda: tracker, unmatched):
+            out.line("disables: a DISABLED issue that matches no test could not be answered: asked again next sync")
 
     evidence = read_evidence(results)
     if evidence is not None:
         out.line(f"re-enable check ({evidence.get('times')} run(s) of each disabled test):")
         for line in report_reruns(tracker, evidence, apply=apply):
-            out.line(line)
+            out.line(one_line(line))
     if not apply and (report.would_file or evidence is not None):
         out.line("dry run: pass --apply to file them")
     return EXIT_OK
 
 
-def _ledger_issues(args: argparse.Namespace) -> tuple[list[Kept], Path, Path, Path]:
-    """The ledger's issues, the seed and ledger files, and the project root they are shown from."""
-    from device_matrix.issues import LEDGER_FILE
+def _ledger_issues(args: argparse.Namespace, out: Output) -> tuple[list[Kept], Path, Path, Path]:
+    """The ledger's issues, the seed and ledger files, and the project root they are shown from.
+    The ledger is the project's (#42): one in the results folder from before is moved to it."""
+    from device_matrix.issues.home import ledger_file
 
     cfg = config_mod.load(Path(args.project) if args.project else None)
-    results = Path(args.results) if args.results else cfg.results_dir
     seed = cfg.project_root / cfg.tracker.ledger_seed
-    ledger = results / LEDGER_FILE
+    ledger = ledger_file(cfg, results=Path(args.results) if args.results else None, note=out.line)
     return read_issues(seed, ledger), seed, ledger, cfg.project_root
 
 
@@ -175,7 +180,7 @@ def _shown(path: Path, root: Path) -> str:
 
 
 def cmd_issues_list(args: argparse.Namespace, out: Output) -> int:
-    kept, seed, ledger, root = _ledger_issues(args)
+    kept, seed, ledger, root = _ledger_issues(args, out)
     where = {True: _shown(seed, root), False: _shown(ledger, root)}
     if args.json:
         rows = [
@@ -194,7 +199,7 @@ def cmd_issues_list(args: argparse.Namespace, out: Output) -> int:
         return EXIT_OK
     for k in kept:
         notes = f", {len(k.comments)} comment(s)" if k.comments else ""
-        out.line(f"{k.issue.key}  {k.issue.state:<6}  {k.issue.title}  [{where[k.seeded]}{notes}]")
+        out.line(f"{k.issue.key}  {k.issue.state:<6}  {one_line(k.issue.title)}  [{where[k.seeded]}{notes}]")
     if not kept:
         out.line(f"no issues: none in {where[True]}, none filed in {where[False]}")
     if any(not k.seeded for k in kept):
@@ -207,7 +212,7 @@ def cmd_issues_list(args: argparse.Namespace, out: Output) -> int:
 
 def cmd_issues_show(args: argparse.Namespace, out: Output) -> int:
     ref = args.issue if args.issue.startswith("ledger:") else f"ledger:{args.issue}"
-    kept, seed, ledger, root = _ledger_issues(args)
+    kept, seed, ledger, root = _ledger_issues(args, out)
     found = [k for k in kept if k.issue.key == ref]
     if not found:
         raise UsageProblem(
@@ -215,10 +220,10 @@ def cmd_issues_show(args: argparse.Namespace, out: Output) -> int:
             tip="`device-matrix issues list` shows the ledger's issues.",
         )
     (k,) = found
-    out.line(f"{k.issue.key}: {k.issue.title}")
+    out.line(f"{k.issue.key}: {one_line(k.issue.title)}")
     out.line(f"state: {k.issue.state}")
     if k.issue.labels:
-        out.line(f"labels: {', '.join(k.issue.labels)}")
+        out.line(f"labels: {one_line(', '.join(k.issue.labels))}")
     out.line(f"kept in: {_shown(seed, root) if k.seeded else _shown(ledger, root)}")
     out.line("")
     for line in k.issue.body.splitlines():
@@ -231,7 +236,7 @@ def cmd_issues_show(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
-def _disable_tracker(args: argparse.Namespace) -> tuple[config_mod.Config, Tracker]:
+def _disable_tracker(args: argparse.Namespace, out: Output) -> tuple[config_mod.Config, Tracker]:
     cfg = config_mod.load(Path(args.project) if args.project else None)
     results = Path(args.results) if args.results else cfg.results_dir
     if args.repository:
@@ -242,7 +247,7 @@ def _disable_tracker(args: argparse.Namespace) -> tuple[config_mod.Config, Track
                 f"--repository {args.repository!r} is not owner/name", tip="Write e.g. --repository acme/xla."
             )
         cfg = dataclasses.replace(cfg, tracker=dataclasses.replace(cfg.tracker, repository=args.repository))
-    return cfg, open_tracker(cfg, results, kind=args.tracker or cfg.tracker.kind)
+    return cfg, open_tracker(cfg, results, kind=args.tracker or cfg.tracker.kind, note=out.line)
 
 
 def cmd_issues_disable(args: argparse.Namespace, out: Output) -> int:
@@ -256,7 +261,7 @@ def cmd_issues_disable(args: argparse.Namespace, out: Output) -> int:
     parsed = parse("new", title, body, dt.date.today())
     if isinstance(parsed, Unreadable):
         raise UsageProblem(f"cannot disable {args.test!r}: {parsed.problem}", tip="Name a test as its nodeid reads.")
-    _, tracker = _disable_tracker(args)
+    _, tracker = _disable_tracker(args, out)
     kept = open_disable_issues(tracker, title)
     if kept:
         out.line(f"{kept[0].key} already disables {args.test}; nothing filed")
@@ -272,7 +277,7 @@ def cmd_issues_enable(args: argparse.Namespace, out: Output) -> int:
     from device_matrix.issues.disables import close_issue, open_disable_issues
     from device_matrix.skips.tracker import title_for
 
-    _, tracker = _disable_tracker(args)
+    _, tracker = _disable_tracker(args, out)
     found = open_disable_issues(tracker, title_for(args.test))
     if not found:
         raise UsageProblem(
@@ -283,6 +288,10 @@ def cmd_issues_enable(args: argparse.Namespace, out: Output) -> int:
         close_issue(tracker, issue)
         out.line(f"{issue.key} closed: {args.test} runs again from the next run")
     return EXIT_OK
+
+
+# #42: the ledger is the project's (.device-matrix/ledger.sqlite) whatever the results folder
+OLD_LEDGER_HELP = "a results folder whose ledger.sqlite from before is moved to .device-matrix/ (default from config)"
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -308,18 +317,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     s.add_argument("--no-history", action="store_true", help="place crashes by this run's rows only")
     s.set_defaults(func=cmd_issues_sync)
     lst = issues_sub.add_parser(
-        "list", help="the embedded ledger's issues: the seed file's and those filed in the results folder"
+        "list", help="the embedded ledger's issues: the seed file's and those filed in .device-matrix/ledger.sqlite"
     )
-    lst.add_argument(
-        "results", nargs="?", type=a_folder, help="results folder whose ledger.sqlite to read (default from config)"
-    )
+    lst.add_argument("results", nargs="?", type=a_folder, help=OLD_LEDGER_HELP)
     lst.add_argument("--json", action="store_true")
     lst.set_defaults(func=cmd_issues_list)
     show = issues_sub.add_parser("show", help="one ledger issue: its state, labels, body and comments")
     show.add_argument("issue", help="ledger:N, or N")
-    show.add_argument(
-        "results", nargs="?", type=a_folder, help="results folder whose ledger.sqlite to read (default from config)"
-    )
+    show.add_argument("results", nargs="?", type=a_folder, help=OLD_LEDGER_HELP)
     show.set_defaults(func=cmd_issues_show)
     for name, helptext, func in (
         ("disable", "file a DISABLED issue: the test is skipped on those rows from the next run", cmd_issues_disable),
@@ -332,12 +337,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                 "--device", action="append", help="a row or device it is disabled on (repeat; none: every row)"
             )
             d.add_argument("--reason", help="why, for the issue's body")
-        d.add_argument(
-            "results",
-            nargs="?",
-            type=a_folder,
-            help="results folder whose ledger.sqlite to write (default from config)",
-        )
+        d.add_argument("results", nargs="?", type=a_folder, help=OLD_LEDGER_HELP)
         d.add_argument("--tracker", choices=("ledger", "github"), help="override tracker.kind")
         d.add_argument("--repository", help="owner/name for the github tracker (overrides tracker.repository)")
         d.set_defaults(func=func)

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from device_matrix import config as config_mod
 from device_matrix.errors import EXIT_OK, EXIT_TESTS_FAILED
-from device_matrix.issues import LEDGER_FILE
+from device_matrix.issues.home import ledger_file
 from device_matrix.issues.ledger import known_ids
-from device_matrix.output import Output
+from device_matrix.output import Output, one_line
 from device_matrix.skips import BY_DESIGN_COMMENT, DeviceSkip, check, load_disable_list, scan_tree
 from device_matrix.skips.scan import NOT_IN_LEDGER
 
@@ -31,8 +31,8 @@ TIP_NO_ISSUE = (
 TIP_UNREADABLE = "TIP: fix or simplify the file; skips in it are not checked until it can be read."
 TIP_UNKNOWN_LEDGER = (
     "TIP: cite an issue that exists: one in {seed} (the ledger's seed, which every clone has) or one "
-    "`device-matrix issues sync` filed in this results folder. A fresh clone has only the seed: add "
-    "an issue you cite there ([[issue]] id = N, title = ...)."
+    "`device-matrix issues sync` filed in this machine's .device-matrix/ledger.sqlite. A fresh clone has "
+    "only the seed: add an issue you cite there ([[issue]] id = N, title = ...)."
 )
 
 
@@ -49,14 +49,14 @@ def _declared(args: argparse.Namespace, out: Output) -> tuple[config_mod.Config,
     tracked, note = disables.declared(cfg, scripts)
     declared.extend(tracked)
     if tracked and not getattr(args, "json", False):
-        out.line(f"tracker: {note}")
+        out.line(one_line(f"tracker: {note}"))
     return cfg, declared
 
 
-def _ledger(cfg: config_mod.Config) -> tuple[frozenset[int], str]:
-    """The ledger ids a skip may cite: the seed, which every clone has, and the ledger of
-    this results folder where there is one (#20)."""
-    return known_ids(cfg.project_root / cfg.tracker.ledger_seed, cfg.results_dir / LEDGER_FILE)
+def _ledger(cfg: config_mod.Config, out: Output) -> tuple[frozenset[int], str]:
+    """The ledger ids a skip may cite: the seed, which every clone has, and the project's
+    ledger where there is one (#20, #42)."""
+    return known_ids(cfg.project_root / cfg.tracker.ledger_seed, ledger_file(cfg, note=out.line))
 
 
 def _where(s: DeviceSkip) -> str:
@@ -73,17 +73,17 @@ def _label(s: DeviceSkip) -> str:
 
 def cmd_skips_check(args: argparse.Namespace, out: Output) -> int:
     cfg, declared = _declared(args, out)
-    findings = check(declared, ledger=_ledger(cfg))
+    findings = check(declared, ledger=_ledger(cfg, out))
     bad = [f for f in findings if f.problem]
     for f in findings:
         s = f.skip
         if f.problem:
             what = "" if s.form == "unreadable" else f"{_label(s)} "
-            out.line(f"{_where(s)}: {what}{f.problem}")
+            out.line(one_line(f"{_where(s)}: {what}{f.problem}"))
             out.annotate("error", f"device {s.mode} {f.problem}", file=s.file, line=s.line)
         elif args.verbose:
             cite = "by design" if s.by_design and not s.issue else s.issue
-            out.line(f"{_where(s)}: {_label(s)} -> {cite}")
+            out.line(one_line(f"{_where(s)}: {_label(s)} -> {cite}"))
     out.line(f"{len(findings)} device skip(s)/xfail(s), {len(bad)} problem(s)")
     if any(f.problem == "cites no issue" for f in bad):
         out.line(TIP_NO_ISSUE)
@@ -96,7 +96,7 @@ def cmd_skips_check(args: argparse.Namespace, out: Output) -> int:
 
 def cmd_skips_list(args: argparse.Namespace, out: Output) -> int:
     cfg, declared = _declared(args, out)
-    problems = {id(f.skip): f.problem for f in check(declared, ledger=_ledger(cfg))}
+    problems = {id(f.skip): f.problem for f in check(declared, ledger=_ledger(cfg, out))}
     rows = [
         {
             "file": s.file,
@@ -119,7 +119,8 @@ def cmd_skips_list(args: argparse.Namespace, out: Output) -> int:
     else:
         for s, r in zip(declared, rows, strict=True):
             cite = r["issue"] or ("by design" if r["by_design"] else "NO ISSUE")
-            out.line(f"{_where(s)}  {s.form} {s.mode} on {','.join(s.devices)}  {cite}  {r['reason']}")
+            # what a tracker or a test's code says, on the line of its skip (#42)
+            out.line(one_line(f"{_where(s)}  {s.form} {s.mode} on {','.join(s.devices)}  {cite}  {r['reason']}"))
     return EXIT_OK
 
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from device_matrix.config import Config
 from device_matrix.errors import TrackerError
 from device_matrix.issues.base import Tracker
-
-LEDGER_FILE = "ledger.sqlite"
+from device_matrix.issues.home import ledger_file
 
 
 def open_tracker(
@@ -19,13 +18,17 @@ def open_tracker(
     *,
     kind: str | None = None,
     environ: Mapping[str, str] | None = None,
+    note: Callable[[str], None] | None = None,
 ) -> Tracker:
+    """The configured tracker (or ``kind``). The ledger is the project's, whatever
+    ``results_dir`` is: one there from before is moved to it, and ``note`` told (#42)."""
     env = os.environ if environ is None else environ
     choice = kind or cfg.tracker.kind
     if choice == "ledger":
         from device_matrix.issues.ledger import Ledger
 
-        return Ledger(results_dir / LEDGER_FILE, seed=cfg.project_root / cfg.tracker.ledger_seed)
+        path = ledger_file(cfg, results=results_dir, note=note)
+        return Ledger(path, seed=cfg.project_root / cfg.tracker.ledger_seed)
     from device_matrix.issues.github import GitHubTracker
 
     if "/" not in cfg.tracker.repository:

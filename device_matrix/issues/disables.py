@@ -18,32 +18,37 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from device_matrix.config import Config
-from device_matrix.errors import DeviceMatrixError, TrackerError
+from device_matrix.config import Config, make_state_dir
+from device_matrix.errors import DeviceMatrixError
 from device_matrix.issues.base import Issue, Tracker, neutralize
 from device_matrix.issues.client import PER_PAGE, GoneError, Page, author
-from device_matrix.issues.ledger import Ledger
+from device_matrix.issues.ledger import Ledger, read_issues
+from device_matrix.output import one_line
 from device_matrix.records.atomic import write_json_atomic
-from device_matrix.records.schema import DisablesRef
-from device_matrix.skips.model import DeviceSkip
+from device_matrix.records.schema import DisablesRef, UnmatchedDisable
+from device_matrix.skips.model import DeviceSkip, device_names
 from device_matrix.skips.tracker import TITLE_PREFIX, Disable, Unreadable, parse
 
 if TYPE_CHECKING:
     from device_matrix.issues.github import GitHubTracker
 
 CACHE_FILE = "disables.json"
+LIST_FILE = "device-matrix-disabled.toml"  # the row's list: the project's and the tracker's
+# #42: every file a row's folder holds of the tracker's disables, removed together when the
+# row applies none (a list left behind still skips a closed issue's test in plain pytest)
+ROW_FILES = (CACHE_FILE, LIST_FILE)
 ENV_TRACKER = "DEVICE_MATRIX_TRACKER"
 # a run's read of the tracker before its rows start: seconds per request, and in all for a
 # rate limit (a sync waits up to 600 s; a run uses the cached list instead)
 RUN_READ_TIMEOUT = 10.0
 RUN_READ_MAX_WAIT = 30.0
 ANSWER_MARKER = "<!-- device-matrix:disable-answer -->"
+RowDevice = tuple[str, "str | None"]  # a row's name and its PJRT device: what a disable's devices name
 WRITERS = frozenset({"admin", "maintain", "write"})
 
 
@@ -95,30 +100,22 @@ def age_text(delta: dt.timedelta) -> str:
 # --- the ledger -------------------------------------------------------------------------
 
 
-def ledger_disables(ledger: Path, today: dt.date) -> tuple[list[Disable], list[tuple[Issue, Unreadable]]]:
-    """The ledger's open ``DISABLED`` issues, read only; no ledger file: none."""
-    if not ledger.is_file():
-        return [], []
-    try:
-        db = sqlite3.connect(ledger.resolve().as_uri() + "?mode=ro", uri=True)
-        try:
-            rows = db.execute(
-                "SELECT id, title, body, created FROM issues WHERE state = 'open' AND title LIKE ? ORDER BY id",
-                (TITLE_PREFIX + "%",),
-            ).fetchall()
-        finally:
-            db.close()
-    except sqlite3.Error as exc:
-        raise TrackerError(f"{ledger}: the issue ledger cannot be read ({exc})") from None
+def ledger_disables(
+    ledger: Path, today: dt.date, seed: Path | None = None
+) -> tuple[list[Disable], list[tuple[Issue, Unreadable]]]:
+    """The ledger's open ``DISABLED`` issues, read only: the seed file's, which every clone
+    has (its states win), and those filed in the ledger; no ledger file: the seed's alone (#42)."""
     found: list[Disable] = []
     bad: list[tuple[Issue, Unreadable]] = []
-    for id_, title, body, created in rows:
-        ref = f"ledger:{id_}"
-        got = parse(ref, str(title), str(body), _date(created, today))
+    for kept in read_issues(seed, ledger):
+        issue = kept.issue
+        if issue.state != "open":
+            continue
+        got = parse(issue.key, issue.title, issue.body, _date(kept.created, today))
         if isinstance(got, Disable):
             found.append(got)
         elif isinstance(got, Unreadable):
-            bad.append((Issue(ref, int(id_), str(title), str(body), "open", url=ref), got))
+            bad.append((issue, got))
     return found, bad
 
 
@@ -226,6 +223,7 @@ def read_disables(
     cache_dir: Path,
     *,
     ledger: Path | None = None,
+    seed: Path | None = None,
     answering: bool = True,
     now: Callable[[], dt.datetime] = _now,
 ) -> Read:
@@ -244,7 +242,7 @@ def read_disables(
         refused: list[tuple[Disable, str]] = []
         name = "ledger"
         if ledger is not None:
-            found, bad = ledger_disables(ledger, started.date())
+            found, bad = ledger_disables(ledger, started.date(), seed)
             if answering and any(issue.key not in answered for issue, _ in bad):
                 tracker = open_tracker()
         else:
@@ -269,7 +267,7 @@ def read_disables(
             answer(
                 tracker,
                 issue,
-                f"device-matrix could not read this disable, so it is not applied: {problem}.",
+                f"device-matrix could not read this disable, so it is not applied: {problem.problem}.",
                 answered,
             )
     except DeviceMatrixError as exc:
@@ -286,7 +284,7 @@ def read_disables(
         **extra,
     }
     try:
-        cache_dir.mkdir(parents=True, exist_ok=True)
+        make_state_dir(cache_dir)  # #42: made here, it ignores itself as the history's does
         write_json_atomic(path, data)
     except OSError:
         pass  # the list still applies to this run; the next run reads the tracker again
@@ -331,10 +329,16 @@ _NOTED: set[Path] = set()
 
 
 def ledger_path(cfg: Config) -> Path | None:
-    """Where the ledger's disables are read, when the tracker is the ledger."""
-    from device_matrix.issues import LEDGER_FILE
+    """Where the ledger's disables are read, when the tracker is the ledger: the project's,
+    whatever the results folder is (#42)."""
+    from device_matrix.issues.home import ledger_file
 
-    return cfg.results_dir / LEDGER_FILE if cfg.tracker.kind == "ledger" else None
+    return ledger_file(cfg) if cfg.tracker.kind == "ledger" else None
+
+
+def seed_path(cfg: Config) -> Path:
+    """The ledger's seed file, which every clone has: its disables apply with the ledger's."""
+    return cfg.project_root / cfg.tracker.ledger_seed
 
 
 def open_tracker(cfg: Config, results: Path) -> Tracker:
@@ -368,44 +372,134 @@ def _for_a_run(tracker: Tracker) -> Tracker:
 def hold(cfg: Config, applied: Sequence[Disable]) -> None:
     """The disables this process's runs apply, instead of the tracker's (the re-enable check
     runs the disabled tests: none of them is skipped by its own disable)."""
-    _READ[cfg.project_root / ".device-matrix"] = Read(list(applied), _now(), True, "held for the re-enable check")
+    _READ[cfg.state_dir] = Read(list(applied), _now(), True, "held for the re-enable check")
+
+
+def _answering() -> bool:
+    """A workflow's row job's token is read-only: its issues job answers (``issues sync``)."""
+    return os.environ.get("GITHUB_ACTIONS") != "true"
 
 
 def for_row(
-    cfg: Config, row_dir: Path, script_files: Sequence[str], note: Callable[[str], None]
+    cfg: Config, row: RowDevice, row_dir: Path, script_files: Sequence[str], note: Callable[[str], None]
 ) -> tuple[Path, DisablesRef | None]:
     """The disable list the row's children read: the project's, or, with open disable
     issues, the project's and the tracker's in ``row_dir`` (with ``disables.json``, what was
     read and when); and what the run's record says of the tracker's list (None: it applied none)."""
-    cache_dir = cfg.project_root / ".device-matrix"
+    cache_dir = cfg.state_dir
     got = _READ.get(cache_dir)
     if got is None:
-        cfg = tracker_config(cfg, os.environ)
+        tracked = tracker_config(cfg, os.environ)
         got = _READ[cache_dir] = read_disables(
-            lambda: _for_a_run(open_tracker(cfg, cfg.results_dir)),
+            lambda: _for_a_run(open_tracker(tracked, tracked.results_dir)),
             cache_dir,
-            ledger=ledger_path(cfg),
-            # a row job's token is read-only: the workflow's issues job answers (issues sync)
-            answering=os.environ.get("GITHUB_ACTIONS") != "true",
+            ledger=ledger_path(tracked),
+            seed=seed_path(tracked),
+            answering=_answering(),
         )
+        if _answering():
+            answer_unmatched(lambda: _for_a_run(open_tracker(tracked, tracked.results_dir)), rowless(cfg, got.disables))
     if not got.fresh and cache_dir not in _NOTED:
         _NOTED.add(cache_dir)  # said once per run, not once per row
-        note(f"disables: {got.note}")
+        note(one_line(f"disables: {got.note}"))  # a tracker's error text, on one line (#42)
     if not got.disables:
-        (row_dir / CACHE_FILE).unlink(missing_ok=True)  # the last run's, of disables since closed
+        for name in ROW_FILES:
+            (row_dir / name).unlink(missing_ok=True)  # the last run's, of disables since closed
         return cfg.disable_list, None
     # #33: the record says how old the list was, as disables.json does
     ref = DisablesRef(
         read_at=got.read_at.isoformat(),
         age_s=int(got.age(_now()).total_seconds()),
         fresh=got.fresh,
-        applied=len(got.disables),
+        applied=sum(d.applies(*row) for d in got.disables),  # #42: those on this row
         note=got.note,
     )
     write_json_atomic(row_dir / CACHE_FILE, {**ref, "disables": [d.as_json() for d in got.disables]})
-    path = row_dir / "device-matrix-disabled.toml"
+    path = row_dir / LIST_FILE
     path.write_text(merged_disable_list(cfg.disable_list, got.disables, script_files), encoding="utf-8")
     return path, ref
+
+
+def settle(
+    cfg: Config,
+    row: RowDevice,
+    row_dir: Path,
+    script_files: Sequence[str],
+    *,
+    ref: DisablesRef,
+    nodeids: Collection[str],
+) -> DisablesRef:
+    """#42: once a run of the whole row has collected its tests, the tracker's disables on
+    the row that name none of them (a renamed test, a look-alike character in the title):
+    said in the record and in ``disables.json``, not counted as applied, each answered once."""
+    got = _READ.get(cfg.state_dir)
+    if got is None:
+        return ref
+    mine = [d for d in got.disables if d.applies(*row)]
+    missed = [d for d in mine if not any(d.matches(n, script_files) for n in nodeids)]
+    problem = f"matches no test of row {row[0]}"
+    settled: DisablesRef = {
+        **ref,
+        "applied": len(mine) - len(missed),
+        "unmatched": [UnmatchedDisable(issue=d.issue, test=d.test, problem=problem) for d in missed],
+    }
+    write_json_atomic(row_dir / CACHE_FILE, {**settled, "disables": [d.as_json() for d in got.disables]})
+    if missed and _answering():
+        tracked = tracker_config(cfg, os.environ)
+        answer_unmatched(lambda: _for_a_run(open_tracker(tracked, tracked.results_dir)), settled["unmatched"])
+    return settled
+
+
+def rowless(cfg: Config, found: Sequence[Disable]) -> list[UnmatchedDisable]:
+    """#42: the disables whose devices name no row of the project nor a row's device
+    (``devices: cdua``): read, and applied nowhere."""
+    known = sorted(set().union(*(device_names(r.name, r.pjrt_device) for r in cfg.rows.values())))
+    return [
+        UnmatchedDisable(
+            issue=d.issue,
+            test=d.test,
+            problem=f"is disabled on {', '.join(d.devices)}: no row of this project nor its device "
+            f"has that name ({', '.join(known)})",
+        )
+        for d in found
+        if "*" not in d.devices and not set(d.devices) & set(known)
+    ]
+
+
+def _looks_alike(test: str) -> str:
+    odd = [f"{c!r} (U+{ord(c):04X})" for c in dict.fromkeys(test) if not c.isascii()]
+    return (
+        f"; its name holds characters outside ASCII, which may only look like the ones meant: {', '.join(odd)}"
+        if odd
+        else ""
+    )
+
+
+def answer_unmatched(open_: Callable[[], Tracker], entries: Sequence[UnmatchedDisable]) -> int:
+    """Answer each disable issue that names no test of a row, once (a hidden marker says
+    so): what was read and where it matched nothing. The number not answered (the tracker
+    could not be written, or read): asked again on the next run or sync."""
+    grouped: dict[str, list[UnmatchedDisable]] = {}
+    for e in entries:
+        grouped.setdefault(e["issue"], []).append(e)
+    if not grouped:
+        return 0
+    try:
+        tracker = open_()
+    except DeviceMatrixError:
+        return len(grouped)
+    missed = 0
+    for ref, found in grouped.items():
+        issue = cited_issue(tracker, ref)
+        test = found[0]["test"]
+        text = (
+            f"device-matrix applies this disable to no test: `{test}` "
+            f"{'; '.join(e['problem'] for e in found)}{_looks_alike(test)}. Edit the issue: its title "
+            "spells a test's nodeid as `pytest --collect-only -q` lists it (a test renamed since, or a "
+            "look-alike character, names none), its `devices:` line names rows or their devices."
+        )
+        missed += issue is None or not answer(tracker, issue, neutralize(text), set())
+    return missed
 
 
 # --- filing and closing (``issues disable`` / ``issues enable``) ------------------------
@@ -441,17 +535,16 @@ def answer_all(cfg: Config, tracker: Tracker) -> Read:
     """``issues sync``: the open disables read with ``tracker`` and every one not applied
     answered (the workflow's issues job holds the token that may comment)."""
     ledger = tracker.path if isinstance(tracker, Ledger) else None
-    return read_disables(lambda: tracker, cfg.project_root / ".device-matrix", ledger=ledger)
+    return read_disables(lambda: tracker, cfg.state_dir, ledger=ledger, seed=seed_path(cfg))
 
 
 def declared(cfg: Config, script_files: Sequence[str]) -> tuple[list[DeviceSkip], str]:
     """The tracker's disables as declarations beside the ones in code (``skips list|check``),
     an unreadable one with its problem, and how the list was read (from the tracker, or the
     cache and its age)."""
-    from device_matrix.issues import LEDGER_FILE, open_tracker
-
-    ledger = cfg.results_dir / LEDGER_FILE if cfg.tracker.kind == "ledger" else None
-    got = read_disables(lambda: open_tracker(cfg, cfg.results_dir), cfg.project_root / ".device-matrix", ledger=ledger)
+    got = read_disables(
+        lambda: open_tracker(cfg, cfg.results_dir), cfg.state_dir, ledger=ledger_path(cfg), seed=seed_path(cfg)
+    )
     out: list[DeviceSkip] = []
     for d in got.disables:
         for target in d.targets(script_files):
@@ -494,6 +587,17 @@ def _number(ref: str) -> int | None:
     return int(tail) if tail.isdigit() else None
 
 
+def _key(tracker: Tracker, ref: str, number: int) -> str:
+    """A disable's ``ledger:N`` or ``#N`` as the tracker's issue key."""
+    return ref if ref.startswith("ledger:") else f"{github(tracker).repository}#{number}"
+
+
+def cited_issue(tracker: Tracker, ref: str) -> Issue | None:
+    """The open issue a disable's reference names, to comment on; None for one it cannot name."""
+    number = _number(ref)
+    return None if number is None else Issue(_key(tracker, ref, number), number, "", "", "open")
+
+
 def _evidence_text(entries: Sequence[dict[str, Any]], times: int, closing: bool) -> str:
     runs = sum(int(e["runs"]) for e in entries)
     passes = sum(int(e["passes"]) for e in entries)
@@ -532,8 +636,7 @@ def report_reruns(tracker: Tracker, evidence: dict[str, Any], *, apply: bool) ->
         if number is None or state is None or state.state != "open":
             lines.append(f"  {ref}: {state.state if state else 'unknown'}, not reported")
             continue
-        key = ref if ref.startswith("ledger:") else f"{github(tracker).repository}#{number}"
-        issue = Issue(key, number, state.title, "", "open", url=state.url)
+        issue = Issue(_key(tracker, ref, number), number, state.title, "", "open", url=state.url)
         marker = RERUN_MARKER.format(rerun)
         if any(marker in c for c in tracker.comments(issue)):
             lines.append(f"  {ref}: this re-enable check is already reported")

@@ -1,4 +1,5 @@
-"""The embedded tracker: a SQLite ledger in the results folder, seeded from the repo.
+"""The embedded tracker: a SQLite ledger in the project's state folder (``.device-matrix/``,
+beside the run history, whatever the results folder is: #42), seeded from the repo.
 
 Works offline and is what a fresh machine uses. Issue ids are stable local numbers,
 cited as ``ledger:N``. The project's known issues live in a reviewable TOML file in the
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from device_matrix.config import make_state_dir
 from device_matrix.errors import ConfigError, TrackerError
 from device_matrix.issues.base import FINGERPRINT_MARKER, Cited, Issue, IssueState
 from device_matrix.records.atomic import storable_text
@@ -81,8 +83,8 @@ def load_seed(path: Path) -> list[dict[str, Any]]:
 def known_ids(seed: Path, ledger: Path) -> tuple[frozenset[int], str]:
     """The ids a ``ledger:N`` may cite, and where they were read from (for a message).
 
-    The seed file in the repository is what every clone knows; the ledger in the results
-    folder adds what was filed on this machine, when there is one. Read only: checking a
+    The seed file in the repository is what every clone knows; the project's ledger adds
+    what was filed on this machine, when there is one. Read only: checking a
     reference creates no ledger.
     """
     ids = {int(e["id"]) for e in load_seed(seed)}
@@ -109,13 +111,14 @@ class Kept:
     issue: Issue
     comments: list[str]
     seeded: bool
+    created: str | None = None  # when the ledger filed it; None: the seed's alone
 
 
-def read_issues(seed: Path, ledger: Path) -> list[Kept]:
-    """The seed's issues and those filed in the results folder's ledger, by id. Read only:
+def read_issues(seed: Path | None, ledger: Path) -> list[Kept]:
+    """The seed's issues and those filed in the project's ledger, by id. Read only:
     no ledger is created or seeded (#20)."""
     found: dict[int, Kept] = {}
-    for e in load_seed(seed):
+    for e in load_seed(seed) if seed is not None else []:
         issue = Issue(
             key=f"ledger:{e['id']}",
             number=int(e["id"]),
@@ -130,7 +133,7 @@ def read_issues(seed: Path, ledger: Path) -> list[Kept]:
         try:
             db = sqlite3.connect(ledger.resolve().as_uri() + "?mode=ro", uri=True)
             try:
-                rows = db.execute("SELECT id, title, body, state, labels FROM issues ORDER BY id").fetchall()
+                rows = db.execute("SELECT id, title, body, state, labels, created FROM issues ORDER BY id").fetchall()
                 notes: dict[int, list[str]] = {}
                 for issue_id, body in db.execute("SELECT issue_id, body FROM comments ORDER BY rowid"):
                     notes.setdefault(int(issue_id), []).append(str(body))
@@ -139,14 +142,17 @@ def read_issues(seed: Path, ledger: Path) -> list[Kept]:
         except sqlite3.Error as exc:
             raise TrackerError(
                 f"{ledger}: the issue ledger cannot be read ({exc})",
-                tip=f"Move {ledger} aside: the next run rebuilds it from {seed.name}.",
+                tip=f"Move {ledger} aside: the next run rebuilds it from the seed file.",
             ) from None
         for row in rows:
-            issue = _issue_of(row)
+            issue = _issue_of(row[:5])
             seeded = found.get(issue.number)
-            # the seed is authoritative for what it holds; the ledger adds the comments
+            # the seed is authoritative for what it holds; the ledger adds the comments and the date
             found[issue.number] = Kept(
-                seeded.issue if seeded else issue, notes.get(issue.number, []), seeded=seeded is not None
+                seeded.issue if seeded else issue,
+                notes.get(issue.number, []),
+                seeded=seeded is not None,
+                created=str(row[5]),
             )
     return [found[k] for k in sorted(found)]
 
@@ -179,11 +185,11 @@ class Ledger:
         self._depth = 0
         entries = load_seed(seed) if seed is not None else []
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            make_state_dir(path.parent)
         except OSError as exc:
             raise TrackerError(
                 f"{path.parent}: cannot create the ledger's folder ({exc.strerror})",
-                tip="Point results_dir at a writable folder.",
+                tip=f"Make {path.parent.parent} writable: the ledger is kept in the project's {path.parent.name}/.",
             ) from None
         self.db = self._guard(lambda: sqlite3.connect(path, timeout=BUSY_TIMEOUT, isolation_level=None))
         self._guard(lambda: self.db.executescript(SCHEMA))

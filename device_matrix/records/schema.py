@@ -17,6 +17,7 @@ from types import UnionType
 from typing import (
     Any,
     Literal,
+    NotRequired,
     TypeAlias,
     TypedDict,
     Union,
@@ -225,14 +226,27 @@ class SpreadRef(TypedDict):
     of: int
 
 
+class UnmatchedDisable(TypedDict):
+    """#42: a tracker disable of the row that names none of its tests (a typo, a renamed test)."""
+
+    issue: str
+    test: str
+    problem: str  # "matches no test of row cpu"
+
+
 class DisablesRef(TypedDict):
     """The tracker's disable list a run applied (#33): when it was read and how old it was."""
 
     read_at: str  # when the list was read from the tracker
     age_s: int  # how old it was when the run applied it
     fresh: bool  # read for this run; False: the cached list (the tracker could not be read)
-    applied: int  # the tracker's disables in it
+    # the tracker's disables on this row (its name's or its device's); once a run of the
+    # whole row has collected, only those that name one of its tests (#42)
+    applied: int
     note: str  # what was read, or why the cached list served
+    # #42: those on this row that name none of its tests, known once a run of the whole
+    # row has collected; absent: not known (a run of part of the row, or one cut short)
+    unmatched: NotRequired[list[UnmatchedDisable]]
 
 
 class RunRecord(_RunFields, total=False):

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from device_matrix.config import STATE_DIR, make_state_dir
 from device_matrix.errors import EnvironmentProblem, ResultsError
 from device_matrix.records import testmap
 from device_matrix.records.atomic import storable_text
@@ -82,7 +83,7 @@ from device_matrix.report.placement import Observation
 from device_matrix.report.signature import mask
 
 VERSION = 4
-DEFAULT_PATH = Path(".device-matrix") / "history.sqlite"  # under the project root
+DEFAULT_PATH = Path(STATE_DIR) / "history.sqlite"  # under the project root
 KEEP_RUNS = 50  # per lane
 KEEP_PR_LANES = 30  # pull requests whose runs are kept; older ones are forgotten
 KEEP_MAPS = 5  # #34: test maps kept per lane and row, each of its own commit
@@ -268,19 +269,13 @@ class Store:
         """
         if read_only:
             return cls._open_read_only(path, warn)
-        made = not path.parent.exists()
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            make_state_dir(path.parent)  # this machine's runs, never to be committed (#20)
         except OSError as exc:
             raise EnvironmentProblem(
                 f"{path}: cannot create the history's folder: {exc}",
                 tip="Pass --history PATH in a writable folder, or --no-history.",
             ) from exc
-        if made and path.parent.name == DEFAULT_PATH.parent.name:
-            # this machine's runs, never to be committed: the folder ignores itself, as
-            # .nox does (#20); a folder that was already there is left as it is
-            with contextlib.suppress(OSError):
-                (path.parent / ".gitignore").write_text("*\n")
         try:
             return cls._open_or_set_aside(path, warn)
         except OSError as exc:

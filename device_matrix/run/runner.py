@@ -39,7 +39,13 @@ from pathlib import Path
 from device_matrix.config import Config
 from device_matrix.errors import DeviceMatrixError, ResultsError
 from device_matrix.issues.disables import for_row as tracker_disables
-from device_matrix.records.outcomes import CRASHING_OUTCOMES, TESTS_FAILED_STATUSES, UNFINISHED_STATUSES
+from device_matrix.issues.disables import settle as settle_disables
+from device_matrix.records.outcomes import (
+    CRASHING_OUTCOMES,
+    INFRASTRUCTURE_STATUSES,
+    TESTS_FAILED_STATUSES,
+    UNFINISHED_STATUSES,
+)
 from device_matrix.records.schema import Classification, RunRecord, SpreadRef, load_run, selection_words
 from device_matrix.run import crashes, selection, testmap
 from device_matrix.run.attempt import AttemptSpec, Interrupted, run_attempt
@@ -105,7 +111,11 @@ def prepare(run: Run, verdict: Verdict = RUNNING) -> Verdict:
     testmap.clear(run, resumed=previous is not None)  # #34
     # #33: the open disable issues, read before the row starts (never a failed run for it)
     run.disable_list, run.disables = tracker_disables(
-        setup.cfg, setup.folder.path, [s.file for s in setup.scripts], setup.note
+        setup.cfg,
+        (setup.row.name, setup.row.pjrt_device),
+        setup.folder.path,
+        [s.file for s in setup.scripts],
+        setup.note,
     )
     if previous is not None:
         run.previous = _adopt(run.state, previous)
@@ -377,6 +387,21 @@ def write_record(run: Run, verdict: Verdict, *, final: bool = True) -> RunRecord
         suites=opts.suites, tests=opts.tests, pytest_args=opts.pytest_args, spread=record.get("spread")
     )
     if run.disables is not None:
+        if (
+            final
+            and record["selection"] is None
+            and record["status"] not in INFRASTRUCTURE_STATUSES
+            and record["tests"]
+        ):
+            # #42: the whole row collected: its disables that name none of its tests are said
+            run.disables = settle_disables(
+                setup.cfg,
+                (setup.row.name, setup.row.pjrt_device),
+                setup.folder.path,
+                [s.file for s in setup.scripts],
+                ref=run.disables,
+                nodeids=[t["nodeid"] for t in record["tests"]],
+            )
         record["disables"] = run.disables  # #33: how old the tracker's list was
     if opts.test_plan is not None:  # #34: how the change chose the tests, and why
         record["test_selection"] = opts.test_plan.summary(t["nodeid"] for t in record["tests"])

@@ -91,12 +91,15 @@ def load_disable_list(path: Path) -> list[DeviceSkip]:
 
 
 def disable_matches(entry: DeviceSkip, nodeid: str) -> bool:
-    if entry.test is None:
-        return False
-    if entry.test == nodeid:
+    return entry.test is not None and target_matches(entry.test, nodeid)
+
+
+def target_matches(target: str, nodeid: str) -> bool:
+    """Whether a disable's test (a nodeid or a prefix) names ``nodeid``."""
+    if target == nodeid:
         return True
     # a prefix: a file, a class, or a parametrized test's base name
-    return nodeid.startswith((entry.test.rstrip(":") + "::", entry.test + "["))
+    return nodeid.startswith((target.rstrip(":") + "::", target + "["))
 
 
 def skip_disabled_tests(named: Sequence[tuple[str, unittest.TestCase]], device: str | None) -> dict[str, DeviceSkip]:

@@ -23,13 +23,23 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from device_matrix.skips.disable import target_matches
+from device_matrix.skips.model import device_names
+
 TITLE_PREFIX = "DISABLED"
 # unittest's str() of a test: "test_x (__main__.TestY)", "test_x (pkg.mod.TestY.test_x)" (3.11+)
 _UNITTEST_RES = (
     re.compile(r"(?P<method>\w+) \((?P<module>[\w.]+)\.(?P<cls>\w+)\.(?P=method)\)"),
     re.compile(r"(?P<method>\w+) \((?P<module>[\w.]+)\.(?P<cls>\w+)\)"),
 )
-_DEVICES_RE = re.compile(r"^\s*(?:devices|platforms)\s*:(?P<names>.*)$", re.IGNORECASE | re.MULTILINE)
+_DEVICES_RE = re.compile(r"\s*(?:devices|platforms)\s*:(?P<names>.*)", re.IGNORECASE)
+# #42: a line meant to name the devices, read or not: a word for them (singular too, or
+# rows), in Markdown's decoration or not, then ":" or "=". One that is not the documented
+# form is a problem to answer: read as no devices line, it disabled the test on every row.
+_DEVICES_MEANT_RE = re.compile(
+    r"^[\s>*_`#-]*(?:devices?|platforms?|rows?)\b[\s*_`]*[:=].*$", re.IGNORECASE | re.MULTILINE
+)
+DEVICES_FORM = "write `devices: cuda, neuron` on a line of its own (lower-case row or device names, comma-separated)"
 _DEVICE_NAME_RE = re.compile(r"[a-z][a-z0-9_-]*")
 
 
@@ -53,6 +63,15 @@ class Disable:
         if self.unittest_module == "__main__":
             return [f"{file}::{self.test}" for file in script_files]
         return [f"{self.unittest_module.replace('.', '/')}.py::{self.test}"]
+
+    def applies(self, row: str, pjrt_device: str | None) -> bool:
+        """Whether it disables its test on this row (by the row's name or its device's)."""
+        names = device_names(row, pjrt_device)
+        return "*" in self.devices or any(x in names for x in self.devices)
+
+    def matches(self, nodeid: str, script_files: Sequence[str]) -> bool:
+        """Whether it names the test ``nodeid`` (each of its targets a nodeid or a prefix)."""
+        return any(target_matches(t, nodeid) for t in self.targets(script_files))
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -113,22 +132,30 @@ def parse(issue: str, title: str, body: str, since: dt.date, author: str | None 
             f"the title's test {rest!r} is neither a nodeid (path/test_x.py::test_name, a file or class "
             "prefix, a parametrized id) nor unittest's form `test_x (__main__.TestY)`",
         )
-    devices: tuple[str, ...] = ("*",)
-    lines = _DEVICES_RE.findall(body or "")
-    if len(lines) > 1:
-        return Unreadable(issue, title, "the body has more than one `devices:` line: keep one")
-    if lines:
-        names = [n.strip().lower() for n in lines[0].split(",")]
-        bad = [n for n in names if not _DEVICE_NAME_RE.fullmatch(n)]
-        if bad or not names:
-            return Unreadable(
-                issue,
-                title,
-                f"the body's devices line names no device it can read ({', '.join(map(repr, bad)) or 'empty'}): "
-                "write `devices: cuda, neuron` (lower-case row or device names, comma-separated)",
-            )
-        devices = tuple(dict.fromkeys(names))
+    devices = _devices(body or "")
+    if isinstance(devices, str):
+        return Unreadable(issue, title, devices)
     return Disable(issue, test, devices, since, author, module, title)
+
+
+def _devices(body: str) -> tuple[str, ...] | str:
+    """The devices the body's devices line names; ("*",) without one; a problem (its text)
+    when a line meant to name them cannot be read (#42): never every row for a typo."""
+    lines = [m.group(0).strip() for m in _DEVICES_MEANT_RE.finditer(body)]
+    if len(lines) > 1:
+        return f"the body has more than one devices line ({', '.join(map(repr, lines))}): keep one"
+    if not lines:
+        return ("*",)
+    (line,) = lines
+    m = _DEVICES_RE.fullmatch(line)
+    if m is None:
+        return f"the body's line {line!r} is not a devices line it can read: {DEVICES_FORM}"
+    names = [n.strip().lower() for n in m.group("names").split(",")]
+    bad = [n for n in names if not _DEVICE_NAME_RE.fullmatch(n)]
+    if bad:
+        unread = ", ".join(map(repr, bad))
+        return f"the body's devices line {line!r} names no device it can read ({unread}): {DEVICES_FORM}"
+    return tuple(dict.fromkeys(names))
 
 
 def title_for(test: str) -> str:
