@@ -272,10 +272,7 @@ class Recorder:
                 name = f"{name}[{seen[name]}]"
             names.append((name + self.suffix, test))
         if self.select is not None:
-            from device_matrix.wanted import selected
-
-            # a nodeid as a record names it (a resume: redacted) selects its test too
-            position = selected((name for name, _ in names), self.select)
+            position = self.picked([name for name, _ in names], self.select)
             names = sorted((x for x in names if x[0] in position), key=lambda x: position[x[0]])
             suite._tests[:] = [test for _, test in names]
         # #33: the row's disable list, as the plugin applies it and records it (its source)
@@ -283,6 +280,22 @@ class Recorder:
         self.nodeids = {id(test): name for name, test in names}
         self.write("collected", nodeids=[name for name, _ in names], t=time.time())
         self.collected = True
+
+    def picked(self, names: list[str], select: list[str]) -> dict[str, int]:
+        """Which of ``names`` ``select`` names, each with its place in it: a nodeid (as a
+        record names it too: a resume's, redacted), a class (each of its tests, in the
+        script's order, as ``python FILE Class`` runs them), and in a file run more than
+        once a test or class without this run's [NAME] (#39)."""
+        from device_matrix.wanted import selected
+
+        position = selected(names, select)
+        bases = [(k, word.removesuffix(self.suffix)) for k, word in enumerate(select)]
+        for name in names:
+            base = name.removesuffix(self.suffix)
+            k = next((k for k, word in bases if base == word or base.startswith(word + "::")), None)
+            if name not in position and k is not None:
+                position[name] = k
+        return position
 
     def announce(self, test: object) -> None:
         """Test ``test`` is next: its class and module fixtures are about to run."""
