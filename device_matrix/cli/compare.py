@@ -207,14 +207,17 @@ def _plain(cfg: Config, row: Row, script: Script, python: str, timeout: float) -
     # make a finished script look hung; its process group is ended once the script is done
     with tempfile.TemporaryFile() as out_file:
         # started as every child is (base.spawn), with the plain run's own environment: no
-        # token of ours in it, and what it leaves is ended with its group, never swept
+        # token of ours in it. #39: what it leaves is ended with it, as a row's attempt ends:
+        # its group, then each orphan it made (compare adopts them: a multiprocessing
+        # worker, its resource_tracker, a daemon that left the group), also when compare is
+        # interrupted while it runs
         child = spawn(
             [python, script.file, *script.args],
             env=_env(row, script),
             cwd=cfg.project_root,
             output=out_file,
             token="",
-            adopt=False,
+            adopt=True,
             carry_token=False,
         )
         try:
@@ -258,36 +261,34 @@ def _key(nodeid: str, script: Script, root: Path) -> str | None:
     return rest.removesuffix(script.suffix) if sep else ""
 
 
-def cmd_compare(args: argparse.Namespace, out: Output) -> int:
-    cfg = config_mod.load(Path(args.project) if args.project else None)
-    row = cfg.row(args.device)
-    if not row.scripts:
-        raise UsageProblem(
-            f"row {row.name!r} has no scripts to compare",
-            tip="List the files as [[tool.device-matrix.devices.ROW.scripts]] (docs/upstream.md), then compare.",
-        )
-    python = args.python or sys.executable
-    results = Path(args.results) if args.results else cfg.results_dir / "compare"
-    out.line(f"compare: row {row.name}, {len(row.scripts)} invocation(s), each as a script, then through device-matrix")
-    invocations = []
-    for index, script in enumerate(row.scripts, 1):
-        # one after the other, each way: the machine's load is about the same for both
-        plain = _plain(cfg, row, script, python, plain_timeout(row, script, args.timeout))
-        record, seconds = _through(cfg, row, script, python=python, folder=results / f"{index:02d}", out=out)
-        out.line(
-            f"  {shlex.join([script.file, *script.args])}: as a script exit {plain.returncode} in "
-            f"{plain.seconds:.1f} s, through device-matrix {record['status']} in {seconds:.1f} s"
-        )
-        root = cfg.project_root
-        nodeids = {k: t["nodeid"] for t in record["tests"] if (k := _key(t["nodeid"], script, root)) is not None}
-        outcomes = {k: str(t["outcome"]) for t in record["tests"] if (k := _key(t["nodeid"], script, root)) is not None}
-        inv = Invocation(script, plain, outcomes, seconds)
-        invocations.append((inv, inv.compare(nodeids, record["status"])))
-    _print(out, invocations, args.all)
-    plain_total = sum(inv.plain.seconds for inv, _ in invocations)
-    total_seconds = sum(inv.seconds for inv, _ in invocations)
-    mismatched = sum(m for _, m in invocations)
-    summary = {
+def _one(
+    cfg: Config, row: Row, script: Script, folder: Path, *, python: str, timeout: float | None, out: Output
+) -> tuple[Invocation, int]:
+    """One invocation both ways, one right after the other (the machine's load is about the
+    same for both): its comparison and its mismatches."""
+    plain = _plain(cfg, row, script, python, plain_timeout(row, script, timeout))
+    record, seconds = _through(cfg, row, script, python=python, folder=folder, out=out)
+    out.line(
+        f"  {shlex.join([script.file, *script.args])}: as a script exit {plain.returncode} in "
+        f"{plain.seconds:.1f} s, through device-matrix {record['status']} in {seconds:.1f} s"
+    )
+    root = cfg.project_root
+    nodeids = {k: t["nodeid"] for t in record["tests"] if (k := _key(t["nodeid"], script, root)) is not None}
+    outcomes = {k: str(t["outcome"]) for t in record["tests"] if (k := _key(t["nodeid"], script, root)) is not None}
+    inv = Invocation(script, plain, outcomes, seconds)
+    return inv, inv.compare(nodeids, record["status"])
+
+
+def _totals(invocations: list[tuple[Invocation, int]]) -> tuple[float, float, int]:
+    """Seconds as scripts, seconds through device-matrix, mismatches."""
+    plain = sum(inv.plain.seconds for inv, _ in invocations)
+    return plain, sum(inv.seconds for inv, _ in invocations), sum(m for _, m in invocations)
+
+
+def _summary(row: Row, invocations: list[tuple[Invocation, int]], interrupted: str | None) -> dict[str, object]:
+    """compare.json: the invocations compared so far, and whether compare was interrupted."""
+    plain_total, total_seconds, mismatched = _totals(invocations)
+    return {
         "row": row.name,
         "invocations": [
             {
@@ -304,12 +305,47 @@ def cmd_compare(args: argparse.Namespace, out: Output) -> int:
             }
             for inv, m in invocations
         ],
+        "invocations_planned": len(row.scripts),
+        "interrupted": interrupted,  # the signal's name, or null: every invocation was compared
         "plain_seconds": round(plain_total, 3),
         "device_matrix_seconds": round(total_seconds, 3),
         "time_ratio": round(total_seconds / plain_total, 3) if plain_total else None,
         "mismatches": mismatched,
     }
-    write_json_atomic(results / "compare.json", summary)
+
+
+def cmd_compare(args: argparse.Namespace, out: Output) -> int:
+    from device_matrix.run.attempt import Interrupted, interrupts_raise
+
+    cfg = config_mod.load(Path(args.project) if args.project else None)
+    row = cfg.row(args.device)
+    if not row.scripts:
+        raise UsageProblem(
+            f"row {row.name!r} has no scripts to compare",
+            tip="List the files as [[tool.device-matrix.devices.ROW.scripts]] (docs/upstream.md), then compare.",
+        )
+    python = args.python or sys.executable
+    results = Path(args.results) if args.results else cfg.results_dir / "compare"
+    out.line(f"compare: row {row.name}, {len(row.scripts)} invocation(s), each as a script, then through device-matrix")
+    invocations: list[tuple[Invocation, int]] = []
+    try:
+        # #39: SIGTERM, SIGINT and SIGHUP end the run under way and every process of it
+        with interrupts_raise():
+            for index, script in enumerate(row.scripts, 1):
+                folder = results / f"{index:02d}"
+                invocations.append(_one(cfg, row, script, folder, python=python, timeout=args.timeout, out=out))
+                # each verdict on disk as it is decided: a reader after a kill sees every one so far
+                write_json_atomic(results / "compare.json", _summary(row, invocations, None))
+    except Interrupted as exc:
+        write_json_atomic(results / "compare.json", _summary(row, invocations, str(exc)))
+        out.error(
+            f"compare interrupted by {exc}: {len(invocations)} of {len(row.scripts)} invocation(s) compared, "
+            f"in {results / 'compare.json'}",
+            "Run compare again for all of them.",
+        )
+        return 128 + exc.signum
+    _print(out, invocations, args.all)
+    plain_total, total_seconds, mismatched = _totals(invocations)
     ratio = f"{total_seconds / plain_total:.2f}" if plain_total else "?"
     upstream = sum(inv.plain.ran or 0 for inv, _ in invocations)
     recorded = sum(len(inv.tests) for inv, _ in invocations)
@@ -318,7 +354,7 @@ def cmd_compare(args: argparse.Namespace, out: Output) -> int:
         f"{plain_total:.1f} s as scripts, {total_seconds:.1f} s through device-matrix (ratio {ratio})"
     )
     if args.json:
-        out.line(json.dumps(summary, indent=2))
+        out.line(json.dumps(_summary(row, invocations, None), indent=2))
     return EXIT_OK if mismatched == 0 else EXIT_TESTS_FAILED
 
 
