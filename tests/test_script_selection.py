@@ -134,3 +134,13 @@ def test_a_script_named_by_its_file_crashes_with_its_script_as_the_repro(project
     assert "-m pytest" not in crash["repro"]
     assert crash["classification"] == "deterministic"  # its rerun ran as the script too
     assert not [line for line in _attempt_lines(p) if "-m pytest" in line], _attempt_lines(p)
+
+
+def test_a_test_a_script_does_not_have_is_said_so(project: Callable[..., Project]) -> None:
+    p = _scripts_project(project)
+    proc = p.run("run", "--device", "fixture", "--test", f"{PICKED}::TestPicked::test_typo")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (test,) = p.record()["tests"]
+    assert (test["nodeid"], test["outcome"]) == (PICKED, "error")
+    assert f"--test named no test that {PICKED} runs: {PICKED}::TestPicked::test_typo" in test["message"]
+    assert "kind = " not in test["message"]

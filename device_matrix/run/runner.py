@@ -68,6 +68,11 @@ NO_UNITTEST = (
     'TIP: a script that is not a unittest file is one test with kind = "program" in its [[scripts]] entry: '
     "its exit status is its outcome (docs/upstream.md)"
 )
+NOT_NAMED = (
+    "--test named no test that {file} runs: {named} (or it ran no unittest test in its own process)\n"
+    "TIP: name its tests as FILE::Class::test, or a class as FILE::Class (`python FILE -v` lists them "
+    "as test (module.Class.test)); --test FILE runs all of them"
+)
 NO_PROGRAM = "the program never started: the launcher's process ended before it (see output.log)"
 RUNNING = Verdict("running", "the run is in progress (or its runner was killed)")
 
@@ -218,7 +223,7 @@ def run_scripts(run: Run, verdict: Verdict) -> Verdict:
     verdicts = [verdict]
     for script in scripts:
         # a test --test names runs through its script (#29)
-        select = selection.script_selection(script, setup.row, root, run.options.tests)
+        select = named = selection.script_selection(script, setup.row, root, run.options.tests)
         if run.resumed:
             select = [n for n in state.remaining() if of_script(n, script, scripts, root)]
             if not select and any(of_script(n, script, scripts, root) for n in state.results):
@@ -226,13 +231,16 @@ def run_scripts(run: Run, verdict: Verdict) -> Verdict:
                 continue  # every test of this script has its outcome
         verdicts.append(attempts(run, [script.file], select=select, purpose="run", script=script))
         if not any(of_script(n, script, scripts, root) for n in state.results):
-            # no unittest ran in the script's own process (a program: it never started):
-            # nothing was tested, never green
+            # no unittest ran in the script's own process (a program: it never started), or
+            # none of the tests --test named is one it has (#39): nothing was tested, never green
+            message = NO_PROGRAM if script.kind == "program" else NO_UNITTEST
+            if named is not None and not run.resumed:
+                message = NOT_NAMED.format(file=script.file, named=", ".join(named))
             state.put(
                 script_node(script, root) + script.suffix,
                 "error",
                 duration=0.0,
-                message=NO_PROGRAM if script.kind == "program" else NO_UNITTEST,
+                message=message,
                 attempt=len(state.attempts),
             )
             verdicts.append(Verdict("failed", f"{script.file}{script.suffix}: no test ran"))  # #29: which run
