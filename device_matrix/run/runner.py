@@ -50,7 +50,7 @@ from device_matrix.run.lock import row_lock
 from device_matrix.run.plan import RowPlan
 from device_matrix.run.selection import refuse_xdist, selecting_options
 from device_matrix.run.state import RunState
-from device_matrix.run.targets import of_script, script_node
+from device_matrix.run.targets import as_nodeid, of_script, script_node
 from device_matrix.wire import write_deselect
 
 DESELECT_FILE = "deselect.json"  # #34: in the attempts folder, the tests the child leaves out
@@ -137,7 +137,9 @@ def _deselect(run: Run) -> None:
         return
     if run.options.tests and plan.test_map is not None:
         # #34: --test always runs what it names (a file, a class, a test): never left out
-        named = frozenset(n for n in plan.test_map.tests if any(_named_by(w, n) for w in run.options.tests))
+        root = run.setup.cfg.project_root
+        given = [as_nodeid(w, root) for w in run.options.tests]  # #39: ./FILE, an absolute path
+        named = frozenset(n for n in plan.test_map.tests if any(_named_by(w, n) for w in given))
         plan = dataclasses.replace(plan, named=named)
         run.options = dataclasses.replace(run.options, test_plan=plan)
     left_out = plan.left_out()
@@ -155,9 +157,9 @@ def _deselect(run: Run) -> None:
 
 
 def _named_by(word: str, nodeid: str) -> bool:
-    """Whether ``--test word`` names ``nodeid``: its file, its class or the test (any of its
-    parameters); a folder is the tests the selection picks in it."""
-    word = word.removeprefix("./")
+    """Whether ``--test word`` (as a nodeid: :func:`as_nodeid`) names ``nodeid``: its file,
+    its class or the test (any of its parameters); a folder is the tests the selection picks
+    in it."""
     return nodeid == word or nodeid.startswith((f"{word}::", f"{word}["))
 
 

@@ -68,6 +68,13 @@ def _node(path: str, root: Path) -> str:
     return named.relative_to(root).as_posix() if named.is_relative_to(root) else named.as_posix()
 
 
+def as_nodeid(test: str, root: Path) -> str:
+    """A ``--test`` word as nodeids write it: its path however written (``./``, absolute,
+    ``a/../b``, a trailing ``/``) as the root's, then the rest (#39)."""
+    path, sep, rest = test.partition("::")
+    return _node(path, root) + sep + rest
+
+
 def script_node(script: Script, root: Path) -> str:
     """The script's file as its nodeids name it: relative to the project root, normalised."""
     return _node(script.file, root)
