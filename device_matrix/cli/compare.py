@@ -136,6 +136,8 @@ class Invocation:
     tests: dict[str, str]  # "Class::method" -> outcome in the record
     seconds: float  # the device-matrix attempts of this invocation
     rows: list[tuple[str, str, str | None, bool]] = field(default_factory=list)  # nodeid, ours, plain, same
+    flaky: set[str] = field(default_factory=set)  # nodeids whose outcomes changed from run to run (--repeat)
+    runs: int = 1  # times each way (--repeat)
 
     @property
     def label(self) -> str:
@@ -279,6 +281,43 @@ def _one(
     return inv, inv.compare(nodeids, record["status"])
 
 
+def merge(pairs: list[tuple[Invocation, int]]) -> tuple[Invocation, int]:
+    """#39: one invocation run several times each way (``--repeat``), as one comparison.
+
+    A test differs when it differs in every pair of runs and no outcome it had one way is
+    one it had the other way (a race that goes either way in both is not the row's); a test
+    that differs in some pairs, or whose outcomes meet, is flaky: shown, not a mismatch.
+    A count that differs (a quiet run's skips) differs when it does in every pair. The
+    outcomes each way are shown in run order (``passed/failed``), the seconds summed."""
+    if len(pairs) == 1:
+        return pairs[0]
+    first = pairs[0][0]
+    seen: dict[str, list[tuple[str, str | None, bool]]] = {}
+    for inv, _ in pairs:
+        for nodeid, ours, theirs, same in inv.rows:
+            seen.setdefault(nodeid, []).append((ours, theirs, same))
+    merged = Invocation(
+        first.script,
+        dataclasses.replace(first.plain, seconds=sum(inv.plain.seconds for inv, _ in pairs)),
+        first.tests,
+        sum(inv.seconds for inv, _ in pairs),
+        runs=len(pairs),
+    )
+    mismatches = min(m - sum(not same for *_, same in inv.rows) for inv, m in pairs)
+    for nodeid, runs in seen.items():
+        ours_seen = {ours for ours, _, _ in runs}
+        theirs_seen = {theirs for _, theirs, _ in runs}
+        every = len(runs) == len(pairs) and not any(same for *_, same in runs)
+        differs = every and not ours_seen & theirs_seen
+        if not differs and (len(runs) < len(pairs) or not all(same for *_, same in runs)):
+            merged.flaky.add(nodeid)
+        mismatches += differs
+        ours_all = "/".join(ours for ours, _, _ in runs)
+        theirs_all = "/".join(theirs or "not failing" for _, theirs, _ in runs)
+        merged.rows.append((nodeid, ours_all, theirs_all, not differs))
+    return merged, mismatches
+
+
 def _totals(invocations: list[tuple[Invocation, int]]) -> tuple[float, float, int]:
     """Seconds as scripts, seconds through device-matrix, mismatches."""
     plain = sum(inv.plain.seconds for inv, _ in invocations)
@@ -301,7 +340,11 @@ def _summary(row: Row, invocations: list[tuple[Invocation, int]], interrupted: s
                 "plain_seconds": round(inv.plain.seconds, 3),
                 "device_matrix_seconds": round(inv.seconds, 3),
                 "plain_exit": inv.plain.returncode,
-                "tests": [{"nodeid": n, "device_matrix": o, "plain": p, "same": s} for n, o, p, s in inv.rows],
+                "runs": inv.runs,
+                "tests": [
+                    {"nodeid": n, "device_matrix": o, "plain": p, "same": s, **_flaky_key(inv, n)}
+                    for n, o, p, s in inv.rows
+                ],
             }
             for inv, m in invocations
         ],
@@ -311,6 +354,7 @@ def _summary(row: Row, invocations: list[tuple[Invocation, int]], interrupted: s
         "device_matrix_seconds": round(total_seconds, 3),
         "time_ratio": round(total_seconds / plain_total, 3) if plain_total else None,
         "mismatches": mismatched,
+        "flaky": sum(len(inv.flaky) for inv, _ in invocations),
     }
 
 
@@ -324,6 +368,8 @@ def cmd_compare(args: argparse.Namespace, out: Output) -> int:
             f"row {row.name!r} has no scripts to compare",
             tip="List the files as [[tool.device-matrix.devices.ROW.scripts]] (docs/upstream.md), then compare.",
         )
+    if args.repeat < 1:
+        raise UsageProblem(f"--repeat {args.repeat}: each way runs at least once", tip="Give --repeat 1 or more.")
     python = args.python or sys.executable
     results = Path(args.results) if args.results else cfg.results_dir / "compare"
     out.line(f"compare: row {row.name}, {len(row.scripts)} invocation(s), each as a script, then through device-matrix")
@@ -332,8 +378,9 @@ def cmd_compare(args: argparse.Namespace, out: Output) -> int:
         # #39: SIGTERM, SIGINT and SIGHUP end the run under way and every process of it
         with interrupts_raise():
             for index, script in enumerate(row.scripts, 1):
-                folder = results / f"{index:02d}"
-                invocations.append(_one(cfg, row, script, folder, python=python, timeout=args.timeout, out=out))
+                folders = [results / (f"{index:02d}" + (f"-{k}" if k > 1 else "")) for k in range(1, args.repeat + 1)]
+                pairs = [_one(cfg, row, script, f, python=python, timeout=args.timeout, out=out) for f in folders]
+                invocations.append(merge(pairs))
                 # each verdict on disk as it is decided: a reader after a kill sees every one so far
                 write_json_atomic(results / "compare.json", _summary(row, invocations, None))
     except Interrupted as exc:
@@ -350,12 +397,23 @@ def cmd_compare(args: argparse.Namespace, out: Output) -> int:
     upstream = sum(inv.plain.ran or 0 for inv, _ in invocations)
     recorded = sum(len(inv.tests) for inv, _ in invocations)
     out.line(
-        f"total: {upstream} test(s) upstream, {recorded} recorded, {mismatched} mismatch(es); "
+        f"total: {upstream} test(s) upstream, {recorded} recorded, {mismatched} mismatch(es)"
+        f"{_flaky_words(invocations)}; "
         f"{plain_total:.1f} s as scripts, {total_seconds:.1f} s through device-matrix (ratio {ratio})"
     )
     if args.json:
         out.line(json.dumps(_summary(row, invocations, None), indent=2))
     return EXIT_OK if mismatched == 0 else EXIT_TESTS_FAILED
+
+
+def _flaky_key(inv: Invocation, nodeid: str) -> dict[str, bool]:
+    """A test's ``flaky`` in compare.json: only where each way ran more than once."""
+    return {"flaky": nodeid in inv.flaky} if inv.runs > 1 else {}
+
+
+def _flaky_words(invocations: list[tuple[Invocation, int]]) -> str:
+    flaky = sum(len(inv.flaky) for inv, _ in invocations)
+    return f", {flaky} flaky (--repeat)" if flaky else ""
 
 
 def _print(out: Output, invocations: list[tuple[Invocation, int]], every: bool) -> None:
@@ -370,9 +428,10 @@ def _print(out: Output, invocations: list[tuple[Invocation, int]], every: bool) 
     out.line("")
     for inv, _ in invocations:
         for nodeid, ours, theirs, same in inv.rows:
-            if same and not every:
+            flaky = nodeid in inv.flaky
+            if same and not flaky and not every:
                 continue
-            word = "same" if same else "DIFFERENT"
+            word = "FLAKY" if flaky and same else ("same" if same else "DIFFERENT")
             said = theirs or ("not failing" if inv.plain.ran is not None else f"exit {inv.plain.returncode}")
             out.line(f"  {word:<9} device-matrix {ours:<10} plain {said:<12} {nodeid}")
 
@@ -394,6 +453,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         default=None,
         help="seconds one plain run may take (default: the row's test_timeout for a program, its run_timeout "
         "for a unittest file, as through device-matrix)",
+    )
+    cp.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run each invocation N times each way, alternating: a test differs only when it does every "
+        "time and no outcome meets; one that changes is shown as flaky (default 1)",
     )
     cp.add_argument("--all", action="store_true", help="print every test, not only those that differ")
     cp.add_argument("--json", action="store_true", help="print the comparison as JSON too")
