@@ -28,6 +28,9 @@ ENV_DISABLE_LIST: Final = "DEVICE_MATRIX_DISABLE_LIST"
 ENV_MARKERS: Final = "DEVICE_MATRIX_OUTPUT_MARKERS"  # "1": write start markers to stdout
 # a token every process of one attempt inherits: what the runner ends after the attempt
 ENV_ATTEMPT: Final = "DEVICE_MATRIX_ATTEMPT"
+# #39: what the script launcher reads and takes out of the script's environment before its
+# __main__ runs (python FILE has none of them); the token stays, for the sweep
+LAUNCHER_TAKES: Final = (ENV_DEVICE, ENV_SETTINGS, ENV_DISABLE_LIST, ENV_MARKERS)
 
 # --- options of the child's pytest ----------------------------------------------------
 OPT_JOURNAL: Final = "--dm-journal"
@@ -132,8 +135,12 @@ class ChildCommand:
     deselect: str = ""  # #34: the file of the tests selection leaves out ("": none)
     map_dir: str | None = None  # #34: where each pytest process leaves its part of the test map
 
-    def environment(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-        """The child's variables over the host's: the row's, ours, a slot's, then ``extra`` (a script's)."""
+    def environment(self, extra: Mapping[str, str] | None = None, *, script: bool = False) -> dict[str, str]:
+        """The child's variables over the host's: the row's, ours, a slot's, then ``extra`` (a script's).
+
+        ``script``: the child is a script, whose process has the variables ``python FILE``
+        has (#39): no colour settings of pytest's; the launcher takes ours out at its start
+        (:data:`LAUNCHER_TAKES`)."""
         env = dict(self.env)
         env.setdefault("PJRT_DEVICE", self.pjrt_device)
         env[ENV_DEVICE] = self.device
@@ -142,9 +149,11 @@ class ChildCommand:
         env[ENV_MARKERS] = "1"
         env.update(self.slot_env)
         env["PYTHONUNBUFFERED"] = "1"
-        # no colour codes in logs, records, junit or issue bodies
-        env["PY_COLORS"] = "0"
-        env["NO_COLOR"] = "1"
+        if not script:
+            # no colour codes in logs, records, junit or issue bodies (a script writes into a
+            # file: what colours it would write there, it writes there under python FILE too)
+            env["PY_COLORS"] = "0"
+            env["NO_COLOR"] = "1"
         env.update(extra or {})
         return env
 

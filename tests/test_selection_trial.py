@@ -78,6 +78,20 @@ def test_tests_named_with_test_run_whatever_the_selection_says(tmp_path: Path) -
     tri = p.run("triage", str(p.results), "--no-history")
     assert tri.returncode == 0, tri.stdout + tri.stderr
     assert "ran 2 of 2 tests: 0 changed files; 2 named with --test" in (p.results / "triage" / "triage.md").read_text()
+    # #39: the same test by its absolute path, a file by ./FILE
+    proc = p.run(
+        "run",
+        "--device",
+        "fixture",
+        "--select",
+        "changed",
+        "--test",
+        str(p.root / DOUBLE),
+        "--test",
+        f"./{MINE}/test_triple.py",
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert p.record()["test_selection"]["by_reason"] == {"named": 2}
     # one named test among others: only it escapes the selection
     proc = p.run("run", "--device", "fixture", "--select", "changed", "--test", MINE, "--test", DOUBLE)
     assert proc.returncode == 0, proc.stdout + proc.stderr

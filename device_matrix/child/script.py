@@ -212,6 +212,7 @@ class Recorder:
         self.select = select
         self.suffix = f"[{variant}]" if variant else ""
         self.device: str | None = None  # the row's, for its disable list (#33)
+        self.disable_list = os.environ.get(wire.ENV_DISABLE_LIST)  # read before the launcher takes it (#39)
         self.disabled: dict[str, dict[str, Any]] = {}  # nodeid -> the disable's skip, as the plugin records it
         self.markers = os.environ.get(wire.ENV_MARKERS) == "1"
         self.runs = 0  # top-level unittest runs seen in this process
@@ -272,17 +273,31 @@ class Recorder:
                 name = f"{name}[{seen[name]}]"
             names.append((name + self.suffix, test))
         if self.select is not None:
-            from device_matrix.wanted import selected
-
-            # a nodeid as a record names it (a resume: redacted) selects its test too
-            position = selected((name for name, _ in names), self.select)
+            position = self.picked([name for name, _ in names], self.select)
             names = sorted((x for x in names if x[0] in position), key=lambda x: position[x[0]])
             suite._tests[:] = [test for _, test in names]
         # #33: the row's disable list, as the plugin applies it and records it (its source)
-        self.disabled = {n: hit.as_meta() for n, hit in skip_disabled_tests(names, self.device).items()}
+        hits = skip_disabled_tests(names, self.device, self.disable_list)
+        self.disabled = {n: hit.as_meta() for n, hit in hits.items()}
         self.nodeids = {id(test): name for name, test in names}
         self.write("collected", nodeids=[name for name, _ in names], t=time.time())
         self.collected = True
+
+    def picked(self, names: list[str], select: list[str]) -> dict[str, int]:
+        """Which of ``names`` ``select`` names, each with its place in it: a nodeid (as a
+        record names it too: a resume's, redacted), a class (each of its tests, in the
+        script's order, as ``python FILE Class`` runs them), and in a file run more than
+        once a test or class without this run's [NAME] (#39)."""
+        from device_matrix.wanted import selected
+
+        position = selected(names, select)
+        bases = [(k, word.removesuffix(self.suffix)) for k, word in enumerate(select)]
+        for name in names:
+            base = name.removesuffix(self.suffix)
+            k = next((k for k, word in bases if base == word or base.startswith(word + "::")), None)
+            if name not in position and k is not None:
+                position[name] = k
+        return position
 
     def announce(self, test: object) -> None:
         """Test ``test`` is next: its class and module fixtures are about to run."""
@@ -703,6 +718,12 @@ def interpreter_flags() -> list[str]:
     for warning in sys.warnoptions:
         args += ["-W", warning]
     for name, value in sys._xoptions.items():
+        if name == "faulthandler":
+            # #39: the runner's (the launcher's start is watched from its first instruction);
+            # the script's faulthandler is armed into the attempt's file before its __main__,
+            # and python FILE's interpreter, and the children it starts with its options
+            # (multiprocessing's), have no such option
+            continue
         args += ["-X", name if value is True else f"{name}={value}"]
     return args
 
@@ -779,8 +800,12 @@ def boot(raw: dict[str, Any]) -> None:
     recorder = Recorder(journal, path, select, opts.variant)
     recorder.fatal = fatal
     recorder.device = device
+    # #39: the script's environment is python FILE's: the variables the runner gave the
+    # launcher are read (above) and gone before its __main__ (and its children) see them
+    for name in wire.LAUNCHER_TAKES:
+        os.environ.pop(name, None)
     if opts.program:
-        _start_program(journal, recorder.file_nodeid, path)
+        _start_program(journal, recorder.file_nodeid, path, markers=recorder.markers)
         return
     if journal is not None:
         # a copy made by os.fork() that returns into unittest would run the rest again
@@ -791,7 +816,7 @@ def boot(raw: dict[str, Any]) -> None:
     _watch_the_end(recorder)
 
 
-def _start_program(journal: JournalWriter | None, nodeid: str, path: str) -> None:
+def _start_program(journal: JournalWriter | None, nodeid: str, path: str, *, markers: bool) -> None:
     """A program is one test, from before its ``__main__`` to the process's exit: collected
     and started here, never finished by the process (the runner reads its exit status)."""
     if journal is None:
@@ -800,7 +825,7 @@ def _start_program(journal: JournalWriter | None, nodeid: str, path: str) -> Non
     end_forked_copies(journal, lambda: nodeid)
     journal.write("collected", nodeids=[nodeid], t=time.time())
     journal.write("start", nodeid=nodeid, t=time.time(), meta={}, seq=1, loc=[path, None])
-    if os.environ.get(wire.ENV_MARKERS) == "1":
+    if markers:
         with contextlib.suppress(OSError):
             os.write(1, wire.marker(1))
 

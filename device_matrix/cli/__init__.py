@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import io
 import json
@@ -12,9 +11,8 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -42,8 +40,6 @@ from device_matrix.errors import (
 from device_matrix.output import Output
 from device_matrix.records.outcomes import REPORTED_FAILURES, STATUS_EXIT, combine_exit_codes
 from device_matrix.records.schema import RunRecord
-
-INTERRUPT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def _load(args: argparse.Namespace) -> Config:
@@ -78,27 +74,6 @@ def _rows(cfg: Config, names: Sequence[str] | None) -> list[str]:
     return out
 
 
-@contextlib.contextmanager
-def _interrupts_raise() -> Iterator[None]:
-    """SIGINT, SIGTERM and SIGHUP end the run cleanly: the child is ended, a record written."""
-    from device_matrix.run.attempt import Interrupted
-
-    fired: list[int] = []
-
-    def handler(signum: int, frame: object) -> None:
-        if fired:
-            return  # already stopping: let the cleanup finish
-        fired.append(signum)
-        raise Interrupted(signum)
-
-    previous = {sig: signal.signal(sig, handler) for sig in INTERRUPT_SIGNALS}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-
 # --- run ------------------------------------------------------------------------------
 
 
@@ -106,7 +81,7 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
     from device_matrix.cli.select import check_select_args, plan_for
     from device_matrix.cli.shards import check_spread_args, resume_tip, run_spread, run_whole, spread_requested
     from device_matrix.report.actions import row_job
-    from device_matrix.run.attempt import Interrupted
+    from device_matrix.run.attempt import Interrupted, interrupts_raise
     from device_matrix.run.plan import plan_row
     from device_matrix.run.runner import RunOptions
     from device_matrix.run.selection import NothingSelected
@@ -131,11 +106,11 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
     if args.rerun_disabled or args.times is not None:  # #33: the re-enable check
         from device_matrix.cli.disabled import cmd_rerun_disabled
 
-        with _interrupts_raise():
+        with interrupts_raise():
             return cmd_rerun_disabled(args, cfg, options, rows=_rows(cfg, args.device), out=out, force=force)
     codes = []
     records: list[RunRecord] = []
-    with _interrupts_raise():
+    with interrupts_raise():
         for name in _rows(cfg, args.device):
             row = cfg.row(name)
             plan = plan_row(cfg, row, force=force)

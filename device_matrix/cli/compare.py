@@ -136,6 +136,8 @@ class Invocation:
     tests: dict[str, str]  # "Class::method" -> outcome in the record
     seconds: float  # the device-matrix attempts of this invocation
     rows: list[tuple[str, str, str | None, bool]] = field(default_factory=list)  # nodeid, ours, plain, same
+    flaky: set[str] = field(default_factory=set)  # nodeids whose outcomes changed from run to run (--repeat)
+    runs: int = 1  # times each way (--repeat)
 
     @property
     def label(self) -> str:
@@ -207,14 +209,17 @@ def _plain(cfg: Config, row: Row, script: Script, python: str, timeout: float) -
     # make a finished script look hung; its process group is ended once the script is done
     with tempfile.TemporaryFile() as out_file:
         # started as every child is (base.spawn), with the plain run's own environment: no
-        # token of ours in it, and what it leaves is ended with its group, never swept
+        # token of ours in it. #39: what it leaves is ended with it, as a row's attempt ends:
+        # its group, then each orphan it made (compare adopts them: a multiprocessing
+        # worker, its resource_tracker, a daemon that left the group), also when compare is
+        # interrupted while it runs
         child = spawn(
             [python, script.file, *script.args],
             env=_env(row, script),
             cwd=cfg.project_root,
             output=out_file,
             token="",
-            adopt=False,
+            adopt=True,
             carry_token=False,
         )
         try:
@@ -258,36 +263,71 @@ def _key(nodeid: str, script: Script, root: Path) -> str | None:
     return rest.removesuffix(script.suffix) if sep else ""
 
 
-def cmd_compare(args: argparse.Namespace, out: Output) -> int:
-    cfg = config_mod.load(Path(args.project) if args.project else None)
-    row = cfg.row(args.device)
-    if not row.scripts:
-        raise UsageProblem(
-            f"row {row.name!r} has no scripts to compare",
-            tip="List the files as [[tool.device-matrix.devices.ROW.scripts]] (docs/upstream.md), then compare.",
-        )
-    python = args.python or sys.executable
-    results = Path(args.results) if args.results else cfg.results_dir / "compare"
-    out.line(f"compare: row {row.name}, {len(row.scripts)} invocation(s), each as a script, then through device-matrix")
-    invocations = []
-    for index, script in enumerate(row.scripts, 1):
-        # one after the other, each way: the machine's load is about the same for both
-        plain = _plain(cfg, row, script, python, plain_timeout(row, script, args.timeout))
-        record, seconds = _through(cfg, row, script, python=python, folder=results / f"{index:02d}", out=out)
-        out.line(
-            f"  {shlex.join([script.file, *script.args])}: as a script exit {plain.returncode} in "
-            f"{plain.seconds:.1f} s, through device-matrix {record['status']} in {seconds:.1f} s"
-        )
-        root = cfg.project_root
-        nodeids = {k: t["nodeid"] for t in record["tests"] if (k := _key(t["nodeid"], script, root)) is not None}
-        outcomes = {k: str(t["outcome"]) for t in record["tests"] if (k := _key(t["nodeid"], script, root)) is not None}
-        inv = Invocation(script, plain, outcomes, seconds)
-        invocations.append((inv, inv.compare(nodeids, record["status"])))
-    _print(out, invocations, args.all)
-    plain_total = sum(inv.plain.seconds for inv, _ in invocations)
-    total_seconds = sum(inv.seconds for inv, _ in invocations)
-    mismatched = sum(m for _, m in invocations)
-    summary = {
+def _one(
+    cfg: Config, row: Row, script: Script, folder: Path, *, python: str, timeout: float | None, out: Output
+) -> tuple[Invocation, int]:
+    """One invocation both ways, one right after the other (the machine's load is about the
+    same for both): its comparison and its mismatches."""
+    plain = _plain(cfg, row, script, python, plain_timeout(row, script, timeout))
+    record, seconds = _through(cfg, row, script, python=python, folder=folder, out=out)
+    out.line(
+        f"  {shlex.join([script.file, *script.args])}: as a script exit {plain.returncode} in "
+        f"{plain.seconds:.1f} s, through device-matrix {record['status']} in {seconds:.1f} s"
+    )
+    root = cfg.project_root
+    nodeids = {k: t["nodeid"] for t in record["tests"] if (k := _key(t["nodeid"], script, root)) is not None}
+    outcomes = {k: str(t["outcome"]) for t in record["tests"] if (k := _key(t["nodeid"], script, root)) is not None}
+    inv = Invocation(script, plain, outcomes, seconds)
+    return inv, inv.compare(nodeids, record["status"])
+
+
+def merge(pairs: list[tuple[Invocation, int]]) -> tuple[Invocation, int]:
+    """#39: one invocation run several times each way (``--repeat``), as one comparison.
+
+    A test differs when it differs in every pair of runs and no outcome it had one way is
+    one it had the other way (a race that goes either way in both is not the row's); a test
+    that differs in some pairs, or whose outcomes meet, is flaky: shown, not a mismatch.
+    A count that differs (a quiet run's skips) differs when it does in every pair. The
+    outcomes each way are shown in run order (``passed/failed``), the seconds summed."""
+    if len(pairs) == 1:
+        return pairs[0]
+    first = pairs[0][0]
+    seen: dict[str, list[tuple[str, str | None, bool]]] = {}
+    for inv, _ in pairs:
+        for nodeid, ours, theirs, same in inv.rows:
+            seen.setdefault(nodeid, []).append((ours, theirs, same))
+    merged = Invocation(
+        first.script,
+        dataclasses.replace(first.plain, seconds=sum(inv.plain.seconds for inv, _ in pairs)),
+        first.tests,
+        sum(inv.seconds for inv, _ in pairs),
+        runs=len(pairs),
+    )
+    mismatches = min(m - sum(not same for *_, same in inv.rows) for inv, m in pairs)
+    for nodeid, runs in seen.items():
+        ours_seen = {ours for ours, _, _ in runs}
+        theirs_seen = {theirs for _, theirs, _ in runs}
+        every = len(runs) == len(pairs) and not any(same for *_, same in runs)
+        differs = every and not ours_seen & theirs_seen
+        if not differs and (len(runs) < len(pairs) or not all(same for *_, same in runs)):
+            merged.flaky.add(nodeid)
+        mismatches += differs
+        ours_all = "/".join(ours for ours, _, _ in runs)
+        theirs_all = "/".join(theirs or "not failing" for _, theirs, _ in runs)
+        merged.rows.append((nodeid, ours_all, theirs_all, not differs))
+    return merged, mismatches
+
+
+def _totals(invocations: list[tuple[Invocation, int]]) -> tuple[float, float, int]:
+    """Seconds as scripts, seconds through device-matrix, mismatches."""
+    plain = sum(inv.plain.seconds for inv, _ in invocations)
+    return plain, sum(inv.seconds for inv, _ in invocations), sum(m for _, m in invocations)
+
+
+def _summary(row: Row, invocations: list[tuple[Invocation, int]], interrupted: str | None) -> dict[str, object]:
+    """compare.json: the invocations compared so far, and whether compare was interrupted."""
+    plain_total, total_seconds, mismatched = _totals(invocations)
+    return {
         "row": row.name,
         "invocations": [
             {
@@ -300,26 +340,80 @@ def cmd_compare(args: argparse.Namespace, out: Output) -> int:
                 "plain_seconds": round(inv.plain.seconds, 3),
                 "device_matrix_seconds": round(inv.seconds, 3),
                 "plain_exit": inv.plain.returncode,
-                "tests": [{"nodeid": n, "device_matrix": o, "plain": p, "same": s} for n, o, p, s in inv.rows],
+                "runs": inv.runs,
+                "tests": [
+                    {"nodeid": n, "device_matrix": o, "plain": p, "same": s, **_flaky_key(inv, n)}
+                    for n, o, p, s in inv.rows
+                ],
             }
             for inv, m in invocations
         ],
+        "invocations_planned": len(row.scripts),
+        "interrupted": interrupted,  # the signal's name, or null: every invocation was compared
         "plain_seconds": round(plain_total, 3),
         "device_matrix_seconds": round(total_seconds, 3),
         "time_ratio": round(total_seconds / plain_total, 3) if plain_total else None,
         "mismatches": mismatched,
+        "flaky": sum(len(inv.flaky) for inv, _ in invocations),
     }
-    write_json_atomic(results / "compare.json", summary)
+
+
+def cmd_compare(args: argparse.Namespace, out: Output) -> int:
+    from device_matrix.run.attempt import Interrupted, interrupts_raise
+
+    cfg = config_mod.load(Path(args.project) if args.project else None)
+    row = cfg.row(args.device)
+    if not row.scripts:
+        raise UsageProblem(
+            f"row {row.name!r} has no scripts to compare",
+            tip="List the files as [[tool.device-matrix.devices.ROW.scripts]] (docs/upstream.md), then compare.",
+        )
+    if args.repeat < 1:
+        raise UsageProblem(f"--repeat {args.repeat}: each way runs at least once", tip="Give --repeat 1 or more.")
+    python = args.python or sys.executable
+    results = Path(args.results) if args.results else cfg.results_dir / "compare"
+    out.line(f"compare: row {row.name}, {len(row.scripts)} invocation(s), each as a script, then through device-matrix")
+    invocations: list[tuple[Invocation, int]] = []
+    try:
+        # #39: SIGTERM, SIGINT and SIGHUP end the run under way and every process of it
+        with interrupts_raise():
+            for index, script in enumerate(row.scripts, 1):
+                folders = [results / (f"{index:02d}" + (f"-{k}" if k > 1 else "")) for k in range(1, args.repeat + 1)]
+                pairs = [_one(cfg, row, script, f, python=python, timeout=args.timeout, out=out) for f in folders]
+                invocations.append(merge(pairs))
+                # each verdict on disk as it is decided: a reader after a kill sees every one so far
+                write_json_atomic(results / "compare.json", _summary(row, invocations, None))
+    except Interrupted as exc:
+        write_json_atomic(results / "compare.json", _summary(row, invocations, str(exc)))
+        out.error(
+            f"compare interrupted by {exc}: {len(invocations)} of {len(row.scripts)} invocation(s) compared, "
+            f"in {results / 'compare.json'}",
+            "Run compare again for all of them.",
+        )
+        return 128 + exc.signum
+    _print(out, invocations, args.all)
+    plain_total, total_seconds, mismatched = _totals(invocations)
     ratio = f"{total_seconds / plain_total:.2f}" if plain_total else "?"
     upstream = sum(inv.plain.ran or 0 for inv, _ in invocations)
     recorded = sum(len(inv.tests) for inv, _ in invocations)
     out.line(
-        f"total: {upstream} test(s) upstream, {recorded} recorded, {mismatched} mismatch(es); "
+        f"total: {upstream} test(s) upstream, {recorded} recorded, {mismatched} mismatch(es)"
+        f"{_flaky_words(invocations)}; "
         f"{plain_total:.1f} s as scripts, {total_seconds:.1f} s through device-matrix (ratio {ratio})"
     )
     if args.json:
-        out.line(json.dumps(summary, indent=2))
+        out.line(json.dumps(_summary(row, invocations, None), indent=2))
     return EXIT_OK if mismatched == 0 else EXIT_TESTS_FAILED
+
+
+def _flaky_key(inv: Invocation, nodeid: str) -> dict[str, bool]:
+    """A test's ``flaky`` in compare.json: only where each way ran more than once."""
+    return {"flaky": nodeid in inv.flaky} if inv.runs > 1 else {}
+
+
+def _flaky_words(invocations: list[tuple[Invocation, int]]) -> str:
+    flaky = sum(len(inv.flaky) for inv, _ in invocations)
+    return f", {flaky} flaky (--repeat)" if flaky else ""
 
 
 def _print(out: Output, invocations: list[tuple[Invocation, int]], every: bool) -> None:
@@ -334,9 +428,10 @@ def _print(out: Output, invocations: list[tuple[Invocation, int]], every: bool) 
     out.line("")
     for inv, _ in invocations:
         for nodeid, ours, theirs, same in inv.rows:
-            if same and not every:
+            flaky = nodeid in inv.flaky
+            if same and not flaky and not every:
                 continue
-            word = "same" if same else "DIFFERENT"
+            word = "FLAKY" if flaky and same else ("same" if same else "DIFFERENT")
             said = theirs or ("not failing" if inv.plain.ran is not None else f"exit {inv.plain.returncode}")
             out.line(f"  {word:<9} device-matrix {ours:<10} plain {said:<12} {nodeid}")
 
@@ -360,6 +455,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         default=None,
         help="seconds one plain run may take (default: the row's test_timeout for a program, its run_timeout "
         "for a unittest file, as through device-matrix)",
+    )
+    cp.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run each invocation N times each way, alternating: a test differs only when it does every "
+        "time and no outcome meets; one that changes is shown as flaky (default 1)",
     )
     cp.add_argument("--all", action="store_true", help="print every test, not only those that differ")
     cp.add_argument("--json", action="store_true", help="print the comparison as JSON too")

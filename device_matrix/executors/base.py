@@ -261,7 +261,8 @@ class PopenChild:
     def _sweep(self) -> None:
         tagged_rounds = 3  # a process may fork while it is being looked for
         for _ in range(SWEEP_ROUNDS):
-            tagged = tagged_processes(self.token) if tagged_rounds > 0 else []
+            # no token (a plain run's child carries none): the adopted orphans only
+            tagged = tagged_processes(self.token) if tagged_rounds > 0 and self.token else []
             tagged_rounds -= 1
             doomed, adopted = adopted_leftovers(self.born, spare=frozenset(_LIVE)) if self.sweeps_adopted else ([], [])
             if not tagged and not adopted:

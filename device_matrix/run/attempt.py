@@ -57,6 +57,29 @@ class Interrupted(BaseException):
         self.attempt: AttemptResult | None = None
 
 
+INTERRUPT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def interrupts_raise() -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGHUP raise :class:`Interrupted` (once): what runs ends its
+    children on the way out (``with`` a child, ``finally``) and writes what it knows."""
+    fired: list[int] = []
+
+    def handler(signum: int, frame: object) -> None:
+        if fired:
+            return  # already stopping: let the cleanup finish
+        fired.append(signum)
+        raise Interrupted(signum)
+
+    previous = {sig: signal.signal(sig, handler) for sig in INTERRUPT_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
 class Progress(Protocol):
     """Where an attempt reports what it sees while the child runs."""
 

@@ -157,7 +157,7 @@ def one_attempt(
             index=index,
             purpose=purpose,
             args=child.script(script.file, script.args, script.variant, program=script.kind == "program"),
-            env=child.environment(script.env),
+            env=child.environment(script.env, script=True),
             select=select,
             module=SCRIPT_MODULE,
         )

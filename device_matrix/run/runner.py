@@ -56,7 +56,7 @@ from device_matrix.run.lock import row_lock
 from device_matrix.run.plan import RowPlan
 from device_matrix.run.selection import refuse_xdist, selecting_options
 from device_matrix.run.state import RunState
-from device_matrix.run.targets import of_script, script_node
+from device_matrix.run.targets import as_nodeid, of_script, script_node
 from device_matrix.wire import write_deselect
 
 DESELECT_FILE = "deselect.json"  # #34: in the attempts folder, the tests the child leaves out
@@ -73,6 +73,11 @@ NO_UNITTEST = (
     "the script ran no unittest test in its own process (unittest.main() never ran, or ran in a subprocess)\n"
     'TIP: a script that is not a unittest file is one test with kind = "program" in its [[scripts]] entry: '
     "its exit status is its outcome (docs/upstream.md)"
+)
+NOT_NAMED = (
+    "--test named no test that {file} runs: {named} (or it ran no unittest test in its own process)\n"
+    "TIP: name its tests as FILE::Class::test, or a class as FILE::Class (`python FILE -v` lists them "
+    "as test (module.Class.test)); --test FILE runs all of them"
 )
 NO_PROGRAM = "the program never started: the launcher's process ended before it (see output.log)"
 RUNNING = Verdict("running", "the run is in progress (or its runner was killed)")
@@ -142,7 +147,9 @@ def _deselect(run: Run) -> None:
         return
     if run.options.tests and plan.test_map is not None:
         # #34: --test always runs what it names (a file, a class, a test): never left out
-        named = frozenset(n for n in plan.test_map.tests if any(_named_by(w, n) for w in run.options.tests))
+        root = run.setup.cfg.project_root
+        given = [as_nodeid(w, root) for w in run.options.tests]  # #39: ./FILE, an absolute path
+        named = frozenset(n for n in plan.test_map.tests if any(_named_by(w, n) for w in given))
         plan = dataclasses.replace(plan, named=named)
         run.options = dataclasses.replace(run.options, test_plan=plan)
     left_out = plan.left_out()
@@ -160,9 +167,9 @@ def _deselect(run: Run) -> None:
 
 
 def _named_by(word: str, nodeid: str) -> bool:
-    """Whether ``--test word`` names ``nodeid``: its file, its class or the test (any of its
-    parameters); a folder is the tests the selection picks in it."""
-    word = word.removeprefix("./")
+    """Whether ``--test word`` (as a nodeid: :func:`as_nodeid`) names ``nodeid``: its file,
+    its class or the test (any of its parameters); a folder is the tests the selection picks
+    in it."""
     return nodeid == word or nodeid.startswith((f"{word}::", f"{word}["))
 
 
@@ -228,7 +235,7 @@ def run_scripts(run: Run, verdict: Verdict) -> Verdict:
     verdicts = [verdict]
     for script in scripts:
         # a test --test names runs through its script (#29)
-        select = selection.script_selection(script, setup.row, root, run.options.tests)
+        select = named = selection.script_selection(script, setup.row, root, run.options.tests)
         if run.resumed:
             select = [n for n in state.remaining() if of_script(n, script, scripts, root)]
             if not select and any(of_script(n, script, scripts, root) for n in state.results):
@@ -236,13 +243,16 @@ def run_scripts(run: Run, verdict: Verdict) -> Verdict:
                 continue  # every test of this script has its outcome
         verdicts.append(attempts(run, [script.file], select=select, purpose="run", script=script))
         if not any(of_script(n, script, scripts, root) for n in state.results):
-            # no unittest ran in the script's own process (a program: it never started):
-            # nothing was tested, never green
+            # no unittest ran in the script's own process (a program: it never started), or
+            # none of the tests --test named is one it has (#39): nothing was tested, never green
+            message = NO_PROGRAM if script.kind == "program" else NO_UNITTEST
+            if named is not None and not run.resumed:
+                message = NOT_NAMED.format(file=script.file, named=", ".join(named))
             state.put(
                 script_node(script, root) + script.suffix,
                 "error",
                 duration=0.0,
-                message=NO_PROGRAM if script.kind == "program" else NO_UNITTEST,
+                message=message,
                 attempt=len(state.attempts),
             )
             verdicts.append(Verdict("failed", f"{script.file}{script.suffix}: no test ran"))  # #29: which run

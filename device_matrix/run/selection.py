@@ -20,7 +20,7 @@ from device_matrix.config import Config, Row, Script, pytest_setting
 from device_matrix.errors import ConfigError, UsageProblem
 from device_matrix.records.schema import RunRecord
 from device_matrix.redact import PLACEHOLDER_RE
-from device_matrix.run.targets import distinct_targets, names_program, names_script_test, unique_scripts
+from device_matrix.run.targets import distinct_targets, names_script, of_script_file, unique_scripts
 
 # pytest options that would move tests into processes the runner does not watch
 XDIST_OPTIONS = ("-n", "--numprocesses", "--dist", "-d", "--tx", "--looponfail", "-f")
@@ -111,8 +111,9 @@ def refuse_ini_addopts(root: Path) -> None:
 def scripts(row: Row, root: Path, *, suites: Sequence[str] | None, tests: Sequence[str]) -> tuple[Script, ...]:
     """The row's scripts, unless the command line picked suites or tests; each invocation once (#20).
 
-    ``--test`` that names a program (its nodeid, or its file for each of its entries) runs
-    that program: a program is a test of the row, never a file for pytest to collect.
+    ``--test`` that names an entry (its file however written, a folder above it, a class or
+    test in it, a program's nodeid) runs that entry as the row runs it: never a file for
+    pytest to collect (#29, #39).
     """
     if suites:
         return ()
@@ -122,14 +123,35 @@ def scripts(row: Row, root: Path, *, suites: Sequence[str] | None, tests: Sequen
 
 
 def _names(test: str, script: Script, row: Row, root: Path) -> bool:
-    """Whether a ``--test`` argument names this script's program or one of its tests (#29)."""
-    return names_program(test, script, root) or names_script_test(test, script, row.scripts, root)
+    return names_script(test, script, row.scripts, root) is not None
 
 
 def script_selection(script: Script, row: Row, root: Path, tests: Sequence[str]) -> list[str] | None:
-    """The tests of this unittest script ``--test`` names, as its nodeids (None: all of them)."""
-    picked = [t for t in tests if names_script_test(t, script, row.scripts, root)]
-    return picked or None
+    """The tests of this unittest script ``--test`` names, as its nodeids write them (a class
+    names each of its tests); None: all of them."""
+    named = [n for t in tests if (n := names_script(t, script, row.scripts, root)) is not None]
+    if not named or any(n.tests is None for n in named):
+        return None
+    return [n.tests for n in named if n.tests is not None]
+
+
+def _for_pytest(tests: Sequence[str], row: Row, root: Path) -> list[str]:
+    """The ``--test`` words pytest is given: those that are no script's own (#39). A word that
+    names a script's file but none of its runs (``FILE[NAME]`` of no entry) is a usage error."""
+    kept = []
+    for test in tests:
+        named = [n for s in row.scripts if (n := names_script(test, s, row.scripts, root)) is not None]
+        if any(n.own for n in named):
+            continue
+        if not named and of_script_file(test, row.scripts, root):
+            its = [s for s in row.scripts if of_script_file(test, [s], root)]
+            runs = sorted({f"[{s.variant}]" if s.variant else "(no [NAME])" for s in its})
+            raise UsageProblem(
+                f"--test {test}: row {row.name!r} runs its file as a script, and none of its runs is named so",
+                tip=f"Name the file, a class or a test in it, with the [NAME] of one of its runs: {', '.join(runs)}.",
+            )
+        kept.append(test)
+    return kept
 
 
 def project_tests(row: Row, *, suites: Sequence[str] | None, tests: Sequence[str]) -> bool:
@@ -148,8 +170,7 @@ def targets(cfg: Config, row: Row, *, suites: Sequence[str] | None, tests: Seque
     """
     root = cfg.project_root
     if tests:
-        picked = scripts(row, root, suites=suites, tests=tests)
-        return distinct_targets([t for t in tests if not any(_names(t, s, row, root) for s in picked)], root)
+        return distinct_targets(_for_pytest(tests, row, root), root)
     chosen = list(suites or row.suites)
     unknown = [s for s in chosen if s not in row.suites] if suites else []
     if unknown:

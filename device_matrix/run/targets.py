@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from device_matrix.config import Script
@@ -61,21 +62,22 @@ def unique_scripts(scripts: Iterable[Script]) -> tuple[Script, ...]:
     return tuple(seen.values())
 
 
+def _node(path: str, root: Path) -> str:
+    """A path as nodeids name it: relative to the project root when under it, normalised."""
+    named = Path(os.path.normpath(root / path))
+    return named.relative_to(root).as_posix() if named.is_relative_to(root) else named.as_posix()
+
+
+def as_nodeid(test: str, root: Path) -> str:
+    """A ``--test`` word as nodeids write it: its path however written (``./``, absolute,
+    ``a/../b``, a trailing ``/``) as the root's, then the rest (#39)."""
+    path, sep, rest = test.partition("::")
+    return _node(path, root) + sep + rest
+
+
 def script_node(script: Script, root: Path) -> str:
     """The script's file as its nodeids name it: relative to the project root, normalised."""
-    path = Path(os.path.normpath(root / script.file))
-    return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
-
-
-def names_program(test: str, script: Script, root: Path) -> bool:
-    """Whether ``test`` (a ``--test`` argument) names this program: its nodeid, or its file
-    (each program entry of a file, as a file names its tests)."""
-    if script.kind != "program" or "::" in test:
-        return False
-    path, bracket, rest = test.partition("[")
-    named = Path(os.path.normpath(root / path))
-    named_node = named.relative_to(root).as_posix() if named.is_relative_to(root) else str(named)
-    return named_node == script_node(script, root) and (not bracket or bracket + rest == script.suffix)
+    return _node(script.file, root)
 
 
 def of_script(nodeid: str, script: Script, scripts: Iterable[Script], root: Path) -> bool:
@@ -93,12 +95,45 @@ def of_script(nodeid: str, script: Script, scripts: Iterable[Script], root: Path
     return not any(nodeid.endswith(s.suffix) for s in others)
 
 
-def names_script_test(test: str, script: Script, scripts: Iterable[Script], root: Path) -> bool:
-    """Whether ``test`` (a ``--test`` argument) names a test of this unittest script
-    (``FILE::Class::test``): it runs through the script, never through pytest (#29)."""
-    if script.kind != "unittest" or "::" not in test:
-        return False
+@dataclass(frozen=True)
+class Named:
+    """What a ``--test`` word names of one ``scripts`` entry (#39)."""
+
+    # the class or test it names in the script, as the script's nodeids write it (with this
+    # run's [NAME]); None: every test of the entry
+    tests: str | None
+    # the word is the entry's own (its file, or a class or test in it): never pytest's. A
+    # folder above the file is not: pytest is given its other files
+    own: bool
+
+
+def names_script(test: str, script: Script, scripts: Iterable[Script], root: Path) -> Named | None:
+    """What ``test`` (a ``--test`` argument) names of this entry, which then runs as the row
+    runs it, never through pytest (#29, #39): its file however written (``./FILE``, an
+    absolute path, ``a/../FILE``), the file with this run's ``[NAME]``, a folder above it,
+    or a class or test in it (``FILE::Class``, ``FILE::Class::test``). A class or test without
+    a ``[NAME]`` is named in every run of a file the row runs more than once, as a file
+    names its tests in each; with one, in that run only. A program is named by its file,
+    its nodeid or a folder; it has no class or test in it."""
     path, sep, rest = test.partition("::")
-    named = Path(os.path.normpath(root / path))
-    node = named.relative_to(root).as_posix() if named.is_relative_to(root) else str(named)
-    return of_script(node + sep + rest, script, scripts, root)
+    node = script_node(script, root)
+    if not sep:
+        bare, bracket, tail = path.partition("[")
+        if bracket:
+            return Named(None, own=True) if _node(bare, root) == node and bracket + tail == script.suffix else None
+        if _node(path, root) == node:
+            return Named(None, own=True)
+        return Named(None, own=False) if _covers(_key(path, root), _key(script.file, root)) else None
+    if script.kind != "unittest" or _node(path, root) != node:
+        return None
+    if script.variant and rest.endswith(script.suffix):
+        return Named(f"{node}::{rest}", own=True)
+    if any(s.variant and script_node(s, root) == node and rest.endswith(s.suffix) for s in scripts):
+        return None  # another run's
+    return Named(f"{node}::{rest}{script.suffix}", own=True)
+
+
+def of_script_file(test: str, scripts: Iterable[Script], root: Path) -> bool:
+    """Whether ``test`` names a file that one of ``scripts`` runs, or a node in it."""
+    path = test.partition("::")[0].partition("[")[0]
+    return any(_node(path, root) == script_node(s, root) for s in scripts)

@@ -17,7 +17,6 @@ import unittest
 from collections.abc import Sequence
 from pathlib import Path
 
-from device_matrix import wire
 from device_matrix.errors import ConfigError
 from device_matrix.skips.model import DeviceSkip, parse_date
 from device_matrix.skips.refs import normalize_issue
@@ -102,17 +101,19 @@ def target_matches(target: str, nodeid: str) -> bool:
     return nodeid.startswith((target.rstrip(":") + "::", target + "["))
 
 
-def skip_disabled_tests(named: Sequence[tuple[str, unittest.TestCase]], device: str | None) -> dict[str, DeviceSkip]:
+def skip_disabled_tests(
+    named: Sequence[tuple[str, unittest.TestCase]], device: str | None, path: str | None
+) -> dict[str, DeviceSkip]:
     """#33: the script launcher's tests the row's disable list names are skipped as the
     plugin skips them, with the same text (a disable issue's number and date).
 
-    The list and the device are the ones the runner gives every child (its variables);
+    The list (``path``) and the device are the ones the runner gives every child (its
+    variables, which the launcher takes out of the script's environment, #39);
     each disabled test's method is replaced on its instance by unittest's own skip, so
     unittest reports it skipped, with its class and module fixtures run as usual. Returns
     the entry that skips each disabled test, by nodeid: its record says the list skipped it.
     """
-    path = os.environ.get(wire.ENV_DISABLE_LIST)
-    here = device or os.environ.get(wire.ENV_DEVICE)
+    here = device
     hits: dict[str, DeviceSkip] = {}
     if not path or not here:
         return hits
