@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_compare import _compare, _project
+from tests.integration.test_compare import _compare, _project
 
 pytestmark = pytest.mark.slow
 

@@ -13,7 +13,7 @@ import pytest
 
 from tests import engine_images
 from tests.conftest import clean_env
-from tests.test_container_podman import containers_of, images, podman_project
+from tests.integration.test_container_podman import containers_of, images, podman_project
 
 __all__ = ["images"]  # a fixture, used by name
 

@@ -16,7 +16,7 @@ import pytest
 
 from tests import engine_images
 from tests.conftest import Project, clean_env
-from tests.test_container_podman import containers_of, images, no_leftovers, podman_project
+from tests.integration.test_container_podman import containers_of, images, no_leftovers, podman_project
 
 __all__ = ["images", "no_leftovers"]  # fixtures, used by name
 
@@ -46,7 +46,7 @@ def secret_image(images: engine_images.Images) -> str:
             capture_output=True,
             check=True,
             timeout=300,
-            cwd=Path(__file__).parent,
+            cwd=Path(__file__).parents[1],
         )
     return tag
 

@@ -13,7 +13,7 @@ from tests.conftest import clean_env
 
 pytestmark = pytest.mark.slow
 
-RECORDED = Path(__file__).parent / "fixtures" / "recorded"
+RECORDED = Path(__file__).parents[1] / "fixtures" / "recorded"
 SIZE = 3 << 30  # more than the memory the process may use
 LIMIT = 1536 << 20
 

@@ -8,7 +8,7 @@ import datetime as dt
 import json
 from pathlib import Path
 
-from tests.test_disable_runs import _project
+from tests.integration.test_disable_runs import _project
 
 GITHUB = '[tool.device-matrix.tracker]\nkind = "github"\nrepository = "acme/xla"\n'
 

@@ -1,5 +1,5 @@
 """Shards on a real local Ray cluster: a head and a second node, started and stopped by the
-suite (tests/ray_cluster.py: one per test session, shared with tests/test_redact_nodes.py).
+suite (tests/ray_cluster.py: one per test session, shared with tests/integration/test_redact_nodes.py).
 Skipped with the reason where Ray is not installed.
 """
 

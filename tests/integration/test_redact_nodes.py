@@ -15,8 +15,8 @@ from collections.abc import Callable
 import pytest
 
 from tests.conftest import Project
+from tests.integration.test_redact_canary import leaks, planted, with_github
 from tests.ray_cluster import FOO_TOKEN, NODE_CANARIES
-from tests.test_redact_canary import leaks, planted, with_github
 
 # the group of the session's one cluster: its tests run on one worker, the cluster's
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]

@@ -1,7 +1,7 @@
 """What a run says of the issues it links: sent to `issues sync` once, or not at all.
 
 These tests start `device-matrix run` in a project of its own (the summary's own tests, in
-tests/test_report_summary.py, call the printer directly).
+tests/unit/test_report_summary.py, call the printer directly).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.test_disable_runs import _project
+from tests.integration.test_disable_runs import _project
 
 
 def test_a_disabled_unittest_test_in_a_script_says_the_disable_list_skipped_it(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.test_script_programs import entry, project
+from tests.integration.test_script_programs import entry, project
 
 
 def test_the_terminal_says_kind_program_for_a_script_that_ran_no_unittest_test(tmp_path: Path) -> None:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests import test_container as containers
 from tests.conftest import Project
-from tests.test_test_map_record import mapped_project
+from tests.integration import test_container as containers
+from tests.integration.test_test_map_record import mapped_project
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from device_matrix.records import testmap
 from tests.conftest import Project
-from tests.test_test_map_record import interrupted, mapped_project, read_map
+from tests.integration.test_test_map_record import interrupted, mapped_project, read_map
 
 
 def test_a_resumed_run_keeps_the_lines_of_the_run_it_continues_and_adds_its_own(

@@ -14,10 +14,10 @@ import typing
 from pathlib import Path
 
 from device_matrix.cli import build_parser
-from tests import test_layout
 from tests.conftest import clean_env
+from tests.unit import test_layout
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "device_matrix"
 DOC = ROOT / "docs" / "architecture.md"
 
@@ -428,14 +428,14 @@ def test_nothing_below_the_command_line_imports_it() -> None:
 
 # the doc's claims of behaviour -> the test that holds each (file::test)
 BEHAVIOUR = {
-    "a fingerprint is the same for the same crash from every shape of log": "tests/test_fingerprint.py",
-    "the runner folds the journal live and after a death": "tests/test_journal.py",
-    "merge runs alone on a spread row's parts": "tests/test_merge.py",
-    "triage runs alone on a results folder": "tests/test_triage.py",
-    "secrets never leave the process": "tests/test_redact_records.py",
-    "a step whose verdict says stop ends the steps there, the record still written": "tests/test_step_stop.py",
-    "nothing else starts a process": "tests/test_child_starts.py",
-    "a container is known before its image is asked what it has": "tests/test_run_setup.py",
+    "a fingerprint is the same for the same crash from every shape of log": "tests/unit/test_fingerprint.py",
+    "the runner folds the journal live and after a death": "tests/unit/test_journal.py",
+    "merge runs alone on a spread row's parts": "tests/unit/test_merge.py",
+    "triage runs alone on a results folder": "tests/unit/test_triage.py",
+    "secrets never leave the process": "tests/integration/test_redact_records.py",
+    "a step whose verdict says stop ends the steps there, the record still written": "tests/unit/test_step_stop.py",
+    "nothing else starts a process": "tests/unit/test_child_starts.py",
+    "a container is known before its image is asked what it has": "tests/unit/test_run_setup.py",
 }
 
 

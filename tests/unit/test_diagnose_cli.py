@@ -15,7 +15,7 @@ from device_matrix.issues.base import FINGERPRINT_MARKER
 from device_matrix.issues.ledger import Ledger
 from device_matrix.redact import Redactor
 
-RECORDED = Path(__file__).parent / "fixtures" / "recorded"
+RECORDED = Path(__file__).parents[1] / "fixtures" / "recorded"
 
 
 def actions_log(output: str, exit_code: int) -> str:

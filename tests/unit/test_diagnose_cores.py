@@ -15,7 +15,7 @@ from device_matrix.diagnostics.repro import container_repro_command, repro_comma
 from device_matrix.redact import Redactor
 from device_matrix.run.crashes import CoreReader
 
-RECORDED = Path(__file__).parent / "fixtures" / "recorded"
+RECORDED = Path(__file__).parents[1] / "fixtures" / "recorded"
 GDB = (RECORDED / "worker_thread_segfault_gdb.txt").read_text()
 
 

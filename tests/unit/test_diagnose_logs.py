@@ -27,7 +27,7 @@ from device_matrix.diagnostics.parse import (
 from device_matrix.records.schema import CrashDiagnosis
 from device_matrix.redact import Redactor
 
-RECORDED = Path(__file__).parent / "fixtures" / "recorded"
+RECORDED = Path(__file__).parents[1] / "fixtures" / "recorded"
 
 # sample -> the return code its process ended with
 CRASHES = {

@@ -17,7 +17,7 @@ from device_matrix.diagnostics.parse import (
 )
 from device_matrix.redact import Redactor
 
-RECORDED = Path(__file__).parent / "fixtures" / "recorded"
+RECORDED = Path(__file__).parents[1] / "fixtures" / "recorded"
 
 
 def text(name: str) -> str:

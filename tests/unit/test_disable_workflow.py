@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.test_workflow import jobs, steps
+from tests.unit.test_workflow import jobs, steps
 
 
 def test_the_row_jobs_read_the_disables_with_a_read_only_token() -> None:

@@ -1,6 +1,6 @@
 """The decisions of an issue sync for failure groups (#32), pinned exactly: the key, what is
 a failure finding, which runs may file, comment on or reopen its issue, and what its issue
-says. The command line and a GitHub-compatible server: tests/test_failure_group_issues.py.
+says. The command line and a GitHub-compatible server: tests/unit/test_failure_group_issues.py.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from device_matrix.issues.base import FINGERPRINT_MARKER
 from device_matrix.issues.sync import FAILURE_TESTS_LISTED, FAILURE_TEXT_KEPT, collect, sync
 from device_matrix.redact import Redactor
 from tests import records as R
-from tests.test_sync import FakeTracker
+from tests.unit.test_sync import FakeTracker
 
 
 def _signature(t: Any) -> str:

@@ -26,7 +26,7 @@ from device_matrix.records.schema import SkipInfo
 from device_matrix.skips import DeviceSkip
 from tests import records as R
 
-PACKAGE = Path(__file__).resolve().parent.parent / "device_matrix"
+PACKAGE = Path(__file__).resolve().parents[2] / "device_matrix"
 
 
 def test_a_crash_is_known_by_its_fingerprint() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.test_layout import _graph
+from tests.unit.test_layout import _graph
 
 
 def test_the_results_format_does_not_depend_on_the_configuration() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from device_matrix.child.journal import FORKED_COPY_NOTE
-from tests.test_script_launcher import launch
+from tests.integration.test_script_launcher import launch
 
 pytestmark = pytest.mark.slow
 

@@ -15,8 +15,8 @@ from device_matrix.diagnostics import diagnose
 from device_matrix.redact import Redactor
 from device_matrix.spread.gang import RankResult, gang_record, last_exception, rank_env, selected
 
-RECORDED = Path(__file__).parent / "fixtures" / "recorded"
-ROOT = Path(__file__).resolve().parents[1]
+RECORDED = Path(__file__).parents[1] / "fixtures" / "recorded"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _recorded(name: str) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "device_matrix"
+PACKAGE = Path(__file__).resolve().parents[2] / "device_matrix"
 
 MAX_FUNCTION_LINES = 80
 MAX_CLASS_LINES = 400

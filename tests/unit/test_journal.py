@@ -229,7 +229,7 @@ def test_a_forked_copy_is_ended_by_any_event_and_writes_none(tmp_path: Path, cal
         text=True,
         timeout=60,
         check=False,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == str(FORKED_COPY_EXIT)

@@ -15,7 +15,7 @@ import functools
 from collections.abc import Iterator
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "device_matrix"
+PACKAGE = Path(__file__).resolve().parents[2] / "device_matrix"
 
 # device_matrix.<room> -> its floor; a room imports only rooms of lower floors
 FLOORS: dict[str, int] = {

@@ -10,7 +10,7 @@ from typing import Any
 
 from device_matrix.records.merge import Spread, merge
 from tests.conftest import Project
-from tests.test_merge import _part, _plan
+from tests.unit.test_merge import _part, _plan
 
 
 def _spread(**changes: Any) -> Spread:

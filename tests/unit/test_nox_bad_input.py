@@ -12,7 +12,7 @@ import nox
 import pytest
 
 import device_matrix.nox as dm_nox
-from tests.test_nox_api import registry, user_project
+from tests.unit.test_nox_api import registry, user_project
 
 __all__ = ["registry"]  # a fixture, used by name
 

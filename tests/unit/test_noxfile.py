@@ -80,7 +80,7 @@ def test_the_plugin_facing_tests_run_on_the_lowest_and_the_newest_pytest() -> No
         ((cmd),) = rec.runs
         assert cmd[0] == "pytest" and set(nf.PLUGIN_TESTS) <= set(cmd)
     assert all((REPO / t).is_file() for t in nf.PLUGIN_TESTS)
-    assert "tests/test_project_rows.py" in nf.PLUGIN_TESTS and "tests/test_skips.py" in nf.PLUGIN_TESTS
+    assert "tests/integration/test_project_rows.py" in nf.PLUGIN_TESTS and "tests/unit/test_skips.py" in nf.PLUGIN_TESTS
     ci = (REPO / ".ci" / "run").read_text()
     assert "pytest-lowest pytest-newest" in ci
 

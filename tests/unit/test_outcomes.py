@@ -22,7 +22,7 @@ from device_matrix.errors import (
 )
 from device_matrix.records import outcomes
 
-PACKAGE = Path(__file__).resolve().parent.parent / "device_matrix"
+PACKAGE = Path(__file__).resolve().parents[2] / "device_matrix"
 WORDS = frozenset(outcomes.OUTCOMES) | frozenset(outcomes.STATUS_ORDER) | frozenset(outcomes.BUCKETS)
 # pytest's own TestReport.outcome ("passed", "failed", "skipped", and plugins' "rerun" and
 # "error") is another vocabulary, read where the child and the journal take pytest's reports

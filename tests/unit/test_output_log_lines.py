@@ -10,7 +10,7 @@ from device_matrix.diagnostics import outputlog
 from device_matrix.redact import Redactor
 from device_matrix.run import crashes
 
-TSL = (Path(__file__).parent / "fixtures" / "recorded" / "tsl_segfault.txt").read_text()
+TSL = (Path(__file__).parents[1] / "fixtures" / "recorded" / "tsl_segfault.txt").read_text()
 
 
 @dataclass

@@ -13,8 +13,8 @@ import device_matrix.nox as dm_nox
 from device_matrix import config
 from device_matrix.cli import main
 from device_matrix.errors import EXIT_OK, EXIT_UNAVAILABLE, ConfigError
-from tests.test_nox_api import FakeSession, venv
-from tests.test_nox_api import user_project as nox_project
+from tests.unit.test_nox_api import FakeSession, venv
+from tests.unit.test_nox_api import user_project as nox_project
 from tests.userproject import user_project
 
 NOT_THERE = "device-matrix-no-such-package-here==0.0.1"

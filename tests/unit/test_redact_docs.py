@@ -6,7 +6,7 @@ from pathlib import Path
 
 from device_matrix.redact import FREE_TEXT_KEYS, RULES
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "redaction.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "redaction.md"
 
 
 def test_the_docs_list_every_rule_where_it_applies_and_what_it_matches() -> None:

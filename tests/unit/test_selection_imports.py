@@ -339,13 +339,13 @@ def test_a_name_starts_at_the_top_of_its_packages() -> None:
         **BASE,
         "pkg/spread/__init__.py": "",
         "pkg/spread/ray.py": "NODES = 2\n",
-        "tests/test_ray.py": "def test_ray():\n    import ray\n\n    assert ray\n",
-        "tests/test_spread.py": "from pkg.spread import ray\n",
+        "tests/integration/test_ray.py": "def test_ray():\n    import ray\n\n    assert ray\n",
+        "tests/integration/test_spread.py": "from pkg.spread import ray\n",
         "suites/mine/helpers.py": "K = 1\n",
         "suites/mine/test_helpers.py": "import helpers\n",
         "suites/mine/test_long.py": "import suites.mine.helpers\n",
     }
-    assert _ran(_plan(files, ["pkg/spread/ray.py"])) == {"tests/test_spread.py::test_spread"}
+    assert _ran(_plan(files, ["pkg/spread/ray.py"])) == {"tests/integration/test_spread.py::test_spread"}
     assert _ran(_plan(files, ["suites/mine/helpers.py"])) == {
         "suites/mine/test_helpers.py::test_helpers",
         "suites/mine/test_long.py::test_long",

@@ -408,7 +408,7 @@ def test_the_workflow_runs_one_sync_at_a_time() -> None:
     group that does not cancel a running sync."""
     import yaml
 
-    workflow = yaml.safe_load((Path(__file__).parent.parent / ".github/workflows/reusable.yml").read_text())
+    workflow = yaml.safe_load((Path(__file__).parents[2] / ".github/workflows/reusable.yml").read_text())
     job = workflow["jobs"]["issues"]
     group = job.get("concurrency", workflow.get("concurrency"))
     assert group, "no concurrency group over the issues job"

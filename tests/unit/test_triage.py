@@ -348,7 +348,7 @@ def test_trend_charts_filters_and_narrow_screen_in_a_real_browser(browser: list[
     _screenshot(browser, page, ARTIFACTS / "triage.png", "1280,1600")
     _screenshot(browser, page, ARTIFACTS / "triage-narrow.png", "390,1200")
     if os.environ.get("DEVICE_MATRIX_UPDATE_SCREENSHOT") == "1":
-        docs = Path(__file__).parent.parent / "docs" / "triage.png"
+        docs = Path(__file__).parents[2] / "docs" / "triage.png"
         _screenshot(browser, page, docs, "1100,1300")
 
 

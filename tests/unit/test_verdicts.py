@@ -28,9 +28,9 @@ from device_matrix.report.history import Base, LaneRun
 from device_matrix.report.model import Triage
 from device_matrix.report.verdicts import hidden_rate, interval, judge, judge_test, runs_to_see
 from tests import records as R
-from tests.test_triage import ARTIFACTS, _screenshot, browser  # noqa: F401 - browser: the fixture
+from tests.unit.test_triage import ARTIFACTS, _screenshot, browser  # noqa: F401 - browser: the fixture
 
-FIXTURE = Path(__file__).parent / "fixtures" / "verdicts"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "verdicts"
 TRUTH: dict[str, Any] = json.loads((FIXTURE / "truth.json").read_text())
 TRUTH_COMMIT_30 = json.loads((FIXTURE / "runs" / "main-30.json").read_text())["records"][0]["source"]["commit"]
 

@@ -18,7 +18,7 @@ from device_matrix.redact import Redactor
 from device_matrix.run import crashes
 from tests.conftest import REPO, clean_env
 
-RECORDED = Path(__file__).parent / "fixtures" / "recorded"
+RECORDED = Path(__file__).parents[1] / "fixtures" / "recorded"
 
 
 def _diagnose(name: str, fault_text: str = "") -> dict[str, object]:
