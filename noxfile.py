@@ -2,7 +2,8 @@
 
     nox -s cpu                 # the cpu row (the main job)
     nox -s tpu cpu neuron      # rows in that order; an absent device is reported, skipped
-    nox -s tests               # the library's own tests (fast, no torch_xla)
+    nox -s tests               # the library's own tests, both tiers (no torch_xla)
+    nox -s unit                # the unit tier alone: no process, no network, under a minute
     nox -s lint                # ruff + mypy --strict
     nox -s triage              # report over results/ (md, html, json)
     nox -t rows                # every row
@@ -49,12 +50,24 @@ device_matrix.nox.sessions()
 
 @nox.session(reuse_venv=True)
 def tests(session: nox.Session) -> None:
-    """The library's own tests: fast, no torch_xla."""
+    """The library's own tests, both tiers: fast, no torch_xla."""
     # ray: tests/integration/test_ray.py runs shards on a real local cluster; its tests share one
     # cluster, so they stay on one xdist worker (loadgroup). pytest-xdist#1386: under
     # pytest 9.2 `--dist loadgroup` ignores xdist_group, hence pytest<9.2 for this session
     # only; the plugin itself is tested on the newest pytest by pytest-newest.
     session.install("-e", ".[test,ray]", "pytest<9.2")
+    _pytest(session, "-n", "2", "--dist", "loadgroup", "tests")
+
+
+@nox.session(reuse_venv=True)
+def unit(session: nox.Session) -> None:
+    """The unit tier alone (tests/unit/): no process, no network, under a minute (#41)."""
+    session.install("-e", ".[test]", "pytest<9.2")
+    _pytest(session, "-n", "2", "tests/unit")
+
+
+def _pytest(session: nox.Session, *args: str) -> None:
+    """pytest over ``args`` and the session's own arguments, leaving nothing in the checkout."""
     # #31: the suite writes nothing into the checkout: bytecode (pytest's, its workers' and
     # every child's) outside it, compiled once and kept (PYTHONDONTWRITEBYTECODE would have
     # each of the suite's processes compile the package again), no .pytest_cache;
@@ -65,11 +78,7 @@ def tests(session: nox.Session) -> None:
         "pytest",
         "-p",
         "no:cacheprovider",
-        "-n",
-        "2",
-        "--dist",
-        "loadgroup",
-        "tests",
+        *args,
         *session.posargs,
         env={"PYTHONPYCACHEPREFIX": str(pycache), "PYTHONDONTWRITEBYTECODE": None},
     )
@@ -98,8 +107,10 @@ def _checkout_files() -> list[str]:
 # dependency allows and on the newest, so the range users get is the range tested (#20).
 PLUGIN_TESTS = [
     "tests/unit/test_skips.py",
+    "tests/integration/test_skips.py",
     "tests/integration/test_crashes.py",
     "tests/unit/test_junit_jsonreport.py",
+    "tests/integration/test_junit_jsonreport.py",
     "tests/integration/test_script_launcher.py",
     "tests/integration/test_project_rows.py",
 ]
@@ -225,6 +236,7 @@ MUTATION_MODULES = {
     "device_matrix/run/journal.py": {
         "tests": [
             "tests/unit/test_journal.py",
+            "tests/integration/test_journal.py",
             "tests/unit/test_selection_journal.py",
             "tests/unit/test_journal_copy_thin.py",
         ],
@@ -260,6 +272,7 @@ MUTATION_MODULES = {
         "tests": [
             "tests/unit/test_issues.py",
             "tests/unit/test_tracker_ledger.py",
+            "tests/integration/test_tracker_ledger.py",
             "tests/unit/test_issue_bodies.py",
             "tests/unit/test_sync.py",
             "tests/unit/test_sync_frameless.py",

@@ -38,9 +38,11 @@ OWN_TESTS = [
     "tests/unit/test_config.py",
     "tests/unit/test_redact.py",
     "tests/unit/test_report_history.py",
+    "tests/integration/test_report_history.py",
     "tests/unit/test_merge.py",
     "tests/unit/test_diagnostics.py",
     "tests/unit/test_triage.py",
+    "tests/integration/test_triage.py",
     "tests/integration/test_collection.py",
     "tests/integration/test_cli.py",
 ]

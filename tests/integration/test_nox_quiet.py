@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.test_nox_api import nox_in, user_project
+from tests.integration.test_nox_api import nox_in
+from tests.unit.test_nox_api import user_project
 
 
 @pytest.mark.skipif(shutil.which("uv") is not None or find_spec("uv") is not None, reason="uv is installed here")

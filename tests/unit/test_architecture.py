@@ -8,13 +8,10 @@ import argparse
 import ast
 import functools
 import re
-import subprocess
-import sys
 import typing
 from pathlib import Path
 
 from device_matrix.cli import build_parser
-from tests.conftest import clean_env
 from tests.unit import test_layout
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -395,23 +392,6 @@ def test_the_merge_is_pure_records_in_record_out() -> None:
                 assert not called.startswith(("write_", "load_", "read_")), f"merge reaches {called}() in {name}"
                 todo.append(called)
     assert len(reached) > 3  # the merge's own helpers were followed
-
-
-def test_triage_and_the_tracker_never_load_the_runner() -> None:
-    # "Neither imports the runner"; "readers of results (triage, issues sync, merge) never
-    # load the runner": not report/, issues/ or records/, on any path
-    runner_side = ("device_matrix.run", "device_matrix.spread")
-    for room in ("device_matrix.report", "device_matrix.issues", "device_matrix.records"):
-        loaded = _loads(_under(room))
-        assert not {m for m in loaded if m in runner_side or m.startswith(tuple(f"{r}." for r in runner_side))}, room
-    # and the commands that read results, as they start
-    code = (
-        "import sys, device_matrix.cli.triage, device_matrix.cli.issues, device_matrix.cli.diagnose;"
-        "import device_matrix.records.merge;"
-        "print(sorted(m for m in sys.modules if m.startswith(('device_matrix.run.', 'device_matrix.spread'))))"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=clean_env(), check=True)
-    assert proc.stdout.strip() == "[]", proc.stdout
 
 
 def test_nothing_below_the_command_line_imports_it() -> None:

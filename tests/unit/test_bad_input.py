@@ -260,20 +260,6 @@ def test_issues_sync_over_only_unreadable_rows_exits_7(tmp_path: Path, capsys: p
     assert code == EXIT_RESULTS and "run.json" in err and "TIP" in err
 
 
-def test_a_corrupt_ledger_after_a_run_keeps_the_run_exit_code(
-    project: Callable[..., Project],
-) -> None:
-    p = project("skips_flaky")
-    p.results.mkdir()
-    (p.results / "ledger.sqlite").write_bytes(b"not a database at all" * 50)
-    proc = p.run("run", "--device", "fixture")
-    out = proc.stdout + proc.stderr
-    assert proc.returncode in (0, 1), out
-    assert p.record()["status"] in ("passed", "failed", "crashed")
-    assert "issues not linked" in out and "ledger.sqlite" in out and "TIP" in out
-    assert "Traceback" not in out
-
-
 def test_an_invalid_config_through_the_cli_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "pyproject.toml").write_text(ROW + 'presence = ["command:\\"x"]\n')
     assert main(["--project", str(tmp_path), "list"]) == EXIT_CONFIG

@@ -24,8 +24,3 @@ def test_absent_lists_what_was_tried(tmp_path: Path) -> None:
     p = detect(row("env:DM_TPU", f"glob:{tmp_path}/accel*", "command:definitely-not-a-tool -L"), {})
     assert not p.present
     assert "$DM_TPU unset" in p.reason and "accel*" in p.reason and "not found" in p.reason
-
-
-def test_command_check(tmp_path: Path) -> None:
-    assert detect(row("command:true"), {}).present
-    assert not detect(row("command:false"), {}).present

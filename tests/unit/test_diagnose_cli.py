@@ -164,32 +164,3 @@ def test_segfault():
 def test_fails():
     assert 1 == 2, "a failure after the crash"
 """
-
-
-def test_a_rows_own_output_log_is_diagnosed_as_the_runner_did(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # `device-matrix diagnose results/cpu/output.log` on a row whose test segfaulted said
-    # "no native crash found": faulthandler's dump went to attempts/NN/faulthandler.txt and
-    # the log said nothing of how the process ended
-    from tests.userproject import user_project
-
-    p = user_project(tmp_path / "proj", {"tests/test_crash.py": CRASHING})
-    proc = p.run("run", "--device", "cpu")
-    assert proc.returncode == EXIT_TESTS_FAILED, proc.stdout + proc.stderr
-    (crash,) = p.record("cpu")["crashes"]
-    log = p.results / "cpu" / "output.log"
-    text = log.read_text()
-    # the log tells how each attempt ended, with the dump a plain pytest prints on stderr
-    assert "=== device-matrix attempt 1 ended by SIGSEGV (returncode -11)" in text
-    assert "=== device-matrix attempt 2 exited with 1" in text
-    assert text.count("Fatal Python error: Segmentation fault") == 2  # the run and its rerun
-    assert 'test_crash.py", line 6 in test_segfault' in text
-    synced = p.run("issues", "sync")  # a run files only when asked (#24)
-    assert synced.returncode == 0, synced.stdout + synced.stderr
-    code = main(["--project", str(p.root), "diagnose", "--json", str(log)])
-    assert code == EXIT_OK
-    (entry,) = json.loads(capsys.readouterr().out)
-    assert entry["diagnosis"]["signal_name"] == "SIGSEGV"
-    assert entry["diagnosis"]["fingerprint"] == crash["diagnosis"]["fingerprint"]
-    assert [i["issue"] for i in entry["issues"]] == ["ledger:1"]  # sync filed it

@@ -10,12 +10,7 @@ test's own line (its ``assert``) is still its own.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
-
 from device_matrix.report.signature import cause_site
-from tests.conftest import Project
-from tests.runs import write_suite
 
 HUB = """import shutil
 
@@ -48,23 +43,6 @@ def test_own_assert_a():
 def test_own_assert_b():
     assert 3 == 4
 """
-
-
-def test_one_cause_raised_in_the_standard_library_from_each_tests_own_line_is_one_group(
-    project: Callable[..., Project],
-) -> None:
-    p = project("passing")
-    write_suite(p, "hub", {"test_hub.py": HUB})
-    assert p.run("run", "--device", "fixture").returncode == 1
-    proc = p.run("triage", "results")
-    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
-    groups = json.loads((p.results / "triage" / "triage.json").read_text())["groups"]
-    counts = sorted(g["count"] for g in groups)
-    assert counts == [1, 1, 4], [(g["count"], g["signature"]) for g in groups]
-    (hub,) = [g for g in groups if g["count"] == 4]
-    assert hub["signature"].startswith("FileNotFoundError: [Errno N] No such file or directory: '<tmp>' @ shutil.py")
-    # where it shows the group: the first test's own frame, in the project
-    assert hub["frame"] is not None and hub["frame"].startswith("suites/hub/test_hub.py:")
 
 
 TRACEBACK = "\n".join(  # pytest ends a frame's place with ": " and the exception's name at the last

@@ -4,12 +4,9 @@ loop is ended."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from device_matrix.child.journal import FORKED_COPY_NOTE
-from tests.integration.test_script_launcher import launch
 
 pytestmark = pytest.mark.slow
 
@@ -50,22 +47,6 @@ class TestChildren(unittest.TestCase):
 if __name__ == "__main__":
     unittest.main()
 """
-
-
-def test_multiprocessing_fork_children_and_managers_run_to_their_end_under_the_script_launcher(
-    tmp_path: Path,
-) -> None:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    (folder / "test_children.py").write_text(CHILDREN)
-    run = launch(tmp_path, "test_children.py", cwd=folder)
-    assert run.outcomes() == {
-        "TestChildren::test_fork_process": ("passed", None),
-        "TestChildren::test_fork_manager": ("passed", None),
-        "TestChildren::test_raw_fork": ("passed", None),
-    }, run.proc.stderr
-    assert run.proc.returncode == 0, run.proc.stderr
-    assert "returned into" not in run.proc.stderr
 
 
 def test_the_forked_copy_note_names_no_runner_a_script_does_not_use() -> None:

@@ -4,14 +4,12 @@ changed" holds a subset run against the last run of the same selection, never th
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from device_matrix.cli import main
 from device_matrix.errors import EXIT_OK
 from tests import records as R
-from tests.conftest import Project
 
 WHOLE = [R.test(f"t.py::test_{i}") for i in range(6)]
 
@@ -45,11 +43,3 @@ def test_a_subset_run_is_compared_with_runs_of_its_own_selection(tmp_path: Path)
     other["tests"][0]["outcome"] = "failed"
     judged = _triage(tmp_path, "r5", other)  # a selection never seen before: nothing to compare with
     assert judged["changes"]["new_failures"] == [] and judged["changes"]["disappeared"] == []
-
-
-def test_a_run_records_what_it_selected(project: Callable[..., Project]) -> None:
-    p = project("passing")
-    assert p.run("run", "--device", "fixture").returncode == EXIT_OK
-    assert p.record()["selection"] is None  # the whole row
-    assert p.run("run", "--device", "fixture", "--", "-k", "nothing_matches or test").returncode == EXIT_OK
-    assert p.record()["selection"] == "-k nothing_matches or test"

@@ -4,12 +4,9 @@ selection; and #33: it keeps how old the tracker's disable list its shards appli
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
 from typing import Any
 
 from device_matrix.records.merge import Spread, merge
-from tests.conftest import Project
 from tests.unit.test_merge import _part, _plan
 
 
@@ -45,12 +42,3 @@ def test_the_merged_row_keeps_the_oldest_disable_list_its_shards_applied() -> No
 
     merged = merge(_spread(disables=ref)).record
     assert merged["disables"] == ref(2)
-
-
-def test_a_row_spread_with_test_keeps_its_selection_in_the_merged_record(project: Callable[..., Project]) -> None:
-    p = project("passing")
-    proc = p.run("run", "--device", "fixture", "--shards", "2", "--test", "suites/passing")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    shard = json.loads((p.results / "fixture/shards/1/run.json").read_text())
-    assert shard["selection"] == "--test suites/passing --shard 1/2"
-    assert p.record()["selection"] == "--test suites/passing"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from importlib import metadata
@@ -23,7 +22,7 @@ from nox.virtualenv import PassthroughEnv
 
 import device_matrix.nox as dm_nox
 from device_matrix import config
-from tests.conftest import REPO, clean_env
+from tests.conftest import REPO
 
 ABSENT = {"DEVICE_MATRIX_TPU_PRESENT": "0", "DEVICE_MATRIX_CUDA_PRESENT": "0", "DEVICE_MATRIX_NEURON_PRESENT": "0"}
 NOXFILE = "import device_matrix.nox\n\ndevice_matrix.nox.sessions()\n"
@@ -231,15 +230,6 @@ def test_a_first_install_forces_nothing(tmp_path: Path) -> None:
     assert fake.installs == [(str(wheel),)]
 
 
-def test_device_matrix_needs_no_nox_unless_the_noxfile_uses_it() -> None:
-    code = (
-        "import sys, device_matrix.cli, device_matrix.child.plugin, device_matrix.run.runner; "
-        "print('nox' in sys.modules)"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=clean_env(), check=False)
-    assert proc.stdout.strip() == "False", proc.stderr
-
-
 def test_an_unreadable_stamp_installs_again(tmp_path: Path) -> None:
     (tmp_path / dm_nox.INSTALL_STAMP).write_text("{not json")
     fake = FakeSession(venv(tmp_path))
@@ -307,33 +297,3 @@ def test_a_copy_that_is_neither_installed_nor_a_source_tree_says_what_to_do(
 
 
 # --- nox itself, in a project of its own ---------------------------------------------------
-
-
-def nox_in(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = clean_env()
-    env.update(ABSENT)
-    return subprocess.run(
-        [sys.executable, "-m", "nox", *args],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
-def test_nox_lists_the_rows_of_a_project_and_skips_an_absent_one_without_a_venv(tmp_path: Path) -> None:
-    root = user_project(tmp_path / "project")
-    listed = nox_in(root, "--list")
-    assert listed.returncode == 0, listed.stdout + listed.stderr
-    assert "* cpu [rows] -> Run the cpu row of the device matrix." in listed.stdout
-    assert "* tpu [rows] -> Run the tpu row of the device matrix (absent here)." in listed.stdout
-    proc = nox_in(root, "-s", "tpu", "neuron")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "Session tpu skipped: tpu unavailable here: $DEVICE_MATRIX_TPU_PRESENT=0" in proc.stderr
-    assert not (root / ".nox" / "tpu").exists() and not (root / ".nox" / "neuron").exists()
-    tagged = nox_in(root, "-t", "rows", "--list")
-    assert {"cpu", "tpu", "cuda", "neuron"} <= {
-        line.split()[1] for line in tagged.stdout.splitlines() if line.startswith(("* ", "- "))
-    }

@@ -85,13 +85,6 @@ def test_the_plugin_facing_tests_run_on_the_lowest_and_the_newest_pytest() -> No
     assert "pytest-lowest pytest-newest" in ci
 
 
-def test_the_tests_session_keeps_its_own_pytest_cap() -> None:
-    rec = Recorder()
-    sessions()["tests"].func(rec)
-    ((*install,),) = rec.installs
-    assert "pytest<9.2" in install  # pytest-xdist#1386, for this session's --dist loadgroup only
-
-
 def test_the_row_sessions_install_this_checkout(tmp_path: Path) -> None:
     import device_matrix.nox as dm_nox
 

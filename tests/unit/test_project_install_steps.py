@@ -12,7 +12,7 @@ import pytest
 import device_matrix.nox as dm_nox
 from device_matrix import config
 from device_matrix.cli import main
-from device_matrix.errors import EXIT_OK, EXIT_UNAVAILABLE, ConfigError
+from device_matrix.errors import ConfigError
 from tests.unit.test_nox_api import FakeSession, venv
 from tests.unit.test_nox_api import user_project as nox_project
 from tests.userproject import user_project
@@ -58,22 +58,3 @@ def doctor(tmp_path: Path, capsys: pytest.CaptureFixture[str], install: str) -> 
     p = user_project(tmp_path, {"tests/test_a.py": "def test_a(): pass\n"}, top=f"project_install = {install}")
     code = main(["--project", str(p.root), "doctor", "--device", "cpu"])
     return code, [x for x in capsys.readouterr().out.splitlines() if x.startswith("project install")]
-
-
-def test_doctor_says_a_project_install_that_resolves(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # pytest is installed here: pip resolves it without an index
-    code, lines = doctor(tmp_path, capsys, '[["pytest"]]')
-    assert lines == ["project install: resolves here (pip install --dry-run pytest)"]
-    assert code == EXIT_OK
-
-
-def test_doctor_says_which_step_of_the_project_install_does_not_resolve(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    code, lines = doctor(tmp_path, capsys, f'[["pytest"], ["--no-index", "{NOT_THERE}"]]')
-    assert code == EXIT_UNAVAILABLE
-    assert lines[0] == "project install: step 1 resolves here (pip install --dry-run pytest)"
-    assert lines[1].startswith(
-        f"project install: step 2 does not resolve here (pip install --dry-run --no-index {NOT_THERE}): "
-    )
-    assert "device-matrix-no-such-package-here" in lines[1]

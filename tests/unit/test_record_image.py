@@ -16,20 +16,6 @@ IMAGE = "localhost/xla:r2.9.0_3.11"
 ROW = f'image = "{IMAGE}"\nrun_in = "auto"'
 
 
-def test_a_row_run_on_this_host_names_no_image_and_in_its_image_names_it(tmp_path: Path) -> None:
-    p = user_project(tmp_path / "proj", {"tests/test_ok.py": "def test_ok():\n    pass\n"}, row=ROW)
-    here = p.run("run", "--device", "cpu", "--local")
-    assert here.returncode == 0, here.stdout + here.stderr
-    record = p.record("cpu")
-    assert (record["mode"], record["image"]) == ("local", None)
-    assert record["environment"].get("container_image") is None
-    # the reusable workflow's job container is the row's image: there the record names it
-    inside = p.run("run", "--device", "cpu", env={"DEVICE_MATRIX_IN_IMAGE": "cpu"})
-    assert inside.returncode == 0, inside.stdout + inside.stderr
-    record = p.record("cpu")
-    assert (record["mode"], record["image"]) == ("local", IMAGE)
-
-
 def test_the_plan_says_which_image_a_row_runs_in(tmp_path: Path) -> None:
     user_project(tmp_path, {"tests/test_ok.py": "def test_ok():\n    pass\n"}, row=ROW)
     cfg = load(tmp_path)

@@ -5,10 +5,8 @@ run's [variant] at its end, and a run that ran no test is named with its variant
 from __future__ import annotations
 
 import io
-from pathlib import Path
 
 from device_matrix.output import Output
-from tests.conftest import Project
 
 LONG = "test/test_operations.py::TestAtenXlaTensor::test_masked_scatter_with_a_long_descriptive_name_of_its_own"
 
@@ -43,21 +41,3 @@ class T(unittest.TestCase):
 if __name__ == "__main__":
     unittest.main()
 """
-
-
-def test_a_run_of_a_file_that_ran_no_test_is_named_with_its_variant(tmp_path: Path) -> None:
-    root = tmp_path / "proj"
-    (root / "test").mkdir(parents=True)
-    (root / "test" / "test_f.py").write_text(SCRIPT)
-    entries = "".join(
-        f'[[tool.device-matrix.devices.cpu.scripts]]\nfile = "test/test_f.py"\nenv = {{ {name} = "1" }}\n'
-        for name in ("A", "B")
-    )
-    (root / "pyproject.toml").write_text(
-        f'[tool.device-matrix.devices.cpu]\npjrt_device = "CPU"\nrun_in = "host"\npresence = ["always"]\n{entries}'
-    )
-    p = Project(root)
-    proc = p.run("run", "--device", "cpu")
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert p.record("cpu")["reason"] == "test/test_f.py[B]: no test ran"
-    assert "test/test_f.py[B]: no test ran" in proc.stdout

@@ -5,14 +5,11 @@ reaches every test of the session) still runs everything, as does the top one.""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
 from device_matrix import importgraph, selection
 from device_matrix.records.testmap import TestMap
-from tests.builders import recorded_git_project
-from tests.runs import outcomes_of
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 RULES = selection.Rules(max_age=timedelta(days=14), full=("conftest.py", "pyproject.toml"), ignore=())
@@ -115,30 +112,6 @@ SUITE = {
     "sub/test_limit.py": "def test_limit(limit):\n    assert limit == 5\n",
     "sub/test_plain.py": "def test_plain():\n    pass\n",  # under the conftest, using none of it
 }
-
-
-def test_a_fixture_changed_in_a_folder_s_conftest_runs_that_folder_s_tests(tmp_path: Path) -> None:
-    p = recorded_git_project(tmp_path, SUITE)
-    conftest = p.root / "suites" / "mine" / "sub" / "conftest.py"
-    conftest.write_text(conftest.read_text().replace("return limits.LIMIT", "return limits.LIMIT + 1"))
-    proc = p.run("run", "--device", "fixture", "--select", "changed")
-    rec = p.record()
-    assert outcomes_of(rec) == {"test_top": "deselected", "test_limit": "failed", "test_plain": "passed"}, rec[
-        "test_selection"
-    ]
-    assert proc.returncode == 1
-    # test_limit ran the fixture (the map says so), test_plain is under the conftest
-    assert rec["test_selection"]["by_reason"] == {"covers": 1, "conftest": 1, "deselected": 1}
-    # a hook acts on every test of the session: every test runs
-    conftest.write_text(conftest.read_text() + "\n\ndef pytest_collection_modifyitems(items):\n    pass\n")
-    p.run("run", "--device", "fixture", "--select", "changed")
-    rec = p.record()
-    assert outcomes_of(rec) == {"test_top": "passed", "test_limit": "failed", "test_plain": "passed"}, rec[
-        "test_selection"
-    ]
-    assert rec["test_selection"]["full_reason"] == (
-        "suites/mine/sub/conftest.py changes, which the test map cannot follow"
-    )
 
 
 def test_a_conftest_of_fixtures_a_plugin_imports_runs_every_test() -> None:

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +13,6 @@ from device_matrix.errors import EXIT_OK, EXIT_TRACKER, TrackerError
 from device_matrix.issues.ledger import Ledger
 from device_matrix.issues.sync import sync
 from tests import records as R
-from tests.conftest import clean_env
 
 
 def _write_results(root: Path, run_url: str = "https://ci/runs/1") -> None:
@@ -27,34 +23,6 @@ def _write_results(root: Path, run_url: str = "https://ci/runs/1") -> None:
         rec = R.record(row, tests, [R.crash(row, "s/t.py::test_crash", "fp42")], run_url=run_url)
         (root / "results" / row).mkdir(parents=True, exist_ok=True)
         (root / "results" / row / "run.json").write_text(json.dumps(rec))
-
-
-def _fingerprints(ledger_path: Path) -> Counter[str]:
-    ledger = Ledger(ledger_path)
-    try:
-        return Counter(i.fingerprint for i in ledger.list_issues() if i.fingerprint)
-    finally:
-        ledger.close()
-
-
-def test_three_concurrent_syncs_file_no_duplicate(tmp_path: Path) -> None:
-    _write_results(tmp_path)
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "device_matrix", "--project", str(tmp_path), "issues", "sync"],
-            env=clean_env(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(3)
-    ]
-    outs = [p.communicate(timeout=120) for p in procs]
-    assert [p.returncode for p in procs] == [0, 0, 0], outs
-    counts = _fingerprints(tmp_path / "results" / "ledger.sqlite")
-    assert len(counts) == 6 and set(counts.values()) == {1}  # 1 crash + 5 skips, each once
-    filed = sum(int(o.split(" filed,")[0].rsplit(", ", 1)[-1]) for o, _ in outs)
-    assert filed == 6
 
 
 def test_syncing_the_same_results_twice_adds_no_comment(tmp_path: Path) -> None:

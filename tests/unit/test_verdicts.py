@@ -9,13 +9,11 @@ read-only, and every verdict must be the one the fixture built.
 from __future__ import annotations
 
 import hashlib
-import html as htmlmod
 import io
 import json
 import math
 import re
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +26,6 @@ from device_matrix.report.history import Base, LaneRun
 from device_matrix.report.model import Triage
 from device_matrix.report.verdicts import hidden_rate, interval, judge, judge_test, runs_to_see
 from tests import records as R
-from tests.unit.test_triage import ARTIFACTS, _screenshot, browser  # noqa: F401 - browser: the fixture
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "verdicts"
 TRUTH: dict[str, Any] = json.loads((FIXTURE / "truth.json").read_text())
@@ -334,32 +331,3 @@ VERDICT_PROBE = """<script>
   document.body.appendChild(pre);
 })();
 </script></body>"""
-
-
-def test_the_verdicts_and_the_commits_in_a_real_browser(
-    browser: list[str],  # noqa: F811 - the fixture of test_triage, imported
-    main_history: Path,
-    tmp_path: Path,
-) -> None:
-    t = _triage(tmp_path, "pr-105", main_history, read_only=True)
-    page = tmp_path / "probed.html"
-    page.write_text(html.render(t).replace("</body>", VERDICT_PROBE))
-    proc = subprocess.run(
-        [*browser, "--window-size=1280,900", "--dump-dom", page.as_uri()],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    m = re.search(r"<pre id=\"probe\">(.*?)</pre>", proc.stdout, re.S)
-    assert m, proc.stdout[-2000:]
-    seen = json.loads(htmlmod.unescape(m.group(1)))
-    v = t["verdicts"]
-    assert v is not None
-    assert seen["line"] == v["line"]
-    assert [r["verdict"] for r in seen["rows"]] == [i["verdict"] for i in v["items"]]
-    assert all(r["height"] > 0 for r in seen["rows"])
-    assert seen["columns"] == 20 and seen["links"] and seen["broken"] == []
-    plain = tmp_path / "triage.html"
-    plain.write_text(html.render(t))
-    _screenshot(browser, plain, ARTIFACTS / "verdicts.png", "1280,1600")  # for a reader of the CI's artifacts
