@@ -9,6 +9,7 @@ of this table that no longer starts one (the table stays the truth)."""
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -94,6 +95,19 @@ def test_a_process_starts_only_where_the_table_says() -> None:
     assert elsewhere == [], f"a process started outside base.spawn and the places named here: {elsewhere}"
     # each place is there, once: the table is not a list of what used to be
     assert {key: len(nodes) for key, nodes in found.items()} == dict.fromkeys(PLACES, 1)
+
+
+def test_only_base_spawn_and_ask_tool_hold_a_popen() -> None:
+    # grep-level too: no other module of the package names ``Popen(`` at all (a call under
+    # another name, a string handed to eval), and the executors start theirs through spawn
+    places = {f"device_matrix/{m}" for m, _, call in PLACES if call == "subprocess.Popen"}
+    assert places == {"device_matrix/executors/base.py", "device_matrix/devices.py"}
+    popen = re.compile(r"\bPopen\(")
+    starting = sorted(str(path.relative_to(REPO)) for path in PACKAGE.rglob("*.py") if popen.search(path.read_text()))
+    assert [p for p in starting if p not in places] == []
+    for name in ("local.py", "container.py"):
+        text = (PACKAGE / "executors" / name).read_text()
+        assert "spawn(" in text and not popen.search(text), name
 
 
 def test_a_short_question_is_bounded_and_reads_nothing_from_the_terminal() -> None:
