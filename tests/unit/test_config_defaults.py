@@ -167,3 +167,17 @@ def test_no_module_holds_a_second_copy_of_the_trackers_request_limits() -> None:
     assert own == expected
     made = client.GitHubClient(None)
     assert (made.api, made.write_interval, made.writes_per_hour) == expected
+
+
+def test_a_packaged_row_holds_only_what_differs_from_the_row_defaults() -> None:
+    # #41: a packaged row that repeats a [row] value keeps it when [row] changes; 21 did
+    data = packaged()
+    row, devices = data["row"], data["devices"]
+    assert isinstance(row, dict) and isinstance(devices, dict) and {"cpu", "tpu"} <= set(devices)
+    repeated = {
+        f"{name}.{key}"
+        for name, table in devices.items()
+        for key, value in table.items()
+        if key in row and value == row[key]
+    }
+    assert repeated == set(), "drop these from [devices.*] in defaults.toml: [row] gives them"
