@@ -8,8 +8,11 @@ import argparse
 import ast
 import functools
 import re
+import types
 import typing
 from pathlib import Path
+
+import pytest
 
 from device_matrix.cli import build_parser
 from tests.unit import test_layout
@@ -392,6 +395,51 @@ def test_the_merge_is_pure_records_in_record_out() -> None:
                 assert not called.startswith(("write_", "load_", "read_")), f"merge reaches {called}() in {name}"
                 todo.append(called)
     assert len(reached) > 3  # the merge's own helpers were followed
+
+
+def test_no_command_loads_another_commands_module() -> None:
+    # #41: a command's module (its parser and its handler) is imported when that command
+    # runs, never by another: on no path, function-level imports counted
+    from device_matrix.cli import COMMANDS
+
+    entry = "device_matrix.cli"  # main, the table and the core commands: every command's start
+    modules = {module for module, _ in COMMANDS.values()}
+    assert entry in modules and len(modules) > 6
+    for module in sorted(modules):
+        others = {m for m in _loads([module]) & modules if m not in (module, entry)}
+        assert not others, f"{module} loads {sorted(others)}"
+
+
+def test_a_commands_parser_imports_that_commands_module_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    from device_matrix.cli import COMMANDS, command_of
+
+    real = importlib.import_module
+    asked: list[str] = []
+
+    def recorded(name: str, package: str | None = None) -> types.ModuleType:
+        asked.append(name)
+        return real(name, package)
+
+    monkeypatch.setattr(importlib, "import_module", recorded)
+    for command, (module, _) in COMMANDS.items():
+        asked.clear()
+        parser = build_parser(command)
+        assert asked == [module], command
+        assert command in _subcommands(parser)
+    asked.clear()
+    assert set(_subcommands(build_parser())) == set(COMMANDS)  # --help: the whole list, from the table
+    assert sorted(set(asked)) == sorted({module for module, _ in COMMANDS.values()})
+    # the command is the first word after device-matrix's own options
+    assert command_of(["--project", "run", "triage", "x"]) == "triage"
+    assert command_of(["--project=p", "run", "--device", "cpu"]) == "run"
+    assert command_of(["--help"]) is None and command_of(["nothing"]) is None and command_of([]) is None
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> list[str]:
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return list(sub.choices)
 
 
 def test_nothing_below_the_command_line_imports_it() -> None:
