@@ -181,3 +181,14 @@ def test_a_packaged_row_holds_only_what_differs_from_the_row_defaults() -> None:
         if key in row and value == row[key]
     }
     assert repeated == set(), "drop these from [devices.*] in defaults.toml: [row] gives them"
+
+
+def test_the_trend_window_has_one_value() -> None:
+    # #41: triage's --history-runs said 30 of its own beside the history's DEFAULT_WINDOW
+    from device_matrix.cli import build_parser
+    from device_matrix.report.history import DEFAULT_WINDOW
+
+    args = build_parser("triage").parse_args(["triage"])
+    assert args.history_runs == DEFAULT_WINDOW
+    text = (CONFIG_PY.parent / "cli" / "triage.py").read_text()
+    assert not re.search(r"default=\d", text), "a default of triage's written as a number: name its constant"
