@@ -39,17 +39,12 @@ INTERRUPT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def _load(args: argparse.Namespace) -> Config:
-    return config_mod.load(
-        Path(args.project) if args.project else None,
-        results_dir=getattr(args, "results", None),
-        container_engine=getattr(args, "engine", None),
-        crash_reruns=getattr(args, "reruns", None),
-        max_restarts=getattr(args, "max_restarts", None),
-        test_timeout=getattr(args, "test_timeout", None),
-        run_timeout=getattr(args, "run_timeout", None),
-        # #34: a run that selects records no map (a map comes from a run of every test)
-        record_map=False if getattr(args, "select", None) == "changed" else getattr(args, "record_map", None),
-    )
+    from device_matrix.cli.run_options import config_overrides
+
+    overrides = config_overrides(args)  # each from its option's one declaration
+    if getattr(args, "select", None) == "changed":
+        overrides["record_map"] = False  # #34: a run that selects records no map (a map comes from a run of every test)
+    return config_mod.load(Path(args.project) if args.project else None, **overrides)
 
 
 def _rows(cfg: Config, names: Sequence[str] | None) -> list[str]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from device_matrix.cli.commands import SOURCE_FLAGS
+from device_matrix.cli.run_options import forwarded_options
 from device_matrix.config import Config, Row
 from device_matrix.errors import UsageProblem
 from device_matrix.output import Output
@@ -186,25 +186,6 @@ def _row_spread(args: argparse.Namespace, row: str) -> list[str]:
     if args.executor == "ray":
         command += ["--executor", "ray", "--address", args.address]
     return command
-
-
-def forwarded_options(args: argparse.Namespace) -> list[str]:
-    """The options of this ``run`` that each shard's own ``run`` takes too (pytest's last)."""
-    argv = []
-    for flag in ("local", "container", "no_gdb", "keep_cores"):
-        if getattr(args, flag):
-            argv.append("--" + flag.replace("_", "-"))
-    for name in ("engine", "python", "test_timeout", "run_timeout", "reruns", "max_restarts", "run_url", *SOURCE_FLAGS):
-        value = getattr(args, name)
-        if value is not None:
-            argv += ["--" + name.replace("_", "-"), str(value)]
-    for suite in args.suite or ():
-        argv += ["--suite", suite]
-    for test in args.test or ():
-        argv += ["--test", test]
-    if args.pytest_args:
-        argv += ["--", *args.pytest_args]
-    return argv
 
 
 def add_run_options(run: argparse.ArgumentParser) -> None:
