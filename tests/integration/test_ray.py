@@ -312,7 +312,8 @@ def test_resume_on_ray_runs_only_what_the_interrupted_run_left(
     # shard 1 (test_a, test_c) came back; shard 2 waits in test_b_gate
     wait_for(driver, log, line="shard 1/2 done", path=p.root / "b_started", poll=0.1)
     driver.send_signal(signal.SIGTERM)
-    assert driver.wait(60) == 143, log.read_text()
+    # #41: within seconds while a node's task runs (measured 1 to 2 s), not a minute
+    assert driver.wait(INTERRUPTED_EXIT) == 143, log.read_text()
     interrupted = p.record()  # the driver recorded what it cut off
     assert interrupted["status"] == "interrupted"
     assert [s["status"] for s in interrupted["environment"]["shards"]] == ["passed", "interrupted"]

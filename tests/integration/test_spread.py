@@ -241,6 +241,29 @@ def test_the_printed_tip_after_an_interrupted_spread_continues_it(project: Calla
     assert sorted((p.root / "runs.txt").read_text().split()) == ["a", "b", "c", "d"]  # each once
 
 
+PROMPT_END = 10.0  # seconds a spread driver may take, after SIGTERM, to write what it knows and exit (#41)
+
+
+@pytest.mark.parametrize("how", [("--shards", "2"), ("--shards", "2", "--parallel")], ids=["serial", "parallel"])
+def test_a_spread_driver_ends_within_seconds_of_sigterm_and_writes_what_it_knows(
+    project: Callable[..., Project], how: tuple[str, ...]
+) -> None:
+    """#41: a user's Ctrl-C (or CI's cancel) while a shard's test runs ends the run at once."""
+    p = project("resume_gate")
+    log = p.root.parent / f"{p.root.name}-run.log"
+    driver = run_started(p, log, "run", "--device", "fixture", *how)
+    wait_for(driver, log, path=p.root / "b_started")
+    start = time.monotonic()
+    driver.send_signal(signal.SIGTERM)
+    assert driver.wait(PROMPT_END * 3) == 143, log.read_text()
+    took = time.monotonic() - start
+    assert took < PROMPT_END, f"{took:.1f} s from SIGTERM to the driver's end"
+    record = p.record()
+    assert record["status"] == "interrupted"
+    outcomes = {t["nodeid"].rsplit("::", 1)[1]: t["outcome"] for t in record["tests"]}
+    assert outcomes["test_a"] == "passed" and outcomes["test_b_gate"] == "not_run", outcomes
+
+
 def test_a_whole_resume_of_a_spread_record_is_refused_with_the_command_that_resumes_it(
     project: Callable[..., Project],
 ) -> None:
