@@ -22,14 +22,12 @@ PACKAGE = ROOT / "device_matrix"
 DOC = ROOT / "docs" / "architecture.md"
 
 
-# the package's modules by dotted name, read as the layout test reads them
+# the package's modules by dotted name, and their sources parsed once, as the layout test reads them
 _modules = functools.cache(test_layout._modules)
 
 
-@functools.cache
 def _tree(name: str) -> ast.Module:
-    path = _modules()[name]
-    return ast.parse(path.read_text(), str(path))
+    return test_layout._trees()[_modules()[name]]
 
 
 @functools.cache
