@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from device_matrix.config import Config
 from device_matrix.errors import DeviceMatrixError, TrackerError
 from device_matrix.issues.base import Issue, Tracker, neutralize
-from device_matrix.issues.client import PER_PAGE, GoneError, Page, author
 from device_matrix.issues.ledger import Ledger
 from device_matrix.records.atomic import write_json_atomic
 from device_matrix.records.schema import DisablesRef
@@ -35,6 +34,7 @@ from device_matrix.skips.model import DeviceSkip
 from device_matrix.skips.tracker import TITLE_PREFIX, Disable, Unreadable, parse
 
 if TYPE_CHECKING:
+    from device_matrix.issues.client import Page
     from device_matrix.issues.github import GitHubTracker
 
 CACHE_FILE = "disables.json"
@@ -135,6 +135,8 @@ def _page_json(page: Page) -> list[Any]:
 
 
 def _page_of(raw: Any) -> Page | None:
+    from device_matrix.issues.client import Page
+
     if isinstance(raw, list) and len(raw) == 3 and isinstance(raw[1], str):
         return Page(raw[0], raw[1], raw[2] if isinstance(raw[2], str) else None)
     return None
@@ -162,6 +164,8 @@ class GitHubDisables:
         if login == self.client.login():
             return True, "the tracker's own user"
         if login not in self.permissions:
+            from device_matrix.issues.client import GoneError
+
             try:
                 data = self.client.get(f"/repos/{self.tracker.repository}/collaborators/{login}/permission").data
                 level = data.get("permission") if isinstance(data, dict) else None
@@ -174,6 +178,8 @@ class GitHubDisables:
         return level in WRITERS, f"@{login} has {level} permission"
 
     def read(self, today: dt.date) -> tuple[list[Disable], list[tuple[Disable, str]], list[tuple[Issue, Unreadable]]]:
+        from device_matrix.issues.client import PER_PAGE, author
+
         repo = self.tracker.repository
         params = {"q": f'repo:{repo} is:issue is:open in:title "{TITLE_PREFIX}"', "per_page": PER_PAGE}
         found: list[Disable] = []
@@ -415,6 +421,8 @@ def open_disable_issues(tracker: Tracker, title: str) -> list[Issue]:
     """The open issues titled exactly ``title`` (a disable's), on either tracker."""
     if isinstance(tracker, Ledger):
         return [i for i in tracker.list_issues() if i.state == "open" and i.title.strip() == title]
+    from device_matrix.issues.client import PER_PAGE
+
     gh = github(tracker)
     client, repo = gh.client, gh.repository
     params = {"q": f'repo:{repo} is:issue is:open in:title "{title}"', "per_page": PER_PAGE}

@@ -24,3 +24,15 @@ def test_triage_and_the_tracker_never_load_the_runner() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=clean_env(), check=True)
     assert proc.stdout.strip() == "[]", proc.stdout
+
+
+def test_the_runner_reads_disables_without_the_tracker_client() -> None:
+    # #41: the runner reads a row's disables from the ledger (the default tracker); the
+    # GitHub client and requests load only where the tracker is GitHub's
+    code = (
+        "import sys, device_matrix.run.runner;"
+        "print(sorted(m for m in sys.modules if m in ('device_matrix.issues.client', 'device_matrix.issues.github',"
+        " 'requests')))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=clean_env(), check=True)
+    assert proc.stdout.strip() == "[]", proc.stdout
