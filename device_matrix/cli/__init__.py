@@ -92,7 +92,6 @@ def _interrupts_raise() -> Iterator[None]:
 def cmd_run(args: argparse.Namespace, out: Output) -> int:
     from device_matrix.cli.select import check_select_args, plan_for
     from device_matrix.cli.shards import check_spread_args, resume_tip, run_spread, run_whole, spread_requested
-    from device_matrix.report.actions import row_job
     from device_matrix.run.attempt import Interrupted
     from device_matrix.run.plan import plan_row
     from device_matrix.run.runner import RunOptions
@@ -162,7 +161,10 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
         except DeviceMatrixError as exc:
             # the tests ran and their exit code stands; the ledger's problem is reported
             out.error(f"issues not linked: {exc.message}", exc.tip)
-    row_job(records, out, cfg.results_dir, cfg.project_root)  # in GitHub Actions: the row job's own report (#20)
+    if out.github:  # in GitHub Actions: the row job's own report (#20); the report's modules load only there
+        from device_matrix.report.actions import row_job
+
+        row_job(records, out, cfg.results_dir, cfg.project_root)
     return combine_exit_codes(codes)
 
 
