@@ -2,7 +2,8 @@
 
     nox -s cpu                 # the cpu row (the main job)
     nox -s tpu cpu neuron      # rows in that order; an absent device is reported, skipped
-    nox -s tests               # the library's own tests (fast, no torch_xla)
+    nox -s tests               # the library's own tests, both tiers (no torch_xla)
+    nox -s unit                # the unit tier alone: no process, no network, under a minute
     nox -s lint                # ruff + mypy --strict
     nox -s triage              # report over results/ (md, html, json)
     nox -t rows                # every row
@@ -49,12 +50,24 @@ device_matrix.nox.sessions()
 
 @nox.session(reuse_venv=True)
 def tests(session: nox.Session) -> None:
-    """The library's own tests: fast, no torch_xla."""
-    # ray: tests/test_ray.py runs shards on a real local cluster; its tests share one
+    """The library's own tests, both tiers: fast, no torch_xla."""
+    # ray: tests/integration/test_ray.py runs shards on a real local cluster; its tests share one
     # cluster, so they stay on one xdist worker (loadgroup). pytest-xdist#1386: under
     # pytest 9.2 `--dist loadgroup` ignores xdist_group, hence pytest<9.2 for this session
     # only; the plugin itself is tested on the newest pytest by pytest-newest.
     session.install("-e", ".[test,ray]", "pytest<9.2")
+    _pytest(session, "-n", "2", "--dist", "loadgroup", "tests")
+
+
+@nox.session(reuse_venv=True)
+def unit(session: nox.Session) -> None:
+    """The unit tier alone (tests/unit/): no process, no network, under a minute (#41)."""
+    session.install("-e", ".[test]", "pytest<9.2")
+    _pytest(session, "-n", "2", "tests/unit")
+
+
+def _pytest(session: nox.Session, *args: str) -> None:
+    """pytest over ``args`` and the session's own arguments, leaving nothing in the checkout."""
     # #31: the suite writes nothing into the checkout: bytecode (pytest's, its workers' and
     # every child's) outside it, compiled once and kept (PYTHONDONTWRITEBYTECODE would have
     # each of the suite's processes compile the package again), no .pytest_cache;
@@ -65,11 +78,7 @@ def tests(session: nox.Session) -> None:
         "pytest",
         "-p",
         "no:cacheprovider",
-        "-n",
-        "2",
-        "--dist",
-        "loadgroup",
-        "tests",
+        *args,
         *session.posargs,
         env={"PYTHONPYCACHEPREFIX": str(pycache), "PYTHONDONTWRITEBYTECODE": None},
     )
@@ -97,11 +106,13 @@ def _checkout_files() -> list[str]:
 # report.json, scripts, rows on a project's own tests): on the lowest pytest the runtime
 # dependency allows and on the newest, so the range users get is the range tested (#20).
 PLUGIN_TESTS = [
-    "tests/test_skips.py",
-    "tests/test_crashes.py",
-    "tests/test_junit_jsonreport.py",
-    "tests/test_script_launcher.py",
-    "tests/test_project_rows.py",
+    "tests/unit/test_skips.py",
+    "tests/integration/test_skips.py",
+    "tests/integration/test_crashes.py",
+    "tests/unit/test_junit_jsonreport.py",
+    "tests/integration/test_junit_jsonreport.py",
+    "tests/integration/test_script_launcher.py",
+    "tests/integration/test_project_rows.py",
 ]
 
 
@@ -195,71 +206,77 @@ def triage(session: nox.Session) -> None:
 MUTATION_MODULES = {
     "device_matrix/diagnostics/parse.py": {
         "tests": [
-            "tests/test_diagnostics.py",
-            "tests/test_diagnose_logs.py",
-            "tests/test_parse.py",
-            "tests/test_fingerprint.py",
+            "tests/unit/test_diagnostics.py",
+            "tests/unit/test_diagnose_logs.py",
+            "tests/unit/test_parse.py",
+            "tests/unit/test_fingerprint.py",
         ],
         "threshold": 90,
     },
     "device_matrix/diagnostics/fingerprint.py": {
         "tests": [
-            "tests/test_diagnostics.py",
-            "tests/test_diagnose_logs.py",
-            "tests/test_parse.py",
-            "tests/test_fingerprint.py",
-            "tests/test_xla_reraised.py",
+            "tests/unit/test_diagnostics.py",
+            "tests/unit/test_diagnose_logs.py",
+            "tests/unit/test_parse.py",
+            "tests/unit/test_fingerprint.py",
+            "tests/unit/test_xla_reraised.py",
         ],
         "threshold": 90,
     },
     "device_matrix/redact.py": {
-        "tests": ["tests/test_redact.py", "tests/test_redact_cuts.py"],
+        "tests": ["tests/unit/test_redact.py", "tests/unit/test_redact_cuts.py"],
         "threshold": 90,
     },
     # the one place untrusted text is made inert in the Actions log (#22)
     "device_matrix/output.py": {
-        "tests": ["tests/test_actions_log.py"],
+        "tests": ["tests/unit/test_actions_log.py"],
         "threshold": 90,
         "functions": ["inert", "Output.untrusted", "Output.command", "_escape_data", "_escape_property"],
     },
     "device_matrix/run/journal.py": {
-        "tests": ["tests/test_journal.py", "tests/test_selection_journal.py", "tests/test_journal_copy_thin.py"],
+        "tests": [
+            "tests/unit/test_journal.py",
+            "tests/integration/test_journal.py",
+            "tests/unit/test_selection_journal.py",
+            "tests/unit/test_journal_copy_thin.py",
+        ],
         "threshold": 90,
     },
     # #34: which tests a change to what runs at import can reach: a name missed is a test
     # recorded deselected that should have run
     "device_matrix/namereads.py": {
-        "tests": ["tests/test_selection_reads.py"],
+        "tests": ["tests/unit/test_selection_reads.py"],
         "threshold": 90,
     },
     "device_matrix/run/policy.py": {
-        "tests": ["tests/test_policy.py"],
+        "tests": ["tests/unit/test_policy.py"],
         "threshold": 90,
     },
     "device_matrix/records/summary.py": {
-        "tests": ["tests/test_report_summary.py", "tests/test_merge.py"],
+        "tests": ["tests/unit/test_report_summary.py", "tests/unit/test_merge.py"],
         "threshold": 90,
     },
     "device_matrix/issues/base.py": {
-        "tests": ["tests/test_issues.py", "tests/test_issue_bodies.py", "tests/test_sync.py"],
+        "tests": ["tests/unit/test_issues.py", "tests/unit/test_issue_bodies.py", "tests/unit/test_sync.py"],
         "threshold": 90,
     },
     # the keys of crash, skip and failure-group findings: a changed key files every known
     # finding again
     "device_matrix/findings.py": {
-        "tests": ["tests/test_findings.py", "tests/test_failure_group_sync.py"],
+        "tests": ["tests/unit/test_findings.py", "tests/unit/test_failure_group_sync.py"],
         "threshold": 90,
     },
     # the decisions of a sync: what is a finding, which issue it gets, what is filed,
     # commented or reopened; not the report's wording or the links file's I/O
     "device_matrix/issues/sync.py": {
         "tests": [
-            "tests/test_issues.py",
-            "tests/test_tracker_ledger.py",
-            "tests/test_issue_bodies.py",
-            "tests/test_sync.py",
-            "tests/test_sync_frameless.py",
-            "tests/test_failure_group_sync.py",
+            "tests/unit/test_issues.py",
+            "tests/unit/test_tracker_ledger.py",
+            "tests/integration/test_tracker_ledger.py",
+            "tests/unit/test_issue_bodies.py",
+            "tests/unit/test_sync.py",
+            "tests/unit/test_sync_frameless.py",
+            "tests/unit/test_failure_group_sync.py",
         ],
         "threshold": 90,
         "functions": [

@@ -35,14 +35,16 @@ from _common import ROOT, clean_env, median_of, run_command, timed
 
 # unit tests in the process, and tests that start device-matrix and pytest processes
 OWN_TESTS = [
-    "tests/test_config.py",
-    "tests/test_redact.py",
-    "tests/test_report_history.py",
-    "tests/test_merge.py",
-    "tests/test_diagnostics.py",
-    "tests/test_triage.py",
-    "tests/test_collection.py",
-    "tests/test_cli.py",
+    "tests/unit/test_config.py",
+    "tests/unit/test_redact.py",
+    "tests/unit/test_report_history.py",
+    "tests/integration/test_report_history.py",
+    "tests/unit/test_merge.py",
+    "tests/unit/test_diagnostics.py",
+    "tests/unit/test_triage.py",
+    "tests/integration/test_triage.py",
+    "tests/integration/test_collection.py",
+    "tests/integration/test_cli.py",
 ]
 SUITES = ["accumulation", "mlp", "collectives"]
 TARGET = 1.30

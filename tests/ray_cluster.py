@@ -3,7 +3,7 @@
 A head and a second node, started and stopped here: the suite's own (its own port and
 temp dir, each node a ``ray start --block`` process that takes its node down with it), so
 other Ray users on the machine are untouched. The tests of a node's own secrets
-(tests/test_redact_nodes.py) add a third node to it, started with secrets in its
+(tests/integration/test_redact_nodes.py) add a third node to it, started with secrets in its
 environment the driver never sees (:func:`secret_node`), not a second cluster.
 
 Registered once, in conftest.py, so each fixture is one per session (per xdist worker):

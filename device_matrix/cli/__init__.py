@@ -43,17 +43,12 @@ from device_matrix.records.schema import RunRecord
 
 
 def _load(args: argparse.Namespace) -> Config:
-    return config_mod.load(
-        Path(args.project) if args.project else None,
-        results_dir=getattr(args, "results", None),
-        container_engine=getattr(args, "engine", None),
-        crash_reruns=getattr(args, "reruns", None),
-        max_restarts=getattr(args, "max_restarts", None),
-        test_timeout=getattr(args, "test_timeout", None),
-        run_timeout=getattr(args, "run_timeout", None),
-        # #34: a run that selects records no map (a map comes from a run of every test)
-        record_map=False if getattr(args, "select", None) == "changed" else getattr(args, "record_map", None),
-    )
+    from device_matrix.cli.run_options import config_overrides
+
+    overrides = config_overrides(args)  # each from its option's one declaration
+    if getattr(args, "select", None) == "changed":
+        overrides["record_map"] = False  # #34: a run that selects records no map (a map comes from a run of every test)
+    return config_mod.load(Path(args.project) if args.project else None, **overrides)
 
 
 def _rows(cfg: Config, names: Sequence[str] | None) -> list[str]:
@@ -80,7 +75,6 @@ def _rows(cfg: Config, names: Sequence[str] | None) -> list[str]:
 def cmd_run(args: argparse.Namespace, out: Output) -> int:
     from device_matrix.cli.select import check_select_args, plan_for
     from device_matrix.cli.shards import check_spread_args, resume_tip, run_spread, run_whole, spread_requested
-    from device_matrix.report.actions import row_job
     from device_matrix.run.attempt import Interrupted, interrupts_raise
     from device_matrix.run.plan import plan_row
     from device_matrix.run.runner import RunOptions
@@ -150,7 +144,10 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
         except DeviceMatrixError as exc:
             # the tests ran and their exit code stands; the ledger's problem is reported
             out.error(f"issues not linked: {exc.message}", exc.tip)
-    row_job(records, out, cfg.results_dir, cfg.project_root)  # in GitHub Actions: the row job's own report (#20)
+    if out.github:  # in GitHub Actions: the row job's own report (#20); the report's modules load only there
+        from device_matrix.report.actions import row_job
+
+        row_job(records, out, cfg.results_dir, cfg.project_root)
     return combine_exit_codes(codes)
 
 
@@ -228,7 +225,7 @@ def _link_with_ledger(cfg: Config, out: Output) -> None:
     New issues are filed only when asked (``tracker.file_on_run``); else the run says how
     many ``issues sync`` would file (#24).
     """
-    from device_matrix.cli.issues import crash_placements, load_records
+    from device_matrix.cli.results import crash_placements, load_records
     from device_matrix.issues import open_tracker
     from device_matrix.issues.sync import collect, sync
     from device_matrix.report.history import DEFAULT_PATH
@@ -629,9 +626,40 @@ def _add_matrix_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
 # --- parser ---------------------------------------------------------------------------
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Every command's parser, each added by the module of its handler (#31)."""
-    from device_matrix.cli import ci, compare, diagnose, issues, shards, skips, triage
+# each command -> the module that declares its parser and holds its handler, and the
+# function there that adds the parser; a command's module is imported only when that
+# command runs (or for the whole list: --help, no command, a word that is none) (#41)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("device_matrix.cli", "_add_run_parser"),
+    "plan": ("device_matrix.cli", "_add_plan_parser"),
+    "list": ("device_matrix.cli", "_add_list_parser"),
+    "doctor": ("device_matrix.cli", "_add_doctor_parser"),
+    "matrix": ("device_matrix.cli", "_add_matrix_parser"),
+    "skips": ("device_matrix.cli.skips", "add_parser"),
+    "issues": ("device_matrix.cli.issues", "add_parser"),
+    "triage": ("device_matrix.cli.triage", "add_parser"),
+    "ci": ("device_matrix.cli.ci", "add_ci_commands"),
+    "diagnose": ("device_matrix.cli.diagnose", "add_parser"),
+    "compare": ("device_matrix.cli.compare", "add_parser"),
+    "merge": ("device_matrix.cli.merge", "add_parser"),
+}
+
+
+def command_of(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names (its first word after the options of ``device-matrix``
+    itself), or None where it names none of :data:`COMMANDS`."""
+    words = iter(argv)
+    for word in words:
+        if word == "--project":
+            next(words, None)
+        elif not word.startswith("-"):
+            return word if word in COMMANDS else None
+    return None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of ``command`` alone (its module only is imported), or of every command."""
+    import importlib
 
     # every command's parser is of the top parser's class: each takes options among its words (#42)
     parser: argparse.ArgumentParser = Parser(
@@ -641,29 +669,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--project", type=a_folder, help="project folder (default: nearest pyproject.toml above cwd)")
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (
-        _add_run_parser,
-        _add_plan_parser,
-        _add_list_parser,
-        _add_doctor_parser,
-        _add_matrix_parser,
-        skips.add_parser,
-        issues.add_parser,
-        triage.add_parser,
-        ci.add_ci_commands,
-        diagnose.add_parser,
-        compare.add_parser,
-        shards.add_merge_command,
-    ):
-        add(sub)
+    for name, (module, add) in COMMANDS.items():
+        if command in (None, name):
+            getattr(importlib.import_module(module), add)(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    typed = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(command_of(typed))
+    args = parser.parse_args(typed)
     # what was typed, for the record's `command` and `repro`: the command that ran (#24)
-    args.argv = list(sys.argv[1:] if argv is None else argv)
+    args.argv = typed
     if getattr(args, "pytest_args", None) and args.pytest_args[:1] == ["--"]:
         args.pytest_args = args.pytest_args[1:]
     for stream in (sys.stdout, sys.stderr):

@@ -99,9 +99,6 @@ def add_map_flag(parser: Any) -> None:
     )
 
 
-SOURCE_FLAGS = ("commit", "branch", "pr", "base", "base_commit")
-
-
 def add_source_flags(parser: Any) -> None:
     """Where the code came from (#25), over what Actions or git tell; the same for run and triage."""
     group = parser.add_argument_group("source", "the commit under test (default: from GitHub Actions, else git)")

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from device_matrix.cli.commands import SOURCE_FLAGS, a_folder
+from device_matrix.cli.run_options import forwarded_options
 from device_matrix.config import Config, Row
-from device_matrix.errors import EXIT_OK, EXIT_TESTS_FAILED, ResultsError, UsageProblem
+from device_matrix.errors import UsageProblem
 from device_matrix.output import Output
 from device_matrix.records.schema import RunRecord
 
@@ -186,76 +186,6 @@ def _row_spread(args: argparse.Namespace, row: str) -> list[str]:
     if args.executor == "ray":
         command += ["--executor", "ray", "--address", args.address]
     return command
-
-
-def forwarded_options(args: argparse.Namespace) -> list[str]:
-    """The options of this ``run`` that each shard's own ``run`` takes too (pytest's last)."""
-    argv = []
-    for flag in ("local", "container", "no_gdb", "keep_cores"):
-        if getattr(args, flag):
-            argv.append("--" + flag.replace("_", "-"))
-    for name in ("engine", "python", "test_timeout", "run_timeout", "reruns", "max_restarts", "run_url", *SOURCE_FLAGS):
-        value = getattr(args, name)
-        if value is not None:
-            argv += ["--" + name.replace("_", "-"), str(value)]
-    for suite in args.suite or ():
-        argv += ["--suite", suite]
-    for test in args.test or ():
-        argv += ["--test", test]
-    if args.pytest_args:
-        argv += ["--", *args.pytest_args]
-    return argv
-
-
-# --- merge ------------------------------------------------------------------------------
-
-
-def cmd_merge(args: argparse.Namespace, out: Output) -> int:
-    from device_matrix import config as config_mod
-    from device_matrix.records.merge import has_shards, load_spread, merge, write_merged
-    from device_matrix.records.summary import fold
-
-    cfg = config_mod.load(Path(args.project) if args.project else None)
-    results = Path(args.results) if args.results else cfg.results_dir
-    folders = (
-        [results / name for name in args.device] if args.device else sorted(p for p in results.iterdir() if p.is_dir())
-    )
-    folders = [f for f in folders if has_shards(f)]
-    if not folders:
-        raise ResultsError(
-            f"{results}: no row has shards to merge",
-            tip="Run rows with --shard K/N first, or point at the downloaded shard artifacts.",
-        )
-    code = EXIT_OK
-    for folder in folders:
-        merged = merge(load_spread(folder), command=["device-matrix", "merge", str(folder)])
-        write_merged(folder, merged)
-        r = merged.record
-        shards = len(r["environment"].get("shards", []))
-        out.line(
-            # counted by the one fold, as every report counts (an xpass is a failure there)
-            f"{r['row']}: {out.paint(r['status'], r['status'])}: {r['summary']['total']} tests from "
-            f"{shards} shard(s): {fold(r).counts.phrase()} -> {folder / 'run.json'}"
-        )
-        for problem in merged.problems:
-            out.line(f"  {problem}")
-        if merged.problems or r["status"] != "passed":
-            code = EXIT_TESTS_FAILED
-    return code
-
-
-def add_merge_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    m = sub.add_parser(
-        "merge",
-        help="merge each row's shards (results/<row>/shards/K) into results/<row>/run.json",
-        description="A test in no shard, or in two, a missing shard and a part of another row or split "
-        "are reported and keep the row from green.",
-    )
-    m.add_argument(
-        "results", nargs="?", type=a_folder, help="results folder (default from config), or downloaded artifacts"
-    )
-    m.add_argument("--device", "-d", action="append", help="only this row (repeatable)")
-    m.set_defaults(func=cmd_merge)
 
 
 def add_run_options(run: argparse.ArgumentParser) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from device_matrix import config as config_mod
-from device_matrix.cli.issues import load_records
+from device_matrix.cli.results import load_records
 from device_matrix.config import check_results_dir
 from device_matrix.errors import (
     EXIT_OK,
@@ -361,7 +361,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     tr.add_argument("--no-history", action="store_true", help="do not compare with or record into the history")
     tr.add_argument("--label", help="name of this run in the history (default: the time)")
     tr.add_argument(
-        "--history-runs", type=whole_number(1), default=30, help="runs of the history the trends cover (default 30)"
+        "--history-runs",
+        type=whole_number(1),
+        default=DEFAULT_WINDOW,
+        help=f"runs of the history the trends cover (default {DEFAULT_WINDOW})",
     )
     tr.add_argument(
         "--history-read-only",

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from device_matrix.config import Config, make_state_dir
 from device_matrix.errors import DeviceMatrixError
 from device_matrix.issues.base import Issue, Tracker, neutralize
-from device_matrix.issues.client import PER_PAGE, GoneError, Page, author
 from device_matrix.issues.ledger import Ledger, read_issues
 from device_matrix.output import one_line
 from device_matrix.records.atomic import write_json_atomic
@@ -35,6 +34,7 @@ from device_matrix.skips.model import DeviceSkip, device_names
 from device_matrix.skips.tracker import TITLE_PREFIX, Disable, Unreadable, parse
 
 if TYPE_CHECKING:
+    from device_matrix.issues.client import Page
     from device_matrix.issues.github import GitHubTracker
 
 CACHE_FILE = "disables.json"
@@ -132,6 +132,8 @@ def _page_json(page: Page) -> list[Any]:
 
 
 def _page_of(raw: Any) -> Page | None:
+    from device_matrix.issues.client import Page
+
     if isinstance(raw, list) and len(raw) == 3 and isinstance(raw[1], str):
         return Page(raw[0], raw[1], raw[2] if isinstance(raw[2], str) else None)
     return None
@@ -159,6 +161,8 @@ class GitHubDisables:
         if login == self.client.login():
             return True, "the tracker's own user"
         if login not in self.permissions:
+            from device_matrix.issues.client import GoneError
+
             try:
                 data = self.client.get(f"/repos/{self.tracker.repository}/collaborators/{login}/permission").data
                 level = data.get("permission") if isinstance(data, dict) else None
@@ -171,6 +175,8 @@ class GitHubDisables:
         return level in WRITERS, f"@{login} has {level} permission"
 
     def read(self, today: dt.date) -> tuple[list[Disable], list[tuple[Disable, str]], list[tuple[Issue, Unreadable]]]:
+        from device_matrix.issues.client import PER_PAGE, author
+
         repo = self.tracker.repository
         params = {"q": f'repo:{repo} is:issue is:open in:title "{TITLE_PREFIX}"', "per_page": PER_PAGE}
         found: list[Disable] = []
@@ -509,6 +515,8 @@ def open_disable_issues(tracker: Tracker, title: str) -> list[Issue]:
     """The open issues titled exactly ``title`` (a disable's), on either tracker."""
     if isinstance(tracker, Ledger):
         return [i for i in tracker.list_issues() if i.state == "open" and i.title.strip() == title]
+    from device_matrix.issues.client import PER_PAGE
+
     gh = github(tracker)
     client, repo = gh.client, gh.repository
     params = {"q": f'repo:{repo} is:issue is:open in:title "{title}"', "per_page": PER_PAGE}

@@ -3,7 +3,7 @@
 Every module that orders, groups, counts, colours or codes outcomes and statuses takes
 them from here: a test's outcomes and the groups a report shows them in, the history's
 letter for each, a row's statuses most serious first, the exit code of each, and the
-order in which the exit codes of several rows give one. tests/test_outcomes.py fails
+order in which the exit codes of several rows give one. tests/unit/test_outcomes.py fails
 when a second list of them appears anywhere else in the package.
 """
 

@@ -1,0 +1,101 @@
+"""Each option of ``run``, declared once: how a run other than the one typed gets it (#41).
+
+A spread's shards and a Ray task's runner each start a ``run`` of their own: an option
+that changes how a test runs or what the record says is forwarded to them (``how``: a
+switch, a value, each value of a repeated option, or pytest's own arguments after
+``--``), and so is in the command an interrupted run prints to continue it. An option
+that is not forwarded says why. An option that overrides a configuration key for one run
+names the key (``config``), and the configuration is loaded from these. A new option of
+``run`` without its declaration here fails tests/unit/test_architecture.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import Any, Literal
+
+How = Literal["switch", "value", "each", "pytest"]
+
+
+@dataclass(frozen=True)
+class RunOption:
+    dest: str  # argparse's name of it
+    how: How | None  # how a shard's own run gets it; None: it is not forwarded (``why``)
+    why: str = ""
+    config: str | None = None  # the configuration key it overrides for one run
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.dest.replace("_", "-")
+
+
+_SOURCE = "the record's source, as a shard's record must say it too"
+_SPREAD = "says how the row is spread: the spread gives each shard its own"
+
+RUN_OPTIONS: tuple[RunOption, ...] = (
+    RunOption("local", "switch"),
+    RunOption("container", "switch"),
+    RunOption("no_gdb", "switch"),
+    RunOption("keep_cores", "switch"),
+    RunOption("engine", "value", config="container_engine"),
+    RunOption("python", "value"),
+    RunOption("test_timeout", "value", config="test_timeout"),
+    RunOption("run_timeout", "value", config="run_timeout"),
+    RunOption("reruns", "value", config="crash_reruns"),
+    RunOption("max_restarts", "value", config="max_restarts"),
+    RunOption("run_url", "value"),
+    RunOption("commit", "value", _SOURCE),
+    RunOption("branch", "value", _SOURCE),
+    RunOption("pr", "value", _SOURCE),
+    RunOption("base", "value", _SOURCE),
+    RunOption("base_commit", "value", _SOURCE),
+    RunOption("suite", "each"),
+    RunOption("test", "each"),
+    RunOption("pytest_args", "pytest"),
+    RunOption("device", None, "a shard's command names its one row itself"),
+    RunOption("results", None, "the spread gives each shard the results folder (--results)", config="results_dir"),
+    RunOption("require_device", None, "the exit code of the run that was typed, for an unavailable row"),
+    RunOption("resume", None, "the spread gives --resume to a shard whose part was cut off"),
+    RunOption("rerun_disabled", None, "a run of its own (the disabled tests, --times each), never spread"),
+    RunOption("times", None, "with --rerun-disabled only"),
+    RunOption("select", None, "refused with a spread (check_select_args): a spread row runs every test"),
+    RunOption("map", None, "with --select only"),
+    RunOption(
+        "record_map",
+        None,
+        "not given: a shard records the map where the configuration's record_map says so",
+        config="record_map",
+    ),
+    RunOption("shard", None, _SPREAD),
+    RunOption("shards", None, _SPREAD),
+    RunOption("parallel", None, _SPREAD),
+    RunOption("slot", None, _SPREAD),
+    RunOption("durations", None, "the driver splits the row by these; a shard is given its part (--shard-plan)"),
+    RunOption("executor", None, _SPREAD),
+    RunOption("address", None, _SPREAD),
+    RunOption("shard_plan", None, "the driver's own split, written for its shards"),
+)
+
+
+def forwarded_options(args: argparse.Namespace) -> list[str]:
+    """The options of this ``run`` that each shard's own ``run`` takes too (pytest's last)."""
+    argv: list[str] = []
+    rest: list[str] = []
+    for option in RUN_OPTIONS:
+        value = getattr(args, option.dest)
+        if option.how == "switch" and value:
+            argv.append(option.flag)
+        elif option.how == "value" and value is not None:
+            argv += [option.flag, str(value)]
+        elif option.how == "each":
+            for each in value or ():
+                argv += [option.flag, each]
+        elif option.how == "pytest" and value:
+            rest = ["--", *value]
+    return argv + rest
+
+
+def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The configuration keys this command's options override for one run (None: not given)."""
+    return {option.config: getattr(args, option.dest, None) for option in RUN_OPTIONS if option.config}

@@ -1,0 +1,38 @@
+"""The tests of this concept that start a process; the rest are in tests/unit/test_architecture.py (#41)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.conftest import clean_env
+from tests.unit.test_architecture import _loads, _under
+
+
+def test_triage_and_the_tracker_never_load_the_runner() -> None:
+    # "Neither imports the runner"; "readers of results (triage, issues sync, merge) never
+    # load the runner": not report/, issues/ or records/, on any path
+    runner_side = ("device_matrix.run", "device_matrix.spread")
+    for room in ("device_matrix.report", "device_matrix.issues", "device_matrix.records"):
+        loaded = _loads(_under(room))
+        assert not {m for m in loaded if m in runner_side or m.startswith(tuple(f"{r}." for r in runner_side))}, room
+    # and the commands that read results, as they start
+    code = (
+        "import sys, device_matrix.cli.triage, device_matrix.cli.issues, device_matrix.cli.diagnose;"
+        "import device_matrix.records.merge;"
+        "print(sorted(m for m in sys.modules if m.startswith(('device_matrix.run.', 'device_matrix.spread'))))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=clean_env(), check=True)
+    assert proc.stdout.strip() == "[]", proc.stdout
+
+
+def test_the_runner_reads_disables_without_the_tracker_client() -> None:
+    # #41: the runner reads a row's disables from the ledger (the default tracker); the
+    # GitHub client and requests load only where the tracker is GitHub's
+    code = (
+        "import sys, device_matrix.run.runner;"
+        "print(sorted(m for m in sys.modules if m in ('device_matrix.issues.client', 'device_matrix.issues.github',"
+        " 'requests')))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=clean_env(), check=True)
+    assert proc.stdout.strip() == "[]", proc.stdout
