@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from device_matrix.cli import main
-from device_matrix.errors import EXIT_ENVIRONMENT, EXIT_INTERNAL, EXIT_OK
+from device_matrix.errors import EXIT_ENVIRONMENT, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
 from device_matrix.report import html
 from tests import records as R
 
@@ -43,10 +43,16 @@ def _triage(root: Path, *extra: str) -> int:
 def test_an_out_folder_that_cannot_be_one_is_refused_before_anything_is_written(
     tmp_path: Path, where: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # #30: a FileExistsError / NotADirectoryError traceback (exit 70), the history written
+    # #30: a FileExistsError / NotADirectoryError traceback (exit 70), the history written;
+    # #42: a file where a folder is wanted is a wrong command line (exit 2), /proc the host's (5)
     (tmp_path / "a-file").write_text("mine\n")
     out = {"file": tmp_path / "a-file", "under-file": tmp_path / "a-file" / "triage", "proc": Path("/proc/triage")}
-    assert _triage(tmp_path, "--out", str(out[where])) == EXIT_ENVIRONMENT
+    if where == "proc":
+        assert _triage(tmp_path, "--out", str(out[where])) == EXIT_ENVIRONMENT
+    else:
+        with pytest.raises(SystemExit) as usage:
+            _triage(tmp_path, "--out", str(out[where]))
+        assert usage.value.code == EXIT_USAGE
     err = capsys.readouterr().err
     assert "Traceback" not in err and "--out" in err and str(out[where]) in err
     assert (tmp_path / "a-file").read_text() == "mine\n"  # nothing lost
