@@ -153,6 +153,27 @@ def diagnose_output(
     return _diagnose(returncode=None, fault_lines=[], lines=lines, redactor=redactor, timed_out=False)
 
 
+def _python_stacks(
+    fault_lines: list[str], lines: list[str], core_stack: FaulthandlerDump | None, *, timed_out: bool
+) -> tuple[FaulthandlerDump | None, FaulthandlerDump | None, PythonStackSource | None]:
+    """The fatal dump, the dump whose stacks are the crash's, and where that one came from.
+
+    A core's stacks (#39) serve only where neither the fault file nor the output holds one:
+    a handler of the process took the signal before faulthandler could write.
+    """
+    written = parse_faulthandler(fault_lines)
+    dumps: list[FaulthandlerDump] = written + parse_faulthandler(lines)
+    if core_stack is not None and not any(d.threads for d in dumps):
+        dumps.append(core_stack)
+    fatal_dump = next((d for d in reversed(dumps) if d.fatal_error), None)
+    hang_dump = next((d for d in reversed(dumps) if not d.fatal_error), None) if timed_out else None
+    chosen = fatal_dump or hang_dump or (dumps[-1] if dumps else None)
+    source: PythonStackSource | None = None
+    if chosen is not None and chosen.threads:
+        source = "core" if chosen is core_stack else "faulthandler" if any(d is chosen for d in written) else "output"
+    return fatal_dump, chosen, source
+
+
 def _diagnose(
     *,
     returncode: int | None,
@@ -163,19 +184,7 @@ def _diagnose(
     core_stack: FaulthandlerDump | None = None,
 ) -> CrashDiagnosis:
     signum = signal_from_returncode(returncode)
-    written = parse_faulthandler(fault_lines)
-    printed = parse_faulthandler(lines)
-    dumps: list[FaulthandlerDump] = written + printed
-    if core_stack is not None and not any(d.threads for d in dumps):
-        # #39: a handler of the process took the signal before faulthandler could write
-        dumps.append(core_stack)
-    fatal_dump = next((d for d in reversed(dumps) if d.fatal_error), None)
-    hang_dump = next((d for d in reversed(dumps) if not d.fatal_error), None) if timed_out else None
-    chosen = fatal_dump or hang_dump or (dumps[-1] if dumps else None)
-    source: PythonStackSource | None = None
-    if chosen is not None and chosen.threads:
-        source = "core" if chosen is core_stack else "faulthandler" if any(d is chosen for d in written) else "output"
-
+    fatal_dump, chosen, source = _python_stacks(fault_lines, lines, core_stack, timed_out=timed_out)
     natives = parse_native_stacks(lines)
     native = natives[-1] if natives else None
     fatals = parse_fatal_lines(lines)

@@ -13,6 +13,8 @@ Formats understood (each has recorded samples in tests/fixtures/recorded/):
   XLA's ``2026-11-29 19:00:02.050050: F external/xla/...cc:127] ...``, and the
   ``*** Check failure stack trace: ***`` frames that follow.
 * libstdc++: ``terminate called after throwing an instance of 'T'`` / ``what():  ...``.
+* pystack's reading of a core (``pystack core CORE``): ``Traceback for thread N ...`` and
+  ``(Python) File "...", line N, in func``, oldest call first (#39).
 
 Real logs wrap these: GitHub Actions puts a timestamp before every line, torchrun and
 multi-process workers ``[rank0]:``, container logs the container's name, and a crash is

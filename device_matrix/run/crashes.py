@@ -217,19 +217,16 @@ def diagnose(
         fault_text = attempt.fault.read_text("utf-8", "replace")
     except OSError:
         fault_text = ""
-    output_text = output_of(attempt, log, at.nodeid if at.phase == "test" else None)
-    diagnosis = with_core_stack(
-        functools.partial(
-            diagnostics.diagnose,
-            returncode=attempt.returncode,
-            fault_text=fault_text,
-            output_text=output_text,
-            redactor=redactor,
-            timed_out=at.kind == "timeout",
-        ),
-        cores[0] if cores and at.kind == "crash" else None,
-        redactor,
+    made = functools.partial(
+        diagnostics.diagnose,
+        returncode=attempt.returncode,
+        fault_text=fault_text,
+        output_text=output_of(attempt, log, at.nodeid if at.phase == "test" else None),
+        redactor=redactor,
+        timed_out=at.kind == "timeout",
     )
+    # a process the runner ended (a deadline) leaves no core: its stacks were asked for
+    diagnosis = with_core_stack(made, cores[0] if cores else None, redactor) if at.kind == "crash" else made()
     if attempt.fold.broken is not None and at.kind == "crash":
         if attempt.ended_by_runner:
             # the signal was the runner's own: no one else stopped it
