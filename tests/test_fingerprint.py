@@ -121,6 +121,7 @@ def test_the_frames_of_whatever_ran_the_test_are_left_out() -> None:
         ("/v/lib/python3.11/site-packages/pytest_forked/__init__.py", "forked_run_report"),
         ("/usr/lib/python3.11/unittest/case.py", "_callTestMethod"),
         ("/v/lib/python3.11/site-packages/absl/testing/absltest.py", "run_tests"),
+        ("/v/lib/python3.11/site-packages/absl/app.py", "_run_main"),
     ]
     assert fp.compute("SIGSEGV", python_frames=helper + runners)[1] == [
         "SIGSEGV",

@@ -34,9 +34,9 @@ PYTHON_MACHINERY_RE = re.compile(
     r"[/\\](_pytest|pytest|pluggy|device_matrix|multiprocessing|concurrent[/\\]futures)[/\\]"
     # #29: pytest's plugins (pytest_forked/, pytest_timeout.py) run every test alike
     r"|[/\\]pytest_\w+(?:[/\\]|\.py$)"
-    # #39: so do the runners of a unittest script (unittest's, absltest's) and the py
-    # library's ForkedFunc (forkedfunc.py), in which pytest-forked before 1.7 runs each test
-    r"|[/\\](?:unittest|absl[/\\]testing|py[/\\]_process)[/\\]"
+    # #39: so do the runners of a unittest script (unittest's, absltest's and the absl app
+    # it runs in) and the py library's ForkedFunc, in which pytest-forked before 1.7 runs each test
+    r"|[/\\](?:unittest|absl[/\\]testing|py[/\\]_process)[/\\]|[/\\]absl[/\\]app\.py$"
     r"|^<frozen runpy>$|[/\\]runpy\.py$"
 )
 
