@@ -323,3 +323,22 @@ def test_under_pytest_forked_each_copys_crash_keeps_its_python_stack(project: Ca
     }
     assert len(prints) == 3  # no two crashes share a fingerprint
     assert not [c for c in p.root.rglob("core*") if core_files.is_core(c)], "cores are read, then removed"
+
+
+def test_the_terminal_says_why_a_crash_has_no_python_stack(tmp_path: Path) -> None:
+    import io
+
+    from device_matrix.cli import print_summary
+    from device_matrix.config import load
+    from device_matrix.output import Output
+    from tests import records as R
+
+    crash = R.crash("cpu", "t.py::test_x", "f" * 16, signal="SIGSEGV")
+    crash["diagnosis"]["python_stack_missing"] = (
+        "pystack is not installed (pip install 'device-matrix[pystack]', Linux only)"
+    )
+    record = R.record("cpu", [R.test("t.py::test_x", "crashed", crash_id=crash["id"])], [crash])
+    (tmp_path / "pyproject.toml").write_text("[tool.device-matrix]\n")
+    stream = io.StringIO()
+    print_summary(Output(stream, environ={}, tty=False), [record], load(tmp_path))  # type: ignore[list-item]
+    assert "      no Python stack: pystack is not installed (pip install 'device-matrix[pystack]'" in stream.getvalue()
