@@ -9,6 +9,7 @@ the very test that then crashes. tests/test_xla_handler.py does the same with to
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import re
 import signal
@@ -342,3 +343,15 @@ def test_the_terminal_says_why_a_crash_has_no_python_stack(tmp_path: Path) -> No
     stream = io.StringIO()
     print_summary(Output(stream, environ={}, tty=False), [record], load(tmp_path))  # type: ignore[list-item]
     assert "      no Python stack: pystack is not installed (pip install 'device-matrix[pystack]'" in stream.getvalue()
+
+
+def test_a_process_ended_by_a_signal_that_writes_no_core_is_said_so() -> None:
+    def missing(returncode: int | None) -> str | None:
+        made = functools.partial(
+            diagnostics.diagnose, returncode=returncode, fault_text="", output_text="", redactor=Redactor({})
+        )
+        return crashes.with_core_stack(made, None, Redactor({}))["python_stack_missing"]
+
+    assert missing(-signal.SIGKILL) == "no core file: the process was ended by SIGKILL, which writes none"
+    assert missing(1) == "no core file: the process exited, it was not ended by a signal"
+    assert missing(-signal.SIGSEGV) == crashes.NO_CORE

@@ -187,6 +187,20 @@ NO_CORE = (
     "no core file was found: the process's RLIMIT_CORE was 0 (core_limit), or the host's "
     "/proc/sys/kernel/core_pattern sends cores elsewhere"
 )
+# the signals whose default action writes a core (signal(7)): any other end leaves none
+DUMPS_CORE = frozenset(
+    {"SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT", "SIGBUS", "SIGFPE", "SIGSEGV", "SIGXCPU", "SIGXFSZ", "SIGSYS"}
+)
+
+
+def no_core(diagnosis: CrashDiagnosis) -> str:
+    """Why a crash has no core to read: how its process ended, else where cores go."""
+    ended = diagnostics.signal_name(diagnostics.signal_from_returncode(diagnosis["exit_code"]))
+    if ended is None:
+        return "no core file: the process exited, it was not ended by a signal"
+    if ended not in DUMPS_CORE:
+        return f"no core file: the process was ended by {ended}, which writes none"
+    return NO_CORE
 
 
 def with_core_stack(
@@ -199,7 +213,7 @@ def with_core_stack(
     if diagnosis["python_stack"] is not None:
         return diagnosis
     if core is None:
-        diagnosis["python_stack_missing"] = NO_CORE
+        diagnosis["python_stack_missing"] = no_core(diagnosis)
         return diagnosis
     text, why = core_files.pystack_core(core)
     found = parse_pystack(text, core_files.crashed_thread(core)) if text else None
