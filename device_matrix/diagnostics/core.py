@@ -87,7 +87,7 @@ def _notes(core: Path) -> list[tuple[int, bytes]]:
                 fh.seek(offset)
                 found += _split_notes(fh.read(size))
     except (OSError, struct.error, IndexError):
-        return found
+        return found  # a cut or foreign file: the notes read before it broke
     return found
 
 
