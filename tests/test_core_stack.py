@@ -57,12 +57,18 @@ def test_pystack_text_without_a_python_thread_is_no_stack() -> None:
     assert parse_pystack("Core file information:\nThe process died due receiving signal SIGABRT\n") is None
 
 
-def _core_with_thread(path: Path, tid: int) -> Path:
-    """A minimal 64-bit ELF core: one PT_NOTE holding one NT_PRSTATUS with ``tid``."""
+def _core_with_thread(path: Path, tid: int, pid: int | None = None) -> Path:
+    """A minimal 64-bit ELF core: one PT_NOTE holding an NT_PRSTATUS with ``tid`` and an
+    NT_PRPSINFO with ``pid`` (``tid``'s by default)."""
     prstatus = bytearray(336)
     struct.pack_into("<I", prstatus, core_files.PRSTATUS_PID, tid)
+    prpsinfo = bytearray(136)
+    struct.pack_into("<I", prpsinfo, core_files.PRPSINFO_PID, tid if pid is None else pid)
     name = b"CORE\0\0\0\0"
-    note = struct.pack("<III", 5, len(prstatus), core_files.NT_PRSTATUS) + name + bytes(prstatus)
+    note = b"".join(
+        struct.pack("<III", 5, len(desc), kind) + name + bytes(desc)
+        for kind, desc in ((core_files.NT_PRSTATUS, prstatus), (core_files.NT_PRPSINFO, prpsinfo))
+    )
     header = bytearray(64)
     header[:6] = b"\x7fELF\x02\x01"
     struct.pack_into("<H", header, 16, core_files.ET_CORE)
@@ -78,6 +84,17 @@ def test_the_crashing_thread_is_the_cores_first_prstatus(tmp_path: Path) -> None
     assert core_files.is_core(core)
     assert core_files.crashed_thread(core) == CRASHED
     assert core_files.crashed_thread(tmp_path / "missing") is None
+    assert core_files.process_id(_core_with_thread(tmp_path / "core.2", WAITER, pid=CRASHED)) == CRASHED
+
+
+def test_a_crash_reads_its_own_processs_core_never_a_descendants(tmp_path: Path) -> None:
+    # newest first: a worker the test started died after the process, or the process left none
+    worker = _core_with_thread(tmp_path / "core.worker", 4242)
+    own = _core_with_thread(tmp_path / "core", CRASHED)
+    assert crashes.own_core([worker, own], CRASHED) == own
+    assert crashes.own_core([worker], CRASHED) is None
+    assert crashes.own_core([worker, own], None) == worker  # the process did not say its id
+    assert crashes.own_core([], CRASHED) is None
 
 
 TSL_SEGFAULT = (RECORDED / "tsl_reraised_segfault.txt").read_text()

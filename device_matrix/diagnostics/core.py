@@ -64,6 +64,8 @@ NT_PRSTATUS = 1  # one per thread, the thread that received the signal first
 NT_FILE = 0x46494C45  # "FILE": the files mapped into the process, by the kernel
 NOTES_LIMIT = 64 << 20  # bytes of notes read from one core (they are kilobytes)
 PRSTATUS_PID = 32  # offset of pr_pid (the thread's id) in a 64-bit struct elf_prstatus
+NT_PRPSINFO = 3  # the process: its state, ids and command line
+PRPSINFO_PID = 24  # offset of pr_pid (the process's id) in a 64-bit struct elf_prpsinfo
 
 
 def _notes(core: Path) -> list[tuple[int, bytes]]:
@@ -122,6 +124,14 @@ def crashed_thread(core: Path) -> int | None:
     for kind, desc in _notes(core):
         if kind == NT_PRSTATUS and len(desc) >= PRSTATUS_PID + 4:
             return int.from_bytes(desc[PRSTATUS_PID : PRSTATUS_PID + 4], "little")
+    return None
+
+
+def process_id(core: Path) -> int | None:
+    """The id of the process that left ``core`` (its NT_PRPSINFO note); None when unknown."""
+    for kind, desc in _notes(core):
+        if kind == NT_PRPSINFO and len(desc) >= PRPSINFO_PID + 4:
+            return int.from_bytes(desc[PRPSINFO_PID : PRPSINFO_PID + 4], "little")
     return None
 
 

@@ -196,9 +196,9 @@ DUMPS_CORE = frozenset(
 def no_core(diagnosis: CrashDiagnosis) -> str:
     """Why a crash has no core to read: how its process ended, else where cores go."""
     ended = diagnostics.signal_name(diagnostics.signal_from_returncode(diagnosis["exit_code"]))
-    if ended is None:
+    if ended is None and diagnosis["exit_code"] is not None:
         return "no core file: the process exited, it was not ended by a signal"
-    if ended not in DUMPS_CORE:
+    if ended is not None and ended not in DUMPS_CORE:
         return f"no core file: the process was ended by {ended}, which writes none"
     return NO_CORE
 
@@ -223,6 +223,14 @@ def with_core_stack(
     return diagnose_with(core_stack=found)
 
 
+def own_core(cores: Sequence[Path], pid: int | None) -> Path | None:
+    """The core of process ``pid`` among ``cores`` (newest first), never a descendant's: its
+    stack is not the crash's; the newest when the process did not say its id."""
+    if pid is None:
+        return cores[0] if cores else None
+    return next((core for core in cores if core_files.process_id(core) == pid), None)
+
+
 def diagnose(
     attempt: AttemptResult, at: CrashAt, log: Path, redactor: Redactor, cores: Sequence[Path] = ()
 ) -> CrashDiagnosis:
@@ -240,7 +248,7 @@ def diagnose(
         timed_out=at.kind == "timeout",
     )
     # a process the runner ended (a deadline) leaves no core: its stacks were asked for
-    diagnosis = with_core_stack(made, cores[0] if cores else None, redactor) if at.kind == "crash" else made()
+    diagnosis = with_core_stack(made, own_core(cores, attempt.fold.pid), redactor) if at.kind == "crash" else made()
     if attempt.fold.broken is not None and at.kind == "crash":
         if attempt.ended_by_runner:
             # the signal was the runner's own: no one else stopped it
