@@ -372,3 +372,46 @@ def test_a_process_ended_by_a_signal_that_writes_no_core_is_said_so() -> None:
     assert missing(-signal.SIGKILL) == "no core file: the process was ended by SIGKILL, which writes none"
     assert missing(1) == "no core file: the process exited, it was not ended by a signal"
     assert missing(-signal.SIGSEGV) == crashes.NO_CORE
+
+
+WORKER = (
+    FIRST_USE
+    + """
+import multiprocessing
+import sys
+
+
+def worker():
+    # as XLA's handler does, it says which signal came; then no Python stack
+    print("*** Received signal 11 ***", file=sys.stderr, flush=True)
+    first_use()
+    segfault_helper()
+
+
+def test_a_worker_dies():
+    process = multiprocessing.get_context("fork").Process(target=worker)
+    process.start()
+    process.join()
+    assert process.exitcode == 0
+"""
+)
+
+
+@pytest.mark.slow
+@needs_pystack
+def test_a_worker_that_dies_under_such_a_handler_keeps_its_python_stack(project: Callable[..., Project]) -> None:
+    # a process the test started: its core, not the test's process's, holds the stack
+    p = project("passing", row='suites = ["worker"]')
+    (p.root / "suites" / "worker").mkdir(parents=True)
+    (p.root / "suites" / "worker" / "test_worker.py").write_text(WORKER)
+    proc = p.run("run", "--device", "fixture")
+    record = p.record()
+    (crash,) = record["crashes"]
+    assert crash["kind"] == "worker_crash", (crash, proc.stdout + proc.stderr)
+    diagnosis = crash["diagnosis"]
+    assert diagnosis["signal_name"] == "SIGSEGV"
+    assert diagnosis["python_stack_source"] == "core", diagnosis
+    line = line_of(WORKER, "SEGFAULT LINE")
+    assert f'test_worker.py", line {line} in segfault_helper' in (diagnosis["python_stack"] or "")
+    assert "test_worker.py:segfault_helper" in diagnosis["fingerprint_basis"]
+    assert not [c for c in p.root.rglob("core*") if core_files.is_core(c)], "cores are read, then removed"

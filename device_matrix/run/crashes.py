@@ -359,26 +359,55 @@ def deadline_of(attempt: AttemptResult, *, test_timeout: float, run_timeout: flo
 
 
 def worker_crashes(
-    attempt: AttemptResult, results: Mapping[str, TestRecord], log: Path, redactor: Redactor
-) -> list[tuple[str, CrashDiagnosis]]:
-    """Failed tests whose output shows a process dying in native code: (nodeid, its diagnosis).
+    attempt: AttemptResult,
+    results: Mapping[str, TestRecord],
+    log: Path,
+    redactor: Redactor,
+    cores: Sequence[Path] = (),
+) -> list[tuple[str, CrashDiagnosis, Path | None]]:
+    """Failed tests whose output shows a process dying in native code: (nodeid, its
+    diagnosis, the core read for its Python stack).
 
     The test's own process ended normally (``BrokenProcessPool``, a failed assert on a
     worker's exit code); the worker's signal line, native stack or fatal line is in the
     test's slice of the output, and gets the fingerprint the same crash gets anywhere.
+    Where the worker printed no Python stack (a handler of its own took the signal, #39),
+    it is read from a core another process than the attempt's left while the test ran.
     """
     found = []
-    started = sorted((state.seq, n) for n, state in attempt.fold.tests.items() if state.seq is not None)
+    tests = attempt.fold.tests
+    started = sorted((state.seq, n) for n, state in tests.items() if state.seq is not None)
     for k, (seq, nodeid) in enumerate(started):
         record = results.get(nodeid)
         begin = attempt.offsets.get(seq)
         if record is None or record["outcome"] not in RAISED_OUTCOMES or begin is None:
             continue
         end = attempt.offsets.get(started[k + 1][0], attempt.log_end) if k + 1 < len(started) else attempt.log_end
-        diagnosis = diagnostics.diagnose_output(read_log(log, begin, end), redactor=redactor)
-        if diagnosis is not None:
-            found.append((nodeid, diagnosis))
+        text = read_log(log, begin, end)
+        if diagnostics.diagnose_output(text, redactor=redactor) is None:
+            continue
+        until = tests[started[k + 1][1]].started_at if k + 1 < len(started) else None
+        core = worker_core(cores, attempt.fold.pid, tests[nodeid].started_at, until)
+        made = functools.partial(
+            diagnostics.diagnose, returncode=None, fault_text="", output_text=text, redactor=redactor
+        )
+        found.append((nodeid, with_core_stack(made, core, redactor), core))
     return found
+
+
+def worker_core(cores: Sequence[Path], pid: int | None, since: float | None, until: float | None) -> Path | None:
+    """The newest of ``cores`` that a process other than ``pid`` left between ``since`` and
+    ``until`` (wall clock, a second's slack; None: open)."""
+    for core in cores:
+        try:
+            written = core.stat().st_mtime
+        except OSError:
+            continue
+        if (since is not None and written < since - 1) or (until is not None and written > until + 1):
+            continue
+        if core_files.process_id(core) != pid:
+            return core
+    return None
 
 
 def plugin_crashes(
@@ -681,7 +710,11 @@ def record_plugin_crashes(ev: Evidence, attempt: AttemptResult, targets: Sequenc
 def record_worker_crashes(ev: Evidence, attempt: AttemptResult, targets: Sequence[str]) -> None:
     """A failed test whose output shows a process dying in native code: a crash too."""
     state = ev.state
-    for nodeid, diagnosis in worker_crashes(attempt, state.results, ev.folder.log, ev.redactor):
+    for nodeid, diagnosis, core in worker_crashes(
+        attempt, state.results, ev.folder.log, ev.redactor, ev.cores(attempt)
+    ):
+        if ev.reader is not None and core is not None:
+            ev.reader.attach(diagnosis, [core])  # gdb's view of the worker, then the core goes
         crash = crash_record(
             ev.next_id(),
             kind="worker_crash",
