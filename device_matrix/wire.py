@@ -31,6 +31,9 @@ ENV_ATTEMPT: Final = "DEVICE_MATRIX_ATTEMPT"
 # #39: what the script launcher reads and takes out of the script's environment before its
 # __main__ runs (python FILE has none of them); the token stays, for the sweep
 LAUNCHER_TAKES: Final = (ENV_DEVICE, ENV_SETTINGS, ENV_DISABLE_LIST, ENV_MARKERS)
+# #39: the name the plugin gives the core a test's forked copy left (``core`` would be the
+# next copy's too); the runner reads it with that test's crash, not the process's own
+FORKED_CORE_PREFIX: Final = "core.forked."
 
 # --- options of the child's pytest ----------------------------------------------------
 OPT_JOURNAL: Final = "--dm-journal"
@@ -245,7 +248,8 @@ EVENTS: Final[Mapping[str, Mapping[str, tuple[type, ...]]]] = {
         "cause": (str, _NONE),
         "where": (list, _NONE),
         # #29: the test's own crash, as a plugin that runs it in a forked copy reports it
-        # (pytest-forked): {"signal": N or None, "fault": its Python stack, "output": its output}
+        # (pytest-forked): {"signal": N or None, "fault": its Python stack, "output": its output,
+        # "core": the core file it left, renamed, or None (#39)}
         "crash": (dict, _NONE),
     },
     # a phase of the running test that passed with nothing to report (no text, no xfail)

@@ -77,6 +77,7 @@ class _State:
         self.as_script = False
         self.unittest_files: dict[str, bool] = {}  # module name -> defines a TestCase
         self.fault_at = 0  # the fault file's size when the running test started (#29)
+        self.started_at = 0.0  # when the running test started (wall clock): its copy's core is newer (#39)
 
 
 def current_device() -> str | None:
@@ -356,6 +357,8 @@ def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) 
     if state is not None and state.fatal is not None:
         state.fatal.keep_first()  # #29: a handler installed since (XLA's) goes behind faulthandler
         state.fault_at = state.fatal.size()
+    if state is not None:
+        state.started_at = time.time()
     if state is not None and state.journal is not None:
         meta = {k: v for k, v in state.meta.get(nodeid, {}).items() if k != "raises"}
         state.seq += 1
@@ -564,8 +567,33 @@ def _plugin_crash(state: _State, report: pytest.TestReport) -> None:
         duration=round(report.duration, 6) if 0.0 <= report.duration < MAX_SECONDS else 0.0,
         longrepr=text,
         cause=_cause(report),
-        crash={"signal": int(found.group(1)) if found else None, "fault": fault, "output": _text(output) or ""},
+        crash={
+            "signal": int(found.group(1)) if found else None,
+            "fault": fault,
+            "output": _text(output) or "",
+            "core": _copy_core(state.started_at),
+        },
     )
+
+
+def _copy_core(since: float) -> str | None:
+    """#39: the core the dead copy left where it ran, under a name of its own, for the runner
+    to read its Python stack from (a handler of the copy may have taken the signal before
+    faulthandler wrote it). Renamed in its folder: the next copy's would take the name ``core``."""
+    from device_matrix.diagnostics.core import new_cores  # only when a copy died
+
+    found = new_cores([Path.cwd()], since)
+    if not found:
+        return None
+    core = found[0]
+    if core.name != "core":
+        return str(core)  # a core_pattern with the pid (core.%p) names each copy's own
+    named = core.with_name(f"{wire.FORKED_CORE_PREFIX}{os.getpid()}.{time.time_ns()}")
+    try:
+        core.rename(named)
+    except OSError:
+        return str(core)
+    return str(named)
 
 
 def _subtest(report: pytest.TestReport) -> str | None:

@@ -303,6 +303,9 @@ def print_summary(out: Output, records: Sequence[RunRecord], cfg: Config, *, lin
             out.line(f"  {r['row']}: {out.paint('crashed', headline)}, fingerprint {d['fingerprint']}")
             if d["hint"]:
                 out.line(f"      hint: {d['hint']}")
+            if d.get("python_stack_missing"):
+                # #39: said where it is read: a fingerprint without it tells few crashes apart
+                out.line(f"      no Python stack: {d.get('python_stack_missing')}")
             out.line(f"      repro: {c['repro'].splitlines()[0]}")
         _print_failures(out, r, cfg)
         unlinked = [t for t in r["tests"] if t["skip"] and not t["skip"]["issue"] and t["skip"]["source"] != "pytest"]

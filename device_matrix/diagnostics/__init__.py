@@ -17,7 +17,7 @@ from device_matrix.diagnostics.parse import (
     parse_native_stacks,
     parse_terminate,
 )
-from device_matrix.records.schema import CrashDiagnosis
+from device_matrix.records.schema import CrashDiagnosis, PythonStackSource
 from device_matrix.redact import Redactor
 
 SIGNAL_HINTS: dict[str, str] = {
@@ -101,12 +101,15 @@ def diagnose(
     timed_out: bool = False,
     start: int = 0,
     end: int | None = None,
+    core_stack: FaulthandlerDump | None = None,
 ) -> CrashDiagnosis:
     """Everything we can say about one abnormal end.
 
     ``fault_text`` is the faulthandler file of the attempt; ``output_text`` the child's
     output, of which ``[start:end]`` (characters) is the crashing test's part. Any log
-    shape is accepted: see :func:`parse.clean_lines`.
+    shape is accepted: see :func:`parse.clean_lines`. ``core_stack``: the Python stacks
+    read from the process's core (:func:`parse.parse_pystack`), used where neither the
+    file nor the output holds one (#39).
     """
     lines = clean_lines(output_slice(output_text, start, end))
     return _diagnose(
@@ -115,6 +118,7 @@ def diagnose(
         lines=lines,
         redactor=redactor,
         timed_out=timed_out,
+        core_stack=core_stack,
     )
 
 
@@ -149,6 +153,27 @@ def diagnose_output(
     return _diagnose(returncode=None, fault_lines=[], lines=lines, redactor=redactor, timed_out=False)
 
 
+def _python_stacks(
+    fault_lines: list[str], lines: list[str], core_stack: FaulthandlerDump | None, *, timed_out: bool
+) -> tuple[FaulthandlerDump | None, FaulthandlerDump | None, PythonStackSource | None]:
+    """The fatal dump, the dump whose stacks are the crash's, and where that one came from.
+
+    A core's stacks (#39) serve only where neither the fault file nor the output holds one:
+    a handler of the process took the signal before faulthandler could write.
+    """
+    written = parse_faulthandler(fault_lines)
+    dumps: list[FaulthandlerDump] = written + parse_faulthandler(lines)
+    if core_stack is not None and not any(d.threads for d in dumps):
+        dumps.append(core_stack)
+    fatal_dump = next((d for d in reversed(dumps) if d.fatal_error), None)
+    hang_dump = next((d for d in reversed(dumps) if not d.fatal_error), None) if timed_out else None
+    chosen = fatal_dump or hang_dump or (dumps[-1] if dumps else None)
+    source: PythonStackSource | None = None
+    if chosen is not None and chosen.threads:
+        source = "core" if chosen is core_stack else "faulthandler" if any(d is chosen for d in written) else "output"
+    return fatal_dump, chosen, source
+
+
 def _diagnose(
     *,
     returncode: int | None,
@@ -156,13 +181,10 @@ def _diagnose(
     lines: list[str],
     redactor: Redactor,
     timed_out: bool,
+    core_stack: FaulthandlerDump | None = None,
 ) -> CrashDiagnosis:
     signum = signal_from_returncode(returncode)
-    dumps: list[FaulthandlerDump] = parse_faulthandler(fault_lines) + parse_faulthandler(lines)
-    fatal_dump = next((d for d in reversed(dumps) if d.fatal_error), None)
-    hang_dump = next((d for d in reversed(dumps) if not d.fatal_error), None) if timed_out else None
-    chosen = fatal_dump or hang_dump or (dumps[-1] if dumps else None)
-
+    fatal_dump, chosen, source = _python_stacks(fault_lines, lines, core_stack, timed_out=timed_out)
     natives = parse_native_stacks(lines)
     native = natives[-1] if natives else None
     fatals = parse_fatal_lines(lines)
@@ -214,6 +236,8 @@ def _diagnose(
         exit_code=returncode,
         fatal_error=fatal_dump.fatal_error if fatal_dump else None,
         python_stack=redactor.text("\n\n".join(python_stacks)) if python_stacks else None,
+        python_stack_source=source,
+        python_stack_missing=None,  # why none was had: the runner knows (no core, no pystack)
         native_stack=redactor.text("\n".join(native.raw)) if native else None,
         native_format=native.format if native else None,
         fatal_lines=[redactor.text(f.raw) for f in fatals[-5:]],

@@ -8,11 +8,13 @@ RLIMIT_CORE, which every process it starts inherits.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import resource
 import shutil
 import struct
 import subprocess
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,17 +60,19 @@ def new_cores(folders: Iterable[Path], since: float) -> list[Path]:
 
 
 PT_NOTE = 4
+NT_PRSTATUS = 1  # one per thread, the thread that received the signal first
 NT_FILE = 0x46494C45  # "FILE": the files mapped into the process, by the kernel
 NOTES_LIMIT = 64 << 20  # bytes of notes read from one core (they are kilobytes)
+PRSTATUS_PID = 32  # offset of pr_pid (the thread's id) in a 64-bit struct elf_prstatus
+NT_PRPSINFO = 3  # the process: its state, ids and command line
+PRPSINFO_PID = 24  # offset of pr_pid (the process's id) in a 64-bit struct elf_prpsinfo
 
 
-def mapped_files(core: Path) -> list[str]:
-    """The files the crashed process had mapped (its executable, its shared libraries),
-    from the core's NT_FILE note; [] when the core is not a 64-bit little-endian ELF core.
-
-    Only the headers and the notes are read, never the memory: cores run to gigabytes.
-    """
-    found: dict[str, None] = {}
+def _notes(core: Path) -> list[tuple[int, bytes]]:
+    """``(type, descriptor)`` of every note of a 64-bit little-endian ELF core, in order;
+    [] for any other file. Only the headers and the notes are read, never the memory:
+    cores run to gigabytes."""
+    found: list[tuple[int, bytes]] = []
     try:
         with core.open("rb") as fh:
             head = fh.read(64)
@@ -83,26 +87,85 @@ def mapped_files(core: Path) -> list[str]:
                 if p_type != PT_NOTE or size > NOTES_LIMIT:
                     continue
                 fh.seek(offset)
-                for name in _file_note_names(fh.read(size)):
-                    found[name] = None
+                found += _split_notes(fh.read(size))
     except (OSError, struct.error, IndexError):
-        return list(found)
-    return [n for n in found if n.startswith("/") and not n.startswith(("/dev/", "/memfd:", "/SYSV"))]
+        return found  # a cut or foreign file: the notes read before it broke
+    return found
 
 
-def _file_note_names(notes: bytes) -> list[str]:
-    names: list[str] = []
+def _split_notes(notes: bytes) -> list[tuple[int, bytes]]:
+    out: list[tuple[int, bytes]] = []
     pos = 0
     while pos + 12 <= len(notes):
         namesz, descsz, kind = struct.unpack_from("<III", notes, pos)
         pos += 12 + ((namesz + 3) & ~3)
-        desc = notes[pos : pos + descsz]
+        out.append((kind, notes[pos : pos + descsz]))
         pos += (descsz + 3) & ~3
+    return out
+
+
+def mapped_files(core: Path) -> list[str]:
+    """The files the crashed process had mapped (its executable, its shared libraries),
+    from the core's NT_FILE note; [] when the core is not a 64-bit little-endian ELF core."""
+    found: dict[str, None] = {}
+    for kind, desc in _notes(core):
         if kind == NT_FILE and len(desc) >= 16:
             (count,) = struct.unpack_from("<Q", desc, 0)
             strings = desc[16 + 24 * count :].split(b"\0")[:count]
-            names += [b.decode("utf-8", "surrogateescape") for b in strings if not b.endswith(b" (deleted)")]
-    return names
+            for b in strings:
+                if not b.endswith(b" (deleted)"):
+                    found[b.decode("utf-8", "surrogateescape")] = None
+    return [n for n in found if n.startswith("/") and not n.startswith(("/dev/", "/memfd:", "/SYSV"))]
+
+
+def crashed_thread(core: Path) -> int | None:
+    """The id of the thread the kernel stopped on the fatal signal: the core's first
+    NT_PRSTATUS note; None when the core has none."""
+    for kind, desc in _notes(core):
+        if kind == NT_PRSTATUS and len(desc) >= PRSTATUS_PID + 4:
+            return int.from_bytes(desc[PRSTATUS_PID : PRSTATUS_PID + 4], "little")
+    return None
+
+
+def process_id(core: Path) -> int | None:
+    """The id of the process that left ``core`` (its NT_PRPSINFO note); None when unknown."""
+    for kind, desc in _notes(core):
+        if kind == NT_PRPSINFO and len(desc) >= PRPSINFO_PID + 4:
+            return int.from_bytes(desc[PRPSINFO_PID : PRPSINFO_PID + 4], "little")
+    return None
+
+
+PYSTACK_TIMEOUT = 120.0
+
+
+def pystack_command() -> list[str] | None:
+    """How to run pystack here: the runner's own (``python -m pystack``), else one on PATH."""
+    if importlib.util.find_spec("pystack") is not None:
+        return [sys.executable, "-m", "pystack"]
+    found = shutil.which("pystack")
+    return [found] if found else None
+
+
+def pystack_core(core: Path, timeout: float = PYSTACK_TIMEOUT) -> tuple[str | None, str | None]:
+    """``(pystack's text, None)``: every Python thread's stack read from ``core`` (#39); or
+    ``(None, why not)``. pystack reads the interpreter's memory (no debug symbols needed)
+    and finds the executable in the core itself: the test's interpreter, not the runner's."""
+    command = pystack_command()
+    if command is None:
+        return None, "pystack is not installed where the runner runs (pip install pystack; Linux on x86_64 and aarch64)"
+    argv = [*command, "core", "--no-color", str(core)]
+    try:
+        proc = subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout, check=False, stdin=subprocess.DEVNULL
+        )
+    except subprocess.TimeoutExpired:
+        return None, f"pystack read the core for over {timeout:.0f} s"
+    except OSError as exc:
+        return None, f"pystack could not start: {exc}"
+    if proc.returncode != 0 or not proc.stdout.strip():
+        said = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+        return None, f"pystack could not read the core: {said[:300]}"
+    return proc.stdout, None
 
 
 def gdb_backtrace(

@@ -34,6 +34,9 @@ PYTHON_MACHINERY_RE = re.compile(
     r"[/\\](_pytest|pytest|pluggy|device_matrix|multiprocessing|concurrent[/\\]futures)[/\\]"
     # #29: pytest's plugins (pytest_forked/, pytest_timeout.py) run every test alike
     r"|[/\\]pytest_\w+(?:[/\\]|\.py$)"
+    # #39: so do the runners of a unittest script (unittest's, absltest's and the absl app
+    # it runs in) and the py library's ForkedFunc, in which pytest-forked before 1.7 runs each test
+    r"|[/\\](?:unittest|absl[/\\]testing|py[/\\]_process)[/\\]|[/\\]absl[/\\]app\.py$"
     r"|^<frozen runpy>$|[/\\]runpy\.py$"
 )
 
@@ -51,6 +54,8 @@ NOTHING_PRINTED = "(no stack, fatal line or exception was printed)"
 # #29: a stack was printed, but only of the machinery every crash passes through (the
 # interpreter, the signal handlers) and no Python stack: nothing tells this crash apart
 NO_FRAMES = "(no frames to fingerprint)"
+# a basis made of these alone holds no evidence that tells one crash from another
+NO_EVIDENCE = frozenset({NO_FRAMES, NOTHING_PRINTED})
 
 
 def _strip_brackets(text: str, open_ch: str, close_ch: str) -> str:
@@ -140,3 +145,21 @@ def compute(
     basis = [head, *(parts or [NO_FRAMES if native_frames else NOTHING_PRINTED])]
     digest = hashlib.sha256("\n".join(basis).encode()).hexdigest()[:16]
     return digest, basis
+
+
+def same_crash(basis: Sequence[str], other: Sequence[str]) -> bool:
+    """Whether two attempts crashed the same way, judged on what both of them could show (#39).
+
+    The head (the signal, the exit status, a timeout) must be the same. Then the evidence:
+    an attempt whose basis holds none (:data:`NO_EVIDENCE`: its Python stack could not be
+    had, nothing was printed) saw less of the crash, it did not see another one, so it
+    agrees with any basis of the same head; two attempts that both hold evidence agree
+    only when it is the same. Every other part of a basis (a fatal line, an exception, a
+    native frame) is printed by the process itself, the same in every attempt.
+    """
+    if not basis or not other or basis[0] != other[0]:
+        return False
+    mine, theirs = list(basis[1:]), list(other[1:])
+    if set(mine) <= NO_EVIDENCE or set(theirs) <= NO_EVIDENCE:
+        return True
+    return mine == theirs

@@ -13,6 +13,8 @@ Formats understood (each has recorded samples in tests/fixtures/recorded/):
   XLA's ``2026-11-29 19:00:02.050050: F external/xla/...cc:127] ...``, and the
   ``*** Check failure stack trace: ***`` frames that follow.
 * libstdc++: ``terminate called after throwing an instance of 'T'`` / ``what():  ...``.
+* pystack's reading of a core (``pystack core CORE``): ``Traceback for thread N ...`` and
+  ``(Python) File "...", line N, in func``, oldest call first (#39).
 
 Real logs wrap these: GitHub Actions puts a timestamp before every line, torchrun and
 multi-process workers ``[rank0]:``, container logs the container's name, and a crash is
@@ -195,6 +197,41 @@ def parse_faulthandler(text: str | Iterable[str]) -> list[FaulthandlerDump]:
         if thread is not None and not line.startswith(" "):
             thread = None
     return dumps
+
+
+# pystack's view of a core (#39): "Traceback for thread 123 [Has the GIL] (most recent call
+# last):", then per frame '(Python) File "f.py", line 3, in func' and its source line
+PYSTACK_THREAD_RE = re.compile(
+    r"^Traceback for thread (\d+)(?: \([^)]*\))?(?P<marks>(?: \[[^\]]*\])*) \(most recent call last\):$"
+)
+PYSTACK_FRAME_RE = re.compile(r'^\s+(?:\(Python\) )?File "(.+)", line (\d+), in (.+)$')
+PYSTACK_GIL = "[Has the GIL]"
+
+
+def parse_pystack(text: str, crashed: int | None = None) -> FaulthandlerDump | None:
+    """The Python stacks pystack read from a core, as a faulthandler dump (most recent call
+    first); None when it holds none.
+
+    The thread to blame is ``crashed`` (the thread the kernel stopped on the signal, from the
+    core's notes), else the one that held the GIL: faulthandler's "Current thread".
+    """
+    threads: list[tuple[int, bool, list[PyFrame]]] = []
+    for line in clean_lines(text):
+        m = PYSTACK_THREAD_RE.match(line)
+        if m:
+            threads.append((int(m.group(1)), PYSTACK_GIL in m.group("marks"), []))
+            continue
+        m = PYSTACK_FRAME_RE.match(line)
+        if m and threads:
+            threads[-1][2].append(PyFrame(m.group(1), int(m.group(2)), m.group(3).strip()))
+    if not any(frames for _, _, frames in threads):
+        return None
+    blamed = crashed if crashed in {tid for tid, _, _ in threads} else None
+    if blamed is None:
+        blamed = next((tid for tid, gil, _ in threads if gil), None)
+    return FaulthandlerDump(
+        threads=[ThreadStack(hex(tid), tid == blamed, frames[::-1]) for tid, _, frames in threads],
+    )
 
 
 def format_python_stack(stack: ThreadStack) -> str:

@@ -79,7 +79,12 @@ class TestRecord(_TestFields, total=False):
     line: int | None
 
 
-class CrashDiagnosis(TypedDict):
+# #39: where a crash's Python stack was read: the faulthandler file of the attempt, the
+# process's output (a handler of its own: absltest's faulthandler), or its core file (pystack)
+PythonStackSource: TypeAlias = Literal["faulthandler", "output", "core"]
+
+
+class _DiagnosisFields(TypedDict):
     signal: int | None
     signal_name: str | None
     hint: str | None
@@ -98,12 +103,23 @@ class CrashDiagnosis(TypedDict):
     fingerprint_basis: list[str]
 
 
-class RerunRecord(TypedDict):
+class CrashDiagnosis(_DiagnosisFields, total=False):
+    # fields added later (#39): older records lack them
+    python_stack_source: PythonStackSource | None  # None: no Python stack was had
+    python_stack_missing: str | None  # why not, where none was had (no core, no pystack...)
+
+
+class _RerunFields(TypedDict):
     outcome: Outcome
     returncode: int | None
     signal_name: str | None
     fingerprint: str | None
     duration: float
+
+
+class RerunRecord(_RerunFields, total=False):
+    # #39: what the verdict compares with the crash's own basis (older records lack it)
+    fingerprint_basis: list[str] | None
 
 
 class _CrashFields(TypedDict):

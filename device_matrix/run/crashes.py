@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import functools
 import re
 import shlex
 import shutil
@@ -28,7 +29,9 @@ from device_matrix import diagnostics
 from device_matrix.child.journal import FORKED_AT_IMPORT, FORKED_COPY_NOTE
 from device_matrix.config import Row, Script
 from device_matrix.diagnostics import core as core_files
+from device_matrix.diagnostics import fingerprint as fp
 from device_matrix.diagnostics import outputlog
+from device_matrix.diagnostics.parse import parse_pystack
 from device_matrix.diagnostics.repro import container_repro_command, repro_command
 from device_matrix.executors.base import LaunchSpec
 from device_matrix.executors.container import ContainerExecutor
@@ -49,7 +52,7 @@ from device_matrix.run.folder import RowFolder
 from device_matrix.run.journal import final_outcome
 from device_matrix.run.policy import CrashAt
 from device_matrix.run.state import RunState
-from device_matrix.wire import AS_SCRIPT_PYTEST_ARGS, ENV_DEVICE, OPT_AS_SCRIPT, PLUGIN
+from device_matrix.wire import AS_SCRIPT_PYTEST_ARGS, ENV_DEVICE, FORKED_CORE_PREFIX, OPT_AS_SCRIPT, PLUGIN
 
 CrashKind = Literal["crash", "timeout", "worker_crash"]
 
@@ -180,18 +183,72 @@ class CoreReader:
         self._pool.shutdown()
 
 
-def diagnose(attempt: AttemptResult, at: CrashAt, log: Path, redactor: Redactor) -> CrashDiagnosis:
+NO_CORE = (
+    "no core file was found: the process's RLIMIT_CORE was 0 (core_limit), or the host's "
+    "/proc/sys/kernel/core_pattern sends cores elsewhere"
+)
+# the signals whose default action writes a core (signal(7)): any other end leaves none
+DUMPS_CORE = frozenset(
+    {"SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT", "SIGBUS", "SIGFPE", "SIGSEGV", "SIGXCPU", "SIGXFSZ", "SIGSYS"}
+)
+
+
+def no_core(diagnosis: CrashDiagnosis) -> str:
+    """Why a crash has no core to read: how its process ended, else where cores go."""
+    ended = diagnostics.signal_name(diagnostics.signal_from_returncode(diagnosis["exit_code"]))
+    if ended is None and diagnosis["exit_code"] is not None:
+        return "no core file: the process exited, it was not ended by a signal"
+    if ended is not None and ended not in DUMPS_CORE:
+        return f"no core file: the process was ended by {ended}, which writes none"
+    return NO_CORE
+
+
+def with_core_stack(
+    diagnose_with: Callable[..., CrashDiagnosis], core: Path | None, redactor: Redactor
+) -> CrashDiagnosis:
+    """The diagnosis; where it holds no Python stack, made again with the one pystack reads
+    from the crash's core (#39: a handler of the process, XLA's, took the signal before
+    faulthandler could write it). Where none can be had, the record says why."""
+    diagnosis = diagnose_with(core_stack=None)
+    if diagnosis["python_stack"] is not None:
+        return diagnosis
+    if core is None:
+        diagnosis["python_stack_missing"] = no_core(diagnosis)
+        return diagnosis
+    text, why = core_files.pystack_core(core)
+    found = parse_pystack(text, core_files.crashed_thread(core)) if text else None
+    if found is None:
+        diagnosis["python_stack_missing"] = redactor.text(why or "pystack found no Python thread in the core")
+        return diagnosis
+    return diagnose_with(core_stack=found)
+
+
+def own_core(cores: Sequence[Path], pid: int | None) -> Path | None:
+    """The core of process ``pid`` among ``cores`` (newest first), never a descendant's: its
+    stack is not the crash's; the newest when the process did not say its id."""
+    if pid is None:
+        return cores[0] if cores else None
+    return next((core for core in cores if core_files.process_id(core) == pid), None)
+
+
+def diagnose(
+    attempt: AttemptResult, at: CrashAt, log: Path, redactor: Redactor, cores: Sequence[Path] = ()
+) -> CrashDiagnosis:
+    """The diagnosis of ``attempt``'s abnormal end ``at``; ``cores``: the cores it left, its own first."""
     try:
         fault_text = attempt.fault.read_text("utf-8", "replace")
     except OSError:
         fault_text = ""
-    diagnosis = diagnostics.diagnose(
+    made = functools.partial(
+        diagnostics.diagnose,
         returncode=attempt.returncode,
         fault_text=fault_text,
         output_text=output_of(attempt, log, at.nodeid if at.phase == "test" else None),
         redactor=redactor,
         timed_out=at.kind == "timeout",
     )
+    # a process the runner ended (a deadline) leaves no core: its stacks were asked for
+    diagnosis = with_core_stack(made, own_core(cores, attempt.fold.pid), redactor) if at.kind == "crash" else made()
     if attempt.fold.broken is not None and at.kind == "crash":
         if attempt.ended_by_runner:
             # the signal was the runner's own: no one else stopped it
@@ -302,62 +359,108 @@ def deadline_of(attempt: AttemptResult, *, test_timeout: float, run_timeout: flo
 
 
 def worker_crashes(
-    attempt: AttemptResult, results: Mapping[str, TestRecord], log: Path, redactor: Redactor
-) -> list[tuple[str, CrashDiagnosis]]:
-    """Failed tests whose output shows a process dying in native code: (nodeid, its diagnosis).
+    attempt: AttemptResult,
+    results: Mapping[str, TestRecord],
+    log: Path,
+    redactor: Redactor,
+    cores: Sequence[Path] = (),
+) -> list[tuple[str, CrashDiagnosis, Path | None]]:
+    """Failed tests whose output shows a process dying in native code: (nodeid, its
+    diagnosis, the core read for its Python stack).
 
     The test's own process ended normally (``BrokenProcessPool``, a failed assert on a
     worker's exit code); the worker's signal line, native stack or fatal line is in the
     test's slice of the output, and gets the fingerprint the same crash gets anywhere.
+    Where the worker printed no Python stack (a handler of its own took the signal, #39),
+    it is read from a core another process than the attempt's left while the test ran.
     """
     found = []
-    started = sorted((state.seq, n) for n, state in attempt.fold.tests.items() if state.seq is not None)
+    tests = attempt.fold.tests
+    started = sorted((state.seq, n) for n, state in tests.items() if state.seq is not None)
     for k, (seq, nodeid) in enumerate(started):
         record = results.get(nodeid)
         begin = attempt.offsets.get(seq)
         if record is None or record["outcome"] not in RAISED_OUTCOMES or begin is None:
             continue
         end = attempt.offsets.get(started[k + 1][0], attempt.log_end) if k + 1 < len(started) else attempt.log_end
-        diagnosis = diagnostics.diagnose_output(read_log(log, begin, end), redactor=redactor)
-        if diagnosis is not None:
-            found.append((nodeid, diagnosis))
+        text = read_log(log, begin, end)
+        if diagnostics.diagnose_output(text, redactor=redactor) is None:
+            continue
+        until = tests[started[k + 1][1]].started_at if k + 1 < len(started) else None
+        core = worker_core(cores, attempt.fold.pid, tests[nodeid].started_at, until)
+        made = functools.partial(
+            diagnostics.diagnose, returncode=None, fault_text="", output_text=text, redactor=redactor
+        )
+        found.append((nodeid, with_core_stack(made, core, redactor), core))
     return found
 
 
-def plugin_crashes(attempt: AttemptResult, redactor: Redactor) -> list[tuple[str, str, CrashDiagnosis]]:
+def worker_core(cores: Sequence[Path], pid: int | None, since: float | None, until: float | None) -> Path | None:
+    """The newest of ``cores`` that a process other than ``pid`` left between ``since`` and
+    ``until`` (wall clock, a second's slack; None: open)."""
+    for core in cores:
+        try:
+            written = core.stat().st_mtime
+        except OSError:
+            continue
+        if (since is not None and written < since - 1) or (until is not None and written > until + 1):
+            continue
+        if core_files.process_id(core) != pid:
+            return core
+    return None
+
+
+def plugin_crashes(
+    attempt: AttemptResult, redactor: Redactor, cores: Sequence[Path] = ()
+) -> list[tuple[str, str, CrashDiagnosis, Path | None]]:
     """Tests whose crash a plugin reported from the copy it forked (pytest-forked, #29):
-    (nodeid, phase, diagnosis), the diagnosis with the copy's signal, stack and output."""
+    (nodeid, phase, diagnosis, the copy's core), the diagnosis with the copy's signal, stack
+    and output. ``cores``: the attempt's core files; the copy's is the one its report names
+    (#39), read for its Python stack where the copy wrote none."""
     found = []
+    by_path = {str(core.resolve()): core for core in cores}
     for nodeid, state in attempt.fold.tests.items():
         for report in state.reports:
             if report.crash is None:
                 continue
             signum = report.crash.get("signal")
-            diagnosis = diagnostics.diagnose(
-                returncode=-signum if isinstance(signum, int) else None,
-                fault_text=str(report.crash.get("fault") or ""),
-                output_text=str(report.crash.get("output") or ""),
-                redactor=redactor,
+            named = report.crash.get("core")
+            # the copy's word names a file; only one of the cores found is read
+            core = by_path.get(str(Path(named).resolve())) if isinstance(named, str) and named else None
+            diagnosis = with_core_stack(
+                functools.partial(
+                    diagnostics.diagnose,
+                    returncode=-signum if isinstance(signum, int) else None,
+                    fault_text=str(report.crash.get("fault") or ""),
+                    output_text=str(report.crash.get("output") or ""),
+                    redactor=redactor,
+                ),
+                core,
+                redactor,
             )
-            found.append((nodeid, report.when, diagnosis))
+            found.append((nodeid, report.when, diagnosis, core))
     return found
 
 
-def rerun_record(attempt: AttemptResult, nodeid: str, log: Path, redactor: Redactor) -> RerunRecord:
-    """What a rerun of crashed test ``nodeid`` alone showed: its outcome, and a crash's fingerprint."""
+def rerun_record(
+    attempt: AttemptResult, nodeid: str, log: Path, redactor: Redactor, cores: Sequence[Path] = ()
+) -> RerunRecord:
+    """What a rerun of crashed test ``nodeid`` alone showed: its outcome, and a crash's
+    fingerprint and its basis (``cores``: the rerun's core files, read as the original's were)."""
     state = attempt.fold.tests.get(nodeid)
-    fingerprint = None
+    fingerprint = basis = None
     signal = diagnostics.signal_name(attempt.signal)
     if attempt.abnormal and state is not None and not state.finished:
         outcome: Outcome = "timeout" if attempt.overrun else "crashed"
         at = CrashAt("test", nodeid, "timeout" if attempt.overrun else "crash")
-        diagnosis = diagnose(attempt, at, log, redactor)
+        diagnosis = diagnose(attempt, at, log, redactor, cores)
         # #29: the signal the process received, as the crash names it (not XLA's abort after it)
-        fingerprint, signal = diagnosis["fingerprint"], diagnosis["signal_name"] or signal
+        fingerprint, basis = diagnosis["fingerprint"], diagnosis["fingerprint_basis"]
+        signal = diagnosis["signal_name"] or signal
     elif state is not None and state.finished and any(r.crash is not None for r in state.reports):
         outcome = "crashed"  # in a plugin's forked copy (#29)
-        (_, _, diagnosis), *_ = (c for c in plugin_crashes(attempt, redactor) if c[0] == nodeid)
-        fingerprint, signal = diagnosis["fingerprint"], diagnosis["signal_name"]
+        (_, _, diagnosis, _), *_ = (c for c in plugin_crashes(attempt, redactor, cores) if c[0] == nodeid)
+        fingerprint, basis, signal = diagnosis["fingerprint"], diagnosis["fingerprint_basis"], diagnosis["signal_name"]
     elif state is not None and state.finished:
         outcome = final_outcome(state)[0]
     else:
@@ -368,24 +471,33 @@ def rerun_record(attempt: AttemptResult, nodeid: str, log: Path, redactor: Redac
         signal_name=signal,
         fingerprint=fingerprint,
         duration=round(attempt.duration, 3),
+        fingerprint_basis=basis,
     )
 
 
 def same_crash(crash: CrashRecord, rerun: RerunRecord) -> bool:
-    """Whether a rerun crashed as ``crash`` did: its signal and its fingerprint (#29).
-
-    A crash whose reruns end otherwise is not deterministic: the record keeps each view.
+    """Whether a rerun crashed as ``crash`` did (#29): its signal, and its evidence judged on
+    what both attempts could show (#39, :func:`fingerprint.same_crash`: a rerun that saw less,
+    or more, is not another crash). A record written before reruns kept their basis: the
+    fingerprint. A crash whose reruns end otherwise is not deterministic: the record keeps each view.
     """
     diagnosis = crash["diagnosis"]
-    return rerun["outcome"] in CRASHING_OUTCOMES and (
-        rerun["fingerprint"] == diagnosis["fingerprint"] and rerun["signal_name"] == diagnosis["signal_name"]
+    basis = rerun.get("fingerprint_basis")
+    same = (
+        fp.same_crash(diagnosis["fingerprint_basis"], basis)
+        if basis is not None
+        else rerun["fingerprint"] == diagnosis["fingerprint"]
     )
+    return rerun["outcome"] in CRASHING_OUTCOMES and same and rerun["signal_name"] == diagnosis["signal_name"]
 
 
-def cores_of(attempt: AttemptResult, project_root: Path) -> list[Path]:
-    """The core files the attempt's processes left: in the project, its folder, any folder a test moved to."""
+def cores_of(attempt: AttemptResult, project_root: Path, *, copies: bool = False) -> list[Path]:
+    """The core files the attempt's processes left: in the project, its folder, any folder a
+    test moved to. Those of a plugin's forked copies only with ``copies``: each is read
+    with its test's crash (#39)."""
     folders = {project_root, attempt.folder, *(Path(p) for p in attempt.fold.cwds)}
-    return core_files.new_cores(folders, attempt.started_at)
+    found = core_files.new_cores(folders, attempt.started_at)
+    return found if copies else [core for core in found if not core.name.startswith(FORKED_CORE_PREFIX)]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -508,9 +620,15 @@ class Evidence:
         except OSError as exc:
             raise self.folder.unwritable(exc) from exc
 
+    def cores(self, attempt: AttemptResult, *, copies: bool = False) -> list[Path]:
+        """The core files ``attempt``'s processes left, newest first (see :func:`cores_of`)."""
+        return cores_of(attempt, self.project_root, copies=copies)
+
     def attach_cores(self, diagnosis: CrashDiagnosis | None, attempt: AttemptResult) -> None:
+        """The attempt's core goes with ``diagnosis``; None: every core it left is removed
+        (a rerun's, its forked copies' too: their stacks were read)."""
         if self.reader is not None:
-            self.reader.attach(diagnosis, cores_of(attempt, self.project_root))
+            self.reader.attach(diagnosis, self.cores(attempt, copies=diagnosis is None))
 
 
 def record_crash(
@@ -518,7 +636,7 @@ def record_crash(
 ) -> CrashRecord:
     """The crash the policy found in ``attempt``: its record, its test's outcome, the listener told."""
     state, row = ev.state, ev.row
-    diagnosis = diagnose(attempt, at, ev.folder.log, ev.redactor)
+    diagnosis = diagnose(attempt, at, ev.folder.log, ev.redactor, ev.cores(attempt))
     ev.attach_cores(diagnosis, attempt)
     nodeid = at.nodeid if at.phase == "test" else None
     crash = abnormal_end(
@@ -558,7 +676,9 @@ def record_plugin_crashes(ev: Evidence, attempt: AttemptResult, targets: Sequenc
     """#29: a test that crashed in a plugin's forked copy (pytest-forked): the test's crash,
     with its signal, while its pytest process went on."""
     state = ev.state
-    for nodeid, when, diagnosis in plugin_crashes(attempt, ev.redactor):
+    for nodeid, when, diagnosis, core in plugin_crashes(attempt, ev.redactor, ev.cores(attempt, copies=True)):
+        if ev.reader is not None and core is not None:
+            ev.reader.attach(diagnosis, [core])  # gdb's view of the copy, then the core goes
         crash = crash_record(
             ev.next_id(),
             kind="crash",
@@ -590,7 +710,11 @@ def record_plugin_crashes(ev: Evidence, attempt: AttemptResult, targets: Sequenc
 def record_worker_crashes(ev: Evidence, attempt: AttemptResult, targets: Sequence[str]) -> None:
     """A failed test whose output shows a process dying in native code: a crash too."""
     state = ev.state
-    for nodeid, diagnosis in worker_crashes(attempt, state.results, ev.folder.log, ev.redactor):
+    for nodeid, diagnosis, core in worker_crashes(
+        attempt, state.results, ev.folder.log, ev.redactor, ev.cores(attempt)
+    ):
+        if ev.reader is not None and core is not None:
+            ev.reader.attach(diagnosis, [core])  # gdb's view of the worker, then the core goes
         crash = crash_record(
             ev.next_id(),
             kind="worker_crash",

@@ -277,7 +277,8 @@ def rerun_crashes(run: Run, verdict: Verdict) -> Verdict:
             # alone: its own file is the only module imported
             files = selection.files_of(nodeid.split("::", 1)[0], setup.targets)
             attempt = one_attempt(run, "rerun", files, [nodeid], script=script)
-            rerun = crashes.rerun_record(attempt, nodeid, setup.folder.log, setup.redactor)
+            cores = run.evidence.cores(attempt, copies=True)  # a copy's is the rerun's own
+            rerun = crashes.rerun_record(attempt, nodeid, setup.folder.log, setup.redactor, cores)
             run.evidence.attach_cores(None, attempt)
             crash["reruns"].append(rerun)
             if rerun["outcome"] not in CRASHING_OUTCOMES:

@@ -59,9 +59,12 @@ def test_the_version_is_written_once() -> None:
     assert "version" not in project and "version" in project["dynamic"]
     assert metadata()["Version"] == device_matrix.__version__
     assert build().wheel.name.startswith(f"device_matrix-{device_matrix.__version__}-")
-    # the changelog's newest entry and the README's install lines are this version
-    first = re.search(r"^## (\S+)", (REPO / "CHANGELOG.md").read_text(), re.M)
+    # the changelog's newest release and the README's install lines are this version; the
+    # changes made since, if any, come first under "## Unreleased"
+    changelog = (REPO / "CHANGELOG.md").read_text()
+    first = re.search(r"^## (?!Unreleased$)(\S+)", changelog, re.M)
     assert first and first.group(1) == device_matrix.__version__
+    assert "## Unreleased" not in changelog[first.start() :]
     readme = (REPO / "README.md").read_text()
     assert f"@v{device_matrix.__version__}" in readme and f"device_matrix-{device_matrix.__version__}-" in readme
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from device_matrix.diagnostics.core import is_core
 from tests.conftest import Project
 
 pytestmark = pytest.mark.slow
@@ -165,3 +166,262 @@ def test_a_crash_under_xla_keeps_its_signal_python_stack_phase_and_fingerprint(
         assert test["outcome"] == "crashed"
         assert test["line"] == lines[name], (name, test["line"])
     assert crashes["test_a_segfault"]["diagnosis"]["fingerprint"] != crashes["test_b_abort"]["diagnosis"]["fingerprint"]
+
+
+# --- #39: the crash in the test that starts XLA's runtime (and so installs its handler) ---
+
+FIRST_USE = """
+import ctypes
+import os
+
+import torch
+import torch_xla
+
+
+def first_use():
+    # the runtime starts at the first use of the device: XLA installs its handler here
+    device = torch_xla.device()
+    assert torch.ones(1, device=device).cpu().tolist() == [1.0]
+
+
+def segfault_helper():
+    ctypes.string_at(0)  # SEGFAULT LINE
+
+
+def abort_helper():
+    os.abort()  # ABORT LINE
+"""
+
+# each crash is its process's first use of the device: the one in which XLA's handler replaces faulthandler
+UNITTEST_FIRST = (
+    FIRST_USE
+    + """
+import unittest
+
+
+class CrashTest(unittest.TestCase):
+    def test_a_segfault(self):
+        first_use()
+        segfault_helper()
+
+    def test_b_abort(self):
+        first_use()
+        abort_helper()
+
+    def test_c_passes(self):
+        first_use()
+
+
+if __name__ == "__main__":
+    unittest.main()
+"""
+)
+
+# the segfault is sorted after a test that started the runtime (faulthandler was put back in
+# front), its rerun alone is the first use (#39 item 2); the abort, after the restart, is the first
+ABSL_LATER = (
+    FIRST_USE
+    + """
+from absl.testing import absltest
+
+
+class CrashTest(absltest.TestCase):
+    def test_a_passes(self):
+        first_use()
+
+    def test_b_segfault(self):
+        first_use()
+        segfault_helper()
+
+    def test_c_abort(self):
+        first_use()
+        abort_helper()
+
+
+if __name__ == "__main__":
+    absltest.main()
+"""
+)
+
+# the seed: test/spmd/test_train_spmd_linear_model.py's shape, SPMD on, 4 CPU devices, a
+# segfault injected at the first training step
+SPMD_SEED = """
+import ctypes
+import sys
+import unittest
+
+import numpy as np
+import torch
+import torch_xla
+import torch_xla.distributed.spmd as xs
+import torch_xla.runtime as xr
+
+
+def segfault_helper():
+    ctypes.string_at(0)  # SEGFAULT LINE
+
+
+class TestSPMDLinearModel(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        xr.use_spmd()
+
+    def test_a_basic(self):
+        device = torch_xla.device()
+        model = torch.nn.Linear(16, 8).to(device)
+        mesh = xs.Mesh(np.arange(xr.global_runtime_device_count()), (4, 1))
+        xs.mark_sharding(model.weight, mesh, (0, 1))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(3):
+            loss = model(torch.ones(4, 16, device=device)).sum()
+            loss.backward()
+            optimizer.step()
+            torch_xla.sync()
+            if step == 0:
+                segfault_helper()
+
+    def test_b_passes(self):
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(0 if unittest.main(exit=False).result.wasSuccessful() else 1)
+"""
+
+FORKED = (
+    FIRST_USE
+    + """
+
+def test_a_segfault():
+    first_use()
+    segfault_helper()
+
+
+def test_b_abort():
+    first_use()
+    abort_helper()
+
+
+def test_c_passes():
+    first_use()
+"""
+)
+
+FILES = {
+    "test_unittest_first.py": UNITTEST_FIRST,
+    "test_absl_later.py": ABSL_LATER,
+    "spmd/test_train_spmd_linear_model.py": SPMD_SEED,
+    "test_forked.py": FORKED,
+}
+
+
+def _first_use_project(root: Path) -> Project:
+    """One project: the scripts in the cpu row, the pytest file in a row under pytest-forked."""
+    for name, text in FILES.items():
+        (root / "xla_tests" / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / "xla_tests" / name).write_text(text)
+    row = """pjrt_device = "CPU"
+run_in = "host"
+presence = ["always"]
+test_timeout = 600"""
+    env = 'CPU_NUM_DEVICES = "1"\nXLA_DUMP_FATAL_STACK = "1"\nTORCH_TEST_DEVICES = ""'
+    (root / "pyproject.toml").write_text(
+        f"""[tool.device-matrix]
+crash_reruns = 1
+suites_dir = "xla_tests"
+
+[tool.device-matrix.devices.cpu]
+{row}
+suites = []
+
+[tool.device-matrix.devices.cpu.env]
+{env}
+
+[[tool.device-matrix.devices.cpu.scripts]]
+file = "xla_tests/test_unittest_first.py"
+
+[[tool.device-matrix.devices.cpu.scripts]]
+file = "xla_tests/test_absl_later.py"
+
+[[tool.device-matrix.devices.cpu.scripts]]
+file = "xla_tests/spmd/test_train_spmd_linear_model.py"
+env = {{ XLA_USE_SPMD = "1", CPU_NUM_DEVICES = "4" }}
+
+[tool.device-matrix.devices.forked]
+{row}
+suites = ["test_forked.py"]
+
+[tool.device-matrix.devices.forked.env]
+{env}
+
+[tool.pytest.ini_options]
+addopts = "--forked"
+"""
+    )
+    return Project(root)
+
+
+def _check_first_use_crash(record: dict[str, Any], nodeid: str, marker: str, signal: str) -> str:
+    """#39: the crash as the record must have it; its fingerprint."""
+    path = nodeid.split("::", 1)[0]
+    source = FILES[path.removeprefix("xla_tests/")]
+    helper = {"SEGFAULT LINE": "segfault_helper", "ABORT LINE": "abort_helper"}[marker]
+    line = next(k for k, t in enumerate(source.splitlines(), 1) if marker in t)
+    (crash,) = [c for c in record["crashes"] if c["nodeid"] == nodeid]
+    diagnosis = crash["diagnosis"]
+    file = path.rsplit("/", 1)[-1]
+    assert diagnosis["signal_name"] == signal, (nodeid, diagnosis["signal_name"], diagnosis["hint"])
+    stack = diagnosis["python_stack"] or ""
+    assert re.search(rf'{re.escape(file)}", line {line} in {helper}', stack), (nodeid, diagnosis)
+    assert diagnosis["python_stack_source"] in ("faulthandler", "output", "core"), diagnosis
+    assert crash["when"] == "call", (nodeid, crash["when"])
+    assert f"{file}:{helper}" in diagnosis["fingerprint_basis"], (nodeid, diagnosis["fingerprint_basis"])
+    assert crash["classification"] == "deterministic", (nodeid, crash["reruns"])
+    (test,) = [t for t in record["tests"] if t["nodeid"] == nodeid]
+    assert test["outcome"] == "crashed" and test["line"] == line, (nodeid, test)
+    return str(diagnosis["fingerprint"])
+
+
+def test_a_crash_in_the_test_that_starts_xla_keeps_its_python_stack_and_verdict(tmp_path: Path) -> None:
+    # #39 items 1, 2 and 6, with torch_xla: scripts (unittest, absltest, the SPMD seed) and
+    # a pytest row under pytest-forked, XLA_DUMP_FATAL_STACK=1, each crash the first use of
+    # the device in its process or sorted after it
+    _require_torch_xla()
+    p = _first_use_project(tmp_path)
+    proc = p.run("run", "--device", "cpu", timeout=1500)
+    record: dict[str, Any] = p.record("cpu")
+    outcomes = {t["nodeid"]: t["outcome"] for t in record["tests"]}
+    passed = {n for n, o in outcomes.items() if o == "passed"}
+    assert {n.rsplit("::", 1)[-1] for n in passed} == {"test_c_passes", "test_a_passes", "test_b_passes"}, (
+        outcomes,
+        proc.stdout[-3000:] + proc.stderr[-3000:],
+    )
+    unittest_first = "xla_tests/test_unittest_first.py::CrashTest::"
+    absl_later = "xla_tests/test_absl_later.py::CrashTest::"
+    prints = {
+        _check_first_use_crash(record, unittest_first + "test_a_segfault", "SEGFAULT LINE", "SIGSEGV"),
+        _check_first_use_crash(record, unittest_first + "test_b_abort", "ABORT LINE", "SIGABRT"),
+        _check_first_use_crash(record, absl_later + "test_b_segfault", "SEGFAULT LINE", "SIGSEGV"),
+        _check_first_use_crash(record, absl_later + "test_c_abort", "ABORT LINE", "SIGABRT"),
+        _check_first_use_crash(
+            record,
+            "xla_tests/spmd/test_train_spmd_linear_model.py::TestSPMDLinearModel::test_a_basic",
+            "SEGFAULT LINE",
+            "SIGSEGV",
+        ),
+    }
+    assert len(prints) == 5, "no two crashes share a fingerprint"
+
+    proc = p.run("run", "--device", "forked", timeout=900)
+    record = p.record("forked")
+    outcomes = {t["nodeid"].rsplit("::", 1)[-1]: t["outcome"] for t in record["tests"]}
+    assert outcomes == {"test_a_segfault": "crashed", "test_b_abort": "crashed", "test_c_passes": "passed"}, (
+        outcomes,
+        proc.stdout[-3000:] + proc.stderr[-3000:],
+    )
+    forked = {
+        _check_first_use_crash(record, "xla_tests/test_forked.py::test_a_segfault", "SEGFAULT LINE", "SIGSEGV"),
+        _check_first_use_crash(record, "xla_tests/test_forked.py::test_b_abort", "ABORT LINE", "SIGABRT"),
+    }
+    assert len(forked) == 2
+    assert not [c for c in tmp_path.rglob("core*") if is_core(c)], "cores are read, then removed"

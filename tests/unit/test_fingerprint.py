@@ -108,3 +108,38 @@ def test_python_frames_only_without_native_evidence_and_without_pytest() -> None
     only = [("/v/lib/_pytest/python.py", "a"), ("<frozen runpy>", "b")]
     assert fp.compute("SIGSEGV", python_frames=only)[1] == ["SIGSEGV", "python.py:a", "<frozen runpy>:b"]
     assert fp.compute("SIGSEGV", fatal_message="boom", python_frames=frames)[1] == ["SIGSEGV", "boom"]
+
+
+def test_the_frames_of_whatever_ran_the_test_are_left_out() -> None:
+    # #39 item 7: pytest-forked before 1.7 runs each test in py's ForkedFunc, a unittest
+    # script in unittest's runner and absltest's: the same under every test, so not the crash
+    helper = [("/usr/lib/python3.11/ctypes/__init__.py", "string_at"), ("/p/t.py", "helper"), ("/p/t.py", "test_x")]
+    runners = [
+        ("/v/lib/python3.11/site-packages/_pytest/runner.py", "runtestprotocol"),
+        ("/v/lib/python3.11/site-packages/py/_process/forkedfunc.py", "_child"),
+        ("/v/lib/python3.11/site-packages/py/_process/forkedfunc.py", "__init__"),
+        ("/v/lib/python3.11/site-packages/pytest_forked/__init__.py", "forked_run_report"),
+        ("/usr/lib/python3.11/unittest/case.py", "_callTestMethod"),
+        ("/v/lib/python3.11/site-packages/absl/testing/absltest.py", "run_tests"),
+        ("/v/lib/python3.11/site-packages/absl/app.py", "_run_main"),
+    ]
+    assert fp.compute("SIGSEGV", python_frames=helper + runners)[1] == [
+        "SIGSEGV",
+        "__init__.py:string_at",
+        "t.py:helper",
+        "t.py:test_x",
+    ]
+
+
+def test_a_crash_is_the_same_when_the_evidence_both_attempts_have_agrees() -> None:
+    # #39: a rerun that could not have the Python stack (no core, no pystack) saw less, not
+    # another crash; evidence both have must agree, and the head always
+    helper = ["SIGSEGV", "t.py:helper", "t.py:test_x"]
+    assert fp.same_crash(helper, list(helper))
+    assert fp.same_crash(helper, ["SIGSEGV", fp.NO_FRAMES])
+    assert fp.same_crash(["SIGSEGV", fp.NOTHING_PRINTED], helper)
+    assert fp.same_crash(["SIGSEGV", fp.NO_FRAMES], ["SIGSEGV", fp.NOTHING_PRINTED])
+    assert not fp.same_crash(helper, ["SIGABRT", fp.NO_FRAMES])
+    assert not fp.same_crash(helper, ["SIGSEGV", "t.py:other", "t.py:test_x"])
+    assert not fp.same_crash(helper, ["SIGSEGV", "t.py:helper"])
+    assert not fp.same_crash(helper, [])

@@ -55,14 +55,19 @@ def test_with_a_python_stack_the_fingerprint_is_the_helpers_frame() -> None:
     assert "line 7 in segfault_helper" in str(d["python_stack"])
 
 
-def _rerun(outcome: str, fingerprint: str | None, signal_name: str | None) -> RerunRecord:
-    return RerunRecord(
+def _rerun(
+    outcome: str, fingerprint: str | None, signal_name: str | None, basis: list[str] | None = None
+) -> RerunRecord:
+    rerun = RerunRecord(
         outcome=outcome,  # type: ignore[typeddict-item]
         returncode=-6,
         signal_name=signal_name,
         fingerprint=fingerprint,
         duration=1.0,
     )
+    if basis is not None:
+        rerun["fingerprint_basis"] = basis
+    return rerun
 
 
 def test_a_rerun_is_the_same_crash_only_with_the_same_signal_and_fingerprint() -> None:
@@ -102,3 +107,30 @@ def helper():
 
 helper()
 """
+
+
+def test_a_rerun_that_could_not_read_the_python_stack_is_the_same_crash() -> None:
+    # #39 item 2: the run read the helper's frame, the rerun alone started XLA in the crashing
+    # test and had no stack: it saw less, it is not another crash; frames both have must agree
+    d = _diagnose("tsl_reraised_segfault.txt", FAULT)
+    crash = crashes.crash_record(
+        "cpu-1",
+        kind="crash",
+        phase="test",
+        nodeid="t.py::t",
+        when="call",
+        attempt=1,
+        diagnosis=d,  # type: ignore[arg-type]
+        repro="",
+    )
+    blind = _diagnose("tsl_reraised_segfault.txt")
+    assert blind["fingerprint"] != d["fingerprint"]
+    basis = blind["fingerprint_basis"]
+    assert isinstance(basis, list)
+    seen_less = _rerun("crashed", str(blind["fingerprint"]), "SIGSEGV", basis)
+    assert crashes.same_crash(crash, seen_less)
+    other = ["SIGSEGV", "test_crash.py:other_helper", "test_crash.py:test_a_segfault"]
+    assert not crashes.same_crash(crash, _rerun("crashed", "0" * 16, "SIGSEGV", other))
+    assert not crashes.same_crash(
+        crash, _rerun("crashed", str(blind["fingerprint"]), "SIGABRT", ["SIGABRT", fp.NO_FRAMES])
+    )

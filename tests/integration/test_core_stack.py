@@ -1,0 +1,417 @@
+"""#39: a crash's Python stack read from its core file (pystack) when a handler the process
+installed after device-matrix's (XLA's, at the runtime's start) took the signal first, and
+a verdict that compares what each attempt could show.
+
+The process tests here need no torch_xla: a test's "first device use" installs a native
+handler as XLA's does (C's ``abort`` on the fatal signals: no Python stack, SIGABRT), in
+the very test that then crashes. tests/test_xla_handler.py does the same with torch_xla.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import re
+import signal
+import struct
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from device_matrix import diagnostics
+from device_matrix.diagnostics import core as core_files
+from device_matrix.diagnostics import fingerprint as fp
+from device_matrix.diagnostics.parse import parse_pystack
+from device_matrix.redact import Redactor
+from device_matrix.run import crashes
+from tests.conftest import Project
+
+RECORDED = Path(__file__).parents[1] / "fixtures" / "recorded"
+PYSTACK = (RECORDED / "pystack_core.txt").read_text()
+CRASHED, WAITER = 27364, 27410  # the threads of that core: the main one crashed
+
+
+def test_pystack_threads_become_a_dump_with_the_crashing_thread_current() -> None:
+    dump = parse_pystack(PYSTACK, CRASHED)
+    assert dump is not None
+    current = dump.current
+    assert current is not None and current.thread == hex(CRASHED)
+    # most recent call first, as faulthandler lists them
+    assert [(Path(f.file).name, f.line, f.function) for f in current.frames] == [
+        ("__init__.py", 519, "string_at"),
+        ("t.py", 7, "segfault_helper"),
+        ("t.py", 10, "test_x"),
+        ("t.py", 11, "<module>"),
+    ]
+    assert len(dump.threads) == 2
+    # without the core's word, the thread that held the GIL; a thread named by the core wins
+    unnamed = parse_pystack(PYSTACK)
+    assert unnamed is not None and unnamed.current is not None and unnamed.current.thread == hex(CRASHED)
+    other = parse_pystack(PYSTACK, WAITER)
+    assert other is not None and other.current is not None and other.current.thread == hex(WAITER)
+
+
+def test_pystack_text_without_a_python_thread_is_no_stack() -> None:
+    assert parse_pystack("Core file information:\nThe process died due receiving signal SIGABRT\n") is None
+
+
+def _core_with_thread(path: Path, tid: int, pid: int | None = None) -> Path:
+    """A minimal 64-bit ELF core: one PT_NOTE holding an NT_PRSTATUS with ``tid`` and an
+    NT_PRPSINFO with ``pid`` (``tid``'s by default)."""
+    prstatus = bytearray(336)
+    struct.pack_into("<I", prstatus, core_files.PRSTATUS_PID, tid)
+    prpsinfo = bytearray(136)
+    struct.pack_into("<I", prpsinfo, core_files.PRPSINFO_PID, tid if pid is None else pid)
+    name = b"CORE\0\0\0\0"
+    note = b"".join(
+        struct.pack("<III", 5, len(desc), kind) + name + bytes(desc)
+        for kind, desc in ((core_files.NT_PRSTATUS, prstatus), (core_files.NT_PRPSINFO, prpsinfo))
+    )
+    header = bytearray(64)
+    header[:6] = b"\x7fELF\x02\x01"
+    struct.pack_into("<H", header, 16, core_files.ET_CORE)
+    struct.pack_into("<Q", header, 0x20, 64)  # program headers right after the header
+    struct.pack_into("<HH", header, 0x36, 56, 1)
+    phdr = struct.pack("<IIQQQQQQ", core_files.PT_NOTE, 0, 64 + 56, 0, 0, len(note), 0, 0)
+    path.write_bytes(bytes(header) + phdr + note)
+    return path
+
+
+def test_the_crashing_thread_is_the_cores_first_prstatus(tmp_path: Path) -> None:
+    core = _core_with_thread(tmp_path / "core", CRASHED)
+    assert core_files.is_core(core)
+    assert core_files.crashed_thread(core) == CRASHED
+    assert core_files.crashed_thread(tmp_path / "missing") is None
+    assert core_files.process_id(_core_with_thread(tmp_path / "core.2", WAITER, pid=CRASHED)) == CRASHED
+
+
+def test_a_crash_reads_its_own_processs_core_never_a_descendants(tmp_path: Path) -> None:
+    # newest first: a worker the test started died after the process, or the process left none
+    worker = _core_with_thread(tmp_path / "core.worker", 4242)
+    own = _core_with_thread(tmp_path / "core", CRASHED)
+    assert crashes.own_core([worker, own], CRASHED) == own
+    assert crashes.own_core([worker], CRASHED) is None
+    assert crashes.own_core([worker, own], None) == worker  # the process did not say its id
+    assert crashes.own_core([], CRASHED) is None
+
+
+TSL_SEGFAULT = (RECORDED / "tsl_reraised_segfault.txt").read_text()
+FAULT = """Fatal Python error: Segmentation fault
+
+Current thread 0x00007f4ac0c2b740 (most recent call first):
+  File "/p/tests/test_crash.py", line 7 in segfault_helper
+  File "/p/tests/test_crash.py", line 22 in test_a_segfault
+"""
+
+
+def _diagnose(fault_text: str = "", output: str = TSL_SEGFAULT, **kw: Any) -> dict[str, Any]:
+    return dict(
+        diagnostics.diagnose(
+            returncode=-signal.SIGABRT, fault_text=fault_text, output_text=output, redactor=Redactor({}), **kw
+        )
+    )
+
+
+def test_the_cores_stack_names_the_helper_and_says_where_it_came_from() -> None:
+    # XLA's handler printed only its native stack: without the core, nothing tells crashes apart
+    assert _diagnose()["fingerprint_basis"] == ["SIGSEGV", fp.NO_FRAMES]
+    assert _diagnose()["python_stack_source"] is None
+    d = _diagnose(core_stack=parse_pystack(PYSTACK, CRASHED))
+    assert d["signal_name"] == "SIGSEGV" and d["python_stack_source"] == "core"
+    assert re.search(r't\.py", line 7 in segfault_helper', d["python_stack"]), d["python_stack"]
+    assert d["fingerprint_basis"] == [
+        "SIGSEGV",
+        "__init__.py:string_at",
+        "t.py:segfault_helper",
+        "t.py:test_x",
+        "t.py:<module>",
+    ]
+
+
+def test_a_stack_the_process_wrote_itself_comes_before_the_cores() -> None:
+    core_stack = parse_pystack(PYSTACK, CRASHED)
+    d = _diagnose(FAULT, core_stack=core_stack)
+    assert d["python_stack_source"] == "faulthandler"
+    assert d["fingerprint_basis"] == ["SIGSEGV", "test_crash.py:segfault_helper", "test_crash.py:test_a_segfault"]
+    # absltest's own faulthandler writes into the output
+    d = _diagnose(output=FAULT + TSL_SEGFAULT, core_stack=core_stack)
+    assert d["python_stack_source"] == "output"
+
+
+def test_when_no_stack_can_be_had_the_record_says_why(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    def without_core_stack(core: Path | None) -> dict[str, Any]:
+        return dict(
+            crashes.with_core_stack(
+                lambda core_stack: diagnostics.diagnose(
+                    returncode=-signal.SIGABRT,
+                    fault_text="",
+                    output_text=TSL_SEGFAULT,
+                    redactor=Redactor({}),
+                    core_stack=core_stack,
+                ),
+                core,
+                Redactor({}),
+            )
+        )
+
+    assert without_core_stack(None)["python_stack_missing"] == crashes.NO_CORE
+    core = _core_with_thread(tmp_path / "core", CRASHED)
+    monkeypatch.setattr(core_files, "pystack_command", lambda: None)
+    missing = without_core_stack(core)["python_stack_missing"]
+    assert "pystack is not installed" in missing and "pip install pystack" in missing
+    monkeypatch.setattr(core_files, "pystack_core", lambda core: (PYSTACK, None))
+    d = without_core_stack(core)
+    assert d["python_stack_source"] == "core" and d["python_stack_missing"] is None
+    assert "t.py:segfault_helper" in d["fingerprint_basis"]
+
+
+# --- a process whose crashing test installs a handler like XLA's -------------------------
+
+FIRST_USE = """
+import ctypes
+import os
+import signal
+
+_libc = ctypes.CDLL(None)
+_libc.signal.restype = ctypes.c_void_p
+_libc.signal.argtypes = [ctypes.c_int, ctypes.c_void_p]
+_started = []
+
+
+def first_use():
+    # as XLA's runtime does when it starts (XLA_DUMP_FATAL_STACK=1): a native handler of
+    # the fatal signals that prints no Python stack and ends the process with abort()
+    if not _started:
+        _started.append(1)
+        for sig in (signal.SIGSEGV, signal.SIGABRT):
+            _libc.signal(sig, ctypes.cast(_libc.abort, ctypes.c_void_p).value)
+
+
+def segfault_helper():
+    ctypes.string_at(0)  # SEGFAULT LINE
+
+
+def abort_helper():
+    os.abort()  # ABORT LINE
+"""
+
+PYTEST_FIRST = (
+    FIRST_USE
+    + """
+
+def test_a_segfault():
+    first_use()
+    segfault_helper()
+
+
+def test_b_abort():
+    first_use()
+    abort_helper()
+
+
+def test_c_passes():
+    first_use()
+"""
+)
+
+# the crash is not the first use in the run (its Python stack is faulthandler's), but it
+# is in each rerun of it alone (the core's): the same crash
+PYTEST_LATER = (
+    FIRST_USE
+    + """
+
+def test_a_passes():
+    first_use()
+
+
+def test_b_segfault():
+    first_use()
+    segfault_helper()
+"""
+)
+
+SCRIPT = (
+    FIRST_USE
+    + """
+import unittest
+
+
+class CrashTest(unittest.TestCase):
+    def test_a_segfault(self):
+        first_use()
+        segfault_helper()
+
+    def test_b_abort(self):
+        first_use()
+        abort_helper()
+
+    def test_c_passes(self):
+        first_use()
+
+
+if __name__ == "__main__":
+    unittest.main()
+"""
+)
+
+HELPERS = {"SEGFAULT LINE": "segfault_helper", "ABORT LINE": "abort_helper"}
+
+
+def line_of(source: str, marker: str) -> int:
+    return next(k for k, text in enumerate(source.splitlines(), 1) if marker in text)
+
+
+def check_crash(record: dict[str, Any], nodeid: str, source: str, marker: str, *, stack_from: str) -> str:
+    """One crash as #39 wants it recorded; its fingerprint."""
+    (crash,) = [c for c in record["crashes"] if c["nodeid"] == nodeid]
+    diagnosis, helper = crash["diagnosis"], HELPERS[marker]
+    file = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+    line = line_of(source, marker)
+    stack = diagnosis["python_stack"] or ""
+    assert re.search(rf'{re.escape(file)}", line {line} in {helper}', stack), (nodeid, diagnosis)
+    assert diagnosis["python_stack_source"] == stack_from, (nodeid, diagnosis["python_stack_source"])
+    assert crash["when"] == "call", (nodeid, crash["when"])
+    assert f"{file}:{helper}" in diagnosis["fingerprint_basis"], (nodeid, diagnosis["fingerprint_basis"])
+    assert crash["classification"] == "deterministic", (nodeid, crash["reruns"])
+    (test,) = [t for t in record["tests"] if t["nodeid"] == nodeid]
+    assert test["outcome"] == "crashed" and test["line"] == line, (nodeid, test)
+    return str(diagnosis["fingerprint"])
+
+
+def handler_project(project: Callable[..., Project]) -> Project:
+    """Two pytest files and a unittest script whose tests install the handler; a second row
+    runs the pytest files under pytest-forked, where every test is its copy's first."""
+    p = project(
+        "passing",
+        row='suites = ["handler"]\nscripts = [{ file = "script/test_script.py" }]',
+        extra_rows='\n[tool.device-matrix.devices.forked]\npjrt_device = "CPU"\nrun_in = "host"\n'
+        'suites = ["handler"]\npresence = ["always"]\npytest_args = ["--forked"]\n',
+    )
+    handler = p.root / "suites" / "handler"
+    handler.mkdir(parents=True)
+    (handler / "test_first.py").write_text(PYTEST_FIRST)
+    (handler / "test_later.py").write_text(PYTEST_LATER)
+    (p.root / "script").mkdir()
+    (p.root / "script" / "test_script.py").write_text(SCRIPT)
+    return p
+
+
+FIRST, LATER = "suites/handler/test_first.py::", "suites/handler/test_later.py::"
+needs_pystack = pytest.mark.skipif(importlib.util.find_spec("pystack") is None, reason="pystack (the test extra)")
+
+
+@pytest.mark.slow
+@needs_pystack
+def test_a_crash_in_the_test_that_installs_the_handler_keeps_its_python_stack(
+    project: Callable[..., Project],
+) -> None:
+    p = handler_project(project)
+    proc = p.run("run", "--device", "fixture", timeout=600)
+    record = p.record()
+    outcomes = {t["nodeid"]: t["outcome"] for t in record["tests"]}
+    assert list(outcomes.values()).count("passed") == 3, (outcomes, proc.stdout + proc.stderr)
+    script = "script/test_script.py::CrashTest::"
+    prints = {
+        check_crash(record, FIRST + "test_a_segfault", PYTEST_FIRST, "SEGFAULT LINE", stack_from="core"),
+        check_crash(record, FIRST + "test_b_abort", PYTEST_FIRST, "ABORT LINE", stack_from="core"),
+        check_crash(record, script + "test_a_segfault", SCRIPT, "SEGFAULT LINE", stack_from="core"),
+        check_crash(record, script + "test_b_abort", SCRIPT, "ABORT LINE", stack_from="core"),
+        # item 2: the rerun alone reads the core, the run had faulthandler's: deterministic
+        check_crash(record, LATER + "test_b_segfault", PYTEST_LATER, "SEGFAULT LINE", stack_from="faulthandler"),
+    }
+    assert len(prints) == 5  # no two crashes share a fingerprint
+    assert not [c for c in p.root.rglob("core*") if core_files.is_core(c)], "cores are read, then removed"
+
+
+@pytest.mark.slow
+@needs_pystack
+@pytest.mark.skipif(importlib.util.find_spec("pytest_forked") is None, reason="pytest-forked (the test extra)")
+def test_under_pytest_forked_each_copys_crash_keeps_its_python_stack(project: Callable[..., Project]) -> None:
+    p = handler_project(project)
+    proc = p.run("run", "--device", "forked", timeout=600)
+    record = p.record("forked")
+    outcomes = {t["nodeid"]: t["outcome"] for t in record["tests"]}
+    assert list(outcomes.values()).count("passed") == 2, (outcomes, proc.stdout + proc.stderr)
+    prints = {
+        check_crash(record, FIRST + "test_a_segfault", PYTEST_FIRST, "SEGFAULT LINE", stack_from="core"),
+        check_crash(record, FIRST + "test_b_abort", PYTEST_FIRST, "ABORT LINE", stack_from="core"),
+        check_crash(record, LATER + "test_b_segfault", PYTEST_LATER, "SEGFAULT LINE", stack_from="core"),
+    }
+    assert len(prints) == 3  # no two crashes share a fingerprint
+    assert not [c for c in p.root.rglob("core*") if core_files.is_core(c)], "cores are read, then removed"
+
+
+def test_the_terminal_says_why_a_crash_has_no_python_stack(tmp_path: Path) -> None:
+    import io
+
+    from device_matrix.cli import print_summary
+    from device_matrix.config import load
+    from device_matrix.output import Output
+    from tests import records as R
+
+    crash = R.crash("cpu", "t.py::test_x", "f" * 16, signal="SIGSEGV")
+    crash["diagnosis"]["python_stack_missing"] = (
+        "pystack is not installed where the runner runs (pip install pystack; Linux on x86_64 and aarch64)"
+    )
+    record = R.record("cpu", [R.test("t.py::test_x", "crashed", crash_id=crash["id"])], [crash])
+    (tmp_path / "pyproject.toml").write_text("[tool.device-matrix]\n")
+    stream = io.StringIO()
+    print_summary(Output(stream, environ={}, tty=False), [record], load(tmp_path))  # type: ignore[list-item]
+    assert "      no Python stack: pystack is not installed where the runner runs" in stream.getvalue()
+
+
+def test_a_process_ended_by_a_signal_that_writes_no_core_is_said_so() -> None:
+    def missing(returncode: int | None) -> str | None:
+        made = functools.partial(
+            diagnostics.diagnose, returncode=returncode, fault_text="", output_text="", redactor=Redactor({})
+        )
+        return crashes.with_core_stack(made, None, Redactor({}))["python_stack_missing"]
+
+    assert missing(-signal.SIGKILL) == "no core file: the process was ended by SIGKILL, which writes none"
+    assert missing(1) == "no core file: the process exited, it was not ended by a signal"
+    assert missing(-signal.SIGSEGV) == crashes.NO_CORE
+
+
+WORKER = (
+    FIRST_USE
+    + """
+import multiprocessing
+import sys
+
+
+def worker():
+    # as XLA's handler does, it says which signal came; then no Python stack
+    print("*** Received signal 11 ***", file=sys.stderr, flush=True)
+    first_use()
+    segfault_helper()
+
+
+def test_a_worker_dies():
+    process = multiprocessing.get_context("fork").Process(target=worker)
+    process.start()
+    process.join()
+    assert process.exitcode == 0
+"""
+)
+
+
+@pytest.mark.slow
+@needs_pystack
+def test_a_worker_that_dies_under_such_a_handler_keeps_its_python_stack(project: Callable[..., Project]) -> None:
+    # a process the test started: its core, not the test's process's, holds the stack
+    p = project("passing", row='suites = ["worker"]')
+    (p.root / "suites" / "worker").mkdir(parents=True)
+    (p.root / "suites" / "worker" / "test_worker.py").write_text(WORKER)
+    proc = p.run("run", "--device", "fixture")
+    record = p.record()
+    (crash,) = record["crashes"]
+    assert crash["kind"] == "worker_crash", (crash, proc.stdout + proc.stderr)
+    diagnosis = crash["diagnosis"]
+    assert diagnosis["signal_name"] == "SIGSEGV"
+    assert diagnosis["python_stack_source"] == "core", diagnosis
+    line = line_of(WORKER, "SEGFAULT LINE")
+    assert f'test_worker.py", line {line} in segfault_helper' in (diagnosis["python_stack"] or "")
+    assert "test_worker.py:segfault_helper" in diagnosis["fingerprint_basis"]
+    assert not [c for c in p.root.rglob("core*") if core_files.is_core(c)], "cores are read, then removed"
