@@ -297,6 +297,7 @@ MUTATION_MODULES = {
             "_failures_of",
             "_completed",
             "_held",
+            "_with_former",
         ],
     },
 }

@@ -12,6 +12,7 @@ temp dir, UUID or port is the same finding. The issue sync files and finds issue
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable
 
 from device_matrix.records.schema import SkipInfo
@@ -22,6 +23,17 @@ DEVICE_SKIP_SOURCES = frozenset({"marker", "disable_list", "unittest"})
 CRASH_PREFIX = "crash-"
 SKIP_PREFIX = "skip-"
 FAILURE_PREFIX = "failure-"
+
+
+# #42: before failure groups kept the numbers that say what happened (an exit status, a
+# signal, errno, an HTTP status) and those inside names (float16), every number was masked
+_EVERY_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def former_signature(signature: str) -> str:
+    """The signature a failure group had before #42 kept numbers by their role: every number
+    masked. Issues filed and histories written then hold it."""
+    return _EVERY_NUMBER.sub("N", signature)
 
 
 def test_files(nodeids: Iterable[str]) -> frozenset[str]:
@@ -48,6 +60,13 @@ def skip_key(test: str, mode: str) -> str:
 def failure_key(signature: str) -> str:
     """The key of the failure group whose signature is ``signature``."""
     return FAILURE_PREFIX + hashlib.sha256(signature.encode()).hexdigest()[:16]
+
+
+def former_failure_key(signature: str) -> str | None:
+    """The key the group of ``signature`` had before #42 (:func:`former_signature`), where it
+    differs from today's: its issue may have been filed under it."""
+    former = failure_key(former_signature(signature))
+    return None if former == failure_key(signature) else former
 
 
 def is_device_skip(skip: SkipInfo) -> bool:

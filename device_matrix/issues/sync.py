@@ -46,6 +46,7 @@ from device_matrix.findings import (
     declared_test,
     failure_key,
     fingerprint_of,
+    former_failure_key,
     is_device_skip,
     skip_key,
     test_files,
@@ -102,6 +103,8 @@ class Finding:
     signature: str = field(default="", compare=False)
     failed: list[tuple[str, str]] = field(default_factory=list, compare=False)
     first: TestRecord | None = field(default=None, compare=False)
+    # #42: the key a failure group had before numbers were kept by their role, where it differs
+    former: str | None = field(default=None, compare=False)
 
     def subject(self) -> str:
         """``tests/t.py::test_x (skip on cuda)``: what the finding is about, in a line (#20)."""
@@ -242,7 +245,7 @@ def _failures_of(record: RunRecord, signature: Signature, findings: dict[str, Fi
             f = findings[fp] = Finding(
                 fingerprint=fp, kind="failure", what="failure", title=clip_title(f"Failing: {sig}"), sections=[]
             )
-            f.link_only, f.signature, f.first = True, sig, test
+            f.link_only, f.signature, f.first, f.former = True, sig, test, former_failure_key(sig)
         if file:
             f.link_only = False
         if fp not in here:
@@ -253,6 +256,19 @@ def _failures_of(record: RunRecord, signature: Signature, findings: dict[str, Fi
                 f.rows.append(row)
         f.nodeids.append(test["nodeid"])
         f.failed.append((row, test["nodeid"]))
+
+
+def _with_former(
+    tracker: Tracker, findings: Sequence[Finding], found: dict[str, list[Issue]]
+) -> dict[str, list[Issue]]:
+    """``found``, and for each failure group without an issue under its key, the issues filed
+    under its former key (#42: before numbers were kept by their role, the groups of exit
+    status 1 and 137 were one, filed once): linked, never filed again."""
+    former = [(f.former, f.fingerprint) for f in findings if f.former is not None and f.fingerprint not in found]
+    if not former:
+        return found
+    by_former = tracker.find(sorted({key for key, _ in former}))
+    return {**found, **{fp: by_former[key] for key, fp in former if key in by_former}}
 
 
 def _failure_sections(f: Finding) -> list[tuple[str, str | None, bool]]:
@@ -457,7 +473,7 @@ def sync(
 
     try:
         with tracker.transaction():
-            found = tracker.find([f.fingerprint for f in findings]) if findings else {}
+            found = _with_former(tracker, findings, tracker.find([f.fingerprint for f in findings]) if findings else {})
             report.held = _held(findings, found, max_failure_issues)
             held = {fp for fp, _ in report.held}
             for f in findings:

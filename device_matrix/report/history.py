@@ -36,7 +36,6 @@ import datetime as dt
 import itertools
 import json
 import math
-import re
 import sqlite3
 import statistics
 import struct
@@ -49,6 +48,7 @@ from typing import Any, TypeVar
 
 from device_matrix.config import STATE_DIR, make_state_dir
 from device_matrix.errors import EnvironmentProblem, ResultsError
+from device_matrix.findings import former_signature
 from device_matrix.records import testmap
 from device_matrix.records.atomic import storable_text
 from device_matrix.records.outcomes import (
@@ -198,16 +198,11 @@ def signature(outcome: str, message: str | None) -> str:
     return f"{outcome}: {mask(first)}"[:SIGNATURE_LIMIT]
 
 
-# #42: a history written before numbers were kept by their role holds signatures with every
-# number masked; this rule, run over a signature of today, gives the one it wrote then
-_EVERY_NUMBER = re.compile(r"\d+(?:\.\d+)?")
-
-
 def same_failure(stored: str | None, sig: str) -> bool:
     """Whether a signature the history stored is ``sig``'s: the same, or (stored before #42
     kept the numbers that say what happened) the same with every number masked. A stored
     signature that keeps numbers is compared as it is: an exit status 1 is never 137's."""
-    return stored is not None and stored in (sig, _EVERY_NUMBER.sub("N", sig))
+    return stored is not None and stored in (sig, former_signature(sig))
 
 
 def crash_signature(fingerprint: str) -> str:

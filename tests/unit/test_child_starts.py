@@ -1,6 +1,6 @@
 """Where a process starts (#31), read from the sources: a child that runs starts in
 ``base.spawn``; a tool asked on the host in ``devices.ask_tool``; a short question or
-command whose end is waited for (git, the engine's ``info``, ``kill`` and ``rm``, gdb over
+command whose end is waited for (git, the engine's ``info``, ``kill`` and ``rm``, gdb or pystack over
 a core) in ``subprocess.run`` bounded by a timeout, stdin closed; ``ci install``'s pip in
 the foreground. Every other way of starting a process (another ``Popen``, ``os.fork``,
 ``os.system``, ``multiprocessing``...) anywhere in the package fails here, as does a place
@@ -35,6 +35,7 @@ PLACES = {
     ("executors/engine.py", "probe_engine", "subprocess.run"): "the engine's info",
     ("executors/container.py", "engine_command", "subprocess.run"): "the engine's kill and rm, by name",
     ("diagnostics/core.py", "gdb_backtrace", "subprocess.run"): "gdb reads a core",
+    ("diagnostics/core.py", "pystack_core", "subprocess.run"): "pystack reads a core (#39)",
     ("cli/ci.py", "cmd_ci_install", "subprocess.run"): "pip in the foreground: its output and Ctrl-C are the user's",
     # no new child: the janitor (started by spawn) leaves its parent for init, and the
     # script launcher becomes the script

@@ -156,6 +156,23 @@ def test_a_group_is_filed_once_and_its_body_ends_with_its_key() -> None:
     assert again.filed == [] and again.linked == [(key, "fake:1")] and t.notes == {} and t.creates == 1
 
 
+def test_a_group_filed_before_numbers_were_kept_is_linked_never_filed_again() -> None:
+    # #42: the signature of an exit status (or an HTTP status, an errno) keeps its number
+    # now; the group's issue was filed under the signature with every number masked, and a
+    # sync after the upgrade filed the same group a second time
+    t = FakeTracker()
+    old = _record("cpu", [_failing("t.py::a", cause="CalledProcessError: returned non-zero exit status N")])
+    assert _sync([old], t).filed == [(failure_key("CalledProcessError: returned non-zero exit status N"), "fake:1")]
+    now = _record("cpu", [_failing("t.py::a", cause="CalledProcessError: returned non-zero exit status 137")])
+    report = _sync([now], t)
+    assert report.filed == [] and t.creates == 1
+    assert report.linked == [(failure_key("CalledProcessError: returned non-zero exit status 137"), "fake:1")]
+    # a group that is new today is filed under today's key, and found by it afterwards
+    other = _record("cpu", [_failing("t.py::b", cause="CalledProcessError: returned non-zero exit status 1")])
+    assert [fp for fp, _ in _sync([other], t, apply=False).would_file] == []  # exit status N's issue: its twin
+    assert _sync([now], t, apply=False).would_file == []
+
+
 def test_a_pull_requests_group_without_an_issue_files_nothing_and_is_not_to_file() -> None:
     t = FakeTracker()
     report = _sync([_record("cpu", [_failing("t.py::a")], pr=7)], t)
