@@ -229,7 +229,7 @@ MUTATION_MODULES = {
     # #34: which tests a change to what runs at import can reach: a name missed is a test
     # recorded deselected that should have run
     "device_matrix/namereads.py": {
-        "tests": ["tests/test_selection_reads.py"],
+        "tests": ["tests/test_selection_reads.py", "tests/test_selection_keep.py"],
         "threshold": 90,
     },
     "device_matrix/run/policy.py": {

@@ -127,6 +127,9 @@ class Plan:
     # #34: changed file -> the tests that read a name its change to what runs at import
     # binds anew, with why (device_matrix/namereads.py): no other test can see it
     readers: Mapping[str, Mapping[str, str]] = field(default_factory=dict, repr=False)
+    # #40: changed file (narrowed to its functions) -> the tests that may get what a changed
+    # function made without running it (a cache, a memo, a wide fixture keeps it), with why
+    kept: Mapping[str, Mapping[str, str]] = field(default_factory=dict, repr=False)
 
     def decide(self, nodeid: str) -> Decision:
         """Whether ``nodeid`` runs, and why."""
@@ -145,7 +148,7 @@ class Plan:
         hit = sorted(f for f in touched if f not in self.readers and self._runs_changed(f, ran))
         if hit:
             return Decision(True, f"covers {_named(hit)}", "covers")
-        read = next((by[nodeid] for _, by in sorted(self.readers.items()) if nodeid in by), None)
+        read = next((by[nodeid] for _, by in sorted({**self.kept, **self.readers}.items()) if nodeid in by), None)
         if read is not None:
             return Decision(True, read, "reads")
         if own in self.importers:
@@ -587,6 +590,7 @@ def plan(
     conftests: Collection[str] = (),
     functions: Mapping[str, Spans] | None = None,
     readers: Mapping[str, Mapping[str, str]] | None = None,
+    kept: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Plan:
     """The plan of one run of ``row``.
 
@@ -605,7 +609,9 @@ def plan(
     that holds lines, only the tests that ran a line of one of them see it (#34);
     ``readers``: of the other changed Python files, those whose change to what runs at import
     binds names that :func:`device_matrix.namereads.readers` followed, each with the tests
-    that read them (no other test can see it).
+    that read them (no other test can see it); ``kept``: of the ``functions``, the tests that
+    may get what a changed function made without running it (#40: a cache, a memo, a fixture
+    of a wider scope keeps it; :func:`device_matrix.namereads.keepers`).
     """
     files = sorted({f.removeprefix("./") for f in changed} - {""})
     read = {f: by for f, by in (readers or {}).items() if f in files and f not in bodies}
@@ -630,6 +636,7 @@ def plan(
         importers=importers,
         narrowed=_narrowed(test_map, {f: v for f, v in (functions or {}).items() if f in bodies}),
         readers=read,
+        kept={f: by for f, by in (kept or {}).items() if f in bodies and f in files},
     )
 
 

@@ -90,3 +90,13 @@ def test_a_damaged_map_is_a_results_error_that_says_what(tmp_path: Path, text: s
 def test_a_missing_map_says_how_one_is_recorded(tmp_path: Path) -> None:
     with pytest.raises(ResultsError, match="no test map there"):
         testmap.read(tmp_path / "absent.json")
+
+
+@pytest.mark.parametrize("commit", ["--output=/tmp/x", "main", "HEAD~1", "a" * 39, "A" * 40, "a" * 41, "a" * 40 + "\n"])
+def test_a_map_whose_commit_is_not_a_full_object_id_is_damaged(commit: str) -> None:
+    # #40: a map's commit is handed to git: an option, or a name that moves, is never one
+    data = {**testmap.to_json(_map()), "commit": commit}
+    with pytest.raises(ResultsError, match="is not a full commit id"):
+        testmap.from_json(data, "m.json")
+    for whole in ("b" * 40, "c" * 64, None):
+        assert testmap.from_json({**data, "commit": whole}, "m.json").commit == whole

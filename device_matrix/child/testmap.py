@@ -27,6 +27,7 @@ import contextlib
 import json
 import os
 import secrets
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ import pytest
 from device_matrix.wire import ENV_MAP_CONTEXT, MAP_IMPORTS, MAP_LINES, MAP_PART
 
 PART_FILE = MAP_PART  # in each process's folder: the tests it finished and their files
+EARLY_FILE = "early.json"  # the project's files imported before the recording started (#40)
 FINISHED_FILE = "finished.jsonl"  # one line a finished test: its context and its nodeid
 DATA_NAME = "data"  # coverage's data files: data.<host>.<pid>.<random>, one a process
 CONFIG_NAME = "coverage.ini"
@@ -125,6 +127,9 @@ class MapRecorder:
         self.count = 0
         os.environ.pop(ENV_MAP_CONTEXT, None)  # the session's own context is the empty one
         self.cov = coverage.Coverage(config_file=str(config))
+        # #40: the project's modules imported before the recording (a plugin's): what their
+        # import ran is unknown, so every line of them counts as run at import
+        _write(self.own / EARLY_FILE, {"early": sorted(_imported_already(self.root))})
         self.cov.start()
         # every Python process started from here starts coverage with this configuration
         os.environ["COVERAGE_PROCESS_START"] = str(config)
@@ -176,6 +181,8 @@ def fold(folder: Path, root: Path) -> None:
         mine = lines.setdefault(nodeid, {})
         for rel, numbers in measured.items():
             mine.setdefault(rel, set()).update(numbers)
+    for rel in _early(folder / EARLY_FILE):
+        imports.setdefault(rel, set()).update(_every_line(root / rel))
     _write(folder / MAP_IMPORTS, {rel: sorted(numbers) for rel, numbers in imports.items()})
     _write(folder / MAP_LINES, {n: {rel: sorted(ns) for rel, ns in fs.items()} for n, fs in lines.items()})
     _write(folder / PART_FILE, {nodeid: sorted(files) for nodeid, files in part.items()})
@@ -212,6 +219,35 @@ def _measured(folder: Path, root: Path) -> tuple[dict[str, dict[str, set[int]]],
                 if not context.startswith("t"):
                     imports.setdefault(rel, set()).add(line)
     return ran, imports
+
+
+def _imported_already(root: Path) -> set[str]:
+    """The project's files (as the recording measures them) whose modules are imported now."""
+    found: set[str] = set()
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        rel = _relative(path, root) if isinstance(path, str) and path.endswith(".py") else None
+        if rel is not None and not rel.startswith(".") and not any(f"/{n}/" in f"/{rel}" for n in _NOT_PROJECT):
+            found.add(rel)
+    return found
+
+
+def _early(path: Path) -> list[str]:
+    try:
+        data = json.loads(path.read_text("ascii"))
+    except (OSError, ValueError):
+        return []
+    early = data.get("early") if isinstance(data, dict) else None
+    return [rel for rel in early if isinstance(rel, str)] if isinstance(early, list) else []
+
+
+def _every_line(path: Path) -> range:
+    """Every line number of ``path`` (none when it cannot be read)."""
+    try:
+        with path.open("rb") as fh:
+            return range(1, sum(1 for _ in fh) + 1)
+    except OSError:
+        return range(0)
 
 
 def _finished(path: Path) -> list[dict[str, Any]]:

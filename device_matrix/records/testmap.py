@@ -17,6 +17,7 @@ recording was lost) always runs, and a map older than its bound is not used at a
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,8 @@ VERSION = 2
 READS = (1, VERSION)  # #34: a map of version 1 holds no lines; it selects by files
 READ_WORDS = " and ".join(map(str, READS))
 FILE_NAME = "test-map.json"  # in results/<row>/, beside run.json
+
+COMMIT_RE = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")  # a full SHA-1 or SHA-256 object id
 
 
 @dataclass(frozen=True)
@@ -165,6 +168,12 @@ def from_json(data: Any, where: str) -> TestMap:
         and isinstance(created, str)
     ):
         raise ResultsError(f"{where}: a damaged test map (files, tests, row, commit or created is missing or wrong)")
+    if commit is not None and not COMMIT_RE.fullmatch(commit):
+        # #40: a map's commit is handed to git: a branch name moves, and "--output=F" is an option
+        raise ResultsError(
+            f"{where}: the test map's commit {commit[:60]!r} is not a full commit id "
+            "(40 or 64 hexadecimal digits); record the map again with a full run (--record-map)"
+        )
     out: dict[str, frozenset[str]] = {}
     for nodeid, indices in tests.items():
         if not isinstance(indices, list) or not all(

@@ -102,7 +102,7 @@ def write_map(run: Run) -> testmap.TestMap | None:
         run.setup.note("no test map: no pytest process of the run finished a test")
         return None
     source = run.options.source
-    commit = source["commit"] if source is not None else None
+    commit = _full_id(run, source["commit"] if source is not None else None)
     if commit is not None and _changed_tree(run.setup.cfg.project_root):
         # #34: its coverage is of the changed files, not of the commit's: a selection by it would
         # diff from a commit the map does not stand for
@@ -156,6 +156,29 @@ def _add_earlier(
         for rel, numbers in per_file.items():
             mine.setdefault(rel, set()).update(numbers)
     return lines
+
+
+def _full_id(run: Run, commit: str | None) -> str | None:
+    """The run's commit as a full object id, which a map must name (#40: a selection hands it
+    to git); an abbreviation git can resolve is resolved, any other is told and left out."""
+    if commit is None or testmap.COMMIT_RE.fullmatch(commit):
+        return commit
+    out, _ = git(
+        run.setup.cfg.project_root,
+        "rev-parse",
+        "--verify",
+        "--quiet",
+        "--end-of-options",
+        f"{commit}^{{commit}}",
+        timeout=GIT_TIMEOUT,
+    )
+    if out is not None and testmap.COMMIT_RE.fullmatch(out.strip()):
+        return out.strip()
+    run.setup.note(
+        f"the test map names no commit: {commit[:60]!r} is not a full commit id git can resolve here "
+        "(a selection by it runs every test)",
+    )
+    return None
 
 
 def _changed_tree(root: Path) -> bool:
