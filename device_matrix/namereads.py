@@ -729,10 +729,12 @@ def keepers(
     ``lru_cache``, a fixture of a wider scope than a test's; a function that writes it into
     its module, a memo, a ``global``), and every test that ran code reading a keeper (its
     name: a caller, a test requesting the fixture; what it writes into its module) may get
-    it, whoever made it first. ``spans``: the body lines, in the file at the map's commit
-    (``project``'s), of the functions the change is in; {} when no function that reaches one
-    of them keeps a value; None when it cannot be told (a caller ran at import, a map
-    without lines)."""
+    it, whoever made it first; and a function that names one and reads its code
+    (``f.__code__``, ``inspect.getsource(f)``) sees the change without running it.
+    ``spans``: the body lines, in the file at the map's commit (``project``'s), of the
+    functions the change is in; {} when no function that reaches one of them keeps a value
+    or reads its code; None when it cannot be told (a caller ran at import, a map without
+    lines)."""
     tree = project.tree(path)
     if tree is None:
         return None
@@ -742,7 +744,9 @@ def keepers(
     if not callers.run(project, is_test):
         return None
     kept = [(where, f) for where, f in callers.reached if _keeps(f)]
-    if not kept:
+    # a function that names it and reads code (f.__code__, getsource(f)) sees the body unrun
+    code = [(where, f) for where, f in callers.reached if where != path and _reads_code(f.node)]
+    if not kept and not code:
         return {}
     if test_map.lines is None:
         return None  # which tests ran a reader of what is kept: a map of files cannot say
@@ -752,19 +756,35 @@ def keepers(
             readers_of.bind(name, where)
     if not readers_of.run(project, is_test):
         return None
-    shown = sorted({f.node.name for _, f in kept})
+    for where, f in code:
+        readers_of.spans.setdefault(where, []).append(_body_span(f.node))
+    shown = sorted({f.node.name for _, f in kept or code})
     reach = [f for f in project.sources if any(sees(f, b) for b in readers_of.blind)]
-    said = f"it ran code that reads what {', '.join(shown[:3])} keeps of a function {path} changes"
+    said = (
+        f"it ran code that reads what {', '.join(shown[:3])} keeps of a function {path} changes"
+        if kept
+        else f"it reads the code of a function {path} changes"
+    )
     return _tests(
         readers_of.spans, whole=readers_of.whole, names=set(shown), test_map=test_map, path=path, reach=reach, why=said
     )
 
 
+# what reads a function's code without calling it (#40)
+CODE_READS = frozenset({"__code__", "co_code", "co_consts", "getsource", "getsourcelines", "dis", "disassemble"})
 # decorators that keep no value of what they decorate (any other may: a cache, a registry)
 TRANSPARENT = frozenset(
     {"abstractmethod", "classmethod", "deleter", "final", "getter", "overload", "override", "property"}
     | {"setter", "staticmethod", "wraps"}
 )
+
+
+def _reads_code(fn: Function) -> bool:
+    """Whether ``fn`` reads a function's code or source (``__code__``, ``getsource``...)."""
+    return any(
+        (isinstance(n, ast.Attribute) and n.attr in CODE_READS) or (isinstance(n, ast.Name) and n.id in CODE_READS)
+        for n in ast.walk(fn)
+    )
 
 
 def _keeps(f: _Function) -> bool:

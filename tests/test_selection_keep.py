@@ -182,3 +182,24 @@ def test_a_read_a_pure_call_a_project_call_or_a_body_is_no_write_of_the_process(
     assert namereads.process_write(was, was.replace("return 1", "return 2"), _internal) is None
     assert namereads.process_write("X = (\n", "os.environ.setdefault('A', '1')\n", _internal) is None
     assert namereads.process_write(None, "import os\nos.environ.setdefault('A', '1')\n", _internal) is not None
+
+
+def test_a_test_that_reads_a_changed_function_s_code_without_calling_it_runs() -> None:
+    lib = "def f():\n    return 1\n\n\ndef g():\n    return 0\n"
+    tests = (
+        "import inspect\nfrom pkg.lib import f, g\n\n\ndef test_code():\n    assert 1 in f.__code__.co_consts\n\n\n"
+        "def test_source():\n    assert 'return 1' in inspect.getsource(f)\n\n\n"
+        "def test_g():\n    assert g() == 0\n"
+    )
+    ran: dict[str, dict[str, tuple[str, ...]]] = {
+        "pkg/test_lib.py::test_code": {"pkg/test_lib.py": ("test_code",)},
+        "pkg/test_lib.py::test_source": {"pkg/test_lib.py": ("test_source",)},
+        "pkg/test_lib.py::test_g": {"pkg/lib.py": ("g",), "pkg/test_lib.py": ("test_g",)},
+    }
+    found = _kept({"pkg/lib.py": lib, "pkg/test_lib.py": tests}, ran, "f")
+    assert found == {
+        "pkg/test_lib.py::test_code": "it reads the code of a function pkg/lib.py changes",
+        "pkg/test_lib.py::test_source": "it reads the code of a function pkg/lib.py changes",
+    }
+    # one that reads code but names no changed function sees nothing of it
+    assert _kept({"pkg/lib.py": lib, "pkg/test_lib.py": tests}, ran, "g") == {}

@@ -202,3 +202,19 @@ def test_a_map_of_another_row_is_refused(tmp_path: Path) -> None:
     out = proc.stdout + proc.stderr
     assert proc.returncode == 7, out
     assert "is the test map of row 'tpu', not of row 'fixture'" in out
+
+
+# 6: a test that reads a function's code without calling it
+CODE = {
+    "lib.py": "def f():\n    return 1\n",
+    "test_code.py": "from lib import f\n\n\ndef test_code():\n    assert 1 in f.__code__.co_consts\n",
+    "test_calls.py": "from lib import f\n\n\ndef test_calls():\n    assert f() >= 1\n",
+    "test_other.py": OTHER,
+}
+
+
+def test_a_test_that_reads_a_changed_function_s_code_runs(tmp_path: Path) -> None:
+    p = recorded_git_project(tmp_path, CODE)
+    (p.root / MINE / "lib.py").write_text("def f():\n    return 2\n")
+    out, rec = _select(p)
+    assert outcomes_of(rec) == {"test_code": "failed", "test_calls": "passed", "test_other": "deselected"}, out
