@@ -458,22 +458,30 @@ def process_write(old: str | None, new: str | None, internal: Callable[[str], bo
     for tree, stmt, parts in _changed_statements(old, new):
         outside = _outside_names(tree, internal)
         for node in (n for part in parts for n in ast.walk(part)):
-            if isinstance(node, ast.Call) and _name(node) not in READ_CALLS | PURE_CALLS | PURE_DECORATORS:
-                root = node.func
-                while isinstance(root, (ast.Attribute, ast.Call, ast.Subscript)):
-                    root = root.func if isinstance(root, ast.Call) else root.value
-                if isinstance(root, ast.Name) and root.id in outside:
-                    return ast.unparse(stmt).splitlines()[0][:120]
+            writes = isinstance(node, ast.Call) and _name(node) not in READ_CALLS | PURE_CALLS | PURE_DECORATORS
+            if writes and isinstance(node, ast.Call) and _root(node.func) in outside:
+                return ast.unparse(stmt).splitlines()[0][:120]
     return None
 
 
 def _outside_names(tree: ast.Module, internal: Callable[[str], bool]) -> frozenset[str]:
-    """The names a module's imports bind to what comes from outside the project."""
+    """The names a module's imports bind to what comes from outside the project, and the
+    module-level names bound from one of those (``LOG = logging.getLogger(...)``)."""
     found: set[str] = set()
     for stmt in ast.walk(tree):
         if isinstance(stmt, (ast.Import, ast.ImportFrom)) and not _imports_within(stmt, internal):
             found.update((a.asname or a.name).split(".", 1)[0] for a in stmt.names)
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and _root(stmt.value) in found:
+            found.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
     return frozenset(found)
+
+
+def _root(node: ast.expr) -> str | None:
+    """The name an expression of attributes, calls and subscripts starts from."""
+    while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
 
 
 def _changed_statements(old: str | None, new: str | None) -> Iterator[tuple[ast.Module, ast.stmt, list[ast.AST]]]:

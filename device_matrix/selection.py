@@ -66,12 +66,30 @@ from device_matrix.records.testmap import TestMap
 MODES: tuple[SelectMode, ...] = get_args(SelectMode)
 # why a test runs (all but the last) or is left out; the record counts tests by these
 Why: TypeAlias = Literal[
-    "full", "own_file", "covers", "reads", "imports", "conftest", "new", "no_data", "recent", "named", "deselected"
+    "full",
+    "own_file",
+    "covers",
+    "reads",
+    "opens",
+    "imports",
+    "conftest",
+    "new",
+    "no_data",
+    "recent",
+    "named",
+    "deselected",
 ]
 WHYS: tuple[Why, ...] = get_args(Why)
 # the files a test map records: a change to any other kind of file is one it cannot see
 MAPPED_SUFFIXES = (".py",)
 SHOWN = 3  # changed files named in a reason before "and N more"
+# #40: files that are not Python but become code, or say how it is built or run: a change to
+# one runs every test whoever opened it (a compiled extension is loaded, not opened)
+CODE_FILES = (
+    *("*.c", "*.h", "*.cc", "*.cpp", "*.cxx", "*.hpp", "*.cu", "*.cuh", "*.pyx", "*.pxd", "*.pxi"),
+    *("*.so", "*.pyd", "*.dylib", "*.dll", "*.rs", "*.pth", "*.toml", "*.cfg", "*.ini", "*.lock"),
+    *("Makefile", "CMakeLists.txt", "*.cmake", "MANIFEST.in", "*.sh", "Dockerfile", "*.spec"),
+)
 TEST_FILES = ("test_*.py", "*_test.py")  # pytest's default python_files
 HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
 CONFTEST = "conftest.py"
@@ -127,6 +145,8 @@ class Plan:
     # #34: changed file -> the tests that read a name its change to what runs at import
     # binds anew, with why (device_matrix/namereads.py): no other test can see it
     readers: Mapping[str, Mapping[str, str]] = field(default_factory=dict, repr=False)
+    # #40: the changed files that are not Python, which the map says who opened (or listed)
+    data: frozenset[str] = field(default=frozenset(), repr=False)
     # #40: changed file (narrowed to its functions) -> the tests that may get what a changed
     # function made without running it (a cache, a memo, a wide fixture keeps it), with why
     kept: Mapping[str, Mapping[str, str]] = field(default_factory=dict, repr=False)
@@ -148,9 +168,13 @@ class Plan:
         hit = sorted(f for f in touched if f not in self.readers and self._runs_changed(f, ran))
         if hit:
             return Decision(True, f"covers {_named(hit)}", "covers")
-        read = next((by[nodeid] for _, by in sorted({**self.kept, **self.readers}.items()) if nodeid in by), None)
-        if read is not None:
-            return Decision(True, read, "reads")
+        mine = self.test_map.reads.get(nodeid, frozenset()) if self.test_map.reads is not None else frozenset()
+        read = sorted(f for f in self.data if read_by(f, mine))
+        if read:
+            return Decision(True, f"it opened {_named(read)}", "opens")
+        name = next((by[nodeid] for _, by in sorted({**self.kept, **self.readers}.items()) if nodeid in by), None)
+        if name is not None:
+            return Decision(True, name, "reads")
         if own in self.importers:
             return self.importers[own]
         if not covered:
@@ -221,12 +245,34 @@ def matches(path: str, patterns: Iterable[str]) -> bool:
     return any(fnmatch.fnmatchcase(path if "/" in p else name, p) for p in patterns)
 
 
-def unmappable(changed: Iterable[str], rules: Rules) -> list[str]:
-    """The changed files whose change the map cannot follow, sorted: every test must run."""
+def unmappable(changed: Iterable[str], rules: Rules, test_map: TestMap | None = None) -> list[str]:
+    """The changed files whose change the map cannot follow, sorted: every test must run
+    (with ``test_map``, a file that is not Python is followed by who opened it: :func:`opened`)."""
     return sorted(
         f
         for f in changed
-        if not matches(f, rules.ignore) and (matches(f, rules.full) or not f.endswith(MAPPED_SUFFIXES))
+        if not matches(f, rules.ignore)
+        and (matches(f, rules.full) or not (f.endswith(MAPPED_SUFFIXES) or opened(f, rules, test_map)))
+    )
+
+
+def read_by(path: str, reads: Collection[str]) -> bool:
+    """Whether ``path`` was opened, or is in a folder listed (``data/``), as ``reads`` says."""
+    folders = path.split("/")[:-1]
+    return path in reads or any("/".join(folders[:i]) + "/" in reads for i in range(1, len(folders) + 1))
+
+
+def opened(path: str, rules: Rules, test_map: TestMap | None) -> bool:
+    """Whether a change to ``path``, a file that is not Python, is followed by the tests that
+    opened it (#40): the map knows what each test opened, no code outside every test opened
+    it, and it is no configuration (``rules.full``) nor a file that becomes code (:data:`CODE_FILES`)."""
+    return (
+        test_map is not None
+        and test_map.reads is not None
+        and not path.endswith(MAPPED_SUFFIXES)
+        and not matches(path, rules.full)
+        and not matches(path, CODE_FILES)
+        and not read_by(path, test_map.read_at_import)
     )
 
 
@@ -558,7 +604,7 @@ def _full_reason(
     old = _too_old(test_map, rules, now)
     if old is not None:
         return old, {}
-    cannot = unmappable(changed, rules)
+    cannot = unmappable(changed, rules, test_map)
     # #34: a conftest.py of fixtures acts on the tests under its folder alone, which the graph
     # can tell from the rest (the top one's folder holds every test: it stays a full run)
     narrowed = [f for f in cannot if f in conftests and not _holds_all(f, test_map)] if graph is not None else []
@@ -636,6 +682,7 @@ def plan(
         importers=importers,
         narrowed=_narrowed(test_map, {f: v for f, v in (functions or {}).items() if f in bodies}),
         readers=read,
+        data=frozenset(f for f in files if not matches(f, rules.ignore) and opened(f, rules, test_map)),
         kept={f: by for f, by in (kept or {}).items() if f in bodies and f in files},
     )
 

@@ -150,7 +150,10 @@ def _internal(name: str) -> bool:
 
 
 def test_a_call_at_import_through_a_module_from_outside_may_write_the_process_s_state() -> None:
-    base = "import os\nimport sys\nimport warnings\nimport random\nfrom os import putenv\nX = 1\n"
+    base = (
+        "import logging\nimport os\nimport sys\nimport warnings\nimport random\nfrom os import putenv\n"
+        "LOG = logging.getLogger(__name__)\nX = 1\n"
+    )
     for write in (
         "os.environ.setdefault('A', '1')",
         "os.environ.update(A='1')",
@@ -160,6 +163,7 @@ def test_a_call_at_import_through_a_module_from_outside_may_write_the_process_s_
         "random.seed(0)",
         "Y = random.random()",
         "class C:\n    os.environ.pop('A')",
+        "LOG.setLevel(10)",
     ):
         said = namereads.process_write(base, base + write + "\n", _internal)
         assert said == write.splitlines()[-1].strip() or said == write.splitlines()[0], write

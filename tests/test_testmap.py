@@ -100,3 +100,27 @@ def test_a_map_whose_commit_is_not_a_full_object_id_is_damaged(commit: str) -> N
         testmap.from_json(data, "m.json")
     for whole in ("b" * 40, "c" * 64, None):
         assert testmap.from_json({**data, "commit": whole}, "m.json").commit == whole
+
+
+def test_the_files_each_test_opened_read_back_and_a_damaged_list_is_an_error() -> None:
+    # #40: each path once; a test's by index; those read outside every test apart
+    m = TestMap(
+        row="cpu",
+        commit="a" * 40,
+        created="2026-12-01T00:00:00Z",
+        tests={"t.py::a": frozenset({"pkg/a.py"}), "t.py::b": frozenset()},
+        reads={"t.py::a": frozenset({"data/x.csv", "cases/"}), "t.py::b": frozenset()},
+        read_at_import=frozenset({"settings.json"}),
+    )
+    data = testmap.to_json(m)
+    assert data["reads"] == {
+        "files": ["cases/", "data/x.csv", "settings.json"],
+        "tests": {"t.py::a": [0, 1], "t.py::b": []},
+        "import": [2],
+    }
+    back = testmap.from_json(json.loads(json.dumps(data)), "m.json")
+    assert (back.reads, back.read_at_import) == (m.reads, m.read_at_import)
+    assert testmap.from_json({k: v for k, v in data.items() if k != "reads"}, "m.json").reads is None
+    for bad in ([], {"files": ["a"], "tests": {"t.py::a": [1]}, "import": []}, {"files": [1], "tests": {}}):
+        with pytest.raises(ResultsError, match="its reads are not files by index"):
+            testmap.from_json({**data, "reads": bad}, "m.json")

@@ -52,6 +52,10 @@ class TestMap:
     # #34: nodeid -> path -> the lines of it the test ran; None: the map holds no line data
     # (version 1, or a part of the run lost it), and a selection goes by files alone
     lines: Mapping[str, Mapping[str, frozenset[int]]] | None = None
+    # #40: nodeid -> the project's non-Python files it opened, and folders it listed ("data/");
+    # None: the map does not know (a change to any such file runs every test)
+    reads: Mapping[str, frozenset[str]] | None = None
+    read_at_import: frozenset[str] = frozenset()  # opened or listed by the project outside every test
 
     def files(self) -> frozenset[str]:
         """Every file some test of the map ran."""
@@ -145,7 +149,45 @@ def to_json(m: TestMap) -> dict[str, Any]:
         "tests": {t: sorted(index[f] for f in fs) for t, fs in sorted(m.tests.items())},
         "imports": {f: sorted(lines) for f, lines in sorted(m.imports.items())},
         **_lines_json(m, index),
+        **_reads_to_json(m),
     }
+
+
+def _reads_to_json(m: TestMap) -> dict[str, Any]:
+    """#40: the files read: each path once, a test's by index, those read outside every test."""
+    if m.reads is None:
+        return {}
+    paths = sorted(frozenset().union(m.read_at_import, *m.reads.values()))
+    index = {p: i for i, p in enumerate(paths)}
+    return {
+        "reads": {
+            "files": paths,
+            "tests": {n: sorted(index[p] for p in rels) for n, rels in sorted(m.reads.items())},
+            "import": sorted(index[p] for p in m.read_at_import),
+        }
+    }
+
+
+def _reads_of(data: Mapping[str, Any], where: str) -> tuple[dict[str, frozenset[str]] | None, frozenset[str]]:
+    """A map's files read (None: it holds none); ResultsError when damaged."""
+    found = data.get("reads")
+    if found is None:
+        return None, frozenset()
+    damaged = ResultsError(f"{where}: a damaged test map (its reads are not files by index)")
+    if not isinstance(found, dict):
+        raise damaged
+    paths, tests, at_import = found.get("files"), found.get("tests"), found.get("import")
+    if not (isinstance(paths, list) and all(isinstance(p, str) for p in paths) and isinstance(tests, dict)):
+        raise damaged
+
+    def files(indices: Any) -> frozenset[str]:
+        if not isinstance(indices, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < len(paths) for i in indices
+        ):
+            raise damaged
+        return frozenset(paths[i] for i in indices)
+
+    return {str(n): files(i) for n, i in tests.items()}, files(at_import)
 
 
 def from_json(data: Any, where: str) -> TestMap:
@@ -187,6 +229,7 @@ def from_json(data: Any, where: str) -> TestMap:
         for lines in imports.values()
     ):
         raise ResultsError(f"{where}: a damaged test map (imports are not lists of line numbers)")
+    reads, read_at_import = _reads_of(data, where)
     return TestMap(
         row=row,
         commit=commit,
@@ -194,6 +237,8 @@ def from_json(data: Any, where: str) -> TestMap:
         tests=out,
         imports={str(f): frozenset(lines) for f, lines in imports.items()},
         lines=_lines_of(data, files, where) if data["version"] >= 2 else None,
+        reads=reads,
+        read_at_import=read_at_import,
     )
 
 
