@@ -59,7 +59,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal, TypeAlias, get_args
 
 from device_matrix.config import Config
-from device_matrix.importgraph import Graph
+from device_matrix.importgraph import Graph, outermost
 from device_matrix.records.schema import SelectionInfo, SelectMode
 from device_matrix.records.testmap import TestMap
 
@@ -137,7 +137,8 @@ class Plan:
     recent: Mapping[str, str] = field(repr=False)
     named: frozenset[str] = field(default=frozenset(), repr=False)  # #34: named with --test: never left out
     # #34: test file -> why its tests run: it can see a change to what runs at import (the
-    # import graph), or a conftest.py of fixtures above it changed
+    # import graph), or a conftest.py of fixtures above it changed; #40: a nodeid too, of a
+    # test that ran a function that imports by a computed name or runs a string
     importers: Mapping[str, Decision] = field(default_factory=dict, repr=False)
     # #34: changed file -> the lines of the functions its change is in: a test that ran none
     # of them cannot see the change (files whose change is not narrowed are not here)
@@ -177,6 +178,8 @@ class Plan:
             return Decision(True, name, "reads")
         if own in self.importers:
             return self.importers[own]
+        if nodeid in self.importers:  # #40: a test that ran a function that imports dynamically
+            return self.importers[nodeid]
         if not covered:
             return Decision(True, "no map data: the test map holds no file it ran", "no_data")
         if nodeid in self.recent:
@@ -387,24 +390,46 @@ def _importers(
             for f in files:
                 if _under(f, folder):
                     seen.setdefault(f, d)
-    _blind(head, files, conftests, graph, seen)
+    _blind(head, files, conftests, graph, seen, m=test_map)
     if imported and all(f in seen for f in files):
         return head, {}  # every test module can see it: every test runs, as it always did
     return None, seen
 
 
-def _blind(head: str, files: Sequence[str], conftests: Sequence[str], graph: Graph, seen: dict[str, Decision]) -> None:
+def _blind(
+    head: str, files: Sequence[str], conftests: Sequence[str], graph: Graph, seen: dict[str, Decision], *, m: TestMap
+) -> None:
     """Add to ``seen`` the test files from which a file whose imports cannot be known is
-    reachable (itself, or a conftest.py above it): such a test may import anything (#34)."""
+    reachable (itself, or a conftest.py above it): such a test may import anything (#34).
+    Where every dynamic import of such a file is in a function that ran in no import (the
+    map's), only the tests that ran one of those functions can have imported by it: each
+    of those is added by its nodeid, not its file (#40)."""
     reaching = {u: graph.importers(u) for u in sorted(graph.unknown)}
     for f in files:
         if f in seen:
             continue
         roots = [f, *(c for c in conftests if _under(f, c.rpartition("/")[0]))]
-        found = next((u for u, reach in reaching.items() if any(r in reach for r in roots)), None)
-        if found is not None:
-            why = f"{head}, and what {f} imports cannot be followed: {graph.unknown[found]}"
-            seen[f] = Decision(True, why, "imports")
+        for u in (u for u, reach in reaching.items() if any(r in reach for r in roots)):
+            why = f"{head}, and what {f} imports cannot be followed: {graph.unknown[u]}"
+            ran = _ran_dynamic(u, graph, m)
+            if ran is None:
+                seen[f] = Decision(True, why, "imports")
+                break
+            for nodeid in (n for n in ran if n.split("::", 1)[0] == f):
+                seen.setdefault(nodeid, Decision(True, f"{why}, in a function it ran", "imports"))
+
+
+def _ran_dynamic(unknown: str, graph: Graph, m: TestMap) -> list[str] | None:
+    """The tests that ran a function of ``unknown`` that imports dynamically (#40); None when
+    that cannot narrow it: a dynamic import outside every function, or in one that ran at
+    import, or a map without lines."""
+    spans = graph.unknown_in.get(unknown)
+    if spans is None or m.lines is None:
+        return None
+    lines = frozenset(n for a, b in spans for n in range(a, b + 1))
+    if not lines.isdisjoint(m.imports.get(unknown, frozenset())):
+        return None
+    return [n for n, per in m.lines.items() if not lines.isdisjoint(per.get(unknown, ()))]
 
 
 def _literal(node: ast.expr | None) -> bool:
@@ -537,17 +562,6 @@ def bodies_only(old: str | None, new: str | None, touched: frozenset[int], ran_a
     return before is not None and before == _skeleton(new) and not touched & ran_at_import
 
 
-def _outermost(tree: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
-    """The functions of a module that are in no other function (methods too), in order."""
-    found: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
-    for child in ast.iter_child_nodes(tree):
-        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            found.append(child)
-        else:
-            found.extend(_outermost(child))
-    return found
-
-
 def _wide_fixture(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """A fixture of a scope wider than a test's (or a scope not written out): set up in the
     first test that asks for it, which alone names its lines, for every test that uses it."""
@@ -568,7 +582,7 @@ def changed_functions(old: str | None, new: str | None, touched: frozenset[int])
     if old is None or new is None:
         return None
     try:
-        before, after = _outermost(ast.parse(old)), _outermost(ast.parse(new))
+        before, after = outermost(ast.parse(old)), outermost(ast.parse(new))
     except (SyntaxError, ValueError):
         return None
     if [f.name for f in before] != [f.name for f in after]:
