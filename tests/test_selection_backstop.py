@@ -53,6 +53,8 @@ def test_a_test_a_pull_request_left_out_that_fails_on_the_base_is_named_and_coun
         f"`{MINE}/test_notes.py::test_notes`: missed by selection on #\u200b7 "
         "(deselected: nothing changed since commit" in md
     ), md
+    html = (p.results / "triage" / "triage.html").read_text()
+    assert "missed by selection on #7 (deselected: nothing changed since commit" in html
     (miss,) = json.loads((p.results / "triage" / "triage.json").read_text())["backstop"]["misses"]
     assert (miss["row"], miss["nodeid"], miss["pr"]) == ("fixture", f"{MINE}/test_notes.py::test_notes", 7)
     assert "**fixture**: selection missed a failing test on 1 of 1 pull requests (100%), the last 30 checked" in md
