@@ -186,6 +186,12 @@ def test_a_read_a_pure_call_a_project_call_or_a_body_is_no_write_of_the_process(
     assert namereads.process_write(was, was.replace("return 1", "return 2"), _internal) is None
     assert namereads.process_write("X = (\n", "os.environ.setdefault('A', '1')\n", _internal) is None
     assert namereads.process_write(None, "import os\nos.environ.setdefault('A', '1')\n", _internal) is not None
+    # a file deleted: what its import wrote every test saw
+    assert namereads.process_write("import os\nos.environ.setdefault('A', '1')\n", None, _internal) is not None
+    # a dotted import binds its first name: what is reached through it is from outside
+    dotted = "import xml.etree.ElementTree\n"
+    said = namereads.process_write(dotted, dotted + "xml.etree.ElementTree.register_namespace('a', 'b')\n", _internal)
+    assert said == "xml.etree.ElementTree.register_namespace('a', 'b')"
 
 
 def test_a_test_that_reads_a_changed_function_s_code_without_calling_it_runs() -> None:
