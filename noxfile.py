@@ -245,7 +245,7 @@ MUTATION_MODULES = {
     # #34: which tests a change to what runs at import can reach: a name missed is a test
     # recorded deselected that should have run
     "device_matrix/namereads.py": {
-        "tests": ["tests/unit/test_selection_reads.py"],
+        "tests": ["tests/unit/test_selection_reads.py", "tests/unit/test_selection_keep.py"],
         "threshold": 90,
     },
     "device_matrix/run/policy.py": {

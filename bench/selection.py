@@ -37,6 +37,16 @@ of the test time.
 A full run of this repository's suite takes minutes: --tests restricts the suite (the
 truth is then what that part detects), --budget bounds the replay, --rev moves its end.
 
+A repository of a src/ layout is replayed as it is (src/ is on the path, before the
+checkout's root). One with a build step (a version file generated at build time, an
+extension) names it with --setup, run in the checkout after each checkout, with --python's
+folder first on PATH, so the project is installed from the replayed checkout:
+
+    python bench/selection.py --repo ../attrs --commits 10 \
+        --setup 'python -m pip install -q --no-deps --no-build-isolation -e .'
+
+The replay prints device-matrix's planning time per change (its median and its most).
+
 The interpreter running it must have pytest-testmon (bench/requirements-selection.txt).
 Faults no test of the full suite detects, and faults whose run timed out, are counted and
 left out of the figures (no strategy can catch them).
@@ -357,13 +367,24 @@ class Replay:
     """A throwaway clone of the repository, checked out commit by commit, and its pytest runs."""
 
     def __init__(
-        self, source: Path, work: Path, *, python: str, tests: Sequence[str], timeout: float, autoload: bool
+        self,
+        source: Path,
+        work: Path,
+        *,
+        python: str,
+        tests: Sequence[str],
+        timeout: float,
+        autoload: bool,
+        setup: str | None = None,
     ) -> None:
         self.work, self.python, self.tests, self.timeout = work, python, list(tests), timeout
-        self.autoload = autoload
+        self.autoload, self.setup = autoload, setup
         subprocess.run(["git", "clone", "-q", "--no-checkout", str(source), str(work)], check=True)
         self.env = clean_env(PYTHONDONTWRITEBYTECODE="1")  # a fault of the same size, same second: no stale .pyc
-        self.env["PYTHONPATH"] = f"{work}{os.pathsep}{BENCH}"  # the replayed code, then the plugin
+        # the replayed code (#40: a src/ layout's too), then the plugin
+        self.env["PYTHONPATH"] = os.pathsep.join([str(work / "src"), str(work), str(BENCH)])
+        # #40: the setup command's `python` and `pip` are the replay's interpreter's
+        self.env["PATH"] = os.pathsep.join([str(Path(python).parent), self.env.get("PATH", "")])
         if not autoload:  # a suite that needs no installed plugin starts in a third of the time
             self.env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
         self.seconds = 0.0  # wall seconds of every pytest run
@@ -374,6 +395,14 @@ class Replay:
     def checkout(self, commit: str) -> None:
         self.git("checkout", "-q", "--force", "--detach", commit)
         self.git("clean", "-q", "-fdx")
+        if self.setup:  # #40: a build step (a generated version file, an extension), in the checkout
+            proc = subprocess.run(
+                self.setup, shell=True, cwd=self.work, env=self.env, capture_output=True, text=True, check=False
+            )
+            if proc.returncode:
+                raise SystemExit(
+                    f"--setup exited {proc.returncode} at {commit}:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}"
+                )
 
     def pytest(self, out: Path, *extra: str, cover: bool = False, env: dict[str, str] | None = None) -> Run:
         cache = [] if "--testmon" in extra else ["-p", "no:cacheprovider"]
@@ -437,6 +466,7 @@ class Tally:
     undetected: int = 0
     timed_out: int = 0
     full_reasons: dict[str, int] = field(default_factory=dict)
+    planning: list[float] = field(default_factory=list)  # #40: seconds device-matrix planned each change
 
 
 def replay(
@@ -528,7 +558,9 @@ def _faulty_change(
         scratch = rp.work.parent / "testmondata.scratch"
         shutil.copyfile(db, scratch)  # testmon writes to its database: each fault starts from the map commit's
         chosen = rp.testmon(scratch, rp.work.parent / "testmon.json")
+        planning = time.perf_counter()
         p = device_matrix_plan(m, changed, rules, rp.work)
+        tally.planning.append(time.perf_counter() - planning)
         why: dict[str, str] = {n: d.why for n, d in ((n, p.decide(n)) for n in nodeids) if d.run}
         dm, full = frozenset(why), p.full_reason
     finally:
@@ -564,6 +596,11 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=900, help="seconds one pytest run may take")
     ap.add_argument("--budget", type=float, default=0, help="start no commit after this many seconds (0: none)")
     ap.add_argument("--quiet", action="store_true", help="print the table only")
+    ap.add_argument(
+        "--setup",
+        help="a shell command run in the checkout after each checkout, with --python's folder first on PATH "
+        "(a build step: 'python -m pip install -q --no-deps -e .')",
+    )
     args = ap.parse_args()
     log: Callable[[str], None] = (lambda _: None) if args.quiet else (lambda s: print(s, flush=True))
     started = time.perf_counter()
@@ -588,6 +625,7 @@ def main() -> int:
             tests=args.tests,
             timeout=args.timeout,
             autoload=args.repo is not None,  # the fixture's tests need no plugin but the two loaded by name
+            setup=args.setup,
         )
         cases, tally = replay(rp, shas, args, log)
     _report(args, shas, cases, tally, source=source, runs=rp.seconds, wall=time.perf_counter() - started)
@@ -620,6 +658,12 @@ def _report(
     for reason, n in sorted(tally.full_reasons.items(), key=lambda kv: -kv[1]):
         print(f"  device-matrix ran everything for {n} of them: {reason}")
     print(f"  {runs:.0f}s in pytest runs, {wall:.0f}s in all")
+    if tally.planning:
+        ordered = sorted(tally.planning)
+        print(
+            f"  device-matrix's planning per change: median {ordered[len(ordered) // 2]:.2f}s, "
+            f"max {ordered[-1]:.2f}s over {len(ordered)} changes ({', '.join(f'{t:.2f}' for t in tally.planning)})"
+        )
     print()
     print("\n".join(table(cases, STRATEGIES)))
     print()

@@ -75,6 +75,7 @@ KEY_TABLES = ("row", "script", "gang")
 # keys whose value is a number of seconds or of CPUs: a float, as TOML's 900 is an int
 _FLOAT_KEYS = frozenset(
     {"test_timeout", "run_timeout", "ray_num_cpus", "phase_timeout_min", "write_interval", "select_map_max_age_days"}
+    | {"select_max_miss_rate"}
 )
 
 
@@ -232,6 +233,9 @@ class Config:
     # #34: test selection (device_matrix/selection.py): the map's age bound, the files whose
     # change runs everything or nothing, and the workflow's pull requests
     select_map_max_age_days: float
+    # #40: above this share of pull requests whose selection missed a failing test (the
+    # backstop: full runs of the base branch), a row's selection runs every test
+    select_max_miss_rate: float
     select_full: tuple[str, ...]
     select_ignore: tuple[str, ...]
     select_pull_requests: bool
@@ -650,6 +654,7 @@ _TOP_KEYS: dict[str, tuple[Check, str]] = {
     "phase_timeout_min": (_is_seconds, "a finite number of seconds > 0"),
     "disable_list": (_is_path, "a non-empty path (string)"),
     "select_map_max_age_days": (lambda v: _is_finite(v) and v > 0, "a number of days > 0"),
+    "select_max_miss_rate": (lambda v: _is_finite(v) and 0 <= v <= 1, "a share from 0 to 1 (0.1: one in ten)"),
     "select_full": (_is_str_list, "a list of file patterns (conftest.py, requirements*.txt, ci/*)"),
     "select_ignore": (_is_str_list, "a list of file patterns (*.md, docs/*)"),
     "select_pull_requests": (_is_bool, "true or false"),

@@ -78,6 +78,9 @@ class Graph:
 
     imports: Mapping[str, frozenset[str]]  # file -> the project files it may import, directly
     unknown: Mapping[str, str] = field(default_factory=dict)  # file -> why what it imports is unknown
+    # #40: of ``unknown``, the files whose every dynamic import is in a function's body -> the
+    # body spans: it imports only when one runs (the tests that ran one, by the map's lines)
+    unknown_in: Mapping[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
     plugins: Mapping[str, str] = field(default_factory=dict)  # file -> "the pytest plugin X (where)": every test's
     everywhere: str | None = None  # why no file's importers can be known (plugins by a computed name)
 
@@ -176,6 +179,9 @@ class _File:
     plugins: list[str] = field(default_factory=list)  # the dotted names its pytest_plugins lists
     hooks: list[str] = field(default_factory=list)  # the pytest hooks it defines (pytest_*), a conftest's
     plugins_unknown: bool = False
+    # #40: the body spans of the outermost functions a dynamic import is in; None once one is
+    # outside every function (it runs at import)
+    unknown_spans: list[tuple[int, int]] | None = field(default_factory=list)
 
     def absolute(self, name: str) -> None:
         self.targets |= self.index.named(tuple(name.split(".")))
@@ -206,7 +212,7 @@ class _File:
         for name in names:
             self.absolute(f"{node.module}.{name}")
 
-    def call(self, node: ast.Call) -> None:
+    def call(self, node: ast.Call, bodies: list[tuple[int, int]]) -> None:
         name = _call_name(node)
         if name in BY_NAME:
             arg = node.args[0] if node.args else None
@@ -214,8 +220,17 @@ class _File:
                 self.absolute(arg.value)
             else:
                 self.unknown = self.unknown or f"imports a module by a name it computes ({name})"
+                self._where(node, bodies)
         elif name in LOADERS or (name in BUILTIN_LOADERS and isinstance(node.func, ast.Name)):
             self.unknown = self.unknown or f"loads code from a path, an entry point or a string ({name})"
+            self._where(node, bodies)
+
+    def _where(self, node: ast.Call, bodies: list[tuple[int, int]]) -> None:
+        span = next(((a, b) for a, b in bodies if a <= node.lineno <= b), None)
+        if span is None or self.unknown_spans is None:
+            self.unknown_spans = None
+        elif span not in self.unknown_spans:
+            self.unknown_spans.append(span)
 
     def string(self, text: str) -> None:
         parts = tuple(text.split("."))
@@ -244,6 +259,7 @@ class _File:
                 self.assign(stmt)
             elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name.startswith("pytest_"):
                 self.hooks.append(stmt.name)
+        bodies = [(fn.body[0].lineno, fn.end_lineno or fn.lineno) for fn in outermost(tree)]
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 for alias in node.names:
@@ -251,11 +267,22 @@ class _File:
             elif isinstance(node, ast.ImportFrom):
                 self.import_from(node)
             elif isinstance(node, ast.Call):
-                self.call(node)
+                self.call(node, bodies)
             elif isinstance(node, ast.Constant) and isinstance(node.value, str):
                 self.string(node.value)
         self.targets |= self.index.packages_above(self.path)
         self.targets.discard(self.path)
+
+
+def outermost(tree: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The functions in no other function (methods too)."""
+    found: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+    for child in ast.iter_child_nodes(tree):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.append(child)
+        else:
+            found.extend(outermost(child))
+    return found
 
 
 def _read(path: str, text: str | bytes | None, index: _Index) -> _File:
@@ -304,6 +331,7 @@ def build(
     return Graph(
         imports={p: frozenset(f.targets) for p, f in files.items()},
         unknown={p: f"{p} {f.unknown}" for p, f in files.items() if f.unknown},
+        unknown_in={p: tuple(f.unknown_spans) for p, f in files.items() if f.unknown and f.unknown_spans},
         plugins=named,
         everywhere=everywhere,
     )

@@ -104,6 +104,34 @@ DYNAMIC = frozenset(
         "getattr_static",
     }
 )
+# #40: calls through a module from outside the project that only read what they are given
+# or the process's state (any other such call at import may write the process's state)
+READ_CALLS = frozenset(
+    {
+        "get",
+        "getenv",
+        "getLogger",
+        "join",
+        "dirname",
+        "basename",
+        "abspath",
+        "realpath",
+        "expanduser",
+        "exists",
+        "isfile",
+        "isdir",
+        "resolve",
+        "with_name",
+        "with_suffix",
+        "joinpath",
+        "getpid",
+        "cpu_count",
+        "import_module",
+        "partial",
+        "version",
+        "find_spec",
+    }
+)
 ATTR_CALLS = frozenset({"getattr", "hasattr", "setattr", "delattr"})  # dynamic when the name is computed
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -413,17 +441,67 @@ def foreign_write(old: str | None, new: str | None) -> str | None:
     module's own (``consts.K = 5``, ``other.TABLE[k] = v``, ``setattr(mod, ...)``): Python
     imports every test module before the first test runs, so such a write reaches every
     test, whoever imports what; None when there is none (the statement, unparsed)."""
+    for tree, stmt, parts in _changed_statements(old, new):
+        own = {n for s in tree.body if isinstance(s, (ast.Assign, ast.AnnAssign)) for n in (_binds(s) or ())}
+        if _writes_into(parts, own):
+            return ast.unparse(stmt).splitlines()[0][:120]
+    return None
+
+
+def process_write(old: str | None, new: str | None, internal: Callable[[str], bool]) -> str | None:
+    """The first module-level statement a change touched that calls, at import, a function
+    reached through an import of a module from outside the project (``os.environ.setdefault``,
+    ``sys.path.insert``, ``warnings.filterwarnings``, ``random.seed``, ``mock.patch(...).start``)
+    other than one that only reads (:data:`READ_CALLS`): it may change the process's state
+    (its environment, its path, its filters, its seeds), which every test shares (#40); None
+    when there is none. ``internal``: whether a dotted module name is the project's."""
+    for tree, stmt, parts in _changed_statements(old, new):
+        outside = _outside_names(tree, internal)
+        for node in (n for part in parts for n in ast.walk(part)):
+            writes = isinstance(node, ast.Call) and _name(node) not in READ_CALLS | PURE_CALLS | PURE_DECORATORS
+            if writes and isinstance(node, ast.Call) and _root(node.func) in outside:
+                return ast.unparse(stmt).splitlines()[0][:120]
+    return None
+
+
+def _outside_names(tree: ast.Module, internal: Callable[[str], bool]) -> frozenset[str]:
+    """The names a module's imports bind to what comes from outside the project, and the
+    module-level names bound from one of those (``LOG = logging.getLogger(...)``)."""
+    found: set[str] = set()
+    for stmt in ast.walk(tree):
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)) and not _imports_within(stmt, internal):
+            found.update((a.asname or a.name).split(".", 1)[0] for a in stmt.names)
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and _root(stmt.value) in found:
+            found.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+    return frozenset(found)
+
+
+def _root(node: ast.expr) -> str | None:
+    """The name an expression of attributes, calls and subscripts starts from."""
+    while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _changed_statements(old: str | None, new: str | None) -> Iterator[tuple[ast.Module, ast.stmt, list[ast.AST]]]:
+    """Each module-level statement (:func:`_top`) of ``new`` that ``old`` lacks, and of ``old``
+    that ``new`` lacks (removed: every test saw it), with its tree and what of it runs at
+    import; none when either is not Python (the other rules hold)."""
     before = _parsed(old) if old is not None else ast.Module(body=[], type_ignores=[])
     after = _parsed(new) if new is not None else ast.Module(body=[], type_ignores=[])
     if before is None or after is None:
-        return None
+        return
     for tree, other in ((after, before), (before, after)):
-        theirs = {ast.dump(stmt) for stmt, _, _ in _top(other.body)}
-        own = {n for stmt in tree.body if isinstance(stmt, (ast.Assign, ast.AnnAssign)) for n in (_binds(stmt) or ())}
+        theirs = {_at_import(parts) for _, parts, _ in _top(other.body)}
         for stmt, parts, _ in _top(tree.body):
-            if ast.dump(stmt) not in theirs and _writes_into(parts, own):
-                return ast.unparse(stmt).splitlines()[0][:120]
-    return None
+            if _at_import(parts) not in theirs:
+                yield tree, stmt, parts
+
+
+def _at_import(parts: Iterable[ast.AST]) -> str:
+    """What of a statement runs at import, as text to compare (a def's body is not of it)."""
+    return repr([ast.dump(p) for p in parts])
 
 
 def _writes_into(parts: Iterable[ast.AST], own: Collection[str]) -> bool:
@@ -631,7 +709,7 @@ def readers(
     if test_map.lines is None:
         return None
     change = changed_names(old, new, internal, _package_of(path))
-    if change is None:
+    if change is None or _ran_at_import(change.bodies, test_map.imports.get(path, frozenset())):
         return None
     project = sources if isinstance(sources, Parsed) else Parsed(sources)
     if not all(_binds_only(m, project, set()) for m in change.modules):
@@ -639,16 +717,106 @@ def readers(
     if not _bases_known(_changed_classes(old, new), project):
         return None  # a base may register the class where no name reads it
     follow = _Follow(path, change, test_map, sees)
-    grown = True
-    while grown:
-        grown = False
-        for m in project.modules():
-            found = follow.module(m, test_like=is_test(m.path) or _is_conftest(m.path))
-            if found is None:
-                return None
-            grown |= found
+    if not follow.run(project, is_test):
+        return None
     reach = [f for f in project.sources if any(sees(f, b) for b in follow.blind)]
     return _tests(follow.spans, whole=follow.whole, names=set(change.names), test_map=test_map, path=path, reach=reach)
+
+
+def keepers(
+    path: str,
+    spans: Iterable[tuple[int, int]],
+    project: Parsed,
+    test_map: TestMap,
+    *,
+    is_test: Callable[[str], bool],
+    sees: Callable[[str, str], bool] = lambda _a, _b: True,
+) -> dict[str, str] | None:
+    """The tests that may get what a changed function made without running a line of it (#40):
+    a function whose value outlives its call keeps it (a decorator that may cache it,
+    ``lru_cache``, a fixture of a wider scope than a test's; a function that writes it into
+    its module, a memo, a ``global``), and every test that ran code reading a keeper (its
+    name: a caller, a test requesting the fixture; what it writes into its module) may get
+    it, whoever made it first; and a function that names one and reads its code
+    (``f.__code__``, ``inspect.getsource(f)``) sees the change without running it.
+    ``spans``: the body lines, in the file at the map's commit (``project``'s), of the
+    functions the change is in; {} when no function that reaches one of them keeps a value
+    or reads its code; None when it cannot be told (a caller ran at import, a map without
+    lines)."""
+    tree = project.tree(path)
+    if tree is None:
+        return None
+    wanted = set(spans)
+    names = frozenset(fn.name for fn in _functions(tree.body) if _body_span(fn) in wanted)
+    callers = _Follow(path, Change(names, ()), test_map, sees)
+    if not callers.run(project, is_test):
+        return None
+    kept = [(where, f) for where, f in callers.reached if _keeps(f)]
+    # a function that names it and reads code (f.__code__, getsource(f)) sees the body unrun
+    code = [(where, f) for where, f in callers.reached if where != path and _reads_code(f.node)]
+    if not kept and not code:
+        return {}
+    if test_map.lines is None:
+        return None  # which tests ran a reader of what is kept: a map of files cannot say
+    readers_of = _Follow(path, Change(frozenset(), ()), test_map, sees)
+    for where, f in kept:
+        for name in {f.node.name, *f.writes}:
+            readers_of.bind(name, where)
+    if not readers_of.run(project, is_test):
+        return None
+    for where, f in code:
+        readers_of.spans.setdefault(where, []).append(_body_span(f.node))
+    shown = sorted({f.node.name for _, f in kept or code})
+    reach = [f for f in project.sources if any(sees(f, b) for b in readers_of.blind)]
+    said = (
+        f"it ran code that reads what {', '.join(shown[:3])} keeps of a function {path} changes"
+        if kept
+        else f"it reads the code of a function {path} changes"
+    )
+    return _tests(
+        readers_of.spans, whole=readers_of.whole, names=set(shown), test_map=test_map, path=path, reach=reach, why=said
+    )
+
+
+# what reads a function's code without calling it (#40)
+CODE_READS = frozenset({"__code__", "co_code", "co_consts", "getsource", "getsourcelines", "dis", "disassemble"})
+# decorators that keep no value of what they decorate (any other may: a cache, a registry)
+TRANSPARENT = frozenset(
+    {"abstractmethod", "classmethod", "deleter", "final", "getter", "overload", "override", "property"}
+    | {"setter", "staticmethod", "wraps"}
+)
+
+
+def _reads_code(fn: Function) -> bool:
+    """Whether ``fn`` reads a function's code or source (``__code__``, ``getsource``...)."""
+    return any(
+        (isinstance(n, ast.Attribute) and n.attr in CODE_READS) or (isinstance(n, ast.Name) and n.id in CODE_READS)
+        for n in ast.walk(fn)
+    )
+
+
+def _keeps(f: _Function) -> bool:
+    """Whether what ``f`` makes may outlive its call: it writes into its module, or a
+    decorator may keep it (any but :data:`TRANSPARENT`, a test's own fixture, a mark)."""
+    return bool(f.writes) or not all(_passes_on(d) for d in f.node.decorator_list)
+
+
+def _passes_on(d: ast.expr) -> bool:
+    target = d.func if isinstance(d, ast.Call) else d
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Attribute) and target.value.attr == "mark":
+        return True  # @pytest.mark.NAME(...)
+    if _name(d) == "fixture":
+        call = d if isinstance(d, ast.Call) else None
+        scope = next((k.value for k in call.keywords if k.arg == "scope"), None) if call is not None else None
+        plain = scope is None or (isinstance(scope, ast.Constant) and scope.value == "function")
+        return plain and (call is None or not call.args)
+    return _name(d) in TRANSPARENT
+
+
+def _ran_at_import(bodies: Iterable[tuple[int, int]], at_import: Collection[int]) -> bool:
+    """Whether a changed body ran at import (#40: a ``parametrize`` list, a decorator, a
+    ``TABLE = make()``: what it made is the importing module's, for all its tests)."""
+    return any(not frozenset(range(first, last + 1)).isdisjoint(at_import) for first, last in bodies)
 
 
 class _Follow:
@@ -662,6 +830,19 @@ class _Follow:
         self.whole: set[str] = set()  # test files and conftest.py files that read a name at import
         # source files whose import does more than bind with a name read: their importers' tests run
         self.blind: set[str] = set()
+        self.reached: list[tuple[str, _Function]] = []  # each function that reads a name, with its file
+
+    def run(self, project: Parsed, is_test: Callable[[str], bool]) -> bool:
+        """Follow the names through every module until no pass reads more; False: it cannot be told."""
+        grown = True
+        while grown:
+            grown = False
+            for m in project.modules():
+                found = self.module(m, test_like=is_test(m.path) or _is_conftest(m.path))
+                if found is None:
+                    return False
+                grown |= found
+        return True
 
     def bind(self, name: str, where: str) -> bool:
         origins = self.names.setdefault(name, set())
@@ -706,6 +887,7 @@ class _Follow:
                 return None  # a plugin's fixture: any test's
             self.whole.add(where)
         self.spans[where].append(span)
+        self.reached.append((where, f))
         # its callers read what it returns (a cache, a wide fixture may hand it on), and what it
         # changes of its module (a memo) is read; one that reads by a computed name alone is read
         # where it runs, unless a decorator may keep what it returns
@@ -724,13 +906,14 @@ def _tests(
     test_map: TestMap,
     path: str,
     reach: Sequence[str],
+    why: str | None = None,
 ) -> dict[str, str]:
     """The tests that ran a line of ``spans``, of a file or under a conftest.py ``whole``
     names, or of a file that may import one of the ``reach`` (a test file, or a conftest.py
     above it), each with why."""
     assert test_map.lines is not None
     shown = ", ".join(sorted(names)[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-    why = (
+    why = why or (
         f"it ran code that reads {shown}, which {path} binds anew at import"
         if names
         else f"it ran a function {path} changes"

@@ -59,19 +59,37 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal, TypeAlias, get_args
 
 from device_matrix.config import Config
-from device_matrix.importgraph import Graph
+from device_matrix.importgraph import Graph, outermost
 from device_matrix.records.schema import SelectionInfo, SelectMode
 from device_matrix.records.testmap import TestMap
 
 MODES: tuple[SelectMode, ...] = get_args(SelectMode)
 # why a test runs (all but the last) or is left out; the record counts tests by these
 Why: TypeAlias = Literal[
-    "full", "own_file", "covers", "reads", "imports", "conftest", "new", "no_data", "recent", "named", "deselected"
+    "full",
+    "own_file",
+    "covers",
+    "reads",
+    "opens",
+    "imports",
+    "conftest",
+    "new",
+    "no_data",
+    "recent",
+    "named",
+    "deselected",
 ]
 WHYS: tuple[Why, ...] = get_args(Why)
 # the files a test map records: a change to any other kind of file is one it cannot see
 MAPPED_SUFFIXES = (".py",)
 SHOWN = 3  # changed files named in a reason before "and N more"
+# #40: files that are not Python but become code, or say how it is built or run: a change to
+# one runs every test whoever opened it (a compiled extension is loaded, not opened)
+CODE_FILES = (
+    *("*.c", "*.h", "*.cc", "*.cpp", "*.cxx", "*.hpp", "*.cu", "*.cuh", "*.pyx", "*.pxd", "*.pxi"),
+    *("*.so", "*.pyd", "*.dylib", "*.dll", "*.rs", "*.pth", "*.toml", "*.cfg", "*.ini", "*.lock"),
+    *("Makefile", "CMakeLists.txt", "*.cmake", "MANIFEST.in", "*.sh", "Dockerfile", "*.spec"),
+)
 TEST_FILES = ("test_*.py", "*_test.py")  # pytest's default python_files
 HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
 CONFTEST = "conftest.py"
@@ -119,7 +137,8 @@ class Plan:
     recent: Mapping[str, str] = field(repr=False)
     named: frozenset[str] = field(default=frozenset(), repr=False)  # #34: named with --test: never left out
     # #34: test file -> why its tests run: it can see a change to what runs at import (the
-    # import graph), or a conftest.py of fixtures above it changed
+    # import graph), or a conftest.py of fixtures above it changed; #40: a nodeid too, of a
+    # test that ran a function that imports by a computed name or runs a string
     importers: Mapping[str, Decision] = field(default_factory=dict, repr=False)
     # #34: changed file -> the lines of the functions its change is in: a test that ran none
     # of them cannot see the change (files whose change is not narrowed are not here)
@@ -127,6 +146,11 @@ class Plan:
     # #34: changed file -> the tests that read a name its change to what runs at import
     # binds anew, with why (device_matrix/namereads.py): no other test can see it
     readers: Mapping[str, Mapping[str, str]] = field(default_factory=dict, repr=False)
+    # #40: the changed files that are not Python, which the map says who opened (or listed)
+    data: frozenset[str] = field(default=frozenset(), repr=False)
+    # #40: changed file (narrowed to its functions) -> the tests that may get what a changed
+    # function made without running it (a cache, a memo, a wide fixture keeps it), with why
+    kept: Mapping[str, Mapping[str, str]] = field(default_factory=dict, repr=False)
 
     def decide(self, nodeid: str) -> Decision:
         """Whether ``nodeid`` runs, and why."""
@@ -145,11 +169,17 @@ class Plan:
         hit = sorted(f for f in touched if f not in self.readers and self._runs_changed(f, ran))
         if hit:
             return Decision(True, f"covers {_named(hit)}", "covers")
-        read = next((by[nodeid] for _, by in sorted(self.readers.items()) if nodeid in by), None)
-        if read is not None:
-            return Decision(True, read, "reads")
+        mine = self.test_map.reads.get(nodeid, frozenset()) if self.test_map.reads is not None else frozenset()
+        read = sorted(f for f in self.data if read_by(f, mine))
+        if read:
+            return Decision(True, f"it opened {_named(read)}", "opens")
+        name = next((by[nodeid] for _, by in sorted({**self.kept, **self.readers}.items()) if nodeid in by), None)
+        if name is not None:
+            return Decision(True, name, "reads")
         if own in self.importers:
             return self.importers[own]
+        if nodeid in self.importers:  # #40: a test that ran a function that imports dynamically
+            return self.importers[nodeid]
         if not covered:
             return Decision(True, "no map data: the test map holds no file it ran", "no_data")
         if nodeid in self.recent:
@@ -218,12 +248,34 @@ def matches(path: str, patterns: Iterable[str]) -> bool:
     return any(fnmatch.fnmatchcase(path if "/" in p else name, p) for p in patterns)
 
 
-def unmappable(changed: Iterable[str], rules: Rules) -> list[str]:
-    """The changed files whose change the map cannot follow, sorted: every test must run."""
+def unmappable(changed: Iterable[str], rules: Rules, test_map: TestMap | None = None) -> list[str]:
+    """The changed files whose change the map cannot follow, sorted: every test must run
+    (with ``test_map``, a file that is not Python is followed by who opened it: :func:`opened`)."""
     return sorted(
         f
         for f in changed
-        if not matches(f, rules.ignore) and (matches(f, rules.full) or not f.endswith(MAPPED_SUFFIXES))
+        if not matches(f, rules.ignore)
+        and (matches(f, rules.full) or not (f.endswith(MAPPED_SUFFIXES) or opened(f, rules, test_map)))
+    )
+
+
+def read_by(path: str, reads: Collection[str]) -> bool:
+    """Whether ``path`` was opened, or is in a folder listed (``data/``), as ``reads`` says."""
+    folders = path.split("/")[:-1]
+    return path in reads or any("/".join(folders[:i]) + "/" in reads for i in range(1, len(folders) + 1))
+
+
+def opened(path: str, rules: Rules, test_map: TestMap | None) -> bool:
+    """Whether a change to ``path``, a file that is not Python, is followed by the tests that
+    opened it (#40): the map knows what each test opened, no code outside every test opened
+    it, and it is no configuration (``rules.full``) nor a file that becomes code (:data:`CODE_FILES`)."""
+    return (
+        test_map is not None
+        and test_map.reads is not None
+        and not path.endswith(MAPPED_SUFFIXES)
+        and not matches(path, rules.full)
+        and not matches(path, CODE_FILES)
+        and not read_by(path, test_map.read_at_import)
     )
 
 
@@ -338,24 +390,46 @@ def _importers(
             for f in files:
                 if _under(f, folder):
                     seen.setdefault(f, d)
-    _blind(head, files, conftests, graph, seen)
+    _blind(head, files, conftests, graph, seen, m=test_map)
     if imported and all(f in seen for f in files):
         return head, {}  # every test module can see it: every test runs, as it always did
     return None, seen
 
 
-def _blind(head: str, files: Sequence[str], conftests: Sequence[str], graph: Graph, seen: dict[str, Decision]) -> None:
+def _blind(
+    head: str, files: Sequence[str], conftests: Sequence[str], graph: Graph, seen: dict[str, Decision], *, m: TestMap
+) -> None:
     """Add to ``seen`` the test files from which a file whose imports cannot be known is
-    reachable (itself, or a conftest.py above it): such a test may import anything (#34)."""
+    reachable (itself, or a conftest.py above it): such a test may import anything (#34).
+    Where every dynamic import of such a file is in a function that ran in no import (the
+    map's), only the tests that ran one of those functions can have imported by it: each
+    of those is added by its nodeid, not its file (#40)."""
     reaching = {u: graph.importers(u) for u in sorted(graph.unknown)}
     for f in files:
         if f in seen:
             continue
         roots = [f, *(c for c in conftests if _under(f, c.rpartition("/")[0]))]
-        found = next((u for u, reach in reaching.items() if any(r in reach for r in roots)), None)
-        if found is not None:
-            why = f"{head}, and what {f} imports cannot be followed: {graph.unknown[found]}"
-            seen[f] = Decision(True, why, "imports")
+        for u in (u for u, reach in reaching.items() if any(r in reach for r in roots)):
+            why = f"{head}, and what {f} imports cannot be followed: {graph.unknown[u]}"
+            ran = _ran_dynamic(u, graph, m)
+            if ran is None:
+                seen[f] = Decision(True, why, "imports")
+                break
+            for nodeid in (n for n in ran if n.split("::", 1)[0] == f):
+                seen.setdefault(nodeid, Decision(True, f"{why}, in a function it ran", "imports"))
+
+
+def _ran_dynamic(unknown: str, graph: Graph, m: TestMap) -> list[str] | None:
+    """The tests that ran a function of ``unknown`` that imports dynamically (#40); None when
+    that cannot narrow it: a dynamic import outside every function, or in one that ran at
+    import, or a map without lines."""
+    spans = graph.unknown_in.get(unknown)
+    if spans is None or m.lines is None:
+        return None
+    lines = frozenset(n for a, b in spans for n in range(a, b + 1))
+    if not lines.isdisjoint(m.imports.get(unknown, frozenset())):
+        return None
+    return [n for n, per in m.lines.items() if not lines.isdisjoint(per.get(unknown, ()))]
 
 
 def _literal(node: ast.expr | None) -> bool:
@@ -488,17 +562,6 @@ def bodies_only(old: str | None, new: str | None, touched: frozenset[int], ran_a
     return before is not None and before == _skeleton(new) and not touched & ran_at_import
 
 
-def _outermost(tree: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
-    """The functions of a module that are in no other function (methods too), in order."""
-    found: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
-    for child in ast.iter_child_nodes(tree):
-        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            found.append(child)
-        else:
-            found.extend(_outermost(child))
-    return found
-
-
 def _wide_fixture(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """A fixture of a scope wider than a test's (or a scope not written out): set up in the
     first test that asks for it, which alone names its lines, for every test that uses it."""
@@ -519,7 +582,7 @@ def changed_functions(old: str | None, new: str | None, touched: frozenset[int])
     if old is None or new is None:
         return None
     try:
-        before, after = _outermost(ast.parse(old)), _outermost(ast.parse(new))
+        before, after = outermost(ast.parse(old)), outermost(ast.parse(new))
     except (SyntaxError, ValueError):
         return None
     if [f.name for f in before] != [f.name for f in after]:
@@ -555,7 +618,7 @@ def _full_reason(
     old = _too_old(test_map, rules, now)
     if old is not None:
         return old, {}
-    cannot = unmappable(changed, rules)
+    cannot = unmappable(changed, rules, test_map)
     # #34: a conftest.py of fixtures acts on the tests under its folder alone, which the graph
     # can tell from the rest (the top one's folder holds every test: it stays a full run)
     narrowed = [f for f in cannot if f in conftests and not _holds_all(f, test_map)] if graph is not None else []
@@ -587,6 +650,7 @@ def plan(
     conftests: Collection[str] = (),
     functions: Mapping[str, Spans] | None = None,
     readers: Mapping[str, Mapping[str, str]] | None = None,
+    kept: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Plan:
     """The plan of one run of ``row``.
 
@@ -605,7 +669,9 @@ def plan(
     that holds lines, only the tests that ran a line of one of them see it (#34);
     ``readers``: of the other changed Python files, those whose change to what runs at import
     binds names that :func:`device_matrix.namereads.readers` followed, each with the tests
-    that read them (no other test can see it).
+    that read them (no other test can see it); ``kept``: of the ``functions``, the tests that
+    may get what a changed function made without running it (#40: a cache, a memo, a fixture
+    of a wider scope keeps it; :func:`device_matrix.namereads.keepers`).
     """
     files = sorted({f.removeprefix("./") for f in changed} - {""})
     read = {f: by for f, by in (readers or {}).items() if f in files and f not in bodies}
@@ -630,6 +696,8 @@ def plan(
         importers=importers,
         narrowed=_narrowed(test_map, {f: v for f, v in (functions or {}).items() if f in bodies}),
         readers=read,
+        data=frozenset(f for f in files if not matches(f, rules.ignore) and opened(f, rules, test_map)),
+        kept={f: by for f, by in (kept or {}).items() if f in bodies and f in files},
     )
 
 

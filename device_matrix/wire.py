@@ -64,6 +64,8 @@ MAP_PART: Final = "part.json"
 MAP_IMPORTS: Final = "imports.json"
 # #34: and the lines of each file each test it finished ran (nodeid -> path -> line numbers)
 MAP_LINES: Final = "lines.json"
+# #40: the non-Python project files each test opened (or listed), and those opened outside every test
+MAP_READS: Final = "reads.json"
 # #34: the test running now, while one runs: the context of a subprocess's coverage
 ENV_MAP_CONTEXT: Final = "DEVICE_MATRIX_MAP_CONTEXT"
 

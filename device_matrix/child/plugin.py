@@ -44,6 +44,7 @@ ENV_DEVICE = wire.ENV_DEVICE
 ENV_SETTINGS = wire.ENV_SETTINGS
 ENV_DISABLE_LIST = wire.ENV_DISABLE_LIST
 LONGREPR_LIMIT = 20_000
+MAP_PLUGIN = "device-matrix-map"
 # #32: a failure's traceback is kept whole in the record, its one copy (the terminal's
 # failures section, which would print it again into output.log, is left out); bounded
 # all the same: a megabyte of a tensor's repr is not what a reader needs twice
@@ -183,13 +184,19 @@ def pytest_configure(config: pytest.Config) -> None:
     if fault:
         # the runner passes -p no:faulthandler with this option
         state.fatal = arm_faulthandler(fault)
-    _record_map(config)
+    _record_map(config, config.getoption(wire.OPT_MAP))
 
 
-def _record_map(config: pytest.Config) -> None:
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """#40: the map's recording starts before pytest imports the first conftest.py files:
+    what their import runs (a module they import, a function it calls) is seen at import."""
+    _record_map(early_config, getattr(early_config.known_args_namespace, "dm_map", None))
+
+
+def _record_map(config: pytest.Config, folder: str | None) -> None:
     """#34: the test map, recorded with coverage.py when the runner asks (--dm-map)."""
-    folder = config.getoption(wire.OPT_MAP)
-    if not folder:
+    if not folder or config.pluginmanager.has_plugin(MAP_PLUGIN):
         return
     from device_matrix.child.testmap import MapRecorder, coverage_problem
 
@@ -197,7 +204,7 @@ def _record_map(config: pytest.Config) -> None:
     if problem is not None:
         # before any test runs: the row's environment lacks what the map needs
         raise pytest.UsageError(f"device-matrix: {problem} (or leave out --record-map / record_map)")
-    config.pluginmanager.register(MapRecorder(Path(folder), config.rootpath), "device-matrix-map")
+    config.pluginmanager.register(MapRecorder(Path(folder), config.rootpath), MAP_PLUGIN)
 
 
 def _device_skips(item: pytest.Item, state: _State, disabled: list[DeviceSkip]) -> DeviceSkip | None:

@@ -27,15 +27,17 @@ import contextlib
 import json
 import os
 import secrets
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from device_matrix.wire import ENV_MAP_CONTEXT, MAP_IMPORTS, MAP_LINES, MAP_PART
+from device_matrix.wire import ENV_MAP_CONTEXT, MAP_IMPORTS, MAP_LINES, MAP_PART, MAP_READS
 
 PART_FILE = MAP_PART  # in each process's folder: the tests it finished and their files
+EARLY_FILE = "early.json"  # the project's files imported before the recording started (#40)
 FINISHED_FILE = "finished.jsonl"  # one line a finished test: its context and its nodeid
 DATA_NAME = "data"  # coverage's data files: data.<host>.<pid>.<random>, one a process
 CONFIG_NAME = "coverage.ini"
@@ -123,14 +125,38 @@ class MapRecorder:
         config.write_text(_config_text(self.own, self.root), "utf-8")
         self.finished = (self.own / FINISHED_FILE).open("a", encoding="ascii")
         self.count = 0
+        # #40: the files each context opened or listed (path -> rel, "" the session's own)
+        self.context = ""
+        self.reads: dict[str, set[str]] = {}
+        self.read_at_import: set[str] = set()
+        _RECORDERS[:] = [self]
+        _audit_once()
         os.environ.pop(ENV_MAP_CONTEXT, None)  # the session's own context is the empty one
         self.cov = coverage.Coverage(config_file=str(config))
+        # #40: the project's modules imported before the recording (a plugin's): what their
+        # import ran is unknown, so every line of them counts as run at import
+        _write(self.own / EARLY_FILE, {"early": sorted(_imported_already(self.root))})
         self.cov.start()
         # every Python process started from here starts coverage with this configuration
         os.environ["COVERAGE_PROCESS_START"] = str(config)
         os.register_at_fork(after_in_child=_forked)
 
+    def saw(self, path: Any, listing: bool) -> None:
+        """A file opened, or a folder listed, by the running test (or outside every test)."""
+        rel = _read_path(path, self.root, self.own.parent)
+        if rel is None or (not self.context and not _project_calls(self.root)):
+            return  # outside every test, pytest's own collection lists and opens what it collects
+        rel = f"{rel}/" if listing else rel
+        if self.context:
+            self.reads.setdefault(self.context, set()).add(rel)
+        elif rel not in self.read_at_import:
+            self.read_at_import.add(rel)
+            # at once: a process that dies keeps what ran before every test read
+            self.finished.write(json.dumps({"c": "", "nodeid": "", "reads": [rel]}) + "\n")
+            self.finished.flush()
+
     def _switch(self, context: str) -> None:
+        self.context = context
         # switching flushes what the last context measured into coverage's data file
         self.cov.switch_context(context)
         if context:
@@ -146,11 +172,13 @@ class MapRecorder:
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
         context = f"t{self.count}"
         self._switch("")  # the test's files are in the data file before it counts as finished
-        self.finished.write(json.dumps({"c": context, "nodeid": nodeid}) + "\n")
+        reads = sorted(self.reads.pop(context, ()))
+        self.finished.write(json.dumps({"c": context, "nodeid": nodeid, "reads": reads}) + "\n")
         self.finished.flush()
 
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        _RECORDERS.clear()
         self.cov.stop()
         self.cov.save()
         self.finished.close()
@@ -168,7 +196,12 @@ def fold(folder: Path, root: Path) -> None:
     ran, imports = _measured(folder, root)
     part: dict[str, set[str]] = {}
     lines: dict[str, dict[str, set[int]]] = {}
+    reads: dict[str, set[str]] = {}
     for entry in finished:
+        opened = [r for r in entry.get("reads", ()) if isinstance(r, str)]
+        reads.setdefault(str(entry["nodeid"]), set()).update(opened)
+        if not entry["nodeid"]:
+            continue  # what was read outside every test: no test's
         # #34: only what ran while the test ran: its module's import ran for whichever test
         # module imported the file first, and is kept apart (imports.json)
         nodeid, measured = str(entry["nodeid"]), ran.get(str(entry["c"]), {})
@@ -176,8 +209,11 @@ def fold(folder: Path, root: Path) -> None:
         mine = lines.setdefault(nodeid, {})
         for rel, numbers in measured.items():
             mine.setdefault(rel, set()).update(numbers)
+    for rel in _early(folder / EARLY_FILE):
+        imports.setdefault(rel, set()).update(_every_line(root / rel))
     _write(folder / MAP_IMPORTS, {rel: sorted(numbers) for rel, numbers in imports.items()})
     _write(folder / MAP_LINES, {n: {rel: sorted(ns) for rel, ns in fs.items()} for n, fs in lines.items()})
+    _write(folder / MAP_READS, {n: sorted(rels) for n, rels in reads.items()})
     _write(folder / PART_FILE, {nodeid: sorted(files) for nodeid, files in part.items()})
     for leftover in folder.glob(f"{DATA_NAME}*"):
         leftover.unlink(missing_ok=True)
@@ -212,6 +248,83 @@ def _measured(folder: Path, root: Path) -> tuple[dict[str, dict[str, set[int]]],
                 if not context.startswith("t"):
                     imports.setdefault(rel, set()).add(line)
     return ran, imports
+
+
+# the recorder of this process, which the audit hook (installed once: one cannot be removed) tells
+_RECORDERS: list[MapRecorder] = []
+_AUDITED: list[bool] = []
+_LISTING = frozenset({"os.listdir", "os.scandir"})
+
+
+def _audit_once() -> None:
+    if _AUDITED:
+        return
+    _AUDITED.append(True)
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if (event == "open" or event in _LISTING) and _RECORDERS and args:
+            with contextlib.suppress(Exception):  # never the opener's failure
+                _RECORDERS[0].saw(args[0], event in _LISTING)
+
+    sys.addaudithook(hook)
+
+
+def _project_calls(root: Path) -> bool:
+    """Whether code of the project is on the stack (a conftest's, a module's at its import)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name.startswith(str(root)) and not any(f"/{n}/" in name for n in _NOT_PROJECT):
+            return True
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
+
+
+def _read_path(path: Any, root: Path, maps: Path) -> str | None:
+    """A path opened or listed, relative to the project root, when it is one of the project's
+    files that are not Python (None: outside it, its own code, a hidden folder, the map's)."""
+    if isinstance(path, int):
+        return None  # a descriptor: its path was seen when it was opened
+    try:
+        full = Path(os.fsdecode(path) if path is not None else ".").absolute()
+    except (TypeError, ValueError):
+        return None
+    rel = _relative(str(full), root)
+    if rel is None or full.is_relative_to(maps) or full.suffix in (".py", ".pyc"):
+        return None
+    parts = rel.split("/")
+    if rel == "." or any(p.startswith(".") or p in _NOT_PROJECT or p == "__pycache__" for p in parts):
+        return None
+    return rel
+
+
+def _imported_already(root: Path) -> set[str]:
+    """The project's files (as the recording measures them) whose modules are imported now."""
+    found: set[str] = set()
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        rel = _relative(path, root) if isinstance(path, str) and path.endswith(".py") else None
+        if rel is not None and not rel.startswith(".") and not any(f"/{n}/" in f"/{rel}" for n in _NOT_PROJECT):
+            found.add(rel)
+    return found
+
+
+def _early(path: Path) -> list[str]:
+    try:
+        data = json.loads(path.read_text("ascii"))
+    except (OSError, ValueError):
+        return []
+    early = data.get("early") if isinstance(data, dict) else None
+    return [rel for rel in early if isinstance(rel, str)] if isinstance(early, list) else []
+
+
+def _every_line(path: Path) -> range:
+    """Every line number of ``path`` (none when it cannot be read)."""
+    try:
+        with path.open("rb") as fh:
+            return range(1, sum(1 for _ in fh) + 1)
+    except OSError:
+        return range(0)
 
 
 def _finished(path: Path) -> list[dict[str, Any]]:

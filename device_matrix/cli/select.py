@@ -12,8 +12,9 @@ from __future__ import annotations
 import argparse
 import configparser
 import contextlib
+import functools
 import shlex
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from device_matrix.records.outcomes import CODE, FAIL_CODES
 from device_matrix.records.schema import SourceInfo
 from device_matrix.records.source import base_lane, git, lane, lane_words
 from device_matrix.records.testmap import TestMap
+from device_matrix.report import misses
 from device_matrix.report.history import DEFAULT_PATH, History
 from device_matrix.selection import (
     CONFTEST,
@@ -180,6 +182,18 @@ def recent_tests(store: History | None, source: SourceInfo | None, row: str) -> 
     return found
 
 
+def _missing_too_often(store: History | None, source: SourceInfo | None, row: str, bound: float) -> str | None:
+    """Why the row's selection is off (#40): the full runs of its base branch found it missed
+    failing tests on more than ``bound`` of the pull requests they checked; None otherwise."""
+    base = next((name for name in _lanes(source) if name.startswith("branch:")), None)
+    if store is None or base is None:
+        return None
+    rate = store.miss_rate(row, base)
+    if not rate["checked"] or rate["rate"] <= bound:
+        return None
+    return f"on {lane_words(base)}, {misses.rate_words(rate)}, above select_max_miss_rate ({bound:.0%})"
+
+
 def plan_for(args: argparse.Namespace, cfg: Config, row: str, source: SourceInfo | None) -> Plan | None:
     """The row's selection plan for ``--select`` (None: not asked for)."""
     if args.select is None:
@@ -197,6 +211,9 @@ def _changed_plan(
 ) -> Plan:
     rules, root = rules_of(cfg), cfg.project_root
     recent = recent_tests(store, source, row)
+    missing = _missing_too_often(store, source, row, cfg.select_max_miss_rate)
+    if missing is not None:
+        return plan(None, [], row=row, rules=rules, force=missing)
     if args.map is not None:
         found: TestMap | None = testmap.read(args.map)  # named: a missing or damaged one is the user's to fix
     else:
@@ -206,6 +223,18 @@ def _changed_plan(
             return plan(None, [], row=row, rules=rules, force=f"the test map is unreadable: {exc.message}")
     if found is None:
         return plan(None, [], row=row, rules=rules)
+    if found.row != row:
+        where = f"{args.map}" if args.map is not None else f"the newest test map of row {row!r}"
+        said = f"{where} is the test map of row {found.row!r}, not of row {row!r}"
+        if args.map is not None:
+            raise ResultsError(said, tip=f"Name the map a full run of row {row!r} recorded, or leave --map out.")
+        return plan(None, [], row=row, rules=rules, force=said)
+    if found.commit is not None:
+        out, why = _git(root, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{found.commit}^{{commit}}")
+        if out is None:
+            # #40: a shallow clone lacks it: the change since it cannot be known
+            said = f"git cannot diff from {found.commit[:12]}: the test map's commit is not a commit of this clone"
+            return plan(found, [], row=row, rules=rules, force=f"{said} (fetch the history, e.g. fetch-depth: 0)")
     since: list[str] = [found.commit] if found.commit else []
     if args.base:
         commit, why = merge_base(root, args.base)
@@ -237,7 +266,13 @@ def change_plan(
     bodies = function_changes(root, found, changed) if root is not None and found.commit else {}
     conftests = conftests_changed(root, found, changed) if root is not None and found.commit else []
     graph = import_graph(root, changed) if root is not None else None
-    readers = name_readers(root, found, changed, bodies, graph) if root is not None and found.commit else {}
+    kept: dict[str, dict[str, str]] = {}
+    readers: dict[str, dict[str, str]] = {}
+    if root is not None and found.commit:
+        project = functools.cache(lambda: _parsed_at(root, found.commit or "", changed))
+        kept, untold = kept_readers(found, bodies, graph, project)
+        bodies = {f: spans for f, spans in bodies.items() if f not in untold}
+        readers = name_readers(root, found, changed, bodies, graph, project=project)
     foreign = foreign_writes(root, found, changed) if root is not None and found.commit else None
     return plan(
         found,
@@ -251,6 +286,7 @@ def change_plan(
         conftests=conftests,
         functions={f: spans for f, spans in bodies.items() if spans is not None},
         readers=readers,
+        kept=kept,
         force=foreign,
     )
 
@@ -259,6 +295,7 @@ def foreign_writes(root: Path, test_map: TestMap, changed: Sequence[str]) -> str
     """Why every test runs when a changed Python file writes, at import, into what is not its
     own (:func:`device_matrix.namereads.foreign_write`); None when none does (#34)."""
     assert test_map.commit is not None
+    internal = _internal(root)
     for path in [f for f in changed if f.endswith(".py")][:MAX_FOLLOWED]:
         old, new = _versions(root, test_map.commit, path)
         if old is None or new is None:
@@ -269,15 +306,37 @@ def foreign_writes(root: Path, test_map: TestMap, changed: Sequence[str]) -> str
                 f"{path} writes into another module's state when it is imported ({write}): every test "
                 "module is imported before the first test runs"
             )
+        call = namereads.process_write(old, new, internal)
+        if call is not None:
+            return (
+                f"{path} may write the process's state when it is imported ({call}): every test "
+                "runs in the process that imported it"
+            )
     return None
 
 
+def _internal(root: Path) -> Callable[[str], bool]:
+    """Whether a dotted module name may be one of the project's: its first part is the name of
+    a folder or a Python file of the project, anywhere (which folder is on ``sys.path`` is not
+    guessed); git's list of the files, or none when git cannot give it (#40)."""
+    out, _ = _git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    names = {part.removesuffix(".py") for path in (out or "").split("\0") if path for part in path.split("/")}
+    return lambda module: module.split(".", 1)[0] in names
+
+
 def name_readers(
-    root: Path, test_map: TestMap, changed: Sequence[str], bodies: Collection[str], graph: importgraph.Graph | None
+    root: Path,
+    test_map: TestMap,
+    changed: Sequence[str],
+    bodies: Collection[str],
+    graph: importgraph.Graph | None,
+    *,
+    project: Callable[[], namereads.Parsed | None] | None = None,
 ) -> dict[str, dict[str, str]]:
     """The changed source files whose change to what runs at import binds names the project's
     code can be followed reading, each with the tests that read them
-    (:func:`device_matrix.namereads.readers`); a file it cannot tell of is not here (#34)."""
+    (:func:`device_matrix.namereads.readers`); a file it cannot tell of is not here (#34).
+    ``project``: the project's files at the map's commit, parsed (default: read here)."""
     assert test_map.commit is not None
     candidates = [
         f
@@ -290,15 +349,67 @@ def name_readers(
     ][:MAX_FOLLOWED]
     if not candidates or test_map.lines is None:
         return {}
-    sources = _sources_at(root, test_map.commit, changed)
-    if sources is None:
+    parsed = (project or (lambda: _parsed_at(root, test_map.commit or "", changed)))()
+    if parsed is None:
         return {}
-    project = namereads.Parsed(sources)
-    tops = {p.removeprefix("src/").split("/", 1)[0].removesuffix(".py") for p in sources}
+    tops = {p.removeprefix("src/").split("/", 1)[0].removesuffix(".py") for p in parsed.sources}
 
     def internal(module: str) -> bool:
         return module.split(".", 1)[0] in tops
 
+    found: dict[str, dict[str, str]] = {}
+    for path in candidates:
+        old = parsed.sources.get(path)
+        try:
+            new = (root / path).read_text("utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if old is None:
+            continue
+        read = namereads.readers(
+            path,
+            old,
+            new,
+            parsed,
+            test_map,
+            is_test=lambda f: is_test_file(f, test_map),
+            internal=internal,
+            sees=_sees(graph),
+        )
+        if read is not None:
+            found[path] = read
+    return found
+
+
+def kept_readers(
+    test_map: TestMap,
+    functions: Mapping[str, Spans | None],
+    graph: importgraph.Graph | None,
+    project: Callable[[], namereads.Parsed | None],
+) -> tuple[dict[str, dict[str, str]], list[str]]:
+    """Of the changed files narrowed to their functions (``functions``), the tests that may
+    get what a changed function made without running it, each file's (#40:
+    :func:`device_matrix.namereads.keepers`); and the files where that cannot be told, whose
+    change then counts as one to what runs at import."""
+    found: dict[str, dict[str, str]] = {}
+    untold: list[str] = []
+    narrowed = {f: spans for f, spans in functions.items() if spans is not None}
+    parsed = project() if narrowed else None
+    for path, spans in narrowed.items():
+        kept = None
+        if parsed is not None and path in parsed.sources:
+            kept = namereads.keepers(
+                path, spans, parsed, test_map, is_test=lambda f: is_test_file(f, test_map), sees=_sees(graph)
+            )
+        if kept is None:
+            untold.append(path)
+        elif kept:
+            found[path] = kept
+    return found, untold
+
+
+def _sees(graph: importgraph.Graph | None) -> Callable[[str, str], bool]:
+    """Whether a file may read a name bound in another, by the import graph (#34)."""
     reach: dict[str, frozenset[str]] = {}
 
     def sees(reader: str, origin: str) -> bool:
@@ -313,28 +424,12 @@ def name_readers(
             reach[origin] = graph.importers(origin)
         return reader in reach[origin]
 
-    found: dict[str, dict[str, str]] = {}
-    for path in candidates:
-        old = sources.get(path)
-        try:
-            new = (root / path).read_text("utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        if old is None:
-            continue
-        read = namereads.readers(
-            path,
-            old,
-            new,
-            project,
-            test_map,
-            is_test=lambda f: is_test_file(f, test_map),
-            internal=internal,
-            sees=sees,
-        )
-        if read is not None:
-            found[path] = read
-    return found
+    return sees
+
+
+def _parsed_at(root: Path, commit: str, changed: Sequence[str]) -> namereads.Parsed | None:
+    sources = _sources_at(root, commit, changed)
+    return namereads.Parsed(sources) if sources is not None else None
 
 
 def _sources_at(root: Path, commit: str, changed: Sequence[str]) -> dict[str, str] | None:

@@ -198,6 +198,7 @@ def _with_history(
                 maps=maps,
             )
             triage["history"] = history.view(triage, window)
+            triage["backstop"] = history.backstop(triage, window)
             _place_crashes(triage, history, run_id)
             if wants_verdicts(src):
                 triage["verdicts"] = _judge(triage, history, unstable, window)

@@ -74,6 +74,8 @@ BUCKET_OF: Mapping[str, Bucket] = {
 BAD_BUCKETS: frozenset[Bucket] = frozenset({"failed", "crashed", "timeout", "not_run"})
 # the tests a maintainer must look at: failed, errored, xpassed, crashed, timed out, never ran
 BAD_OUTCOMES: frozenset[str] = frozenset(o for o in OUTCOMES if BUCKET_OF[o] in BAD_BUCKETS)
+# #40: the buckets of a test that ran and failed: what a selection that left it out missed
+FAILING_BUCKETS: frozenset[Bucket] = BAD_BUCKETS - {"not_run"}
 # the outcomes of the "failed" bucket other than "failed" itself, named inside it
 NAMED_IN_FAILED: tuple[Outcome, ...] = tuple(o for o in OUTCOMES if BUCKET_OF[o] == "failed" and o != "failed")
 BUCKET_WORDS: Mapping[Bucket, str] = {b: b.replace("_", " ") for b in BUCKETS}

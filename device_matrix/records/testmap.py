@@ -17,6 +17,7 @@ recording was lost) always runs, and a map older than its bound is not used at a
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,8 @@ VERSION = 2
 READS = (1, VERSION)  # #34: a map of version 1 holds no lines; it selects by files
 READ_WORDS = " and ".join(map(str, READS))
 FILE_NAME = "test-map.json"  # in results/<row>/, beside run.json
+
+COMMIT_RE = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")  # a full SHA-1 or SHA-256 object id
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,10 @@ class TestMap:
     # #34: nodeid -> path -> the lines of it the test ran; None: the map holds no line data
     # (version 1, or a part of the run lost it), and a selection goes by files alone
     lines: Mapping[str, Mapping[str, frozenset[int]]] | None = None
+    # #40: nodeid -> the project's non-Python files it opened, and folders it listed ("data/");
+    # None: the map does not know (a change to any such file runs every test)
+    reads: Mapping[str, frozenset[str]] | None = None
+    read_at_import: frozenset[str] = frozenset()  # opened or listed by the project outside every test
 
     def files(self) -> frozenset[str]:
         """Every file some test of the map ran."""
@@ -142,7 +149,45 @@ def to_json(m: TestMap) -> dict[str, Any]:
         "tests": {t: sorted(index[f] for f in fs) for t, fs in sorted(m.tests.items())},
         "imports": {f: sorted(lines) for f, lines in sorted(m.imports.items())},
         **_lines_json(m, index),
+        **_reads_to_json(m),
     }
+
+
+def _reads_to_json(m: TestMap) -> dict[str, Any]:
+    """#40: the files read: each path once, a test's by index, those read outside every test."""
+    if m.reads is None:
+        return {}
+    paths = sorted(frozenset().union(m.read_at_import, *m.reads.values()))
+    index = {p: i for i, p in enumerate(paths)}
+    return {
+        "reads": {
+            "files": paths,
+            "tests": {n: sorted(index[p] for p in rels) for n, rels in sorted(m.reads.items())},
+            "import": sorted(index[p] for p in m.read_at_import),
+        }
+    }
+
+
+def _reads_of(data: Mapping[str, Any], where: str) -> tuple[dict[str, frozenset[str]] | None, frozenset[str]]:
+    """A map's files read (None: it holds none); ResultsError when damaged."""
+    found = data.get("reads")
+    if found is None:
+        return None, frozenset()
+    damaged = ResultsError(f"{where}: a damaged test map (its reads are not files by index)")
+    if not isinstance(found, dict):
+        raise damaged
+    paths, tests, at_import = found.get("files"), found.get("tests"), found.get("import")
+    if not (isinstance(paths, list) and all(isinstance(p, str) for p in paths) and isinstance(tests, dict)):
+        raise damaged
+
+    def files(indices: Any) -> frozenset[str]:
+        if not isinstance(indices, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < len(paths) for i in indices
+        ):
+            raise damaged
+        return frozenset(paths[i] for i in indices)
+
+    return {str(n): files(i) for n, i in tests.items()}, files(at_import)
 
 
 def from_json(data: Any, where: str) -> TestMap:
@@ -165,6 +210,12 @@ def from_json(data: Any, where: str) -> TestMap:
         and isinstance(created, str)
     ):
         raise ResultsError(f"{where}: a damaged test map (files, tests, row, commit or created is missing or wrong)")
+    if commit is not None and not COMMIT_RE.fullmatch(commit):
+        # #40: a map's commit is handed to git: a branch name moves, and "--output=F" is an option
+        raise ResultsError(
+            f"{where}: the test map's commit {commit[:60]!r} is not a full commit id "
+            "(40 or 64 hexadecimal digits); record the map again with a full run (--record-map)"
+        )
     out: dict[str, frozenset[str]] = {}
     for nodeid, indices in tests.items():
         if not isinstance(indices, list) or not all(
@@ -178,6 +229,7 @@ def from_json(data: Any, where: str) -> TestMap:
         for lines in imports.values()
     ):
         raise ResultsError(f"{where}: a damaged test map (imports are not lists of line numbers)")
+    reads, read_at_import = _reads_of(data, where)
     return TestMap(
         row=row,
         commit=commit,
@@ -185,6 +237,8 @@ def from_json(data: Any, where: str) -> TestMap:
         tests=out,
         imports={str(f): frozenset(lines) for f, lines in imports.items()},
         lines=_lines_of(data, files, where) if data["version"] >= 2 else None,
+        reads=reads,
+        read_at_import=read_at_import,
     )
 
 

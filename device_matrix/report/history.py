@@ -22,7 +22,9 @@ crashes without rows, durations or counts), 2 the layout without lanes; both are
 in place to 3, their runs in the lane of no source (""), which the first branch run
 recorded after the migration adopts (a history was kept per branch before). Version 4 adds
 the test maps (#34: per lane, row and commit, the newest ``KEEP_MAPS`` of each lane and
-row), made in place in a history of version 3 or older. A file that is
+row), made in place in a history of version 3 or older; version 5 the selection's backstop
+(#40: each pull request's left-out tests, the misses a base run found, report/misses.py),
+made in place too. A file that is
 not a SQLite database, or a damaged one, is moved aside with a warning and a new history
 is started; a history written by a newer device-matrix is left alone (exit 7). A history
 opened read-only (a pull request reading its base's) is copied into memory: the file is
@@ -67,6 +69,7 @@ from device_matrix.records.outcomes import (
 from device_matrix.records.schema import SourceInfo
 from device_matrix.records.source import base_lane, is_pull_request
 from device_matrix.records.source import lane as lane_of
+from device_matrix.report import misses
 from device_matrix.report.model import (
     Changes,
     CrashHistory,
@@ -82,7 +85,7 @@ from device_matrix.report.model import (
 from device_matrix.report.placement import Observation
 from device_matrix.report.signature import mask
 
-VERSION = 4
+VERSION = 5
 DEFAULT_PATH = Path(STATE_DIR) / "history.sqlite"  # under the project root
 KEEP_RUNS = 50  # per lane
 KEEP_PR_LANES = 30  # pull requests whose runs are kept; older ones are forgotten
@@ -115,7 +118,7 @@ CREATE TABLE IF NOT EXISTS crash_seen (run_id INTEGER NOT NULL, fingerprint TEXT
 CREATE INDEX IF NOT EXISTS crash_seen_run ON crash_seen(run_id);
 CREATE TABLE IF NOT EXISTS test_maps (lane TEXT NOT NULL, row TEXT NOT NULL, commit_id TEXT NOT NULL,
     stored INTEGER NOT NULL, map BLOB NOT NULL, PRIMARY KEY (lane, row, commit_id)) WITHOUT ROWID;
-"""
+{misses.TABLES}"""
 # columns added by version 3 to the tables of version 2 (and of the first layout's runs);
 # selection (#30) to those of version 3 too: a reader that knows it not ignores it
 _ADDED_COLUMNS = {
@@ -392,6 +395,7 @@ class Store:
             )
             run_id = int(cur.lastrowid or 0)
             ids = [r.id for r in self.lane_runs(lane)]
+            failed_before = self._failing_last(lane)
             rows = self._next_series(triage, lane, min(len(ids), keep))
             self.db.execute("DELETE FROM series WHERE lane = ?", (lane,))
             self.db.executemany(
@@ -400,13 +404,47 @@ class Store:
             )
             self._series_cache[lane] = rows
             self._insert_rows_and_crashes(triage, run_id)
+            self._check_selection(triage, source, lane, run_id, failed_before)
             self._store_maps(lane, maps)
             self.db.execute("DELETE FROM runs WHERE lane = ? AND id < ?", (lane, ids[-keep:][0]))
             self._forget_old_pull_requests()
             self.db.execute("DELETE FROM row_runs WHERE run_id NOT IN (SELECT id FROM runs)")
             self.db.execute("DELETE FROM crash_seen WHERE run_id NOT IN (SELECT id FROM runs)")
+            misses.forget(self.db)
         self._recorded = run_id
         return run_id
+
+    def _failing_last(self, lane: str) -> dict[str, set[str]]:
+        """Row -> the tests the lane's newest run failed (before this one is recorded)."""
+        found: dict[str, set[str]] = {}
+        for row, nodeid, outcomes, _, _ in self._series(lane):
+            if outcomes[-1:] in FAIL_CODES:
+                found.setdefault(row, set()).add(nodeid)
+        return found
+
+    def _check_selection(
+        self, triage: Triage, source: SourceInfo | None, lane: str, run_id: int, failed_before: dict[str, set[str]]
+    ) -> None:
+        """#40: a pull request's run keeps what its selection left out; a run of a branch checks
+        the pull requests based on it that ran before it (report/misses.py)."""
+        if source is not None and is_pull_request(source):
+            base = base_lane(source) or ""
+            misses.record_pull_request(self.db, triage, lane=lane, base=base, pr=source["pull_request"], run_id=run_id)
+        elif lane.startswith("branch:"):
+            misses.check_base_run(self.db, triage, base=lane, run_id=run_id, failed_before=failed_before)
+
+    def backstop(self, triage: Triage, window: int = DEFAULT_WINDOW) -> misses.Backstop | None:
+        """#40: what the run :meth:`record` recorded found of the selections before it (a
+        branch's run), with each row's miss rate; None for any other run."""
+        run = self._runs("WHERE id = ?", (self._recorded,)) if self._recorded is not None else []
+        if not run or not run[0].lane.startswith("branch:"):
+            return None
+        return misses.backstop(self.db, triage, base=run[0].lane, run_id=run[0].id, window=window)
+
+    def miss_rate(self, row: str, base: str, window: int = DEFAULT_WINDOW) -> misses.MissRate:
+        """#40: the share of ``base``'s newest ``window`` pull requests checked on ``row`` whose
+        selection missed a failing test."""
+        return misses.miss_rate(self.db, row, base, window)
 
     def _take_over_unlaned(self, lane: str) -> None:
         if lane.startswith(("branch:", "tag:")) and self._last_of(lane) is None and self._last_of(""):
@@ -943,6 +981,7 @@ _OURS: Mapping[str, frozenset[str]] = {
     "outcomes": frozenset({"run_id", "row", "nodeid", "outcome"}),
     "crashes": frozenset({"run_id", "fingerprint", "classification"}),
     "test_maps": frozenset({"lane", "row", "commit_id", "stored", "map"}),
+    **misses.COLUMNS,
 }
 
 

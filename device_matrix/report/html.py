@@ -13,9 +13,10 @@ from importlib import resources
 from urllib.parse import urlsplit
 
 from device_matrix.records.outcomes import BAD_OUTCOMES, BUCKET_OF, BUCKETS
-from device_matrix.report import group_views, view
+from device_matrix.report import group_views, misses, view
 from device_matrix.report.escape import html_text as _e
 from device_matrix.report.group_views import breakable
+from device_matrix.report.misses import Backstop
 from device_matrix.report.model import HistoryView, RowView, TrendPoint, Triage
 from device_matrix.report.skip_meet import counted
 from device_matrix.report.verdict_views import commits_section, html_section
@@ -174,7 +175,7 @@ def _trend_table(points: Sequence[TrendPoint]) -> str:
     )
 
 
-def _card(r: RowView, h: HistoryView | None) -> str:
+def _card(r: RowView, h: HistoryView | None, found: Backstop | None = None) -> str:
     versions = ", ".join(f"{k} {v}" for k, v in r["versions"].items())
     parts = [
         f"<div class='card status-{_e(r['label'].replace(' ', '-'))}' data-row='{_e(r['row'])}'>"
@@ -188,6 +189,11 @@ def _card(r: RowView, h: HistoryView | None) -> str:
         parts.append(f"<br><span class='muted'>{_e(r['reason'])}</span>")
     if (selected := view.selection_line(r)) is not None:
         parts.append(f"<br><span class='selection'>{_e(selected)}</span>")
+    # #40: what the pull requests' selections missed that this full run of the base fails
+    missed, rates = (found["misses"], found["rates"]) if found else ([], [])
+    said = [f"❗ {m['nodeid']}: {misses.missed_words(m)}" for m in missed if m["row"] == r["row"]]
+    said += [misses.rate_words(x) for x in rates if x["row"] == r["row"]]
+    parts += [f"<br><span class='selection'>{_e(line)}</span>" for line in said]
     if safe_href(r["run_url"]):
         parts.append(f"<br>{_link(r['run_url'], 'CI run')}")
     points = h["trends"].get(r["row"], []) if h else []
@@ -486,7 +492,7 @@ def _rows(t: Triage) -> str:
         "<section id='rows'><h2>Rows</h2>"
         "<p class='answers'>Is each row green, and is it getting better or worse.</p><div class='cards'>"
     ]
-    parts += [_card(r, h) for r in t["rows"]]
+    parts += [_card(r, h, t.get("backstop")) for r in t["rows"]]
     parts.append("</div>")
     parts += [f"<p class='error'>⚠ unreadable row {_e(p['row'])}: {_e(p['problem'])}</p>" for p in t["problems"]]
     parts.append("</section>")

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from device_matrix.markup import neutralize
 from device_matrix.records.atomic import storable_text
 from device_matrix.records.outcomes import BAD_BUCKETS, BEFORE_TESTS_STATUSES, BUCKETS
-from device_matrix.report import group_views, view
+from device_matrix.report import group_views, misses, view
 from device_matrix.report.escape import cell as _cell
 from device_matrix.report.escape import code
 from device_matrix.report.model import HistoryView, RowView, Triage
@@ -275,10 +275,24 @@ def _rows(t: Triage) -> list[str]:
     # #34: how much of each row a change's selection ran, and why
     selected = [f"- **{_cell(r['row'])}**: {_cell(s)}" for r in t["rows"] if (s := view.selection_line(r))]
     out += ["", *selected] if selected else []
+    out += _backstop(t)
     for p in t["problems"]:
         out += ["", f"> ⚠️ **{_cell(p['row'])}**: {_cell(p['problem'])}"]
     out.append("")
     return out
+
+
+def _backstop(t: Triage) -> list[str]:
+    """#40: what the pull requests' selections missed that this full run of the base fails,
+    and each row's miss rate."""
+    found = t.get("backstop")
+    if not found:
+        return []
+    lines = [
+        f"- ❗ **{_cell(m['row'])}** {code(m['nodeid'])}: {_cell(misses.missed_words(m))}" for m in found["misses"]
+    ]
+    lines += [f"- **{_cell(r['row'])}**: {_cell(misses.rate_words(r))}" for r in found["rates"]]
+    return ["", *lines] if lines else []
 
 
 def _skips(t: Triage) -> list[str]:

@@ -6,7 +6,7 @@ import datetime as dt
 import heapq
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias, TypedDict
+from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
 
 from device_matrix.diagnostics.environment import facets as environment_facets
 from device_matrix.findings import FAILURE_PREFIX, crash_key, declared_test, is_device_skip, skip_key, test_files
@@ -14,6 +14,7 @@ from device_matrix.records.cause import cause_from_text
 from device_matrix.records.outcomes import CRASHING_OUTCOMES, DESELECTED_OUTCOMES, OUTCOMES, REPORTED_FAILURES
 from device_matrix.records.schema import CrashRecord, RunRecord, SelectionInfo, SkipInfo, SourceInfo, TestRecord
 from device_matrix.records.summary import crash_headline, crash_kind_label, fold
+from device_matrix.report.misses import Backstop
 from device_matrix.report.placement import Placement
 from device_matrix.report.signature import cause_site, innermost_frame
 from device_matrix.skips import DeviceSkip
@@ -270,6 +271,9 @@ class Triage(TypedDict):
     # #32: the issue of each failure group the last sync linked, by the group's key
     # (findings.failure_key); report/groups.py gives each group its own
     failure_issues: dict[str, IssueLink]
+    # #40: of a base branch's full run, what the selections of the pull requests before it
+    # missed, and each row's miss rate (report/misses.py); absent without a history
+    backstop: NotRequired[Backstop | None]
 
 
 def _first_line(text: str | None, limit: int = 300) -> str | None:

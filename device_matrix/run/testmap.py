@@ -25,7 +25,7 @@ from device_matrix.records import testmap
 from device_matrix.records.source import git
 from device_matrix.run.context import Run
 from device_matrix.run.state import now_iso
-from device_matrix.wire import MAP_IMPORTS, MAP_LINES, MAP_PART
+from device_matrix.wire import MAP_IMPORTS, MAP_LINES, MAP_PART, MAP_READS
 
 GIT_TIMEOUT = 30.0  # seconds for git status (a large checkout on a cold disk)
 PROBE_TIMEOUT = 120.0  # seconds for the row's interpreter to import coverage (a cold disk, a busy host)
@@ -69,6 +69,8 @@ def write_map(run: Run) -> testmap.TestMap | None:
     imports: dict[str, set[int]] = {}  # #34: the lines each file ran outside every test
     # #34: nodeid -> path -> the lines it ran; None once a part lacks them (the map goes by files)
     lines: dict[str, dict[str, set[int]]] | None = {}
+    # #40: nodeid -> the non-Python files it opened ("": outside every test); None once a part lacks them
+    reads: dict[str, set[str]] | None = {}
     died = 0
     for own in sorted(folder.glob("cov-*")):
         part = _part(own / MAP_PART)
@@ -80,6 +82,7 @@ def write_map(run: Run) -> testmap.TestMap | None:
         for nodeid, files in part.items():
             tests.setdefault(nodeid, set()).update(f for f in files if isinstance(f, str))
         lines = _add_lines(lines, own / MAP_LINES)
+        reads = _add_reads(reads, _part(own / MAP_READS))
     target = run.setup.folder.path / testmap.FILE_NAME
     if run.resumed and target.is_file():
         try:
@@ -92,6 +95,7 @@ def write_map(run: Run) -> testmap.TestMap | None:
             for rel, seen in earlier.imports.items():
                 imports.setdefault(rel, set()).update(seen)
             lines = _add_earlier(lines, earlier.lines)
+            reads = _add_reads(reads, _reads_json(earlier))
     if died:
         run.setup.note(
             f"the test map leaves out the tests of {died} process(es) that died with none after them "
@@ -102,7 +106,7 @@ def write_map(run: Run) -> testmap.TestMap | None:
         run.setup.note("no test map: no pytest process of the run finished a test")
         return None
     source = run.options.source
-    commit = source["commit"] if source is not None else None
+    commit = _full_id(run, source["commit"] if source is not None else None)
     if commit is not None and _changed_tree(run.setup.cfg.project_root):
         # #34: its coverage is of the changed files, not of the commit's: a selection by it would
         # diff from a commit the map does not stand for
@@ -118,6 +122,8 @@ def write_map(run: Run) -> testmap.TestMap | None:
         tests={nodeid: frozenset(files) for nodeid, files in tests.items()},
         imports={rel: frozenset(numbers) for rel, numbers in imports.items()},
         lines=None if lines is None else {n: {rel: frozenset(ns) for rel, ns in fs.items()} for n, fs in lines.items()},
+        reads=None if reads is None else {n: frozenset(rels) for n, rels in reads.items() if n},
+        read_at_import=frozenset(reads.get("", ())) if reads is not None else frozenset(),
     )
     testmap.write(target, recorded, run.setup.redactor)
     return recorded
@@ -145,6 +151,22 @@ def _add_lines(lines: dict[str, dict[str, set[int]]] | None, path: Path) -> dict
     return lines
 
 
+def _add_reads(reads: dict[str, set[str]] | None, part: dict[str, list[Any]] | None) -> dict[str, set[str]] | None:
+    """``reads`` with a process's files read added; None when either has none (#40: a map
+    that lost a part's reads would run none of that part's readers)."""
+    if reads is None or part is None:
+        return None
+    for nodeid, rels in part.items():
+        reads.setdefault(str(nodeid), set()).update(r for r in rels if isinstance(r, str))
+    return reads
+
+
+def _reads_json(m: testmap.TestMap) -> dict[str, list[Any]] | None:
+    if m.reads is None:
+        return None
+    return {**{n: sorted(r) for n, r in m.reads.items()}, "": sorted(m.read_at_import)}
+
+
 def _add_earlier(
     lines: dict[str, dict[str, set[int]]] | None, earlier: Mapping[str, Mapping[str, frozenset[int]]] | None
 ) -> dict[str, dict[str, set[int]]] | None:
@@ -156,6 +178,29 @@ def _add_earlier(
         for rel, numbers in per_file.items():
             mine.setdefault(rel, set()).update(numbers)
     return lines
+
+
+def _full_id(run: Run, commit: str | None) -> str | None:
+    """The run's commit as a full object id, which a map must name (#40: a selection hands it
+    to git); an abbreviation git can resolve is resolved, any other is told and left out."""
+    if commit is None or testmap.COMMIT_RE.fullmatch(commit):
+        return commit
+    out, _ = git(
+        run.setup.cfg.project_root,
+        "rev-parse",
+        "--verify",
+        "--quiet",
+        "--end-of-options",
+        f"{commit}^{{commit}}",
+        timeout=GIT_TIMEOUT,
+    )
+    if out is not None and testmap.COMMIT_RE.fullmatch(out.strip()):
+        return out.strip()
+    run.setup.note(
+        f"the test map names no commit: {commit[:60]!r} is not a full commit id git can resolve here "
+        "(a selection by it runs every test)",
+    )
+    return None
 
 
 def _changed_tree(root: Path) -> bool:

@@ -118,10 +118,11 @@ def files_of(m: testmap.TestMap, name: str) -> frozenset[str]:
 
 def test_record_map_names_the_project_files_each_test_ran(project: Callable[..., Project]) -> None:
     p = mapped_project(project)
-    result = p.run("run", "--device", "fixture", "--record-map", "--commit", "c0ffee1")
+    commit = "c0ffee1" + "0" * 33  # #40: a map names a full object id
+    result = p.run("run", "--device", "fixture", "--record-map", "--commit", commit)
     assert result.returncode == 0, result.stdout + result.stderr
     m = read_map(p)
-    assert (m.row, m.commit) == ("fixture", "c0ffee1")
+    assert (m.row, m.commit) == ("fixture", commit)
     assert len(m.tests) == 7
     lib = {f for f in m.known() if f.startswith("mapped_lib/")}
     assert lib == {f"mapped_lib/{name}" for name in LIB}

@@ -88,7 +88,7 @@ def test_a_history_of_version_3_is_migrated_in_place_and_keeps_its_runs(tmp_path
     db.commit()
     db.close()
     h = History.open(path)
-    assert h.db.execute("PRAGMA user_version").fetchone()[0] == history_mod.VERSION == 4
+    assert h.db.execute("PRAGMA user_version").fetchone()[0] == history_mod.VERSION == 5
     assert h.lanes() == {"branch:main": 1}
     assert h.latest_map("cpu", "branch:main") is None
     m = _map("b" * 40, frozenset({"pkg/a.py"}))

@@ -90,3 +90,37 @@ def test_a_damaged_map_is_a_results_error_that_says_what(tmp_path: Path, text: s
 def test_a_missing_map_says_how_one_is_recorded(tmp_path: Path) -> None:
     with pytest.raises(ResultsError, match="no test map there"):
         testmap.read(tmp_path / "absent.json")
+
+
+@pytest.mark.parametrize("commit", ["--output=/tmp/x", "main", "HEAD~1", "a" * 39, "A" * 40, "a" * 41, "a" * 40 + "\n"])
+def test_a_map_whose_commit_is_not_a_full_object_id_is_damaged(commit: str) -> None:
+    # #40: a map's commit is handed to git: an option, or a name that moves, is never one
+    data = {**testmap.to_json(_map()), "commit": commit}
+    with pytest.raises(ResultsError, match="is not a full commit id"):
+        testmap.from_json(data, "m.json")
+    for whole in ("b" * 40, "c" * 64, None):
+        assert testmap.from_json({**data, "commit": whole}, "m.json").commit == whole
+
+
+def test_the_files_each_test_opened_read_back_and_a_damaged_list_is_an_error() -> None:
+    # #40: each path once; a test's by index; those read outside every test apart
+    m = TestMap(
+        row="cpu",
+        commit="a" * 40,
+        created="2026-12-01T00:00:00Z",
+        tests={"t.py::a": frozenset({"pkg/a.py"}), "t.py::b": frozenset()},
+        reads={"t.py::a": frozenset({"data/x.csv", "cases/"}), "t.py::b": frozenset()},
+        read_at_import=frozenset({"settings.json"}),
+    )
+    data = testmap.to_json(m)
+    assert data["reads"] == {
+        "files": ["cases/", "data/x.csv", "settings.json"],
+        "tests": {"t.py::a": [0, 1], "t.py::b": []},
+        "import": [2],
+    }
+    back = testmap.from_json(json.loads(json.dumps(data)), "m.json")
+    assert (back.reads, back.read_at_import) == (m.reads, m.read_at_import)
+    assert testmap.from_json({k: v for k, v in data.items() if k != "reads"}, "m.json").reads is None
+    for bad in ([], {"files": ["a"], "tests": {"t.py::a": [1]}, "import": []}, {"files": [1], "tests": {}}):
+        with pytest.raises(ResultsError, match="its reads are not files by index"):
+            testmap.from_json({**data, "reads": bad}, "m.json")

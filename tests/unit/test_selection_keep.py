@@ -1,0 +1,215 @@
+"""#40: what outlives a changed function's call (a cache, a memo, a wide fixture), what runs
+at another module's import, and what a module's import may do to the process: pure rules of
+:mod:`device_matrix.namereads`, each a class of change once recorded deselected."""
+
+from __future__ import annotations
+
+import ast
+
+from device_matrix import namereads
+from device_matrix.records.testmap import TestMap
+
+
+def _body(source: str, name: str) -> tuple[int, int]:
+    (fn,) = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef) and n.name == name]
+    return fn.body[0].lineno, fn.end_lineno or fn.lineno
+
+
+def _lines(source: str, *names: str) -> frozenset[int]:
+    found: set[int] = set()
+    for name in names:
+        first, last = _body(source, name)
+        found.update(range(first, last + 1))
+    return frozenset(found)
+
+
+def _kept(
+    sources: dict[str, str],
+    ran: dict[str, dict[str, tuple[str, ...]]],
+    changed: str,
+    *,
+    path: str = "pkg/lib.py",
+    at_import: dict[str, frozenset[int]] | None = None,
+) -> dict[str, str] | None:
+    """:func:`namereads.keepers` of a change to the function ``changed`` of ``path``;
+    ``ran``: nodeid -> file -> the functions of it the test ran."""
+    lines = {n: {f: _lines(sources[f], *fns) for f, fns in per.items()} for n, per in ran.items()}
+    m = TestMap("cpu", "a" * 40, "2026-12-01T00:00:00+00:00", {n: frozenset(p) for n, p in ran.items()}, {}, lines)
+    m = TestMap(m.row, m.commit, m.created, m.tests, at_import or {}, m.lines)
+    return namereads.keepers(
+        path,
+        [_body(sources[path], changed)],
+        namereads.Parsed(sources),
+        m,
+        is_test=lambda f: f.rsplit("/", 1)[-1].startswith("test_"),
+    )
+
+
+CACHED = (
+    "import functools\n\n\n@functools.lru_cache(maxsize=None)\ndef table():\n    return (1, 2)\n\n\n"
+    "def first():\n    return table()[0]\n\n\ndef plain():\n    return 0\n"
+)
+CACHED_TESTS = (
+    "from pkg.lib import first, plain\n\n\ndef test_a():\n    assert first()\n\n\n"
+    "def test_b():\n    assert first()\n\n\ndef test_c():\n    assert plain() == 0\n"
+)
+RAN: dict[str, dict[str, tuple[str, ...]]] = {
+    "pkg/test_lib.py::test_a": {"pkg/lib.py": ("table", "first"), "pkg/test_lib.py": ("test_a",)},
+    "pkg/test_lib.py::test_b": {"pkg/lib.py": ("first",), "pkg/test_lib.py": ("test_b",)},
+    "pkg/test_lib.py::test_c": {"pkg/lib.py": ("plain",), "pkg/test_lib.py": ("test_c",)},
+}
+
+
+def test_a_cached_function_is_read_by_every_test_that_ran_a_caller() -> None:
+    found = _kept({"pkg/lib.py": CACHED, "pkg/test_lib.py": CACHED_TESTS}, RAN, "table")
+    assert found is not None and set(found) == {"pkg/test_lib.py::test_a", "pkg/test_lib.py::test_b"}
+    assert (
+        found["pkg/test_lib.py::test_b"] == "it ran code that reads what table keeps of a function pkg/lib.py changes"
+    )
+
+
+def test_a_function_nothing_keeps_the_value_of_adds_no_test() -> None:
+    plain = CACHED.replace("@functools.lru_cache(maxsize=None)\n", "")
+    assert _kept({"pkg/lib.py": plain, "pkg/test_lib.py": CACHED_TESTS}, RAN, "table") == {}
+    for passes_on in ("@staticmethod", "@functools.wraps(f)", "@pytest.mark.slow", "@pytest.fixture", "@property"):
+        marked = CACHED.replace("@functools.lru_cache(maxsize=None)", passes_on)
+        assert _kept({"pkg/lib.py": marked, "pkg/test_lib.py": CACHED_TESTS}, RAN, "table") == {}, passes_on
+    scoped = CACHED.replace("@functools.lru_cache(maxsize=None)", "@pytest.fixture(scope='function')")
+    assert _kept({"pkg/lib.py": scoped, "pkg/test_lib.py": CACHED_TESTS}, RAN, "table") == {}
+
+
+def test_a_decorator_that_may_keep_the_value_keeps_it() -> None:
+    for keeps in ("@cache", "@pytest.fixture(scope='module')", "@pytest.fixture('session')", "@register"):
+        marked = CACHED.replace("@functools.lru_cache(maxsize=None)", keeps)
+        found = _kept({"pkg/lib.py": marked, "pkg/test_lib.py": CACHED_TESTS}, RAN, "table")
+        assert found is not None and set(found) == {"pkg/test_lib.py::test_a", "pkg/test_lib.py::test_b"}, keeps
+
+
+MEMO = (
+    "_MEMO = {}\n\n\ndef compute():\n    return 1\n\n\n"
+    "def get():\n    if 'k' not in _MEMO:\n        _MEMO['k'] = compute()\n    return _MEMO['k']\n\n\n"
+    "def peek():\n    return _MEMO.get('k')\n\n\ndef plain():\n    return 0\n"
+)
+MEMO_TESTS = (
+    "from pkg.lib import get, peek, plain\n\n\ndef test_a():\n    assert get()\n\n\n"
+    "def test_b():\n    assert peek()\n\n\ndef test_c():\n    assert plain() == 0\n"
+)
+
+
+def test_a_caller_that_writes_the_value_into_its_module_keeps_it_for_what_reads_it_back() -> None:
+    ran: dict[str, dict[str, tuple[str, ...]]] = {
+        "pkg/test_lib.py::test_a": {"pkg/lib.py": ("compute", "get"), "pkg/test_lib.py": ("test_a",)},
+        "pkg/test_lib.py::test_b": {"pkg/lib.py": ("peek",), "pkg/test_lib.py": ("test_b",)},
+        "pkg/test_lib.py::test_c": {"pkg/lib.py": ("plain",), "pkg/test_lib.py": ("test_c",)},
+    }
+    found = _kept({"pkg/lib.py": MEMO, "pkg/test_lib.py": MEMO_TESTS}, ran, "compute")
+    assert found is not None and set(found) == {"pkg/test_lib.py::test_a", "pkg/test_lib.py::test_b"}
+
+
+WIDE = "import pytest\nfrom pkg import lib\n\n\n@pytest.fixture(scope='session')\ndef db():\n    return lib.build()\n"
+WIDE_TESTS = "def test_a(db):\n    assert db\n\n\ndef test_b(db):\n    assert db\n\n\ndef test_c():\n    assert True\n"
+
+
+def test_a_wide_fixture_built_by_a_changed_function_is_every_requesting_test_s() -> None:
+    sources = {"pkg/lib.py": "def build():\n    return [1]\n", "pkg/conftest.py": WIDE, "pkg/test_x.py": WIDE_TESTS}
+    ran: dict[str, dict[str, tuple[str, ...]]] = {
+        "pkg/test_x.py::test_a": {"pkg/lib.py": ("build",), "pkg/conftest.py": ("db",), "pkg/test_x.py": ("test_a",)},
+        "pkg/test_x.py::test_b": {"pkg/test_x.py": ("test_b",)},
+        "pkg/test_x.py::test_c": {"pkg/test_x.py": ("test_c",)},
+    }
+    found = _kept(sources, ran, "build")
+    assert found is not None and set(found) == {"pkg/test_x.py::test_a", "pkg/test_x.py::test_b"}
+
+
+def test_what_keeps_a_value_cannot_be_told_when_a_caller_ran_at_import_or_the_map_has_no_lines() -> None:
+    sources = {"pkg/lib.py": CACHED, "pkg/test_lib.py": CACHED_TESTS}
+    first = _lines(CACHED, "first")
+    assert _kept(sources, RAN, "table", at_import={"pkg/lib.py": first}) is None
+    m = TestMap("cpu", "a" * 40, "2026-12-01T00:00:00+00:00", {}, {}, None)
+    assert namereads.keepers("pkg/lib.py", [(6, 6)], namereads.Parsed(sources), m, is_test=bool) is None
+    plain = {"pkg/lib.py": "def table():\n    return 1\n", "pkg/test_lib.py": CACHED_TESTS}
+    assert namereads.keepers("pkg/lib.py", [(2, 2)], namereads.Parsed(plain), m, is_test=bool) == {}
+
+
+def test_a_changed_body_that_ran_at_import_is_every_importer_s() -> None:
+    # a parametrize list, a decorator, TABLE = make(): the body ran at another module's import
+    old = "def cases():\n    return [1, 2]\n"
+    new = "def cases():\n    return [1, 20]\n"
+    sources = {"pkg/lib.py": old, "pkg/test_p.py": "from pkg import lib\n\n\ndef test_p():\n    pass\n"}
+    m = TestMap("cpu", "a" * 40, "2026-12-01T00:00:00+00:00", {"pkg/test_p.py::test_p": frozenset()}, {}, {})
+    read = {"is_test": lambda f: "test_" in f, "internal": lambda n: n.startswith("pkg")}
+    assert namereads.readers("pkg/lib.py", old, new, sources, m, **read) == {}  # type: ignore[arg-type]
+    ran = TestMap(m.row, m.commit, m.created, m.tests, {"pkg/lib.py": frozenset({1, 2})}, {})
+    assert namereads.readers("pkg/lib.py", old, new, sources, ran, **read) is None  # type: ignore[arg-type]
+    at_def = TestMap(m.row, m.commit, m.created, m.tests, {"pkg/lib.py": frozenset({1})}, {})
+    assert namereads.readers("pkg/lib.py", old, new, sources, at_def, **read) == {}  # type: ignore[arg-type]
+
+
+def _internal(name: str) -> bool:
+    return name.split(".", 1)[0] == "pkg"
+
+
+def test_a_call_at_import_through_a_module_from_outside_may_write_the_process_s_state() -> None:
+    base = (
+        "import logging\nimport os\nimport sys\nimport warnings\nimport random\nfrom os import putenv\n"
+        "LOG = logging.getLogger(__name__)\nX = 1\n"
+    )
+    for write in (
+        "os.environ.setdefault('A', '1')",
+        "os.environ.update(A='1')",
+        "putenv('A', '1')",
+        "sys.path.insert(0, 'x')",
+        "warnings.filterwarnings('ignore')",
+        "random.seed(0)",
+        "Y = random.random()",
+        "class C:\n    os.environ.pop('A')",
+        "LOG.setLevel(10)",
+    ):
+        said = namereads.process_write(base, base + write + "\n", _internal)
+        assert said == write.splitlines()[-1].strip() or said == write.splitlines()[0], write
+        assert namereads.process_write(base + write + "\n", base, _internal) is not None  # removed: every test saw it
+
+
+def test_a_read_a_pure_call_a_project_call_or_a_body_is_no_write_of_the_process() -> None:
+    base = "import os\nimport functools\nfrom pkg import helpers\nX = 1\n"
+    for same in (
+        "V = os.environ.get('A')",
+        "P = os.path.join('a', 'b')",
+        "T = tuple([1])",
+        "@functools.lru_cache(maxsize=None)\ndef f():\n    return 1",
+        "def g():\n    os.environ.setdefault('A', '1')",
+        "H = helpers.build()",
+    ):
+        assert namereads.process_write(base, base + same + "\n", _internal) is None, same
+    # unchanged at import: a def whose body alone changed, a statement that was there before
+    was = base + "os.environ.setdefault('A', '1')\ndef f():\n    return 1\n"
+    assert namereads.process_write(was, was.replace("return 1", "return 2"), _internal) is None
+    assert namereads.process_write("X = (\n", "os.environ.setdefault('A', '1')\n", _internal) is None
+    assert namereads.process_write(None, "import os\nos.environ.setdefault('A', '1')\n", _internal) is not None
+    # a file deleted: what its import wrote every test saw
+    assert namereads.process_write("import os\nos.environ.setdefault('A', '1')\n", None, _internal) is not None
+    # a dotted import binds its first name: what is reached through it is from outside
+    dotted = "import xml.etree.ElementTree\n"
+    said = namereads.process_write(dotted, dotted + "xml.etree.ElementTree.register_namespace('a', 'b')\n", _internal)
+    assert said == "xml.etree.ElementTree.register_namespace('a', 'b')"
+
+
+def test_a_test_that_reads_a_changed_function_s_code_without_calling_it_runs() -> None:
+    lib = "def f():\n    return 1\n\n\ndef g():\n    return 0\n"
+    tests = (
+        "import inspect\nfrom pkg.lib import f, g\n\n\ndef test_code():\n    assert 1 in f.__code__.co_consts\n\n\n"
+        "def test_source():\n    assert 'return 1' in inspect.getsource(f)\n\n\n"
+        "def test_g():\n    assert g() == 0\n"
+    )
+    ran: dict[str, dict[str, tuple[str, ...]]] = {
+        "pkg/test_lib.py::test_code": {"pkg/test_lib.py": ("test_code",)},
+        "pkg/test_lib.py::test_source": {"pkg/test_lib.py": ("test_source",)},
+        "pkg/test_lib.py::test_g": {"pkg/lib.py": ("g",), "pkg/test_lib.py": ("test_g",)},
+    }
+    found = _kept({"pkg/lib.py": lib, "pkg/test_lib.py": tests}, ran, "f")
+    assert found == {
+        "pkg/test_lib.py::test_code": "it reads the code of a function pkg/lib.py changes",
+        "pkg/test_lib.py::test_source": "it reads the code of a function pkg/lib.py changes",
+    }
+    # one that reads code but names no changed function sees nothing of it
+    assert _kept({"pkg/lib.py": lib, "pkg/test_lib.py": tests}, ran, "g") == {}
