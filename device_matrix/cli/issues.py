@@ -173,21 +173,38 @@ def cmd_issues_disable(args: argparse.Namespace, out: Output) -> int:
     """#33: file ``DISABLED TEST`` with its devices: the next run of those rows skips it."""
     import datetime as dt
 
-    from device_matrix.issues.disables import open_disable_issues
-    from device_matrix.skips.tracker import Unreadable, body_for, parse, title_for
+    from device_matrix.issues.disables import known_devices, open_disable_issues
+    from device_matrix.skips.tracker import Disable, body_for, parse, title_for
 
+    today = dt.date.today()
     title, body = title_for(args.test), body_for(args.device or [], args.reason or "")
-    parsed = parse("new", title, body, dt.date.today())
-    if isinstance(parsed, Unreadable):
-        raise UsageProblem(f"cannot disable {args.test!r}: {parsed.problem}", tip="Name a test as its nodeid reads.")
-    _, tracker = _disable_tracker(args, out)
-    kept = open_disable_issues(tracker, title)
-    if kept:
-        out.line(f"{kept[0].key} already disables {args.test}; nothing filed")
+    parsed = parse("new", title, body, today)
+    if not isinstance(parsed, Disable):
+        problem = parsed.problem if parsed is not None else "not a test's nodeid"
+        raise UsageProblem(f"cannot disable {args.test!r}: {problem}", tip="Name a test as its nodeid reads.")
+    cfg, tracker = _disable_tracker(args, out)
+    known = known_devices(cfg)
+    unknown = [d for d in parsed.devices if d != "*" and d not in known]
+    if unknown:  # it would apply nowhere, as `run --device` of no row is refused
+        raise ConfigError(
+            f"--device {', '.join(unknown)}: no row of this project nor its device has that name",
+            tip=f"Name one or more of: {', '.join(known)} (or leave --device out for every row).",
+        )
+    # an open disable of the test covers these devices only where its own devices line says so
+    # (a disable on tpu is none on cpu)
+    on: dict[str, tuple[str, ...]] = {}
+    for kept in open_disable_issues(tracker, title):
+        read = parse(kept.key, kept.title, kept.body, today)
+        on[kept.key] = read.devices if isinstance(read, Disable) else ()
+    covered = {d for devices in on.values() for d in devices}
+    if on and ("*" in covered or set(parsed.devices) <= covered):
+        out.line(f"{', '.join(on)} already disables {args.test}; nothing filed")
         return EXIT_OK
     issue = tracker.create(title, body, [])
     where = ", ".join(args.device) if args.device else "every row"
     out.line(f"{issue.key}: {title} (on {where}); the next run of those rows skips it")
+    for key, devices in on.items():
+        out.line(one_line(f"  {key} disables it on {', '.join(devices) or 'no device it can read'} too"))
     return EXIT_OK
 
 

@@ -456,10 +456,15 @@ def settle(
     return settled
 
 
+def known_devices(cfg: Config) -> list[str]:
+    """The names a disable's devices may use: the project's rows and their devices."""
+    return sorted(set().union(*(device_names(r.name, r.pjrt_device) for r in cfg.rows.values())))
+
+
 def rowless(cfg: Config, found: Sequence[Disable]) -> list[UnmatchedDisable]:
     """#42: the disables whose devices name no row of the project nor a row's device
     (``devices: cdua``): read, and applied nowhere."""
-    known = sorted(set().union(*(device_names(r.name, r.pjrt_device) for r in cfg.rows.values())))
+    known = known_devices(cfg)
     return [
         UnmatchedDisable(
             issue=d.issue,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from device_matrix.cli import main
-from device_matrix.errors import EXIT_OK, EXIT_TRACKER, EXIT_USAGE
+from device_matrix.errors import EXIT_CONFIG, EXIT_OK, EXIT_TRACKER, EXIT_USAGE
 from device_matrix.issues.ledger import Ledger
 
 SEED = """\
@@ -87,3 +87,40 @@ def test_an_unreadable_ledger_is_exit_6_with_a_tip(tmp_path: Path, capsys: pytes
     assert main(["--project", str(root), "issues", "list"]) == EXIT_TRACKER
     err = capsys.readouterr().err
     assert "the issue ledger cannot be read" in err and "TIP" in err
+
+
+def test_a_disable_on_another_device_is_filed_not_called_already_there(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a new user's trial: with `DISABLED t` open on tpu, `issues disable t --device cpu` said
+    # "ledger:2 already disables t; nothing filed" and the cpu row still ran the test
+    root = _project(tmp_path, filed=False)
+    test = "tests/test_other.py::test_plain"
+
+    def disable(*devices: str) -> str:
+        flags = [w for d in devices for w in ("--device", d)]
+        assert main(["--project", str(root), "issues", "disable", test, *flags, "--reason", "R"]) == EXIT_OK
+        return capsys.readouterr().out
+
+    assert "(on tpu)" in disable("tpu")
+    said = disable("cpu")
+    assert "already" not in said and "(on cpu)" in said and "ledger:2 disables it on tpu" in said
+    assert "already disables" in disable("cpu")  # now it is there: nothing filed twice
+    assert "already disables" in disable("tpu", "cpu")
+    ledger = Ledger(root / ".device-matrix" / "ledger.sqlite", root / "device-matrix-issues.toml")
+    bodies = sorted(i.body.splitlines()[0] for i in ledger.list_issues() if i.title == f"DISABLED {test}")
+    ledger.close()
+    assert bodies == ["devices: cpu", "devices: tpu"]
+
+
+def test_a_disable_on_a_device_no_row_has_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # `issues disable t --device bogus` filed `(on bogus)`, applied nowhere; `run --device bogus` is exit 3
+    root = _project(tmp_path, filed=False)
+    code = main(["--project", str(root), "issues", "disable", "tests/t.py::test_x", "--device", "bogus"])
+    err = capsys.readouterr().err
+    assert code == EXIT_CONFIG and "bogus" in err and "cpu" in err  # the names it could be
+    assert not (root / ".device-matrix" / "ledger.sqlite").exists() or not [
+        i
+        for i in Ledger(root / ".device-matrix" / "ledger.sqlite", root / "device-matrix-issues.toml").list_issues()
+        if i.title.startswith("DISABLED")
+    ]
