@@ -128,9 +128,12 @@ class Project:
     head: str
 
 
-def copy_project(source: Path | None, dest: Path, repository: str, changes: Mapping[str, str] = {}) -> Project:
+def copy_project(
+    source: Path | None, dest: Path, repository: str, changes: Mapping[str, str] = {}, head: Mapping[str, str] = {}
+) -> Project:
     """The files git would commit in ``source`` (tracked and untracked, not ignored; none
-    without one), with ``changes`` (path -> new text), committed as base; head is one commit on top."""
+    without one), with ``changes`` (path -> new text), committed as base; the head commit on
+    top writes ``head`` (path -> text)."""
     listed = _git(source, "ls-files", "-z", "--cached", "--others", "--exclude-standard") if source else ""
     for rel in filter(None, listed.split("\0")):
         src = Path(str(source)) / rel
@@ -145,6 +148,10 @@ def copy_project(source: Path | None, dest: Path, repository: str, changes: Mapp
     _git(dest, "add", "-A")
     _git(dest, "commit", "-q", "-m", "base")
     base = _git(dest, "rev-parse", "HEAD")
+    for rel, text in head.items():
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        (dest / rel).write_text(text)
+    _git(dest, "add", "-A")
     _git(dest, "commit", "-q", "--allow-empty", "-m", "head")
     return Project(dest, repository, base, _git(dest, "rev-parse", "HEAD"))
 
@@ -161,7 +168,7 @@ def export_commits(project: Project, store: Path) -> None:
     (repos / "refs.json").write_text(json.dumps(refs))
 
 
-def event(name: str, project: Project, *, number: int = 7) -> dict[str, Any]:
+def event(name: str, project: Project, *, number: int) -> dict[str, Any]:
     """The payload GitHub sends for a push to main or a pull request from a branch into main."""
     owner, repo = project.repository.split("/")
     repository = {
@@ -183,12 +190,15 @@ def event(name: str, project: Project, *, number: int = 7) -> dict[str, Any]:
     return {"action": "synchronize", "number": number, "pull_request": pull, "repository": repository}
 
 
-def standins(workflows: Sequence[Path]) -> list[str]:
+def standins(workflows: Sequence[Path], called: Sequence[str] = ()) -> list[str]:
     """``--local-repository`` for every action the workflows use: its stand-in, or an error
-    that names an action with none (it could not be fetched offline)."""
+    that names an action with none (it could not be fetched offline); ``called``: the
+    repositories of the reusable workflows they call, given their own folders."""
     pairs: set[str] = set()
     for wf in workflows:
         for repo, _sub, ref in USES.findall(wf.read_text()):
+            if repo in called:
+                continue
             if repo not in STANDIN_FOR:
                 raise Unavailable(f"{wf.name} uses {repo}, which has no offline stand-in in {STANDINS}")
             pairs.add(f"{repo}@{ref}={STANDINS / STANDIN_FOR[repo]}")
@@ -240,12 +250,14 @@ class Runner:
         *,
         run_id: int,
         called: Mapping[str, Project] = {},
+        number: int = 1,
         timeout: float = 1800,
     ) -> Run:
         """One run of ``workflow`` (a path in the project) for ``event_name``, as run ``run_id``;
-        ``called``: the repositories of reusable workflows it calls (``OWNER/NAME@REF``)."""
+        ``called``: the repositories of reusable workflows it calls (``OWNER/NAME@REF``);
+        ``number``: the pull request's."""
         event_file = self.work / f"event-{run_id}.json"
-        event_file.write_text(json.dumps(event(event_name, project)))
+        event_file.write_text(json.dumps(event(event_name, project, number=number)))
         log = self.work / f"act-{run_id}.jsonl"
         workflows = [wf for p in (project, *called.values()) for wf in (p.root / ".github" / "workflows").glob("*.yml")]
         repositories = [arg for ref, p in called.items() for arg in ("--local-repository", f"{ref}={p.root}")]
@@ -259,7 +271,7 @@ class Runner:
             *("--action-cache-path", str(self.work / "act-cache")),
             *("-s", f"GITHUB_TOKEN={TOKEN}", "--env", f"GITHUB_RUN_ID={run_id}"),
             *("--json", "--verbose"),
-            *standins(workflows),
+            *standins(workflows, [ref.partition("@")[0] for ref in called]),
             *repositories,
         ]
         env = {**os.environ, "DOCKER_HOST": self.docker_host}
