@@ -1,3 +1,3 @@
 """device-matrix: run XLA training test suites across a matrix of devices."""
 
-__version__ = "0.6.0"
+__version__ = "0.7.0"
