@@ -28,10 +28,15 @@ def spread_requested(args: argparse.Namespace) -> bool:
 
 
 def run_whole(cfg: Config, plan: RowPlan, options: RunOptions, out: Output) -> RunRecord:
-    """The row in one piece, its gangs too."""
-    from device_matrix.spread.driver import run_whole as whole
+    """The row in one piece: straight to the runner (device_matrix.run.whole), or through the
+    spread's driver when it has gangs to run or fold (#41: spread/ only to spread)."""
+    from device_matrix.run import whole
 
-    return whole(cfg, plan, options, out)
+    if not whole.has_gangs(cfg, plan):
+        return whole.run_whole(cfg, plan, options, out)
+    from device_matrix.spread import driver
+
+    return driver.run_whole(cfg, plan, options, out)
 
 
 def check_spread_args(args: argparse.Namespace) -> None:
