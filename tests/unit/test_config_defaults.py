@@ -231,10 +231,16 @@ def test_docs_configuration_names_every_key_of_defaults_toml_and_no_other() -> N
     # #41: read from the file itself, not from the loader's declarations
     data = packaged()
     keys = {k for k, v in data.items() if not isinstance(v, dict)}
-    keys |= {f"tracker.{k}" for k in data["tracker"]}  # type: ignore[union-attr]
-    names = {"row": "devices.ROW.", "script": "devices.ROW.scripts[].", "gang": "devices.ROW.gangs[]."}
+    names = {
+        "tracker": "tracker.",
+        "row": "devices.ROW.",
+        "script": "devices.ROW.scripts[].",
+        "gang": "devices.ROW.gangs[].",
+    }
     for table, prefix in names.items():
-        keys |= {prefix + k for k in data[table]}  # type: ignore[union-attr]
+        holder = data[table]
+        assert isinstance(holder, dict)
+        keys |= {prefix + k for k in holder}
     documented = {m.group(1) for line in DOC.read_text().splitlines() if (m := DOC_ROW.match(line))}
     without = set(config.WITHOUT_DEFAULT)  # documented as required or none: no default to hold
     assert documented - without == keys
