@@ -227,6 +227,7 @@ class Config:
     container_engine: EngineChoice
     crash_reruns: int
     max_restarts: int
+    reenable_times: int  # #33: the re-enable check's runs of each disabled test
     # starting pytest, importing one module, exiting: never less than this (a busy host)
     phase_timeout_min: float
     disable_list: Path
@@ -651,6 +652,7 @@ _TOP_KEYS: dict[str, tuple[Check, str]] = {
     "container_engine": (_one_of(ENGINE_CHOICES), " | ".join(ENGINE_CHOICES)),
     "crash_reruns": (_is_count, "a whole number from 0 to 10000"),
     "max_restarts": (_is_count, "a whole number from 0 to 10000"),
+    "reenable_times": (_is_positive_int, "a whole number from 1 to 10000"),
     "phase_timeout_min": (_is_seconds, "a finite number of seconds > 0"),
     "disable_list": (_is_path, "a non-empty path (string)"),
     "select_map_max_age_days": (lambda v: _is_finite(v) and v > 0, "a number of days > 0"),
@@ -894,6 +896,7 @@ def load(
     container_engine: str | None = None,
     crash_reruns: int | None = None,
     max_restarts: int | None = None,
+    reenable_times: int | None = None,
     test_timeout: float | None = None,
     run_timeout: float | None = None,
     record_map: bool | None = None,
@@ -924,6 +927,7 @@ def load(
         "container_engine": container_engine,
         "crash_reruns": crash_reruns,
         "max_restarts": max_restarts,
+        "reenable_times": reenable_times,
         "test_timeout": test_timeout,
         "run_timeout": run_timeout,
         "record_map": record_map,

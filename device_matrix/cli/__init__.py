@@ -206,7 +206,7 @@ def _add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument(
         "--times",
         type=whole_number(1),
-        help="runs of each disabled test with --rerun-disabled (default 45: a 5%% flake shows with 90%% confidence)",
+        help="runs of each disabled test with --rerun-disabled (default: the configuration's reenable_times)",
     )
     from device_matrix.cli.select import add_select_options
     from device_matrix.cli.shards import add_run_options

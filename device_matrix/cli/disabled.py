@@ -29,9 +29,10 @@ from device_matrix.records.schema import RunRecord, TestRecord
 from device_matrix.run.context import RunOptions
 from device_matrix.run.plan import RowPlan
 
-# docs/verdicts.md: a flake at 5% fails at least once within 45 runs with 90% confidence
-# (1 - 0.95**45 = 0.90): 45 passes in a row say a test is not a 5% flake, 9 times in 10.
-DEFAULT_TIMES = 45
+# docs/verdicts.md: a flake at 5% fails at least once within n runs with this confidence;
+# the default n, defaults.toml's reenable_times (45), gives 1 - 0.95**45 = 0.90: 45 passes in a
+# row say a test is not a 5% flake, 9 times in 10.
+FLAKE_RATE = 0.05
 EVIDENCE_FILE = "disabled-reruns.json"
 
 
@@ -72,7 +73,7 @@ def cmd_rerun_disabled(
         cfg,
         rows,
         options,
-        times=args.times,
+        explain=args.times is None,
         out=out,
         plan_row=lambda c, name: plan_row(c, c.row(name), force=force),
         run_whole=run_whole,
@@ -84,14 +85,18 @@ def rerun_disabled(
     rows: Sequence[str],
     options: RunOptions,
     *,
-    times: int | None,
+    explain: bool,
     out: Output,
     plan_row: Callable[[Config, str], RowPlan],
     run_whole: Callable[[Config, RowPlan, RunOptions, Output], RunRecord],
 ) -> int:
-    n = times or DEFAULT_TIMES
-    if times is None:
-        out.line(f"rerunning each disabled test {n} times: a 5% flake fails within {n} runs with 90% confidence")
+    n = cfg.reenable_times  # --times N, else the configuration's reenable_times
+    if explain:
+        sure = 1 - (1 - FLAKE_RATE) ** n
+        out.line(
+            f"rerunning each disabled test {n} times: a {FLAKE_RATE:.0%} flake fails within {n} runs"
+            f" with {sure:.0%} confidence"
+        )
     tracked = disables.tracker_config(cfg, os.environ)  # the workflow's tracker input, as the row jobs read it
     read = disables.read_disables(
         lambda: disables.open_tracker(tracked, tracked.results_dir),

@@ -5,8 +5,11 @@ that changes how a test runs or what the record says is forwarded to them (``how
 switch, a value, each value of a repeated option, or pytest's own arguments after
 ``--``), and so is in the command an interrupted run prints to continue it. An option
 that is not forwarded says why. An option that overrides a configuration key for one run
-names the key (``config``), and the configuration is loaded from these. A new option of
-``run`` without its declaration here fails tests/unit/test_architecture.py.
+names the key (``config``), and the configuration is loaded from these. An option that
+says how the row is spread (``spread``) is repeated by the spread's record and, with the
+results folder (``again``), by the command that continues an interrupted run: every command
+line a run writes for another is made here. A new option of ``run`` without its
+declaration here fails tests/unit/test_run_options.py.
 """
 
 from __future__ import annotations
@@ -24,6 +27,11 @@ class RunOption:
     how: How | None  # how a shard's own run gets it; None: it is not forwarded (``why``)
     why: str = ""
     config: str | None = None  # the configuration key it overrides for one run
+    # not forwarded, but said again by the command that continues the run (``resume``) and,
+    # for an option that says how the row is spread, by the spread's record too (``spread``)
+    again: Literal["resume", "spread"] | None = None
+    shape: How = "value"  # how ``again`` writes it
+    default: str | None = None  # argparse's own default: a value equal to it goes without saying
 
     @property
     def flag(self) -> str:
@@ -54,11 +62,17 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
     RunOption("test", "each"),
     RunOption("pytest_args", "pytest"),
     RunOption("device", None, "a shard's command names its one row itself"),
-    RunOption("results", None, "the spread gives each shard the results folder (--results)", config="results_dir"),
+    RunOption(
+        "results",
+        None,
+        "the spread gives each shard the results folder (--results)",
+        config="results_dir",
+        again="resume",
+    ),
     RunOption("require_device", None, "the exit code of the run that was typed, for an unavailable row"),
     RunOption("resume", None, "the spread gives --resume to a shard whose part was cut off"),
     RunOption("rerun_disabled", None, "a run of its own (the disabled tests, --times each), never spread"),
-    RunOption("times", None, "with --rerun-disabled only"),
+    RunOption("times", None, "with --rerun-disabled only", config="reenable_times"),
     RunOption("select", None, "refused with a spread (check_select_args): a spread row runs every test"),
     RunOption("map", None, "with --select only"),
     RunOption(
@@ -67,33 +81,56 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "not given: a shard records the map where the configuration's record_map says so",
         config="record_map",
     ),
-    RunOption("shard", None, _SPREAD),
-    RunOption("shards", None, _SPREAD),
-    RunOption("parallel", None, _SPREAD),
-    RunOption("slot", None, _SPREAD),
+    RunOption("shard", None, _SPREAD, again="spread"),
+    RunOption("shards", None, _SPREAD, again="spread"),
+    RunOption("parallel", None, _SPREAD, again="spread", shape="switch"),
+    RunOption("slot", None, _SPREAD, again="spread"),
     RunOption("durations", None, "the driver splits the row by these; a shard is given its part (--shard-plan)"),
-    RunOption("executor", None, _SPREAD),
-    RunOption("address", None, _SPREAD),
+    RunOption("executor", None, _SPREAD, again="spread", default="local"),
+    RunOption("address", None, _SPREAD, again="spread"),
     RunOption("shard_plan", None, "the driver's own split, written for its shards"),
 )
 
 
+def _argv(option: RunOption, how: How, value: Any) -> list[str]:
+    """``option`` as a command line writes it (nothing when it was not given)."""
+    if how == "switch":
+        return [option.flag] if value else []
+    if how == "value":
+        return [option.flag, str(value)] if value is not None and value != option.default else []
+    if how == "each":
+        return [part for each in value or () for part in (option.flag, each)]
+    return ["--", *value] if value else []
+
+
 def forwarded_options(args: argparse.Namespace) -> list[str]:
     """The options of this ``run`` that each shard's own ``run`` takes too (pytest's last)."""
-    argv: list[str] = []
-    rest: list[str] = []
-    for option in RUN_OPTIONS:
-        value = getattr(args, option.dest)
-        if option.how == "switch" and value:
-            argv.append(option.flag)
-        elif option.how == "value" and value is not None:
-            argv += [option.flag, str(value)]
-        elif option.how == "each":
-            for each in value or ():
-                argv += [option.flag, each]
-        elif option.how == "pytest" and value:
-            rest = ["--", *value]
-    return argv + rest
+    given = [(o, o.how, getattr(args, o.dest)) for o in RUN_OPTIONS if o.how is not None]
+    argv = [part for o, how, value in given if how != "pytest" for part in _argv(o, how, value)]
+    return argv + [part for o, how, value in given if how == "pytest" for part in _argv(o, how, value)]
+
+
+def row_command(row: str) -> list[str]:
+    return ["device-matrix", "run", "--device", row]
+
+
+def spread_argv(args: argparse.Namespace, *, shards: int | None = None) -> list[str]:
+    """How this ``run`` asked for its row to be spread (``shards``: the count it came to)."""
+    given = {"shards": shards} if shards is not None else {}
+    return [
+        part
+        for o in RUN_OPTIONS
+        if o.again == "spread"
+        for part in _argv(o, o.shape, given.get(o.dest, getattr(args, o.dest)))
+    ]
+
+
+def resume_argv(args: argparse.Namespace, row: str) -> list[str]:
+    """The command that continues this ``run`` of ``row``, as it was asked for (#23)."""
+    again = [part for o in RUN_OPTIONS if o.again == "resume" for part in _argv(o, o.shape, getattr(args, o.dest))]
+    forwarded = forwarded_options(args)
+    at = forwarded.index("--") if "--" in forwarded else len(forwarded)
+    return [*row_command(row), *spread_argv(args), *again, *forwarded[:at], "--resume", *forwarded[at:]]
 
 
 def config_overrides(args: argparse.Namespace) -> dict[str, Any]:

@@ -44,7 +44,6 @@ from device_matrix.selection import (
     touched_lines,
 )
 
-GIT_TIMEOUT_S = 60
 # changed Python files read for what their change is (the rest run every test): a change of
 # more is a big one, and runs every test
 MAX_FOLLOWED = 200
@@ -133,24 +132,20 @@ def find_map(cfg: Config, row: str, source: SourceInfo | None, store: History | 
     return max(found, key=lambda m: m.created, default=None)
 
 
-def _git(root: Path, *args: str) -> tuple[str | None, str]:
-    return git(root, *args, timeout=GIT_TIMEOUT_S)
-
-
 def changed_files(root: Path, since: Sequence[str]) -> tuple[list[str] | None, str]:
     """The project's files changed from each commit of ``since`` to the working tree
     (untracked ones too), relative to ``root``; None and why when git cannot tell."""
     found: set[str] = set()
-    inside, why = _git(root, "rev-parse", "--is-inside-work-tree")
+    inside, why = git(root, "rev-parse", "--is-inside-work-tree")
     if inside is None:
         return None, f"not a git checkout: {why}"
     for commit in since:
         # -z: each name as it is (a name outside ASCII is not quoted)
-        out, why = _git(root, "diff", "--name-only", "-z", "--no-renames", "--relative", commit, "--")
+        out, why = git(root, "diff", "--name-only", "-z", "--no-renames", "--relative", commit, "--")
         if out is None:
             return None, f"git cannot diff from {commit[:12]}: {why}"
         found.update(name for name in out.split("\0") if name)
-    out, why = _git(root, "ls-files", "-z", "--others", "--exclude-standard")
+    out, why = git(root, "ls-files", "-z", "--others", "--exclude-standard")
     if out is None:
         return None, f"git cannot list the untracked files: {why}"
     found.update(name for name in out.split("\0") if name)
@@ -158,7 +153,7 @@ def changed_files(root: Path, since: Sequence[str]) -> tuple[list[str] | None, s
 
 
 def merge_base(root: Path, ref: str) -> tuple[str | None, str]:
-    out, why = _git(root, "merge-base", ref, "HEAD")
+    out, why = git(root, "merge-base", ref, "HEAD")
     if out is None:
         return None, f"no merge base with {ref}: {why}"
     return out.strip(), ""
@@ -435,7 +430,7 @@ def _parsed_at(root: Path, commit: str, changed: Sequence[str]) -> namereads.Par
 def _sources_at(root: Path, commit: str, changed: Sequence[str]) -> dict[str, str] | None:
     """Every Python file of the project as it was at ``commit``: the files unchanged since
     read from the checkout, the changed ones from git; None when git cannot list them."""
-    out, _ = _git(root, "ls-tree", "-r", "-z", "--name-only", commit)
+    out, _ = git(root, "ls-tree", "-r", "-z", "--name-only", commit)
     if out is None:
         return None
     paths = [p for p in out.split("\0") if p.endswith(".py")]
@@ -445,7 +440,7 @@ def _sources_at(root: Path, commit: str, changed: Sequence[str]) -> dict[str, st
     sources: dict[str, str] = {}
     for path in paths:
         if path in moved:
-            text, _ = _git(root, "show", f"{commit}:./{path}")
+            text, _ = git(root, "show", f"{commit}:./{path}")
         else:
             try:
                 text = (root / path).read_text("utf-8")
@@ -460,8 +455,8 @@ def _sources_at(root: Path, commit: str, changed: Sequence[str]) -> dict[str, st
 def _versions(root: Path, commit: str, path: str) -> tuple[str | None, str | None]:
     """A changed file at ``commit`` and now: ``""`` where it was not there or is gone, None
     where git or the checkout cannot give it."""
-    listed, _ = _git(root, "ls-tree", "--name-only", commit, "--", path)
-    old, _ = _git(root, "show", f"{commit}:./{path}") if listed else ("", "")
+    listed, _ = git(root, "ls-tree", "--name-only", commit, "--", path)
+    old, _ = git(root, "show", f"{commit}:./{path}") if listed else ("", "")
     try:
         return old, (root / path).read_text("utf-8")
     except FileNotFoundError:
@@ -487,7 +482,7 @@ def import_graph(root: Path, changed: Sequence[str]) -> importgraph.Graph | None
     """The import graph of the project's Python files as they are now (those git tracks or
     does not ignore, and the ``changed`` ones deleted since, which their importers still
     name), with the pytest plugins the project names; None when git cannot list them."""
-    out, _ = _git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    out, _ = git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
     if out is None:
         return None
     paths = sorted({p for p in out.split("\0") if p.endswith(".py")} | {p for p in changed if p.endswith(".py")})
@@ -563,8 +558,8 @@ def function_changes(root: Path, test_map: TestMap, changed: Sequence[str]) -> d
     found: dict[str, Spans | None] = {}
     candidates = [f for f in changed if f.endswith(".py") and f in test_map.known()]
     for path in candidates[:MAX_FOLLOWED]:
-        old, _ = _git(root, "show", f"{test_map.commit}:./{path}")
-        diff, _ = _git(root, "diff", "-U0", "--no-color", "--no-ext-diff", test_map.commit, "--", path)
+        old, _ = git(root, "show", f"{test_map.commit}:./{path}")
+        diff, _ = git(root, "diff", "-U0", "--no-color", "--no-ext-diff", test_map.commit, "--", path)
         try:
             new: str | None = (root / path).read_text("utf-8")
         except (OSError, UnicodeDecodeError):

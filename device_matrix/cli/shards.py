@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from device_matrix.cli.run_options import forwarded_options
+from device_matrix.cli.run_options import forwarded_options, resume_argv, row_command, spread_argv
 from device_matrix.config import Config, Row
 from device_matrix.errors import UsageProblem
 from device_matrix.output import Output
@@ -28,10 +28,15 @@ def spread_requested(args: argparse.Namespace) -> bool:
 
 
 def run_whole(cfg: Config, plan: RowPlan, options: RunOptions, out: Output) -> RunRecord:
-    """The row in one piece, its gangs too."""
-    from device_matrix.spread.driver import run_whole as whole
+    """The row in one piece: straight to the runner (device_matrix.run.whole), or through the
+    spread's driver when it has gangs to run or fold (#41: spread/ only to spread)."""
+    from device_matrix.run import whole
 
-    return whole(cfg, plan, options, out)
+    if not whole.has_gangs(cfg, plan):
+        return whole.run_whole(cfg, plan, options, out)
+    from device_matrix.spread import driver
+
+    return driver.run_whole(cfg, plan, options, out)
 
 
 def check_spread_args(args: argparse.Namespace) -> None:
@@ -156,36 +161,12 @@ def _slot_env(row: Row, slot: int) -> dict[str, str]:
 
 def spread_command(args: argparse.Namespace, row: str, count: int) -> list[str]:
     """How the spread was asked for: what its record's ``command`` says."""
-    command = ["device-matrix", "run", "--device", row, "--shards", str(count)]
-    if args.parallel:
-        command.append("--parallel")
-    if args.executor == "ray":
-        command += ["--executor", "ray", "--address", args.address]
-    return command
+    return [*row_command(row), *spread_argv(args, shards=count)]
 
 
 def resume_tip(args: argparse.Namespace, row: str) -> str:
     """The command that continues this interrupted run of ``row``, exactly as it was asked for (#23)."""
-    if args.shard:
-        command = ["device-matrix", "run", "--device", row, "--shard", args.shard]
-        if args.slot is not None:
-            command += ["--slot", str(args.slot)]
-    elif spread_requested(args):
-        command = spread_command(args, row, args.shards or 0) if args.shards else _row_spread(args, row)
-    else:
-        command = ["device-matrix", "run", "--device", row]
-    if args.results:
-        command += ["--results", args.results]
-    forwarded = forwarded_options(args)
-    at = forwarded.index("--") if "--" in forwarded else len(forwarded)
-    return shlex.join([*command, *forwarded[:at], "--resume", *forwarded[at:]])
-
-
-def _row_spread(args: argparse.Namespace, row: str) -> list[str]:
-    command = ["device-matrix", "run", "--device", row]
-    if args.executor == "ray":
-        command += ["--executor", "ray", "--address", args.address]
-    return command
+    return shlex.join(resume_argv(args, row))
 
 
 def add_run_options(run: argparse.ArgumentParser) -> None:

@@ -23,7 +23,9 @@ from typing import Any
 from device_matrix.errors import UsageProblem
 from device_matrix.records.schema import EventKind, SourceInfo
 
-GIT_TIMEOUT_S = 10.0
+# the one bound on a git command (a hung git, a lock): long enough for the largest thing
+# asked of it, `run --select changed`'s diff of a big repository
+GIT_TIMEOUT_S = 60.0
 PAYLOAD_LIMIT = 16 * 1024 * 1024  # an event payload is a few kB; a huge file is not read
 _PULL_REF_RE = re.compile(r"refs/pull/(\d+)/(?:merge|head)")
 _SHA_RE = re.compile(r"[0-9a-fA-F]{7,64}")
@@ -57,7 +59,7 @@ def unknown() -> SourceInfo:
     )
 
 
-def git(cwd: Path | None, *args: str, timeout: float = GIT_TIMEOUT_S) -> tuple[str | None, str]:
+def git(cwd: Path | None, *args: str) -> tuple[str | None, str]:
     """git's output as it printed it, or None and why it failed (not installed, could not
     run, its last line of complaint): the one way device-matrix asks git."""
     try:
@@ -66,7 +68,7 @@ def git(cwd: Path | None, *args: str, timeout: float = GIT_TIMEOUT_S) -> tuple[s
             cwd=cwd,
             capture_output=True,
             text=True,
-            timeout=timeout,
+            timeout=GIT_TIMEOUT_S,
             check=False,
             stdin=subprocess.DEVNULL,
         )

@@ -1,6 +1,7 @@
-"""One run of one row: what the command line asks (:class:`RunOptions`), what is fixed once
-the run is opened (:class:`RunSetup`), what every step reads and changes as the run goes
-(:class:`Run`), and the verdict each step returns (:class:`Verdict`).
+"""One run of one row: what the command line asks (:class:`RunOptions`), the plan of the run,
+fixed before anything starts (:class:`RunSetup`, made by :meth:`RunSetup.open` alone), what
+the steps change as the run goes (:class:`Run`: its state), and the verdict each step
+returns (:class:`Verdict`).
 
 The steps are in :mod:`device_matrix.run.runner`; the attempts they start in
 :mod:`device_matrix.run.attempts`; what a crash leaves in :mod:`device_matrix.run.crashes`,
@@ -16,7 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
@@ -34,7 +35,7 @@ from device_matrix.run import executor as factory
 from device_matrix.run.folder import ATTEMPTS_DIR, RowFolder
 from device_matrix.run.plan import RowPlan
 from device_matrix.run.state import RunState, now_iso
-from device_matrix.run.targets import script_node
+from device_matrix.run.targets import as_nodeid, script_node
 from device_matrix.selection import Plan
 from device_matrix.wire import PLUGIN, SCRIPT_MODULE, ChildCommand
 
@@ -227,17 +228,47 @@ class LocalEnvironment:
             self._thread.join()
 
 
+def _keep_named(options: RunOptions, root: Path) -> RunOptions:
+    """#34: --test always runs what it names (a file, a class, a test): the change's
+    selection never leaves it out."""
+    plan = options.test_plan
+    if plan is None or not options.tests or plan.test_map is None:
+        return options
+    given = [as_nodeid(w, root) for w in options.tests]  # #39: ./FILE, an absolute path
+    named = frozenset(n for n in plan.test_map.tests if any(_named_by(w, n) for w in given))
+    return replace(options, test_plan=replace(plan, named=named))
+
+
+def _named_by(word: str, nodeid: str) -> bool:
+    """Whether ``--test word`` (as a nodeid: :func:`as_nodeid`) names ``nodeid``: its file,
+    its class or the test (any of its parameters); a folder is the tests the selection picks
+    in it."""
+    return nodeid == word or nodeid.startswith((f"{word}::", f"{word}["))
+
+
+@dataclass(frozen=True)
+class Part:
+    """The tests a run is given (raw nodeids; None: every test) and its place in a split: a
+    driver of shards learns them once the opened run has collected (#23), so they are the
+    run's state, set by :func:`~device_matrix.run.runner.finish`, never its plan."""
+
+    select: tuple[str, ...] | None = None
+    spread: SpreadRef | None = None
+
+
 @dataclass(frozen=True, eq=False)
 class RunSetup:
-    """What a run is given when it is opened, fixed from then on: the project, where the row
-    runs, who is told, the row's results folder, the redactor, when it began, and what it
-    runs (its scripts; pytest's targets, resolved by :meth:`Run.check`).
+    """The plan of a run, made before anything starts and fixed from then on (#31, #41): the
+    project, where the row runs, the command line's options (its test selection resolved),
+    who is told, the row's results folder, the redactor, when it began, and what it runs (its
+    scripts; pytest's targets, resolved by :meth:`Run.check`).
 
-    Made by :meth:`open`; what changes as the run goes is its :class:`Run`'s (#31).
+    Made by :meth:`open` alone; what changes as the run goes is its :class:`Run`'s.
     """
 
     cfg: Config
     plan: RowPlan
+    options: RunOptions  # as asked, --select's tests --test names kept in (#34)
     listener: RunListener
     folder: RowFolder
     redactor: Redactor
@@ -258,6 +289,7 @@ class RunSetup:
         return cls(
             cfg=cfg,
             plan=plan,
+            options=_keep_named(options, cfg.project_root),
             listener=listener,
             folder=RowFolder(path / options.results_subdir if options.results_subdir else path, row.name),
             redactor=Redactor(),
@@ -316,9 +348,8 @@ class Run:
         for variables in (row.env, row.slot_env, *(script.env for script in row.scripts)):
             remember_secrets(variables)
         self.setup = setup = RunSetup.open(cfg, plan, options, listener)
-        # replaced as the run goes (dataclasses.replace): a driver's selection and place in
-        # the split (finish), the tests --test names kept by the change's selection (#34)
-        self.options = options
+        # a shard's part from its options; a driver's once it has collected (runner.finish)
+        self.part = Part(None if options.select is None else tuple(options.select), options.spread)
         self.state = RunState(setup.redactor)
         root = cfg.project_root
         programs = {id(s): script_node(s, root) + s.suffix for s in setup.scripts if s.kind == "program"}
@@ -340,6 +371,11 @@ class Run:
         # known before its image is asked, so that a refusal's record names the engine
         self.container: ContainerExecutor | None = None
         self._executor: Executor | None = None
+
+    @property
+    def options(self) -> RunOptions:
+        """The command line's options, as the plan holds them (read-only)."""
+        return self.setup.options
 
     @property
     def executor(self) -> Executor:

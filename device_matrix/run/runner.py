@@ -50,13 +50,13 @@ from device_matrix.records.schema import Classification, RunRecord, SpreadRef, l
 from device_matrix.run import crashes, selection, testmap
 from device_matrix.run.attempt import AttemptSpec, Interrupted, run_attempt
 from device_matrix.run.attempts import attempts, limits, note_attempt, one_attempt
-from device_matrix.run.context import Quiet, Run, RunListener, RunOptions, Verdict, worst
+from device_matrix.run.context import Part, Quiet, Run, RunListener, RunOptions, Verdict, worst
 from device_matrix.run.folder import ATTEMPTS_DIR, RUN_FILE
 from device_matrix.run.lock import row_lock
 from device_matrix.run.plan import RowPlan
 from device_matrix.run.selection import refuse_xdist, selecting_options
 from device_matrix.run.state import RunState
-from device_matrix.run.targets import as_nodeid, of_script, script_node
+from device_matrix.run.targets import of_script, script_node
 from device_matrix.wire import write_deselect
 
 DESELECT_FILE = "deselect.json"  # #34: in the attempts folder, the tests the child leaves out
@@ -142,16 +142,9 @@ def prepare(run: Run, verdict: Verdict = RUNNING) -> Verdict:
 def _deselect(run: Run) -> None:
     """#34: the file of the tests the change cannot break, which the child leaves out; the
     run says what its selection is (every test, and why, or how many are left out)."""
-    plan = run.options.test_plan
+    plan = run.options.test_plan  # --test's tests kept in by the run's plan (selection.keep_named)
     if plan is None:
         return
-    if run.options.tests and plan.test_map is not None:
-        # #34: --test always runs what it names (a file, a class, a test): never left out
-        root = run.setup.cfg.project_root
-        given = [as_nodeid(w, root) for w in run.options.tests]  # #39: ./FILE, an absolute path
-        named = frozenset(n for n in plan.test_map.tests if any(_named_by(w, n) for w in given))
-        plan = dataclasses.replace(plan, named=named)
-        run.options = dataclasses.replace(run.options, test_plan=plan)
     left_out = plan.left_out()
     run.state.deselect = left_out
     if plan.full_reason is not None:
@@ -164,13 +157,6 @@ def _deselect(run: Run) -> None:
         run.deselect_file = run.setup.folder.path / ATTEMPTS_DIR / DESELECT_FILE
         run.deselect_file.parent.mkdir(parents=True, exist_ok=True)
         write_deselect(run.deselect_file, left_out)
-
-
-def _named_by(word: str, nodeid: str) -> bool:
-    """Whether ``--test word`` (as a nodeid: :func:`as_nodeid`) names ``nodeid``: its file,
-    its class or the test (any of its parameters); a folder is the tests the selection picks
-    in it."""
-    return nodeid == word or nodeid.startswith((f"{word}::", f"{word}["))
 
 
 def _adopt(state: RunState, previous: RunRecord) -> Verdict:
@@ -193,8 +179,8 @@ def run_tests(run: Run, verdict: Verdict) -> Verdict:
         # the child is this interpreter: its environment is taken here, on the other
         # core, while it starts (another interpreter takes its own: --dm-env)
         run.environment.start(run.child.environment())
-    # a shard runs the tests it was given (options.select), and only those
-    chosen = None if run.options.select is None else list(run.options.select)
+    # a shard runs the tests it was given (its part), and only those
+    chosen = None if run.part.select is None else list(run.part.select)
     scope = None if chosen is None else set(chosen)
     if chosen is not None:
         state.expect(chosen)  # each needs an outcome, even if collection dies first
@@ -391,8 +377,8 @@ def write_record(run: Run, verdict: Verdict, *, final: bool = True) -> RunRecord
     if opts.command:
         record["command"] = [setup.redactor.text(word) for word in opts.command]
     record["repro"] = run.repro.of_run(record["command"])  # the command that ran (#24)
-    if opts.spread is not None:
-        record["spread"] = SpreadRef(**opts.spread)
+    if run.part.spread is not None:
+        record["spread"] = SpreadRef(**run.part.spread)
     # #30: what it selected, so that triage compares it with runs of the same selection
     record["selection"] = selection_words(
         suites=opts.suites, tests=opts.tests, pytest_args=opts.pytest_args, spread=record.get("spread")
@@ -560,15 +546,13 @@ def collect(run: Run) -> Collection:
     return Collection(None, f"collection died {setup.cfg.max_restarts + 1} times")
 
 
-def finish(run: Run, verdict: Verdict, *, select: Sequence[str] | None = None) -> RunRecord:
-    """The steps after :func:`prepare`, over ``select`` (raw nodeids; None: the whole row); the record.
-
-    ``select`` changes the run's options by :func:`dataclasses.replace`, never the options
-    it was opened with.
-    """
+def finish(run: Run, verdict: Verdict, *, part: Part | None = None) -> RunRecord:
+    """The steps after :func:`prepare`, over ``part`` (a driver's, once collected; None: the
+    one the run was opened with); the record. The part is the run's state: its plan is
+    never changed."""
     assert run.reader is not None, "prepare(run) comes before finish(run)"
-    if select is not None:
-        run.options = dataclasses.replace(run.options, select=tuple(select))
+    if part is not None:
+        run.part = part
     plan = run.setup.plan
     with run.setup.listener.row_group(f"{plan.row.name}: {plan.mode} ({plan.reason})"):
         run_steps(run, verdict, STEPS[1:])
@@ -589,6 +573,7 @@ def run_row(cfg: Config, plan: RowPlan, options: RunOptions, listener: RunListen
 __all__ = [
     "STEPS",
     "Collection",
+    "Part",
     "Run",
     "RunListener",
     "RunOptions",

@@ -27,7 +27,6 @@ from device_matrix.run.context import Run
 from device_matrix.run.state import now_iso
 from device_matrix.wire import MAP_IMPORTS, MAP_LINES, MAP_PART, MAP_READS
 
-GIT_TIMEOUT = 30.0  # seconds for git status (a large checkout on a cold disk)
 PROBE_TIMEOUT = 120.0  # seconds for the row's interpreter to import coverage (a cold disk, a busy host)
 # asked of the row's interpreter, in the child's environment: the plugin's own check
 PROBE = "import sys; from device_matrix.child.testmap import coverage_problem as p; sys.exit(p())"
@@ -206,7 +205,7 @@ def _full_id(run: Run, commit: str | None) -> str | None:
 def _changed_tree(root: Path) -> bool:
     """Whether git sees uncommitted changes to the tracked files of the checkout at ``root``
     (False when git is missing, slow or says it is no repository: nothing is known then)."""
-    out, _ = git(root, "status", "--porcelain", "--untracked-files=no", timeout=GIT_TIMEOUT)
+    out, _ = git(root, "status", "--porcelain", "--untracked-files=no")
     return bool(out and out.strip())
 
 

@@ -81,8 +81,7 @@ def refused(opened: Run, exc: DeviceMatrixError) -> None:
 
 def finish(opened: Run, spread_: SpreadRef, select: Sequence[str]) -> RunRecord:
     """The started part's tests (``select``), its record naming its place in the split."""
-    opened.options = replace(opened.options, spread=spread_)
-    return runner.finish(opened, runner.RUNNING, select=select)
+    return runner.finish(opened, runner.RUNNING, part=runner.Part(tuple(select), spread_))
 
 
 def run_part(run: RowRun, listener: RunListener) -> RunRecord:

@@ -30,7 +30,6 @@ from device_matrix.records.merge import (
     GANGS_DIR,
     SHARDS_DIR,
     Merged,
-    is_spread,
     load_gangs,
     load_spread,
     merge,
@@ -45,6 +44,7 @@ from device_matrix.records.schema import RowStatus, RunRecord, SpreadRef, load_r
 from device_matrix.run.attempt import Interrupted
 from device_matrix.run.context import Run, RunListener, RunOptions
 from device_matrix.run.plan import RowPlan
+from device_matrix.run.whole import clear_spread
 from device_matrix.spread import gang as gangs
 from device_matrix.spread.door import (
     Collection,
@@ -173,38 +173,20 @@ def _run_gangs_here(run: RowRun, part: Path, todo: Sequence[Gang], listener: Run
 
 
 def run_whole(cfg: Config, plan: RowPlan, options: RunOptions, listener: RunListener) -> RunRecord:
-    """The row in one piece, then its gangs here; the shards of an earlier split go."""
+    """The row in one piece, then its gangs here (a row without gangs runs whole without the
+    spread: device_matrix.run.whole); the shards of an earlier split go."""
     run = RowRun(cfg, plan, options)
     folder = run.folder
     todo = full_run_gangs(run, listener)
     gangs.refuse_unsatisfiable_here(run.row, todo)  # before anything is written
+    clear_spread(folder, resume=options.resume)
     if options.resume:
-        refuse_whole_resume_of_spread(folder)
         todo = tuple(_gangs_to_resume(folder, todo))
-    else:
-        shutil.rmtree(folder / SHARDS_DIR, ignore_errors=True)
-        shutil.rmtree(folder / GANGS_DIR, ignore_errors=True)
     with _gangs_after(run, folder, todo, resume=options.resume):
         record = run_part(run, listener)
         if todo:
             return _run_gangs_here(run, folder, todo, listener)
     return _fold_gangs(folder) if (folder / GANGS_DIR).is_dir() else record
-
-
-def refuse_whole_resume_of_spread(folder: Path) -> None:
-    """`run --resume` of a row last run as shards: the shards resume, not a whole run over them (#23)."""
-    try:
-        record = load_run(folder / "run.json")
-    except ResultsError:
-        return  # the runner says what there is to resume
-    if not is_spread(record) or ("spread" in record and record["spread"]["shard"] is not None):
-        return
-    of = record["spread"]["of"] if "spread" in record else len(record["environment"].get("shards", [])) or 1
-    raise UsageProblem(
-        f"{folder / 'run.json'} is the record of row {record['row']!r} run as {of} shards, not of a whole run",
-        tip=f"Resume the shards: `device-matrix run --device {record['row']} --shards {of} --resume` (with the "
-        "--executor ray --address it ran with, if it ran on Ray), or run the row whole without --resume.",
-    )
 
 
 # --- one shard ------------------------------------------------------------------------------------

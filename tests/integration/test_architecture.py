@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from collections.abc import Callable
 
-from tests.conftest import clean_env
+from tests.conftest import Project, clean_env
 from tests.unit.test_architecture import _loads, _under
 
 
@@ -36,3 +38,23 @@ def test_the_runner_reads_disables_without_the_tracker_client() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=clean_env(), check=True)
     assert proc.stdout.strip() == "[]", proc.stdout
+
+
+def test_a_plain_run_goes_from_the_command_line_to_the_runner_without_the_spread(
+    project: Callable[..., Project],
+) -> None:
+    # #41: `run` crossed spread/ twice (driver.run_whole, door.run_part) for a row it did not
+    # spread; a row without gangs runs whole through run/whole.py, and its record is the same
+    p = project("passing")
+    code = (
+        "import json, sys; from device_matrix.cli import main;"
+        f"code = main(['--project', {str(p.root)!r}, 'run', '--no-gdb', '--device', 'fixture']);"
+        "print(json.dumps([code, sorted(m for m in sys.modules if m.startswith('device_matrix.spread'))]))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=p.root, capture_output=True, text=True, env=clean_env(), check=False
+    )
+    code_, spread = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert (code_, spread) == (0, []), proc.stdout + proc.stderr
+    record = json.loads((p.results / "fixture" / "run.json").read_text())
+    assert record["status"] == "passed" and "spread" not in record

@@ -52,10 +52,10 @@ with runner.opened(cfg, plan, options, Output(open("/dev/null", "w"))) as run:
     found = runner.collect(run)
     seen["nodeids"], seen["problem"] = found.nodeids, found.problem
     if sys.argv[2] == "first":
-        record = runner.finish(run, verdict, select=found.nodeids[:1])
+        record = runner.finish(run, verdict, part=runner.Part(tuple(found.nodeids[:1])))
         seen["tests"] = [t["nodeid"] for t in record["tests"]]
         seen["status"] = record["status"]
-        seen["selected"] = list(run.options.select)
+        seen["selected"] = list(run.part.select)
     seen["options_untouched"] = options == runner.RunOptions()
 print(json.dumps(seen), flush=True)
 """

@@ -255,6 +255,35 @@ def test_run_whole_run_shard_and_spread_are_the_spread_drivers_the_cli_calls() -
     assert any(m.startswith("device_matrix.spread") for m in _imports("device_matrix.cli.shards"))
 
 
+def test_a_whole_run_without_gangs_goes_to_the_runner_and_one_with_gangs_to_the_driver() -> None:
+    # "A whole run of a row without gangs goes from the command line to the runner
+    # (run/whole.py:run_whole ...), never through spread/; a row with gangs to run goes to
+    # spread/driver.py:run_whole" (#41)
+    doc = " ".join(_doc().split())
+    assert "A whole run of a row without gangs goes from the command line to the runner" in doc
+    assert not [m for m in _loads(["device_matrix.run.whole"]) if m.startswith("device_matrix.spread")]
+    shards = ast.unparse(_tree("device_matrix.cli.shards"))
+    assert "whole.has_gangs(" in shards and "whole.run_whole(" in shards and "driver.run_whole(" in shards
+    # the driver clears an earlier spread as the plain path does: one function, in run/whole.py
+    assert "clear_spread(" in ast.unparse(_tree("device_matrix.spread.driver"))
+
+
+def test_a_runs_plan_is_made_by_one_function_and_frozen() -> None:
+    # "The run's plan, its RunSetup, is made once, by RunSetup.open, ... and is frozen"
+    from device_matrix.run.context import RunSetup
+
+    doc = " ".join(_doc().split())
+    assert "The run's plan, its `RunSetup`, is made once, by `RunSetup.open`" in doc
+    assert RunSetup.__dataclass_params__.frozen  # type: ignore[attr-defined]
+    calls = [
+        ast.unparse(node.func)
+        for m in _under("device_matrix")
+        for node in ast.walk(_tree(m))
+        if isinstance(node, ast.Call)
+    ]
+    assert "RunSetup" not in calls and calls.count("RunSetup.open") == 1  # in Run's own making
+
+
 def test_the_runner_is_a_tuple_of_steps_each_given_the_verdict_and_returning_the_next() -> None:
     from device_matrix.run import runner
     from device_matrix.run.context import Run, Verdict
@@ -462,6 +491,8 @@ BEHAVIOUR = {
     "a step whose verdict says stop ends the steps there, the record still written": "tests/unit/test_step_stop.py",
     "nothing else starts a process": "tests/unit/test_child_starts.py",
     "a container is known before its image is asked what it has": "tests/unit/test_run_setup.py",
+    "a run's plan is made once and no step replaces a run's options": "tests/unit/test_run_setup.py",
+    "a whole run of a row without gangs never goes through spread/": "tests/integration/test_architecture.py",
 }
 
 

@@ -192,3 +192,55 @@ def test_the_trend_window_has_one_value() -> None:
     assert args.history_runs == DEFAULT_WINDOW
     text = (CONFIG_PY.parent / "cli" / "triage.py").read_text()
     assert not re.search(r"default=\d", text), "a default of triage's written as a number: name its constant"
+
+
+def test_a_git_command_has_one_time_bound() -> None:
+    # #41: records/source.py bounded git by 10 s, select.py by 60 and testmap.py by 30
+    import inspect
+
+    from device_matrix.records import source
+
+    assert "timeout" not in inspect.signature(source.git).parameters
+    found = [
+        where
+        for where, tree in _package_trees()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name) and "GIT_TIMEOUT" in target.id
+    ]
+    assert found == ["records/source.py"]
+
+
+def test_the_reenable_checks_runs_are_a_key_of_the_configuration(tmp_path: Path) -> None:
+    # #41: DEFAULT_TIMES = 45 lived in cli/disabled.py; the key's default is defaults.toml's,
+    # a project may set it, and --times overrides it for one run
+    from device_matrix.cli import disabled
+
+    assert not hasattr(disabled, "DEFAULT_TIMES")
+    assert packaged()["reenable_times"] == 45
+    (tmp_path / "pyproject.toml").write_text("[tool.device-matrix]\nreenable_times = 9\n")
+    assert config.load(tmp_path).reenable_times == 9
+    assert config.load(tmp_path, reenable_times=3).reenable_times == 3
+    (tmp_path / "pyproject.toml").write_text("[tool.device-matrix]\nreenable_times = 0\n")
+    with pytest.raises(config.ConfigError, match="reenable_times"):
+        config.load(tmp_path)
+
+
+def test_docs_configuration_names_every_key_of_defaults_toml_and_no_other() -> None:
+    # #41: read from the file itself, not from the loader's declarations
+    data = packaged()
+    keys = {k for k, v in data.items() if not isinstance(v, dict)}
+    names = {
+        "tracker": "tracker.",
+        "row": "devices.ROW.",
+        "script": "devices.ROW.scripts[].",
+        "gang": "devices.ROW.gangs[].",
+    }
+    for table, prefix in names.items():
+        holder = data[table]
+        assert isinstance(holder, dict)
+        keys |= {prefix + k for k in holder}
+    documented = {m.group(1) for line in DOC.read_text().splitlines() if (m := DOC_ROW.match(line))}
+    without = set(config.WITHOUT_DEFAULT)  # documented as required or none: no default to hold
+    assert documented - without == keys

@@ -27,6 +27,9 @@ def test_every_option_of_run_is_declared_once_and_every_declaration_is_an_option
         assert option.how is not None or option.why, f"{option.dest}: not forwarded, and no word of why"
         if option.how not in (None, "pytest"):
             assert option.flag in _run_parser()._option_string_actions, option
+        if option.again or option.default is not None:  # #41: a command line made from it says it
+            action = _run_parser()._option_string_actions[option.flag]
+            assert (action.default or None) == option.default, option  # a switch: False
 
 
 def test_a_declared_configuration_key_is_a_key_of_the_configuration() -> None:
@@ -63,8 +66,51 @@ def test_the_configuration_a_run_loads_takes_each_override_from_its_declaration(
         "run_timeout": None,
         "crash_reruns": 0,
         "max_restarts": None,
+        "reenable_times": None,
         "results_dir": "out",
         "record_map": None,
     }
     # another command's namespace: the options it has not are not given
     assert set(config_overrides(argparse.Namespace(results="r")).values()) == {"r", None}
+
+
+def _tip(*argv: str) -> str:
+    from device_matrix.cli.shards import resume_tip
+
+    args = build_parser("run").parse_args(["run", *argv])
+    args.pytest_args = args.pytest_args[1:]  # main drops the "--"
+    return resume_tip(args, "cpu")
+
+
+def test_a_resume_tip_repeats_the_spread_and_the_forwarded_options_as_they_were_asked_for() -> None:
+    # #41: made from the declarations, as the shards' own options are
+    assert _tip() == "device-matrix run --device cpu --resume"
+    assert _tip("--shard", "2/3", "--slot", "1", "--results", "r", "--no-gdb") == (
+        "device-matrix run --device cpu --shard 2/3 --slot 1 --results r --no-gdb --resume"
+    )
+    assert _tip("--shards", "2", "--parallel", "--test", "t", "--", "-k", "x") == (
+        "device-matrix run --device cpu --shards 2 --parallel --test t --resume -- -k x"
+    )
+    assert _tip("--executor", "ray", "--address", "auto", "--durations", "d") == (
+        "device-matrix run --device cpu --executor ray --address auto --resume"
+    )
+    assert _tip("--shards", "3", "--executor", "ray", "--address", "h:1") == (
+        "device-matrix run --device cpu --shards 3 --executor ray --address h:1 --resume"
+    )
+
+
+def test_a_spreads_record_says_how_it_was_asked_for() -> None:
+    from device_matrix.cli.shards import spread_command
+
+    def command(*argv: str, count: int = 2) -> list[str]:
+        return spread_command(build_parser("run").parse_args(["run", *argv]), "cpu", count)
+
+    assert command("--shards", "2", "--results", "r", "--no-gdb") == [
+        "device-matrix", "run", "--device", "cpu", "--shards", "2",
+    ]  # fmt: skip
+    assert command("--shards", "2", "--parallel") == [
+        "device-matrix", "run", "--device", "cpu", "--shards", "2", "--parallel",
+    ]  # fmt: skip
+    assert command("--executor", "ray", "--address", "auto", count=4) == [
+        "device-matrix", "run", "--device", "cpu", "--shards", "4", "--executor", "ray", "--address", "auto",
+    ]  # fmt: skip

@@ -22,7 +22,7 @@ from device_matrix.executors.engine import Engine
 from device_matrix.executors.local import LocalExecutor
 from device_matrix.output import Output
 from device_matrix.run import runner
-from device_matrix.run.context import Run, RunOptions, RunSetup, Verdict
+from device_matrix.run.context import Part, Run, RunOptions, RunSetup, Verdict
 from device_matrix.run.plan import RowPlan, plan_row
 from tests.conftest import REPO, Project
 
@@ -47,9 +47,39 @@ def test_what_is_fixed_once_a_run_is_opened_cannot_change(project: Callable[...,
     for name, value in (("folder", None), ("cfg", cfg), ("started_at", "now")):
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(setup, name, value)
-    # what the steps change is the run's own: the options a driver narrows among them
-    run.options = dataclasses.replace(run.options, select=("t.py::a",))
-    assert run.options.select == ("t.py::a",) and run.setup is setup
+    # what the steps change is the run's own: the part a driver narrows it to among them (#41:
+    # its state, never its options, which are the plan's)
+    run.part = Part(select=("t.py::a",))
+    assert run.part.select == ("t.py::a",) and run.setup is setup and run.options.select is None
+
+
+def test_a_runs_plan_cannot_be_changed_once_it_is_made(project: Callable[..., Project]) -> None:
+    # #41: `options` was swapped mid-run (runner._deselect, finish, door.finish): the plan is
+    # frozen, every field of it, and the run's options are the plan's, read-only
+    p = project("passing")
+    cfg = config.load(p.root)
+    run = Run(cfg, plan_row(cfg, cfg.row("fixture")), RunOptions(tests=("t.py",)), Output(io.StringIO()))
+    fields = dataclasses.fields(RunSetup)
+    assert {"cfg", "plan", "options", "folder", "scripts"} <= {f.name for f in fields}
+    for f in fields:
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(run.setup, f.name, getattr(run.setup, f.name))
+    with pytest.raises(AttributeError):
+        run.options = RunOptions()  # type: ignore[misc]
+    assert run.options is run.setup.options and run.options.tests == ("t.py",)
+
+
+def test_no_step_replaces_a_runs_options() -> None:
+    # #41: nothing of the package assigns a run's options once it is made
+    found = [
+        f"{path.relative_to(REPO)}:{node.lineno}"
+        for path in sorted((REPO / "device_matrix").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Attribute) and target.attr == "options" and ast.unparse(target.value) != "self"
+    ]
+    assert found == []
 
 
 def test_a_shards_setup_names_its_own_folder(project: Callable[..., Project]) -> None:
