@@ -225,7 +225,7 @@ def _changed_plan(
             raise ResultsError(said, tip=f"Name the map a full run of row {row!r} recorded, or leave --map out.")
         return plan(None, [], row=row, rules=rules, force=said)
     if found.commit is not None:
-        out, why = _git(root, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{found.commit}^{{commit}}")
+        out, why = git(root, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{found.commit}^{{commit}}")
         if out is None:
             # #40: a shallow clone lacks it: the change since it cannot be known
             said = f"git cannot diff from {found.commit[:12]}: the test map's commit is not a commit of this clone"
@@ -314,7 +314,7 @@ def _internal(root: Path) -> Callable[[str], bool]:
     """Whether a dotted module name may be one of the project's: its first part is the name of
     a folder or a Python file of the project, anywhere (which folder is on ``sys.path`` is not
     guessed); git's list of the files, or none when git cannot give it (#40)."""
-    out, _ = _git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    out, _ = git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
     names = {part.removesuffix(".py") for path in (out or "").split("\0") if path for part in path.split("/")}
     return lambda module: module.split(".", 1)[0] in names
 

@@ -191,7 +191,6 @@ def _full_id(run: Run, commit: str | None) -> str | None:
         "--quiet",
         "--end-of-options",
         f"{commit}^{{commit}}",
-        timeout=GIT_TIMEOUT,
     )
     if out is not None and testmap.COMMIT_RE.fullmatch(out.strip()):
         return out.strip()
