@@ -76,6 +76,7 @@ Why: TypeAlias = Literal[
     "new",
     "no_data",
     "recent",
+    "failed_at_map",
     "named",
     "deselected",
 ]
@@ -184,6 +185,10 @@ class Plan:
             return Decision(True, "no map data: the test map holds no file it ran", "no_data")
         if nodeid in self.recent:
             return Decision(True, self.recent[nodeid], "recent")
+        if nodeid in self.test_map.failed:  # #40: whether or not triage has put it in the history
+            return Decision(
+                True, f"it failed in the run that recorded the map of {_commit(self.map_commit)}", "failed_at_map"
+            )
         if nodeid in self.named:
             return Decision(True, "named with --test", "named")
         if not self.changed:

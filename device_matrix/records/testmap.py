@@ -56,6 +56,9 @@ class TestMap:
     # None: the map does not know (a change to any such file runs every test)
     reads: Mapping[str, frozenset[str]] | None = None
     read_at_import: frozenset[str] = frozenset()  # opened or listed by the project outside every test
+    # #40: the tests that failed (or errored, crashed, timed out, xpassed) in the run that
+    # recorded the map: a selection by it runs them, whatever the history knows
+    failed: frozenset[str] = frozenset()
 
     def files(self) -> frozenset[str]:
         """Every file some test of the map ran."""
@@ -150,6 +153,7 @@ def to_json(m: TestMap) -> dict[str, Any]:
         "imports": {f: sorted(lines) for f, lines in sorted(m.imports.items())},
         **_lines_json(m, index),
         **_reads_to_json(m),
+        "failed": sorted(m.failed),
     }
 
 
@@ -230,6 +234,9 @@ def from_json(data: Any, where: str) -> TestMap:
     ):
         raise ResultsError(f"{where}: a damaged test map (imports are not lists of line numbers)")
     reads, read_at_import = _reads_of(data, where)
+    failed = data.get("failed", [])
+    if not isinstance(failed, list) or not all(isinstance(n, str) for n in failed):
+        raise ResultsError(f"{where}: a damaged test map (failed is not a list of nodeids)")
     return TestMap(
         row=row,
         commit=commit,
@@ -239,6 +246,7 @@ def from_json(data: Any, where: str) -> TestMap:
         lines=_lines_of(data, files, where) if data["version"] >= 2 else None,
         reads=reads,
         read_at_import=read_at_import,
+        failed=frozenset(failed),
     )
 
 

@@ -22,6 +22,7 @@ from typing import Any
 from device_matrix.devices import ask_tool
 from device_matrix.errors import EnvironmentProblem, ResultsError
 from device_matrix.records import testmap
+from device_matrix.records.outcomes import FAILING_OUTCOMES
 from device_matrix.records.source import git
 from device_matrix.run.context import Run
 from device_matrix.run.state import now_iso
@@ -124,6 +125,7 @@ def write_map(run: Run) -> testmap.TestMap | None:
         lines=None if lines is None else {n: {rel: frozenset(ns) for rel, ns in fs.items()} for n, fs in lines.items()},
         reads=None if reads is None else {n: frozenset(rels) for n, rels in reads.items() if n},
         read_at_import=frozenset(reads.get("", ())) if reads is not None else frozenset(),
+        failed=frozenset(n for n, t in run.state.results.items() if t["outcome"] in FAILING_OUTCOMES),
     )
     testmap.write(target, recorded, run.setup.redactor)
     return recorded
