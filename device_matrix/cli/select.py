@@ -427,35 +427,40 @@ def opened_kept(
     and why every test runs when an opener cannot be named (None: each one was)."""
     found: dict[str, dict[str, str]] = {}
     for path in [f for f in changed if opened(f, rules, test_map)]:
-        by = [o for rel, names in (test_map.openers or {}).items() if read_by(path, {rel}) for o in names]
+        by = sorted({o for rel, names in (test_map.openers or {}).items() if read_by(path, {rel}) for o in names})
         if test_map.openers is None and any(read_by(path, rels) for rels in (test_map.reads or {}).values()):
             return {}, f"{path} changes, and the test map does not know which code opened it (record it again)"
-        for opener in sorted(set(by)):
-            kept = _opener_kept(test_map, opener, graph, project)
+        spans, unnamed = _opener_spans(by, project)
+        if unnamed is not None:
+            said = f"code at {unnamed}" if unnamed else "code the recording could not name"
+            return {}, f"{path} changes, opened by {said}: what it kept of it cannot be followed"
+        parsed = project()
+        for source, lines in sorted(spans.items()):
+            assert parsed is not None  # a span was found in it
+            kept = namereads.keepers(
+                source, lines, parsed, test_map, is_test=lambda f: is_test_file(f, test_map), sees=_sees(graph)
+            )
             if kept is None:
-                said = f"code at {opener}" if opener else "code the recording could not name"
-                return {}, f"{path} changes, opened by {said}: what it kept of it cannot be followed"
+                return {}, f"{path} changes, opened by code of {source}: what it kept of it cannot be followed"
             for nodeid in kept:
-                found.setdefault(path, {})[nodeid] = f"it may get what {opener} kept of {path} without opening it"
+                found.setdefault(path, {})[nodeid] = f"it may get what {source} kept of {path} without opening it"
     return found, None
 
 
-def _opener_kept(
-    test_map: TestMap,
-    opener: str,
-    graph: importgraph.Graph | None,
-    project: Callable[[], namereads.Parsed | None],
-) -> dict[str, str] | None:
-    """The tests that may get what ``opener`` ("path:first line") made without running it;
-    None when that cannot be told (no function named, the project unparsed)."""
-    path, _, first = opener.rpartition(":")
-    parsed = project() if path and first.isdigit() else None
-    span = namereads.opener_span(parsed, path, int(first)) if parsed is not None else None
-    if parsed is None or span is None:
-        return None
-    return namereads.keepers(
-        path, [span], parsed, test_map, is_test=lambda f: is_test_file(f, test_map), sees=_sees(graph)
-    )
+def _opener_spans(
+    openers: Sequence[str], project: Callable[[], namereads.Parsed | None]
+) -> tuple[dict[str, list[tuple[int, int]]], str | None]:
+    """The body lines of each opener ("path:first line"), by file; and the first opener that
+    names no function found (None: each one did)."""
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for opener in openers:
+        path, _, first = opener.rpartition(":")
+        parsed = project() if path and first.isdigit() else None
+        span = namereads.opener_span(parsed, path, int(first)) if parsed is not None else None
+        if span is None:
+            return {}, opener
+        spans.setdefault(path, []).append(span)
+    return spans, None
 
 
 def _sees(graph: importgraph.Graph | None) -> Callable[[str, str], bool]:

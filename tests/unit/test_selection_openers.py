@@ -57,7 +57,7 @@ def test_a_cached_opener_s_file_changed_runs_every_test_that_calls_it() -> None:
     kept, why = _kept(_map({"data/s.txt": frozenset({"pkg/lib.py:9"})}))
     assert why is None
     assert set(kept["data/s.txt"]) == {"pkg/test_lib.py::test_a", "pkg/test_lib.py::test_b"}
-    assert "pkg/lib.py:9 kept of data/s.txt" in kept["data/s.txt"]["pkg/test_lib.py::test_b"]
+    assert "pkg/lib.py kept of data/s.txt" in kept["data/s.txt"]["pkg/test_lib.py::test_b"]
 
 
 def test_an_opener_that_keeps_nothing_adds_no_test_and_a_file_no_test_opened_none() -> None:
@@ -92,3 +92,11 @@ def test_the_recorded_opener_is_the_nearest_function_of_the_project_past_its_com
     assert ns["AT_IMPORT"] == ""  # a module's own code: no function to name
     assert ns["f"](lambda: _opener(tmp_path)) == "pkg/m.py:1"
     assert _opener(tmp_path) is None  # no code of the project on the stack
+
+
+def test_an_opener_whose_keeping_cannot_be_followed_runs_every_test() -> None:
+    m = _map({"data/s.txt": frozenset({"pkg/lib.py:9"})})
+    no_lines = TestMap(m.row, m.commit, m.created, m.tests, reads=m.reads, openers=m.openers)  # files alone
+    kept, why = _kept(no_lines)
+    assert kept == {}
+    assert why == "data/s.txt changes, opened by code of pkg/lib.py: what it kept of it cannot be followed"
