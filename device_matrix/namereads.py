@@ -778,6 +778,18 @@ def keepers(
     )
 
 
+def opener_span(project: Parsed, path: str, first: int) -> tuple[int, int] | None:
+    """The body lines of the function of ``path`` (at the map's commit) whose code starts at
+    line ``first``, its first decorator's or its def's, as Python's code object names it (#40:
+    the code that opened a data file); None when no function the module defines (methods
+    too) starts there."""
+    tree = project.tree(path) if path in project.sources else None
+    for fn in _functions(tree.body if tree is not None else []):
+        if min([fn.lineno, *(d.lineno for d in fn.decorator_list)]) == first:
+            return _body_span(fn)
+    return None
+
+
 # what reads a function's code without calling it (#40)
 CODE_READS = frozenset({"__code__", "co_code", "co_consts", "getsource", "getsourcelines", "dis", "disassemble"})
 # decorators that keep no value of what they decorate (any other may: a cache, a registry)

@@ -76,6 +76,7 @@ Why: TypeAlias = Literal[
     "new",
     "no_data",
     "recent",
+    "failed_at_map",
     "named",
     "deselected",
 ]
@@ -184,6 +185,10 @@ class Plan:
             return Decision(True, "no map data: the test map holds no file it ran", "no_data")
         if nodeid in self.recent:
             return Decision(True, self.recent[nodeid], "recent")
+        if nodeid in self.test_map.failed:  # #40: whether or not triage has put it in the history
+            return Decision(
+                True, f"it failed in the run that recorded the map of {_commit(self.map_commit)}", "failed_at_map"
+            )
         if nodeid in self.named:
             return Decision(True, "named with --test", "named")
         if not self.changed:
@@ -671,7 +676,8 @@ def plan(
     binds names that :func:`device_matrix.namereads.readers` followed, each with the tests
     that read them (no other test can see it); ``kept``: of the ``functions``, the tests that
     may get what a changed function made without running it (#40: a cache, a memo, a fixture
-    of a wider scope keeps it; :func:`device_matrix.namereads.keepers`).
+    of a wider scope keeps it; :func:`device_matrix.namereads.keepers`), and of the changed
+    files that are not Python, the tests that may get what the code that opened one kept.
     """
     files = sorted({f.removeprefix("./") for f in changed} - {""})
     read = {f: by for f, by in (readers or {}).items() if f in files and f not in bodies}
@@ -697,7 +703,7 @@ def plan(
         narrowed=_narrowed(test_map, {f: v for f, v in (functions or {}).items() if f in bodies}),
         readers=read,
         data=frozenset(f for f in files if not matches(f, rules.ignore) and opened(f, rules, test_map)),
-        kept={f: by for f, by in (kept or {}).items() if f in bodies and f in files},
+        kept={f: by for f, by in (kept or {}).items() if f in files and (f in bodies or opened(f, rules, test_map))},
     )
 
 

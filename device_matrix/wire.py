@@ -66,6 +66,8 @@ MAP_IMPORTS: Final = "imports.json"
 MAP_LINES: Final = "lines.json"
 # #40: the non-Python project files each test opened (or listed), and those opened outside every test
 MAP_READS: Final = "reads.json"
+# #40: each such file -> the project functions that opened it ("path:first line"; "": none named)
+MAP_OPENERS: Final = "openers.json"
 # #34: the test running now, while one runs: the context of a subprocess's coverage
 ENV_MAP_CONTEXT: Final = "DEVICE_MATRIX_MAP_CONTEXT"
 

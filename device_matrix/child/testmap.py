@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 
-from device_matrix.wire import ENV_MAP_CONTEXT, MAP_IMPORTS, MAP_LINES, MAP_PART, MAP_READS
+from device_matrix.wire import ENV_MAP_CONTEXT, MAP_IMPORTS, MAP_LINES, MAP_OPENERS, MAP_PART, MAP_READS
 
 PART_FILE = MAP_PART  # in each process's folder: the tests it finished and their files
 EARLY_FILE = "early.json"  # the project's files imported before the recording started (#40)
@@ -129,6 +129,8 @@ class MapRecorder:
         self.context = ""
         self.reads: dict[str, set[str]] = {}
         self.read_at_import: set[str] = set()
+        # #40: what the running test opened -> the project functions that opened it
+        self.openers: dict[str, set[str]] = {}
         _RECORDERS[:] = [self]
         _audit_once()
         os.environ.pop(ENV_MAP_CONTEXT, None)  # the session's own context is the empty one
@@ -144,11 +146,15 @@ class MapRecorder:
     def saw(self, path: Any, listing: bool) -> None:
         """A file opened, or a folder listed, by the running test (or outside every test)."""
         rel = _read_path(path, self.root, self.own.parent)
-        if rel is None or (not self.context and not _project_calls(self.root)):
+        if rel is None:
+            return
+        opener = _opener(self.root)
+        if not self.context and opener is None:
             return  # outside every test, pytest's own collection lists and opens what it collects
         rel = f"{rel}/" if listing else rel
         if self.context:
             self.reads.setdefault(self.context, set()).add(rel)
+            self.openers.setdefault(rel, set()).add(opener or "")
         elif rel not in self.read_at_import:
             self.read_at_import.add(rel)
             # at once: a process that dies keeps what ran before every test read
@@ -173,7 +179,9 @@ class MapRecorder:
         context = f"t{self.count}"
         self._switch("")  # the test's files are in the data file before it counts as finished
         reads = sorted(self.reads.pop(context, ()))
-        self.finished.write(json.dumps({"c": context, "nodeid": nodeid, "reads": reads}) + "\n")
+        openers = {rel: sorted(by) for rel, by in self.openers.items()}
+        self.openers = {}
+        self.finished.write(json.dumps({"c": context, "nodeid": nodeid, "reads": reads, "openers": openers}) + "\n")
         self.finished.flush()
 
     @pytest.hookimpl(trylast=True)
@@ -197,9 +205,13 @@ def fold(folder: Path, root: Path) -> None:
     part: dict[str, set[str]] = {}
     lines: dict[str, dict[str, set[int]]] = {}
     reads: dict[str, set[str]] = {}
+    openers: dict[str, set[str]] = {}
     for entry in finished:
         opened = [r for r in entry.get("reads", ()) if isinstance(r, str)]
         reads.setdefault(str(entry["nodeid"]), set()).update(opened)
+        by = entry.get("openers")
+        for rel, names in by.items() if isinstance(by, dict) else ():
+            openers.setdefault(str(rel), set()).update(n for n in names if isinstance(n, str))
         if not entry["nodeid"]:
             continue  # what was read outside every test: no test's
         # #34: only what ran while the test ran: its module's import ran for whichever test
@@ -214,6 +226,7 @@ def fold(folder: Path, root: Path) -> None:
     _write(folder / MAP_IMPORTS, {rel: sorted(numbers) for rel, numbers in imports.items()})
     _write(folder / MAP_LINES, {n: {rel: sorted(ns) for rel, ns in fs.items()} for n, fs in lines.items()})
     _write(folder / MAP_READS, {n: sorted(rels) for n, rels in reads.items()})
+    _write(folder / MAP_OPENERS, {rel: sorted(names) for rel, names in openers.items()})
     _write(folder / PART_FILE, {nodeid: sorted(files) for nodeid, files in part.items()})
     for leftover in folder.glob(f"{DATA_NAME}*"):
         leftover.unlink(missing_ok=True)
@@ -269,15 +282,24 @@ def _audit_once() -> None:
     sys.addaudithook(hook)
 
 
-def _project_calls(root: Path) -> bool:
-    """Whether code of the project is on the stack (a conftest's, a module's at its import)."""
+_COMPREHENSIONS = frozenset({"<genexpr>", "<listcomp>", "<setcomp>", "<dictcomp>"})
+
+
+def _opener(root: Path) -> str | None:
+    """The project's code on the stack that is nearest the open (a conftest's, a module's,
+    a test's), as "path:first line" of its function's code, "" when it is a module's own
+    code (at its import); None when no code of the project is on it."""
     frame = sys._getframe(1)
+    own = str(Path(__file__).resolve().parent.parent)
     while frame is not None:
         name = frame.f_code.co_filename
-        if name.startswith(str(root)) and not any(f"/{n}/" in name for n in _NOT_PROJECT):
-            return True
+        if name.startswith(str(root)) and not name.startswith(own) and not any(f"/{n}/" in name for n in _NOT_PROJECT):
+            code = frame.f_code
+            if code.co_name not in _COMPREHENSIONS:  # a generator's caller is the function it is in
+                rel = _relative(name, root)
+                return "" if rel is None or code.co_name == "<module>" else f"{rel}:{code.co_firstlineno}"
         frame = frame.f_back  # type: ignore[assignment]
-    return False
+    return None
 
 
 def _read_path(path: Any, root: Path, maps: Path) -> str | None:

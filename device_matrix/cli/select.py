@@ -39,7 +39,9 @@ from device_matrix.selection import (
     fixtures_only,
     import_guard,
     is_test_file,
+    opened,
     plan,
+    read_by,
     rules_of,
     touched_lines,
 )
@@ -263,12 +265,16 @@ def change_plan(
     graph = import_graph(root, changed) if root is not None else None
     kept: dict[str, dict[str, str]] = {}
     readers: dict[str, dict[str, str]] = {}
+    unnamed: str | None = None
     if root is not None and found.commit:
         project = functools.cache(lambda: _parsed_at(root, found.commit or "", changed))
         kept, untold = kept_readers(found, bodies, graph, project)
+        data_kept, unnamed = opened_kept(found, changed, rules, graph, project)
+        kept.update(data_kept)
         bodies = {f: spans for f, spans in bodies.items() if f not in untold}
         readers = name_readers(root, found, changed, bodies, graph, project=project)
     foreign = foreign_writes(root, found, changed) if root is not None and found.commit else None
+    foreign = foreign or unnamed
     return plan(
         found,
         changed,
@@ -401,6 +407,55 @@ def kept_readers(
         elif kept:
             found[path] = kept
     return found, untold
+
+
+def opened_kept(
+    test_map: TestMap,
+    changed: Sequence[str],
+    rules: Rules,
+    graph: importgraph.Graph | None,
+    project: Callable[[], namereads.Parsed | None],
+) -> tuple[dict[str, dict[str, str]], str | None]:
+    """#40: a data file's change is a change to the code that opened it: of the changed files
+    the tests opened, the tests that may get what an opener kept without opening the file
+    themselves (:func:`device_matrix.namereads.keepers`: a wide fixture, a cache, a memo);
+    and why every test runs when an opener cannot be named (None: each one was)."""
+    found: dict[str, dict[str, str]] = {}
+    for path in [f for f in changed if opened(f, rules, test_map)]:
+        by = sorted({o for rel, names in (test_map.openers or {}).items() if read_by(path, {rel}) for o in names})
+        if test_map.openers is None and any(read_by(path, rels) for rels in (test_map.reads or {}).values()):
+            return {}, f"{path} changes, and the test map does not know which code opened it (record it again)"
+        spans, unnamed = _opener_spans(by, project)
+        if unnamed is not None:
+            said = f"code at {unnamed}" if unnamed else "code the recording could not name"
+            return {}, f"{path} changes, opened by {said}: what it kept of it cannot be followed"
+        parsed = project()
+        for source, lines in sorted(spans.items()):
+            assert parsed is not None  # a span was found in it
+            kept = namereads.keepers(
+                source, lines, parsed, test_map, is_test=lambda f: is_test_file(f, test_map), sees=_sees(graph)
+            )
+            if kept is None:
+                return {}, f"{path} changes, opened by code of {source}: what it kept of it cannot be followed"
+            for nodeid in kept:
+                found.setdefault(path, {})[nodeid] = f"it may get what {source} kept of {path} without opening it"
+    return found, None
+
+
+def _opener_spans(
+    openers: Sequence[str], project: Callable[[], namereads.Parsed | None]
+) -> tuple[dict[str, list[tuple[int, int]]], str | None]:
+    """The body lines of each opener ("path:first line"), by file; and the first opener that
+    names no function found (None: each one did)."""
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for opener in openers:
+        path, _, first = opener.rpartition(":")
+        parsed = project() if path and first.isdigit() else None
+        span = namereads.opener_span(parsed, path, int(first)) if parsed is not None else None
+        if span is None:
+            return {}, opener
+        spans.setdefault(path, []).append(span)
+    return spans, None
 
 
 def _sees(graph: importgraph.Graph | None) -> Callable[[str, str], bool]:

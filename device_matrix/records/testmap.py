@@ -56,6 +56,12 @@ class TestMap:
     # None: the map does not know (a change to any such file runs every test)
     reads: Mapping[str, frozenset[str]] | None = None
     read_at_import: frozenset[str] = frozenset()  # opened or listed by the project outside every test
+    # #40: each file of ``reads`` -> the project functions that opened (or listed) it, as
+    # "path:first line of its code" ("": code the recording could not name); None: not known
+    openers: Mapping[str, frozenset[str]] | None = None
+    # #40: the tests that failed (or errored, crashed, timed out, xpassed) in the run that
+    # recorded the map: a selection by it runs them, whatever the history knows
+    failed: frozenset[str] = frozenset()
 
     def files(self) -> frozenset[str]:
         """Every file some test of the map ran."""
@@ -150,6 +156,7 @@ def to_json(m: TestMap) -> dict[str, Any]:
         "imports": {f: sorted(lines) for f, lines in sorted(m.imports.items())},
         **_lines_json(m, index),
         **_reads_to_json(m),
+        "failed": sorted(m.failed),
     }
 
 
@@ -164,6 +171,7 @@ def _reads_to_json(m: TestMap) -> dict[str, Any]:
             "files": paths,
             "tests": {n: sorted(index[p] for p in rels) for n, rels in sorted(m.reads.items())},
             "import": sorted(index[p] for p in m.read_at_import),
+            **({"openers": {p: sorted(by) for p, by in sorted(m.openers.items())}} if m.openers is not None else {}),
         }
     }
 
@@ -188,6 +196,19 @@ def _reads_of(data: Mapping[str, Any], where: str) -> tuple[dict[str, frozenset[
         return frozenset(paths[i] for i in indices)
 
     return {str(n): files(i) for n, i in tests.items()}, files(at_import)
+
+
+def _openers_of(data: Mapping[str, Any], where: str) -> dict[str, frozenset[str]] | None:
+    """#40: a map's openers of the files read (None: it holds none); ResultsError when damaged."""
+    reads = data.get("reads")
+    found = reads.get("openers") if isinstance(reads, dict) else None
+    if found is None:
+        return None
+    if not isinstance(found, dict) or not all(
+        isinstance(by, list) and all(isinstance(o, str) for o in by) for by in found.values()
+    ):
+        raise ResultsError(f"{where}: a damaged test map (its openers are not lists of functions)")
+    return {str(p): frozenset(by) for p, by in found.items()}
 
 
 def from_json(data: Any, where: str) -> TestMap:
@@ -230,6 +251,9 @@ def from_json(data: Any, where: str) -> TestMap:
     ):
         raise ResultsError(f"{where}: a damaged test map (imports are not lists of line numbers)")
     reads, read_at_import = _reads_of(data, where)
+    failed = data.get("failed", [])
+    if not isinstance(failed, list) or not all(isinstance(n, str) for n in failed):
+        raise ResultsError(f"{where}: a damaged test map (failed is not a list of nodeids)")
     return TestMap(
         row=row,
         commit=commit,
@@ -239,6 +263,8 @@ def from_json(data: Any, where: str) -> TestMap:
         lines=_lines_of(data, files, where) if data["version"] >= 2 else None,
         reads=reads,
         read_at_import=read_at_import,
+        openers=_openers_of(data, where),
+        failed=frozenset(failed),
     )
 
 

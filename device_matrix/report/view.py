@@ -61,6 +61,7 @@ def sections(t: Triage, drawn: Callable[[str], bool] = lambda _: True) -> list[S
 # #34: why tests ran, in the selection line's words, after the changed files (device_matrix/selection.py's Why)
 SELECTION_WORDS: Mapping[str, str] = {
     "recent": "recently failing",
+    "failed_at_map": "failed when the map was recorded",
     "opens": "opened a changed file",
     "new": "new",
     "no_data": "without map data",

@@ -22,10 +22,11 @@ from typing import Any
 from device_matrix.devices import ask_tool
 from device_matrix.errors import EnvironmentProblem, ResultsError
 from device_matrix.records import testmap
+from device_matrix.records.outcomes import FAILING_OUTCOMES
 from device_matrix.records.source import git
 from device_matrix.run.context import Run
 from device_matrix.run.state import now_iso
-from device_matrix.wire import MAP_IMPORTS, MAP_LINES, MAP_PART, MAP_READS
+from device_matrix.wire import MAP_IMPORTS, MAP_LINES, MAP_OPENERS, MAP_PART, MAP_READS
 
 PROBE_TIMEOUT = 120.0  # seconds for the row's interpreter to import coverage (a cold disk, a busy host)
 # asked of the row's interpreter, in the child's environment: the plugin's own check
@@ -70,6 +71,7 @@ def write_map(run: Run) -> testmap.TestMap | None:
     lines: dict[str, dict[str, set[int]]] | None = {}
     # #40: nodeid -> the non-Python files it opened ("": outside every test); None once a part lacks them
     reads: dict[str, set[str]] | None = {}
+    openers: dict[str, set[str]] | None = {}  # #40: file -> the functions that opened it
     died = 0
     for own in sorted(folder.glob("cov-*")):
         part = _part(own / MAP_PART)
@@ -82,6 +84,7 @@ def write_map(run: Run) -> testmap.TestMap | None:
             tests.setdefault(nodeid, set()).update(f for f in files if isinstance(f, str))
         lines = _add_lines(lines, own / MAP_LINES)
         reads = _add_reads(reads, _part(own / MAP_READS))
+        openers = _add_reads(openers, _part(own / MAP_OPENERS))
     target = run.setup.folder.path / testmap.FILE_NAME
     if run.resumed and target.is_file():
         try:
@@ -95,6 +98,9 @@ def write_map(run: Run) -> testmap.TestMap | None:
                 imports.setdefault(rel, set()).update(seen)
             lines = _add_earlier(lines, earlier.lines)
             reads = _add_reads(reads, _reads_json(earlier))
+            openers = _add_reads(
+                openers, None if earlier.openers is None else {f: sorted(by) for f, by in earlier.openers.items()}
+            )
     if died:
         run.setup.note(
             f"the test map leaves out the tests of {died} process(es) that died with none after them "
@@ -123,6 +129,8 @@ def write_map(run: Run) -> testmap.TestMap | None:
         lines=None if lines is None else {n: {rel: frozenset(ns) for rel, ns in fs.items()} for n, fs in lines.items()},
         reads=None if reads is None else {n: frozenset(rels) for n, rels in reads.items() if n},
         read_at_import=frozenset(reads.get("", ())) if reads is not None else frozenset(),
+        openers=None if openers is None or reads is None else {f: frozenset(by) for f, by in openers.items()},
+        failed=frozenset(n for n, t in run.state.results.items() if t["outcome"] in FAILING_OUTCOMES),
     )
     testmap.write(target, recorded, run.setup.redactor)
     return recorded
@@ -151,8 +159,8 @@ def _add_lines(lines: dict[str, dict[str, set[int]]] | None, path: Path) -> dict
 
 
 def _add_reads(reads: dict[str, set[str]] | None, part: dict[str, list[Any]] | None) -> dict[str, set[str]] | None:
-    """``reads`` with a process's files read added; None when either has none (#40: a map
-    that lost a part's reads would run none of that part's readers)."""
+    """``reads`` with a process's files read (or their openers) added; None when either has
+    none (#40: a map that lost a part's reads would run none of that part's readers)."""
     if reads is None or part is None:
         return None
     for nodeid, rels in part.items():

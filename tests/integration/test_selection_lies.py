@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import SUITE_ON_PATH, recorded_git_project
+from tests.builders import SUITE_ON_PATH, git, git_project, recorded_git_project
 from tests.conftest import Project
 from tests.runs import outcomes_of
 
@@ -218,3 +218,21 @@ def test_a_test_that_reads_a_changed_function_s_code_runs(tmp_path: Path) -> Non
     (p.root / MINE / "lib.py").write_text("def f():\n    return 2\n")
     out, rec = _select(p)
     assert outcomes_of(rec) == {"test_code": "failed", "test_calls": "passed", "test_other": "deselected"}, out
+
+
+# tests that failed in the run that recorded the map, with no triage run since (the history
+# of recent failures is empty): the map itself says which failed
+FAILING = {f"test_f{i}.py": f"def test_f{i}():\n    assert False\n" for i in range(8)}
+
+
+def test_a_test_that_failed_in_the_map_s_own_run_always_runs(tmp_path: Path) -> None:
+    p = git_project(tmp_path, FAILING)
+    full = p.run("run", "--device", "fixture", "--record-map")
+    assert full.returncode == 1, full.stdout + full.stderr
+    (p.root / "CHANGELOG.md").write_text("a line\n")
+    git(p.root, "add", "-A")
+    git(p.root, "commit", "-qm", "changelog")
+    out, rec = _select(p)
+    assert set(outcomes_of(rec).values()) == {"failed"}, out
+    assert rec["test_selection"]["by_reason"] == {"failed_at_map": 8}, out
+    assert rec["status"] == "failed", out

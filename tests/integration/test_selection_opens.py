@@ -92,3 +92,49 @@ def test_configuration_or_a_file_that_becomes_code_runs_every_test(recorded: Pat
     target.write_text(target.read_text() + "\n")
     out, rec = _select(p)
     assert rec["test_selection"]["full_reason"] is not None, out
+
+
+# a data file read once by code that keeps what it made: a session-scoped fixture, an
+# lru_cache loader; the second test of each gets the value without opening the file
+KEPT = {
+    "data/table.csv": "a,1\n",
+    "data/settings.txt": "on\n",
+    "tabled/conftest.py": (
+        "import pathlib\n\nimport pytest\n\n\n@pytest.fixture(scope='session')\ndef table():\n"
+        "    return (pathlib.Path(__file__).parent.parent / 'data' / 'table.csv').read_text().split(',')\n"
+    ),
+    "tabled/test_t1.py": "def test_t1(table):\n    assert table[0] == 'a'\n",
+    "tabled/test_t2.py": "def test_t2(table):\n    assert table[1] == '1\\n'\n",
+    "mypkg/__init__.py": "",
+    "mypkg/settings.py": (
+        "import functools\nimport pathlib\n\n\n@functools.lru_cache\ndef load():\n"
+        "    return (pathlib.Path(__file__).parent.parent / 'data' / 'settings.txt').read_text()\n"
+    ),
+    "test_s1.py": "from mypkg.settings import load\n\n\ndef test_s1():\n    assert load().strip()\n",
+    "test_s2.py": "from mypkg.settings import load\n\n\ndef test_s2():\n    assert load() == 'on\\n'\n",
+    "test_plain.py": "def test_plain():\n    assert True\n",
+}
+
+
+@pytest.fixture(scope="module")
+def recorded_kept(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return recorded_git_project(tmp_path_factory.mktemp("kept"), KEPT).root
+
+
+@pytest.mark.parametrize(
+    ("path", "new", "failing"),
+    [("data/table.csv", "a,2\n", "test_t2"), ("data/settings.txt", "off\n", "test_s2")],
+    ids=["session-fixture", "lru-cache"],
+)
+def test_a_data_file_s_change_runs_every_test_that_gets_what_its_opener_kept(
+    recorded_kept: Path, tmp_path: Path, path: str, new: str, failing: str
+) -> None:
+    p = _copy(recorded_kept, tmp_path)
+    (p.root / MINE / path).write_text(new)
+    out, rec = _select(p)
+    outcomes = outcomes_of(rec)
+    assert outcomes[failing] == "failed", out
+    assert outcomes["test_plain"] == "deselected", out
+    assert rec["status"] == "failed", out
+    # the first test opened the file; the second got what the opener kept of it
+    assert rec["test_selection"]["by_reason"] == {"opens": 1, "reads": 1, "deselected": 3}, out

@@ -124,3 +124,11 @@ def test_the_files_each_test_opened_read_back_and_a_damaged_list_is_an_error() -
     for bad in ([], {"files": ["a"], "tests": {"t.py::a": [1]}, "import": []}, {"files": [1], "tests": {}}):
         with pytest.raises(ResultsError, match="its reads are not files by index"):
             testmap.from_json({**data, "reads": bad}, "m.json")
+
+
+def test_the_tests_that_failed_when_the_map_was_recorded_read_back_and_a_damaged_list_is_an_error() -> None:
+    m = TestMap(row="cpu", commit=None, created="x", tests={"t.py::a": frozenset()}, failed=frozenset({"t.py::a"}))
+    data = testmap.to_json(m)
+    assert testmap.from_json(data, "m.json").failed == {"t.py::a"}
+    with pytest.raises(ResultsError, match="failed is not a list of nodeids"):
+        testmap.from_json({**data, "failed": "t.py::a"}, "m.json")
