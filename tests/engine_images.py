@@ -170,36 +170,10 @@ def _build_actions(base: str, image: str, log: Callable[[str], None]) -> None:
             f" {' '.join(ACTIONS['installed'])} installed (once per machine)"
         )
         binary = ["--only-binary=:all:", "--python-version", version]
-        _run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "-q",
-                "--no-deps",
-                *binary,
-                "-d",
-                str(context / "wheels"),
-                *ACTIONS["wheelhouse"],
-            ],
-            "pip download",
-        )
-        _run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "-q",
-                "--no-deps",
-                *binary,
-                "-d",
-                str(context / "pip"),
-                str(ACTIONS["pip"]),
-            ],
-            "pip download",
-        )
+        # the wheelhouse (no dependencies: the list is whole) and pip itself, each into its folder
+        for folder, wanted in (("wheels", list(ACTIONS["wheelhouse"])), ("pip", [str(ACTIONS["pip"])])):
+            download = ["download", "-q", "--no-deps", *binary, "-d", str(context / folder), *wanted]
+            _run([sys.executable, "-m", "pip", *download], "pip download")
         # the row's packages with their dependencies, for the image's python (same minor version)
         _run(
             [
