@@ -45,9 +45,10 @@ def attempts(
         crashes.record_worker_crashes(evidence, attempt, targets)
         crashes.record_forked_copies(evidence, attempt)
         # one non-zero pytest exit anywhere is never overwritten by a later 0; a
-        # collection's own status counts only when it found nothing (5): then no
-        # process runs after it to say so
-        counts = purpose != "collect" or attempt.returncode == 5
+        # collection's own status counts only when pytest refused the session or found
+        # nothing (3 internal error, 4 usage error: a --test path that does not exist;
+        # 5 nothing collected): then no process runs after it to say so
+        counts = purpose != "collect" or attempt.returncode in (3, 4, 5)
         if script is not None and script.kind == "program":
             counts = False  # a program's exit status is its test's outcome, not pytest's
         normal = attempt.fold.ended and not attempt.abnormal and counts

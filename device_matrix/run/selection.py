@@ -48,7 +48,9 @@ RUNS_NOTHING: dict[str, str] = {
     "--co": "it collects and runs nothing",
     "--collect-only": "it collects and runs nothing",
 }
-NOT_FOUND_RE = re.compile(r"ERROR: not found: (\S+)")
+# pytest's usage errors for a selection it cannot find: a nodeid in a file ("not found"),
+# a path ("file or directory not found"), a --pyargs name ("module or package not found")
+NOT_FOUND_RE = re.compile(r"ERROR: (?:file or directory |module or package )?not found: (\S+)")
 
 
 def selecting_options(args: Sequence[str]) -> list[tuple[str, str]]:

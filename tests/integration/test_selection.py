@@ -17,6 +17,9 @@ pytestmark = pytest.mark.slow
     [
         (["--", "-k", "nomatch"], "row"),
         (["--test", "suites/passing/test_passing.py::test_nope"], "row"),
+        # a path that does not exist is the same wrong command line, not a broken environment
+        (["--test", "suites/passing/test_absent.py"], "row"),
+        (["--test", "suites/passing/test_absent.py"], "file"),
         # collected first, then a process per file: the collection is what selected nothing
         (["--", "-k", "nomatch"], "file"),
     ],
