@@ -944,7 +944,8 @@ def load(
             allowed="owner/name",
         )
     rows = {name: _row_from_table(name, table) for name, table in merged["devices"].items()}
-    paths = {k: root / merged[k] for k in ("results_dir", "suites_dir", "disable_list")}
+    paths = {k: root / merged[k] for k in PATH_KINDS}
+    _check_path_kinds(paths, [(packaged_defaults(), defaults_source), *layers, (command_line, "command line")])
     top = {k: _frozen(k, v) for k, v in merged.items() if k not in ("tracker", "devices", *paths)}
     top["project_install"] = install_steps(merged["project_install"])
     return Config(
@@ -955,6 +956,45 @@ def load(
         **paths,
         **top,
     )
+
+
+# what each path key names: one that names the other kind is the configuration's mistake
+# (exit 3, with the file or variable that set it), never a broken environment (exit 5)
+PATH_KINDS: dict[str, Literal["folder", "file"]] = {
+    "results_dir": "folder",
+    "suites_dir": "folder",
+    "disable_list": "file",
+}
+
+
+def _check_path_kinds(paths: Mapping[str, Path], layers: Sequence[tuple[Mapping[str, Any] | None, str]]) -> None:
+    """Raise :class:`ConfigError` when a path key names (or lies under) something of the wrong
+    kind: a file where a folder is wanted, a folder for a file. What cannot be seen (a folder
+    that cannot be read) is left to the check of what is written there."""
+    for key, path in paths.items():
+        wanted = PATH_KINDS[key]
+        existing = path
+        try:
+            while not existing.exists() and existing != existing.parent:
+                existing = existing.parent
+            is_dir = existing.is_dir()
+        except OSError:
+            continue
+        if existing != path:
+            problem = None if is_dir else f"{path} lies under {existing}, which is a file"
+        elif is_dir != (wanted == "folder"):
+            problem = f"{path} is a {'folder' if is_dir else 'file'}; it names a {wanted}"
+        else:
+            problem = None
+        if problem is not None:
+            source = next(s for layer, s in reversed(layers) if layer is not None and key in layer)
+            made = "made when absent" if wanted == "folder" else "none: no disables"
+            raise ConfigError(
+                problem,
+                source=source,
+                key=f"{TABLE}.{key}",
+                tip=f"Set {key} to the path of a {wanted} ({made}), or move what is there away.",
+            )
 
 
 def make_state_dir(folder: Path) -> None:

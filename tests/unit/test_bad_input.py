@@ -159,6 +159,36 @@ def test_run_with_an_unusable_results_dir_exits_5_with_a_tip(
 
 
 @pytest.mark.parametrize(
+    ("top", "environ", "source", "key"),
+    [
+        ('results_dir = "taken"', {}, "pyproject.toml", "results_dir"),
+        ('results_dir = "taken/results"', {}, "pyproject.toml", "results_dir"),
+        ("", {"DEVICE_MATRIX_RESULTS_DIR": "taken"}, "$DEVICE_MATRIX_RESULTS_DIR", "results_dir"),
+        ('suites_dir = "taken"', {}, "pyproject.toml", "suites_dir"),
+        ('disable_list = "folder"', {}, "pyproject.toml", "disable_list"),
+    ],
+    ids=["results-file", "results-under-a-file", "results-env", "suites-file", "disable-list-folder"],
+)
+def test_a_configured_path_of_the_wrong_kind_is_a_config_error(
+    tmp_path: Path, top: str, environ: dict[str, str], source: str, key: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a path that names a file where a folder is wanted (or the other way) is the configuration's
+    # mistake, exit 3, said with the file (or variable) and the key: not a broken environment (5)
+    (tmp_path / "taken").write_text("x")
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "pyproject.toml").write_text(f"[tool.device-matrix]\n{top}\n" + ROW)
+    with pytest.raises(ConfigError) as info:
+        load(tmp_path, environ=environ)
+    assert source in info.value.message and f"tool.device-matrix.{key}" in info.value.message
+    assert info.value.tip and key in info.value.tip
+    if not environ:  # through the command line: the documented exit code, an ERROR and a TIP
+        assert main(["--project", str(tmp_path), "run", "--device", "x"]) == EXIT_CONFIG
+        err = capsys.readouterr().err
+        assert "ERROR" in err and "TIP" in err and "Traceback" not in err
+        assert not (tmp_path / "results").exists()  # nothing was run or written
+
+
+@pytest.mark.parametrize(
     "argv",
     [
         ["--reruns", "-1"],
