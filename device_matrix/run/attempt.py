@@ -103,6 +103,7 @@ class AttemptResult:
     fold: Fold
     overrun: Overrun | None
     duration: float
+    ended: float  # the runner's monotonic clock when the child was seen to end
     selected: int | None
     folder: Path
     fault: Path
@@ -292,6 +293,7 @@ def run_attempt(
         learned.set()
     pump = OutputPump(read_out, log_path, redactor, max_bytes=limits.max_log_bytes, hold=learned if own_env else None)
     started, started_wall = time.monotonic(), time.time()
+    ended: float | None = None
     overrun: Overrun | None = None
     interrupted: Interrupted | None = None
     child: Child | None = None
@@ -303,6 +305,7 @@ def run_attempt(
             pump.begin()
             with child:
                 overrun = _watch(child, fold, reader, limits=limits, progress=progress, fault=fault)
+                ended = time.monotonic()
         except Interrupted as exc:
             interrupted = exc
         finally:
@@ -321,6 +324,7 @@ def run_attempt(
         fold=fold,
         overrun=overrun,
         duration=time.monotonic() - started,
+        ended=time.monotonic() if ended is None else ended,
         selected=len(spec.select) if spec.select is not None else None,
         folder=folder,
         fault=fault,

@@ -67,7 +67,7 @@ def attempts(
             state.put(
                 attempt.fold.running,
                 "error",
-                duration=0.0,
+                duration=attempt.fold.tests[attempt.fold.running].lasted(attempt.ended),
                 message=f"the session ended while this test ran (pytest exit status {attempt.returncode})",
                 attempt=attempt.index,
             )

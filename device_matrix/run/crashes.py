@@ -657,7 +657,7 @@ def record_crash(
         test = attempt.fold.tests.get(at.nodeid)
         duration = attempt.overrun.seconds if attempt.overrun and at.kind == "timeout" else 0.0
         if test is not None and at.kind == "crash":
-            duration = test.duration
+            duration = test.lasted(attempt.ended)
         state.put(
             at.nodeid,
             outcome,

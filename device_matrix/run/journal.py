@@ -57,11 +57,17 @@ class TestState:
     meta: Mapping[str, Any] = field(default_factory=dict)
     reruns: int = 0  # executions before this one that a plugin ran again (outcome "rerun")
     phase: str | None = None  # the phase it said it entered, before its reports (#29)
+    began: float | None = None  # the runner's monotonic clock when it read the start (#42)
 
     @property
     def duration(self) -> float:
         """Its phases' seconds (a subtest's are inside its test's call)."""
         return sum(r.duration for r in self.reports if r.sub is None)
+
+    def lasted(self, end: float) -> float:
+        """Its seconds until ``end`` (the runner's monotonic clock), for a test whose process
+        died under it: its phases never reported the time it ran (#42)."""
+        return max(self.duration, end - self.began) if self.began is not None else self.duration
 
 
 class Fold:
@@ -243,6 +249,7 @@ class Fold:
             meta=ev["meta"],
             location=(str(loc[0]), loc[1] if type(loc[1]) is int else None) if len(loc) == 2 else None,
             reruns=reruns,
+            began=time.monotonic(),
         )
         self.tests[nodeid] = state
         self.order.append(nodeid)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Project
-from tests.runs import outcomes_of
+from tests.runs import outcomes_of, write_suite
 
 pytestmark = pytest.mark.slow
 
@@ -215,3 +215,29 @@ def test_gdb_reads_the_core_of_a_real_crash_and_the_core_is_removed(project: Cal
         assert "Program terminated with signal SIGSEGV" in (d["gdb_backtrace"] or ""), d["gdb_backtrace"]
         assert d["gdb_frames"] and len(d["gdb_frames"]) <= 10
     assert not list(p.root.glob("core*")) and not list(p.results.rglob("core*"))
+
+
+@pytest.mark.parametrize("when", ["call", "setup"])
+def test_a_crashed_test_lasts_as_long_as_it_ran_until_the_crash(project: Callable[..., Project], when: str) -> None:
+    # its phases never reported: the runner's own clock, from the test's start to the
+    # process's end, is its duration (a spread's split weighs the test by it), not 0
+    p = project("passing")
+    body = "time.sleep(1.5)\n    ctypes.string_at(0)\n"
+    write_suite(
+        p,
+        "slow_crash",
+        {
+            "test_slow_crash.py": "import ctypes\nimport time\n\nimport pytest\n\n\n"
+            f"@pytest.fixture\ndef dies():\n    {body if when == 'setup' else 'pass'}\n\n\n"
+            f"def test_dies(dies):\n    {body if when == 'call' else 'pass'}\n\n\n"
+            "def test_after():\n    pass\n"
+        },
+    )
+    proc = p.run("run", "--device", "fixture", "--reruns", "0")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    record = p.record()
+    tests = _by_name(record)
+    assert tests["test_dies"]["outcome"] == "crashed" and record["crashes"][0]["when"] == when
+    assert tests["test_after"]["outcome"] == "passed"
+    (process,) = [a for a in record["attempts"] if a["index"] == tests["test_dies"]["attempt"]]
+    assert 1.5 <= tests["test_dies"]["duration"] <= process["duration"]
