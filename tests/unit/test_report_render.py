@@ -130,3 +130,39 @@ def test_html_escapes_nodeids_everywhere() -> None:
     page = html.render(build(recs, [], {}))  # type: ignore[arg-type]
     assert "<script>alert(1)</script>" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;&#x27;&quot;" in page
+
+
+BROKEN = "line one | piped\nline two\r\n| third `x|y`"
+
+
+def _cells(line: str) -> int:
+    """The cells of a Markdown table line: its pipes that no backslash escapes, less one."""
+    return len(re.findall(r"(?<!\\)\|", line)) - 1
+
+
+def test_a_newline_or_a_pipe_in_run_text_stays_in_its_table_cell() -> None:
+    crash = R.crash("cpu", "s/t.py::test_c", "ffff")
+    crash["diagnosis"]["hint"] = BROKEN
+    crash["issue"] = BROKEN
+    tests = [
+        R.test("s/t.py::test_c", "crashed", crash_id=crash["id"]),
+        R.test(f"s/t.py::test_f[{BROKEN}]", "failed", message=f"AssertionError: {BROKEN}"),
+        R.test("s/t.py::test_s", "skipped", skip=R.skip_info(BROKEN)),
+        R.test("s/t.py::test_slow", "passed", duration=50.0),
+    ]
+    tests[2]["skip"]["reason"] = BROKEN
+    record = R.record("cpu", tests, [crash], reason=BROKEN)
+    record["environment"]["packages"]["torch"] = BROKEN
+    md = markdown.render(build([record], [("gpu", BROKEN)], {}))  # type: ignore[arg-type]
+    lines = md.splitlines()
+    tables = 0
+    for k, line in enumerate(lines):
+        if re.fullmatch(r"\|(?:-+:?|-*:?-+:?)(?:\|-*:?-+:?)*\|", line.replace("--:", "---")):
+            tables += 1
+            width = _cells(lines[k - 1])
+            body = lines[k + 1 :]
+            rows = body[: next((n for n, b in enumerate(body) if not b.startswith("|")), len(body))]
+            assert rows and all(_cells(r) == width for r in rows), (lines[k - 1], rows)
+            after = body[len(rows)] if len(rows) < len(body) else ""
+            assert not after.strip() or after.startswith(("#", "…", ">", "-")), after  # no cell's rest below
+    assert tables >= 3
