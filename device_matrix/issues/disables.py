@@ -566,7 +566,7 @@ def declared(cfg: Config, script_files: Sequence[str]) -> tuple[list[DeviceSkip]
                     mode="skip",
                     devices=d.devices,
                     issue=d.issue,
-                    reason=f"disabled by {d.issue} since {d.since.isoformat()}",
+                    reason=d.skip_reason,
                     source="tracker",
                     since=d.since,
                     test=target,

@@ -39,6 +39,7 @@ _DEVICES_RE = re.compile(r"\s*(?:devices|platforms)\s*:(?P<names>.*)", re.IGNORE
 _DEVICES_MEANT_RE = re.compile(
     r"^[\s>*_`#-]*(?:devices?|platforms?|rows?)\b[\s*_`]*[:=].*$", re.IGNORECASE | re.MULTILINE
 )
+_COMMENT_RE = re.compile(r"<!--.*?-->", re.DOTALL)
 DEVICES_FORM = "write `devices: cuda, neuron` on a line of its own (lower-case row or device names, comma-separated)"
 _DEVICE_NAME_RE = re.compile(r"[a-z][a-z0-9_-]*")
 
@@ -54,6 +55,14 @@ class Disable:
     author: str | None = None
     unittest_module: str | None = None  # "__main__": each scripts entry's file; "a.b": a/b.py
     title: str = ""
+    reason: str = ""  # #42: the body's words besides its devices line (`issues disable --reason`)
+
+    @property
+    def skip_reason(self) -> str:
+        """The reason of the skip it makes: its issue, since when (:func:`disabled_for` reads
+        it back) and, where the body gives one, why."""
+        said = f"disabled by {self.issue} since {self.since.isoformat()}"
+        return f"{said}: {self.reason}" if self.reason else said
 
     def targets(self, script_files: Sequence[str]) -> list[str]:
         """The nodeids (or prefixes) this disables: a unittest-form title maps onto each
@@ -82,6 +91,7 @@ class Disable:
             "author": self.author,
             "unittest_module": self.unittest_module,
             "title": self.title,
+            "reason": self.reason,
         }
 
     @classmethod
@@ -97,6 +107,7 @@ class Disable:
             author=str(author) if isinstance(author, str) else None,
             unittest_module=str(module) if isinstance(module, str) else None,
             title=str(data.get("title", "")),
+            reason=str(data.get("reason", "")),
         )
 
 
@@ -135,7 +146,17 @@ def parse(issue: str, title: str, body: str, since: dt.date, author: str | None 
     devices = _devices(body or "")
     if isinstance(devices, str):
         return Unreadable(issue, title, devices)
-    return Disable(issue, test, devices, since, author, module, title)
+    return Disable(issue, test, devices, since, author, module, title, _reason(body or ""))
+
+
+REASON_LIMIT = 300  # characters of the body kept as the skip's reason
+
+
+def _reason(body: str) -> str:
+    """Why, as the body says it: its text without the devices line and hidden markers, on one
+    line (a skip reason is one), clipped."""
+    text = " ".join(_DEVICES_MEANT_RE.sub(" ", _COMMENT_RE.sub(" ", body)).split())
+    return text if len(text) <= REASON_LIMIT else text[: REASON_LIMIT - 1] + "…"
 
 
 def _devices(body: str) -> tuple[str, ...] | str:
@@ -179,7 +200,7 @@ def disable_list_toml(disables: Iterable[Disable], script_files: Sequence[str]) 
                 f"test = {json.dumps(target)}",
                 f"devices = {json.dumps(list(d.devices))}",
                 f"issue = {json.dumps(d.issue)}",
-                f"reason = {json.dumps(f'disabled by {d.issue} since {d.since.isoformat()}')}",
+                f"reason = {json.dumps(d.skip_reason)}",
                 f"since = {d.since.isoformat()}",
                 'source = "tracker"',
                 "",

@@ -102,6 +102,12 @@ def test_a_ledger_disable_skips_on_cuda_only_and_enable_runs_it_again(tmp_path: 
     )
     assert cuda["suites/dis/test_dis.py::test_param[2]"][0] == "skipped"
     assert cuda["suites/dis/test_dis.py::test_param[1]"][0] == "passed"
+    # #42: the disable's --reason is in the skip's record
+    skips = {t["nodeid"]: t["skip"] for t in p.record("cuda")["tests"] if t["outcome"] == "skipped"}
+    assert (
+        skips["suites/dis/test_dis.py::test_plain"]["reason"]
+        == f"disabled by ledger:1 since {since}: flaky since the bump"
+    )
     script_x = cuda["test/test_script.py::TestY::test_x"]
     assert script_x[0] == "skipped" and f"disabled on cuda by ledger:3 since {since}" in script_x[1]
     assert cuda["test/test_script.py::TestY::test_other"][0] == "passed"

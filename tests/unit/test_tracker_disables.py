@@ -11,7 +11,7 @@ import pytest
 from device_matrix.issues.disables import ANSWER_MARKER, CACHE_FILE, read_disables
 from device_matrix.issues.ledger import Ledger
 from device_matrix.skips import disable_matches, load_disable_list
-from device_matrix.skips.tracker import Disable, Unreadable, disable_list_toml, parse
+from device_matrix.skips.tracker import Disable, Unreadable, body_for, disable_list_toml, disabled_for, parse
 from tests.builders import client
 from tests.github_server import Scripted, serve
 
@@ -90,6 +90,23 @@ def test_the_list_handed_to_the_child_reads_back_as_tracker_disables(tmp_path: P
     assert entry.applies_to("cuda", "CPU") and not entry.applies_to("cpu", "CPU")
     assert disable_matches(entry, "suites/a/test_a.py::test_p[2]")
     assert entry.text("cuda") == "[device-matrix] disabled on cuda by #123 since 2026-11-02"
+
+
+def test_the_disables_reason_reaches_the_skip_and_the_cache(tmp_path: Path) -> None:
+    # #42: `issues disable ... --reason R` writes R in the issue's body; the skip it makes says it
+    body = body_for(["cuda"], "flaky since the bump\n\nsee CI | run 7 <!-- device-matrix:note -->")
+    d = parse("#123", "DISABLED suites/a/test_a.py::test_p", body, DAY)
+    assert isinstance(d, Disable) and d.devices == ("cuda",)
+    f = tmp_path / "disabled.toml"
+    f.write_text(disable_list_toml([d], []))
+    (entry,) = load_disable_list(f)
+    assert entry.reason == "disabled by #123 since 2026-11-02: flaky since the bump see CI | run 7"
+    assert disabled_for(entry.reason, NOW.date()) == "for 3 days (since 2026-11-02)"
+    assert Disable.from_json(json.loads(json.dumps(d.as_json()))) == d  # the cache keeps it
+    bare = parse("#124", "DISABLED suites/a/test_a.py::test_q", "devices: cuda", DAY)
+    assert isinstance(bare, Disable) and bare.reason == ""
+    f.write_text(disable_list_toml([bare], []))
+    assert load_disable_list(f)[0].reason == "disabled by #124 since 2026-11-02"
 
 
 # --- the ledger -------------------------------------------------------------------------
