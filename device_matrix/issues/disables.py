@@ -409,21 +409,31 @@ def for_row(
         _NOTED.add(cache_dir)  # said once per run, not once per row
         note(one_line(f"disables: {got.note}"))  # a tracker's error text, on one line (#42)
     if not got.disables:
-        for name in ROW_FILES:
-            (row_dir / name).unlink(missing_ok=True)  # the last run's, of disables since closed
+        _remove_row_files(row_dir)
         return cfg.disable_list, None
+    mine = [d for d in got.disables if d.applies(*row)]
     # #33: the record says how old the list was, as disables.json does
     ref = DisablesRef(
         read_at=got.read_at.isoformat(),
         age_s=int(got.age(_now()).total_seconds()),
         fresh=got.fresh,
-        applied=sum(d.applies(*row) for d in got.disables),  # #42: those on this row
+        applied=len(mine),
         note=got.note,
     )
-    write_json_atomic(row_dir / CACHE_FILE, {**ref, "disables": [d.as_json() for d in got.disables]})
+    if not mine:
+        # #42: only other rows' disables are open: the record says the list was read, and
+        # the row has no file of them (its children, and plain pytest, read the project's)
+        _remove_row_files(row_dir)
+        return cfg.disable_list, ref
+    write_json_atomic(row_dir / CACHE_FILE, {**ref, "disables": [d.as_json() for d in mine]})
     path = row_dir / LIST_FILE
-    path.write_text(merged_disable_list(cfg.disable_list, got.disables, script_files), encoding="utf-8")
+    path.write_text(merged_disable_list(cfg.disable_list, mine, script_files), encoding="utf-8")
     return path, ref
+
+
+def _remove_row_files(row_dir: Path) -> None:
+    for name in ROW_FILES:
+        (row_dir / name).unlink(missing_ok=True)  # the last run's, of disables since closed
 
 
 def settle(
@@ -449,7 +459,8 @@ def settle(
         "applied": len(mine) - len(missed),
         "unmatched": [UnmatchedDisable(issue=d.issue, test=d.test, problem=problem) for d in missed],
     }
-    write_json_atomic(row_dir / CACHE_FILE, {**settled, "disables": [d.as_json() for d in got.disables]})
+    if mine:  # a row none of whose disables apply has no disables.json (#42)
+        write_json_atomic(row_dir / CACHE_FILE, {**settled, "disables": [d.as_json() for d in mine]})
     if missed and _answering():
         tracked = tracker_config(cfg, os.environ)
         answer_unmatched(lambda: _for_a_run(open_tracker(tracked, tracked.results_dir)), settled["unmatched"])

@@ -7,6 +7,7 @@ test "disabled by ledger:1", a closed issue.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -46,3 +47,25 @@ def test_an_enabled_test_is_skipped_by_no_file_of_the_row(tmp_path: Path) -> Non
     assert not listed.exists()
     said = _plain_pytest(p, listed)
     assert "1 passed" in said and "ledger:1" not in said, said
+
+
+def test_a_row_writes_and_reads_only_its_own_disables(tmp_path: Path) -> None:
+    # #42: a disable open for another row only made this row write both files (and list it)
+    p = _project(tmp_path)
+    assert p.run("issues", "disable", TEST, "--device", "cuda").returncode == 0
+    proc = p.run("run", "--device", "cpu")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not (p.results / "cpu" / "disables.json").exists()
+    assert not (p.results / "cpu" / "device-matrix-disabled.toml").exists()
+    assert p.record("cpu")["disables"]["applied"] == 0  # the list was read; none of it is the row's
+
+    other = "suites/dis/test_dis.py::test_param"
+    assert p.run("issues", "disable", other, "--device", "cpu").returncode == 0
+    proc = p.run("run", "--device", "cuda", "--device", "cpu")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # both rows' device is CPU: the cpu disable is the cuda row's too, the cuda one is not cpu's
+    for row, own in (("cuda", [TEST, other]), ("cpu", [other])):
+        listed = (p.results / row / "device-matrix-disabled.toml").read_text()
+        assert [t for t in (TEST, other) if f'"{t}"' in listed] == own, listed
+        kept = json.loads((p.results / row / "disables.json").read_text())
+        assert [d["test"] for d in kept["disables"]] == own and kept["applied"] == len(own)
