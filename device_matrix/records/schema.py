@@ -17,7 +17,6 @@ from types import UnionType
 from typing import (
     Any,
     Literal,
-    NotRequired,
     TypeAlias,
     TypedDict,
     Union,
@@ -250,7 +249,7 @@ class UnmatchedDisable(TypedDict):
     problem: str  # "matches no test of row cpu"
 
 
-class DisablesRef(TypedDict):
+class _DisablesFields(TypedDict):
     """The tracker's disable list a run applied (#33): when it was read and how old it was."""
 
     read_at: str  # when the list was read from the tracker
@@ -260,9 +259,15 @@ class DisablesRef(TypedDict):
     # whole row has collected, only those that name one of its tests (#42)
     applied: int
     note: str  # what was read, or why the cached list served
+
+
+class DisablesRef(_DisablesFields, total=False):
+    # a class of its own, not NotRequired: under `from __future__ import annotations` Python
+    # before 3.12 counts a NotRequired key as required, and load_run refused every record
+    # without it (#42)
     # #42: those on this row that name none of its tests, known once a run of the whole
     # row has collected; absent: not known (a run of part of the row, or one cut short)
-    unmatched: NotRequired[list[UnmatchedDisable]]
+    unmatched: list[UnmatchedDisable]
 
 
 class RunRecord(_RunFields, total=False):

@@ -281,6 +281,21 @@ def test_the_valid_record_loads(tmp_path: Path) -> None:
     assert load_run(tmp_path / "run.json")["row"] == "cpu"
 
 
+def test_a_record_of_part_of_a_row_with_the_trackers_disables_loads(tmp_path: Path) -> None:
+    # #42: `unmatched` is known only once a whole row has collected; a shard's record, a run
+    # of --test or one cut short has none, and was refused as malformed (exit 7) before
+    record = _valid()
+    record["disables"] = {
+        "read_at": "2026-11-03T00:00:00+00:00",
+        "age_s": 5,
+        "fresh": True,
+        "applied": 1,
+        "note": "read",
+    }
+    (tmp_path / "run.json").write_text(json.dumps(record))
+    assert "unmatched" not in load_run(tmp_path / "run.json")["disables"]
+
+
 def test_issues_sync_over_only_unreadable_rows_exits_7(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "pyproject.toml").write_text("[tool.device-matrix]\n")
     (tmp_path / "results" / "cpu").mkdir(parents=True)
