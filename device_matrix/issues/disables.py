@@ -31,14 +31,12 @@ from device_matrix.output import one_line
 from device_matrix.records.atomic import write_json_atomic
 from device_matrix.records.schema import DisablesRef, UnmatchedDisable
 from device_matrix.skips.model import DeviceSkip, device_names
-from device_matrix.skips.tracker import TITLE_PREFIX, Disable, Unreadable, parse
+from device_matrix.skips.tracker import CACHE_FILE, LIST_FILE, TITLE_PREFIX, Disable, Unreadable, parse
 
 if TYPE_CHECKING:
     from device_matrix.issues.client import Page
     from device_matrix.issues.github import GitHubTracker
 
-CACHE_FILE = "disables.json"
-LIST_FILE = "device-matrix-disabled.toml"  # the row's list: the project's and the tracker's
 # #42: every file a row's folder holds of the tracker's disables, removed together when the
 # row applies none (a list left behind still skips a closed issue's test in plain pytest)
 ROW_FILES = (CACHE_FILE, LIST_FILE)

@@ -32,26 +32,36 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from device_matrix.errors import ResultsError
+from device_matrix.errors import ConfigError, ResultsError
 from device_matrix.records import jsonreport
 from device_matrix.records.atomic import write_json_atomic
 from device_matrix.records.junit import write_junit
-from device_matrix.records.outcomes import CRASHING_OUTCOMES, FAILING_OUTCOMES, UNFINISHED_OUTCOMES
+from device_matrix.records.outcomes import (
+    CRASHING_OUTCOMES,
+    FAILING_OUTCOMES,
+    INFRASTRUCTURE_STATUSES,
+    UNFINISHED_OUTCOMES,
+)
 from device_matrix.records.schema import (
     AttemptRecord,
     CrashRecord,
+    DisablesRef,
     PlanFile,
     RowStatus,
     RunRecord,
     SourceInfo,
     SpreadRef,
     TestRecord,
+    UnmatchedDisable,
     load_gang,
     load_plan,
     load_run,
     summarize,
 )
 from device_matrix.records.summary import row_status
+from device_matrix.skips import load_disable_list
+from device_matrix.skips.disable import target_matches
+from device_matrix.skips.tracker import CACHE_FILE, LIST_FILE
 
 SHARDS_DIR = "shards"
 GANGS_DIR = "gangs"
@@ -75,6 +85,16 @@ class Gang:
 
 
 @dataclass(frozen=True)
+class PartDisable:
+    """#42: a tracker disable a shard applied: its issue, its test as the issue names it, and
+    what its children were given (the nodeids or prefixes of the row's list)."""
+
+    issue: str
+    test: str
+    targets: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Part:
     """One shard's folder."""
 
@@ -83,6 +103,7 @@ class Part:
     plan: PlanFile | None  # its shard.json
     gangs: tuple[Gang, ...] = ()
     report: Mapping[str, Any] | None = None  # its report.json, for the merged one
+    disables: tuple[PartDisable, ...] | None = None  # the tracker's it applied; None: not known
 
 
 @dataclass(frozen=True)
@@ -298,8 +319,47 @@ def merge(spread: Spread, *, command: Sequence[str] = ()) -> Merged:
         record["selection"] = selection
     ages = [r["disables"] for r in records.values() if "disables" in r]
     if ages:
-        record["disables"] = max(ages, key=lambda ref: ref["age_s"])  # #33: the oldest list a shard applied
+        # #33: the oldest list a shard applied; #42: what it matched, as a whole run says it
+        record["disables"] = _settled(max(ages, key=lambda ref: ref["age_s"]), spread.parts, record, problems)
     return Merged(record, tuple(problems), {k: p.report for k, p in accepted.items() if p.report is not None})
+
+
+def _settled(ref: DisablesRef, parts: Sequence[Part], record: RunRecord, problems: Sequence[str]) -> DisablesRef:
+    """#42: the row's disables that name none of its tests, which no shard can know (each
+    runs part of the row): said once every part came back with its list and the merge is a
+    whole run of the row that collected; else not known, as a shard's record says."""
+    lists = [p.disables for p in parts]
+    whole = not problems and record.get("selection") is None and record["tests"]
+    if not whole or record["status"] in INFRASTRUCTURE_STATUSES or any(d is None for d in lists):
+        return ref
+    mine = {d.issue: d for found in lists if found is not None for d in found}
+    nodeids = [t["nodeid"] for t in record["tests"]]
+    missed = [d for d in mine.values() if not any(target_matches(x, n) for x in d.targets for n in nodeids)]
+    problem = f"matches no test of row {record['row']}"
+    return {
+        **ref,
+        "applied": len(mine) - len(missed),
+        "unmatched": [UnmatchedDisable(issue=d.issue, test=d.test, problem=problem) for d in missed],
+    }
+
+
+def _part_disables(folder: Path) -> tuple[PartDisable, ...] | None:
+    """#42: the tracker's disables the shard in ``folder`` applied, from its row files (none
+    there: it applied none); None when they cannot be read."""
+    if not (folder / LIST_FILE).is_file():
+        return ()
+    try:
+        listed = [e for e in load_disable_list(folder / LIST_FILE) if e.since is not None]
+        named = {
+            str(d["issue"]): str(d["test"]) for d in json.loads((folder / CACHE_FILE).read_text("utf-8"))["disables"]
+        }
+    except (ConfigError, OSError, ValueError, KeyError, TypeError):
+        return None
+    targets: dict[str, list[str]] = {}
+    for entry in listed:
+        if entry.issue is not None and entry.test is not None:
+            targets.setdefault(entry.issue, []).append(entry.test)
+    return tuple(PartDisable(issue, named.get(issue, tests[0]), tuple(tests)) for issue, tests in targets.items())
 
 
 def _selection(records: Mapping[int, RunRecord], problems: list[str]) -> str | None:
@@ -739,6 +799,7 @@ def load_spread(folder: Path) -> Spread:
                 plan=part_plan,
                 gangs=load_gangs(entry, f"{SHARDS_DIR}/{k}/"),
                 report=read_report(entry / "report.json"),
+                disables=_part_disables(entry),
             )
         )
     return Spread(

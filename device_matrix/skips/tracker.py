@@ -27,6 +27,10 @@ from device_matrix.skips.disable import target_matches
 from device_matrix.skips.model import device_names
 
 TITLE_PREFIX = "DISABLED"
+# a row's files of the disables it applies (``results/<row>/``, a shard's folder): what was
+# read and when, and the list its children read (the project's and the tracker's)
+CACHE_FILE = "disables.json"
+LIST_FILE = "device-matrix-disabled.toml"
 # unittest's str() of a test: "test_x (__main__.TestY)", "test_x (pkg.mod.TestY.test_x)" (3.11+)
 _UNITTEST_RES = (
     re.compile(r"(?P<method>\w+) \((?P<module>[\w.]+)\.(?P<cls>\w+)\.(?P=method)\)"),

@@ -7,6 +7,7 @@ passes before it is merged: its row, its split, its index and count.
 from __future__ import annotations
 
 import copy
+import datetime as dt
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -15,10 +16,12 @@ import pytest
 
 from device_matrix.errors import ResultsError
 from device_matrix.records import jsonreport
-from device_matrix.records.merge import Gang, Part, Spread, merge, with_gangs, without_gangs
+from device_matrix.records.atomic import write_json_atomic
+from device_matrix.records.merge import Gang, Part, Spread, load_spread, merge, with_gangs, without_gangs
 from device_matrix.records.schema import SHARD_SCHEMA, PlanFile, RunRecord, check_plan
 from device_matrix.records.summary import STATUS_ORDER, count, most_serious, row_label, row_status
 from device_matrix.run.context import Verdict, worst
+from device_matrix.skips.tracker import Disable, disable_list_toml, parse
 from device_matrix.spread.split import Split
 from tests import records as R
 
@@ -326,3 +329,51 @@ def test_a_parts_summary_is_never_read_the_merge_counts_its_tests() -> None:
     merged = merge(Spread("cpu", plan, (one, two)))
     assert merged.record["summary"]["total"] == len(TESTS) + 1  # the plan's gang, not run
     assert merged.record["summary"]["failed"] == 1 and merged.record["summary"]["passed"] == len(TESTS) - 1
+
+
+# --- #42: the tracker's disables of a spread row ------------------------------------------------
+
+
+def test_a_spread_rows_record_says_which_of_its_disables_match_no_test(tmp_path: Path) -> None:
+    # a shard runs part of the row: only the merge of every part can say which of the row's
+    # disables name none of its tests, as a whole run's record does
+    plan = Split.make("cpu", 2, TESTS, dict.fromkeys(TESTS, 1.0)).plan
+    found = parse("ledger:1", f"DISABLED {TESTS[4]}", "devices: cpu", dt.date(2026, 11, 2))
+    typo = parse("ledger:2", "DISABLED t.py::test_typo", "devices: cpu", dt.date(2026, 11, 2))
+    assert isinstance(found, Disable) and isinstance(typo, Disable)
+    folder = tmp_path / "cpu"
+    (folder / "shards").mkdir(parents=True)
+    write_json_atomic(folder / "shards" / "plan.json", plan)
+    for k in (1, 2):
+        part = _part(plan, k)
+        assert part.record is not None and part.plan is not None
+        part.record["disables"] = {
+            "read_at": "2026-11-03T00:00:00+00:00",
+            "age_s": 5,
+            "fresh": True,
+            "applied": 2,
+            "note": "read",
+        }
+        shard = folder / "shards" / str(k)
+        shard.mkdir()
+        write_json_atomic(shard / "run.json", part.record)
+        write_json_atomic(shard / "shard.json", part.plan)
+        write_json_atomic(
+            shard / "disables.json", {**part.record["disables"], "disables": [found.as_json(), typo.as_json()]}
+        )
+        (shard / "device-matrix-disabled.toml").write_text(
+            '[[disable]]\ntest = "t.py"\ndevices = ["cpu"]\n\n' + disable_list_toml([found, typo], [])
+        )
+    record = merge(load_spread(folder)).record
+    assert record["status"] == "passed", record["reason"]
+    assert record.get("disables") == {
+        "read_at": "2026-11-03T00:00:00+00:00",
+        "age_s": 5,
+        "fresh": True,
+        "applied": 1,
+        "note": "read",
+        "unmatched": [{"issue": "ledger:2", "test": "t.py::test_typo", "problem": "matches no test of row cpu"}],
+    }
+    # a part that did not come back: what the row's tests are is not known, nor what matches none
+    (folder / "shards" / "2" / "run.json").unlink()
+    assert "unmatched" not in (merge(load_spread(folder)).record.get("disables") or {})
