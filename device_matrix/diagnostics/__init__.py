@@ -214,14 +214,15 @@ def _diagnose(
         last = fatals[-1]
         fatal_message = f"{last.file.rsplit('/', 1)[-1]}] {last.message}"
     kind_name = "SIGKILL" if timed_out and name is None else name
-    fingerprint, basis = fp.compute(
-        ("timeout" if timed_out else kind_name),
+    head = "timeout" if timed_out else kind_name
+    evidence = fp.Evidence(
         native_frames=native_frames,
         fatal_message=fatal_message,
         exception=(terminate.type, terminate.what) if terminate else None,
         python_frames=py_frames,
         exit_code=returncode if signum is None else None,
     )
+    fingerprint, basis = fp.compute(head, **evidence)
     # the thread to blame first, then the others as printed
     threads = ([current] if current else []) + [t for t in (chosen.threads if chosen else []) if t is not current]
     python_stacks = [format_python_stack(t) for t in threads]
@@ -248,6 +249,7 @@ def _diagnose(
         last_output=[redactor.text(x) for x in last_lines(lines, 40)],
         fingerprint=fingerprint,
         fingerprint_basis=basis,
+        former_fingerprint=fp.former_fingerprint(head, evidence),
     )
 
 

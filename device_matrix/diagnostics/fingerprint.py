@@ -4,13 +4,22 @@ Stable across runs and hosts: addresses, offsets, line numbers, hex, temporary p
 ABI tags and template/argument lists are stripped, so the same crash on two rows or two
 days hashes the same. Frames of the signal-handling machinery itself (the handler that
 printed the stack, ``raise``, ``abort``...) are skipped: they are the same in every crash.
+
+A fatal line and an exception's ``what()`` are masked as a failure's message is
+(:mod:`device_matrix.diagnostics.masking`, #42): what varies from run to run (a pid, an
+address, a time, a temporary path, an id or a hash) is masked, a digit of a name
+(``sm_80``, ``frame_1``, ``float16``) is kept. Before, every digit was masked: the
+fingerprint a crash had then is :func:`former_fingerprint`, by which its issue is found.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypedDict
+
+from device_matrix.diagnostics.masking import TEMP_RE, mask_values
 
 TOP_FRAMES = 5
 
@@ -43,7 +52,6 @@ PYTHON_MACHINERY_RE = re.compile(
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
 _OFFSET = re.compile(r"\+0x[0-9a-fA-F]+|\+\d+")
 _ABI = re.compile(r"\[abi:[^\]]+\]")
-_TEMP = re.compile(r"(/tmp|/var/folders|/private/var)/[^\s:]*")
 # an absolute or ./relative path: keep its last part, the folders differ between hosts
 _PATH = re.compile(r"(?<![\w.])(?:\.{1,2})?(?:/[^\s/:'\"`()\[\]]+)+/([^\s/:'\"`()\[\]]+)")
 _DIGITS = re.compile(r"\d+")
@@ -93,7 +101,16 @@ def normalize_python(file: str, function: str) -> str:
 
 
 def normalize_message(text: str) -> str:
-    """A message without what changes between runs and hosts: paths, addresses, numbers."""
+    """A message without what changes between runs and hosts: the folders of a path,
+    addresses, ids, hashes and numbers, but a number's digits in a name. A file under a
+    temporary folder keeps its name with every digit masked (``shard_N.bin``): a run may
+    number it (a name of random letters, as ``tempfile`` makes, is beyond any rule)."""
+    text = TEMP_RE.sub(lambda m: _DIGITS.sub("N", m.group().rstrip("/").rsplit("/", 1)[-1]), text)
+    return " ".join(mask_values(_HEX.sub("<hex>", _PATH.sub(r"\1", text))).split())[:200]
+
+
+def _every_digit_masked(text: str) -> str:
+    """A message as it was normalised before #42: every digit masked, a name's too."""
     text = _PATH.sub(r"\1", text)
     text = _HEX.sub("<hex>", text)
     text = _DIGITS.sub("N", text)
@@ -119,6 +136,7 @@ def compute(
     exception: tuple[str, str | None] | None = None,
     python_frames: Sequence[tuple[str, str]] = (),
     exit_code: int | None = None,
+    message: Callable[[str], str] = normalize_message,
 ) -> tuple[str, list[str]]:
     """Return ``(fingerprint, the normalised parts it was computed from)``.
 
@@ -127,17 +145,18 @@ def compute(
     and the top native frames. Python frames are used only when there is no native
     evidence at all: the same native crash reached from two tests (or from a worker
     process and from the test's own) must hash the same. When nothing was printed the
-    basis says so, rather than hashing the signal name as if it were a stack.
+    basis says so, rather than hashing the signal name as if it were a stack. ``message``
+    normalises the fatal line and ``what()``.
     """
     head = signal_name or (f"exit {exit_code}" if exit_code is not None else "unknown")
     parts: list[str] = []
     if fatal_message:
-        parts.append(normalize_message(fatal_message))
+        parts.append(message(fatal_message))
     if exception is not None:
         type_name, what = exception
         parts.append(f"throw {type_name}")
         if what:
-            parts.append(f"what {normalize_message(what)}")
+            parts.append(f"what {message(what)}")
     parts.extend(significant_native(native_frames)[:TOP_FRAMES])
     if not parts and python_frames:
         own = [(f, fn) for f, fn in python_frames if not PYTHON_MACHINERY_RE.search(f)]
@@ -145,6 +164,23 @@ def compute(
     basis = [head, *(parts or [NO_FRAMES if native_frames else NOTHING_PRINTED])]
     digest = hashlib.sha256("\n".join(basis).encode()).hexdigest()[:16]
     return digest, basis
+
+
+class Evidence(TypedDict, total=False):
+    """What :func:`compute` reads of a crash besides its signal (its keyword arguments)."""
+
+    native_frames: Sequence[str]
+    fatal_message: str | None
+    exception: tuple[str, str | None] | None
+    python_frames: Sequence[tuple[str, str]]
+    exit_code: int | None
+
+
+def former_fingerprint(signal_name: str | None, evidence: Evidence) -> str | None:
+    """The fingerprint :func:`compute` gave this crash before #42 (every digit of its fatal
+    line and ``what()`` masked), where it differs from today's: its issue may be filed under it."""
+    former = compute(signal_name, **evidence, message=_every_digit_masked)[0]
+    return None if former == compute(signal_name, **evidence)[0] else former
 
 
 def same_crash(basis: Sequence[str], other: Sequence[str]) -> bool:

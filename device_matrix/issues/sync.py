@@ -103,7 +103,7 @@ class Finding:
     signature: str = field(default="", compare=False)
     failed: list[tuple[str, str]] = field(default_factory=list, compare=False)
     first: TestRecord | None = field(default=None, compare=False)
-    # #42: the key a failure group had before numbers were kept by their role, where it differs
+    # #42: the key a failure group (a crash) had before numbers (a name's digits) were kept, where it differs
     former: str | None = field(default=None, compare=False)
 
     def subject(self) -> str:
@@ -195,10 +195,13 @@ def collect(
                 ref = str(crash["issue"])
                 cited.append((crash["nodeid"] or crash["phase"], row, normalize_issue(ref) or ref))
                 continue
-            fp = _crash_finding_key(crash)
+            fp = _crash_finding_key(crash, crash["diagnosis"]["fingerprint"])
             f = findings.get(fp)
             if f is None:
                 f = findings[fp] = _crash_finding(fp, crash)
+                # #42: its issue may be filed under the fingerprint a name's digits had then
+                former = crash["diagnosis"].get("former_fingerprint")
+                f.former = _crash_finding_key(crash, former) if former else None
             _seen(f, record)
             if crash["nodeid"] and crash["nodeid"] not in f.nodeids:
                 f.nodeids.append(crash["nodeid"])
@@ -261,9 +264,10 @@ def _failures_of(record: RunRecord, signature: Signature, findings: dict[str, Fi
 def _with_former(
     tracker: Tracker, findings: Sequence[Finding], found: dict[str, list[Issue]]
 ) -> dict[str, list[Issue]]:
-    """``found``, and for each failure group without an issue under its key, the issues filed
-    under its former key (#42: before numbers were kept by their role, the groups of exit
-    status 1 and 137 were one, filed once): linked, never filed again."""
+    """``found``, and for each failure group or crash without an issue under its key, the
+    issues filed under its former key (#42: before numbers were kept by their role, the groups
+    of exit status 1 and 137 were one, filed once; a crash's fingerprint masked a name's
+    digits): linked, never filed again."""
     former = [(f.former, f.fingerprint) for f in findings if f.former is not None and f.fingerprint not in found]
     if not former:
         return found
@@ -295,15 +299,14 @@ def _failure_sections(f: Finding) -> list[tuple[str, str | None, bool]]:
     ]
 
 
-def _crash_finding_key(crash: CrashRecord) -> str:
-    """The key of a crash's finding: its fingerprint's; where that holds no frame of the
-    project's (#29: every abort under XLA's handler read alike), its test's too, so it is
-    never linked to another test's crash issue."""
-    d = crash["diagnosis"]
-    if NO_FRAMES not in d["fingerprint_basis"]:
-        return crash_key(d["fingerprint"])
+def _crash_finding_key(crash: CrashRecord, fingerprint: str) -> str:
+    """The key of a crash's finding by ``fingerprint`` (its own, or its former one): the
+    fingerprint's; where its basis holds no frame of the project's (#29: every abort under
+    XLA's handler read alike), its test's too, so it is never linked to another test's crash issue."""
+    if NO_FRAMES not in crash["diagnosis"]["fingerprint_basis"]:
+        return crash_key(fingerprint)
     where = crash["nodeid"] or crash["phase"]
-    return crash_key(f"{d['fingerprint']}{FRAMELESS_MARK}{hashlib.sha256(where.encode()).hexdigest()[:8]}")
+    return crash_key(f"{fingerprint}{FRAMELESS_MARK}{hashlib.sha256(where.encode()).hexdigest()[:8]}")
 
 
 def _seen(f: Finding, record: RunRecord) -> None:

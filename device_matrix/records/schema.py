@@ -106,6 +106,9 @@ class CrashDiagnosis(_DiagnosisFields, total=False):
     # fields added later (#39): older records lack them
     python_stack_source: PythonStackSource | None  # None: no Python stack was had
     python_stack_missing: str | None  # why not, where none was had (no core, no pystack...)
+    # #42: the fingerprint before a name's digits were kept, where it differs (its issue may
+    # be filed under it); absent or None: the same
+    former_fingerprint: str | None
 
 
 class _RerunFields(TypedDict):

@@ -143,3 +143,37 @@ def test_a_crash_is_the_same_when_the_evidence_both_attempts_have_agrees() -> No
     assert not fp.same_crash(helper, ["SIGSEGV", "t.py:other", "t.py:test_x"])
     assert not fp.same_crash(helper, ["SIGSEGV", "t.py:helper"])
     assert not fp.same_crash(helper, [])
+
+
+# --- #42: what varies from run to run is masked, a digit of a name is not -----------------------
+
+ONE = (
+    "ops.cc] Check failed: no kernel for sm_80 in frame_1 (pid 4242, at 0x7f3a2b1c, 2026-11-02 10:00:01.123, "
+    "/tmp/pytest-of-u/pytest-3/test_a0/x7.bin, run 3f2a9c1e-0b1d-4c2e-9f3a-1b2c3d4e5f60, cache deadbeef12)"
+)
+TWO = (
+    "ops.cc] Check failed: no kernel for sm_80 in frame_1 (pid 977, at 0x55d0c0ffee, 2026-12-24 23:59:59.999, "
+    "/tmp/pytest-of-ci/pytest-118/test_a3/x12.bin, run 0b1d3f2a-9c1e-4c2e-9f3a-60b2c3d4e5f1, cache 0123abcd99)"
+)
+
+
+def test_two_runs_of_one_crash_share_a_fingerprint_and_a_digit_of_a_name_tells_two_apart() -> None:
+    def digest(message: str) -> str:
+        return fp.compute("SIGABRT", fatal_message=message)[0]
+
+    assert digest(ONE) == digest(TWO)  # another pid, address, time, temp folder, id and hash
+    for same, other in (("sm_80", "sm_90"), ("frame_1", "frame_2"), ("sm_80", "float16")):
+        assert digest(ONE) != digest(ONE.replace(same, other)), (same, other)
+    what = fp.compute("SIGABRT", exception=("std::runtime_error", "no kernel image for sm_80"))[1]
+    assert what[-1] == "what no kernel image for sm_80"
+    assert fp.compute("SIGABRT", exception=("std::runtime_error", "no kernel image for sm_90"))[1] != what
+
+
+def test_the_former_fingerprint_is_the_one_that_masked_every_digit() -> None:
+    # issues filed before a name's digits were kept carry that fingerprint: the sync finds them by it
+    evidence: fp.Evidence = {"fatal_message": "ops.cc] no kernel for sm_80", "native_frames": ["xla::Run7()"]}
+    former = hashlib.sha256(b"SIGABRT\nops.cc] no kernel for sm_N\nxla::Run7()").hexdigest()[:16]
+    assert fp.former_fingerprint("SIGABRT", evidence) == former != fp.compute("SIGABRT", **evidence)[0]
+    # no digit of a name in its messages: the fingerprint is what it was
+    assert fp.former_fingerprint("SIGABRT", {"fatal_message": "ops.cc] failed at 12"}) is None
+    assert fp.former_fingerprint("SIGSEGV", {"native_frames": ["frame_1()"]}) is None

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from device_matrix.diagnostics.fingerprint import NO_FRAMES
 from device_matrix.errors import TrackerError
 from device_matrix.findings import skip_key
 from device_matrix.issues.base import (
@@ -20,7 +21,7 @@ from device_matrix.issues.base import (
     Issue,
     pick,
 )
-from device_matrix.issues.sync import Finding, collect, load_links, sync
+from device_matrix.issues.sync import FRAMELESS_MARK, Finding, collect, load_links, sync
 from device_matrix.redact import Redactor
 from tests import records as R
 
@@ -505,3 +506,22 @@ def test_a_source_skip_already_found_at_run_time_is_not_filed_twice() -> None:
     assert tracker.creates == 1
     # the run-time finding, with its rows, is the one filed
     assert "`s/t.py::a` is marked skip on cpu" in tracker.issues[0].body
+
+
+def test_a_crash_filed_before_digits_in_names_were_kept_is_linked_never_filed_again() -> None:
+    # #42: a crash's fingerprint keeps a name's digits now (sm_80); its issue was filed under
+    # the fingerprint that masked them, and a sync after the upgrade filed it a second time
+    t = FakeTracker()
+    assert _sync([_crash_record()], t).filed == [("crash-abcd", "fake:1")]
+    now = _crash_record()
+    now["crashes"][0]["diagnosis"].update(fingerprint="ef01", former_fingerprint="abcd")
+    report = _sync([now], t)
+    assert report.filed == [] and t.creates == 1 and report.linked == [("crash-ef01", "fake:1")]
+    # a crash whose basis holds no frame keeps its test in its key, former or not
+    frameless = _crash_record()
+    frameless["crashes"][0]["diagnosis"].update(fingerprint_basis=["SIGABRT", NO_FRAMES], fingerprint="99")
+    filed = _sync([frameless], t).filed
+    assert [fp.partition(FRAMELESS_MARK)[0] for fp, _ in filed] == ["crash-99"]
+    frameless["crashes"][0]["diagnosis"].update(fingerprint="98", former_fingerprint="99")
+    again = _sync([frameless], t)
+    assert again.filed == [] and [key for _, key in again.linked] == [filed[0][1]]
