@@ -4,8 +4,9 @@ failure group.
 A crash is known by its diagnosis fingerprint (the same crash gets the same one from
 every shape of log and every rerun); a device skip that cites no issue by its test and
 its mode; a failure group (#32) by its signature (report/groups.py: the masked exception
-line and the innermost frame in the project's own code), so the same failure with another
-temp dir, UUID or port is the same finding. The issue sync files and finds issues by these keys, and the reports and
+line and the innermost frame in the project's own code, its line left out: #42), so the
+same failure with another temp dir, UUID or port, or raised from a line an edit moved, is
+the same finding. The issue sync files and finds issues by these keys, and the reports and
 ``device-matrix diagnose`` look links up by them: each is built here, and only here.
 """
 
@@ -62,11 +63,24 @@ def failure_key(signature: str) -> str:
     return FAILURE_PREFIX + hashlib.sha256(signature.encode()).hexdigest()[:16]
 
 
-def former_failure_key(signature: str) -> str | None:
-    """The key the group of ``signature`` had before #42 (:func:`former_signature`), where it
-    differs from today's: its issue may have been filed under it."""
-    former = failure_key(former_signature(signature))
-    return None if former == failure_key(signature) else former
+# the line of a failure group's cause site, at the end of its signature: " @ src/pkg/hub.py:41"
+_SITE_LINE = re.compile(r"( @ \S+):\d+$")
+
+
+def group_key(signature: str) -> str:
+    """The key of the issue of the failure group whose signature is ``signature`` (#42): its
+    signature's without the line of its cause's site, so that an edit above that line, which
+    moves it, finds the group's issue again. Two groups of one masked message raised in one
+    file share their issue."""
+    return failure_key(_SITE_LINE.sub(r"\1", signature))
+
+
+def former_group_keys(signature: str) -> tuple[str, ...]:
+    """The keys the issue of the group of ``signature`` may have been filed under before #42,
+    where they differ from today's: with its site's line, and with every number masked
+    (:func:`former_signature`)."""
+    keys = dict.fromkeys((failure_key(signature), failure_key(former_signature(signature))))
+    return tuple(k for k in keys if k != group_key(signature))
 
 
 def is_device_skip(skip: SkipInfo) -> bool:

@@ -44,9 +44,9 @@ from device_matrix.errors import EnvironmentProblem, TrackerError
 from device_matrix.findings import (
     crash_key,
     declared_test,
-    failure_key,
     fingerprint_of,
-    former_failure_key,
+    former_group_keys,
+    group_key,
     is_device_skip,
     skip_key,
     test_files,
@@ -103,8 +103,9 @@ class Finding:
     signature: str = field(default="", compare=False)
     failed: list[tuple[str, str]] = field(default_factory=list, compare=False)
     first: TestRecord | None = field(default=None, compare=False)
-    # #42: the key a failure group (a crash) had before numbers (a name's digits) were kept, where it differs
-    former: str | None = field(default=None, compare=False)
+    # #42: the keys a failure group (a crash) had before its line was left out and numbers (a
+    # name's digits) were kept, where they differ: its issue may be filed under one
+    formers: tuple[str, ...] = field(default=(), compare=False)
 
     def subject(self) -> str:
         """``tests/t.py::test_x (skip on cuda)``: what the finding is about, in a line (#20)."""
@@ -201,7 +202,7 @@ def collect(
                 f = findings[fp] = _crash_finding(fp, crash)
                 # #42: its issue may be filed under the fingerprint a name's digits had then
                 former = crash["diagnosis"].get("former_fingerprint")
-                f.former = _crash_finding_key(crash, former) if former else None
+                f.formers = (_crash_finding_key(crash, former),) if former else ()
             _seen(f, record)
             if crash["nodeid"] and crash["nodeid"] not in f.nodeids:
                 f.nodeids.append(crash["nodeid"])
@@ -242,13 +243,13 @@ def _failures_of(record: RunRecord, signature: Signature, findings: dict[str, Fi
         if test["outcome"] not in REPORTED_FAILURES:
             continue
         sig = signature(test, files)
-        fp = failure_key(sig)
+        fp = group_key(sig)
         f = findings.get(fp)
         if f is None:
             f = findings[fp] = Finding(
                 fingerprint=fp, kind="failure", what="failure", title=clip_title(f"Failing: {sig}"), sections=[]
             )
-            f.link_only, f.signature, f.first, f.former = True, sig, test, former_failure_key(sig)
+            f.link_only, f.signature, f.first, f.formers = True, sig, test, former_group_keys(sig)
         if file:
             f.link_only = False
         if fp not in here:
@@ -265,14 +266,18 @@ def _with_former(
     tracker: Tracker, findings: Sequence[Finding], found: dict[str, list[Issue]]
 ) -> dict[str, list[Issue]]:
     """``found``, and for each failure group or crash without an issue under its key, the
-    issues filed under its former key (#42: before numbers were kept by their role, the groups
-    of exit status 1 and 137 were one, filed once; a crash's fingerprint masked a name's
-    digits): linked, never filed again."""
-    former = [(f.former, f.fingerprint) for f in findings if f.former is not None and f.fingerprint not in found]
+    issues filed under a former key (#42: before numbers were kept by their role, the groups
+    of exit status 1 and 137 were one, filed once; a group's key held its site's line; a
+    crash's fingerprint masked a name's digits): linked, never filed again."""
+    former = [(key, f.fingerprint) for f in findings if f.fingerprint not in found for key in f.formers]
     if not former:
         return found
     by_former = tracker.find(sorted({key for key, _ in former}))
-    return {**found, **{fp: by_former[key] for key, fp in former if key in by_former}}
+    linked = dict(found)
+    for key, fp in former:
+        if key in by_former:
+            linked.setdefault(fp, by_former[key])  # the first former key that has one
+    return linked
 
 
 def _failure_sections(f: Finding) -> list[tuple[str, str | None, bool]]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import TypedDict
 
-from device_matrix.findings import failure_key
+from device_matrix.findings import group_key
 from device_matrix.records.schema import TestRecord
 from device_matrix.report.model import Triage, failure_view
 from device_matrix.report.signature import mask
@@ -60,7 +60,7 @@ def failure_signature(message: str | None, frame: str | None) -> str:
 
 def test_signature(t: TestRecord, tests: Collection[str] = ()) -> str:
     """The signature of a failing test's group, as :func:`of` groups it: what the issue sync
-    keys a failure group's issue by (#32: ``findings.failure_key``). ``tests``: the run's test
+    keys a failure group's issue by (#32: ``findings.group_key``). ``tests``: the run's test
     files (``findings.test_files``)."""
     f = failure_view(t, "", tests)
     return failure_signature(f["message"], f["site"])
@@ -87,7 +87,7 @@ def of(t: Triage) -> list[FailureGroup]:
         # a triage.json written before the site was kept has the frame alone
         sig = failure_signature(f["message"], f.get("site", f["frame"]))
         if sig not in groups:
-            link = linked.get(failure_key(sig))
+            link = linked.get(group_key(sig))
             issue, state = (link["issue"], link["state"]) if link else (None, None)
             groups[sig] = _group(sig, f["message"] or "", f["frame"], None, issue=issue, state=state)
         groups[sig]["tests"].append(

@@ -269,7 +269,7 @@ class Triage(TypedDict):
     source: SourceInfo | None  # the commit under test, from the rows' records or flags (#25)
     verdicts: VerdictReport | None  # a pull request's failures judged against its base (#25)
     # #32: the issue of each failure group the last sync linked, by the group's key
-    # (findings.failure_key); report/groups.py gives each group its own
+    # (findings.group_key); report/groups.py gives each group its own
     failure_issues: dict[str, IssueLink]
     # #40: of a base branch's full run, what the selections of the pull requests before it
     # missed, and each row's miss rate (report/misses.py); absent without a history

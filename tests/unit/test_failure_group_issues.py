@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from device_matrix.cli import main
-from device_matrix.findings import FAILURE_PREFIX, failure_key
+from device_matrix.findings import FAILURE_PREFIX, failure_key, group_key
 from device_matrix.issues.base import FINGERPRINT_MARKER
 from device_matrix.report import groups
 from device_matrix.report.verdict_views import comment
@@ -136,7 +136,7 @@ def test_fourteen_failures_of_one_cause_on_two_rows_file_one_issue_and_triage_sh
     results = _results(root, _records())
     printed = _sync(root, results, capsys)
     (issue,) = gh.filed()
-    key = failure_key(groups.test_signature(_failure(0, "/tmp/x")))
+    key = group_key(groups.test_signature(_failure(0, "/tmp/x")))  # #42: the issue's key, its line left out
     assert issue["body"].rstrip().endswith(FINGERPRINT_MARKER.format(key))
     assert issue["title"].startswith("Failing: OSError: We couldn't connect to")
     assert "14 tests: 11 on cpu, 3 on tpu" in issue["body"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from device_matrix.findings import failure_key
-from device_matrix.issues.base import FINGERPRINT_MARKER
+from device_matrix.issues.base import FINGERPRINT_MARKER, Issue
 from device_matrix.issues.sync import FAILURE_TESTS_LISTED, FAILURE_TEXT_KEPT, collect, sync
 from device_matrix.redact import Redactor
 from tests import records as R
@@ -313,3 +313,25 @@ def test_the_cap_holds_back_no_crash_or_skip() -> None:
     report = _sync([rec], t, max_failure_issues=0)
     assert len(report.held) == 3
     assert t.creates == 1 and t.issues[0].title.startswith("Crash")
+
+
+def test_a_group_whose_cause_moved_to_another_line_is_linked_never_filed_again() -> None:
+    # #42: an edit above the line that raises moves it, and the group's issue was filed anew
+    t = FakeTracker()
+    first = _sync([_record("cpu", [_failing("t.py::a", cause="OSError: hub @ src/pkg/hub.py:41")])], t)
+    ((_, issue),) = first.filed
+    moved = _record("cpu", [_failing("t.py::a", cause="OSError: hub @ src/pkg/hub.py:44")], run="run-2")
+    report = _sync([moved], t)
+    assert report.filed == [] and t.creates == 1 and [key for _, key in report.linked] == [issue]
+    # raised in another file, or with other words: another cause, its own issue
+    other = _record("cpu", [_failing("t.py::b", cause="OSError: hub @ src/pkg/cache.py:41")], run="run-3")
+    assert len(_sync([other], t).filed) == 1
+
+
+def test_a_group_filed_under_its_line_is_linked_from_the_same_line() -> None:
+    # an issue filed before the key left the line out carries the key with it: found by that
+    sig = "OSError: hub @ src/pkg/hub.py:41"
+    body = f"filed before\n\n{FINGERPRINT_MARKER.format(failure_key(sig))}"
+    t = FakeTracker([Issue("fake:1", 1, f"Failing: {sig}", body, "open", url="https://fake/1", labels=[])])
+    report = _sync([_record("cpu", [_failing("t.py::a", cause=sig)])], t)
+    assert report.filed == [] and t.creates == 0 and [key for _, key in report.linked] == ["fake:1"]
