@@ -107,6 +107,8 @@ class CrashDiagnosis(_DiagnosisFields, total=False):
     # fields added later (#39): older records lack them
     python_stack_source: PythonStackSource | None  # None: no Python stack was had
     python_stack_missing: str | None  # why not, where none was had (no core, no pystack...)
+    # why gdb_frames is empty where a core was read: no gdb, or files that do not match the core
+    gdb_frames_missing: str | None
 
 
 class _RerunFields(TypedDict):
