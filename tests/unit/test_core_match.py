@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import struct
 import sys
 from collections.abc import Iterator
@@ -12,6 +13,7 @@ import pytest
 
 from device_matrix.diagnostics import core as core_files
 from device_matrix.diagnostics import diagnose, read_core
+from device_matrix.executors.container import COPY_FILES
 from device_matrix.records.schema import CrashDiagnosis
 from device_matrix.redact import Redactor
 from device_matrix.run.crashes import CoreReader
@@ -194,3 +196,37 @@ def test_a_rerun_that_writes_its_core_meanwhile_takes_nothing_from_the_crash(
     else:
         assert diag["core_file"] == f"{core} (deleted after reading)"
         assert sorted(p.name for p in tmp_path.iterdir()) == ["core", "image"]
+
+
+def _loader_of(executable: str) -> str | None:
+    """The loader an ELF executable names (PT_INTERP), as the core's link map will."""
+    with open(executable, "rb") as fh:
+        data = fh.read(1 << 16)
+    phoff = struct.unpack_from("<Q", data, 0x20)[0]
+    size, count = struct.unpack_from("<HH", data, 0x36)
+    for k in range(count):
+        kind, _, offset, _, _, length = struct.unpack_from("<IIQQQQ", data, phoff + k * size)
+        if kind == 3:
+            return data[offset : offset + length].split(b"\0")[0].decode()
+    return None
+
+
+def test_the_copy_of_the_images_files_fails_on_a_file_it_cannot_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the copy runs in the image; here, on this host's files, in this process
+    executable = os.path.realpath(sys.executable)
+    loader = _loader_of(executable)
+    if loader is None:
+        pytest.skip(f"{executable} names no loader")
+    dest = tmp_path / "image"
+    wanted = [executable, os.path.realpath(loader), "/nonexistent/libgone.so.1"]
+    monkeypatch.setattr(sys, "argv", ["-c", str(dest), *wanted])
+    with pytest.raises(SystemExit) as ended:
+        exec(compile(COPY_FILES, "COPY_FILES", "exec"), {"__name__": "__main__"})
+    assert ended.value.code == 1  # gdb would read the core without it: a failure, not a success
+    assert "not copied: /nonexistent/libgone.so.1" in capsys.readouterr().err
+    # the loader by the name the executable gives it (/lib64/ld-linux-x86-64.so.2, through
+    # /lib64 -> usr/lib64 -> ../lib/...): gdb finds it there, in the copy
+    assert (dest / loader.lstrip("/")).resolve() == (dest / os.path.realpath(loader).lstrip("/")).resolve()
+    assert (dest / loader.lstrip("/")).is_file() and (dest / executable.lstrip("/")).is_file()
