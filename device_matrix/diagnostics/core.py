@@ -200,7 +200,12 @@ def mapped_files(core: Path) -> list[str]:
     """The files the crashed process had mapped (its executable, its shared libraries),
     from the core's NT_FILE note; [] when the core is not a 64-bit little-endian ELF core."""
     found = dict.fromkeys(m.path for m in _mappings(_notes(core)) if not m.path.endswith(" (deleted)"))
-    return [n for n in found if n.startswith("/") and not n.startswith(("/dev/", "/memfd:", "/SYSV"))]
+    return [n for n in found if _a_file(n)]
+
+
+def _a_file(name: str) -> bool:
+    """Whether a mapping's name is a file's path (not a device, a memfd or SysV memory)."""
+    return name.startswith("/") and not name.startswith(("/dev/", "/memfd:", "/SYSV"))
 
 
 def executable_of(core: Path) -> str | None:
@@ -253,7 +258,7 @@ def _mapped_ids(core: Path) -> tuple[dict[str, bytes | None], str | None]:
         notes = [(kind, desc) for kind, _, desc in _notes_of(read, segments)]
         for m in _mappings(notes):
             path = m.path.removesuffix(" (deleted)")  # gdb reads what is at the path now
-            if m.offset == 0 and path not in ids and path.startswith("/"):
+            if m.offset == 0 and path not in ids and _a_file(path):
                 ids[path] = _build_id(_memory(read, segments, m.start))
     return ids, None
 
