@@ -66,7 +66,9 @@ ACTIONS = {
     "libpython": "Debian's, of the base image's python",
 }
 WHEELHOUSE = "/opt/device-matrix-wheelhouse"
-# the limits every container here runs under: the sandbox lacks CAP_SYS_RESOURCE
+# the limits every container here runs under: the sandbox lacks CAP_SYS_RESOURCE, so an
+# engine default above these fails in setrlimit; any --ulimit given replaces the engine's
+# default_ulimits (the runner gives core=)
 ULIMITS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"]
 LOCK = Path(tempfile.gettempdir()) / "device-matrix-test-images.lock"
 WORK = Path("/var/tmp") if Path("/var/tmp").is_dir() else Path(tempfile.gettempdir())

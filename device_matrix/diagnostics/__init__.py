@@ -260,13 +260,16 @@ def _hint(name: str | None, reraised: str | None) -> str | None:
     return f"{hint}; a signal handler in the process (XLA's) then raised {reraised}"
 
 
+MISMATCHES_SHOWN = 3
+
+
 def read_core(
     diagnosis: CrashDiagnosis,
     core: Path,
     *,
     executable: str,
     redactor: Redactor,
-    use_gdb: bool = True,
+    unread: str | None = None,
     keep: bool = False,
     sysroot: Path | None = None,
 ) -> None:
@@ -274,14 +277,41 @@ def read_core(
 
     Slow (gdb loads every shared library's symbols), so the runner calls it in the
     background while the run resumes. ``sysroot``: where the executable and libraries
-    of a container's process are, at their paths in the image.
+    of a container's process are, at their paths in the image. ``unread``: why gdb is not
+    run at all. gdb's stack is recorded only when the files it reads are the ones the
+    process ran (:func:`_gdb_view`); otherwise ``gdb_frames_missing`` says why there is none.
     """
-    text = core_files.gdb_backtrace(executable, core, sysroot=sysroot) if use_gdb else None
-    if text:
-        diagnosis["gdb_backtrace"] = redactor.text(core_files.bound_backtrace(text))
-        diagnosis["gdb_frames"] = core_files.gdb_frames(text)[:10]
+    why = unread if unread is not None else _gdb_view(diagnosis, core, executable, redactor, sysroot)
+    if why is not None:
+        diagnosis["gdb_frames_missing"] = redactor.text(why)
     diagnosis["core_file"] = str(core)
     if not keep:
         # cores of XLA processes run to gigabytes; the backtrace is what we keep
         core.unlink(missing_ok=True)
         diagnosis["core_file"] = f"{core} (deleted after reading)"
+
+
+def _gdb_view(
+    diagnosis: CrashDiagnosis, core: Path, executable: str, redactor: Redactor, sysroot: Path | None
+) -> str | None:
+    """gdb's backtrace into ``diagnosis``; or, where it would not be evidence, why not.
+
+    gdb is given the executable the core names. Verified before it runs: the core is whole,
+    and each file the process mapped is there and the same build (the build-ids the core
+    holds); after: gdb itself said nothing of files that do not match (:data:`core.GDB_DOUBTS`).
+    A stack unwound through other code than the process ran is not recorded.
+    """
+    executable = core_files.executable_of(core) or executable
+    problems = core_files.mismatches(core, executable, sysroot)
+    if not problems:
+        text = core_files.gdb_backtrace(executable, core, sysroot=sysroot)
+        if not text:
+            return "gdb is not installed, or printed nothing for the core"
+        problems = [f"gdb: {line}" for line in core_files.gdb_doubts(text)]
+        if not problems:
+            diagnosis["gdb_backtrace"] = redactor.text(core_files.bound_backtrace(text))
+            diagnosis["gdb_frames"] = core_files.gdb_frames(text)[:10]
+            return None
+    more = len(problems) - MISMATCHES_SHOWN
+    listed = "; ".join(problems[:MISMATCHES_SHOWN]) + (f"; and {more} more" if more > 0 else "")
+    return f"gdb's stack is not recorded, it would not be the process's: {listed}"

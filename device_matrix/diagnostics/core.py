@@ -9,15 +9,18 @@ RLIMIT_CORE, which every process it starts inherits.
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import resource
 import shutil
 import struct
 import subprocess
 import sys
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 ELF_MAGIC = b"\x7fELF"
 ET_CORE = 4  # e_type of an ELF core file (an executable or a library is not one)
@@ -41,6 +44,35 @@ def is_core(path: Path) -> bool:
     return head[:4] == ELF_MAGIC and int.from_bytes(head[16:18], "little") == ET_CORE
 
 
+# a core a crash took for itself (:func:`claim`): the name ``core`` is the next crash's
+CLAIMED_PREFIX = "core.device-matrix-"
+
+
+def claim(core: Path) -> Path:
+    """``core`` under a name of its own, in its folder: a later crash's core (a rerun's, in
+    the same folder) can neither replace it while it is read nor be deleted in its place.
+    ``core`` itself when it cannot be renamed."""
+    claimed = core.with_name(f"{CLAIMED_PREFIX}{time.time_ns()}")
+    try:
+        core.rename(claimed)
+    except OSError:
+        return core
+    return claimed
+
+
+def give_back(claimed: Path, name: Path) -> Path:
+    """A kept core back under the name it was written with, unless another core took that
+    name meanwhile (a rerun's): the path that names it now."""
+    if claimed == name:
+        return name
+    try:
+        name.hardlink_to(claimed)  # never over another core: link fails where the name is taken
+    except OSError:
+        return claimed
+    claimed.unlink()
+    return name
+
+
 def new_cores(folders: Iterable[Path], since: float) -> list[Path]:
     """Core files (``core*``) written directly inside ``folders`` since ``since`` (wall clock), newest first."""
     found: dict[Path, float] = {}
@@ -50,6 +82,8 @@ def new_cores(folders: Iterable[Path], since: float) -> list[Path]:
         except OSError:
             continue
         for path in entries:
+            if path.name.startswith(CLAIMED_PREFIX):
+                continue  # a crash's, being read or kept: never another attempt's
             try:
                 mtime = path.stat().st_mtime
             except OSError:
@@ -59,63 +93,205 @@ def new_cores(folders: Iterable[Path], since: float) -> list[Path]:
     return sorted(found, key=lambda p: found[p], reverse=True)
 
 
+PT_LOAD = 1
 PT_NOTE = 4
 NT_PRSTATUS = 1  # one per thread, the thread that received the signal first
+NT_AUXV = 6  # the process's auxiliary vector: AT_PHDR is where its executable's headers are
+AT_PHDR = 3
 NT_FILE = 0x46494C45  # "FILE": the files mapped into the process, by the kernel
+NT_GNU_BUILD_ID = 3  # in an executable or a library: the build's id, named "GNU"
 NOTES_LIMIT = 64 << 20  # bytes of notes read from one core (they are kilobytes)
 PRSTATUS_PID = 32  # offset of pr_pid (the thread's id) in a 64-bit struct elf_prstatus
 NT_PRPSINFO = 3  # the process: its state, ids and command line
 PRPSINFO_PID = 24  # offset of pr_pid (the process's id) in a 64-bit struct elf_prpsinfo
+# what an ELF file's headers are read through: (offset, size) -> the bytes there, b"" past its end
+Reader = Callable[[int, int], bytes]
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A program header: for a core, a part of the process's memory (PT_LOAD) or notes."""
+
+    kind: int
+    offset: int  # where its bytes are in the file
+    address: int
+    size: int  # its bytes in the file (p_filesz)
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """A file mapped into the process, from the core's NT_FILE note."""
+
+    start: int
+    end: int
+    offset: int  # the file's offset mapped at ``start``, in bytes
+    path: str
+
+
+def _segments(read: Reader) -> list[Segment]:
+    """The program headers of a 64-bit little-endian ELF file; [] for any other file."""
+    head = read(0, 64)
+    if len(head) < 64 or head[:4] != ELF_MAGIC or head[4] != 2 or head[5] != 1:  # ELFCLASS64, little-endian
+        return []
+    (phoff,) = struct.unpack_from("<Q", head, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", head, 0x36)
+    table = read(phoff, phentsize * phnum)
+    out = []
+    for k in range(min(phnum, len(table) // max(phentsize, 1))):
+        p_type, _, offset, address, _, size = struct.unpack_from("<IIQQQQ", table, k * phentsize)
+        out.append(Segment(p_type, offset, address, size))
+    return out
+
+
+def _notes_of(read: Reader, segments: list[Segment]) -> list[tuple[int, bytes, bytes]]:
+    """``(type, name, descriptor)`` of every note of ``segments``, in order."""
+    found: list[tuple[int, bytes, bytes]] = []
+    for s in segments:
+        if s.kind == PT_NOTE and s.size <= NOTES_LIMIT:
+            found += _split_notes(read(s.offset, s.size))
+    return found
+
+
+def _file_reader(fh: BinaryIO) -> Reader:
+    def read(offset: int, size: int) -> bytes:
+        fh.seek(offset)
+        return fh.read(size)
+
+    return read
 
 
 def _notes(core: Path) -> list[tuple[int, bytes]]:
     """``(type, descriptor)`` of every note of a 64-bit little-endian ELF core, in order;
     [] for any other file. Only the headers and the notes are read, never the memory:
     cores run to gigabytes."""
-    found: list[tuple[int, bytes]] = []
     try:
         with core.open("rb") as fh:
-            head = fh.read(64)
-            if head[:4] != ELF_MAGIC or head[4] != 2 or head[5] != 1:  # ELFCLASS64, little-endian
-                return []
-            (phoff,) = struct.unpack_from("<Q", head, 0x20)
-            phentsize, phnum = struct.unpack_from("<HH", head, 0x36)
-            fh.seek(phoff)
-            table = fh.read(phentsize * phnum)
-            for k in range(phnum):
-                p_type, _, offset, _, _, size = struct.unpack_from("<IIQQQQ", table, k * phentsize)
-                if p_type != PT_NOTE or size > NOTES_LIMIT:
-                    continue
-                fh.seek(offset)
-                found += _split_notes(fh.read(size))
+            read = _file_reader(fh)
+            return [(kind, desc) for kind, _, desc in _notes_of(read, _segments(read))]
     except (OSError, struct.error, IndexError):
-        return found  # a cut or foreign file: the notes read before it broke
-    return found
+        return []  # a cut or foreign file
 
 
-def _split_notes(notes: bytes) -> list[tuple[int, bytes]]:
-    out: list[tuple[int, bytes]] = []
+def _split_notes(notes: bytes) -> list[tuple[int, bytes, bytes]]:
+    out: list[tuple[int, bytes, bytes]] = []
     pos = 0
     while pos + 12 <= len(notes):
         namesz, descsz, kind = struct.unpack_from("<III", notes, pos)
+        name = notes[pos + 12 : pos + 12 + namesz].rstrip(b"\0")
         pos += 12 + ((namesz + 3) & ~3)
-        out.append((kind, notes[pos : pos + descsz]))
+        out.append((kind, name, notes[pos : pos + descsz]))
         pos += (descsz + 3) & ~3
+    return out
+
+
+def _mappings(notes: list[tuple[int, bytes]]) -> list[Mapping]:
+    out: list[Mapping] = []
+    for kind, desc in notes:
+        if kind == NT_FILE and len(desc) >= 16:
+            count, page = struct.unpack_from("<QQ", desc, 0)
+            strings = desc[16 + 24 * count :].split(b"\0")[:count]
+            for k, name in enumerate(strings):
+                start, end, offset = struct.unpack_from("<QQQ", desc, 16 + 24 * k)
+                out.append(Mapping(start, end, offset * page, name.decode("utf-8", "surrogateescape")))
     return out
 
 
 def mapped_files(core: Path) -> list[str]:
     """The files the crashed process had mapped (its executable, its shared libraries),
     from the core's NT_FILE note; [] when the core is not a 64-bit little-endian ELF core."""
-    found: dict[str, None] = {}
-    for kind, desc in _notes(core):
-        if kind == NT_FILE and len(desc) >= 16:
-            (count,) = struct.unpack_from("<Q", desc, 0)
-            strings = desc[16 + 24 * count :].split(b"\0")[:count]
-            for b in strings:
-                if not b.endswith(b" (deleted)"):
-                    found[b.decode("utf-8", "surrogateescape")] = None
-    return [n for n in found if n.startswith("/") and not n.startswith(("/dev/", "/memfd:", "/SYSV"))]
+    found = dict.fromkeys(m.path for m in _mappings(_notes(core)) if not m.path.endswith(" (deleted)"))
+    return [n for n in found if _a_file(n)]
+
+
+def _a_file(name: str) -> bool:
+    """Whether a mapping's name is a file's path (not a device, a memfd or SysV memory)."""
+    return name.startswith("/") and not name.startswith(("/dev/", "/memfd:", "/SYSV"))
+
+
+def executable_of(core: Path) -> str | None:
+    """The file the core's process was running (the mapping that holds its program headers,
+    AT_PHDR of its auxiliary vector): what gdb must be given; None when the core does not say."""
+    notes = _notes(core)
+    for kind, desc in notes:
+        if kind != NT_AUXV:
+            continue
+        for k in range(0, len(desc) - 15, 16):
+            key, value = struct.unpack_from("<QQ", desc, k)
+            if key == AT_PHDR:
+                return next((m.path for m in _mappings(notes) if m.start <= value < m.end), None)
+    return None
+
+
+def _build_id(read: Reader) -> bytes | None:
+    """The GNU build-id in an ELF file's notes; None where it names none or is no ELF file."""
+    try:
+        notes = _notes_of(read, _segments(read))
+    except struct.error:
+        return None
+    return next((desc for kind, name, desc in notes if kind == NT_GNU_BUILD_ID and name == b"GNU"), None)
+
+
+def _memory(read: Reader, segments: list[Segment], base: int) -> Reader:
+    """The process's memory from ``base`` on, as the core holds it (b"" where it holds none)."""
+
+    def at(offset: int, size: int) -> bytes:
+        address = base + offset
+        for s in segments:
+            if s.kind == PT_LOAD and s.address <= address < s.address + s.size:
+                return read(s.offset + address - s.address, min(size, s.address + s.size - address))
+        return b""
+
+    return at
+
+
+def _mapped_ids(core: Path) -> tuple[dict[str, bytes | None], str | None]:
+    """The build-id of each ELF file the process mapped, as the first page the core holds of
+    it says (None: the core does not say); or why the core itself cannot be believed."""
+    ids: dict[str, bytes | None] = {}
+    with core.open("rb") as fh:
+        read = _file_reader(fh)
+        segments = _segments(read)
+        size = os.fstat(fh.fileno()).st_size
+        needed = max((s.offset + s.size for s in segments if s.kind in (PT_LOAD, PT_NOTE)), default=0)
+        if size < needed:
+            return ids, f"the core is incomplete ({size} of its {needed} bytes: cut, or read while it was written)"
+        notes = [(kind, desc) for kind, _, desc in _notes_of(read, segments)]
+        for m in _mappings(notes):
+            path = m.path.removesuffix(" (deleted)")  # gdb reads what is at the path now
+            if m.offset == 0 and path not in ids and _a_file(path):
+                ids[path] = _build_id(_memory(read, segments, m.start))
+    return ids, None
+
+
+def _differs(path: str, wanted: bytes, root: Path | None) -> str | None:
+    local = root / path.lstrip("/") if root is not None else Path(path)
+    try:
+        with local.open("rb") as fh:
+            found = _build_id(_file_reader(fh))
+    except OSError:
+        return f"{path} is missing"
+    if found == wanted:
+        return None
+    return f"{path} is another build (build-id {found.hex() if found else 'none'}, the process ran {wanted.hex()})"
+
+
+def mismatches(core: Path, executable: str, root: Path | None = None) -> list[str]:
+    """Why gdb's reading of ``core`` with these files cannot be believed: the core is
+    incomplete, the executable is not the one the process ran, or a file the process mapped is
+    missing or another build (by the GNU build-id the core holds in the first page of each
+    mapped ELF file). ``root``: where the files are (a container's image's), else at their
+    own paths. [] when nothing says they differ: a file whose build-id the core does not
+    hold is taken as it is."""
+    try:
+        ids, broken = _mapped_ids(core)
+    except (OSError, struct.error) as exc:
+        return [f"the core cannot be read: {exc}"]
+    if broken is not None:
+        return [broken]
+    ran = executable if root is not None else os.path.realpath(executable)
+    problems = [] if not ids or ran in ids else [f"{executable} is not the executable the process ran"]
+    problems += [p for path, wanted in ids.items() if wanted is not None and (p := _differs(path, wanted, root))]
+    return problems
 
 
 def crashed_thread(core: Path) -> int | None:
@@ -171,7 +347,7 @@ def pystack_core(core: Path, timeout: float = PYSTACK_TIMEOUT) -> tuple[str | No
 def gdb_backtrace(
     executable: str, core: Path, timeout: float = GDB_TIMEOUT, *, sysroot: Path | None = None
 ) -> str | None:
-    """Every thread's backtrace from a core, or None when gdb is missing or fails.
+    """Every thread's backtrace from a core, with gdb's warnings, or None when gdb is missing or fails.
 
     With ``sysroot`` (a core of a container's process), the executable and the shared
     libraries are read from that folder at their paths in the image, and the folder is
@@ -203,13 +379,39 @@ def gdb_backtrace(
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
-    text = proc.stdout.strip()
+    if not proc.stdout.strip():
+        return None
+    # its warnings first, as a terminal shows them: they say whether the files matched the core (gdb_doubts)
+    text = "\n".join(part for part in (proc.stderr.strip(), proc.stdout.strip()) if part)
     if sysroot is not None:
         text = text.replace(str(sysroot), "")
     return text or None
 
 
 GDB_FRAME_PREFIX = "#"
+# what gdb says when the files it was given are not the ones the core's process mapped, or
+# the core is not whole: its stacks are then unwound through the wrong code (frames such
+# as ``initgroups@plt`` under a ``??``), and are not evidence
+GDB_DOUBTS = (
+    "may not match specified executable",
+    "does not match core file",
+    "is truncated",
+    "extending past end of file",
+    "Can't open file",
+    "Could not load shared library symbols",
+    "Error reading shared library list",
+    "Failed to read a valid object file",
+    "Couldn't read general-purpose registers",
+)
+
+
+def gdb_doubts(backtrace: str) -> list[str]:
+    """gdb's lines that say its stacks cannot be believed (:data:`GDB_DOUBTS`); a frame's
+    own text (its arguments) is never one."""
+    lines = (line.strip() for line in backtrace.splitlines())
+    return [line for line in lines if not line.startswith(GDB_FRAME_PREFIX) and any(d in line for d in GDB_DOUBTS)]
+
+
 GDB_THREAD_RE = re.compile(r"^Thread (\d+) \(")
 GDB_CURRENT_RE = re.compile(r"^\[Current thread is (\d+) ")
 SIGNAL_FRAME = "<signal handler called>"

@@ -85,9 +85,11 @@ sys.stdout.write("%(envmark)s" + json.dumps(dict(os.environ)) + "\n")
     .replace("%(mark)s", PROBE_MARK)
 )
 # copies the files a core maps out of the image, with the links a loader resolves through
-# (/lib -> usr/lib, libz.so.1 -> libz.so.1.2.13), so gdb reads the image's own binaries
+# (/lib -> usr/lib, libz.so.1 -> libz.so.1.2.13, the executable's loader by the name it
+# gives: /lib64 -> usr/lib64, ld-linux-x86-64.so.2 -> ../lib/...), so gdb reads the image's
+# own binaries; a file it cannot copy fails it (exit 1): gdb would read the core without it
 COPY_FILES = r"""
-import os, shutil, sys
+import os, shutil, struct, sys
 dest, wanted = sys.argv[1], sys.argv[2:]
 real = {os.path.realpath(p) for p in wanted}
 def link(path):
@@ -98,24 +100,57 @@ def link(path):
     if not os.path.lexists(at):
         os.makedirs(os.path.dirname(at), exist_ok=True)
         os.symlink(target, at)
+def chain(path):
+    for _ in range(40):
+        parts = path.strip("/").split("/")
+        for k in range(1, len(parts) + 1):
+            at = "/" + "/".join(parts[:k])
+            if os.path.islink(at):
+                link(at)
+                path = os.path.normpath(os.path.join(os.path.dirname(at), os.readlink(at), *parts[k:]))
+                break
+        else:
+            return
+def loader(path):
+    with open(path, "rb") as fh:
+        head = fh.read(64)
+        if head[:6] != b"\x7fELF\x02\x01":
+            return None
+        (phoff,) = struct.unpack_from("<Q", head, 0x20)
+        size, count = struct.unpack_from("<HH", head, 0x36)
+        fh.seek(phoff)
+        table = fh.read(size * count)
+        for k in range(len(table) // size if size else 0):
+            kind, _, offset, _, _, length = struct.unpack_from("<IIQQQQ", table, k * size)
+            if kind == 3:
+                fh.seek(offset)
+                return fh.read(length).split(b"\0")[0].decode("utf-8", "surrogateescape")
+    return None
 for top in os.listdir("/"):
     if os.path.islink("/" + top):
         link("/" + top)
+failed = 0
 for path in wanted:
     try:
         os.makedirs(os.path.dirname(dest + path), exist_ok=True)
-        shutil.copyfile(path, dest + path)
+        shutil.copy2(path, dest + path)
         folder = os.path.dirname(path)
         for name in os.listdir(folder):
             other = os.path.join(folder, name)
             if os.path.islink(other) and os.path.realpath(other) in real:
                 link(other)
-    except OSError as exc:
+        interp = loader(path)
+        if interp:
+            chain(interp)
+    except (OSError, struct.error) as exc:
+        failed += 1
         print("not copied: %s (%s)" % (path, exc), file=sys.stderr)
+sys.exit(1 if failed else 0)
 """
 # the folder, in a run's results folder, of the names of its running containers (#30)
 KEPT_NAMES = ".containers"
 VERSION_RE = re.compile(r"(\d+)\.(\d+)")
+NOT_COPIED_SHOWN = 3  # of the files a copy could not copy, named in the record
 
 
 @dataclass(frozen=True)
@@ -480,9 +515,9 @@ class ContainerExecutor:
     # --- cores ------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def image_files(self, core: Path, spec: LaunchSpec) -> Iterator[Path | None]:
+    def image_files(self, core: Path, spec: LaunchSpec) -> Iterator[Path | str]:
         """A folder that holds, at their paths in the image, the files ``core`` maps (gdb's
-        sysroot); None when they could not be copied. Removed afterwards."""
+        sysroot); or why they could not all be copied. Removed afterwards."""
         mounts = self._mounts(spec.project_root)
         wanted = []
         with tempfile.TemporaryDirectory(prefix="device-matrix-image-files-") as tmp:
@@ -501,14 +536,16 @@ class ContainerExecutor:
             name = f"{self._new_name()}-files"
             argv = self._run_options(in_tmp, [], name=name, init=False, mounts=[(tmp, tmp, "")])
             argv += [self.python, "-c", COPY_FILES, tmp, *wanted]
-            yield root if self._copied(argv, name, root) else None
+            failed = self._not_copied(argv, name, root)
+            yield root if failed is None else failed
 
-    def _copied(self, argv: Sequence[str], name: str, cwd: Path) -> bool:
-        """Whether the container ``argv`` runs (named ``name``) copied the core's files and
-        ended well in time. #31: started as every child is (base.spawn); a copy that hangs or
-        is interrupted goes with its container (its end: rm -f), as an image check does."""
+    def _not_copied(self, argv: Sequence[str], name: str, cwd: Path) -> str | None:
+        """Why the container ``argv`` runs (named ``name``) did not copy every file of the
+        core in time, or None when it did. A partial copy is a failure: gdb would unwind
+        through a library it lacks. #31: started as every child is (base.spawn); a copy that
+        hangs or is interrupted goes with its container (its end: rm -f), as an image check does."""
         client_env = self._client_env()
-        with tempfile.TemporaryFile() as said:  # what it says is not read: only that it ended well
+        with tempfile.TemporaryFile() as said:
             try:
                 child = spawn(
                     argv,
@@ -521,14 +558,20 @@ class ContainerExecutor:
                     carry_token=False,
                     wrap=lambda proc: ContainerChild(proc, name, self.engine.path, name, client_env),
                 )
-            except OSError:
-                return False
+            except OSError as exc:
+                return f"{self.engine.command} could not start: {exc}"
             try:
-                return child.wait(GDB_TIMEOUT) == 0
+                code = child.wait(GDB_TIMEOUT)
             except subprocess.TimeoutExpired:
-                return False
+                return f"the copy did not end in {GDB_TIMEOUT:.0f} s"
             finally:
                 child.end()
+            if code == 0:
+                return None
+            said.seek(0)
+            lines = said.read().decode("utf-8", "replace").strip().splitlines()
+        shown = [line for line in lines if line.startswith("not copied: ")] or lines[-1:]
+        return "; ".join(shown[:NOT_COPIED_SHOWN]) or f"exit {code}"
 
 
 class ContainerChild(PopenChild):

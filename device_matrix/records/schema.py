@@ -109,6 +109,8 @@ class CrashDiagnosis(_DiagnosisFields, total=False):
     # #42: the fingerprint before a name's digits were kept, where it differs (its issue may
     # be filed under it); absent or None: the same
     former_fingerprint: str | None
+    # why gdb_frames is empty where a core was read: no gdb, or files that do not match the core
+    gdb_frames_missing: str | None
 
 
 class _RerunFields(TypedDict):

@@ -60,8 +60,8 @@ OUTPUT_TAIL = 2_000_000  # bytes of output a diagnosis reads: the end is where a
 SCAN_CHUNK = 8 << 20  # bytes of output read at a time when the whole of it is searched
 _before, _, _after = FORKED_COPY_NOTE.partition("{nodeid}")
 FORKED_COPY_RE = re.compile(re.escape(_before).encode() + rb"(.+?)" + re.escape(_after[:40]).encode())
-# a core -> a folder holding the files it maps at their paths in the image (None: not copied)
-ImageFiles: TypeAlias = Callable[[Path], contextlib.AbstractContextManager[Path | None]]
+# a core -> a folder holding the files it maps at their paths in the image, or why there is none
+ImageFiles: TypeAlias = Callable[[Path], contextlib.AbstractContextManager[Path | str]]
 
 
 def read_log(log: Path, start: int, end: int | None = None) -> str:
@@ -140,10 +140,18 @@ class CoreReader:
         self.image_files = image_files
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="device-matrix-gdb")
         self._jobs: list[concurrent.futures.Future[None]] = []
+        self._kept: list[tuple[CrashDiagnosis, Path, Path]] = []  # a kept core: as read, as written
 
     def attach(self, diagnosis: CrashDiagnosis | None, cores: list[Path]) -> None:
-        """The first core goes with ``diagnosis``; any others (descendants') are removed."""
+        """The first core goes with ``diagnosis``; any others (descendants') are removed.
+
+        It is claimed at once (:func:`core.claim`), before the run resumes: the crash's rerun
+        runs in the same folder, and the kernel replaces a core named ``core`` with the
+        rerun's while gdb may still be about to read the first.
+        """
         if not cores:
+            if diagnosis is not None:
+                diagnosis["gdb_frames_missing"] = no_core(diagnosis)
             return
         first, rest = cores[0], cores[1:]
         if not self.keep:
@@ -155,32 +163,46 @@ class CoreReader:
                 with contextlib.suppress(OSError):
                     first.unlink()
             return
-        self._jobs.append(self._pool.submit(self._read, diagnosis, first))
+        claimed = core_files.claim(first)
+        if self.keep:
+            self._kept.append((diagnosis, claimed, first))
+        self._jobs.append(self._pool.submit(self._read, diagnosis, claimed, first))
 
-    def _read(self, diagnosis: CrashDiagnosis, core: Path) -> None:
-        if self.image_files is None or not self.use_gdb or shutil.which("gdb") is None:
+    def _unread(self) -> str | None:
+        """Why gdb is not run at all, or None."""
+        if not self.use_gdb:
+            return "gdb was not asked to read the core (--no-gdb)"
+        if self.image_files is not None and shutil.which("gdb") is None:
+            return "gdb is not installed where the runner runs"  # the image's files are not copied for nothing
+        return None
+
+    def _read(self, diagnosis: CrashDiagnosis, core: Path, name: Path) -> None:
+        """gdb's view of ``core`` (claimed: written as ``name``) into ``diagnosis``."""
+        read = functools.partial(
+            diagnostics.read_core, diagnosis, core, executable=self.interpreter, redactor=self.redactor, keep=self.keep
+        )
+        unread = self._unread()
+        if self.image_files is None or unread is not None:
+            read(unread=unread)
+        else:
             # gdb on the host's files under the image's names would print another program's stack
-            use_gdb = self.use_gdb and self.image_files is None
-            diagnostics.read_core(
-                diagnosis, core, executable=self.interpreter, redactor=self.redactor, use_gdb=use_gdb, keep=self.keep
-            )
-            return
-        with self.image_files(core) as sysroot:
-            diagnostics.read_core(
-                diagnosis,
-                core,
-                executable=self.interpreter,
-                redactor=self.redactor,
-                use_gdb=sysroot is not None,
-                keep=self.keep,
-                sysroot=sysroot,
-            )
+            with self.image_files(core) as sysroot:
+                if isinstance(sysroot, str):
+                    read(unread=f"the image's files could not be copied for gdb: {sysroot}")
+                else:
+                    read(sysroot=sysroot)
+        if not self.keep:
+            diagnosis["core_file"] = f"{name} (deleted after reading)"  # the name it was written with
 
     def close(self) -> None:
         for job in self._jobs:
             with contextlib.suppress(Exception):
                 job.result()
         self._pool.shutdown()
+        for diagnosis, claimed, name in self._kept:
+            # the run's reruns are over: a kept core gets its name back unless a rerun's took it
+            diagnosis["core_file"] = str(core_files.give_back(claimed, name))
+        self._kept.clear()
 
 
 NO_CORE = (
@@ -627,8 +649,16 @@ class Evidence:
     def attach_cores(self, diagnosis: CrashDiagnosis | None, attempt: AttemptResult) -> None:
         """The attempt's core goes with ``diagnosis``; None: every core it left is removed
         (a rerun's, its forked copies' too: their stacks were read)."""
-        if self.reader is not None:
-            self.reader.attach(diagnosis, self.cores(attempt, copies=diagnosis is None))
+        if self.reader is None:
+            return
+        cores = self.cores(attempt, copies=diagnosis is None)
+        if diagnosis is not None:
+            # the core the diagnosis was made from, never a descendant's: its stack is another process's
+            own = own_core(cores, attempt.fold.pid)
+            if own is None:
+                self.reader.attach(None, cores)  # descendants' only: removed unread
+            cores = [] if own is None else [own, *(c for c in cores if c != own)]
+        self.reader.attach(diagnosis, cores)
 
 
 def record_crash(

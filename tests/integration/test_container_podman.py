@@ -28,9 +28,6 @@ from tests.conftest import REPO, Project, clean_env, make_project
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("podman")]
 
-# this host lacks CAP_SYS_RESOURCE: an engine default above these fails in setrlimit, and
-# any --ulimit given replaces the engine's default_ulimits (the runner gives core=)
-ULIMITS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"]
 SECRETS = {
     "GITHUB_TOKEN": "ghp_" + "HostOnlyPodmanSecret" * 2,
     "AWS_SECRET_ACCESS_KEY": "HostOnly/AwsSecretKey" * 2,
@@ -69,7 +66,13 @@ def images() -> engine_images.Images:
 
 
 def podman_project(
-    root: Path, suites: list[str], image: str, *, row: str = "", top: str = "", options: list[str] = ULIMITS
+    root: Path,
+    suites: list[str],
+    image: str,
+    *,
+    row: str = "",
+    top: str = "",
+    options: list[str] = engine_images.ULIMITS,
 ) -> Project:
     keys = f'run_in = "container"\nimage = "{image}"\ncontainer_options = {json.dumps(options)}\n{row}'
     return make_project(root, suites, row=keys, top=f'container_engine = "podman"\n{top}')
@@ -135,7 +138,8 @@ def test_a_segfault_is_diagnosed_natively_rerun_and_its_repro_reproduces(
     assert (diagnosis["signal_name"], diagnosis["exit_code"]) == ("SIGSEGV", 139)
     assert "in test_c_dies" in diagnosis["python_stack"]
     # the native stack, read from the core with the image's own binaries and libraries
-    assert diagnosis["gdb_frames"] and "strlen" in diagnosis["gdb_frames"][0], diagnosis["gdb_frames"]
+    assert diagnosis["gdb_frames"] and "strlen" in diagnosis["gdb_frames"][0], diagnosis
+    assert diagnosis.get("gdb_frames_missing") is None  # the files matched the core: gdb believed
     assert "ffi_call" in diagnosis["gdb_frames"]
     backtrace = diagnosis["gdb_backtrace"]
     assert "/usr/lib/python3.11/lib-dynload/_ctypes.cpython-311-x86_64-linux-gnu.so" in backtrace
@@ -164,6 +168,26 @@ def test_a_segfault_is_diagnosed_natively_rerun_and_its_repro_reproduces(
     assert repro.returncode == 139, repro.stdout + repro.stderr
     assert "Fatal Python error: Segmentation fault" in repro.stderr
     assert 'ctypes/__init__.py", line' in repro.stderr and "test_c_dies" in repro.stderr
+
+
+def test_a_crash_and_its_rerun_each_keep_their_own_core(
+    images: engine_images.Images, tmp_path: Path, no_leftovers: None
+) -> None:
+    # Seen: in a full CI run gdb_frames were ['??', 'initgroups@plt', 'log10@plt', ...]: the
+    # rerun crashed in the same folder, and the kernel replaced the file `core` with its own
+    # while the crash's was still to be read (or deleted it, or gdb read it half written)
+    p = podman_project(tmp_path, ["segv"], images.pytest8)
+    proc = p.run("run", "--device", "fixture", "--keep-cores", gdb=True)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (crash,) = p.record()["crashes"]
+    diagnosis = crash["diagnosis"]
+    assert [r["outcome"] for r in crash["reruns"]] == ["crashed"]
+    kept = Path(diagnosis["core_file"])
+    rerun = p.root / "core"  # the rerun's core took the name
+    assert kept != rerun and kept.parent == p.root and kept.exists() and rerun.exists()
+    assert kept.stat().st_mtime < rerun.stat().st_mtime
+    assert "strlen" in diagnosis["gdb_frames"][0] and "ffi_call" in diagnosis["gdb_frames"], diagnosis
+    assert diagnosis.get("gdb_frames_missing") is None
 
 
 def test_a_hang_is_killed_at_its_deadline(images: engine_images.Images, tmp_path: Path, no_leftovers: None) -> None:
@@ -257,7 +281,7 @@ def test_rootless_podman_writes_as_the_invoking_user(images: engine_images.Image
     root = Path(tempfile.mkdtemp(prefix="device-matrix-rootless-"))
     try:
         # rootless networking (slirp4netns) needs /dev/net/tun, which this host may not give
-        p = podman_project(root, ["passing"], images.pytest8, options=["--network=none", *ULIMITS])
+        p = podman_project(root, ["passing"], images.pytest8, options=["--network=none", *engine_images.ULIMITS])
         (p.root / "suites" / "passing" / "test_in_the_container.py").write_text(PROBE_SUITE)
         for path in [root, *root.rglob("*")]:
             os.chown(path, who.pw_uid, who.pw_gid)

@@ -126,7 +126,7 @@ def test_the_children_that_run_start_in_spawn() -> None:
     # files out of the image, a shard's runner on this host, the Ray task's janitor, compare's plain run
     users = {
         "executors/local.py": ("launch",),
-        "executors/container.py": ("launch", "_probe", "_copied"),
+        "executors/container.py": ("launch", "_probe", "_not_copied"),
         "spread/local.py": ("_start",),
         "spread/ray_node.py": ("_task_folder",),
         "cli/compare.py": ("_plain",),

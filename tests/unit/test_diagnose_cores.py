@@ -108,19 +108,20 @@ def test_the_reader_reads_the_first_core_and_removes_the_others(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     first, other = _core(tmp_path / "core.1"), _core(tmp_path / "core.2")
-    read: list[Path] = []
+    read: list[int] = []  # the files gdb read, by inode: the reader reads a core under a name of its own
 
     def fake_gdb(executable: str, path: Path, sysroot: Path | None = None) -> str:
-        read.append(path)
+        read.append(path.stat().st_ino)
         return GDB
 
     monkeypatch.setattr(core_files, "gdb_backtrace", fake_gdb)
     diag = diagnose(returncode=-11, fault_text="", output_text="", redactor=Redactor({}))
     reader = CoreReader(interpreter=sys.executable, redactor=Redactor({}), use_gdb=True, keep=False)
+    written = first.stat().st_ino
     reader.attach(diag, [first, other])
     assert not other.exists()  # a descendant's core: removed at once, unread
     reader.close()
-    assert read == [first]
+    assert read == [written]
     assert diag["gdb_frames"][0] == "dm_fixture::read_shard_header"
     assert diag["core_file"] == f"{first} (deleted after reading)" and not first.exists()
     # cores of an attempt that crashed nothing of ours are removed unread
@@ -128,7 +129,7 @@ def test_the_reader_reads_the_first_core_and_removes_the_others(
     reader = CoreReader(interpreter=sys.executable, redactor=Redactor({}), use_gdb=True, keep=False)
     reader.attach(None, [stray])
     reader.close()
-    assert not stray.exists() and read == [first]
+    assert not stray.exists() and read == [written]
 
 
 def test_the_reader_keeps_cores_when_asked(tmp_path: Path) -> None:
