@@ -27,6 +27,7 @@ from device_matrix.config import Config, Row, Script
 from device_matrix.errors import UsageProblem
 from device_matrix.executors.base import Executor, LaunchSpec
 from device_matrix.executors.container import ContainerExecutor
+from device_matrix.issues.disables import RowDisables, read_for_row
 from device_matrix.records.schema import DisablesRef, RowStatus, RunRecord, SourceInfo, SpreadRef
 from device_matrix.records.summary import most_serious
 from device_matrix.redact import Redactor, remember_secrets
@@ -259,9 +260,11 @@ class Part:
 @dataclass(frozen=True, eq=False)
 class RunSetup:
     """The plan of a run, made before anything starts and fixed from then on (#31, #41): the
-    project, where the row runs, the command line's options (its test selection resolved),
-    who is told, the row's results folder, the redactor, when it began, and what it runs (its
-    scripts; pytest's targets, resolved by :meth:`Run.check`).
+    project, where the row runs and its executor (this host's interpreter or the row's
+    container, made by the one factory), the command line's options (its test selection
+    resolved), the tracker's disables it applies, who is told, the row's results folder, the
+    redactor, when it began, and what it runs (its scripts; pytest's targets, resolved from
+    these by :meth:`Run.check`).
 
     Made by :meth:`open` alone; what changes as the run goes is its :class:`Run`'s.
     """
@@ -275,6 +278,11 @@ class RunSetup:
     scripts: tuple[Script, ...]
     project_tests: bool  # the run gives pytest nothing: the row runs what plain pytest runs (#20)
     own_env: bool  # the child is another interpreter (a container, --python): it snapshots its own environment
+    # where the children run (made, not checked: Run.make_executor refuses or readies it)
+    executor: Executor
+    # #33: the tracker's open disables, read before the run starts (None: none, or a row that
+    # cannot run here); the run's first step writes them into its folder
+    disables: RowDisables | None
     # the command line's selection (--suite, --test), which the targets are resolved from
     suites: Sequence[str] | None
     tests: Sequence[str]
@@ -286,16 +294,27 @@ class RunSetup:
         """The setup of a run of ``plan``'s row with ``options``, begun now."""
         row = plan.row
         path = cfg.results_dir / row.name
+        folder = RowFolder(path / options.results_subdir if options.results_subdir else path, row.name)
+        scripts = selection.scripts(row, cfg.project_root, suites=options.suites, tests=options.tests)
         return cls(
             cfg=cfg,
             plan=plan,
             options=_keep_named(options, cfg.project_root),
             listener=listener,
-            folder=RowFolder(path / options.results_subdir if options.results_subdir else path, row.name),
+            folder=folder,
             redactor=Redactor(),
-            scripts=selection.scripts(row, cfg.project_root, suites=options.suites, tests=options.tests),
+            scripts=scripts,
             project_tests=selection.project_tests(row, suites=options.suites, tests=options.tests),
             own_env=plan.mode == "container" or options.python is not None,
+            executor=factory.build(plan, cfg, python=options.python, folder=folder.path),
+            disables=None
+            if plan.mode == "unavailable"
+            else read_for_row(
+                cfg,
+                (row.name, row.pjrt_device),
+                [s.file for s in scripts],
+                lambda text: listener.note(row.name, text),
+            ),
             suites=options.suites,
             tests=options.tests,
             started_at=now_iso(),
@@ -384,13 +403,15 @@ class Run:
         return self._executor
 
     def make_executor(self) -> Executor:
-        """Where the children run: this host's interpreter, or the row's container, made by the
-        one factory (:func:`~device_matrix.run.executor.build`), a container's image asked what
-        it has first (#21). Made once: a later call gives the same executor."""
+        """Where the children run: the plan's executor (this host's interpreter, or the row's
+        container), refused when it cannot run (:func:`~device_matrix.run.executor.refuse`), a
+        container's image asked what it has first (#21). Readied once: a later call gives the
+        same executor."""
         if self._executor is not None:
             return self._executor
         setup = self.setup
-        executor = factory.build(setup.plan, setup.cfg, python=self.options.python, folder=setup.folder.path)
+        factory.refuse(setup.plan, python=self.options.python)
+        executor = setup.executor
         if isinstance(executor, ContainerExecutor):
             self.container = executor  # known before its image is asked: a refusal's record names the engine
             # before the first attempt: the image's interpreter, its pytest, the modules (#21)

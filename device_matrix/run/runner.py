@@ -38,7 +38,7 @@ from pathlib import Path
 
 from device_matrix.config import Config
 from device_matrix.errors import DeviceMatrixError, ResultsError
-from device_matrix.issues.disables import for_row as tracker_disables
+from device_matrix.issues.disables import apply as apply_disables
 from device_matrix.issues.disables import settle as settle_disables
 from device_matrix.records.outcomes import (
     CRASHING_OUTCOMES,
@@ -114,14 +114,8 @@ def prepare(run: Run, verdict: Verdict = RUNNING) -> Verdict:
             previous = None
     setup.folder.clear(keep_attempts=previous is not None)
     testmap.clear(run, resumed=previous is not None)  # #34
-    # #33: the open disable issues, read before the row starts (never a failed run for it)
-    run.disable_list, run.disables = tracker_disables(
-        setup.cfg,
-        (setup.row.name, setup.row.pjrt_device),
-        setup.folder.path,
-        [s.file for s in setup.scripts],
-        setup.note,
-    )
+    # #33: the open disable issues the plan read before the row started (never a failed run for it)
+    run.disable_list, run.disables = apply_disables(setup.cfg, setup.folder.path, setup.disables)
     if previous is not None:
         run.previous = _adopt(run.state, previous)
     _deselect(run)

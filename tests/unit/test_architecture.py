@@ -282,6 +282,18 @@ def test_a_runs_plan_is_made_by_one_function_and_frozen() -> None:
         if isinstance(node, ast.Call)
     ]
     assert "RunSetup" not in calls and calls.count("RunSetup.open") == 1  # in Run's own making
+    # #41: "(where the row runs and its executor, ..., the tracker's disables, ...)": fields of
+    # the plan, and the executor's one factory is called by the plan's maker
+    assert "where the row runs and its executor" in doc and "the tracker's disables" in doc
+    assert {"plan", "executor", "disables", "options", "folder", "scripts"} <= set(RunSetup.__dataclass_fields__)
+    assert "built by one factory (`run/executor.py:build`) when the run's plan is made" in doc
+    assert "factory.build(" in ast.unparse(
+        next(
+            n
+            for n in ast.walk(_tree("device_matrix.run.context"))
+            if isinstance(n, ast.FunctionDef) and n.name == "open"
+        )
+    )
 
 
 def test_the_runner_is_a_tuple_of_steps_each_given_the_verdict_and_returning_the_next() -> None:

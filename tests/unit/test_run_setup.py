@@ -67,6 +67,40 @@ def test_a_runs_plan_cannot_be_changed_once_it_is_made(project: Callable[..., Pr
     with pytest.raises(AttributeError):
         run.options = RunOptions()  # type: ignore[misc]
     assert run.options is run.setup.options and run.options.tests == ("t.py",)
+    # #41: where the children run and the tracker's disables are decided by the plan's maker
+    assert {"executor", "disables"} <= {f.name for f in fields}
+    # a whole run's life leaves every field of its plan the very value the maker made
+    made = {f.name: getattr(run.setup, f.name) for f in fields}
+    run.check()
+    run.setup.folder.path.mkdir(parents=True)
+    runner.prepare(run)
+    runner.write_record(run, Verdict("passed"))
+    run.close_reader()
+    assert {name: value for name, value in made.items() if getattr(run.setup, name) is not value} == {}
+    assert run.executor is run.setup.executor
+
+
+def test_nothing_assigns_a_field_of_a_runs_plan() -> None:
+    # #41: nothing of the package sets an attribute of a plan once made (`setup.x = ...`, or
+    # around the frozen dataclass with object.__setattr__)
+    found = [
+        f"{path.relative_to(REPO)}:{node.lineno}"
+        for path in sorted((REPO / "device_matrix").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if (
+            isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+            and any(
+                isinstance(t, ast.Attribute) and ast.unparse(t.value).split(".")[-1] == "setup"
+                for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            )
+        )
+        or (
+            isinstance(node, ast.Call)
+            and ast.unparse(node.func) == "object.__setattr__"
+            and ast.unparse(node.args[0]).split(".")[-1] == "setup"
+        )
+    ]
+    assert found == []
 
 
 def test_no_step_replaces_a_runs_options() -> None:
@@ -163,4 +197,6 @@ def test_the_factory_is_the_one_maker_of_an_executor_and_the_check_its_one_calle
         )
     )
     assert callers == ["run/context.py"], callers
-    assert inspect.getsource(Run.make_executor).count("factory.build(") == 1
+    # #41: made by the maker of the run's plan, refused or readied by the run's check
+    assert inspect.getsource(RunSetup.open).count("factory.build(") == 1
+    assert inspect.getsource(Run.make_executor).count("factory.build(") == 0
