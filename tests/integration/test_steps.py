@@ -55,7 +55,7 @@ with runner.opened(cfg, plan, options, Output(open("/dev/null", "w"))) as run:
         record = runner.finish(run, verdict, part=runner.Part(tuple(found.nodeids[:1])))
         seen["tests"] = [t["nodeid"] for t in record["tests"]]
         seen["status"] = record["status"]
-        seen["selected"] = list(run.part.select)
+        seen["selected"] = list(run.execution.part.select)
     seen["options_untouched"] = options == runner.RunOptions()
 print(json.dumps(seen), flush=True)
 """

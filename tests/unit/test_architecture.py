@@ -296,6 +296,28 @@ def test_a_runs_plan_is_made_by_one_function_and_frozen() -> None:
     )
 
 
+def test_a_run_is_its_plan_and_one_state_and_its_record_a_function_of_both() -> None:
+    # "(`run/context.py:Run`: its plan and its `Execution`, the one state the steps change)"
+    # "The record is a pure function of the plan and the state (`runner.record_of`)"
+    from device_matrix.run import runner
+    from device_matrix.run.context import Execution, Run, RunSetup
+
+    doc = " ".join(_doc().split())
+    assert "its plan and its `Execution`, the one state the steps change" in doc
+    assert "The record is a pure function of the plan and the state (`runner.record_of`)" in doc
+    assert sorted(Run.__slots__) == ["execution", "setup"]
+    hints = typing.get_type_hints(runner.record_of)
+    assert [hints["setup"], hints["execution"]] == [RunSetup, Execution]
+    # the behaviour: tests/unit/test_run_setup.py builds one from a hand-made plan and state
+    record_of = next(
+        n
+        for n in ast.walk(_tree("device_matrix.run.runner"))
+        if isinstance(n, ast.FunctionDef) and n.name == "record_of"
+    )
+    called = {ast.unparse(n.func) for n in ast.walk(record_of) if isinstance(n, ast.Call)}
+    assert not {c for c in called if "write" in c or c.startswith("os.") or c in ("now_iso", "setup.elapsed")}, called
+
+
 def test_the_runner_is_a_tuple_of_steps_each_given_the_verdict_and_returning_the_next() -> None:
     from device_matrix.run import runner
     from device_matrix.run.context import Run, Verdict
