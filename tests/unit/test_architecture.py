@@ -318,6 +318,42 @@ def test_a_run_is_its_plan_and_one_state_and_its_record_a_function_of_both() -> 
     assert not {c for c in called if "write" in c or c.startswith("os.") or c in ("now_iso", "setup.elapsed")}, called
 
 
+def _calls(module: str, function: str) -> list[str]:
+    """The calls in ``function`` of ``module`` (a method as Class.name), in the order they are written."""
+    tree: ast.AST = _tree(module)
+    for part in function.split("."):
+        tree = next(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == part)
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    return [ast.unparse(n.func) for n in sorted(calls, key=lambda n: (n.lineno, n.col_offset))]
+
+
+def test_the_path_of_a_run_is_as_the_doc_says() -> None:
+    # "The path of a run": each numbered line, read from the functions it names
+    path = " ".join(_doc().split("## The path of a run", 1)[1].split("## The package", 1)[0].split())
+    assert "`cli.cmd_run` checks the arguments and makes the `RunOptions`" in path
+    assert "RunOptions" in _calls("device_matrix.cli", "cmd_run") and "run_whole" in _calls(
+        "device_matrix.cli", "cmd_run"
+    )
+    assert "whole.run_whole" in _calls("device_matrix.cli.shards", "run_whole")
+    assert _calls("device_matrix.run.whole", "run_whole") == ["clear_spread", "run_row"]
+    # 2: the plan, then the state; the check before the lock
+    assert "its plan by `RunSetup.open` (frozen) and its state by `Execution.start`" in path
+    made = _calls("device_matrix.run.context", "Run.__init__")
+    assert made.index("RunSetup.open") < made.index("Execution.start")
+    opened = _calls("device_matrix.run.runner", "opened")
+    assert opened[0] == "Run" and opened.index("run.check") < opened.index("row_lock")
+    assert "factory.refuse" in _calls("device_matrix.run.context", "Run.make_executor")
+    assert "opened" in _calls("device_matrix.run.runner", "run_row")
+    # 3: the steps (what they may change: tests/unit/test_run_setup.py)
+    assert "finish(run, prepare(run))" in ast.unparse(_tree("device_matrix.run.runner"))  # prepare, then finish
+    assert "run_steps" in _calls("device_matrix.run.runner", "finish")
+    assert "each step changes the `Execution`, never the plan" in path  # its tests: BEHAVIOUR
+    # 4: the record made, then written
+    written = _calls("device_matrix.run.runner", "write_record")
+    assert "`write_record` writes `record_of(plan, state)`" in path
+    assert written.index("record_of") < written.index("setup.folder.write")
+
+
 def test_the_runner_is_a_tuple_of_steps_each_given_the_verdict_and_returning_the_next() -> None:
     from device_matrix.run import runner
     from device_matrix.run.context import Run, Verdict
@@ -517,6 +553,7 @@ def test_nothing_below_the_command_line_imports_it() -> None:
 
 # the doc's claims of behaviour -> the test that holds each (file::test)
 BEHAVIOUR = {
+    "each step changes the `Execution`, never the plan": "tests/unit/test_run_setup.py",
     "a fingerprint is the same for the same crash from every shape of log": "tests/unit/test_fingerprint.py",
     "the runner folds the journal live and after a death": "tests/unit/test_journal.py",
     "merge runs alone on a spread row's parts": "tests/unit/test_merge.py",
