@@ -130,7 +130,6 @@ def limits(run: Run) -> Limits:
         phase_min=run.setup.cfg.phase_timeout_min,
         run_deadline=run.execution.deadline,
         poll=run.options.poll_interval,
-        core_limit=run.options.core_limit,
         max_log_bytes=run.options.max_log_bytes,
     )
 
@@ -151,23 +150,20 @@ def one_attempt(
     index = len(state.attempts) + 1
     if script is None:
         args = child.pytest(targets, left_out=run.execution.left_out, collect_only=purpose == "collect")
-        spec = AttemptSpec(index=index, purpose=purpose, args=args, env=child.environment(), select=select)
+        launch = setup.launch_spec(child.environment(), args)
     else:
-        spec = AttemptSpec(
-            index=index,
-            purpose=purpose,
-            args=child.script(script.file, script.args, script.variant, program=script.kind == "program"),
-            env=child.environment(script.env, script=True),
-            select=select,
+        launch = setup.launch_spec(
+            child.environment(script.env, script=True),
+            child.script(script.file, script.args, script.variant, program=script.kind == "program"),
             module=SCRIPT_MODULE,
         )
+    spec = AttemptSpec(index=index, purpose=purpose, child=launch, select=select)
     before = folder.identities()
     progress = Quiet() if purpose == "rerun" else run.execution.progress.of(script)
     try:
         attempt = run_attempt(
             run.executor,
             spec,
-            project_root=setup.cfg.project_root,
             folder=folder.attempt(index),
             log_path=folder.log,
             redactor=setup.redactor,

@@ -342,11 +342,15 @@ class RunSetup:
         attempts/: cleared with them, kept by --resume); None: the run records no map."""
         return self.folder.path / ATTEMPTS_DIR / "map" if self.cfg.record_map else None
 
-    def launch_spec(self, env: Mapping[str, str] | None = None) -> LaunchSpec:
-        """A child's folders and core limit, as every attempt gets them (the image check, repro lines)."""
+    def launch_spec(
+        self, env: Mapping[str, str] | None = None, args: Sequence[str] = (), *, module: str = "pytest"
+    ) -> LaunchSpec:
+        """A child of the run: ``python -m module args`` with ``env``, in the project's folder
+        with the run's core limit (an attempt's, the image check's, the repro lines')."""
         root = self.cfg.project_root
         return LaunchSpec(
-            pytest_args=(),
+            module=module,
+            pytest_args=args,
             env=env or {},
             workdir=root,
             project_root=root,

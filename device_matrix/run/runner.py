@@ -541,22 +541,17 @@ def collect(run: Run) -> Collection:
     with tempfile.TemporaryDirectory(prefix=".collect-", dir=setup.folder.path) as tmp:
         log = Path(tmp) / "output.log"
         for index in range(1, setup.cfg.max_restarts + 2):
-            spec = AttemptSpec(
-                index=index,
-                purpose="run",
-                args=[*run.child.pytest(targets, left_out=left_out, collect_only=True), "-q"],
-                env=run.child.environment(),
-                select=None,
-            )
+            args = [*run.child.pytest(targets, left_out=left_out, collect_only=True), "-q"]
+            launch = dataclasses.replace(setup.launch_spec(run.child.environment(), args), core_limit=None)
+            spec = AttemptSpec(index=index, purpose="run", child=launch, select=None)
             try:
                 attempt = run_attempt(
                     run.executor,
                     spec,
-                    project_root=setup.cfg.project_root,
                     folder=Path(tmp) / f"{index:02d}",
                     log_path=log,
                     redactor=setup.redactor,
-                    limits=dataclasses.replace(limits(run), run_deadline=deadline, core_limit=None, max_log_bytes=None),
+                    limits=dataclasses.replace(limits(run), run_deadline=deadline, max_log_bytes=None),
                     progress=Quiet(),
                 )
             except Interrupted as exc:

@@ -354,6 +354,21 @@ def test_the_path_of_a_run_is_as_the_doc_says() -> None:
     assert written.index("record_of") < written.index("setup.folder.write")
 
 
+def test_a_test_process_has_one_spec_its_attempt_holds() -> None:
+    # "A test process's spec is one `LaunchSpec`, made by the plan (`RunSetup.launch_spec`),
+    # which its attempt (`AttemptSpec`) holds and completes with its journal and token."
+    from device_matrix.executors.base import LaunchSpec
+    from device_matrix.run.attempt import AttemptSpec
+
+    doc = " ".join(_doc().split())
+    assert "A test process's spec is one `LaunchSpec`, made by the plan (`RunSetup.launch_spec`)" in doc
+    assert typing.get_type_hints(AttemptSpec)["child"] is LaunchSpec
+    assert "LaunchSpec" in _calls("device_matrix.run.context", "RunSetup.launch_spec")
+    for made in ("device_matrix.run.attempts", "device_matrix.run.runner"):
+        assert "LaunchSpec" not in {ast.unparse(n.func) for n in ast.walk(_tree(made)) if isinstance(n, ast.Call)}
+    assert "replace" in _calls("device_matrix.run.attempt", "_launch_spec")  # the child's spec, completed
+
+
 def test_the_runner_is_a_tuple_of_steps_each_given_the_verdict_and_returning_the_next() -> None:
     from device_matrix.run import runner
     from device_matrix.run.context import Run, Verdict

@@ -271,3 +271,32 @@ def test_a_run_is_its_plan_and_its_state_and_nothing_else(project: Callable[...,
     with pytest.raises(AttributeError):
         run.deadline = 0.0  # type: ignore[attr-defined]
     assert isinstance(run.execution, Execution) and run.execution.part == Part()
+
+
+def test_a_child_has_one_spec_that_its_attempt_completes(project: Callable[..., Project], tmp_path: Path) -> None:
+    # #41: a child's command went ChildCommand -> AttemptSpec -> LaunchSpec, its fields repacked
+    # at each step: an attempt holds the executor's spec of its child, and adds its own to it
+    from device_matrix.run.attempt import AttemptSpec, _launch_spec
+    from device_matrix.wire import ENV_ATTEMPT
+
+    assert {f.name for f in dataclasses.fields(AttemptSpec)} & {f.name for f in dataclasses.fields(LaunchSpec)} == set()
+    p = project("passing")
+    cfg = config.load(p.root)
+    run = Run(cfg, plan_row(cfg, cfg.row("fixture")), RunOptions(core_limit=1234), Output(io.StringIO()))
+    child = run.setup.launch_spec({"A": "1"}, ["t.py", "-q"])
+    assert (child.module, list(child.pytest_args), child.core_limit, child.workdir) == (
+        "pytest",
+        ["t.py", "-q"],
+        1234,
+        p.root,
+    )
+    spec = AttemptSpec(index=1, purpose="run", child=child, select=["t.py::test_a"])
+    launch = _launch_spec(spec, fifo=tmp_path / "fifo", fault=tmp_path / "fault", select_file=tmp_path / ".select")
+    assert list(launch.pytest_args[-2:]) == ["t.py", "-q"] and str(tmp_path / "fifo") in " ".join(launch.pytest_args)
+    assert launch.env == {"A": "1", ENV_ATTEMPT: launch.token} and launch.token
+    assert (launch.module, launch.core_limit, launch.workdir) == (child.module, child.core_limit, child.workdir)
+    assert (tmp_path / ".select").is_file()
+    # where a child's spec is made: the run's plan, and a gang's ranks
+    package = REPO / "device_matrix"
+    made = sorted(str(f.relative_to(package)) for f in package.rglob("*.py") if "LaunchSpec(" in f.read_text())
+    assert made == ["run/context.py", "spread/gang.py"], made
