@@ -262,11 +262,7 @@ class ContainerExecutor:
         host_env: Mapping[str, str] | None = None,
         folder: Path | None = None,
     ) -> None:
-        if not row.image:
-            raise EnvironmentProblem(
-                f"row {row.name!r} has no container image",
-                tip=f"Set image under [tool.device-matrix.devices.{row.name}], or run it with --local.",
-            )
+        # a row without an image is refused by the run's check (run/executor.py:refuse, #41)
         self.engine = engine
         self.row = row
         self.env_allowlist = tuple(env_allowlist)

@@ -61,9 +61,6 @@ class Read:
     unreadable: list[Unreadable] = field(default_factory=list)
     refused: list[tuple[Disable, str]] = field(default_factory=list)
 
-    def age(self, now: dt.datetime) -> dt.timedelta:
-        return now - self.read_at
-
 
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
@@ -384,12 +381,24 @@ def _answering() -> bool:
     return os.environ.get("GITHUB_ACTIONS") != "true"
 
 
-def for_row(
-    cfg: Config, row: RowDevice, row_dir: Path, script_files: Sequence[str], note: Callable[[str], None]
-) -> tuple[Path, DisablesRef | None]:
-    """The disable list the row's children read: the project's, or, with open disable
-    issues, the project's and the tracker's in ``row_dir`` (with ``disables.json``, what was
-    read and when); and what the run's record says of the tracker's list (None: it applied none)."""
+@dataclass(frozen=True)
+class RowDisables:
+    """#41: the tracker's open disables on a row (#42: only those that apply to it), as a run
+    of the row read them before anything starts:
+    the run's plan holds them; its first step writes them into the row's folder (:func:`apply`)."""
+
+    disables: tuple[Disable, ...]
+    read_at: dt.datetime
+    fresh: bool
+    note: str
+    text: str  # the row's list: the project's and the tracker's
+
+
+def read_for_row(
+    cfg: Config, row: RowDevice, script_files: Sequence[str], note: Callable[[str], None]
+) -> RowDisables | None:
+    """The tracker's open disables a run of the row applies (read once per process); None:
+    there are none, the row's children read the project's list alone."""
     cache_dir = cfg.state_dir
     got = _READ.get(cache_dir)
     if got is None:
@@ -407,25 +416,41 @@ def for_row(
         _NOTED.add(cache_dir)  # said once per run, not once per row
         note(one_line(f"disables: {got.note}"))  # a tracker's error text, on one line (#42)
     if not got.disables:
+        return None
+    mine = tuple(d for d in got.disables if d.applies(*row))
+    return RowDisables(
+        disables=mine,
+        read_at=got.read_at,
+        fresh=got.fresh,
+        note=got.note,
+        text=merged_disable_list(cfg.disable_list, mine, script_files),
+    )
+
+
+def apply(cfg: Config, row_dir: Path, got: RowDisables | None) -> tuple[Path, DisablesRef | None]:
+    """The disable list the row's children read: the project's, or, with open disable
+    issues on the row, the project's and the tracker's in ``row_dir`` (with ``disables.json``,
+    what was read and when); and what the run's record says of the tracker's list (None: there
+    was none open)."""
+    if got is None:
         _remove_row_files(row_dir)
         return cfg.disable_list, None
-    mine = [d for d in got.disables if d.applies(*row)]
-    # #33: the record says how old the list was, as disables.json does
+    # #33: the record says how old the list was when the run applied it, as disables.json does
     ref = DisablesRef(
         read_at=got.read_at.isoformat(),
-        age_s=int(got.age(_now()).total_seconds()),
+        age_s=int((_now() - got.read_at).total_seconds()),
         fresh=got.fresh,
-        applied=len(mine),
+        applied=len(got.disables),
         note=got.note,
     )
-    if not mine:
+    if not got.disables:
         # #42: only other rows' disables are open: the record says the list was read, and
         # the row has no file of them (its children, and plain pytest, read the project's)
         _remove_row_files(row_dir)
         return cfg.disable_list, ref
-    write_json_atomic(row_dir / CACHE_FILE, {**ref, "disables": [d.as_json() for d in mine]})
+    write_json_atomic(row_dir / CACHE_FILE, {**ref, "disables": [d.as_json() for d in got.disables]})
     path = row_dir / LIST_FILE
-    path.write_text(merged_disable_list(cfg.disable_list, mine, script_files), encoding="utf-8")
+    path.write_text(got.text, encoding="utf-8")
     return path, ref
 
 

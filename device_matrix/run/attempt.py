@@ -26,7 +26,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -130,12 +130,14 @@ class AttemptResult:
 
 @dataclass(frozen=True)
 class AttemptSpec:
+    """One attempt: its place among the run's, why it runs, the tests it selects, and its
+    child as the executor is given it (#41: one spec of a child, which the attempt completes
+    with its journal, fault file, selection and token: :func:`_launch_spec`)."""
+
     index: int
     purpose: Purpose
-    args: Sequence[str]  # pytest arguments shared by every attempt of the row
-    env: dict[str, str]
+    child: LaunchSpec  # python -m MODULE (pytest, or a script's launcher), the row's arguments, variables, folders
     select: Sequence[str] | None
-    module: str = "pytest"  # or the launcher of a test file run as a script
 
 
 @dataclass(frozen=True)
@@ -144,7 +146,6 @@ class Limits:
     phase_min: float  # seconds at least for a phase of the process itself (PROCESS_PHASES)
     run_deadline: float  # monotonic
     poll: float = 0.05
-    core_limit: int | None = None
     max_log_bytes: int | None = None
 
 
@@ -267,7 +268,6 @@ def run_attempt(
     executor: Executor,
     spec: AttemptSpec,
     *,
-    project_root: Path,
     folder: Path,
     log_path: Path,
     redactor: Redactor,
@@ -280,7 +280,7 @@ def run_attempt(
     folder.mkdir(parents=True, exist_ok=True)
     fifo, fault, select_file = folder / "journal.fifo", folder / "faulthandler.txt", folder / ".select"
     fault.write_bytes(b"")
-    launch = _launch_spec(spec, project_root, limits, fifo=fifo, fault=fault, select_file=select_file)
+    launch = _launch_spec(spec, fifo=fifo, fault=fault, select_file=select_file)
     command = shlex.join(executor.command_for(launch))
     fold = Fold()
     with log_path.open("ab") as log:
@@ -288,7 +288,7 @@ def run_attempt(
     read_out, write_out = os.pipe()
     # a child in its own environment names its secrets first: its output waits for them
     learned = threading.Event()
-    own_env = OPT_ENV in spec.args
+    own_env = OPT_ENV in spec.child.pytest_args
     if not own_env:
         learned.set()
     pump = OutputPump(read_out, log_path, redactor, max_bytes=limits.max_log_bytes, hold=learned if own_env else None)
@@ -345,27 +345,16 @@ def run_attempt(
     return result
 
 
-def _launch_spec(
-    spec: AttemptSpec, project_root: Path, limits: Limits, *, fifo: Path, fault: Path, select_file: Path
-) -> LaunchSpec:
-    """The child's command line and environment: the journal, the fault file, the selection."""
+def _launch_spec(spec: AttemptSpec, *, fifo: Path, fault: Path, select_file: Path) -> LaunchSpec:
+    """The attempt's child: its spec, with the journal, the fault file, the selection and the token."""
     # the real nodeids, which may hold anything a parametrize id holds: the child removes
     # the file once read (and the runner after the attempt), so it never stays in results
     if spec.select is not None:
         write_select(select_file, spec.select)
     args = attempt_args(journal=fifo, faulthandler=fault, select=select_file if spec.select is not None else None)
-    env = dict(spec.env)
     token = secrets.token_hex(8)
-    env[ENV_ATTEMPT] = token
-    return LaunchSpec(
-        module=spec.module,
-        pytest_args=[*args, *spec.args],
-        env=env,
-        workdir=project_root,
-        project_root=project_root,
-        core_limit=limits.core_limit,
-        token=token,
-    )
+    child = spec.child
+    return replace(child, pytest_args=[*args, *child.pytest_args], env={**child.env, ENV_ATTEMPT: token}, token=token)
 
 
 def _drain(reader: _JournalReader, progress: Progress) -> None:

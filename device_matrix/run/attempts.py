@@ -35,7 +35,7 @@ def attempts(
     script: Script | None = None,
 ) -> Verdict:
     """Attempts until every test in ``scope`` (all, when None) has an outcome."""
-    state = run.state
+    state = run.execution.tests
     restarts = 0
     while True:
         attempt = one_attempt(run, purpose, targets, select, script=script, tell_end=False)
@@ -81,7 +81,7 @@ def attempts(
         remaining = state.remaining(scope)
         if decision.next == "collect_again":
             assert decision.reason is not None
-            run.left_out.append(decision.reason)
+            run.execution.left_out.append(decision.reason)
             module = decision.crash.nodeid if decision.crash and decision.crash.nodeid else decision.reason
             run.setup.note(f"collecting again without {module}")
             select = remaining if scope is not None else None
@@ -129,9 +129,8 @@ def limits(run: Run) -> Limits:
     return Limits(
         test_timeout=run.setup.row.test_timeout,
         phase_min=run.setup.cfg.phase_timeout_min,
-        run_deadline=run.deadline,
+        run_deadline=run.execution.deadline,
         poll=run.options.poll_interval,
-        core_limit=run.options.core_limit,
         max_log_bytes=run.options.max_log_bytes,
     )
 
@@ -147,28 +146,25 @@ def one_attempt(
 ) -> AttemptResult:
     """One child of this run, into ``attempts/NN/`` and the row's log, and what it showed;
     ``tell_end``: how it ended is written into the log now (else by the caller, #31)."""
-    setup, state, child = run.setup, run.state, run.child
+    setup, state, child = run.setup, run.execution.tests, run.child
     folder = setup.folder
     index = len(state.attempts) + 1
     if script is None:
-        args = child.pytest(targets, left_out=run.left_out, collect_only=purpose == "collect")
-        spec = AttemptSpec(index=index, purpose=purpose, args=args, env=child.environment(), select=select)
+        args = child.pytest(targets, left_out=run.execution.left_out, collect_only=purpose == "collect")
+        launch = setup.launch_spec(child.environment(), args)
     else:
-        spec = AttemptSpec(
-            index=index,
-            purpose=purpose,
-            args=child.script(script.file, script.args, script.variant, program=script.kind == "program"),
-            env=child.environment(script.env, script=True),
-            select=select,
+        launch = setup.launch_spec(
+            child.environment(script.env, script=True),
+            child.script(script.file, script.args, script.variant, program=script.kind == "program"),
             module=SCRIPT_MODULE,
         )
+    spec = AttemptSpec(index=index, purpose=purpose, child=launch, select=select)
     before = folder.identities()
-    progress = Quiet() if purpose == "rerun" else run.progress.of(script)
+    progress = Quiet() if purpose == "rerun" else run.execution.progress.of(script)
     try:
         attempt = run_attempt(
             run.executor,
             spec,
-            project_root=setup.cfg.project_root,
             folder=folder.attempt(index),
             log_path=folder.log,
             redactor=setup.redactor,
@@ -187,7 +183,7 @@ def one_attempt(
     lost = folder.check(attempt.index, before)
     if lost is not None:
         setup.note(f"evidence {lost}")
-    run.last_output = (attempt.log_start, attempt.log_end)
+    run.execution.last_output = (attempt.log_start, attempt.log_end)
     if attempt.output_error is not None:
         err = attempt.output_error
         raise EnvironmentProblem(
@@ -196,8 +192,8 @@ def one_attempt(
         )
     if attempt.fold.env and not state.environment:
         state.environment = dict(attempt.fold.env)
-    elif not state.environment and run.environment.taken:
-        state.environment = dict(run.environment.taken)
+    elif not state.environment and run.execution.environment.taken:
+        state.environment = dict(run.execution.environment.taken)
     return attempt
 
 

@@ -1,7 +1,7 @@
 """One run of one row: what the command line asks (:class:`RunOptions`), the plan of the run,
 fixed before anything starts (:class:`RunSetup`, made by :meth:`RunSetup.open` alone), what
-the steps change as the run goes (:class:`Run`: its state), and the verdict each step
-returns (:class:`Verdict`).
+the steps change as the run goes (:class:`Execution`: its state; a :class:`Run` is the two),
+and the verdict each step returns (:class:`Verdict`).
 
 The steps are in :mod:`device_matrix.run.runner`; the attempts they start in
 :mod:`device_matrix.run.attempts`; what a crash leaves in :mod:`device_matrix.run.crashes`,
@@ -27,6 +27,7 @@ from device_matrix.config import Config, Row, Script
 from device_matrix.errors import UsageProblem
 from device_matrix.executors.base import Executor, LaunchSpec
 from device_matrix.executors.container import ContainerExecutor
+from device_matrix.issues.disables import RowDisables, read_for_row
 from device_matrix.records.schema import DisablesRef, RowStatus, RunRecord, SourceInfo, SpreadRef
 from device_matrix.records.summary import most_serious
 from device_matrix.redact import Redactor, remember_secrets
@@ -259,9 +260,11 @@ class Part:
 @dataclass(frozen=True, eq=False)
 class RunSetup:
     """The plan of a run, made before anything starts and fixed from then on (#31, #41): the
-    project, where the row runs, the command line's options (its test selection resolved),
-    who is told, the row's results folder, the redactor, when it began, and what it runs (its
-    scripts; pytest's targets, resolved by :meth:`Run.check`).
+    project, where the row runs and its executor (this host's interpreter or the row's
+    container, made by the one factory), the command line's options (its test selection
+    resolved), the tracker's disables it applies, who is told, the row's results folder, the
+    redactor, when it began, and what it runs (its scripts; pytest's targets, resolved from
+    these by :meth:`Run.check`).
 
     Made by :meth:`open` alone; what changes as the run goes is its :class:`Run`'s.
     """
@@ -275,6 +278,11 @@ class RunSetup:
     scripts: tuple[Script, ...]
     project_tests: bool  # the run gives pytest nothing: the row runs what plain pytest runs (#20)
     own_env: bool  # the child is another interpreter (a container, --python): it snapshots its own environment
+    # where the children run (made, not checked: Run.make_executor refuses or readies it)
+    executor: Executor
+    # #33: the tracker's open disables, read before the run starts (None: none, or a row that
+    # cannot run here); the run's first step writes them into its folder
+    disables: RowDisables | None
     # the command line's selection (--suite, --test), which the targets are resolved from
     suites: Sequence[str] | None
     tests: Sequence[str]
@@ -286,16 +294,27 @@ class RunSetup:
         """The setup of a run of ``plan``'s row with ``options``, begun now."""
         row = plan.row
         path = cfg.results_dir / row.name
+        folder = RowFolder(path / options.results_subdir if options.results_subdir else path, row.name)
+        scripts = selection.scripts(row, cfg.project_root, suites=options.suites, tests=options.tests)
         return cls(
             cfg=cfg,
             plan=plan,
             options=_keep_named(options, cfg.project_root),
             listener=listener,
-            folder=RowFolder(path / options.results_subdir if options.results_subdir else path, row.name),
+            folder=folder,
             redactor=Redactor(),
-            scripts=selection.scripts(row, cfg.project_root, suites=options.suites, tests=options.tests),
+            scripts=scripts,
             project_tests=selection.project_tests(row, suites=options.suites, tests=options.tests),
             own_env=plan.mode == "container" or options.python is not None,
+            executor=factory.build(plan, cfg, python=options.python, folder=folder.path),
+            disables=None
+            if plan.mode == "unavailable"
+            else read_for_row(
+                cfg,
+                (row.name, row.pjrt_device),
+                [s.file for s in scripts],
+                lambda text: listener.note(row.name, text),
+            ),
             suites=options.suites,
             tests=options.tests,
             started_at=now_iso(),
@@ -323,6 +342,21 @@ class RunSetup:
         attempts/: cleared with them, kept by --resume); None: the run records no map."""
         return self.folder.path / ATTEMPTS_DIR / "map" if self.cfg.record_map else None
 
+    def launch_spec(
+        self, env: Mapping[str, str] | None = None, args: Sequence[str] = (), *, module: str = "pytest"
+    ) -> LaunchSpec:
+        """A child of the run: ``python -m module args`` with ``env``, in the project's folder
+        with the run's core limit (an attempt's, the image check's, the repro lines')."""
+        root = self.cfg.project_root
+        return LaunchSpec(
+            module=module,
+            pytest_args=args,
+            env=env or {},
+            workdir=root,
+            project_root=root,
+            core_limit=self.options.core_limit,
+        )
+
     def elapsed(self) -> float:
         """Seconds since the run began."""
         return time.monotonic() - self.t0
@@ -332,14 +366,60 @@ class RunSetup:
         self.listener.note(self.row.name, text)
 
 
+@dataclass(eq=False)
+class Execution:
+    """What the steps of a run change as it goes (#41), and nothing else does: the state of its
+    tests, its part, the deadline, what a crash leaves, where the last output lies, the record
+    last written, the disable list its children read, where they run once checked. Its plan
+    (:class:`RunSetup`) never changes."""
+
+    tests: RunState
+    # a shard's part from its options; a driver's once it has collected (runner.finish)
+    part: Part
+    progress: Progress
+    deadline: float  # set again when the run starts (prepare)
+    environment: LocalEnvironment
+    disable_list: Path  # with the tracker's disables once prepared (#33)
+    left_out: list[str] = field(default_factory=list)  # modules whose import kills or hangs the process
+    origins: dict[str, crashes.CrashOrigin] = field(default_factory=dict)  # crash id -> what its process was given
+    previous: Verdict | None = None  # the verdict of the run --resume continues
+    # where the output of the last attempt lies in the log: its start, and its end (the
+    # attempt's end lines after it are the runner's, #20)
+    last_output: tuple[int, int | None] = (0, None)
+    reader: crashes.CoreReader | None = None
+    record: RunRecord | None = None  # the record last written
+    disables: DisablesRef | None = None  # the tracker's list it applied: its age (#33)
+    deselect_file: Path | None = None  # #34: the tests selection leaves out, once prepared
+    # where the children run, readied by make_executor (the run's check): the container is
+    # known before its image is asked, so that a refusal's record names the engine
+    container: ContainerExecutor | None = None
+    executor: Executor | None = None
+
+    @classmethod
+    def start(cls, setup: RunSetup) -> Execution:
+        """The state of a run of ``setup`` before its first step."""
+        root = setup.cfg.project_root
+        programs = {id(s): script_node(s, root) + s.suffix for s in setup.scripts if s.kind == "program"}
+        options = setup.options
+        return cls(
+            tests=RunState(setup.redactor),
+            part=Part(None if options.select is None else tuple(options.select), options.spread),
+            progress=Progress(setup.listener, setup.row.name, setup.redactor, setup.scripts, programs),
+            deadline=setup.t0 + setup.row.run_timeout,
+            environment=LocalEnvironment(),
+            disable_list=setup.cfg.disable_list,
+        )
+
+
 class Run:
-    """One run of one row as it goes: its :class:`RunSetup`, fixed when it was opened, and
-    what the steps change (the state of its tests, the deadline, what a crash leaves, where
-    the last output lies, the record last written, where its children run).
+    """One run of one row: its :class:`RunSetup`, fixed when it was opened, and its
+    :class:`Execution`, what the steps change; nothing else (#41).
 
     Made by :func:`~device_matrix.run.runner.opened`, which holds the row's lock while the
     steps run.
     """
+
+    __slots__ = ("execution", "setup")
 
     def __init__(self, cfg: Config, plan: RowPlan, options: RunOptions, listener: RunListener) -> None:
         # the row's and its scripts' variables hold secrets too (a token set in the config):
@@ -347,30 +427,8 @@ class Run:
         row = plan.row
         for variables in (row.env, row.slot_env, *(script.env for script in row.scripts)):
             remember_secrets(variables)
-        self.setup = setup = RunSetup.open(cfg, plan, options, listener)
-        # a shard's part from its options; a driver's once it has collected (runner.finish)
-        self.part = Part(None if options.select is None else tuple(options.select), options.spread)
-        self.state = RunState(setup.redactor)
-        root = cfg.project_root
-        programs = {id(s): script_node(s, root) + s.suffix for s in setup.scripts if s.kind == "program"}
-        self.progress = Progress(listener, row.name, setup.redactor, setup.scripts, programs)
-        self.deadline = setup.t0 + row.run_timeout  # set again when the run starts (prepare)
-        self.left_out: list[str] = []  # modules whose import kills or hangs the process
-        self.origins: dict[str, crashes.CrashOrigin] = {}  # crash id -> what its process was given
-        self.previous: Verdict | None = None  # the verdict of the run --resume continues
-        # where the output of the last attempt lies in the log: its start, and its end (the
-        # attempt's end lines after it are the runner's, #20)
-        self.last_output: tuple[int, int | None] = (0, None)
-        self.environment = LocalEnvironment()
-        self.reader: crashes.CoreReader | None = None
-        self.record: RunRecord | None = None  # the record last written
-        self.disable_list = cfg.disable_list  # with the tracker's disables once prepared (#33)
-        self.disables: DisablesRef | None = None  # the tracker's list it applied: its age (#33)
-        self.deselect_file: Path | None = None  # #34: the tests selection leaves out, once prepared
-        # where the children run, made by make_executor (the run's check): the container is
-        # known before its image is asked, so that a refusal's record names the engine
-        self.container: ContainerExecutor | None = None
-        self._executor: Executor | None = None
+        self.setup = RunSetup.open(cfg, plan, options, listener)
+        self.execution = Execution.start(self.setup)
 
     @property
     def options(self) -> RunOptions:
@@ -380,31 +438,34 @@ class Run:
     @property
     def executor(self) -> Executor:
         """Where the children run, as :meth:`make_executor` made it (the run's :meth:`check`)."""
-        assert self._executor is not None, "the run's check makes its executor before a child starts"
-        return self._executor
+        executor = self.execution.executor
+        assert executor is not None, "the run's check makes its executor before a child starts"
+        return executor
 
     def make_executor(self) -> Executor:
-        """Where the children run: this host's interpreter, or the row's container, made by the
-        one factory (:func:`~device_matrix.run.executor.build`), a container's image asked what
-        it has first (#21). Made once: a later call gives the same executor."""
-        if self._executor is not None:
-            return self._executor
-        setup = self.setup
-        executor = factory.build(setup.plan, setup.cfg, python=self.options.python, folder=setup.folder.path)
+        """Where the children run: the plan's executor (this host's interpreter, or the row's
+        container), refused when it cannot run (:func:`~device_matrix.run.executor.refuse`), a
+        container's image asked what it has first (#21). Readied once: a later call gives the
+        same executor."""
+        setup, execution = self.setup, self.execution
+        if execution.executor is not None:
+            return execution.executor
+        factory.refuse(setup.plan, python=self.options.python)
+        executor = setup.executor
         if isinstance(executor, ContainerExecutor):
-            self.container = executor  # known before its image is asked: a refusal's record names the engine
+            execution.container = executor  # known before its image is asked: a refusal's record names the engine
             # before the first attempt: the image's interpreter, its pytest, the modules (#21)
             imports = [*([PLUGIN] if setup.runs_pytest else []), *([SCRIPT_MODULE] if setup.scripts else [])]
             if setup.cfg.record_map and setup.runs_pytest:
                 imports.append("coverage")  # #34: the test map needs it in the image
-            executor.prepare(self.launch_spec(self.child.environment()), imports)
-        self._executor = executor
+            executor.prepare(setup.launch_spec(self.child.environment()), imports)
+        execution.executor = executor
         return executor
 
     @property
     def resumed(self) -> bool:
         """Whether this run continues an earlier one (--resume, and it had collected tests)."""
-        return self.previous is not None
+        return self.execution.previous is not None
 
     @property
     def child(self) -> ChildCommand:
@@ -414,58 +475,40 @@ class Run:
             device=row.name,
             pjrt_device=row.pjrt_device,
             rootdir=str(setup.cfg.project_root),
-            disable_list=str(self.disable_list),
+            disable_list=str(self.execution.disable_list),
             settings=row.settings,
             env=row.env,
             slot_env=self.options.slot_env,
             pytest_args=(*row.pytest_args, *self.options.pytest_args),
             # #30: the record keeps the first snapshot a child sent: the children after it
             # are not asked for theirs (its driver tools, a hanging nvidia-smi, once per run)
-            own_env=setup.own_env and not self.state.environment,
+            own_env=setup.own_env and not self.execution.tests.environment,
             script_files=tuple(script.file for script in setup.scripts),
             as_script=row.as_script,
-            deselect=str(self.deselect_file or ""),
+            deselect=str(self.execution.deselect_file or ""),
             map_dir=None if setup.map_parts is None else str(setup.map_parts),
         )
 
     @property
     def repro(self) -> crashes.Repro:
         """The repro commands of this run's crashes: its interpreter, or its container's own command."""
-        return crashes.Repro(
-            row=self.setup.row,
-            project_root=self.setup.cfg.project_root,
-            python=self.options.python or sys.executable,
-            container=self.container,
-            launch=self.launch_spec(),
-            pytest_args=self.options.pytest_args,
-        )
+        return repro_of(self.setup, self.execution)
 
     @property
     def evidence(self) -> crashes.Evidence:
         """What this run's crash recorders are given: its state, folder, repro, listener, core reader."""
-        setup = self.setup
+        setup, execution = self.setup, self.execution
         return crashes.Evidence(
             row=setup.row,
-            state=self.state,
+            state=execution.tests,
             folder=setup.folder,
             redactor=setup.redactor,
             repro=self.repro,
             listener=setup.listener,
-            origins=self.origins,
-            reader=self.reader,
+            origins=execution.origins,
+            reader=execution.reader,
             project_root=setup.cfg.project_root,
             phase_min=setup.cfg.phase_timeout_min,
-        )
-
-    def launch_spec(self, env: Mapping[str, str] | None = None) -> LaunchSpec:
-        """A child's folders and core limit, as every attempt gets them (the image check, repro lines)."""
-        root = self.setup.cfg.project_root
-        return LaunchSpec(
-            pytest_args=(),
-            env=env or {},
-            workdir=root,
-            project_root=root,
-            core_limit=self.options.core_limit,
         )
 
     def check(self) -> None:
@@ -502,11 +545,23 @@ class Run:
     def output_tail(self, lines: int = 3) -> str:
         """The last lines of the last attempt: where pytest says why it stopped."""
         log = self.setup.folder.log
-        tail = crashes.read_log(log, *self.last_output).strip().splitlines()[-lines:]
+        tail = crashes.read_log(log, *self.execution.last_output).strip().splitlines()[-lines:]
         return " | ".join(tail) or f"see {log}"
 
     def close_reader(self) -> None:
         """Wait for gdb to read the cores it was given: their backtraces go in the record."""
-        if self.reader is not None:
-            self.reader.close()
-            self.reader = None
+        if self.execution.reader is not None:
+            self.execution.reader.close()
+            self.execution.reader = None
+
+
+def repro_of(setup: RunSetup, execution: Execution) -> crashes.Repro:
+    """The repro commands of a run's crashes: its interpreter, or its container's own command."""
+    return crashes.Repro(
+        row=setup.row,
+        project_root=setup.cfg.project_root,
+        python=setup.options.python or sys.executable,
+        container=execution.container,
+        launch=setup.launch_spec(),
+        pytest_args=setup.options.pytest_args,
+    )

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from device_matrix.config import Config
 from device_matrix.errors import DeviceMatrixError, ResultsError
-from device_matrix.issues.disables import for_row as tracker_disables
+from device_matrix.issues.disables import apply as apply_disables
 from device_matrix.issues.disables import settle as settle_disables
 from device_matrix.records.outcomes import (
     CRASHING_OUTCOMES,
@@ -50,12 +50,23 @@ from device_matrix.records.schema import Classification, RunRecord, SpreadRef, l
 from device_matrix.run import crashes, selection, testmap
 from device_matrix.run.attempt import AttemptSpec, Interrupted, run_attempt
 from device_matrix.run.attempts import attempts, limits, note_attempt, one_attempt
-from device_matrix.run.context import Part, Quiet, Run, RunListener, RunOptions, Verdict, worst
+from device_matrix.run.context import (
+    Execution,
+    Part,
+    Quiet,
+    Run,
+    RunListener,
+    RunOptions,
+    RunSetup,
+    Verdict,
+    repro_of,
+    worst,
+)
 from device_matrix.run.folder import ATTEMPTS_DIR, RUN_FILE
 from device_matrix.run.lock import row_lock
 from device_matrix.run.plan import RowPlan
 from device_matrix.run.selection import refuse_xdist, selecting_options
-from device_matrix.run.state import RunState
+from device_matrix.run.state import RunState, now_iso
 from device_matrix.run.targets import of_script, script_node
 from device_matrix.wire import write_deselect
 
@@ -114,27 +125,21 @@ def prepare(run: Run, verdict: Verdict = RUNNING) -> Verdict:
             previous = None
     setup.folder.clear(keep_attempts=previous is not None)
     testmap.clear(run, resumed=previous is not None)  # #34
-    # #33: the open disable issues, read before the row starts (never a failed run for it)
-    run.disable_list, run.disables = tracker_disables(
-        setup.cfg,
-        (setup.row.name, setup.row.pjrt_device),
-        setup.folder.path,
-        [s.file for s in setup.scripts],
-        setup.note,
-    )
+    # #33: the open disable issues the plan read before the row started (never a failed run for it)
+    run.execution.disable_list, run.execution.disables = apply_disables(setup.cfg, setup.folder.path, setup.disables)
     if previous is not None:
-        run.previous = _adopt(run.state, previous)
+        run.execution.previous = _adopt(run.execution.tests, previous)
     _deselect(run)
     write_record(run, verdict, final=False)
-    run.deadline = time.monotonic() + setup.row.run_timeout
-    container = run.container
-    run.reader = crashes.CoreReader(
+    run.execution.deadline = time.monotonic() + setup.row.run_timeout
+    container = run.execution.container
+    run.execution.reader = crashes.CoreReader(
         interpreter=run.executor.interpreter(),  # made by the run's check, before this step
         redactor=setup.redactor,
         use_gdb=run.options.use_gdb,
         keep=run.options.keep_cores,
         # a container's core is read with the image's own executable and libraries (#21)
-        image_files=None if container is None else lambda core: container.image_files(core, run.launch_spec()),
+        image_files=None if container is None else lambda core: container.image_files(core, run.setup.launch_spec()),
     )
     return verdict
 
@@ -146,7 +151,7 @@ def _deselect(run: Run) -> None:
     if plan is None:
         return
     left_out = plan.left_out()
-    run.state.deselect = left_out
+    run.execution.tests.deselect = left_out
     if plan.full_reason is not None:
         run.setup.note(f"--select {plan.mode}: every test runs: {plan.full_reason}")
         return
@@ -154,9 +159,9 @@ def _deselect(run: Run) -> None:
     words = f"{changed} changed file{'' if changed == 1 else 's'}"
     run.setup.note(f"--select {plan.mode}: {words}; {len(left_out)} test(s) of the map left out")
     if left_out:
-        run.deselect_file = run.setup.folder.path / ATTEMPTS_DIR / DESELECT_FILE
-        run.deselect_file.parent.mkdir(parents=True, exist_ok=True)
-        write_deselect(run.deselect_file, left_out)
+        run.execution.deselect_file = run.setup.folder.path / ATTEMPTS_DIR / DESELECT_FILE
+        run.execution.deselect_file.parent.mkdir(parents=True, exist_ok=True)
+        write_deselect(run.execution.deselect_file, left_out)
 
 
 def _adopt(state: RunState, previous: RunRecord) -> Verdict:
@@ -173,14 +178,14 @@ def _adopt(state: RunState, previous: RunRecord) -> Verdict:
 
 def run_tests(run: Run, verdict: Verdict) -> Verdict:
     """Every test of the row: in one process, or one per file or class (``isolation``)."""
-    setup, state = run.setup, run.state
+    setup, state = run.setup, run.execution.tests
     targets, row = setup.targets, setup.row
     if not setup.own_env:
         # the child is this interpreter: its environment is taken here, on the other
         # core, while it starts (another interpreter takes its own: --dm-env)
-        run.environment.start(run.child.environment())
+        run.execution.environment.start(run.child.environment())
     # a shard runs the tests it was given (its part), and only those
-    chosen = None if run.part.select is None else list(run.part.select)
+    chosen = None if run.execution.part.select is None else list(run.execution.part.select)
     scope = None if chosen is None else set(chosen)
     if chosen is not None:
         state.expect(chosen)  # each needs an outcome, even if collection dies first
@@ -191,7 +196,7 @@ def run_tests(run: Run, verdict: Verdict) -> Verdict:
         nodeids = [n for n in state.remaining() if not any(of_script(n, s, scripts, root) for s in scripts)]
         if not nodeids:
             # the earlier verdict stands (a pytest exit it reported is not lost)
-            earlier = run.previous or Verdict(state.status())
+            earlier = run.execution.previous or Verdict(state.status())
             status = state.status() if earlier.status in UNFINISHED_STATUSES else earlier.status
             return Verdict(status, earlier.reason or "nothing to resume: every test of the last run has an outcome")
     elif row.isolation == "row":
@@ -216,7 +221,7 @@ def run_tests(run: Run, verdict: Verdict) -> Verdict:
 
 def run_scripts(run: Run, verdict: Verdict) -> Verdict:
     """Each script in a process of its own, after the suites: ``python FILE ARGS``."""
-    setup, state = run.setup, run.state
+    setup, state = run.setup, run.execution.tests
     scripts, root = setup.scripts, setup.cfg.project_root
     verdicts = [verdict]
     for script in scripts:
@@ -225,7 +230,7 @@ def run_scripts(run: Run, verdict: Verdict) -> Verdict:
         if run.resumed:
             select = [n for n in state.remaining() if of_script(n, script, scripts, root)]
             if not select and any(of_script(n, script, scripts, root) for n in state.results):
-                run.progress.kept(script)
+                run.execution.progress.kept(script)
                 continue  # every test of this script has its outcome
         verdicts.append(attempts(run, [script.file], select=select, purpose="run", script=script))
         if not any(of_script(n, script, scripts, root) for n in state.results):
@@ -250,15 +255,15 @@ def rerun_crashes(run: Run, verdict: Verdict) -> Verdict:
     setup = run.setup
     if setup.cfg.crash_reruns <= 0:
         return verdict
-    for crash in run.state.crashes:
+    for crash in run.execution.tests.crashes:
         nodeid = crash["nodeid"]
         if crash["kind"] != "crash" or nodeid is None or crash["phase"] != "test" or crash["reruns"]:
             continue
-        origin = run.origins.get(crash["id"])
+        origin = run.execution.origins.get(crash["id"])
         script = origin.script if origin else None
         classification: Classification = "deterministic"
         for _ in range(setup.cfg.crash_reruns):
-            if time.monotonic() > run.deadline:
+            if time.monotonic() > run.execution.deadline:
                 return verdict
             # alone: its own file is the only module imported
             files = selection.files_of(nodeid.split("::", 1)[0], setup.targets)
@@ -288,15 +293,15 @@ def reconcile(run: Run, verdict: Verdict) -> Verdict:
     (:class:`~device_matrix.run.selection.NothingSelected`), its record written first.
     """
     run.close_reader()
-    run.environment.join()
-    state = run.state
+    run.execution.environment.join()
+    state = run.execution.tests
     if not (state.expected or state.results):
         nothing = selection.nothing_selected(
             row=run.setup.row.name,
             tests=run.options.tests,
             pytest_args=run.options.pytest_args,
             pytest_exit=state.pytest_exit,
-            output=crashes.read_log(run.setup.folder.log, *run.last_output),
+            output=crashes.read_log(run.setup.folder.log, *run.execution.last_output),
             project_root=run.setup.cfg.project_root,
         )
         if nothing is not None:
@@ -347,18 +352,25 @@ def run_steps(run: Run, verdict: Verdict, steps: Sequence[Step]) -> Verdict:
         if verdict.stop:
             if write in steps[k:]:
                 run.close_reader()
-                run.environment.join()
+                run.execution.environment.join()
                 return write(run, verdict)
             return verdict
         verdict = step(run, verdict)
     return verdict
 
 
-def write_record(run: Run, verdict: Verdict, *, final: bool = True) -> RunRecord:
-    """The record of what is known now, with ``verdict``; ``final``: junit.xml and report.json too."""
-    setup, state, opts = run.setup, run.state, run.options
-    if not state.environment and run.environment.taken:
-        state.environment = dict(run.environment.taken)
+def record_of(
+    setup: RunSetup,
+    execution: Execution,
+    verdict: Verdict,
+    *,
+    finished_at: str,
+    duration: float,
+    runner_pid: int | None,
+) -> RunRecord:
+    """The record of a run of ``setup`` as ``execution`` stands, with ``verdict`` (#41): pure,
+    it reads the plan and the state alone and changes neither (:func:`write_record` writes it)."""
+    state, opts = execution.tests, setup.options
     record = state.to_record(
         row=setup.row.name,
         pjrt_device=setup.row.pjrt_device,
@@ -369,44 +381,58 @@ def write_record(run: Run, verdict: Verdict, *, final: bool = True) -> RunRecord
         image=setup.plan.image,  # only an image the tests ran in
         suites=list(opts.suites or setup.row.suites),
         started_at=setup.started_at,
-        duration=setup.elapsed(),
+        finished_at=finished_at,
+        duration=duration,
         run_url=opts.run_url,
-        runner_pid=os.getpid(),
+        runner_pid=runner_pid,
         source=opts.source,
     )
     if opts.command:
         record["command"] = [setup.redactor.text(word) for word in opts.command]
-    record["repro"] = run.repro.of_run(record["command"])  # the command that ran (#24)
-    if run.part.spread is not None:
-        record["spread"] = SpreadRef(**run.part.spread)
+    record["repro"] = repro_of(setup, execution).of_run(record["command"])  # the command that ran (#24)
+    if execution.part.spread is not None:
+        record["spread"] = SpreadRef(**execution.part.spread)
     # #30: what it selected, so that triage compares it with runs of the same selection
     record["selection"] = selection_words(
         suites=opts.suites, tests=opts.tests, pytest_args=opts.pytest_args, spread=record.get("spread")
     )
-    if run.disables is not None:
-        if (
-            final
-            and record["selection"] is None
-            and record["status"] not in INFRASTRUCTURE_STATUSES
-            and record["tests"]
-        ):
-            # #42: the whole row collected: its disables that name none of its tests are said
-            run.disables = settle_disables(
-                setup.cfg,
-                (setup.row.name, setup.row.pjrt_device),
-                setup.folder.path,
-                [s.file for s in setup.scripts],
-                ref=run.disables,
-                nodeids=[t["nodeid"] for t in record["tests"]],
-            )
-        record["disables"] = run.disables  # #33: how old the tracker's list was
+    if execution.disables is not None:
+        record["disables"] = execution.disables  # #33: how old the tracker's list was
     if opts.test_plan is not None:  # #34: how the change chose the tests, and why
         record["test_selection"] = opts.test_plan.summary(t["nodeid"] for t in record["tests"])
-    if run.container is not None:
+    if execution.container is not None:
         # the engine and the image's interpreter: the child's own snapshot cannot see them
-        record["environment"].update(run.container.facts())
-    run.record = setup.folder.write(record, state, setup.cfg.project_root, setup.redactor, final=final)
-    return run.record
+        record["environment"].update(execution.container.facts())
+    return record
+
+
+def write_record(run: Run, verdict: Verdict, *, final: bool = True) -> RunRecord:
+    """The record of what is known now, with ``verdict``; ``final``: junit.xml and report.json too."""
+    setup, execution = run.setup, run.execution
+    state = execution.tests
+    if not state.environment and execution.environment.taken:
+        state.environment = dict(execution.environment.taken)
+    record = record_of(
+        setup, execution, verdict, finished_at=now_iso(), duration=setup.elapsed(), runner_pid=os.getpid()
+    )
+    if (
+        execution.disables is not None
+        and final
+        and record["selection"] is None
+        and record["status"] not in INFRASTRUCTURE_STATUSES
+        and record["tests"]
+    ):
+        # #42: the whole row collected: its disables that name none of its tests are said
+        execution.disables = record["disables"] = settle_disables(
+            setup.cfg,
+            (setup.row.name, setup.row.pjrt_device),
+            setup.folder.path,
+            [s.file for s in setup.scripts],
+            ref=execution.disables,
+            nodeids=[t["nodeid"] for t in record["tests"]],
+        )
+    execution.record = setup.folder.write(record, state, setup.cfg.project_root, setup.redactor, final=final)
+    return execution.record
 
 
 # --- the public surface: a whole row, or a row a driver spreads ------------------------------
@@ -427,7 +453,7 @@ def _unstarted(run: Run, verdict: Verdict) -> None:
 
 def _interrupted(run: Run, exc: Interrupted) -> None:
     """The runner was told to stop: what finished keeps its outcome, the rest is not_run."""
-    attempt, state = exc.attempt, run.state
+    attempt, state = exc.attempt, run.execution.tests
     if attempt is not None:
         note_attempt(state, run.setup.folder, attempt)
         if attempt.purpose != "rerun":  # the crash it reran keeps its outcome
@@ -481,10 +507,10 @@ def opened(cfg: Config, plan: RowPlan, options: RunOptions, listener: RunListene
             raise
     with row_lock(run.setup.folder.path) as lock:
         run.setup.folder.lock = lock
-        if run.container is not None:
+        if run.execution.container is not None:
             # #30: a runner killed with SIGKILL left its container running; the lock says
             # no live run owns one of this folder's now
-            left = run.container.remove_leftovers()
+            left = run.execution.container.remove_leftovers()
             if left:
                 run.setup.note(f"removed {len(left)} container(s) a killed run left: {', '.join(left)}")
         try:
@@ -515,22 +541,17 @@ def collect(run: Run) -> Collection:
     with tempfile.TemporaryDirectory(prefix=".collect-", dir=setup.folder.path) as tmp:
         log = Path(tmp) / "output.log"
         for index in range(1, setup.cfg.max_restarts + 2):
-            spec = AttemptSpec(
-                index=index,
-                purpose="run",
-                args=[*run.child.pytest(targets, left_out=left_out, collect_only=True), "-q"],
-                env=run.child.environment(),
-                select=None,
-            )
+            args = [*run.child.pytest(targets, left_out=left_out, collect_only=True), "-q"]
+            launch = dataclasses.replace(setup.launch_spec(run.child.environment(), args), core_limit=None)
+            spec = AttemptSpec(index=index, purpose="run", child=launch, select=None)
             try:
                 attempt = run_attempt(
                     run.executor,
                     spec,
-                    project_root=setup.cfg.project_root,
                     folder=Path(tmp) / f"{index:02d}",
                     log_path=log,
                     redactor=setup.redactor,
-                    limits=dataclasses.replace(limits(run), run_deadline=deadline, core_limit=None, max_log_bytes=None),
+                    limits=dataclasses.replace(limits(run), run_deadline=deadline, max_log_bytes=None),
                     progress=Quiet(),
                 )
             except Interrupted as exc:
@@ -550,14 +571,14 @@ def finish(run: Run, verdict: Verdict, *, part: Part | None = None) -> RunRecord
     """The steps after :func:`prepare`, over ``part`` (a driver's, once collected; None: the
     one the run was opened with); the record. The part is the run's state: its plan is
     never changed."""
-    assert run.reader is not None, "prepare(run) comes before finish(run)"
+    assert run.execution.reader is not None, "prepare(run) comes before finish(run)"
     if part is not None:
-        run.part = part
+        run.execution.part = part
     plan = run.setup.plan
     with run.setup.listener.row_group(f"{plan.row.name}: {plan.mode} ({plan.reason})"):
         run_steps(run, verdict, STEPS[1:])
-    assert run.record is not None
-    return run.record
+    assert run.execution.record is not None
+    return run.execution.record
 
 
 def run_row(cfg: Config, plan: RowPlan, options: RunOptions, listener: RunListener) -> RunRecord:
@@ -582,6 +603,7 @@ __all__ = [
     "finish",
     "opened",
     "prepare",
+    "record_of",
     "refuse_xdist",
     "row_lock",
     "run_row",

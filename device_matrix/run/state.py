@@ -214,6 +214,7 @@ class RunState:
         run_url: str | None,
         runner_pid: int | None,
         source: SourceInfo | None = None,
+        finished_at: str | None = None,  # None: now
     ) -> RunRecord:
         tests = [self._located(self.results[n]) for n in self.expected if n in self.results]
         env = dict(self.environment)
@@ -229,7 +230,7 @@ class RunState:
             image=image,
             suites=suites,
             started_at=started_at,
-            finished_at=now_iso(),
+            finished_at=finished_at or now_iso(),
             duration=round(duration, 3),
             command=["device-matrix", "run", "--device", row],
             repro=f"nox -s {row}",

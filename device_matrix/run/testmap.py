@@ -130,7 +130,7 @@ def write_map(run: Run) -> testmap.TestMap | None:
         reads=None if reads is None else {n: frozenset(rels) for n, rels in reads.items() if n},
         read_at_import=frozenset(reads.get("", ())) if reads is not None else frozenset(),
         openers=None if openers is None or reads is None else {f: frozenset(by) for f, by in openers.items()},
-        failed=frozenset(n for n, t in run.state.results.items() if t["outcome"] in FAILING_OUTCOMES),
+        failed=frozenset(n for n, t in run.execution.tests.results.items() if t["outcome"] in FAILING_OUTCOMES),
     )
     testmap.write(target, recorded, run.setup.redactor)
     return recorded

@@ -7,12 +7,9 @@ from collections.abc import Callable
 
 import pytest
 
-from device_matrix.cli import combine_exit_codes
 from device_matrix.errors import (
     EXIT_CONFIG,
     EXIT_ENVIRONMENT,
-    EXIT_OK,
-    EXIT_TESTS_FAILED,
     EXIT_UNAVAILABLE,
 )
 from tests.conftest import Project
@@ -43,13 +40,6 @@ def test_rows_run_in_order_and_the_worst_exit_wins(project: Callable[..., Projec
     assert p.record("fixture")["status"] == "passed"
     table = proc.stdout[proc.stdout.index("row ") :]
     assert "fixture    passed" in table and "tpu        unavailable" in table
-
-
-def test_combine_exit_codes() -> None:
-    assert combine_exit_codes([EXIT_OK, EXIT_UNAVAILABLE]) == EXIT_UNAVAILABLE
-    assert combine_exit_codes([EXIT_UNAVAILABLE, EXIT_TESTS_FAILED]) == EXIT_TESTS_FAILED
-    assert combine_exit_codes([EXIT_TESTS_FAILED, EXIT_ENVIRONMENT]) == EXIT_ENVIRONMENT
-    assert combine_exit_codes([]) == EXIT_OK
 
 
 def test_unknown_device_and_suite_are_config_errors(project: Callable[..., Project]) -> None:

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from device_matrix.skips import DeviceSkip, device_names
 from tests.userproject import plain_pytest, user_project
 
 BROKEN = """\
@@ -101,14 +100,3 @@ def test_only_on_reads_gpu_as_cuda(tmp_path: Path) -> None:
     assert "1 passed" in on_gpu.stdout, on_gpu.stdout + on_gpu.stderr
     on_cpu = plain_pytest(tmp_path, "tests/test_only.py", env={"PJRT_DEVICE": "CPU"})
     assert "1 skipped" in on_cpu.stdout, on_cpu.stdout + on_cpu.stderr
-
-
-def test_device_names() -> None:
-    assert device_names("cpu", "CPU") == {"cpu"}
-    assert device_names(None, "GPU") == {"gpu", "cuda"}
-    assert device_names("a100", "CUDA") == {"a100", "cuda"}
-    assert device_names(None, " ") == frozenset()
-    skip = DeviceSkip(mode="skip", devices=("cuda",), issue="#1", reason="", source="marker")
-    assert skip.applies_to(None, "GPU")
-    assert skip.applies_to("a100", "CUDA")
-    assert not skip.applies_to("cpu", "CPU")

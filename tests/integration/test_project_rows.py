@@ -15,35 +15,10 @@ import pytest
 
 from device_matrix.errors import EXIT_CONFIG, EXIT_OK, EXIT_TESTS_FAILED, EXIT_UNAVAILABLE
 from tests.conftest import Project
+from tests.unit.test_project_rows import fresh_project
 
 # the packaged accelerator rows, absent wherever these tests run (a CI runner with a GPU too)
 ABSENT = {"DEVICE_MATRIX_TPU_PRESENT": "0", "DEVICE_MATRIX_CUDA_PRESENT": "0", "DEVICE_MATRIX_NEURON_PRESENT": "0"}
-
-TEST_A = """
-import os
-
-def test_a():
-    assert 1 + 1 == 2
-
-def test_sees_only_the_device_it_was_given():
-    # the packaged cpu row sets PJRT_DEVICE and nothing else of torch_xla's (#20)
-    assert os.environ["PJRT_DEVICE"] == "CPU"
-    assert "CPU_NUM_DEVICES" not in os.environ and "XLA_USE_BF16" not in os.environ
-"""
-
-
-def fresh_project(root: Path, *, testpaths: bool = True, tool: str = "") -> Project:
-    """A maintainer's project: a package, tests/ that plain pytest finds, a file it must not run."""
-    (root / "mypkg").mkdir()
-    (root / "mypkg" / "__init__.py").write_text("VALUE = 2\n")
-    (root / "tests").mkdir()
-    (root / "tests" / "test_a.py").write_text(TEST_A)
-    (root / "tools").mkdir()
-    # outside testpaths: plain pytest in this project never collects it
-    (root / "tools" / "test_not_a_test.py").write_text("def test_outside_testpaths():\n    assert False\n")
-    pytest_table = '[tool.pytest.ini_options]\ntestpaths = ["tests"]\n' if testpaths else ""
-    (root / "pyproject.toml").write_text(f'[project]\nname = "mypkg"\nversion = "1"\n\n{pytest_table}\n{tool}')
-    return Project(root)
 
 
 def nodeids(p: Project, row: str = "cpu") -> list[str]:
@@ -163,46 +138,6 @@ def test_a_packaged_row_sets_only_its_pjrt_device(tmp_path: Path, row: str) -> N
     rows = {r["row"]: r for r in json.loads(p.run("list", "--json", env=ABSENT).stdout)}
     assert rows[row]["env"] == {"PJRT_DEVICE": rows[row]["pjrt_device"]}
     assert rows[row]["suites"] == [] and rows[row]["settings"] == {}
-
-
-@pytest.mark.parametrize(
-    ("files", "expected"),
-    [
-        ({"pyproject.toml": '[tool.pytest.ini_options]\ntestpaths = ["tests", "more"]\n'}, ("tests", "more")),
-        ({"pyproject.toml": '[tool.pytest]\ntestpaths = ["t"]\n'}, ("t",)),  # pytest 9's own table
-        ({"pyproject.toml": '[tool.pytest.ini_options]\ntestpaths = "a b"\n'}, ("a", "b")),
-        ({"pyproject.toml": "[project]\nname = 'x'\n"}, ()),
-        ({"pytest.ini": "[pytest]\ntestpaths =\n    unit\n    integration\n"}, ("unit", "integration")),
-        # pytest.ini is the configuration, first, even where pyproject.toml has a table
-        ({"pytest.ini": "[pytest]\n", "pyproject.toml": '[tool.pytest.ini_options]\ntestpaths = ["x"]\n'}, ()),
-        ({"tox.ini": "[tox]\n[pytest]\ntestpaths = t\n"}, ("t",)),
-        ({"tox.ini": "[tox]\n", "setup.cfg": "[tool:pytest]\ntestpaths = s\n"}, ("s",)),
-        ({}, ()),
-    ],
-)
-def test_the_testpaths_pytest_reads(tmp_path: Path, files: dict[str, str], expected: tuple[str, ...]) -> None:
-    from device_matrix.config import pytest_testpaths
-
-    for name, text in files.items():
-        (tmp_path / name).write_text(text)
-    assert pytest_testpaths(tmp_path) == expected
-
-
-def test_the_skip_scan_reads_the_projects_tests_not_its_venvs(tmp_path: Path) -> None:
-    from device_matrix import config
-
-    fresh_project(tmp_path, testpaths=False)
-    (tmp_path / ".nox" / "cpu" / "lib").mkdir(parents=True)
-    (tmp_path / "venv").mkdir()
-    (tmp_path / "env").mkdir()
-    (tmp_path / "env" / "pyvenv.cfg").write_text("home = /usr\n")
-    (tmp_path / "results").mkdir()
-    (tmp_path / "conftest.py").write_text("")
-    cfg = config.load(tmp_path)
-    names = sorted(p.name for p in cfg.suite_folders())
-    assert names == ["conftest.py", "mypkg", "tests", "tools"]
-    (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\ntestpaths = ["tests"]\n')
-    assert [p.name for p in config.load(tmp_path).suite_folders()] == ["tests"]
 
 
 def test_skips_check_reads_the_projects_tests_by_default(tmp_path: Path) -> None:

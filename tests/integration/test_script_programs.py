@@ -23,8 +23,6 @@ from xml.etree import ElementTree
 
 import pytest
 
-from device_matrix import config
-from device_matrix.errors import EXIT_CONFIG, ConfigError
 from tests.conftest import Project, clean_env
 from tests.userproject import user_project
 
@@ -347,20 +345,6 @@ def test_compare_compares_a_programs_exit_status_both_ways(tmp_path: Path) -> No
     assert rows["--steps,2"]["tests"][0]["plain"] == "passed"
     assert rows["--crash"]["plain_exit"] < 0
     assert (rows["--crash"]["tests"][0]["device_matrix"], rows["--crash"]["tests"][0]["plain"]) == ("crashed",) * 2
-
-
-def test_a_kind_outside_the_closed_set_is_refused_naming_the_kinds(tmp_path: Path) -> None:
-    (tmp_path / "pyproject.toml").write_text(
-        '[[tool.device-matrix.devices.cpu.scripts]]\nfile = "scripts/train.py"\nkind = "binary"\n'
-    )
-    with pytest.raises(ConfigError) as err:
-        config.load(tmp_path)
-    assert err.value.exit_code == EXIT_CONFIG
-    assert err.value.key == "tool.device-matrix.devices.cpu.scripts[0].kind"
-    assert err.value.allowed == "unittest | program"
-    assert err.value.tip and 'kind = "program"' in err.value.tip
-    (tmp_path / "pyproject.toml").write_text('[[tool.device-matrix.devices.cpu.scripts]]\nfile = "scripts/x.py"\n')
-    assert config.load(tmp_path).row("cpu").scripts[0].kind == "unittest"
 
 
 def test_an_interrupt_lists_the_programs_that_never_ran_as_not_run(tmp_path: Path) -> None:

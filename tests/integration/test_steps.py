@@ -6,7 +6,6 @@ own (the runner adopts the orphans of its children: not the test worker's busine
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import signal
 import subprocess
@@ -17,8 +16,6 @@ from typing import Any
 
 import pytest
 
-from device_matrix.run.context import RunOptions, Verdict
-from device_matrix.run.runner import STEPS
 from tests.conftest import Project, clean_env
 from tests.runs import write_suite
 
@@ -55,7 +52,7 @@ with runner.opened(cfg, plan, options, Output(open("/dev/null", "w"))) as run:
         record = runner.finish(run, verdict, part=runner.Part(tuple(found.nodeids[:1])))
         seen["tests"] = [t["nodeid"] for t in record["tests"]]
         seen["status"] = record["status"]
-        seen["selected"] = list(run.part.select)
+        seen["selected"] = list(run.execution.part.select)
     seen["options_untouched"] = options == runner.RunOptions()
 print(json.dumps(seen), flush=True)
 """
@@ -79,35 +76,6 @@ def _drive(p: Project, then: str = "nothing") -> dict[str, Any]:
 def _earlier_green(p: Project) -> None:
     assert p.run("run", "--device", "fixture").returncode == 0, "the earlier run"
     assert p.record()["status"] == "passed"
-
-
-def test_the_steps_in_their_order() -> None:
-    assert [step.__name__ for step in STEPS] == [
-        "prepare",
-        "run_tests",
-        "run_scripts",
-        "rerun_crashes",
-        "reconcile",
-        "write",
-    ]
-
-
-def test_options_and_verdicts_are_frozen() -> None:
-    options = RunOptions(tests=("a.py::t",))
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        options.resume = True  # type: ignore[misc]
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        Verdict("passed").status = "failed"  # type: ignore[misc]
-    assert dataclasses.replace(options, resume=True).resume and not options.resume
-    # a list handed over is copied: changing it afterwards changes no run's options
-    args = ["-k", "x"]
-    env = {"CUDA_VISIBLE_DEVICES": "0"}
-    options = RunOptions(pytest_args=args, slot_env=env)
-    args.append("-x")
-    env["CUDA_VISIBLE_DEVICES"] = "1"
-    assert options.pytest_args == ("-k", "x") and options.slot_env == {"CUDA_VISIBLE_DEVICES": "0"}
-    with pytest.raises(TypeError):
-        options.slot_env["X"] = "1"  # type: ignore[index]
 
 
 def test_the_running_record_comes_before_collection_and_a_selection_runs_alone(

@@ -282,6 +282,91 @@ def test_a_runs_plan_is_made_by_one_function_and_frozen() -> None:
         if isinstance(node, ast.Call)
     ]
     assert "RunSetup" not in calls and calls.count("RunSetup.open") == 1  # in Run's own making
+    # #41: "(where the row runs and its executor, ..., the tracker's disables, ...)": fields of
+    # the plan, and the executor's one factory is called by the plan's maker
+    assert "where the row runs and its executor" in doc and "the tracker's disables" in doc
+    assert {"plan", "executor", "disables", "options", "folder", "scripts"} <= set(RunSetup.__dataclass_fields__)
+    assert "built by one factory (`run/executor.py:build`) when the run's plan is made" in doc
+    assert "factory.build(" in ast.unparse(
+        next(
+            n
+            for n in ast.walk(_tree("device_matrix.run.context"))
+            if isinstance(n, ast.FunctionDef) and n.name == "open"
+        )
+    )
+
+
+def test_a_run_is_its_plan_and_one_state_and_its_record_a_function_of_both() -> None:
+    # "(`run/context.py:Run`: its plan and its `Execution`, the one state the steps change)"
+    # "The record is a pure function of the plan and the state (`runner.record_of`)"
+    from device_matrix.run import runner
+    from device_matrix.run.context import Execution, Run, RunSetup
+
+    doc = " ".join(_doc().split())
+    assert "its plan and its `Execution`, the one state the steps change" in doc
+    assert "The record is a pure function of the plan and the state (`runner.record_of`)" in doc
+    assert sorted(Run.__slots__) == ["execution", "setup"]
+    hints = typing.get_type_hints(runner.record_of)
+    assert [hints["setup"], hints["execution"]] == [RunSetup, Execution]
+    # the behaviour: tests/unit/test_run_setup.py builds one from a hand-made plan and state
+    record_of = next(
+        n
+        for n in ast.walk(_tree("device_matrix.run.runner"))
+        if isinstance(n, ast.FunctionDef) and n.name == "record_of"
+    )
+    called = {ast.unparse(n.func) for n in ast.walk(record_of) if isinstance(n, ast.Call)}
+    assert not {c for c in called if "write" in c or c.startswith("os.") or c in ("now_iso", "setup.elapsed")}, called
+
+
+def _calls(module: str, function: str) -> list[str]:
+    """The calls in ``function`` of ``module`` (a method as Class.name), in the order they are written."""
+    tree: ast.AST = _tree(module)
+    for part in function.split("."):
+        tree = next(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == part)
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    return [ast.unparse(n.func) for n in sorted(calls, key=lambda n: (n.lineno, n.col_offset))]
+
+
+def test_the_path_of_a_run_is_as_the_doc_says() -> None:
+    # "The path of a run": each numbered line, read from the functions it names
+    path = " ".join(_doc().split("## The path of a run", 1)[1].split("## The package", 1)[0].split())
+    assert "`cli.cmd_run` checks the arguments and makes the `RunOptions`" in path
+    assert "RunOptions" in _calls("device_matrix.cli", "cmd_run") and "run_whole" in _calls(
+        "device_matrix.cli", "cmd_run"
+    )
+    assert "whole.run_whole" in _calls("device_matrix.cli.shards", "run_whole")
+    assert _calls("device_matrix.run.whole", "run_whole") == ["clear_spread", "run_row"]
+    # 2: the plan, then the state; the check before the lock
+    assert "its plan by `RunSetup.open` (frozen) and its state by `Execution.start`" in path
+    made = _calls("device_matrix.run.context", "Run.__init__")
+    assert made.index("RunSetup.open") < made.index("Execution.start")
+    opened = _calls("device_matrix.run.runner", "opened")
+    assert opened[0] == "Run" and opened.index("run.check") < opened.index("row_lock")
+    assert "factory.refuse" in _calls("device_matrix.run.context", "Run.make_executor")
+    assert "opened" in _calls("device_matrix.run.runner", "run_row")
+    # 3: the steps (what they may change: tests/unit/test_run_setup.py)
+    assert "finish(run, prepare(run))" in ast.unparse(_tree("device_matrix.run.runner"))  # prepare, then finish
+    assert "run_steps" in _calls("device_matrix.run.runner", "finish")
+    assert "each step changes the `Execution`, never the plan" in path  # its tests: BEHAVIOUR
+    # 4: the record made, then written
+    written = _calls("device_matrix.run.runner", "write_record")
+    assert "`write_record` writes `record_of(plan, state)`" in path
+    assert written.index("record_of") < written.index("setup.folder.write")
+
+
+def test_a_test_process_has_one_spec_its_attempt_holds() -> None:
+    # "A test process's spec is one `LaunchSpec`, made by the plan (`RunSetup.launch_spec`),
+    # which its attempt (`AttemptSpec`) holds and completes with its journal and token."
+    from device_matrix.executors.base import LaunchSpec
+    from device_matrix.run.attempt import AttemptSpec
+
+    doc = " ".join(_doc().split())
+    assert "A test process's spec is one `LaunchSpec`, made by the plan (`RunSetup.launch_spec`)" in doc
+    assert typing.get_type_hints(AttemptSpec)["child"] is LaunchSpec
+    assert "LaunchSpec" in _calls("device_matrix.run.context", "RunSetup.launch_spec")
+    for made in ("device_matrix.run.attempts", "device_matrix.run.runner"):
+        assert "LaunchSpec" not in {ast.unparse(n.func) for n in ast.walk(_tree(made)) if isinstance(n, ast.Call)}
+    assert "replace" in _calls("device_matrix.run.attempt", "_launch_spec")  # the child's spec, completed
 
 
 def test_the_runner_is_a_tuple_of_steps_each_given_the_verdict_and_returning_the_next() -> None:
@@ -483,6 +568,7 @@ def test_nothing_below_the_command_line_imports_it() -> None:
 
 # the doc's claims of behaviour -> the test that holds each (file::test)
 BEHAVIOUR = {
+    "each step changes the `Execution`, never the plan": "tests/unit/test_run_setup.py",
     "a fingerprint is the same for the same crash from every shape of log": "tests/unit/test_fingerprint.py",
     "the runner folds the journal live and after a death": "tests/unit/test_journal.py",
     "merge runs alone on a spread row's parts": "tests/unit/test_merge.py",

@@ -21,8 +21,11 @@ from device_matrix.executors.container import ContainerExecutor
 from device_matrix.executors.engine import Engine
 from device_matrix.executors.local import LocalExecutor
 from device_matrix.output import Output
+from device_matrix.records.schema import DisablesRef, RunRecord
+from device_matrix.redact import Redactor
 from device_matrix.run import runner
-from device_matrix.run.context import Part, Run, RunOptions, RunSetup, Verdict
+from device_matrix.run.context import Execution, Part, Run, RunOptions, RunSetup, Verdict
+from device_matrix.run.folder import RowFolder
 from device_matrix.run.plan import RowPlan, plan_row
 from tests.conftest import REPO, Project
 
@@ -49,8 +52,8 @@ def test_what_is_fixed_once_a_run_is_opened_cannot_change(project: Callable[...,
             setattr(setup, name, value)
     # what the steps change is the run's own: the part a driver narrows it to among them (#41:
     # its state, never its options, which are the plan's)
-    run.part = Part(select=("t.py::a",))
-    assert run.part.select == ("t.py::a",) and run.setup is setup and run.options.select is None
+    run.execution.part = Part(select=("t.py::a",))
+    assert run.execution.part.select == ("t.py::a",) and run.setup is setup and run.options.select is None
 
 
 def test_a_runs_plan_cannot_be_changed_once_it_is_made(project: Callable[..., Project]) -> None:
@@ -67,6 +70,40 @@ def test_a_runs_plan_cannot_be_changed_once_it_is_made(project: Callable[..., Pr
     with pytest.raises(AttributeError):
         run.options = RunOptions()  # type: ignore[misc]
     assert run.options is run.setup.options and run.options.tests == ("t.py",)
+    # #41: where the children run and the tracker's disables are decided by the plan's maker
+    assert {"executor", "disables"} <= {f.name for f in fields}
+    # a whole run's life leaves every field of its plan the very value the maker made
+    made = {f.name: getattr(run.setup, f.name) for f in fields}
+    run.check()
+    run.setup.folder.path.mkdir(parents=True)
+    runner.prepare(run)
+    runner.write_record(run, Verdict("passed"))
+    run.close_reader()
+    assert {name: value for name, value in made.items() if getattr(run.setup, name) is not value} == {}
+    assert run.executor is run.setup.executor
+
+
+def test_nothing_assigns_a_field_of_a_runs_plan() -> None:
+    # #41: nothing of the package sets an attribute of a plan once made (`setup.x = ...`, or
+    # around the frozen dataclass with object.__setattr__)
+    found = [
+        f"{path.relative_to(REPO)}:{node.lineno}"
+        for path in sorted((REPO / "device_matrix").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if (
+            isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+            and any(
+                isinstance(t, ast.Attribute) and ast.unparse(t.value).split(".")[-1] == "setup"
+                for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            )
+        )
+        or (
+            isinstance(node, ast.Call)
+            and ast.unparse(node.func) == "object.__setattr__"
+            and ast.unparse(node.args[0]).split(".")[-1] == "setup"
+        )
+    ]
+    assert found == []
 
 
 def test_no_step_replaces_a_runs_options() -> None:
@@ -101,12 +138,12 @@ def test_reading_a_run_makes_no_executor_and_asks_no_image(
     run = _container_run(project("passing", row=CONTAINER_ROW))
     # what a record or a repro reads: no factory call, no image asked
     assert run.repro.container is None and run.child.device == "fixture" and run.evidence.row.name == "fixture"
-    assert run.container is None and asked == []
+    assert run.execution.container is None and asked == []
     with pytest.raises(AssertionError, match="check makes its executor"):
         run.executor  # noqa: B018 - before the check there is none
     # the check makes it, its image asked once; a later check or call gives the same one
     run.check()
-    assert isinstance(run.executor, ContainerExecutor) and run.executor is run.container
+    assert isinstance(run.executor, ContainerExecutor) and run.executor is run.execution.container
     assert asked == [["device_matrix.child.plugin"]]
     run.check()
     assert run.make_executor() is run.executor and len(asked) == 1
@@ -123,7 +160,7 @@ def test_an_image_that_is_refused_leaves_the_container_known_and_no_executor(
     with pytest.raises(EnvironmentProblem):
         run.check()
     # the refusal's record names the engine; the image is asked again by the next call
-    assert run.container is not None and run.container.facts()["container_engine"] == "podman"
+    assert run.execution.container is not None and run.execution.container.facts()["container_engine"] == "podman"
     with pytest.raises(AssertionError):
         run.executor  # noqa: B018
     with pytest.raises(EnvironmentProblem):
@@ -137,7 +174,7 @@ def test_a_local_run_is_made_its_interpreter_by_the_check(project: Callable[...,
     cfg = config.load(p.root)
     run = Run(cfg, plan_row(cfg, cfg.row("fixture")), RunOptions(), Output(io.StringIO()))
     run.check()
-    assert isinstance(run.executor, LocalExecutor) and run.container is None
+    assert isinstance(run.executor, LocalExecutor) and run.execution.container is None
     # --python that is no interpreter is refused by the check, before anything runs
     missing = Run(
         cfg, plan_row(cfg, cfg.row("fixture")), RunOptions(python=str(tmp_path / "no-python")), Output(io.StringIO())
@@ -163,4 +200,103 @@ def test_the_factory_is_the_one_maker_of_an_executor_and_the_check_its_one_calle
         )
     )
     assert callers == ["run/context.py"], callers
-    assert inspect.getsource(Run.make_executor).count("factory.build(") == 1
+    # #41: made by the maker of the run's plan, refused or readied by the run's check
+    assert inspect.getsource(RunSetup.open).count("factory.build(") == 1
+    assert inspect.getsource(Run.make_executor).count("factory.build(") == 0
+
+
+def test_a_record_is_made_from_a_plan_and_a_state_alone(project: Callable[..., Project]) -> None:
+    # #41: the record is a pure function of the run's plan and its state: a hand-made pair, no
+    # run opened, no process, nothing written; the same pair gives the same record
+    p = project("passing")
+    cfg = config.load(p.root)
+    row = cfg.row("fixture")
+    options = RunOptions(tests=("t.py",), run_url="https://ci.example/1")
+    setup = RunSetup(
+        cfg=cfg,
+        plan=RowPlan(row, "local", "cpu is here"),
+        options=options,
+        listener=Output(io.StringIO()),
+        folder=RowFolder(p.root / "results" / "fixture", "fixture"),
+        redactor=Redactor(),
+        scripts=(),
+        project_tests=False,
+        own_env=False,
+        executor=LocalExecutor(),
+        disables=None,
+        suites=None,
+        tests=options.tests,
+        started_at="2026-01-02T03:04:05+00:00",
+        t0=0.0,
+    )
+    state = Execution.start(setup)
+    state.tests.put("t.py::test_a", "passed", duration=0.5, message=None, attempt=1)
+    state.tests.put("t.py::test_b", "failed", duration=0.25, message="assert 1 == 2", attempt=1)
+    state.disables = DisablesRef(read_at="2026-01-02T03:00:00+00:00", age_s=245, fresh=True, applied=1, note="read")
+    results = dict(state.tests.results)
+
+    def made() -> RunRecord:
+        return runner.record_of(
+            setup,
+            state,
+            Verdict("failed", "1 failed"),
+            finished_at="2026-01-02T03:05:00+00:00",
+            duration=55.0,
+            runner_pid=None,
+        )
+
+    record = made()
+    assert (record["row"], record["status"], record["reason"], record["mode"]) == (
+        "fixture",
+        "failed",
+        "1 failed",
+        "local",
+    )
+    assert [t["nodeid"] for t in record["tests"]] == ["t.py::test_a", "t.py::test_b"]
+    assert record["summary"]["passed"] == 1 and record["summary"]["failed"] == 1
+    assert record["started_at"] == "2026-01-02T03:04:05+00:00" and record["finished_at"] == "2026-01-02T03:05:00+00:00"
+    assert record["duration"] == 55.0 and record["runner_pid"] is None and record["run_url"] == "https://ci.example/1"
+    assert record["selection"] == "--test t.py" and record["disables"]["age_s"] == 245
+    assert record["command"] == ["device-matrix", "run", "--device", "fixture"]
+    assert made() == record and state.tests.results == results and state.record is None
+    assert not (p.root / "results").exists()
+
+
+def test_a_run_is_its_plan_and_its_state_and_nothing_else(project: Callable[..., Project]) -> None:
+    # #41: what the steps change is gathered in the run's Execution; a run holds no other value
+    p = project("passing")
+    cfg = config.load(p.root)
+    run = Run(cfg, plan_row(cfg, cfg.row("fixture")), RunOptions(), Output(io.StringIO()))
+    assert sorted(Run.__slots__) == ["execution", "setup"] and not hasattr(run, "__dict__")
+    with pytest.raises(AttributeError):
+        run.deadline = 0.0  # type: ignore[attr-defined]
+    assert isinstance(run.execution, Execution) and run.execution.part == Part()
+
+
+def test_a_child_has_one_spec_that_its_attempt_completes(project: Callable[..., Project], tmp_path: Path) -> None:
+    # #41: a child's command went ChildCommand -> AttemptSpec -> LaunchSpec, its fields repacked
+    # at each step: an attempt holds the executor's spec of its child, and adds its own to it
+    from device_matrix.run.attempt import AttemptSpec, _launch_spec
+    from device_matrix.wire import ENV_ATTEMPT
+
+    assert {f.name for f in dataclasses.fields(AttemptSpec)} & {f.name for f in dataclasses.fields(LaunchSpec)} == set()
+    p = project("passing")
+    cfg = config.load(p.root)
+    run = Run(cfg, plan_row(cfg, cfg.row("fixture")), RunOptions(core_limit=1234), Output(io.StringIO()))
+    child = run.setup.launch_spec({"A": "1"}, ["t.py", "-q"])
+    assert (child.module, list(child.pytest_args), child.core_limit, child.workdir) == (
+        "pytest",
+        ["t.py", "-q"],
+        1234,
+        p.root,
+    )
+    spec = AttemptSpec(index=1, purpose="run", child=child, select=["t.py::test_a"])
+    launch = _launch_spec(spec, fifo=tmp_path / "fifo", fault=tmp_path / "fault", select_file=tmp_path / ".select")
+    assert list(launch.pytest_args[-2:]) == ["t.py", "-q"] and str(tmp_path / "fifo") in " ".join(launch.pytest_args)
+    assert launch.env == {"A": "1", ENV_ATTEMPT: launch.token} and launch.token
+    assert (launch.module, launch.core_limit, launch.workdir) == (child.module, child.core_limit, child.workdir)
+    assert (tmp_path / ".select").is_file()
+    # where a child's spec is made: the run's plan, and a gang's ranks
+    package = REPO / "device_matrix"
+    made = sorted(str(f.relative_to(package)) for f in package.rglob("*.py") if "LaunchSpec(" in f.read_text())
+    assert made == ["run/context.py", "spread/gang.py"], made
