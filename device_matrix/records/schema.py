@@ -287,6 +287,11 @@ class RunRecord(_RunFields, total=False):
     # the tracker's disable list the run applied, or the cached one it had (#33); absent: none
     disables: DisablesRef
     test_selection: SelectionInfo | None  # #34: the tests a change could break, and why the others did not run
+    # #41: a digest of the code the run ran (its commit and working tree, device_matrix/run/worktree.py);
+    # None: not known. A --resume continues a run of the same digest only
+    worktree: str | None
+    # #41: what --resume did: "continued the run started at ...", or why it ran the row whole
+    resume: str | None
 
 
 def selection_words(

@@ -383,6 +383,8 @@ class Execution:
     left_out: list[str] = field(default_factory=list)  # modules whose import kills or hangs the process
     origins: dict[str, crashes.CrashOrigin] = field(default_factory=dict)  # crash id -> what its process was given
     previous: Verdict | None = None  # the verdict of the run --resume continues
+    worktree: str | None = None  # #41: the digest of the code this run runs (run/worktree.py), once prepared
+    resume: str | None = None  # #41: what --resume did (the record's `resume`); None: not asked
     # where the output of the last attempt lies in the log: its start, and its end (the
     # attempt's end lines after it are the runner's, #20)
     last_output: tuple[int, int | None] = (0, None)

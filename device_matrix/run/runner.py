@@ -47,7 +47,8 @@ from device_matrix.records.outcomes import (
     UNFINISHED_STATUSES,
 )
 from device_matrix.records.schema import Classification, RunRecord, SpreadRef, load_run, selection_words
-from device_matrix.run import crashes, selection, testmap
+from device_matrix.records.source import unknown
+from device_matrix.run import crashes, selection, testmap, worktree
 from device_matrix.run.attempt import AttemptSpec, Interrupted, run_attempt
 from device_matrix.run.attempts import attempts, limits, note_attempt, one_attempt
 from device_matrix.run.context import (
@@ -114,15 +115,13 @@ def prepare(run: Run, verdict: Verdict = RUNNING) -> Verdict:
     never the last run's verdict; a driver of shards calls it before it collects.
     """
     setup, previous = run.setup, None
+    run.execution.worktree = worktree.digest(setup.cfg.project_root, setup.cfg.results_dir)
     if run.options.resume:
         try:
             previous = load_run(setup.folder.path / RUN_FILE)
         except ResultsError as exc:
             raise ResultsError(f"nothing to resume: {exc.message}", tip="Run the row without --resume.") from None
-        if not previous["tests"]:
-            # it never got as far as collecting: there is nothing to keep, run it all
-            setup.note("the last run collected no tests: running the row again")
-            previous = None
+        previous = _resumable(run, previous)
     setup.folder.clear(keep_attempts=previous is not None)
     testmap.clear(run, resumed=previous is not None)  # #34
     # #33: the open disable issues the plan read before the row started (never a failed run for it)
@@ -142,6 +141,32 @@ def prepare(run: Run, verdict: Verdict = RUNNING) -> Verdict:
         image_files=None if container is None else lambda core: container.image_files(core, run.setup.launch_spec()),
     )
     return verdict
+
+
+def _resumable(run: Run, previous: RunRecord) -> RunRecord | None:
+    """The record --resume continues; None when the row runs whole, said on the terminal and
+    in the record: it collected nothing, or it ran other code (#41: its outcomes are not this
+    code's; a digest not known on either side counts as other code)."""
+    why = None
+    if not previous["tests"]:
+        # it never got as far as collecting: there is nothing to keep, run it all
+        why = "the last run collected no tests"
+    elif previous.get("worktree") is None or run.execution.worktree is None:
+        why = "the code the last run ran cannot be told from this code (no digest of its commit and working tree)"
+    elif previous.get("worktree") != run.execution.worktree:
+        commits = [(source or unknown())["commit"] for source in (previous.get("source"), run.options.source)]
+        what = (
+            "its files differ"  # outside git: the project's files
+            if None in commits
+            else f"its {'working tree' if commits[0] == commits[1] else 'commit'} differs"
+        )
+        why = f"the code changed since the last run ({what}): its outcomes are not this code's"
+    if why is None:
+        run.execution.resume = f"continued the run started at {previous['started_at']}"
+        return previous
+    run.execution.resume = f"ran the row whole: {why}"
+    run.setup.note(f"{why}: running the row again")
+    return None
 
 
 def _deselect(run: Run) -> None:
@@ -398,6 +423,9 @@ def record_of(
     )
     if execution.disables is not None:
         record["disables"] = execution.disables  # #33: how old the tracker's list was
+    record["worktree"] = execution.worktree  # #41: what --resume compares
+    if execution.resume is not None:
+        record["resume"] = execution.resume
     if opts.test_plan is not None:  # #34: how the change chose the tests, and why
         record["test_selection"] = opts.test_plan.summary(t["nodeid"] for t in record["tests"])
     if execution.container is not None:
