@@ -76,7 +76,10 @@ def decide(o: Observation) -> Decision:
         what = "hung" if o.overrun else "died"
         return Decision(crash, "done", reason=f"the test process {what} at exit, after its session ended")
     if o.remaining == 0:
-        return Decision(crash, "done", reason="the test process died after its last test")
+        # #41: a test that was running when it died (or hung) was the last one: during it, not after
+        what = "hung" if o.overrun else "died"
+        when = "during" if o.running is not None else "after"
+        return Decision(crash, "done", reason=f"the test process {what} {when} its last test")
     if o.restarts >= o.max_restarts:
         return Decision(crash, "stop", "crashed", f"stopped after {o.restarts} restarts (max_restarts)")
     return Decision(crash, "resume")

@@ -34,9 +34,20 @@ TABLE: list[tuple[str, Observation, Decision]] = [
     ),
     ("a signal in a test, tests left", SEGV_IN_TEST, Decision(CrashAt("test", "t.py::c", "crash"), "resume")),
     (
+        # #41: it died in the test, not after it (the crash record's phase says so too)
         "a signal in the last test",
         replace(SEGV_IN_TEST, remaining=0),
-        Decision(CrashAt("test", "t.py::c", "crash"), "done", reason="the test process died after its last test"),
+        Decision(CrashAt("test", "t.py::c", "crash"), "done", reason="the test process died during its last test"),
+    ),
+    (
+        "the last test past its deadline: a hang in it, not after it (#41)",
+        replace(SEGV_IN_TEST, signal=9, overrun="test", remaining=0),
+        Decision(CrashAt("test", "t.py::c", "timeout"), "done", reason="the test process hung during its last test"),
+    ),
+    (
+        "a hang between tests after the last one: hung, not died (#41)",
+        replace(SEGV_IN_TEST, signal=9, overrun="between", running=None, remaining=0),
+        Decision(CrashAt("session", None, "timeout"), "done", reason="the test process hung after its last test"),
     ),
     (
         "restarts used up",
