@@ -92,6 +92,9 @@ class Fold:
         self.exitstatus: int | None = None
         self.cwds: list[str] = []  # directories the process changed into
         self.broken: str | None = None  # why the journal stopped being believed
+        # #41: the finished test pytest started a second time, unasked by a rerun plugin
+        # (--keep-duplicates, a plugin that runs an item twice): the journal broke there
+        self.started_again: str | None = None
         self.frozen = False  # a deadline passed: later events describe nothing we record
         self._since = time.monotonic()
         self._activity: tuple[Activity, str | None] = ("startup", None)
@@ -237,6 +240,7 @@ class Fold:
         if nodeid in self.tests:
             earlier = self.tests[nodeid]
             if not (earlier.finished and any(r.outcome == "rerun" for r in earlier.reports)):
+                self.started_again = nodeid
                 return f"a second start for {nodeid!r}"
             # the execution before was reported "rerun": this one decides the outcome
             reruns = earlier.reruns + 1

@@ -27,6 +27,9 @@ XDIST_OPTIONS = ("-n", "--numprocesses", "--dist", "-d", "--tx", "--looponfail",
 # options of pytest's cache, which the runner disables (-p no:cacheprovider): its own
 # record, not a cache folder in the project, says what failed last time
 CACHE_OPTIONS = ("--lf", "--last-failed", "--ff", "--failed-first", "--nf", "--new-first", "--sw", "--stepwise")
+# #41: options under which pytest runs one nodeid more than once in a session: the record
+# holds one outcome per nodeid (a plugin that does it unasked is caught at its second start)
+RUNS_TWICE = ("--keep-duplicates",)
 # options of the command line that select tests: a selection of nothing is a wrong command line
 SELECTING_OPTIONS = ("-k", "-m", "--deselect")
 # #30: options under which pytest runs no test body, yet exits 0 or prints and exits: a
@@ -69,7 +72,7 @@ def refuse_xdist(args: Sequence[str]) -> None:
     """pytest-xdist moves tests into workers the runner cannot watch: say so up front.
 
     Options of pytest's cache are refused too: the runner runs without it; so are options
-    under which pytest runs no test (#30).
+    under which pytest runs no test (#30), and those that run a test twice (#41).
     """
     for arg in args:
         name = arg.split("=", 1)[0]
@@ -78,6 +81,13 @@ def refuse_xdist(args: Sequence[str]) -> None:
                 f"pytest argument {arg!r} cannot run under device-matrix run: {RUNS_NOTHING[name]}",
                 tip=f"Remove it from the command line and the row's pytest_args; for what it shows, "
                 f"run `python -m pytest {name}` in the project.",
+            )
+        if name in RUNS_TWICE:
+            raise UsageProblem(
+                f"pytest argument {arg!r} runs a test more than once in one session; "
+                "device-matrix run records one outcome per test",
+                tip="Remove it from the command line and the row's pytest_args: a test named twice runs once. "
+                "To run a test again, run the row again.",
             )
         if name in CACHE_OPTIONS:
             raise UsageProblem(

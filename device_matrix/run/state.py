@@ -27,7 +27,7 @@ from device_matrix.records.schema import (
 from device_matrix.records.summary import row_status
 from device_matrix.redact import Redactor
 from device_matrix.run.attempt import AttemptResult
-from device_matrix.run.journal import failure_report, final_outcome
+from device_matrix.run.journal import Fold, failure_report, final_outcome
 
 
 def now_iso() -> str:
@@ -128,6 +128,7 @@ class RunState:
                 # a plugin ran it again: a pass after reruns is a flaky test, and says so
                 again = f"{outcome} after {state.reruns} rerun(s) of a plugin (pytest-rerunfailures)"
                 message = f"{again}: {message}" if message else again
+            outcome, message = _started_again(fold, nodeid, outcome, message)
             self.phases[nodeid] = [
                 {"when": r.when, "outcome": r.outcome, "duration": r.duration, "longrepr": r.longrepr}
                 for r in state.reports
@@ -243,6 +244,20 @@ class RunState:
             runner_pid=runner_pid,
             source=source,
         )
+
+
+def _started_again(fold: Fold, nodeid: str, outcome: Outcome, message: str | None) -> tuple[Outcome, str | None]:
+    """#41: a test pytest started a second time in its session (``--keep-duplicates`` is
+    refused up front; a plugin that runs an item twice is not known before it does): the
+    journal broke there and the runner ended the session, so that execution has no outcome.
+    Never ``passed``: an ``error`` saying so, or the first execution's failure."""
+    if fold.started_again != nodeid:
+        return outcome, message
+    said = (
+        "started again in the same session (pytest's --keep-duplicates, or a plugin that runs a test twice): "
+        f"the runner ended the session there, so that execution has no outcome; the first one {outcome}"
+    )
+    return (outcome if outcome in FAILING_OUTCOMES else "error"), (f"{said}: {message}" if message else said)
 
 
 def _stack_line(stack: str | None, file: str) -> int | None:
