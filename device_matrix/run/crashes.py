@@ -49,9 +49,10 @@ from device_matrix.records.summary import crash_kind_label
 from device_matrix.redact import Redactor
 from device_matrix.run.attempt import PROCESS_PHASES, AttemptResult, Purpose
 from device_matrix.run.folder import RowFolder
-from device_matrix.run.journal import final_outcome
+from device_matrix.run.journal import TestState, final_outcome
 from device_matrix.run.policy import CrashAt
 from device_matrix.run.state import RunState
+from device_matrix.skips.refs import normalize_issue
 from device_matrix.wire import AS_SCRIPT_PYTEST_ARGS, ENV_DEVICE, FORKED_CORE_PREFIX, OPT_AS_SCRIPT, PLUGIN
 
 CrashKind = Literal["crash", "timeout", "worker_crash"]
@@ -693,6 +694,7 @@ def record_crash(
             outcome,
             duration=duration,
             message=f"{outcome}: {what} ({diagnosis['hint'] or ''})",
+            skip=_declared(crash, test),
             crash=crash["id"],
             attempt=attempt.index,
         )
@@ -700,6 +702,17 @@ def record_crash(
         row.name, at.nodeid, outcome=outcome, phase=at.phase, what=what, fingerprint=diagnosis["fingerprint"]
     )
     return crash
+
+
+def _declared(crash: CrashRecord, test: TestState | None) -> Mapping[str, object] | None:
+    """#41: the device xfail the crashed test declares on this row (its ``xfail_device``
+    marker, or the disable list's xfail, as its process read it): the test's record keeps it,
+    and its crash cites its issue, an expected crash linked as a skip's issue is."""
+    meta = test.meta.get("device_skip") if test is not None else None
+    if not isinstance(meta, Mapping) or meta.get("mode") != "xfail":
+        return None
+    crash["issue"] = normalize_issue(str(meta.get("issue") or ""))
+    return meta
 
 
 def record_plugin_crashes(ev: Evidence, attempt: AttemptResult, targets: Sequence[str]) -> None:
@@ -729,6 +742,7 @@ def record_plugin_crashes(ev: Evidence, attempt: AttemptResult, targets: Sequenc
             "crashed",
             duration=record["duration"] if record else 0.0,
             message=f"crashed: {what} ({diagnosis['hint'] or ''})",
+            skip=_declared(crash, attempt.fold.tests.get(nodeid)),
             crash=crash["id"],
             attempt=attempt.index,
         )
