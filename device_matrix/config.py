@@ -284,12 +284,19 @@ class Config:
             return ()
         return pytest_testpaths(self.project_root) or (".",)
 
+    def row_places(self, row: Row) -> tuple[str, ...]:
+        """Every place a run of the row reads tests from, relative to the project root: what it
+        gives pytest (:meth:`row_tests`) and the files its ``scripts`` entries run (#41)."""
+        files = dict.fromkeys(os.path.normpath(s.file) for s in row.scripts)
+        return (*self.row_tests(row), *files)
+
     def suite_folders(self) -> list[Path]:
-        """Where the rows' tests are, for the skip scan: suites_dir, each row's suites and the
-        project's own tests (its testpaths, else the folders of the root pytest would enter)."""
+        """Where the rows' tests are, for the skip scan and the issue sync: suites_dir and every
+        place any row runs (:meth:`row_places`: its suites or the project's own tests, its
+        testpaths, else the folders of the root pytest would enter; its scripts, #41)."""
         folders = [self.suites_dir]
         for row in self.rows.values():
-            for test in self.row_tests(row):
+            for test in self.row_places(row):
                 path = self.project_root / test
                 if test == ".":
                     candidates = _root_test_folders(self.project_root, self.results_dir)

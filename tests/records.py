@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import itertools
 from typing import Any
 
 from device_matrix.records.schema import SCHEMA, SCHEMA_VERSION, summarize
+
+# each record a run of its own (#41: the history keeps a run once, by its rows' start times)
+_STARTS = itertools.count()
+_FIRST_START = dt.datetime(2026, 11, 29, 10, 0, tzinfo=dt.timezone.utc)
 
 
 def crash(
@@ -90,10 +96,13 @@ def record(
     *,
     status: str | None = None,
     reason: str | None = None,
-    started: str = "2026-11-29T10:00:00+00:00",
+    started: str | None = None,
     run_url: str | None = None,
 ) -> dict[str, Any]:
+    """``started``: when the row's run began; by default a second after the record made before."""
     crashes = crashes or []
+    if started is None:
+        started = (_FIRST_START + dt.timedelta(seconds=next(_STARTS))).isoformat()
     if status is None:
         outcomes = {t["outcome"] for t in tests}
         status = "crashed" if crashes else ("failed" if outcomes & {"failed", "error", "xpassed"} else "passed")

@@ -205,8 +205,13 @@ def recorded(path: Path, text: str, *, redactor: Redactor) -> list[tuple[dict[st
         except ResultsError:
             record = None
         # #42: the record of this very log, not one an earlier run left beside a log being written
+        known = {(c["id"], c["diagnosis"]["fingerprint"]) for c in record["crashes"]} if record else set()
+        # #41: one id twice is a sign: a line the record does not confirm beside one it does is
+        # a test's output imitating the runner's
+        confirmed = {m["id"] for m in lines if (m["id"], m["fingerprint"]) in known}
+        lines = [m for m in lines if (m["id"], m["fingerprint"]) in known or m["id"] not in confirmed]
         said = {(m["id"], m["fingerprint"]) for m in lines}
-        if record is not None and said <= {(c["id"], c["diagnosis"]["fingerprint"]) for c in record["crashes"]}:
+        if record is not None and said <= known:
             return [
                 (
                     {"crash": c["id"], "headline": crash_headline(c, record["tests"]), "nodeid": c["nodeid"] or ""},
@@ -241,6 +246,13 @@ def cmd_diagnose(args: argparse.Namespace, out: Output) -> int:
     report: list[dict[str, Any]] = []
     for name, text in texts:
         crashes = recorded(Path(name), text, redactor=redactor)
+        twice = sorted({w["crash"] for w, _ in crashes if [v["crash"] for v, _ in crashes].count(w["crash"]) > 1})
+        if twice and not args.json:
+            # #41: the runner names each crash once; a test's output may imitate its lines
+            out.line(
+                f"{name}: NOTE: crash {', '.join(twice)} is named more than once; a test's output may imitate "
+                "device-matrix's lines: the run.json of the row says which crash it recorded"
+            )
         if crashes:
             # the runner knew more than the log says (the faulthandler file, the exit status)
             for what, known in crashes:

@@ -40,7 +40,7 @@ def _declared(args: argparse.Namespace, out: Output) -> tuple[config_mod.Config,
     from device_matrix.issues import disables
 
     cfg = config_mod.load(Path(args.project) if args.project else None)
-    # by default where the rows' tests are: suites, or the project's own tests (#20)
+    # by default every place a row runs: suites, or the project's own tests (#20), and scripts (#41)
     paths = [Path(p) for p in args.paths] if args.paths else cfg.suite_folders()
     declared = scan_tree(cfg.project_root, [p if p.is_absolute() else cfg.project_root / p for p in paths])
     declared.extend(load_disable_list(cfg.disable_list))

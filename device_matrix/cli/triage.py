@@ -29,7 +29,7 @@ from device_matrix.records.source import base_lane, is_pull_request, override, s
 from device_matrix.redact import Redactor
 from device_matrix.report import groups, html, markdown
 from device_matrix.report.actions import annotate, workspace_path
-from device_matrix.report.history import DEFAULT_PATH, DEFAULT_WINDOW, KEEP_RUNS, History, set_aside
+from device_matrix.report.history import DEFAULT_PATH, DEFAULT_WINDOW, KEEP_RUNS, History, run_time, set_aside
 from device_matrix.report.model import Triage, build
 from device_matrix.report.placement import place
 from device_matrix.report.skip_meet import meet
@@ -191,7 +191,7 @@ def _with_history(
             triage["changes"] = history.compare(triage, frozenset(unreadable), source=src)
             run_id = history.record(
                 triage,
-                label or triage["generated_at"],
+                label or run_time(triage),  # #41: the run's own time, not the triage's
                 keep=max(KEEP_RUNS, window),
                 source=src,
                 commit=False,

@@ -142,11 +142,29 @@ def crash_line(crash: CrashRecord, tests: Sequence[TestRecord] = ()) -> str:
     )
 
 
+# any line in the form of an attempt's end, and the header that begins the next attempt
+_ANY_END_RE = re.compile(
+    r"^=== device-matrix attempt (?P<attempt>\d+) (?:was ended by the runner|ended by SIG|exited with )", re.MULTILINE
+)
+_ANY_HEADER_RE = re.compile(r"^=== device-matrix attempt \d+ \(", re.MULTILINE)
+
+
+def _runners_end(text: str, m: re.Match[str]) -> bool:
+    """Whether ``m`` is the line the runner ended its attempt with: the runner writes it once,
+    after all of the attempt's output, so no line in the form of that attempt's end follows
+    it before the next attempt begins. An earlier one is the test's output imitating it (#41)."""
+    header = _ANY_HEADER_RE.search(text, m.end())
+    stop = header.start() if header else len(text)
+    return not any(e["attempt"] == m["attempt"] for e in _ANY_END_RE.finditer(text, m.end(), stop))
+
+
 def recorded_crashes(text: str) -> list[re.Match[str]]:
     """The crashes a row's output.log says its runner recorded, in order: each match has
     ``id``, ``attempt``, ``headline``, ``fingerprint`` and ``nodeid`` (None in a log written
-    before it was told), and its place in ``text`` (#42: where its attempt's output ends)."""
-    found = [*_RECORDED_CRASH_RE.finditer(text), *_ATTEMPT_CRASH_RE.finditer(text)]
+    before it was told), and its place in ``text`` (#42: where its attempt's output ends).
+    An end line that another end line of its attempt follows was printed by a test (#41)."""
+    ends = [m for m in _ATTEMPT_CRASH_RE.finditer(text) if _runners_end(text, m)]
+    found = [*_RECORDED_CRASH_RE.finditer(text), *ends]
     return sorted(found, key=lambda m: m.start())
 
 

@@ -106,7 +106,7 @@ _NO_DURATION = struct.pack("<f", math.inf)
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY, created TEXT NOT NULL, label TEXT NOT NULL,
-    lane TEXT NOT NULL DEFAULT '', source TEXT);
+    lane TEXT NOT NULL DEFAULT '', source TEXT, identity TEXT);
 CREATE INDEX IF NOT EXISTS runs_lane ON runs(lane, id);
 CREATE TABLE IF NOT EXISTS row_runs (run_id INTEGER NOT NULL, row TEXT NOT NULL, label TEXT NOT NULL,
     duration REAL, {", ".join(f"{b} INTEGER NOT NULL" for b in HISTORY_BUCKETS)}, env TEXT, selection TEXT,
@@ -122,7 +122,8 @@ CREATE TABLE IF NOT EXISTS test_maps (lane TEXT NOT NULL, row TEXT NOT NULL, com
 # columns added by version 3 to the tables of version 2 (and of the first layout's runs);
 # selection (#30) to those of version 3 too: a reader that knows it not ignores it
 _ADDED_COLUMNS = {
-    "runs": (("lane", "TEXT NOT NULL DEFAULT ''"), ("source", "TEXT")),
+    # identity (#41): a reader that knows it not records a run triaged twice twice, as before
+    "runs": (("lane", "TEXT NOT NULL DEFAULT ''"), ("source", "TEXT"), ("identity", "TEXT")),
     "row_runs": (("env", "TEXT"), ("selection", "TEXT")),
     "crash_seen": (("nodeid", "TEXT"),),
 }
@@ -175,6 +176,22 @@ class LaneRun:
     created: str
     lane: str
     source: SourceInfo | None
+    identity: str | None = None  # #41: what the run is (run_identity), None when its records cannot say
+
+
+def run_identity(triage: Triage, source: SourceInfo | None) -> str | None:
+    """What makes a run this run (#41): its rows with the times their records started, and
+    where it ran (its source); None when a row's record has no start time (nothing to know it by)."""
+    starts = sorted((r["row"], r.get("started_at")) for r in triage["rows"])
+    if not starts or any(started is None for _, started in starts):
+        return None
+    return json.dumps({"rows": starts, "source": source}, sort_keys=True)
+
+
+def run_time(triage: Triage) -> str:
+    """When the run happened: the last of its rows' finish times (#41), else when it was triaged."""
+    finished = [str(r.get("finished_at")) for r in triage["rows"] if r.get("finished_at")]
+    return max(finished) if finished else triage["generated_at"]
 
 
 @dataclass
@@ -335,9 +352,9 @@ class Store:
 
     def _runs(self, where: str = "", args: Sequence[object] = ()) -> list[LaneRun]:
         return [
-            LaneRun(int(i), str(label), str(created), str(lane), _source_of(source))
-            for i, label, created, lane, source in self.db.execute(
-                f"SELECT id, label, created, lane, source FROM runs {where} ORDER BY id",  # noqa: S608 - constant
+            LaneRun(int(i), str(label), str(created), str(lane), _source_of(source), identity)
+            for i, label, created, lane, source, identity in self.db.execute(
+                f"SELECT id, label, created, lane, source, identity FROM runs {where} ORDER BY id",  # noqa: S608 - constant
                 tuple(args),
             )
         ]
@@ -388,10 +405,11 @@ class Store:
         lane = lane_of(source)
         with self.db if commit else contextlib.nullcontext(self.db):
             self._take_over_unlaned(lane)
-            self._replace_same_run(lane, source)
+            identity = run_identity(triage, source)
+            self._replace_same_run(lane, source, identity)
             cur = self.db.execute(
-                "INSERT INTO runs (created, label, lane, source) VALUES (?, ?, ?, ?)",
-                (_now(), label, lane, None if source is None else json.dumps(source)),
+                "INSERT INTO runs (created, label, lane, source, identity) VALUES (?, ?, ?, ?, ?)",
+                (_now(), label, lane, None if source is None else json.dumps(source), identity),
             )
             run_id = int(cur.lastrowid or 0)
             ids = [r.id for r in self.lane_runs(lane)]
@@ -456,11 +474,11 @@ class Store:
             self._series_cache.pop("", None)
             self._series_cache.pop(lane, None)
 
-    def _replace_same_run(self, lane: str, source: SourceInfo | None) -> None:
+    def _replace_same_run(self, lane: str, source: SourceInfo | None, identity: str | None) -> None:
         last = self._last_of(lane)
-        if last is not None and _same_run(last.source, source, attempt=False):
-            # the same run again (a re-run of its jobs): it replaces what was recorded for
-            # it, so that no run counts twice toward flips and rates
+        if last is not None and _again(last, source, identity):
+            # the same run again (a re-run of its jobs, or its records triaged again, #41): it
+            # replaces what was recorded for it, so that no run counts twice toward flips and rates
             for table, column in (("runs", "id"), ("row_runs", "run_id"), ("crash_seen", "run_id")):
                 self.db.execute(f"DELETE FROM {table} WHERE {column} = ?", (last.id,))  # noqa: S608 - constants
             self._series_cache[lane] = [
@@ -591,8 +609,8 @@ class History(Store):
         lane = lane_of(source)
         runs = self.lane_runs(lane)
         back = 1  # the previous run's place from the end of each series
-        if runs and _same_run(runs[-1].source, source, attempt=False):
-            back = 2  # a re-run of the last run: it is replaced, the one before is the previous
+        if runs and _again(runs[-1], source, run_identity(triage, source)):
+            back = 2  # the last run again: it is replaced, the one before is the previous (#41)
         last = runs[-back] if len(runs) >= back else None
         against = lane
         base = base_lane(source) if is_pull_request(source) else None
@@ -953,6 +971,12 @@ def _same_run(a: SourceInfo | None, b: SourceInfo | None, *, attempt: bool = Tru
         return False
     keys = ("commit", "run_id", "repository", *(("run_attempt",) if attempt else ()))
     return all(a.get(k) == b.get(k) for k in keys)
+
+
+def _again(last: LaneRun, source: SourceInfo | None, identity: str | None) -> bool:
+    """Whether the run being recorded is ``last`` again: a re-run of its CI run, or the same
+    records (rows, start times, source) triaged again (#41)."""
+    return _same_run(last.source, source, attempt=False) or (identity is not None and identity == last.identity)
 
 
 def _run_source(r: LaneRun) -> RunSource:

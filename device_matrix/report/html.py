@@ -18,7 +18,7 @@ from device_matrix.report.escape import html_text as _e
 from device_matrix.report.group_views import breakable
 from device_matrix.report.misses import Backstop
 from device_matrix.report.model import HistoryView, RowView, TrendPoint, Triage
-from device_matrix.report.skip_meet import counted
+from device_matrix.report.skip_meet import counted, needs_attention
 from device_matrix.report.verdict_views import commits_section, html_section
 from device_matrix.report.view import Change, ChangeKind
 
@@ -476,7 +476,9 @@ def _skips(t: Triage) -> str:
             issue_html = "<span class='failed'>no issue</span>"
         else:
             state = sk["issue_state"] or "state unknown"
-            extra = " — can be re-enabled" if state == "closed" else ""
+            # #41: the rule triage's count and `skips check` use
+            attention = " — needs attention" if needs_attention(sk) else ""
+            extra = " — can be re-enabled" if state == "closed" else attention
             issue_html = f"{_link(sk['issue'], sk['issue'])} <span class='muted'>({_e(state)}{extra})</span>"
         out.append(
             f"<tr><td><code>{_e(sk['nodeid'])}</code></td><td>{_e(sk['mode'])}</td><td>{_e(', '.join(sk['rows']))}</td>"

@@ -17,7 +17,7 @@ from device_matrix.report import group_views, misses, view
 from device_matrix.report.escape import cell as _cell
 from device_matrix.report.escape import code
 from device_matrix.report.model import HistoryView, RowView, Triage
-from device_matrix.report.skip_meet import counted, needs_attention
+from device_matrix.report.skip_meet import counted, needs_attention, why_attention
 from device_matrix.report.verdict_views import markdown as verdicts_markdown
 from device_matrix.report.view import Change, ChangeKind
 from device_matrix.skips.tracker import disabled_for
@@ -300,9 +300,10 @@ def _skips(t: Triage) -> list[str]:
     attention = [s for s in t["skips"] if needs_attention(s)]
     out = [f"## Device skips ({len(t['skips'])}: {counted(t['skips'])})", ""]
     for sk in attention[:MAX_LISTED]:
-        what = "cites no issue" if not sk["issue"] else f"{_cell(sk['issue'])} is closed: can be re-enabled"
+        what = _cell(why_attention(sk) or "")
         out.append(f"- {code(sk['nodeid'])} ({_cell(sk['mode'])} on {_cell(', '.join(sk['rows']))}): {what}")
-    cited = [s for s in t["skips"] if s["issue"] and s["issue_state"] != "closed"]
+    # #41: a skip is listed here or above, never both: one whose issue is missing is not tracked
+    cited = [s for s in t["skips"] if s["issue"] and not needs_attention(s)]
     if cited:
         out += ["", "<details><summary>Skips with open issues</summary>", ""]
         for sk in cited[:200]:

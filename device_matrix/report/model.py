@@ -41,6 +41,8 @@ class RowView(TypedDict):
     facets: dict[str, str]  # accelerator, driver, versions, image, host (#25: crashes placed by them)
     selection: str | None  # what the run selected (records' ``selection``); None: the whole row
     test_selection: SelectionInfo | None  # #34: how a change chose the tests (records' ``test_selection``)
+    started_at: str | None  # #41: the record's times: with its row, the run's identity in the history
+    finished_at: str | None
 
 
 class CrashView(TypedDict):
@@ -375,6 +377,8 @@ def _row_view(rec: RunRecord) -> RowView:
         facets=environment_facets(env if isinstance(env, dict) else {}, image=rec.get("image")),
         selection=rec.get("selection"),
         test_selection=rec.get("test_selection"),
+        started_at=rec.get("started_at"),
+        finished_at=rec.get("finished_at"),
     )
 
 

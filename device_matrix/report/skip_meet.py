@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from device_matrix.findings import is_device_skip
 from device_matrix.records.schema import RunRecord
 from device_matrix.report.model import SkipView
-from device_matrix.skips import DeviceSkip
+from device_matrix.skips import DeviceSkip, attention
 
 
 def _declares(d: DeviceSkip, nodeid: str, reason: str) -> bool:
@@ -58,9 +58,13 @@ def meet(records: Sequence[RunRecord], declared: Sequence[DeviceSkip]) -> int:
     return met
 
 
+def why_attention(s: SkipView) -> str | None:
+    """Why the skip needs attention, by the rule ``skips check`` applies (#41), None if it does not."""
+    return attention(s["issue"], s["issue_state"], by_design=s["by_design"])
+
+
 def needs_attention(s: SkipView) -> bool:
-    """A device skip that cites no issue and is not by design, or whose issue is closed."""
-    return not s["by_design"] and (not s["issue"] or s["issue_state"] == "closed")
+    return why_attention(s) is not None
 
 
 def counted(skips: Sequence[SkipView]) -> str:

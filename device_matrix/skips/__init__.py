@@ -25,7 +25,16 @@ from device_matrix.skips.model import (
     pjrt_device_name,
 )
 from device_matrix.skips.refs import find_issue_in_text, normalize_issue
-from device_matrix.skips.scan import KNOWN_DEVICES, ScanFinding, check, scan_file, scan_source, scan_tree, uncited
+from device_matrix.skips.scan import (
+    KNOWN_DEVICES,
+    ScanFinding,
+    attention,
+    check,
+    scan_file,
+    scan_source,
+    scan_tree,
+    uncited,
+)
 
 __all__ = [
     "BY_DESIGN_COMMENT",
@@ -37,6 +46,7 @@ __all__ = [
     "ScanFinding",
     "SkipMode",
     "SkipSource",
+    "attention",
     "check",
     "device_names",
     "disable_matches",

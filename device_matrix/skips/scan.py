@@ -799,6 +799,27 @@ def scan_tree(root: Path, paths: Iterable[Path]) -> list[DeviceSkip]:
     return found
 
 
+# What a tracker's lookup of a cited issue may answer (issues.base.CitedState) that leaves the
+# skip untracked: gone or never there, or the tracker cannot say it exists (#41)
+UNTRACKED_STATES = frozenset({"missing", "deleted", "unknown"})
+
+
+def attention(issue: str | None, state: str | None, *, by_design: bool) -> str | None:
+    """Why a device skip needs attention, None when it needs none: the one rule that triage
+    and ``skips check`` share (#32, #41). It cites no issue and is not by design; or the issue
+    it cites is closed (it can be re-enabled), missing, deleted, or one the tracker cannot
+    look up. ``state``: what the tracker said of ``issue``, None when nobody asked."""
+    if not issue:
+        return None if by_design else "cites no issue"
+    if state == "closed":
+        return f"{issue} is closed: can be re-enabled"
+    if state == "unknown":
+        return f"{issue} is not an issue the tracker can look up: cite one it tracks"
+    if state in UNTRACKED_STATES:
+        return f"{issue} is {state}: cite an issue that exists"
+    return None
+
+
 def check(
     declared: Iterable[DeviceSkip],
     today: dt.date | None = None,
@@ -810,11 +831,10 @@ def check(
     out = []
     for skip in declared:
         problem = skip.problem
-        if problem is None and skip.issue is None and not skip.by_design:
-            problem = "cites no issue"
         cited = LEDGER_REF_RE.match(skip.issue or "")
-        if problem is None and ledger is not None and cited and int(cited.group(1)) not in ledger[0]:
-            problem = f"cites {skip.issue}, {NOT_IN_LEDGER}: {ledger[1]}"
+        missing = ledger is not None and cited is not None and int(cited.group(1)) not in ledger[0]
+        if problem is None and (why := attention(skip.issue, "missing" if missing else None, by_design=skip.by_design)):
+            problem = f"cites {skip.issue}, {NOT_IN_LEDGER}: {ledger[1]}" if missing and ledger else why
         if problem is None and skip.expired(today):
             problem = f"expired on {skip.expires}"
         out.append(ScanFinding(skip, problem))

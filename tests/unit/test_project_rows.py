@@ -75,3 +75,40 @@ def test_the_skip_scan_reads_the_projects_tests_not_its_venvs(tmp_path: Path) ->
     assert names == ["conftest.py", "mypkg", "tests", "tools"]
     (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\ntestpaths = ["tests"]\n')
     assert [p.name for p in config.load(tmp_path).suite_folders()] == ["tests"]
+
+
+SKIPPED_SCRIPT = """
+import unittest
+
+
+class TestScript(unittest.TestCase):
+    @unittest.skip("broken on all devices, see ledger:1")
+    def test_broken(self):
+        pass
+
+
+if __name__ == "__main__":
+    unittest.main()
+"""
+
+
+@pytest.mark.parametrize("command", ["check", "list"])
+def test_skips_read_every_place_a_row_runs_its_scripts_included(
+    tmp_path: Path, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a row's scripts are where it runs too: `skips check` with no argument reads them (#41)
+    from device_matrix.cli import main
+    from device_matrix.errors import EXIT_OK, EXIT_TESTS_FAILED
+
+    tool = '[[tool.device-matrix.devices.cpu.scripts]]\nfile = "scripts/test_script.py"\n'
+    fresh_project(tmp_path, tool=tool)
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "test_script.py").write_text(SKIPPED_SCRIPT)
+    code = main(["--project", str(tmp_path), "skips", command])
+    captured = capsys.readouterr()
+    text = captured.out + captured.err
+    assert "scripts/test_script.py:6" in text, text
+    if command == "check":
+        assert code == EXIT_TESTS_FAILED and "ledger:1" in text and "0 device skip(s)" not in text
+    else:
+        assert code == EXIT_OK

@@ -95,10 +95,12 @@ def test_an_unreadable_row_is_not_called_gone_and_its_crash_not_stopped(tmp_path
 
 
 def test_same_results_say_nothing_changed(tmp_path: Path) -> None:
-    recs = [R.record("cpu", [R.test("s/t.py::test_a"), R.test("s/t.py::test_b", "failed")])]
+    def recs() -> list[dict[str, Any]]:  # a run of its own each time, with the same results (#41)
+        return [R.record("cpu", [R.test("s/t.py::test_a"), R.test("s/t.py::test_b", "failed")])]
+
     h = History.open(tmp_path / "h.sqlite")
-    _record_runs(h, [recs])
-    t = _triage(recs)
+    _record_runs(h, [recs()])
+    t = _triage(recs())
     t["changes"] = h.compare(t)
     assert "Nothing: same results as last time." in markdown.render(t)
 
@@ -526,3 +528,31 @@ def test_a_broken_constraint_is_a_bug_and_never_sets_the_history_aside(
     assert not list(tmp_path.glob("h.sqlite.corrupt-*"))
     monkeypatch.undo()
     assert History.open(history).lanes() == {"branch:main": 1}
+
+
+def test_a_run_triaged_twice_is_recorded_once_and_seen_at_its_own_time(tmp_path: Path) -> None:
+    # #41: a run is kept once, by its identity (rows and start times, source); its crash is
+    # first and last seen when the run finished, not when it was triaged
+    history = tmp_path / "h.sqlite"
+
+    def triage_of(name: str, started: str, finished: str) -> Triage:
+        results = tmp_path / name
+        (results / "cpu").mkdir(parents=True, exist_ok=True)
+        c = R.crash("cpu", "s/t.py::test_a", "cccc")
+        rec = R.record("cpu", [R.test("s/t.py::test_a", "crashed", crash_id=c["id"])], [c], started=started)
+        rec["finished_at"] = finished
+        (results / "cpu" / "run.json").write_text(json.dumps(rec))
+        return run_triage(results, results / "triage", history, None, Output(io.StringIO(), environ={}))
+
+    first = triage_of("a", "2026-11-29T10:00:00+00:00", "2026-11-29T10:05:00+00:00")
+    again = triage_of("a", "2026-11-29T10:00:00+00:00", "2026-11-29T10:05:00+00:00")
+    assert again["changes"] == first["changes"] and again["changes"]["previous"] is None
+    assert again["history"] is not None and len(again["history"]["trends"]["cpu"]) == 1
+    (crash,) = again["history"]["crashes"]
+    assert crash["runs"] == 1
+    assert crash["first_seen"] == crash["last_seen"] == "2026-11-29T10:05:00+00:00"
+    assert History.open(history).lanes() == {"": 1}
+    # the next run is compared with this one, once
+    later = triage_of("b", "2026-11-30T10:00:00+00:00", "2026-11-30T10:05:00+00:00")
+    assert later["changes"]["previous"] == "2026-11-29T10:05:00+00:00"
+    assert later["history"] is not None and later["history"]["crashes"][0]["runs"] == 2
