@@ -75,6 +75,7 @@ def _rows(cfg: Config, names: Sequence[str] | None) -> list[str]:
 def cmd_run(args: argparse.Namespace, out: Output) -> int:
     from device_matrix.cli.select import check_select_args, plan_for
     from device_matrix.cli.shards import check_spread_args, resume_tip, run_spread, run_whole, spread_requested
+    from device_matrix.run import worktree
     from device_matrix.run.attempt import Interrupted, interrupts_raise
     from device_matrix.run.plan import plan_row
     from device_matrix.run.runner import RunOptions
@@ -94,6 +95,8 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
         keep_cores=args.keep_cores,
         run_url=args.run_url or _actions_run_url(),
         source=source_from_args(args, cfg.project_root),
+        # #41: the code this run runs, decided before it starts: what --resume compares
+        worktree=worktree.digest(cfg.project_root, cfg.results_dir),
         resume=args.resume,
         command=("device-matrix", *args.argv),
     )

@@ -59,6 +59,9 @@ class RunOptions:
     run_url: str | None = None
     source: SourceInfo | None = None  # commit, branch, pull request (#25)
     resume: bool = False
+    # #41: the digest of the code the run runs (run/worktree.py), which --resume compares;
+    # None: not known (a resume then runs the row whole)
+    worktree: str | None = None
     max_log_bytes: int | None = DEFAULT_MAX_LOG
     # a shard (device_matrix.spread.driver): only these tests (raw nodeids), into results/<row>/<results_subdir>, with
     # its device slot's variables over the row's own
@@ -383,7 +386,6 @@ class Execution:
     left_out: list[str] = field(default_factory=list)  # modules whose import kills or hangs the process
     origins: dict[str, crashes.CrashOrigin] = field(default_factory=dict)  # crash id -> what its process was given
     previous: Verdict | None = None  # the verdict of the run --resume continues
-    worktree: str | None = None  # #41: the digest of the code this run runs (run/worktree.py), once prepared
     resume: str | None = None  # #41: what --resume did (the record's `resume`); None: not asked
     # where the output of the last attempt lies in the log: its start, and its end (the
     # attempt's end lines after it are the runner's, #20)

@@ -48,7 +48,7 @@ from device_matrix.records.outcomes import (
 )
 from device_matrix.records.schema import Classification, RunRecord, SpreadRef, load_run, selection_words
 from device_matrix.records.source import unknown
-from device_matrix.run import crashes, selection, testmap, worktree
+from device_matrix.run import crashes, selection, testmap
 from device_matrix.run.attempt import AttemptSpec, Interrupted, run_attempt
 from device_matrix.run.attempts import attempts, limits, note_attempt, one_attempt
 from device_matrix.run.context import (
@@ -115,7 +115,6 @@ def prepare(run: Run, verdict: Verdict = RUNNING) -> Verdict:
     never the last run's verdict; a driver of shards calls it before it collects.
     """
     setup, previous = run.setup, None
-    run.execution.worktree = worktree.digest(setup.cfg.project_root, setup.cfg.results_dir)
     if run.options.resume:
         try:
             previous = load_run(setup.folder.path / RUN_FILE)
@@ -151,9 +150,9 @@ def _resumable(run: Run, previous: RunRecord) -> RunRecord | None:
     if not previous["tests"]:
         # it never got as far as collecting: there is nothing to keep, run it all
         why = "the last run collected no tests"
-    elif previous.get("worktree") is None or run.execution.worktree is None:
+    elif previous.get("worktree") is None or run.options.worktree is None:
         why = "the code the last run ran cannot be told from this code (no digest of its commit and working tree)"
-    elif previous.get("worktree") != run.execution.worktree:
+    elif previous.get("worktree") != run.options.worktree:
         commits = [(source or unknown())["commit"] for source in (previous.get("source"), run.options.source)]
         what = (
             "its files differ"  # outside git: the project's files
@@ -423,7 +422,7 @@ def record_of(
     )
     if execution.disables is not None:
         record["disables"] = execution.disables  # #33: how old the tracker's list was
-    record["worktree"] = execution.worktree  # #41: what --resume compares
+    record["worktree"] = opts.worktree  # #41: what --resume compares
     if execution.resume is not None:
         record["resume"] = execution.resume
     if opts.test_plan is not None:  # #34: how the change chose the tests, and why
