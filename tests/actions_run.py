@@ -6,7 +6,7 @@ containers through the Docker API that podman serves; the runner image is built 
 tests/actions_offline/ (docs/github-actions.md, "What the offline run replaces"), and
 the GitHub API is tests/github_server.py on 127.0.0.1 (the job containers share the host's
 network). The workflow files that run are the project's own, unchanged.
-tests/test_actions_run.py runs them and checks what they did.
+tests/integration/test_actions_run.py runs them and checks what they did.
 """
 
 from __future__ import annotations

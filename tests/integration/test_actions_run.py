@@ -1,9 +1,11 @@
 """This repository's GitHub workflow run by a real Actions runner (act over podman), offline.
 
 One push to main and two pushes to a pull request, in that order (the pull request reads the
-history the push stored, and its second run updates the comment its first posted); then the
-workflow broken twice, to show the checks see it. ``nox -s actions`` runs this file;
-tests/actions_run.py drives act; docs/github-actions.md says what stands in for GitHub.
+history the push stored, and its second run updates the comment its first posted); then a
+user's project calling reusable.yml as the README shows; then the workflow broken twice, to
+show the checks see it. ``nox -s actions`` runs this file (.ci/run: the pull request's
+first run); tests/actions_run.py drives act; docs/github-actions.md says what stands in
+for GitHub.
 """
 
 from __future__ import annotations
