@@ -80,6 +80,20 @@ def offline_configuration(pyproject: str, api_url: str) -> str:
     return quick + f'\n[tool.device-matrix.tracker]\napi_url = "{api_url}"\n'
 
 
+def _terminal(config: pytest.Config) -> Callable[[str], None]:
+    """A line on pytest's terminal while it captures the tests' output (each run's timings)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if reporter is None or capture is None:
+        return print
+
+    def say(line: str) -> None:
+        with capture.global_and_fixture_disabled():
+            reporter.write_line(line)
+
+    return say
+
+
 @pytest.fixture(scope="module")
 def offline(pytestconfig: pytest.Config) -> Iterator[Offline]:
     # minutes of act, podman and a cpu row: its own session (nox -s actions), not the suite's
@@ -98,9 +112,7 @@ def offline(pytestconfig: pytest.Config) -> Iterator[Offline]:
         actions_run.prepare_store(work / "store")
         with github_server.serve(REPOSITORY, actions_run.TOKEN) as gh, actions_run.docker_api(work) as host:
             number = gh.add_issue("a pull request", pull_request=True, labels=())
-            reporter = pytestconfig.pluginmanager.get_plugin("terminalreporter")
-            say = reporter.write_line if reporter is not None else print
-            yield Offline(Runner(host, image, work / "store", work), gh, work, number, say)
+            yield Offline(Runner(host, image, work / "store", work), gh, work, number, _terminal(pytestconfig))
 
 
 # the pull request's change: a test that fails (a green pull request gets no comment of verdicts)
