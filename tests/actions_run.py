@@ -6,7 +6,7 @@ containers through the Docker API that podman serves; the runner image is built 
 tests/actions_offline/ (docs/github-actions.md, "What the offline run replaces"), and
 the GitHub API is tests/github_server.py on 127.0.0.1 (the job containers share the host's
 network). The workflow files that run are the project's own, unchanged.
-tests/test_actions_run.py runs them and checks what they did.
+tests/integration/test_actions_run.py runs them and checks what they did.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,11 @@ STANDIN_FOR = {
 }
 USES = re.compile(r"^\s*(?:-\s*)?uses:\s*([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)(/[^@\s]*)?@(\S+)", re.MULTILINE)
 TOKEN = "t0ken-for-tests"
+# one act run at a time on this machine: act names a job's container and volumes after the
+# workflow and the job, in the engine's storage every run shares (a second run of the same
+# workflow would remove the first's); everything else of a run is its own (its folder, its
+# podman socket, its server's port)
+ACT_LOCK = engine_images.WORK / "device-matrix-actions-act.lock"
 
 
 class Unavailable(Exception):
@@ -215,22 +221,47 @@ class Run:
     summaries: dict[str, list[str]] = field(default_factory=dict)  # job id -> each step's summary
     actions: list[dict[str, Any]] = field(default_factory=list)  # the stand-ins' log
     log: Path = Path()
+    artifacts: Path = Path()  # the run's artifacts, each a folder by its name
+    # job id -> seconds from its first to its last line in act's log (a matrix job's as results)
+    durations: dict[str, float] = field(default_factory=dict)
+    seconds: float = 0.0  # the whole run, act's start to its end
+
+    def tail(self, lines: int = 80) -> str:
+        """The end of act's log as its messages, to read a failed run by (its log is removed with the run's folder)."""
+        messages = []
+        for line in self.log.read_text(errors="replace").splitlines():
+            with contextlib.suppress(ValueError, AttributeError):
+                entry = json.loads(line)
+                if entry.get("level") == "debug":
+                    continue
+                messages.append(f"[{entry.get('jobID', '')}] {str(entry.get('msg', '')).rstrip()}")
+        return "\n".join(messages[-lines:])
+
+    def artifact(self, name: str, path: str) -> str:
+        """A file of an artifact the run uploaded."""
+        return (self.artifacts / name / path).read_text()
 
     def of(self, action: str, job: str) -> list[dict[str, Any]]:
         return [a for a in self.actions if a["action"] == action and a["job"] == job]
 
 
 def _read_log(path: Path, run: Run) -> None:
+    spans: dict[str, list[float]] = {}
     for line in path.read_text(errors="replace").splitlines():
         try:
             entry = json.loads(line)
         except ValueError:
             continue
         job, row = str(entry.get("jobID", "")), (entry.get("matrix") or {}).get("row")
+        key = f"{job}/{row}" if row else job
+        if job and isinstance(entry.get("time"), str):
+            with contextlib.suppress(ValueError):
+                spans.setdefault(key, []).append(datetime.fromisoformat(entry["time"]).timestamp())
         if "jobResult" in entry:
-            run.results[f"{job}/{row}" if row else job] = str(entry["jobResult"])
+            run.results[key] = str(entry["jobResult"])
         if entry.get("command") == "summary":
             run.summaries.setdefault(job, []).append(str(entry.get("content", "")))
+    run.durations = {job: round(max(times) - min(times), 1) for job, times in spans.items()}
 
 
 @dataclass(frozen=True)
@@ -250,12 +281,13 @@ class Runner:
         *,
         run_id: int,
         called: Mapping[str, Project] = {},
+        env: Mapping[str, str] = {},
         number: int = 1,
         timeout: float = 1800,
     ) -> Run:
         """One run of ``workflow`` (a path in the project) for ``event_name``, as run ``run_id``;
         ``called``: the repositories of reusable workflows it calls (``OWNER/NAME@REF``);
-        ``number``: the pull request's."""
+        ``env``: variables of every job (``--env``); ``number``: the pull request's."""
         event_file = self.work / f"event-{run_id}.json"
         event_file.write_text(json.dumps(event(event_name, project, number=number)))
         log = self.work / f"act-{run_id}.jsonl"
@@ -270,14 +302,21 @@ class Runner:
             *("--container-options", f"-v {self.store}:{MOUNT}"),
             *("--action-cache-path", str(self.work / "act-cache")),
             *("-s", f"GITHUB_TOKEN={TOKEN}", "--env", f"GITHUB_RUN_ID={run_id}"),
+            *(arg for name, value in env.items() for arg in ("--env", f"{name}={value}")),
             *("--json", "--verbose"),
             *standins(workflows, [ref.partition("@")[0] for ref in called]),
             *repositories,
         ]
         env = {**os.environ, "DOCKER_HOST": self.docker_host}
-        with log.open("w") as fh:
+        with engine_images.locked(ACT_LOCK), log.open("w") as fh:
+            started = time.monotonic()
             proc = subprocess.run(argv, env=env, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout, check=False)
-        run = Run(proc.returncode, log=log)
+        run = Run(proc.returncode, log=log, artifacts=self.store / "artifacts" / str(run_id))
+        run.seconds = round(time.monotonic() - started, 1)
+        if keep := os.environ.get("DEVICE_MATRIX_ACTIONS_LOGS"):
+            # the run's folder goes at the end: act's logs kept where asked, to read a failure by
+            Path(keep).mkdir(parents=True, exist_ok=True)
+            shutil.copy2(log, Path(keep) / f"{project.root.name}-{log.name}")
         _read_log(log, run)
         stand_in_log = self.store / "log.jsonl"
         if stand_in_log.is_file():

@@ -42,11 +42,17 @@ LAYERS = {
     "pytest8": ["pytest==8.0.0", "pluggy==1.4.0", "iniconfig==2.0.0", "packaging==23.2"],
     "pytest7": ["pytest==7.2.1", "pluggy==1.0.0", "iniconfig==2.0.0", "packaging==23.0", "attrs==22.2.0"],
 }
-# The runner image of the offline GitHub Actions run (tests/actions_run.py, docs/github-actions.md):
-# pip; a folder of wheels that stands in for PyPI (/etc/pip.conf: no index, these wheels),
-# with the build backend and device-matrix's dependencies; and the cpu row's `install`
-# packages already installed, so `ci install --device cpu` finds them satisfied instead of
-# installing 7 GB in every row job (no container reaches an index here).
+# The runner image of the offline GitHub Actions run (tests/actions_run.py, docs/github-actions.md),
+# in two layers. ACTIONS_ROW: the cpu row's `install` packages already installed, so
+# `ci install --device cpu` finds them satisfied instead of installing 7 GB in every row job
+# (no container reaches an index here), and the libpython they link to; built once, when
+# they change. ACTIONS on top (seconds): pip, and a folder of wheels that stands in for PyPI
+# (/etc/pip.conf: no index, these wheels) with the build backend and device-matrix's
+# dependencies (tests/unit/test_actions_image.py holds it to pyproject.toml).
+ACTIONS_ROW = {
+    "installed": ["torch==2.9.0", "torch_xla==2.9.0"],
+    "libpython": "Debian's, of the base image's python",
+}
 ACTIONS = {
     "pip": "pip==26.3",
     "wheelhouse": [
@@ -61,9 +67,8 @@ ACTIONS = {
         "idna==3.20",
         "certifi==2026.10.19.post1",
         "charset-normalizer==3.5.3",
+        "pystack==1.7.2",
     ],
-    "installed": ["torch==2.9.0", "torch_xla==2.9.0"],
-    "libpython": "Debian's, of the base image's python",
 }
 WHEELHOUSE = "/opt/device-matrix-wheelhouse"
 # the limits every container here runs under: the sandbox lacks CAP_SYS_RESOURCE, so an
@@ -89,8 +94,10 @@ def _tag(inputs: object) -> str:
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def actions_name() -> str:
-    return f"localhost/device-matrix-actions-runner:{_tag([BASE, ACTIONS])}"
+def actions_names() -> tuple[str, str]:
+    """The runner image's two layers: the row's packages, and the runner on top of them."""
+    row = f"localhost/device-matrix-actions-row:{_tag([BASE, ACTIONS_ROW])}"
+    return row, f"localhost/device-matrix-actions-runner:{_tag([BASE, ACTIONS_ROW, ACTIONS])}"
 
 
 def names() -> Images:
@@ -114,9 +121,10 @@ def _run(argv: list[str], what: str, *, stdin: IO[bytes] | None = None) -> None:
 
 
 @contextlib.contextmanager
-def _locked() -> Iterator[None]:
-    # the test workers, and other test sessions on this machine, build one at a time
-    with LOCK.open("a") as fh:
+def locked(path: Path = LOCK) -> Iterator[None]:
+    """``path`` held exclusively: the test workers, and other test sessions on this machine,
+    build one at a time (and run act one at a time: tests/actions_run.py)."""
+    with path.open("a") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield
@@ -163,45 +171,40 @@ def _build_layer(base: str, image: str, pins: list[str], log: Callable[[str], No
         _run([ENGINE, "build", "--pull=never", "-q", "-t", image, "-f", str(Path(tmp) / "Containerfile"), tmp], "build")
 
 
-def _build_actions(base: str, image: str, log: Callable[[str], None]) -> None:
+def _build_actions_row(base: str, image: str, log: Callable[[str], None]) -> None:
     with tempfile.TemporaryDirectory(prefix="device-matrix-actions-", dir=WORK) as tmp:
         context = Path(tmp)
+        log(f"{image}: {' '.join(ACTIONS_ROW['installed'])} installed (minutes, once per machine)")
+        # the row's packages with their dependencies, for the image's python (same minor version)
         version = str(BASE["python"]).removeprefix("python")
-        log(
-            f"{image}: pip, a wheelhouse of {len(ACTIONS['wheelhouse'])} wheels,"
-            f" {' '.join(ACTIONS['installed'])} installed (once per machine)"
+        target = ["--no-compile", "--only-binary=:all:", "--python-version", version, "--target", str(context / "site")]
+        _run([sys.executable, "-m", "pip", "install", "-q", *target, *ACTIONS_ROW["installed"]], "pip install --target")
+        _libpython(base, context / "libpython")
+        (context / "Containerfile").write_text(
+            f"FROM {base}\n"
+            f"COPY site/ /usr/local/lib/{BASE['python']}/dist-packages/\n"
+            "COPY libpython/ /usr/lib/x86_64-linux-gnu/\n"
         )
-        binary = ["--only-binary=:all:", "--python-version", version]
+        _run([ENGINE, "build", "--pull=never", "-q", "-t", image, "-f", str(context / "Containerfile"), tmp], "build")
+
+
+def _build_actions(row: str, image: str, log: Callable[[str], None]) -> None:
+    with tempfile.TemporaryDirectory(prefix="device-matrix-actions-", dir=WORK) as tmp:
+        context = Path(tmp)
+        log(f"{image}: pip and a wheelhouse of {len(ACTIONS['wheelhouse'])} wheels on {row}")
+        binary = ["--only-binary=:all:", "--python-version", str(BASE["python"]).removeprefix("python")]
         # the wheelhouse (no dependencies: the list is whole) and pip itself, each into its folder
         for folder, wanted in (("wheels", list(ACTIONS["wheelhouse"])), ("pip", [str(ACTIONS["pip"])])):
             download = ["download", "-q", "--no-deps", *binary, "-d", str(context / folder), *wanted]
             _run([sys.executable, "-m", "pip", *download], "pip download")
-        # the row's packages with their dependencies, for the image's python (same minor version)
-        _run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "install",
-                "-q",
-                "--no-compile",
-                *binary,
-                "--target",
-                str(context / "site"),
-                *ACTIONS["installed"],
-            ],
-            "pip install --target",
-        )
-        _libpython(base, context / "libpython")
         for wheel in (context / "pip").glob("*.whl"):
             with zipfile.ZipFile(wheel) as zf:
                 zf.extractall(context / "site")
         (context / "pip.conf").write_text(f"[global]\nno-index = true\nfind-links = {WHEELHOUSE}\n")
         (context / "Containerfile").write_text(
-            f"FROM {base}\n"
+            f"FROM {row}\n"
             f"COPY site/ /usr/local/lib/{BASE['python']}/dist-packages/\n"
             f"COPY wheels/ {WHEELHOUSE}/\n"
-            "COPY libpython/ /usr/lib/x86_64-linux-gnu/\n"
             "COPY pip.conf /etc/pip.conf\n"
         )
         _run([ENGINE, "build", "--pull=never", "-q", "-t", image, "-f", str(context / "Containerfile"), tmp], "build")
@@ -233,10 +236,12 @@ def _libpython(base: str, dest: Path) -> None:
 def ensure_actions(log: Callable[[str], None] = print) -> str:
     """The offline Actions run's runner image, built where missing."""
     base = ensure(log).python3_only
-    image = actions_name()
-    with _locked():
+    row, image = actions_names()
+    with locked():
+        if not exists(row):
+            _build_actions_row(base, row, log)
         if not exists(image):
-            _build_actions(base, image, log)
+            _build_actions(row, image, log)
     return image
 
 
@@ -245,7 +250,7 @@ def ensure(log: Callable[[str], None] = print) -> Images:
     if shutil.which(ENGINE) is None:
         raise CannotBuild(f"{ENGINE} is not installed")
     images = names()
-    with _locked():
+    with locked():
         started = time.monotonic()
         if not exists(images.python3_only):
             _build_base(images.python3_only, log)
@@ -259,7 +264,7 @@ def ensure(log: Callable[[str], None] = print) -> Images:
 
 def share_with(user: str, image: str) -> None:
     """Give a rootless user's own engine storage the image (rootless podman has its own)."""
-    with _locked():
+    with locked():
         if exists(image, user=user):
             return
         save = subprocess.Popen([ENGINE, "save", image], stdout=subprocess.PIPE)

@@ -1,23 +1,29 @@
 """This repository's GitHub workflow run by a real Actions runner (act over podman), offline.
 
 One push to main and two pushes to a pull request, in that order (the pull request reads the
-history the push stored, and its second run updates the comment its first posted); then the
-workflow broken twice, to show the checks see it. ``nox -s actions`` runs this file;
-tests/actions_run.py drives act; docs/github-actions.md says what stands in for GitHub.
+history the push stored, and its second run updates the comment its first posted); then a
+user's project calling reusable.yml as the README shows; then the workflow broken twice, to
+show the checks see it. ``nox -s actions`` runs this file (.ci/run: the pull request's
+first run); tests/actions_run.py drives act; docs/github-actions.md says what stands in
+for GitHub.
 """
 
 from __future__ import annotations
 
+import copy
 import os
+import re
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests import actions_run, engine_images, github_server
 from tests.actions_run import Project, Run, Runner
+from tests.userproject import user_project
 
 WORKFLOW = Path(".github/workflows/device-matrix.yml")
 REUSABLE = Path(".github/workflows/reusable.yml")
@@ -30,6 +36,7 @@ class Offline:
     server: github_server.FakeGitHub
     work: Path
     pull_request: int  # its number on the server
+    say: Callable[[str], None]  # a line on pytest's terminal, captured or not
     runs: int = 0
 
     def project(self, name: str, changes: dict[str, str] | None = None, head: dict[str, str] | None = None) -> Project:
@@ -43,26 +50,52 @@ class Offline:
         actions_run.export_commits(project, self.runner.store)
         return project
 
-    def run(self, project: Project, event_name: str) -> Run:
+    def run(self, project: Project, event_name: str, workflow: Path = WORKFLOW, **how: Any) -> Run:
+        """``how``: Runner.run's ``called`` and ``env``."""
         self.runs += 1
-        return self.runner.run(project, WORKFLOW, event_name, run_id=self.runs, number=self.pull_request)
+        run = self.runner.run(project, workflow, event_name, run_id=self.runs, number=self.pull_request, **how)
+        jobs = ", ".join(f"{job} {seconds:.0f} s" for job, seconds in run.durations.items())
+        self.say(f"actions run {self.runs} ({project.root.name}, {event_name}): {run.seconds:.0f} s; {jobs}")
+        return run
+
+    def comments(self) -> list[dict[str, Any]]:
+        """The pull request's comments now, each a copy."""
+        with self.server.lock:
+            return [copy.deepcopy(c) for c in self.server.comment_list if c["issue"] == self.pull_request]
 
 
 def offline_configuration(pyproject: str, api_url: str) -> str:
     """The configuration of the run's copy: the tracker is the local server, and the cpu row
-    runs the mlp suite's quick sanity tests and its gang (the whole row is ``nox -s cpu``, which .ci/run runs
-    too: here the jobs around the row are under test, and the full row takes minutes)."""
+    runs one of the mlp suite's sanity tests (it starts torch_xla on the CPU) and what the
+    pull request adds, without its gang: the jobs around the row are under test here, the
+    whole row is ``nox -s cpu``, which .ci/run runs too."""
     suites = 'suites = ["accumulation", "mlp", "collectives"]'
     head = "[tool.device-matrix.devices.cpu]\n"
-    assert head + suites in pyproject, "the cpu row's table changed: update offline_configuration"
-    quick = pyproject.replace(
-        head + suites, head + 'suites = ["mlp"]\npytest_args = ["-k", "sanity and not end_to_end"]'
+    gang = pyproject.index("[[tool.device-matrix.devices.cpu.gangs]]")
+    gang_end = pyproject.index("\n[", gang + 1)
+    assert head + suites in pyproject and gang_end > gang, "the cpu row's table changed: update offline_configuration"
+    quick = (pyproject[:gang] + pyproject[gang_end + 1 :]).replace(
+        head + suites, head + 'suites = ["mlp"]\npytest_args = ["-k", "upstream_flag_spellings or offline"]'
     )
     return quick + f'\n[tool.device-matrix.tracker]\napi_url = "{api_url}"\n'
 
 
+def _terminal(config: pytest.Config) -> Callable[[str], None]:
+    """A line on pytest's terminal while it captures the tests' output (each run's timings)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if reporter is None or capture is None:
+        return print
+
+    def say(line: str) -> None:
+        with capture.global_and_fixture_disabled():
+            reporter.write_line(line)
+
+    return say
+
+
 @pytest.fixture(scope="module")
-def offline() -> Iterator[Offline]:
+def offline(pytestconfig: pytest.Config) -> Iterator[Offline]:
     # minutes of act, podman and a cpu row: its own session (nox -s actions), not the suite's
     if os.environ.get("DEVICE_MATRIX_ACTIONS") != "1":
         pytest.skip("the workflow's offline run is `nox -s actions`")
@@ -79,7 +112,7 @@ def offline() -> Iterator[Offline]:
         actions_run.prepare_store(work / "store")
         with github_server.serve(REPOSITORY, actions_run.TOKEN) as gh, actions_run.docker_api(work) as host:
             number = gh.add_issue("a pull request", pull_request=True, labels=())
-            yield Offline(Runner(host, image, work / "store", work), gh, work, number)
+            yield Offline(Runner(host, image, work / "store", work), gh, work, number, _terminal(pytestconfig))
 
 
 # the pull request's change: a test that fails (a green pull request gets no comment of verdicts)
@@ -95,11 +128,27 @@ def push(offline: Offline) -> Run:
     return offline.run(offline.project("project"), "push")
 
 
+@dataclass(frozen=True)
+class PullRequestRun:
+    """A run of a pull request, and the pull request's comments after it."""
+
+    project: Project
+    run: Run
+    comments: list[dict[str, Any]]
+
+
 @pytest.fixture(scope="module")
-def pull_request(offline: Offline) -> tuple[Run, Run]:
-    """Two runs of a pull request whose change breaks a test."""
+def pull_request(offline: Offline) -> PullRequestRun:
+    """The first run of a pull request whose change breaks a test."""
     project = offline.project("pull-request", head=BREAKS)
-    return offline.run(project, "pull_request"), offline.run(project, "pull_request")
+    run = offline.run(project, "pull_request")
+    return PullRequestRun(project, run, offline.comments())
+
+
+@pytest.fixture(scope="module")
+def pull_request_again(offline: Offline, pull_request: PullRequestRun) -> PullRequestRun:
+    """Its second run (a new push to it: its own run id)."""
+    return PullRequestRun(pull_request.project, offline.run(pull_request.project, "pull_request"), offline.comments())
 
 
 def check_jobs(run: Run, event_name: str, row: str = "success") -> None:
@@ -112,8 +161,9 @@ def check_jobs(run: Run, event_name: str, row: str = "success") -> None:
         "issues": issues,
         "triage": "success",
     }
-    assert run.results == expected, (run.results, run.log)
-    assert run.returncode == 0, run.log
+    assert run.results == expected, f"{run.results}\n{run.tail()}"
+    # act exits non-zero when a job failed, as a red check on GitHub
+    assert (run.returncode == 0) == (row == "success"), run.tail()
 
 
 def check_artifacts(run: Run, event_name: str) -> None:
@@ -125,9 +175,12 @@ def check_artifacts(run: Run, event_name: str) -> None:
 
 
 def check_summary(run: Run) -> None:
-    """The triage job's step summary is the report, with the cpu row in it."""
+    """The triage job's step summary is the report it uploads, with the cpu row in it; the
+    row job's own summary names its row."""
     summary = "\n".join(run.summaries.get("triage", []))
     assert "cpu" in summary and "triage" in summary.lower(), run.summaries
+    assert summary.strip() == run.artifact("triage-report", "triage.md").strip(), run.summaries
+    assert any("cpu" in s for s in run.summaries.get("rows-host", [])), run.summaries
 
 
 def check(run: Run, event_name: str, row: str = "success") -> None:
@@ -140,10 +193,42 @@ def test_push_to_main(push: Run) -> None:
     check(push, "push")
 
 
-def test_pull_request_restores_the_base_branch_history(push: Run, pull_request: tuple[Run, Run]) -> None:
+def check_pull_request(pr: PullRequestRun) -> None:
+    # the row's check is red: the pull request breaks a test
+    check(pr.run, "pull_request", row="failure")
+    # the failure the change makes, in the report and its verdicts
+    assert "test_sanity_of_the_pull_request" in "\n".join(pr.run.summaries["triage"]), pr.run.summaries
+
+
+def test_pull_request_posts_one_comment_of_verdicts(offline: Offline, pull_request: PullRequestRun) -> None:
+    check_pull_request(pull_request)
+    (posted,) = pull_request.comments
+    assert posted["user"]["login"] == offline.server.login, posted
+    assert "test_sanity_of_the_pull_request" in posted["body"] and "device-matrix:verdicts" in posted["body"], posted
+    path = f"/repos/{REPOSITORY}/issues/{offline.pull_request}/comments"
+    assert [r.method for r in offline.server.writes() if r.path.split("?")[0] == path] == ["POST"]
+
+
+def test_pull_request_restores_the_base_branch_history(push: Run, pull_request: PullRequestRun) -> None:
     (saved,) = [s for s in push.of("cache-save", "triage") if s["saved"]]
-    restored = [r["matched"] for r in pull_request[0].of("cache-restore", "triage")]
+    restored = [r["matched"] for r in pull_request.run.of("cache-restore", "triage")]
     assert restored == [saved["key"]], (saved, restored)
+
+
+def test_the_second_run_updates_the_comment_in_place(
+    offline: Offline, pull_request: PullRequestRun, pull_request_again: PullRequestRun
+) -> None:
+    check_pull_request(pull_request_again)
+    (posted,) = pull_request.comments
+    (updated,) = pull_request_again.comments
+    assert posted["id"] == updated["id"], (posted, updated)
+    assert "test_sanity_of_the_pull_request" in updated["body"], updated
+    # each run's marker: the second run wrote its own into the same comment
+    assert posted["body"] != updated["body"], updated
+    path = f"/repos/{REPOSITORY}/issues/{offline.pull_request}/comments"
+    assert [r.method for r in offline.server.writes() if r.path.split("?")[0] == path] == ["POST"]
+    edits = [r for r in offline.server.writes() if r.path == f"/repos/{REPOSITORY}/issues/comments/{posted['id']}"]
+    assert [r.method for r in edits] == ["PATCH"], edits
 
 
 def _broken(offline: Offline, name: str, old: str, new: str) -> Run:
@@ -170,3 +255,61 @@ def test_a_renamed_matrix_output_fails_the_checks(offline: Offline) -> None:
     with pytest.raises(AssertionError):
         check(run, "pull_request")
     assert "rows-host/cpu" not in run.results, run.results
+
+
+# A user's project, as the README has one start: the workflow it says to copy, calling
+# reusable.yml of acme/device-matrix at a tag (this checkout, committed), and a test of its own.
+USER_TEST = """\
+import torch
+import torch_xla
+
+
+def test_add_on_the_device():
+    t = torch.ones(2, device=torch_xla.device())
+    assert (t + t).sum().item() == 4.0
+"""
+USER_WORKFLOW = Path(".github/workflows/devices.yml")
+
+
+def readme_workflow() -> str:
+    """The whole workflow the README tells a user to copy, for this repository's name."""
+    found = re.search(r"```yaml\n(name: devices\n.*?)```", (actions_run.ROOT / "README.md").read_text(), re.DOTALL)
+    assert found, "README.md has no workflow that starts `name: devices`: update readme_workflow"
+    return found.group(1).replace("OWNER/device-matrix", REPOSITORY)
+
+
+@dataclass(frozen=True)
+class UserRun:
+    run: Run
+    release: Project  # the commit of acme/device-matrix the workflow is called at
+
+
+@pytest.fixture(scope="module")
+def user_push(offline: Offline) -> UserRun:
+    """A push to main of a user's project, outside this checkout and its own repository."""
+    workflow = readme_workflow()
+    found = re.search(r"uses: (\S+)/\.github/workflows/reusable\.yml@(\S+)", workflow)
+    assert found and found.group(1) == REPOSITORY, workflow
+    release = offline.project("device-matrix-release")
+    root = offline.work / "user-project"
+    user_project(root, {"tests/test_user.py": USER_TEST, str(USER_WORKFLOW): workflow})
+    project = actions_run.copy_project(None, root, "acme/userproj")
+    actions_run.export_commits(project, offline.runner.store)
+    # act's job context has no workflow_repository/workflow_sha: reusable.yml reads them from env there
+    env = {"DEVICE_MATRIX_WORKFLOW_REPOSITORY": REPOSITORY, "DEVICE_MATRIX_WORKFLOW_SHA": release.head}
+    called = {f"{REPOSITORY}@{found.group(2)}": release}
+    return UserRun(offline.run(project, "push", USER_WORKFLOW, called=called, env=env), release)
+
+
+def test_a_users_project_calling_the_reusable_workflow(user_push: UserRun) -> None:
+    run = user_push.run
+    check_jobs(run, "push")
+    check_summary(run)
+    (upload,) = [u for u in run.of("upload", "rows-host") if u["name"] == "results-cpu"]
+    assert "run.json" in upload["files"], upload
+    # every job installed device-matrix from the commit the workflow was called at
+    own = {a["job"] for a in run.actions if a["action"] == "checkout" and a["path"] == ".device-matrix-src"}
+    assert own == {"plan", "rows-host", "issues", "triage"}, run.actions
+    for a in run.actions:
+        if a["action"] == "checkout" and a["path"] == ".device-matrix-src":
+            assert (a["repository"], a["ref"]) == (REPOSITORY, user_push.release.head), a

@@ -315,8 +315,16 @@ def test_every_job_installs_device_matrix_from_the_repository_and_commit_it_was_
         all_steps = steps(job)
         (own,) = [s for s in all_steps if s.get("with", {}).get("path") == ".device-matrix-src"]
         assert own["uses"].startswith("actions/checkout@")
-        assert own["with"]["repository"] == "${{ job.workflow_repository }}"
-        assert own["with"]["ref"] == "${{ job.workflow_sha }}"
+        # GitHub's job context decides wherever it has them, whatever env says (#43: act's
+        # job context lacks them, the offline run names them in env)
+        github = {"job": {"workflow_repository": "acme/device-matrix", "workflow_sha": "a" * 40}}
+        github["env"] = {"DEVICE_MATRIX_WORKFLOW_REPOSITORY": "x/y", "DEVICE_MATRIX_WORKFLOW_SHA": "b" * 40}
+        assert interpolate(own["with"]["repository"], github) == "acme/device-matrix"
+        assert interpolate(own["with"]["ref"], github) == "a" * 40
+        assert own["with"]["repository"].startswith("${{ job.workflow_repository ||")
+        assert own["with"]["ref"].startswith("${{ job.workflow_sha ||")
+        act = {"job": {}, "env": github["env"]}
+        assert (interpolate(own["with"]["repository"], act), interpolate(own["with"]["ref"], act)) == ("x/y", "b" * 40)
         assert own["with"]["persist-credentials"] is False
         ctx = {"inputs": {"package": ""}}
         assert evaluate(own["if"], ctx) is True
