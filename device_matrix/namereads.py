@@ -457,11 +457,41 @@ def process_write(old: str | None, new: str | None, internal: Callable[[str], bo
     when there is none. ``internal``: whether a dotted module name is the project's."""
     for tree, stmt, parts in _changed_statements(old, new):
         outside = _outside_names(tree, internal)
+        marks, params = _pytest_marks(tree)
         for node in (n for part in parts for n in ast.walk(part)):
             writes = isinstance(node, ast.Call) and _name(node) not in READ_CALLS | PURE_CALLS | PURE_DECORATORS
             if writes and isinstance(node, ast.Call) and _root(node.func) in outside:
+                dotted = _dotted_name(node.func)
+                if dotted in params or any(dotted.startswith(f"{m}.") for m in marks):
+                    continue  # #40: pytest.mark.NAME(...), pytest.param(...) build a mark and write nothing
                 return ast.unparse(stmt).splitlines()[0][:120]
     return None
+
+
+def _pytest_marks(tree: ast.Module) -> tuple[frozenset[str], frozenset[str]]:
+    """The names a module reaches pytest's marks by (``pytest.mark``, ``mark`` of ``from
+    pytest import mark``) and its ``param`` by (``pytest.param``, ``param``)."""
+    marks: set[str] = set()
+    params: set[str] = set()
+    for stmt in ast.walk(tree):
+        if isinstance(stmt, ast.Import):
+            for a in stmt.names:
+                if a.name == "pytest":
+                    marks.add(f"{a.asname or a.name}.mark")
+                    params.add(f"{a.asname or a.name}.param")
+        elif isinstance(stmt, ast.ImportFrom) and stmt.module == "pytest" and not stmt.level:
+            marks.update(a.asname or a.name for a in stmt.names if a.name == "mark")
+            params.update(a.asname or a.name for a in stmt.names if a.name == "param")
+    return frozenset(marks), frozenset(params)
+
+
+def _dotted_name(node: ast.expr) -> str:
+    """``a.b.c`` of an expression of names and attributes alone; "" for any other."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else ""
 
 
 def _outside_names(tree: ast.Module, internal: Callable[[str], bool]) -> frozenset[str]:

@@ -213,3 +213,19 @@ def test_a_test_that_reads_a_changed_function_s_code_without_calling_it_runs() -
     }
     # one that reads code but names no changed function sees nothing of it
     assert _kept({"pkg/lib.py": lib, "pkg/test_lib.py": tests}, ran, "g") == {}
+
+
+def test_a_pytest_mark_or_param_at_import_builds_a_mark_and_writes_no_process_state() -> None:
+    # #40: on a real repository every commit that added a parametrize case ran every test
+    base = "import pytest\nfrom pytest import mark, param as P\nimport pytest as pt\n\n"
+    for same in (
+        "@pytest.mark.parametrize('x', [1, pytest.param(2, id='two')])\ndef test_a(x):\n    pass",
+        "@mark.skipif(True, reason='no')\ndef test_b():\n    pass",
+        "@pt.mark.slow.with_args(3)\ndef test_c():\n    pass",
+        "CASES = [P(1, marks=pytest.mark.xfail(strict=True))]",
+        "pytestmark = pytest.mark.filterwarnings('error')",
+    ):
+        assert namereads.process_write(base, base + same + "\n", _internal) is None, same
+    # pytest's other calls, and a mark's value then called, are not marks
+    for write in ("pytest.register_assert_rewrite('pkg.helpers')", "pytest.mark.slow(3)(print)('x')"):
+        assert namereads.process_write(base, base + write + "\n", _internal) is not None, write
