@@ -347,6 +347,11 @@ class Run:
     timed_out: bool = False
     imports: dict[str, list[int]] = field(default_factory=dict)  # lines that ran outside every test
     lines: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # nodeid -> file -> the lines it ran
+    # #40: nodeid -> the files that are not Python it opened (None: not recorded), who opened
+    # each, and those opened outside every test
+    reads: dict[str, list[str]] | None = None
+    openers: dict[str, list[str]] = field(default_factory=dict)
+    read_at_import: list[str] = field(default_factory=list)
 
     def passed(self) -> set[str]:
         return {t for t, o in self.outcomes.items() if o == "passed"}
@@ -413,6 +418,7 @@ class Replay:
         argv = [self.python, "-m", "pytest", "-q", *cache, "-p", "_replay_plugin", *extra, *tests]
         run_env = {**self.env, **(env or {}), "REPLAY_OUT": str(out), "REPLAY_COVER": "1" if cover else "0"}
         run_env["REPLAY_TMP"] = str(self.work.parent)
+        run_env["REPLAY_OPENS"] = str(ROOT / "device_matrix" / "child" / "opens.py")  # #40: the files opened
         out.unlink(missing_ok=True)
         start = time.perf_counter()
         try:
@@ -433,6 +439,9 @@ class Replay:
             data["files"],
             imports=data.get("imports", {}),
             lines=data.get("lines", {}),
+            reads=data.get("reads"),
+            openers=data.get("openers", {}),
+            read_at_import=data.get("read_at_import", []),
         )
 
     def testmon(self, datafile: Path, out: Path) -> Run:
@@ -450,7 +459,18 @@ def to_map(run: Run, commit: str) -> testmap.TestMap:
     imports = {rel: frozenset(lines) for rel, lines in run.imports.items()}
     lines = {t: {rel: frozenset(ns) for rel, ns in run.lines.get(t, {}).items()} for t in tests}
     created = datetime.now(UTC).isoformat()
-    return testmap.TestMap(row="replay", commit=commit, created=created, tests=tests, imports=imports, lines=lines)
+    reads = {t: frozenset(run.reads.get(t, ())) for t in tests} if run.reads is not None else None
+    return testmap.TestMap(
+        row="replay",
+        commit=commit,
+        created=created,
+        tests=tests,
+        imports=imports,
+        lines=lines,
+        reads=reads,
+        read_at_import=frozenset(run.read_at_import),
+        openers={rel: frozenset(by) for rel, by in run.openers.items()} if reads is not None else None,
+    )
 
 
 def rules_at(work: Path) -> engine.Rules:
