@@ -778,7 +778,7 @@ def keepers(
         return None
     wanted = set(spans)
     names = frozenset(fn.name for fn in _functions(tree.body) if _body_span(fn) in wanted)
-    callers = _Follow(path, Change(names, ()), test_map, sees)
+    callers = _Follow(path, Change(names, ()), test_map, sees, unrun=True)
     if not callers.run(project, is_test):
         return None
     kept = [(where, f) for where, f in callers.reached if _keeps(f)]
@@ -788,7 +788,7 @@ def keepers(
         return {}
     if test_map.lines is None:
         return None  # which tests ran a reader of what is kept: a map of files cannot say
-    readers_of = _Follow(path, Change(frozenset(), ()), test_map, sees)
+    readers_of = _Follow(path, Change(frozenset(), ()), test_map, sees, unrun=True)
     for where, f in kept:
         for name in {f.node.name, *f.writes}:
             readers_of.bind(name, where)
@@ -864,8 +864,13 @@ def _ran_at_import(bodies: Iterable[tuple[int, int]], at_import: Collection[int]
 class _Follow:
     """The names a change binds, followed through the project's modules (:func:`readers`)."""
 
-    def __init__(self, path: str, change: Change, test_map: TestMap, sees: Callable[[str, str], bool]) -> None:
+    def __init__(
+        self, path: str, change: Change, test_map: TestMap, sees: Callable[[str, str], bool], *, unrun: bool = False
+    ) -> None:
         self.path, self.change, self.test_map, self.sees = path, change, test_map, sees
+        # #40: the change is in lines that never ran at import (a function body's): what a
+        # function that reads names by a computed one made at import cannot hold it
+        self.unrun = unrun
         # each name read, with the files it is bound in: a module sees a name of a file it may import
         self.names: dict[str, set[str]] = {n: {path} for n in change.names}
         self.spans: dict[str, list[tuple[int, int]]] = {path: list(change.bodies)} if change.bodies else {}
@@ -922,7 +927,8 @@ class _Follow:
         span = _body_span(fn)
         if not (read or f.dynamic) or span in self.spans.setdefault(where, []):
             return False
-        if not self.test_map.imports.get(where, frozenset()).isdisjoint(range(span[0], span[1] + 1)):
+        ran_at_import = not self.test_map.imports.get(where, frozenset()).isdisjoint(range(span[0], span[1] + 1))
+        if ran_at_import and not (self.unrun and f.dynamic and not read):
             return None  # it ran at import: what it read is every importer's
         if _autouse(fn):
             if not test_like:

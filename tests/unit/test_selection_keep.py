@@ -131,6 +131,21 @@ def test_what_keeps_a_value_cannot_be_told_when_a_caller_ran_at_import_or_the_ma
     assert namereads.keepers("pkg/lib.py", [(2, 2)], namereads.Parsed(plain), m, is_test=bool) == {}
 
 
+def test_a_function_reading_names_by_a_computed_one_that_ran_at_import_keeps_no_unrun_change() -> None:
+    # #40: toolz's module __getattr__ ran at import; a change to partition_all's body, which
+    # never ran at import, ran every test. The body's lines did not run at import, so nothing
+    # that function made then holds them; a named caller that ran at import still cannot be told
+    lazy = "def __getattr__(name):\n    return globals()['_' + name]\n"
+    sources = {"pkg/__init__.py": lazy, "pkg/lib.py": CACHED, "pkg/test_lib.py": CACHED_TESTS}
+    at_import = {"pkg/__init__.py": _lines(lazy, "__getattr__")}
+    found = _kept(sources, RAN, "table", at_import=at_import)
+    assert found is not None and set(found) == {"pkg/test_lib.py::test_a", "pkg/test_lib.py::test_b"}
+    plain = {**sources, "pkg/lib.py": CACHED.replace("@functools.lru_cache(maxsize=None)\n", "")}
+    assert _kept(plain, RAN, "table", at_import=at_import) == {}
+    at_import["pkg/lib.py"] = _lines(CACHED, "first")
+    assert _kept(sources, RAN, "table", at_import=at_import) is None
+
+
 def test_a_changed_body_that_ran_at_import_is_every_importer_s() -> None:
     # a parametrize list, a decorator, TABLE = make(): the body ran at another module's import
     old = "def cases():\n    return [1, 2]\n"
