@@ -345,6 +345,7 @@ class Run:
     seconds: dict[str, float]
     files: dict[str, list[str]]
     timed_out: bool = False
+    broken: bool = False  # #40: pytest could not run the suite (an internal error, a usage error)
     imports: dict[str, list[int]] = field(default_factory=dict)  # lines that ran outside every test
     lines: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # nodeid -> file -> the lines it ran
     # #40: nodeid -> the files that are not Python it opened (None: not recorded), who opened
@@ -409,7 +410,9 @@ class Replay:
                     f"--setup exited {proc.returncode} at {commit}:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}"
                 )
 
-    def pytest(self, out: Path, *extra: str, cover: bool = False, env: dict[str, str] | None = None) -> Run:
+    def pytest(
+        self, out: Path, *extra: str, cover: bool = False, env: dict[str, str] | None = None, faulty: bool = False
+    ) -> Run:
         cache = [] if "--testmon" in extra else ["-p", "no:cacheprovider"]
         # a test file the commit does not have yet is left out, not an error
         tests = [t for t in self.tests if (self.work / t.split("::", 1)[0]).exists()]
@@ -429,6 +432,8 @@ class Replay:
             self.seconds += time.perf_counter() - start
             return Run({}, {}, {}, timed_out=True)
         self.seconds += time.perf_counter() - start
+        if (proc.returncode not in (0, 1) or not out.exists()) and faulty:
+            return Run({}, {}, {}, broken=True)  # #40: the fault stopped the suite: no test's truth
         if proc.returncode not in (0, 1) or not out.exists():
             at = self.git("rev-parse", "HEAD").strip()
             raise SystemExit(f"pytest at {at} exited {proc.returncode}:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
@@ -485,6 +490,7 @@ class Tally:
     faults: int = 0
     undetected: int = 0
     timed_out: int = 0
+    broken: int = 0  # #40: faults that stopped pytest itself (exit 2 to 4): no test's truth
     full_reasons: dict[str, int] = field(default_factory=dict)
     planning: list[float] = field(default_factory=list)  # #40: seconds device-matrix planned each change
 
@@ -564,9 +570,10 @@ def _faulty_change(
     original = target.read_text(errors="replace")
     target.write_text(fault.source)
     try:
-        truth = rp.pytest(rp.work.parent / "truth.json")
-        if truth.timed_out:
-            tally.timed_out += 1
+        truth = rp.pytest(rp.work.parent / "truth.json", faulty=True)
+        if truth.timed_out or truth.broken:
+            tally.timed_out += truth.timed_out
+            tally.broken += truth.broken
             return None
         failing = truth.failed_against(baseline)
         if not failing:
@@ -673,7 +680,7 @@ def _report(
     )
     print(
         f"  {len(cases)} detected by the full suite and scored; {tally.undetected} no test detects, "
-        f"{tally.timed_out} timed out: left out"
+        f"{tally.timed_out} timed out, {tally.broken} stopped pytest itself: left out"
     )
     for reason, n in sorted(tally.full_reasons.items(), key=lambda kv: -kv[1]):
         print(f"  device-matrix ran everything for {n} of them: {reason}")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+import pytest
+
 from tests.builders import git
 from tests.unit.test_bench_selection import RULES, SOURCE, bench, tiny
 
@@ -91,3 +93,12 @@ def test_the_replay_s_map_keeps_the_files_each_test_opened_as_run_record_map_doe
     chosen, full = bench.device_matrix_selection(m, ["pyproject.toml", "tests/table.csv"], nodeids, RULES, rp.work)
     assert full is None
     assert chosen == {"tests/test_data.py::test_table"}
+
+
+def test_a_fault_that_stops_pytest_itself_is_left_out_not_the_end_of_the_replay(tiny):
+    # #40: a replay of python-slugify ended at a fault that made pytest exit 3
+    rp, _ = tiny
+    (rp.work / "conftest.py").write_text("raise SystemExit(3)\n")
+    assert rp.pytest(rp.work.parent / "truth.json", faulty=True).broken
+    with pytest.raises(SystemExit):
+        rp.pytest(rp.work.parent / "base.json")
