@@ -779,6 +779,8 @@ def keepers(
     wanted = set(spans)
     names = frozenset(fn.name for fn in _functions(tree.body) if _body_span(fn) in wanted)
     callers = _Follow(path, Change(names, ()), test_map, sees, unrun=True)
+    mine = next((m for m in project.modules() if m.path == path), None)
+    callers.keeping.update(f.node.name for f in (mine.functions if mine else ()) if f.node.name in names and _keeps(f))
     if not callers.run(project, is_test):
         return None
     kept = [(where, f) for where, f in callers.reached if _keeps(f)]
@@ -792,6 +794,7 @@ def keepers(
     for where, f in kept:
         for name in {f.node.name, *f.writes}:
             readers_of.bind(name, where)
+            readers_of.keeping.add(name)
     if not readers_of.run(project, is_test):
         return None
     for where, f in code:
@@ -869,8 +872,10 @@ class _Follow:
     ) -> None:
         self.path, self.change, self.test_map, self.sees = path, change, test_map, sees
         # #40: the change is in lines that never ran at import (a function body's): what a
-        # function that reads names by a computed one made at import cannot hold it
+        # function made at import can hold it only through a value kept from before the
+        # recording, a keeper's (``keeping``: the names such functions bind)
         self.unrun = unrun
+        self.keeping: set[str] = set()
         # each name read, with the files it is bound in: a module sees a name of a file it may import
         self.names: dict[str, set[str]] = {n: {path} for n in change.names}
         self.spans: dict[str, list[tuple[int, int]]] = {path: list(change.bodies)} if change.bodies else {}
@@ -928,7 +933,7 @@ class _Follow:
         if not (read or f.dynamic) or span in self.spans.setdefault(where, []):
             return False
         ran_at_import = not self.test_map.imports.get(where, frozenset()).isdisjoint(range(span[0], span[1] + 1))
-        if ran_at_import and not (self.unrun and f.dynamic and not read):
+        if ran_at_import and not self._unheld(f, read, seen):
             return None  # it ran at import: what it read is every importer's
         if _autouse(fn):
             if not test_like:
@@ -943,7 +948,20 @@ class _Follow:
         if read or fn.decorator_list:
             for b in {fn.name, *f.writes}:
                 grown |= self.bind(b, where)
+            if _keeps(f):
+                self.keeping.update({fn.name, *f.writes})
         return grown
+
+    def _unheld(self, f: _Function, read: bool, seen: Collection[str]) -> bool:
+        """Whether ``f``, which ran at import, made nothing then that holds the change: the
+        change's lines never ran at import, and ``f`` reads no name a keeper binds (one that
+        reads names by a computed one: names none of those followed)."""
+        if not self.unrun:
+            return False
+        if f.dynamic:
+            return not read
+        keeping = self.keeping & set(seen)
+        return not f.said.reads(keeping, keeping)
 
 
 def _tests(

@@ -146,6 +146,23 @@ def test_a_function_reading_names_by_a_computed_one_that_ran_at_import_keeps_no_
     assert _kept(sources, RAN, "table", at_import=at_import) is None
 
 
+def test_a_caller_that_ran_at_import_holds_an_unrun_change_only_through_what_a_keeper_keeps() -> None:
+    # #40: toolz: a function that names a followed name (``__doc__``) ran at import, and a
+    # change to partition_all's body ran every test. Without a keeper among the names it
+    # reads, what it made at import cannot hold lines that never ran at import
+    plain = CACHED.replace("@functools.lru_cache(maxsize=None)\n", "")
+    sources = {"pkg/lib.py": plain, "pkg/test_lib.py": CACHED_TESTS}
+    assert _kept(sources, RAN, "table", at_import={"pkg/lib.py": _lines(plain, "first")}) == {}
+    # a keeper between them: a value kept before the recording may be the changed code's
+    kept = plain.replace("def first():", "@functools.lru_cache(maxsize=None)\ndef first():")
+    sources = {"pkg/lib.py": kept, "pkg/test_lib.py": CACHED_TESTS, "pkg/use.py": USE}
+    ran = {**RAN, "pkg/test_lib.py::test_c": {"pkg/use.py": ("second",)}}
+    assert _kept(sources, ran, "table", path="pkg/lib.py", at_import={"pkg/use.py": _lines(USE, "second")}) is None
+
+
+USE = "from pkg.lib import first\n\n\ndef second():\n    return first()\n"
+
+
 def test_a_changed_body_that_ran_at_import_is_every_importer_s() -> None:
     # a parametrize list, a decorator, TABLE = make(): the body ran at another module's import
     old = "def cases():\n    return [1, 2]\n"
