@@ -62,6 +62,7 @@ PURE_CALLS = frozenset(
         "tuple",
         "TypeVar",
         "compile",  # re.compile
+        "cast",  # typing.cast: its value, unchanged
         "timedelta",
         "Path",
         "PurePosixPath",

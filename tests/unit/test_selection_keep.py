@@ -261,3 +261,10 @@ def test_a_pytest_mark_or_param_at_import_builds_a_mark_and_writes_no_process_st
     # pytest's other calls, and a mark's value then called, are not marks
     for write in ("pytest.register_assert_rewrite('pkg.helpers')", "pytest.mark.slow(3)(print)('x')"):
         assert namereads.process_write(base, base + write + "\n", _internal) is not None, write
+
+
+def test_typing_cast_at_import_returns_its_value_and_writes_nothing() -> None:
+    # #40: itsdangerous's `_bytes_to_int = t.cast(...)` ran every test
+    base = "import typing as t\nimport struct\n\n_S = struct.Struct('>Q')\n"
+    same = "_unpack = t.cast('t.Callable[[bytes], tuple[int]]', _S.unpack)"
+    assert namereads.process_write(base, base + same + "\n", _internal) is None
