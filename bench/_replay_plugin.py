@@ -12,9 +12,12 @@ history never imports two device-matrix packages.
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 import json
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +25,10 @@ from typing import Any
 
 import pytest
 
-_STATE: dict[str, Any] = {"outcomes": {}, "seconds": {}, "cov": None, "config": None}
+_STATE: dict[str, Any] = {"outcomes": {}, "seconds": {}, "cov": None, "config": None, "context": ""}
+# #40: the files that are not Python each test opened or listed, who opened each, and those
+# the project's code opened outside every test, as device-matrix's map keeps them
+_READS: dict[str, Any] = {"tests": {}, "openers": {}, "at_import": set(), "opens": None}
 CONTEXT = "REPLAY_CONTEXT"
 IMPORT = "import:"  # the context of a test module's import
 
@@ -45,9 +51,48 @@ def pytest_configure(config: pytest.Config) -> None:
     cov.start()
     os.environ["COVERAGE_PROCESS_START"] = str(ini)  # every Python process started from here
     _STATE.update(cov=cov, config=ini)
+    _audit(config.rootpath.resolve(), folder)
+
+
+def _audit(root: Path, folder: Path) -> None:
+    """#40: every open and listing, seen by an audit hook: device-matrix's own rules of what
+    counts (device_matrix/child/opens.py, loaded by its path from $REPLAY_OPENS: the replayed
+    project may be another device_matrix)."""
+    where = os.environ.get("REPLAY_OPENS")
+    spec = importlib.util.spec_from_file_location("_replay_opens", where) if where else None
+    if spec is None or spec.loader is None:
+        return
+    opens = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(opens)
+    _READS["opens"] = opens
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if (event == "open" or event in opens.LISTING) and args and _READS["opens"] is not None:
+            with contextlib.suppress(Exception):  # never the opener's failure
+                _saw(opens, root, folder, args[0], event in opens.LISTING)
+
+    sys.addaudithook(hook)
+
+
+def _saw(opens: Any, root: Path, folder: Path, path: Any, listing: bool) -> None:
+    rel = opens.read_path(path, root, folder)
+    if rel is None:
+        return
+    by = opens.opener(root)
+    context = _STATE["context"]
+    test = context if context and not context.startswith(IMPORT) else ""
+    if not test and by is None:
+        return  # pytest's own collection lists and opens what it collects
+    rel = f"{rel}/" if listing else rel
+    if test:
+        _READS["tests"].setdefault(test, set()).add(rel)
+        _READS["openers"].setdefault(rel, set()).add(by or "")
+    else:
+        _READS["at_import"].add(rel)
 
 
 def _switch(context: str) -> None:
+    _STATE["context"] = context
     if _STATE["cov"] is not None:
         _STATE["cov"].switch_context(context)
         os.environ[CONTEXT] = context
@@ -87,8 +132,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     tests: dict[str, dict[str, list[int]]] = {}
     imports: dict[str, list[int]] = {}
     if _STATE["cov"] is not None:
+        _READS["opens"] = None  # what the recording itself writes is not the tests'
         tests, imports = _measured(config.rootpath)
     record = {
+        "reads": {t: sorted(rels) for t, rels in _READS["tests"].items()} if _STATE["cov"] is not None else None,
+        "openers": {rel: sorted(by) for rel, by in _READS["openers"].items()},
+        "read_at_import": sorted(_READS["at_import"]),
         "outcomes": _STATE["outcomes"],
         "seconds": _STATE["seconds"],
         "files": {t: sorted(fs) for t, fs in tests.items()},

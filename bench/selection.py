@@ -345,8 +345,14 @@ class Run:
     seconds: dict[str, float]
     files: dict[str, list[str]]
     timed_out: bool = False
+    broken: bool = False  # #40: pytest could not run the suite (an internal error, a usage error)
     imports: dict[str, list[int]] = field(default_factory=dict)  # lines that ran outside every test
     lines: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # nodeid -> file -> the lines it ran
+    # #40: nodeid -> the files that are not Python it opened (None: not recorded), who opened
+    # each, and those opened outside every test
+    reads: dict[str, list[str]] | None = None
+    openers: dict[str, list[str]] = field(default_factory=dict)
+    read_at_import: list[str] = field(default_factory=list)
 
     def passed(self) -> set[str]:
         return {t for t, o in self.outcomes.items() if o == "passed"}
@@ -404,7 +410,9 @@ class Replay:
                     f"--setup exited {proc.returncode} at {commit}:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}"
                 )
 
-    def pytest(self, out: Path, *extra: str, cover: bool = False, env: dict[str, str] | None = None) -> Run:
+    def pytest(
+        self, out: Path, *extra: str, cover: bool = False, env: dict[str, str] | None = None, faulty: bool = False
+    ) -> Run:
         cache = [] if "--testmon" in extra else ["-p", "no:cacheprovider"]
         # a test file the commit does not have yet is left out, not an error
         tests = [t for t in self.tests if (self.work / t.split("::", 1)[0]).exists()]
@@ -413,6 +421,7 @@ class Replay:
         argv = [self.python, "-m", "pytest", "-q", *cache, "-p", "_replay_plugin", *extra, *tests]
         run_env = {**self.env, **(env or {}), "REPLAY_OUT": str(out), "REPLAY_COVER": "1" if cover else "0"}
         run_env["REPLAY_TMP"] = str(self.work.parent)
+        run_env["REPLAY_OPENS"] = str(ROOT / "device_matrix" / "child" / "opens.py")  # #40: the files opened
         out.unlink(missing_ok=True)
         start = time.perf_counter()
         try:
@@ -423,6 +432,8 @@ class Replay:
             self.seconds += time.perf_counter() - start
             return Run({}, {}, {}, timed_out=True)
         self.seconds += time.perf_counter() - start
+        if (proc.returncode not in (0, 1) or not out.exists()) and faulty:
+            return Run({}, {}, {}, broken=True)  # #40: the fault stopped the suite: no test's truth
         if proc.returncode not in (0, 1) or not out.exists():
             at = self.git("rev-parse", "HEAD").strip()
             raise SystemExit(f"pytest at {at} exited {proc.returncode}:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
@@ -433,6 +444,9 @@ class Replay:
             data["files"],
             imports=data.get("imports", {}),
             lines=data.get("lines", {}),
+            reads=data.get("reads"),
+            openers=data.get("openers", {}),
+            read_at_import=data.get("read_at_import", []),
         )
 
     def testmon(self, datafile: Path, out: Path) -> Run:
@@ -450,7 +464,18 @@ def to_map(run: Run, commit: str) -> testmap.TestMap:
     imports = {rel: frozenset(lines) for rel, lines in run.imports.items()}
     lines = {t: {rel: frozenset(ns) for rel, ns in run.lines.get(t, {}).items()} for t in tests}
     created = datetime.now(UTC).isoformat()
-    return testmap.TestMap(row="replay", commit=commit, created=created, tests=tests, imports=imports, lines=lines)
+    reads = {t: frozenset(run.reads.get(t, ())) for t in tests} if run.reads is not None else None
+    return testmap.TestMap(
+        row="replay",
+        commit=commit,
+        created=created,
+        tests=tests,
+        imports=imports,
+        lines=lines,
+        reads=reads,
+        read_at_import=frozenset(run.read_at_import),
+        openers={rel: frozenset(by) for rel, by in run.openers.items()} if reads is not None else None,
+    )
 
 
 def rules_at(work: Path) -> engine.Rules:
@@ -465,6 +490,7 @@ class Tally:
     faults: int = 0
     undetected: int = 0
     timed_out: int = 0
+    broken: int = 0  # #40: faults that stopped pytest itself (exit 2 to 4): no test's truth
     full_reasons: dict[str, int] = field(default_factory=dict)
     planning: list[float] = field(default_factory=list)  # #40: seconds device-matrix planned each change
 
@@ -544,9 +570,10 @@ def _faulty_change(
     original = target.read_text(errors="replace")
     target.write_text(fault.source)
     try:
-        truth = rp.pytest(rp.work.parent / "truth.json")
-        if truth.timed_out:
-            tally.timed_out += 1
+        truth = rp.pytest(rp.work.parent / "truth.json", faulty=True)
+        if truth.timed_out or truth.broken:
+            tally.timed_out += truth.timed_out
+            tally.broken += truth.broken
             return None
         failing = truth.failed_against(baseline)
         if not failing:
@@ -653,7 +680,7 @@ def _report(
     )
     print(
         f"  {len(cases)} detected by the full suite and scored; {tally.undetected} no test detects, "
-        f"{tally.timed_out} timed out: left out"
+        f"{tally.timed_out} timed out, {tally.broken} stopped pytest itself: left out"
     )
     for reason, n in sorted(tally.full_reasons.items(), key=lambda kv: -kv[1]):
         print(f"  device-matrix ran everything for {n} of them: {reason}")

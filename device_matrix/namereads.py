@@ -62,6 +62,7 @@ PURE_CALLS = frozenset(
         "tuple",
         "TypeVar",
         "compile",  # re.compile
+        "cast",  # typing.cast: its value, unchanged
         "timedelta",
         "Path",
         "PurePosixPath",
@@ -457,11 +458,41 @@ def process_write(old: str | None, new: str | None, internal: Callable[[str], bo
     when there is none. ``internal``: whether a dotted module name is the project's."""
     for tree, stmt, parts in _changed_statements(old, new):
         outside = _outside_names(tree, internal)
+        marks, params = _pytest_marks(tree)
         for node in (n for part in parts for n in ast.walk(part)):
             writes = isinstance(node, ast.Call) and _name(node) not in READ_CALLS | PURE_CALLS | PURE_DECORATORS
             if writes and isinstance(node, ast.Call) and _root(node.func) in outside:
+                dotted = _dotted_name(node.func)
+                if dotted in params or any(dotted.startswith(f"{m}.") for m in marks):
+                    continue  # #40: pytest.mark.NAME(...), pytest.param(...) build a mark and write nothing
                 return ast.unparse(stmt).splitlines()[0][:120]
     return None
+
+
+def _pytest_marks(tree: ast.Module) -> tuple[frozenset[str], frozenset[str]]:
+    """The names a module reaches pytest's marks by (``pytest.mark``, ``mark`` of ``from
+    pytest import mark``) and its ``param`` by (``pytest.param``, ``param``)."""
+    marks: set[str] = set()
+    params: set[str] = set()
+    for stmt in ast.walk(tree):
+        if isinstance(stmt, ast.Import):
+            for a in stmt.names:
+                if a.name == "pytest":
+                    marks.add(f"{a.asname or a.name}.mark")
+                    params.add(f"{a.asname or a.name}.param")
+        elif isinstance(stmt, ast.ImportFrom) and stmt.module == "pytest" and not stmt.level:
+            marks.update(a.asname or a.name for a in stmt.names if a.name == "mark")
+            params.update(a.asname or a.name for a in stmt.names if a.name == "param")
+    return frozenset(marks), frozenset(params)
+
+
+def _dotted_name(node: ast.expr) -> str:
+    """``a.b.c`` of an expression of names and attributes alone; "" for any other."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else ""
 
 
 def _outside_names(tree: ast.Module, internal: Callable[[str], bool]) -> frozenset[str]:
@@ -748,7 +779,9 @@ def keepers(
         return None
     wanted = set(spans)
     names = frozenset(fn.name for fn in _functions(tree.body) if _body_span(fn) in wanted)
-    callers = _Follow(path, Change(names, ()), test_map, sees)
+    callers = _Follow(path, Change(names, ()), test_map, sees, unrun=True)
+    mine = next((m for m in project.modules() if m.path == path), None)
+    callers.keeping.update(f.node.name for f in (mine.functions if mine else ()) if f.node.name in names and _keeps(f))
     if not callers.run(project, is_test):
         return None
     kept = [(where, f) for where, f in callers.reached if _keeps(f)]
@@ -758,10 +791,11 @@ def keepers(
         return {}
     if test_map.lines is None:
         return None  # which tests ran a reader of what is kept: a map of files cannot say
-    readers_of = _Follow(path, Change(frozenset(), ()), test_map, sees)
+    readers_of = _Follow(path, Change(frozenset(), ()), test_map, sees, unrun=True)
     for where, f in kept:
         for name in {f.node.name, *f.writes}:
             readers_of.bind(name, where)
+            readers_of.keeping.add(name)
     if not readers_of.run(project, is_test):
         return None
     for where, f in code:
@@ -834,8 +868,15 @@ def _ran_at_import(bodies: Iterable[tuple[int, int]], at_import: Collection[int]
 class _Follow:
     """The names a change binds, followed through the project's modules (:func:`readers`)."""
 
-    def __init__(self, path: str, change: Change, test_map: TestMap, sees: Callable[[str, str], bool]) -> None:
+    def __init__(
+        self, path: str, change: Change, test_map: TestMap, sees: Callable[[str, str], bool], *, unrun: bool = False
+    ) -> None:
         self.path, self.change, self.test_map, self.sees = path, change, test_map, sees
+        # #40: the change is in lines that never ran at import (a function body's): what a
+        # function made at import can hold it only through a value kept from before the
+        # recording, a keeper's (``keeping``: the names such functions bind)
+        self.unrun = unrun
+        self.keeping: set[str] = set()
         # each name read, with the files it is bound in: a module sees a name of a file it may import
         self.names: dict[str, set[str]] = {n: {path} for n in change.names}
         self.spans: dict[str, list[tuple[int, int]]] = {path: list(change.bodies)} if change.bodies else {}
@@ -892,7 +933,8 @@ class _Follow:
         span = _body_span(fn)
         if not (read or f.dynamic) or span in self.spans.setdefault(where, []):
             return False
-        if not self.test_map.imports.get(where, frozenset()).isdisjoint(range(span[0], span[1] + 1)):
+        ran_at_import = not self.test_map.imports.get(where, frozenset()).isdisjoint(range(span[0], span[1] + 1))
+        if ran_at_import and not self._unheld(f, read, seen):
             return None  # it ran at import: what it read is every importer's
         if _autouse(fn):
             if not test_like:
@@ -907,7 +949,20 @@ class _Follow:
         if read or fn.decorator_list:
             for b in {fn.name, *f.writes}:
                 grown |= self.bind(b, where)
+            if _keeps(f):
+                self.keeping.update({fn.name, *f.writes})
         return grown
+
+    def _unheld(self, f: _Function, read: bool, seen: Collection[str]) -> bool:
+        """Whether ``f``, which ran at import, made nothing then that holds the change: the
+        change's lines never ran at import, and ``f`` reads no name a keeper binds (one that
+        reads names by a computed one: names none of those followed)."""
+        if not self.unrun:
+            return False
+        if f.dynamic:
+            return not read
+        keeping = self.keeping & set(seen)
+        return not f.said.reads(keeping, keeping)
 
 
 def _tests(

@@ -50,6 +50,7 @@ A pattern without ``/`` matches a file's name in any folder (``conftest.py``); o
 from __future__ import annotations
 
 import ast
+import configparser
 import fnmatch
 import re
 from collections import Counter
@@ -58,6 +59,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Literal, TypeAlias, get_args
 
+from device_matrix import tomlfile
 from device_matrix.config import Config
 from device_matrix.importgraph import Graph, outermost
 from device_matrix.records.schema import SelectionInfo, SelectMode
@@ -97,6 +99,21 @@ CONFTEST = "conftest.py"
 PYTEST_PLUGINS = "pytest_plugins"
 Spans: TypeAlias = tuple[tuple[int, int], ...]  # first and last line of each, both counted
 FUTURE_SLACK = timedelta(minutes=5)  # a map dated ahead of now by more than this is not trusted (clocks drift)
+# #40: configuration files whose change is read table by table (:func:`unread_change`)
+SECTIONED = ("pyproject.toml", "setup.cfg", "tox.ini")
+# #40: the tools whose tables (pyproject.toml's [tool.NAME], setup.cfg's and tox.ini's [NAME],
+# [NAME-*], [NAME:*]) only tools run apart from the tests read: linters, formatters, type
+# checkers, release tools. Any other table (pytest's, the row's, the project's metadata and
+# build, its dependency groups, coverage's, a tool not named here) may change what a test does.
+APART_TOOLS = frozenset(
+    {
+        *("ruff", "black", "isort", "mypy", "pyright", "basedpyright", "ty", "pylint", "flake8", "pycodestyle"),
+        *("pep8", "pydocstyle", "pydoclint", "darglint", "docformatter", "codespell", "typos", "bandit", "vulture"),
+        *("interrogate", "pyprojectfmt", "tomlsort", "mdformat", "doc8", "yapf", "autopep8", "autoflake", "pycln"),
+        *("refurb", "towncrier", "commitizen", "bumpversion", "bumpver", "semanticrelease", "cibuildwheel"),
+        *("checkmanifest", "checkwheelcontents", "reporeview"),
+    }
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -253,14 +270,18 @@ def matches(path: str, patterns: Iterable[str]) -> bool:
     return any(fnmatch.fnmatchcase(path if "/" in p else name, p) for p in patterns)
 
 
-def unmappable(changed: Iterable[str], rules: Rules, test_map: TestMap | None = None) -> list[str]:
+def unmappable(
+    changed: Iterable[str], rules: Rules, test_map: TestMap | None = None, unread: Collection[str] = ()
+) -> list[str]:
     """The changed files whose change the map cannot follow, sorted: every test must run
-    (with ``test_map``, a file that is not Python is followed by who opened it: :func:`opened`)."""
+    (with ``test_map``, a file that is not Python is followed by who opened it: :func:`opened`;
+    so is a configuration file of ``unread``, whose change no run reads: :func:`unread_change`)."""
     return sorted(
         f
         for f in changed
         if not matches(f, rules.ignore)
-        and (matches(f, rules.full) or not (f.endswith(MAPPED_SUFFIXES) or opened(f, rules, test_map)))
+        and not opened(f, rules, test_map, unread)
+        and (matches(f, rules.full) or not f.endswith(MAPPED_SUFFIXES))
     )
 
 
@@ -270,18 +291,65 @@ def read_by(path: str, reads: Collection[str]) -> bool:
     return path in reads or any("/".join(folders[:i]) + "/" in reads for i in range(1, len(folders) + 1))
 
 
-def opened(path: str, rules: Rules, test_map: TestMap | None) -> bool:
+def opened(path: str, rules: Rules, test_map: TestMap | None, unread: Collection[str] = ()) -> bool:
     """Whether a change to ``path``, a file that is not Python, is followed by the tests that
     opened it (#40): the map knows what each test opened, no code outside every test opened
-    it, and it is no configuration (``rules.full``) nor a file that becomes code (:data:`CODE_FILES`)."""
+    it, and it is no configuration (``rules.full``) nor a file that becomes code (:data:`CODE_FILES`),
+    or it is a configuration file whose change no run reads (``unread``: :func:`unread_change`)."""
     return (
         test_map is not None
         and test_map.reads is not None
         and not path.endswith(MAPPED_SUFFIXES)
-        and not matches(path, rules.full)
-        and not matches(path, CODE_FILES)
+        and (path in unread or not (matches(path, rules.full) or matches(path, CODE_FILES)))
         and not read_by(path, test_map.read_at_import)
     )
+
+
+def unread_change(path: str, old: str | None, new: str | None, tests: Iterable[str] = ()) -> bool:
+    """Whether a change to ``path``, a pyproject.toml, setup.cfg or tox.ini that was there at
+    the map's commit (``old``) and is now (``new``; ``""``: absent, None: unreadable), is in
+    the tables of tools run apart from the tests alone (:data:`APART_TOOLS`), comments and
+    layout aside (#40): pytest, the row and the installed project read none of it. A tool
+    one of the map's ``tests`` is named by is not apart (a pytest plugin that runs it as a
+    test: pytest-mypy's ``file.py::mypy``). A file added or removed (pytest's rootdir may
+    move) or one that does not parse is no such change."""
+    name = path.rsplit("/", 1)[-1]
+    if name not in SECTIONED or not old or not new:
+        return False
+    run_as_tests = {_tool(part) for nodeid in tests for part in nodeid.split("::")[1:]}
+    apart = frozenset(t for t in APART_TOOLS if not any(n.startswith(t) for n in run_as_tests))
+    read = _toml_read if name == "pyproject.toml" else _ini_read
+    was = read(old, apart)
+    return was is not None and was == read(new, apart)
+
+
+def _tool(name: str) -> str:
+    """A tool's name as :data:`APART_TOOLS` spells it: ``flake-8`` is ``flake8``."""
+    return name.lower().replace("-", "").replace("_", "")
+
+
+def _toml_read(text: str, apart: frozenset[str]) -> dict[str, object] | None:
+    """The TOML ``text`` without the tables of the ``apart`` tools; None: not TOML."""
+    try:
+        data = tomlfile.loads(text)
+    except ValueError:  # tomllib's decode error
+        return None
+    tools = data.get("tool")
+    if isinstance(tools, dict):
+        data["tool"] = {k: v for k, v in tools.items() if _tool(k) not in apart}
+    return data
+
+
+def _ini_read(text: str, apart: frozenset[str]) -> dict[str, object] | None:
+    """The ini ``text``'s sections but the ``apart`` tools' (``[mypy-pkg.*]`` is mypy's), as
+    configparser reads them; None: not read as one (a section or key given twice)."""
+    ini = configparser.ConfigParser(interpolation=None)
+    try:
+        ini.read_string(text)
+    except configparser.Error:
+        return None
+    kept = [s for s in ini.sections() if _tool(re.split(r"[-:.]", s, maxsplit=1)[0]) not in apart]
+    return {"": dict(ini.defaults()), **{s: dict(ini.items(s, raw=True)) for s in kept}}
 
 
 def _too_old(test_map: TestMap, rules: Rules, now: datetime) -> str | None:
@@ -615,6 +683,7 @@ def _full_reason(
     bodies: Collection[str],
     graph: Graph | None,
     conftests: Collection[str],
+    unread: Collection[str],
 ) -> tuple[str | None, dict[str, Decision]]:
     if force is not None:
         return force, {}
@@ -623,7 +692,7 @@ def _full_reason(
     old = _too_old(test_map, rules, now)
     if old is not None:
         return old, {}
-    cannot = unmappable(changed, rules, test_map)
+    cannot = unmappable(changed, rules, test_map, unread)
     # #34: a conftest.py of fixtures acts on the tests under its folder alone, which the graph
     # can tell from the rest (the top one's folder holds every test: it stays a full run)
     narrowed = [f for f in cannot if f in conftests and not _holds_all(f, test_map)] if graph is not None else []
@@ -656,6 +725,7 @@ def plan(
     functions: Mapping[str, Spans] | None = None,
     readers: Mapping[str, Mapping[str, str]] | None = None,
     kept: Mapping[str, Mapping[str, str]] | None = None,
+    unread: Collection[str] = (),
 ) -> Plan:
     """The plan of one run of ``row``.
 
@@ -677,7 +747,9 @@ def plan(
     that read them (no other test can see it); ``kept``: of the ``functions``, the tests that
     may get what a changed function made without running it (#40: a cache, a memo, a fixture
     of a wider scope keeps it; :func:`device_matrix.namereads.keepers`), and of the changed
-    files that are not Python, the tests that may get what the code that opened one kept.
+    files that are not Python, the tests that may get what the code that opened one kept;
+    ``unread``: the changed configuration files whose change no run reads (#40:
+    :func:`unread_change`), followed as a file that is not Python is, by who opened them.
     """
     files = sorted({f.removeprefix("./") for f in changed} - {""})
     read = {f: by for f, by in (readers or {}).items() if f in files and f not in bodies}
@@ -691,6 +763,7 @@ def plan(
         bodies=frozenset(bodies) | frozenset(read),
         graph=graph,
         conftests=frozenset(conftests),
+        unread=frozenset(unread),
     )
     return Plan(
         mode=mode,
@@ -702,8 +775,12 @@ def plan(
         importers=importers,
         narrowed=_narrowed(test_map, {f: v for f, v in (functions or {}).items() if f in bodies}),
         readers=read,
-        data=frozenset(f for f in files if not matches(f, rules.ignore) and opened(f, rules, test_map)),
-        kept={f: by for f, by in (kept or {}).items() if f in files and (f in bodies or opened(f, rules, test_map))},
+        data=frozenset(f for f in files if not matches(f, rules.ignore) and opened(f, rules, test_map, unread)),
+        kept={
+            f: by
+            for f, by in (kept or {}).items()
+            if f in files and (f in bodies or opened(f, rules, test_map, unread))
+        },
     )
 
 

@@ -34,6 +34,7 @@ from typing import Any
 
 import pytest
 
+from device_matrix.child import opens
 from device_matrix.wire import ENV_MAP_CONTEXT, MAP_IMPORTS, MAP_LINES, MAP_OPENERS, MAP_PART, MAP_READS
 
 PART_FILE = MAP_PART  # in each process's folder: the tests it finished and their files
@@ -43,8 +44,6 @@ DATA_NAME = "data"  # coverage's data files: data.<host>.<pid>.<random>, one a p
 CONFIG_NAME = "coverage.ini"
 MIN_COVERAGE = (7, 10)  # COVERAGE_PROCESS_START read by coverage's own .pth file
 NEEDS = "coverage>=7.10"
-# folders inside a project that hold no code of its own
-_NOT_PROJECT = ("site-packages", "dist-packages", "__pypackages__")
 
 
 def _config_text(folder: Path, root: Path) -> str:
@@ -55,7 +54,7 @@ def _config_text(folder: Path, root: Path) -> str:
 
     venvs = [child for child in _children(root) if (child / "pyvenv.cfg").is_file()]
     omit = [
-        *(f"*/{name}/*" for name in _NOT_PROJECT),
+        *(f"*/{name}/*" for name in opens.NOT_PROJECT),
         f"{escaped(root)}/.*/*",  # .nox, .venv, .tox, .git: never the project's own source
         *(f"{escaped(venv)}/*" for venv in venvs),
     ]
@@ -145,10 +144,10 @@ class MapRecorder:
 
     def saw(self, path: Any, listing: bool) -> None:
         """A file opened, or a folder listed, by the running test (or outside every test)."""
-        rel = _read_path(path, self.root, self.own.parent)
+        rel = opens.read_path(path, self.root, self.own.parent)
         if rel is None:
             return
-        opener = _opener(self.root)
+        opener = opens.opener(self.root)
         if not self.context and opener is None:
             return  # outside every test, pytest's own collection lists and opens what it collects
         rel = f"{rel}/" if listing else rel
@@ -252,7 +251,7 @@ def _measured(folder: Path, root: Path) -> tuple[dict[str, dict[str, set[int]]],
     cov.combine(data_files, keep=False)
     data = cov.get_data()
     for path in data.measured_files():
-        rel = _relative(path, root)
+        rel = opens.relative(path, root)
         if rel is None:
             continue
         for line, contexts in data.contexts_by_lineno(path).items():
@@ -266,7 +265,6 @@ def _measured(folder: Path, root: Path) -> tuple[dict[str, dict[str, set[int]]],
 # the recorder of this process, which the audit hook (installed once: one cannot be removed) tells
 _RECORDERS: list[MapRecorder] = []
 _AUDITED: list[bool] = []
-_LISTING = frozenset({"os.listdir", "os.scandir"})
 
 
 def _audit_once() -> None:
@@ -275,49 +273,11 @@ def _audit_once() -> None:
     _AUDITED.append(True)
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
-        if (event == "open" or event in _LISTING) and _RECORDERS and args:
+        if (event == "open" or event in opens.LISTING) and _RECORDERS and args:
             with contextlib.suppress(Exception):  # never the opener's failure
-                _RECORDERS[0].saw(args[0], event in _LISTING)
+                _RECORDERS[0].saw(args[0], event in opens.LISTING)
 
     sys.addaudithook(hook)
-
-
-_COMPREHENSIONS = frozenset({"<genexpr>", "<listcomp>", "<setcomp>", "<dictcomp>"})
-
-
-def _opener(root: Path) -> str | None:
-    """The project's code on the stack that is nearest the open (a conftest's, a module's,
-    a test's), as "path:first line" of its function's code, "" when it is a module's own
-    code (at its import); None when no code of the project is on it."""
-    frame = sys._getframe(1)
-    own = str(Path(__file__).resolve().parent.parent)
-    while frame is not None:
-        name = frame.f_code.co_filename
-        if name.startswith(str(root)) and not name.startswith(own) and not any(f"/{n}/" in name for n in _NOT_PROJECT):
-            code = frame.f_code
-            if code.co_name not in _COMPREHENSIONS:  # a generator's caller is the function it is in
-                rel = _relative(name, root)
-                return "" if rel is None or code.co_name == "<module>" else f"{rel}:{code.co_firstlineno}"
-        frame = frame.f_back  # type: ignore[assignment]
-    return None
-
-
-def _read_path(path: Any, root: Path, maps: Path) -> str | None:
-    """A path opened or listed, relative to the project root, when it is one of the project's
-    files that are not Python (None: outside it, its own code, a hidden folder, the map's)."""
-    if isinstance(path, int):
-        return None  # a descriptor: its path was seen when it was opened
-    try:
-        full = Path(os.fsdecode(path) if path is not None else ".").absolute()
-    except (TypeError, ValueError):
-        return None
-    rel = _relative(str(full), root)
-    if rel is None or full.is_relative_to(maps) or full.suffix in (".py", ".pyc"):
-        return None
-    parts = rel.split("/")
-    if rel == "." or any(p.startswith(".") or p in _NOT_PROJECT or p == "__pycache__" for p in parts):
-        return None
-    return rel
 
 
 def _imported_already(root: Path) -> set[str]:
@@ -325,8 +285,8 @@ def _imported_already(root: Path) -> set[str]:
     found: set[str] = set()
     for module in list(sys.modules.values()):
         path = getattr(module, "__file__", None)
-        rel = _relative(path, root) if isinstance(path, str) and path.endswith(".py") else None
-        if rel is not None and not rel.startswith(".") and not any(f"/{n}/" in f"/{rel}" for n in _NOT_PROJECT):
+        rel = opens.relative(path, root) if isinstance(path, str) and path.endswith(".py") else None
+        if rel is not None and not rel.startswith(".") and not any(f"/{n}/" in f"/{rel}" for n in opens.NOT_PROJECT):
             found.add(rel)
     return found
 
@@ -364,11 +324,3 @@ def _finished(path: Path) -> list[dict[str, Any]]:
         if isinstance(entry, dict) and isinstance(entry.get("nodeid"), str) and isinstance(entry.get("c"), str):
             out.append(entry)
     return out
-
-
-def _relative(path: str, root: Path) -> str | None:
-    """``path`` relative to the project root, POSIX; None outside it."""
-    try:
-        return Path(path).resolve().relative_to(root).as_posix()
-    except ValueError:
-        return None

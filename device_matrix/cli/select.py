@@ -31,6 +31,7 @@ from device_matrix.report.history import DEFAULT_PATH, History
 from device_matrix.selection import (
     CONFTEST,
     MODES,
+    SECTIONED,
     Plan,
     Rules,
     Spans,
@@ -44,6 +45,7 @@ from device_matrix.selection import (
     read_by,
     rules_of,
     touched_lines,
+    unread_change,
 )
 
 # changed Python files read for what their change is (the rest run every test): a change of
@@ -262,6 +264,7 @@ def change_plan(
     changed`` and bench/selection.py's replay both select by it."""
     bodies = function_changes(root, found, changed) if root is not None and found.commit else {}
     conftests = conftests_changed(root, found, changed) if root is not None and found.commit else []
+    unread = unread_changes(root, found, changed) if root is not None and found.commit else []
     graph = import_graph(root, changed) if root is not None else None
     kept: dict[str, dict[str, str]] = {}
     readers: dict[str, dict[str, str]] = {}
@@ -269,7 +272,7 @@ def change_plan(
     if root is not None and found.commit:
         project = functools.cache(lambda: _parsed_at(root, found.commit or "", changed))
         kept, untold = kept_readers(found, bodies, graph, project)
-        data_kept, unnamed = opened_kept(found, changed, rules, graph, project)
+        data_kept, unnamed = opened_kept(found, changed, rules, graph, project, unread=unread)
         kept.update(data_kept)
         bodies = {f: spans for f, spans in bodies.items() if f not in untold}
         readers = name_readers(root, found, changed, bodies, graph, project=project)
@@ -289,6 +292,7 @@ def change_plan(
         readers=readers,
         kept=kept,
         force=foreign,
+        unread=unread,
     )
 
 
@@ -415,13 +419,16 @@ def opened_kept(
     rules: Rules,
     graph: importgraph.Graph | None,
     project: Callable[[], namereads.Parsed | None],
+    *,
+    unread: Collection[str] = (),
 ) -> tuple[dict[str, dict[str, str]], str | None]:
     """#40: a data file's change is a change to the code that opened it: of the changed files
     the tests opened, the tests that may get what an opener kept without opening the file
     themselves (:func:`device_matrix.namereads.keepers`: a wide fixture, a cache, a memo);
-    and why every test runs when an opener cannot be named (None: each one was)."""
+    and why every test runs when an opener cannot be named (None: each one was). The
+    configuration files of ``unread`` are followed so too."""
     found: dict[str, dict[str, str]] = {}
-    for path in [f for f in changed if opened(f, rules, test_map)]:
+    for path in [f for f in changed if opened(f, rules, test_map, unread)]:
         by = sorted({o for rel, names in (test_map.openers or {}).items() if read_by(path, {rel}) for o in names})
         if test_map.openers is None and any(read_by(path, rels) for rels in (test_map.reads or {}).values()):
             return {}, f"{path} changes, and the test map does not know which code opened it (record it again)"
@@ -529,6 +536,19 @@ def conftests_changed(root: Path, test_map: TestMap, changed: Sequence[str]) -> 
     for path in [f for f in changed if f.rsplit("/", 1)[-1] == CONFTEST][:MAX_FOLLOWED]:
         old, new = _versions(root, test_map.commit, path)  # deleted: its folder's tests lose its fixtures
         if old is not None and new is not None and all(not text or fixtures_only(text) for text in (old, new)):
+            found.append(path)
+    return found
+
+
+def unread_changes(root: Path, test_map: TestMap, changed: Sequence[str]) -> list[str]:
+    """The changed pyproject.toml, setup.cfg and tox.ini files whose change from the map's
+    commit is in the tables of tools run apart from the tests alone (#40:
+    :func:`device_matrix.selection.unread_change`): each runs only the tests that opened it."""
+    assert test_map.commit is not None
+    found: list[str] = []
+    for path in [f for f in changed if f.rsplit("/", 1)[-1] in SECTIONED][:MAX_FOLLOWED]:
+        old, new = _versions(root, test_map.commit, path)
+        if unread_change(path, old, new, test_map.tests):
             found.append(path)
     return found
 

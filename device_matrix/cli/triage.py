@@ -26,6 +26,7 @@ from device_matrix.records import testmap
 from device_matrix.records.atomic import storable_text, write_json_atomic, write_text_atomic
 from device_matrix.records.schema import RunRecord, SourceInfo
 from device_matrix.records.source import base_lane, is_pull_request, override, short, unknown
+from device_matrix.records.source import lane as lane_of
 from device_matrix.redact import Redactor
 from device_matrix.report import groups, html, markdown
 from device_matrix.report.actions import annotate, workspace_path
@@ -143,6 +144,7 @@ def _judge(triage: Triage, history: History | None, unstable: Collection[str], w
     lane = base_lane(src)
     base = history.base(lane, window) if history is not None and lane is not None else None
     placements = {c["fingerprint"]: c["placement"]["text"] for c in triage["crashes"] if c["placement"]}
+    mine = lane_of(src) if src is not None and is_pull_request(src) else None
     return judge(
         triage,
         base,
@@ -151,6 +153,7 @@ def _judge(triage: Triage, history: History | None, unstable: Collection[str], w
         unstable=unstable,
         placements=placements,
         stored=storable_text,
+        missed=history.misses_of(mine) if history is not None and mine is not None else (),
     )
 
 

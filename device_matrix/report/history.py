@@ -459,6 +459,10 @@ class Store:
             return None
         return misses.backstop(self.db, triage, base=run[0].lane, run_id=run[0].id, window=window)
 
+    def misses_of(self, lane: str) -> list[misses.Miss]:
+        """#40: what full runs of the base found this pull request's selection missed."""
+        return misses.of_lane(self.db, lane)
+
     def miss_rate(self, row: str, base: str, window: int = DEFAULT_WINDOW) -> misses.MissRate:
         """#40: the share of ``base``'s newest ``window`` pull requests checked on ``row`` whose
         selection missed a failing test."""

@@ -168,6 +168,17 @@ def backstop(db: sqlite3.Connection, triage: Mapping[str, Any], *, base: str, ru
     return Backstop(misses=misses, rates=[r for r in rates if r["checked"]])
 
 
+def of_lane(db: sqlite3.Connection, lane: str) -> list[Miss]:
+    """The misses full runs of the base found of a pull request's lane (its selection left
+    out a test the base then failed), each test once (its newest), by row and nodeid."""
+    newest: dict[tuple[str, str], Miss] = {}
+    for row, nodeid, pr, reason in db.execute(
+        "SELECT row, nodeid, pr, reason FROM misses WHERE lane = ? ORDER BY run_id", (lane,)
+    ):
+        newest[(row, nodeid)] = Miss(row=row, nodeid=nodeid, pr=pr, lane=lane, reason=reason)
+    return [newest[k] for k in sorted(newest)]
+
+
 def forget(db: sqlite3.Connection) -> None:
     """The misses of base runs the history no longer keeps go with them."""
     db.execute("DELETE FROM misses WHERE run_id NOT IN (SELECT id FROM runs)")

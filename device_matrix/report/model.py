@@ -14,7 +14,7 @@ from device_matrix.records.cause import cause_from_text
 from device_matrix.records.outcomes import CRASHING_OUTCOMES, DESELECTED_OUTCOMES, OUTCOMES, REPORTED_FAILURES
 from device_matrix.records.schema import CrashRecord, RunRecord, SelectionInfo, SkipInfo, SourceInfo, TestRecord
 from device_matrix.records.summary import crash_headline, crash_kind_label, fold
-from device_matrix.report.misses import Backstop
+from device_matrix.report.misses import Backstop, Miss
 from device_matrix.report.placement import Placement
 from device_matrix.report.signature import cause_site, innermost_frame
 from device_matrix.skips import DeviceSkip
@@ -246,6 +246,9 @@ class VerdictReport(TypedDict):
     items: list[VerdictItem]
     # #34: the tests selection left out of this run: no verdict, not run on this PR
     not_run: list[NotRunItem]
+    # #40: the tests this pull request's selection left out that a full run of the base then
+    # failed (the backstop's misses of its lane): counted on its line
+    missed: list[Miss]
 
 
 class IssueLink(TypedDict):

@@ -49,6 +49,7 @@ from device_matrix.records.outcomes import (
 )
 from device_matrix.records.source import lane_words, short
 from device_matrix.report.history import Base, LaneRun, crash_signature, same_failure, signature
+from device_matrix.report.misses import Miss
 from device_matrix.report.model import NotRunItem, RowView, Triage, Verdict, VerdictItem, VerdictReport
 
 VERDICTS: tuple[str, ...] = get_args(Verdict)
@@ -313,11 +314,14 @@ def judge(
     unstable: Collection[str] = (),
     placements: Mapping[str, str] | None = None,
     stored: Callable[[str], str] = lambda n: n,
+    missed: Sequence[Miss] = (),
 ) -> VerdictReport:
     """Every failing, crashing or timed-out test of ``triage`` (a pull request's run), judged
     against ``base`` (None: no history of it), and every row that ended red outside them.
     ``unstable``: the rows declared unstable. ``placements``: fingerprint -> where it
-    happens, by environment. ``stored``: a nodeid as the history keys it."""
+    happens, by environment. ``stored``: a nodeid as the history keys it. ``missed``: the
+    tests this pull request's selection left out that a full run of the base then failed
+    (#40: the history's misses of its lane), counted on the line."""
     judging = _Judging(base, base_ref or "the base", base_ref is not None, unstable, placements or {}, stored)
     failing = _failing(triage)
     for r in triage["rows"]:
@@ -333,10 +337,11 @@ def judge(
         base_commit=base_commit,
         base_runs=len(base.runs) if base is not None else 0,
         run_ids=[r.id for r in base.runs] if base is not None else [],
-        line=line(counts, base_ref) + _not_run_words(len(not_run)),
+        line=line(counts, base_ref) + _not_run_words(len(not_run)) + _missed_words(missed, base_ref),
         counts=counts,
         items=items,
         not_run=not_run,
+        missed=list(missed),
     )
 
 
@@ -352,6 +357,14 @@ def _not_run(triage: Triage) -> list[NotRunItem]:
 
 def _not_run_words(n: int) -> str:
     return f"; {n:,} test{'' if n == 1 else 's'} not run on this PR (deselected)" if n else ""
+
+
+def _missed_words(missed: Sequence[Miss], base: str | None) -> str:
+    n = len(missed)
+    if not n:
+        return ""
+    tests = f"{n:,} test{'' if n == 1 else 's'}"
+    return f"; selection missed {tests} on this PR: left out, then failed by a full run of {base or 'the base'}"
 
 
 Failing: TypeAlias = tuple[str, str, str, str, str | None]  # row, nodeid, outcome, signature, fingerprint

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import sys
+
+import pytest
+
+from tests.builders import git
 from tests.unit.test_bench_selection import RULES, SOURCE, bench, tiny
 
 __all__ = ["tiny"]  # fixtures, used by name
@@ -61,3 +66,39 @@ def test_a_fault_only_its_covering_test_detects_is_caught_by_the_map_and_missed_
     assert "1/1   100.0%" in rows[1]
     assert "0/1     0.0%" in rows[2]
     assert "2.0/4.0s   50.0%" in rows[3]
+
+
+def test_the_replay_s_map_keeps_the_files_each_test_opened_as_run_record_map_does(tmp_path):
+    # #40: without them, a data file's or a linter table's change ran every test in the replay
+    src = tmp_path / "src"
+    (src / "tests").mkdir(parents=True)
+    (src / "tests" / "table.csv").write_text("a,1\n")
+    (src / "tests" / "test_data.py").write_text(
+        "import pathlib\n\n\ndef test_table():\n"
+        "    assert (pathlib.Path(__file__).parent / 'table.csv').read_text() == 'a,1\\n'\n\n\n"
+        "def test_plain():\n    assert True\n"
+    )
+    (src / "pyproject.toml").write_text("[tool.ruff]\nline-length = 79\n")
+    for args in (("init", "-q"), ("add", "-A"), ("commit", "-q", "-m", "data")):
+        git(src, *args)
+    head = git(src, "rev-parse", "HEAD")
+    rp = bench.Replay(src, tmp_path / "work", python=sys.executable, tests=[], timeout=120, autoload=False)
+    rp.checkout(head)
+    m = bench.to_map(rp.pytest(tmp_path / "base.json", cover=True), head)
+    assert m.reads == {"tests/test_data.py::test_table": {"tests/table.csv"}, "tests/test_data.py::test_plain": set()}
+    assert m.openers == {"tests/table.csv": {"tests/test_data.py:4"}}
+    nodeids = sorted(m.tests)
+    (rp.work / "tests" / "table.csv").write_text("a,2\n")
+    (rp.work / "pyproject.toml").write_text("[tool.ruff]\nline-length = 100\n")
+    chosen, full = bench.device_matrix_selection(m, ["pyproject.toml", "tests/table.csv"], nodeids, RULES, rp.work)
+    assert full is None
+    assert chosen == {"tests/test_data.py::test_table"}
+
+
+def test_a_fault_that_stops_pytest_itself_is_left_out_not_the_end_of_the_replay(tiny):
+    # #40: a replay of python-slugify ended at a fault that made pytest exit 3
+    rp, _ = tiny
+    (rp.work / "conftest.py").write_text("raise SystemExit(3)\n")
+    assert rp.pytest(rp.work.parent / "truth.json", faulty=True).broken
+    with pytest.raises(SystemExit):
+        rp.pytest(rp.work.parent / "base.json")

@@ -67,3 +67,12 @@ def test_a_test_a_pull_request_left_out_that_fails_on_the_base_is_named_and_coun
         "on main, selection missed a failing test on 1 of 1 pull requests (100%), the last 30 checked, "
         "above select_max_miss_rate (10%)"
     )
+    # pull request 7's next run (selection now off on the row) is judged: its verdicts count
+    # the test its selection missed, and the failure is the base's
+    ok("run", "--device", "fixture", "--select", "changed", "--pr", "7", "--base", "main", code=1)
+    ok("triage", str(p.results), "--pr", "7", "--base", "main")
+    verdicts = json.loads((p.results / "triage" / "triage.json").read_text())["verdicts"]
+    assert [(m["nodeid"], m["pr"]) for m in verdicts["missed"]] == [(f"{MINE}/test_notes.py::test_notes", 7)]
+    assert verdicts["line"].endswith(
+        "; selection missed 1 test on this PR: left out, then failed by a full run of main"
+    ), verdicts["line"]

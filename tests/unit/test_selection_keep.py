@@ -131,6 +131,38 @@ def test_what_keeps_a_value_cannot_be_told_when_a_caller_ran_at_import_or_the_ma
     assert namereads.keepers("pkg/lib.py", [(2, 2)], namereads.Parsed(plain), m, is_test=bool) == {}
 
 
+def test_a_function_reading_names_by_a_computed_one_that_ran_at_import_keeps_no_unrun_change() -> None:
+    # #40: toolz's module __getattr__ ran at import; a change to partition_all's body, which
+    # never ran at import, ran every test. The body's lines did not run at import, so nothing
+    # that function made then holds them; a named caller that ran at import still cannot be told
+    lazy = "def __getattr__(name):\n    return globals()['_' + name]\n"
+    sources = {"pkg/__init__.py": lazy, "pkg/lib.py": CACHED, "pkg/test_lib.py": CACHED_TESTS}
+    at_import = {"pkg/__init__.py": _lines(lazy, "__getattr__")}
+    found = _kept(sources, RAN, "table", at_import=at_import)
+    assert found is not None and set(found) == {"pkg/test_lib.py::test_a", "pkg/test_lib.py::test_b"}
+    plain = {**sources, "pkg/lib.py": CACHED.replace("@functools.lru_cache(maxsize=None)\n", "")}
+    assert _kept(plain, RAN, "table", at_import=at_import) == {}
+    at_import["pkg/lib.py"] = _lines(CACHED, "first")
+    assert _kept(sources, RAN, "table", at_import=at_import) is None
+
+
+def test_a_caller_that_ran_at_import_holds_an_unrun_change_only_through_what_a_keeper_keeps() -> None:
+    # #40: toolz: a function that names a followed name (``__doc__``) ran at import, and a
+    # change to partition_all's body ran every test. Without a keeper among the names it
+    # reads, what it made at import cannot hold lines that never ran at import
+    plain = CACHED.replace("@functools.lru_cache(maxsize=None)\n", "")
+    sources = {"pkg/lib.py": plain, "pkg/test_lib.py": CACHED_TESTS}
+    assert _kept(sources, RAN, "table", at_import={"pkg/lib.py": _lines(plain, "first")}) == {}
+    # a keeper between them: a value kept before the recording may be the changed code's
+    kept = plain.replace("def first():", "@functools.lru_cache(maxsize=None)\ndef first():")
+    sources = {"pkg/lib.py": kept, "pkg/test_lib.py": CACHED_TESTS, "pkg/use.py": USE}
+    ran = {**RAN, "pkg/test_lib.py::test_c": {"pkg/use.py": ("second",)}}
+    assert _kept(sources, ran, "table", path="pkg/lib.py", at_import={"pkg/use.py": _lines(USE, "second")}) is None
+
+
+USE = "from pkg.lib import first\n\n\ndef second():\n    return first()\n"
+
+
 def test_a_changed_body_that_ran_at_import_is_every_importer_s() -> None:
     # a parametrize list, a decorator, TABLE = make(): the body ran at another module's import
     old = "def cases():\n    return [1, 2]\n"
@@ -213,3 +245,26 @@ def test_a_test_that_reads_a_changed_function_s_code_without_calling_it_runs() -
     }
     # one that reads code but names no changed function sees nothing of it
     assert _kept({"pkg/lib.py": lib, "pkg/test_lib.py": tests}, ran, "g") == {}
+
+
+def test_a_pytest_mark_or_param_at_import_builds_a_mark_and_writes_no_process_state() -> None:
+    # #40: on a real repository every commit that added a parametrize case ran every test
+    base = "import pytest\nfrom pytest import mark, param as P\nimport pytest as pt\n\n"
+    for same in (
+        "@pytest.mark.parametrize('x', [1, pytest.param(2, id='two')])\ndef test_a(x):\n    pass",
+        "@mark.skipif(True, reason='no')\ndef test_b():\n    pass",
+        "@pt.mark.slow.with_args(3)\ndef test_c():\n    pass",
+        "CASES = [P(1, marks=pytest.mark.xfail(strict=True))]",
+        "pytestmark = pytest.mark.filterwarnings('error')",
+    ):
+        assert namereads.process_write(base, base + same + "\n", _internal) is None, same
+    # pytest's other calls, and a mark's value then called, are not marks
+    for write in ("pytest.register_assert_rewrite('pkg.helpers')", "pytest.mark.slow(3)(print)('x')"):
+        assert namereads.process_write(base, base + write + "\n", _internal) is not None, write
+
+
+def test_typing_cast_at_import_returns_its_value_and_writes_nothing() -> None:
+    # #40: itsdangerous's `_bytes_to_int = t.cast(...)` ran every test
+    base = "import typing as t\nimport struct\n\n_S = struct.Struct('>Q')\n"
+    same = "_unpack = t.cast('t.Callable[[bytes], tuple[int]]', _S.unpack)"
+    assert namereads.process_write(base, base + same + "\n", _internal) is None

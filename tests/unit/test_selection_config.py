@@ -1,0 +1,194 @@
+"""#40: a change to pyproject.toml, setup.cfg or tox.ini runs every test only when it is in
+what pytest, the row or the installed project reads; one in a linter's table runs none but
+the tests that opened the file."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from device_matrix import selection
+from device_matrix.records.testmap import TestMap
+
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+RULES = selection.Rules(max_age=timedelta(days=14), full=("pyproject.toml", "setup.cfg", "tox.ini"), ignore=())
+PYPROJECT = """\
+[build-system]
+requires = ["flit_core<4"]
+build-backend = "flit_core.buildapi"
+
+[project]
+name = "pkg"
+description = "A package"
+dependencies = ["attrs"]
+
+[tool.pytest.ini_options]
+addopts = "-ra"
+
+[tool.device-matrix.devices.cpu]
+pjrt_device = "CPU"
+
+[tool.ruff]
+line-length = 79
+
+[tool.mypy]
+strict = true
+"""
+
+
+def _swap(text: str, old: str, new: str) -> str:
+    assert old in text
+    return text.replace(old, new)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("line-length = 79", "line-length = 100"),  # [tool.ruff]
+        ("strict = true", "strict = false"),  # [tool.mypy]
+        ("[tool.ruff]\n", "# the linter\n[tool.ruff]\n"),  # a comment
+        ("[tool.mypy]", "[tool.black]\nline-length = 79\n\n[tool.mypy]"),  # a linter's table added
+    ],
+)
+def test_a_pyproject_change_in_a_linter_s_table_alone_is_read_by_no_run(old: str, new: str) -> None:
+    assert selection.unread_change("pyproject.toml", PYPROJECT, _swap(PYPROJECT, old, new))
+    assert selection.unread_change("sub/pyproject.toml", PYPROJECT, _swap(PYPROJECT, old, new))
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ('addopts = "-ra"', 'addopts = "-ra -p no:randomly"'),  # pytest's table
+        ('pjrt_device = "CPU"', 'pjrt_device = "TPU"'),  # the row's
+        ('["attrs"]', '["attrs>=23"]'),  # the environment the tests run in
+        ('description = "A package"', 'description = "Another"'),  # the installed metadata
+        ("flit_core<4", "flit_core<5"),  # how the project is built and installed
+        ("[tool.ruff]", "[dependency-groups]\ntest = ['pytest']\n\n[tool.ruff]"),
+        ("[tool.ruff]", "[tool.setuptools]\npackages = ['pkg']\n\n[tool.ruff]"),
+        ("[tool.ruff]", "[tool.coverage.run]\nomit = ['pkg/x.py']\n\n[tool.ruff]"),  # the map's recorder
+        ("[tool.ruff]", "[tool.somethingelse]\nx = 1\n\n[tool.ruff]"),  # a table not known to be apart
+        ("line-length = 79", "line-length = "),  # not TOML now: what reads it fails
+    ],
+)
+def test_a_pyproject_change_anywhere_else_runs_every_test(old: str, new: str) -> None:
+    assert not selection.unread_change("pyproject.toml", PYPROJECT, _swap(PYPROJECT, old, new))
+
+
+def test_a_pyproject_added_or_removed_runs_every_test() -> None:
+    # pytest's rootdir, and so every test's id, may move with the file
+    assert not selection.unread_change("pyproject.toml", "", "[tool.ruff]\nline-length = 79\n")
+    assert not selection.unread_change("pyproject.toml", "[tool.ruff]\nline-length = 79\n", "")
+    assert not selection.unread_change("pyproject.toml", None, PYPROJECT)  # git could not show it
+    assert not selection.unread_change("pyproject.toml", PYPROJECT, None)
+
+
+SETUP_CFG = """\
+[metadata]
+name = pkg
+
+[options]
+install_requires = attrs
+
+[tool:pytest]
+addopts = -ra
+
+[flake8]
+max-line-length = 79
+
+[mypy-pkg.vendored.*]
+ignore_errors = True
+"""
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "unread"),
+    [
+        ("max-line-length = 79", "max-line-length = 100", True),
+        ("ignore_errors = True", "ignore_errors = False", True),
+        ("[flake8]", "# lint\n[flake8]", True),
+        ("addopts = -ra", "addopts = -ra -x", False),
+        ("install_requires = attrs", "install_requires = attrs>=23", False),
+        ("name = pkg", "name = pkg2", False),
+        ("[flake8]", "[coverage:run]\nomit = pkg/x.py\n\n[flake8]", False),
+        ("[flake8]", "[flake8]\n[flake8]", False),  # a duplicate section: not read as it was
+    ],
+)
+def test_a_setup_cfg_change_outside_tool_pytest_and_the_install_is_read_by_no_run(
+    old: str, new: str, unread: bool
+) -> None:
+    assert selection.unread_change("setup.cfg", SETUP_CFG, _swap(SETUP_CFG, old, new)) is unread
+
+
+TOX_INI = (
+    "[tox]\nenvlist = py311\n\n[testenv]\ndeps = pytest\n\n[pytest]\naddopts = -ra\n\n[flake8]\nmax-line-length = 79\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "unread"),
+    [
+        ("max-line-length = 79", "max-line-length = 100", True),
+        ("addopts = -ra", "addopts = -rA", False),
+        ("deps = pytest", "deps = pytest\n    attrs", False),  # an environment a row may run in
+        ("envlist = py311", "envlist = py312", False),
+    ],
+)
+def test_a_tox_ini_change_outside_pytest_and_tox_s_own_sections_is_read_by_no_run(
+    old: str, new: str, unread: bool
+) -> None:
+    assert selection.unread_change("tox.ini", TOX_INI, _swap(TOX_INI, old, new)) is unread
+
+
+@pytest.mark.parametrize("path", ["pytest.ini", "requirements.txt", "setup.py", "conftest.py", "noxfile.py"])
+def test_other_configuration_is_never_narrowed(path: str) -> None:
+    assert not selection.unread_change(path, "[flake8]\nx = 1\n", "[flake8]\nx = 2\n")
+
+
+MAP = TestMap(
+    row="cpu",
+    commit="a" * 40,
+    created="2026-11-30T12:00:00+00:00",
+    tests={
+        "tests/test_a.py::test_a": frozenset({"pkg/a.py", "tests/test_a.py"}),
+        "tests/test_meta.py::test_lint_config": frozenset({"tests/test_meta.py"}),
+    },
+    reads={"tests/test_meta.py::test_lint_config": frozenset({"pyproject.toml"})},
+    openers={"pyproject.toml": frozenset({"tests/test_meta.py:3"})},
+)
+
+
+def _plan(m: TestMap, changed: list[str], unread: list[str]) -> selection.Plan:
+    return selection.plan(m, changed, row="cpu", rules=RULES, now=NOW, unread=unread)
+
+
+def test_an_unread_configuration_change_runs_only_the_tests_that_opened_the_file() -> None:
+    p = _plan(MAP, ["pyproject.toml"], ["pyproject.toml"])
+    assert p.full_reason is None
+    assert p.decide("tests/test_meta.py::test_lint_config") == selection.Decision(
+        True, "it opened pyproject.toml", "opens"
+    )
+    assert p.decide("tests/test_a.py::test_a") == selection.Decision(
+        False, "covers none of the 1 changed file", "deselected"
+    )
+    # the same change, not found unread: every test
+    assert _plan(MAP, ["pyproject.toml"], []).full_reason == "pyproject.toml changes, which the test map cannot follow"
+
+
+def test_an_unread_configuration_change_runs_every_test_where_its_readers_are_not_known() -> None:
+    before = TestMap(MAP.row, MAP.commit, MAP.created, MAP.tests)  # a map of before the files opened were kept
+    assert _plan(before, ["pyproject.toml"], ["pyproject.toml"]).full_reason is not None
+    at_import = TestMap(
+        MAP.row, MAP.commit, MAP.created, MAP.tests, reads={}, read_at_import=frozenset({"pyproject.toml"})
+    )
+    assert _plan(at_import, ["pyproject.toml"], ["pyproject.toml"]).full_reason is not None
+
+
+def test_a_tool_a_test_of_the_map_runs_is_not_apart() -> None:
+    # pytest-mypy's and pytest-flake8's items: the tool's table decides those tests' outcome
+    old, new = _swap(PYPROJECT, "strict = true", "strict = false"), PYPROJECT
+    assert not selection.unread_change("pyproject.toml", old, new, ["pkg/a.py::mypy", "tests/test_a.py::test_a"])
+    assert not selection.unread_change("pyproject.toml", old, new, ["::mypy-status"])
+    assert selection.unread_change("pyproject.toml", old, new, ["pkg/a.py::ruff"])
+    cfg = _swap(SETUP_CFG, "max-line-length = 79", "max-line-length = 100")
+    assert not selection.unread_change("setup.cfg", SETUP_CFG, cfg, ["pkg/a.py::flake-8::FLAKE8"])
