@@ -169,6 +169,9 @@ class Plan:
     # #40: changed file (narrowed to its functions) -> the tests that may get what a changed
     # function made without running it (a cache, a memo, a wide fixture keeps it), with why
     kept: Mapping[str, Mapping[str, str]] = field(default_factory=dict, repr=False)
+    # #40: the changed files that were there at the map's commit and are now: a folder
+    # listed above one lists the same names, so the listing does not see the change
+    present: frozenset[str] = field(default=frozenset(), repr=False)
 
     def decide(self, nodeid: str) -> Decision:
         """Whether ``nodeid`` runs, and why."""
@@ -188,7 +191,7 @@ class Plan:
         if hit:
             return Decision(True, f"covers {_named(hit)}", "covers")
         mine = self.test_map.reads.get(nodeid, frozenset()) if self.test_map.reads is not None else frozenset()
-        read = sorted(f for f in self.data if read_by(f, mine))
+        read = sorted(f for f in self.data if read_by(f, mine, listed=f not in self.present))
         if read:
             return Decision(True, f"it opened {_named(read)}", "opens")
         name = next((by[nodeid] for _, by in sorted({**self.kept, **self.readers}.items()) if nodeid in by), None)
@@ -271,7 +274,11 @@ def matches(path: str, patterns: Iterable[str]) -> bool:
 
 
 def unmappable(
-    changed: Iterable[str], rules: Rules, test_map: TestMap | None = None, unread: Collection[str] = ()
+    changed: Iterable[str],
+    rules: Rules,
+    test_map: TestMap | None = None,
+    unread: Collection[str] = (),
+    present: Collection[str] = (),
 ) -> list[str]:
     """The changed files whose change the map cannot follow, sorted: every test must run
     (with ``test_map``, a file that is not Python is followed by who opened it: :func:`opened`;
@@ -280,28 +287,34 @@ def unmappable(
         f
         for f in changed
         if not matches(f, rules.ignore)
-        and not opened(f, rules, test_map, unread)
+        and not opened(f, rules, test_map, unread, present)
         and (matches(f, rules.full) or not f.endswith(MAPPED_SUFFIXES))
     )
 
 
-def read_by(path: str, reads: Collection[str]) -> bool:
-    """Whether ``path`` was opened, or is in a folder listed (``data/``), as ``reads`` says."""
-    folders = path.split("/")[:-1]
+def read_by(path: str, reads: Collection[str], *, listed: bool = True) -> bool:
+    """Whether ``path`` was opened, or is in a folder listed (``data/``), as ``reads`` says.
+    A listing sees names, not contents (#40): with ``listed`` False (the file was there at
+    the map's commit and is now: its change is to its contents) a listing does not count."""
+    folders = path.split("/")[:-1] if listed else []
     return path in reads or any("/".join(folders[:i]) + "/" in reads for i in range(1, len(folders) + 1))
 
 
-def opened(path: str, rules: Rules, test_map: TestMap | None, unread: Collection[str] = ()) -> bool:
+def opened(
+    path: str, rules: Rules, test_map: TestMap | None, unread: Collection[str] = (), present: Collection[str] = ()
+) -> bool:
     """Whether a change to ``path``, a file that is not Python, is followed by the tests that
     opened it (#40): the map knows what each test opened, no code outside every test opened
     it, and it is no configuration (``rules.full``) nor a file that becomes code (:data:`CODE_FILES`),
-    or it is a configuration file whose change no run reads (``unread``: :func:`unread_change`)."""
+    or it is a configuration file whose change no run reads (``unread``: :func:`unread_change`).
+    A folder listed outside every test counts only where the file was added or removed:
+    one of ``present`` was there at the map's commit and is now, its folder's names the same."""
     return (
         test_map is not None
         and test_map.reads is not None
         and not path.endswith(MAPPED_SUFFIXES)
         and (path in unread or not (matches(path, rules.full) or matches(path, CODE_FILES)))
-        and not read_by(path, test_map.read_at_import)
+        and not read_by(path, test_map.read_at_import, listed=path not in present)
     )
 
 
@@ -684,6 +697,7 @@ def _full_reason(
     graph: Graph | None,
     conftests: Collection[str],
     unread: Collection[str],
+    present: Collection[str],
 ) -> tuple[str | None, dict[str, Decision]]:
     if force is not None:
         return force, {}
@@ -692,7 +706,7 @@ def _full_reason(
     old = _too_old(test_map, rules, now)
     if old is not None:
         return old, {}
-    cannot = unmappable(changed, rules, test_map, unread)
+    cannot = unmappable(changed, rules, test_map, unread, present)
     # #34: a conftest.py of fixtures acts on the tests under its folder alone, which the graph
     # can tell from the rest (the top one's folder holds every test: it stays a full run)
     narrowed = [f for f in cannot if f in conftests and not _holds_all(f, test_map)] if graph is not None else []
@@ -726,6 +740,7 @@ def plan(
     readers: Mapping[str, Mapping[str, str]] | None = None,
     kept: Mapping[str, Mapping[str, str]] | None = None,
     unread: Collection[str] = (),
+    present: Collection[str] = (),
 ) -> Plan:
     """The plan of one run of ``row``.
 
@@ -749,7 +764,9 @@ def plan(
     of a wider scope keeps it; :func:`device_matrix.namereads.keepers`), and of the changed
     files that are not Python, the tests that may get what the code that opened one kept;
     ``unread``: the changed configuration files whose change no run reads (#40:
-    :func:`unread_change`), followed as a file that is not Python is, by who opened them.
+    :func:`unread_change`), followed as a file that is not Python is, by who opened them;
+    ``present``: the changed files that were there at the map's commit and are now (#40: a
+    content change, which a listing of a folder above one does not see).
     """
     files = sorted({f.removeprefix("./") for f in changed} - {""})
     read = {f: by for f, by in (readers or {}).items() if f in files and f not in bodies}
@@ -764,6 +781,7 @@ def plan(
         graph=graph,
         conftests=frozenset(conftests),
         unread=frozenset(unread),
+        present=frozenset(present),
     )
     return Plan(
         mode=mode,
@@ -775,12 +793,15 @@ def plan(
         importers=importers,
         narrowed=_narrowed(test_map, {f: v for f, v in (functions or {}).items() if f in bodies}),
         readers=read,
-        data=frozenset(f for f in files if not matches(f, rules.ignore) and opened(f, rules, test_map, unread)),
+        data=frozenset(
+            f for f in files if not matches(f, rules.ignore) and opened(f, rules, test_map, unread, present)
+        ),
         kept={
             f: by
             for f, by in (kept or {}).items()
-            if f in files and (f in bodies or opened(f, rules, test_map, unread))
+            if f in files and (f in bodies or opened(f, rules, test_map, unread, present))
         },
+        present=frozenset(present),
     )
 
 

@@ -265,6 +265,7 @@ def change_plan(
     bodies = function_changes(root, found, changed) if root is not None and found.commit else {}
     conftests = conftests_changed(root, found, changed) if root is not None and found.commit else []
     unread = unread_changes(root, found, changed) if root is not None and found.commit else []
+    present = present_files(root, found.commit, changed) if root is not None and found.commit else []
     graph = import_graph(root, changed) if root is not None else None
     kept: dict[str, dict[str, str]] = {}
     readers: dict[str, dict[str, str]] = {}
@@ -272,7 +273,7 @@ def change_plan(
     if root is not None and found.commit:
         project = functools.cache(lambda: _parsed_at(root, found.commit or "", changed))
         kept, untold = kept_readers(found, bodies, graph, project)
-        data_kept, unnamed = opened_kept(found, changed, rules, graph, project, unread=unread)
+        data_kept, unnamed = opened_kept(found, changed, rules, graph, project, unread=unread, present=present)
         kept.update(data_kept)
         bodies = {f: spans for f, spans in bodies.items() if f not in untold}
         readers = name_readers(root, found, changed, bodies, graph, project=project)
@@ -293,6 +294,7 @@ def change_plan(
         kept=kept,
         force=foreign,
         unread=unread,
+        present=present,
     )
 
 
@@ -421,16 +423,23 @@ def opened_kept(
     project: Callable[[], namereads.Parsed | None],
     *,
     unread: Collection[str] = (),
+    present: Collection[str] = (),
 ) -> tuple[dict[str, dict[str, str]], str | None]:
     """#40: a data file's change is a change to the code that opened it: of the changed files
     the tests opened, the tests that may get what an opener kept without opening the file
     themselves (:func:`device_matrix.namereads.keepers`: a wide fixture, a cache, a memo);
     and why every test runs when an opener cannot be named (None: each one was). The
-    configuration files of ``unread`` are followed so too."""
+    configuration files of ``unread`` are followed so too; a listing of the folder of one of
+    ``present`` (there at the map's commit and now) saw no change, nor did its code."""
     found: dict[str, dict[str, str]] = {}
-    for path in [f for f in changed if opened(f, rules, test_map, unread)]:
-        by = sorted({o for rel, names in (test_map.openers or {}).items() if read_by(path, {rel}) for o in names})
-        if test_map.openers is None and any(read_by(path, rels) for rels in (test_map.reads or {}).values()):
+    for path in [f for f in changed if opened(f, rules, test_map, unread, present)]:
+        listed = path not in present
+        by = sorted(
+            {o for rel, names in (test_map.openers or {}).items() if read_by(path, {rel}, listed=listed) for o in names}
+        )
+        if test_map.openers is None and any(
+            read_by(path, rels, listed=listed) for rels in (test_map.reads or {}).values()
+        ):
             return {}, f"{path} changes, and the test map does not know which code opened it (record it again)"
         spans, unnamed = _opener_spans(by, project)
         if unnamed is not None:
@@ -525,6 +534,19 @@ def _versions(root: Path, commit: str, path: str) -> tuple[str | None, str | Non
         return old, ""
     except (OSError, UnicodeDecodeError):
         return old, None
+
+
+def present_files(root: Path, commit: str, changed: Sequence[str]) -> list[str]:
+    """#40: the changed files that are not Python and were there at the map's ``commit`` and
+    are in the checkout now: a change to what they hold, which a listing of their folder does
+    not see (a file added, removed or renamed, one past :data:`MAX_FOLLOWED`, or any when git
+    cannot list them, is not one of them: its folder's listing changed, or may have)."""
+    asked = [f for f in changed if not f.endswith(".py")][:MAX_FOLLOWED]
+    if not asked:
+        return []
+    out, _ = git(root, "ls-tree", "-z", "--name-only", commit, "--", *asked)
+    there = set((out or "").split("\0")) & set(asked)
+    return sorted(f for f in there if (root / f).is_file())
 
 
 def conftests_changed(root: Path, test_map: TestMap, changed: Sequence[str]) -> list[str]:

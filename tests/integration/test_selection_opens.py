@@ -143,3 +143,53 @@ def test_a_data_file_s_change_runs_every_test_that_gets_what_its_opener_kept(
     assert rec["status"] == "failed", out
     # the first test opened the file; the second got what the opener kept of it
     assert rec["test_selection"]["by_reason"] == {"opens": 1, "reads": 1, "deselected": 3}, out
+
+
+# #40: a package that lists its own folder at import (humanize lists its locale folder): a
+# listing sees names, not contents
+LISTED = {
+    "lister/__init__.py": (
+        "import os\nimport pathlib\n\nHERE = pathlib.Path(__file__).parent\n"
+        "LANGS = sorted(os.listdir(HERE / 'locale'))\n\n\n"
+        "def catalogue(lang):\n    return (HERE / 'locale' / lang).read_text()\n"
+    ),
+    "lister/locale/ru.po": "msgstr privet\n",
+    "lister/locale/de.po": "msgstr hallo\n",
+    "test_ru.py": (
+        "from lister import catalogue\n\n\ndef test_ru():\n    assert catalogue('ru.po') == 'msgstr privet\\n'\n"
+    ),
+    "test_langs.py": "from lister import LANGS\n\n\ndef test_langs():\n    assert LANGS == ['de.po', 'ru.po']\n",
+    "test_plain.py": "def test_plain():\n    assert True\n",
+}
+
+
+@pytest.fixture(scope="module")
+def recorded_listed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return recorded_git_project(tmp_path_factory.mktemp("listed"), LISTED).root
+
+
+def test_a_content_change_in_a_folder_listed_at_import_runs_only_the_tests_that_opened_it(
+    recorded_listed: Path, tmp_path: Path
+) -> None:
+    p = _copy(recorded_listed, tmp_path)
+    (p.root / MINE / "lister" / "locale" / "ru.po").write_text("msgstr zdravstvuy\n")
+    out, rec = _select(p)
+    assert rec["test_selection"]["full_reason"] is None, out
+    assert outcomes_of(rec) == {"test_ru": "failed", "test_langs": "deselected", "test_plain": "deselected"}, out
+
+
+@pytest.mark.parametrize("change", ["added", "removed", "renamed"])
+def test_a_file_added_to_or_removed_from_a_folder_listed_at_import_runs_every_test(
+    recorded_listed: Path, tmp_path: Path, change: str
+) -> None:
+    p = _copy(recorded_listed, tmp_path)
+    locale = p.root / MINE / "lister" / "locale"
+    if change == "added":
+        (locale / "fr.po").write_text("msgstr salut\n")
+    elif change == "removed":
+        (locale / "de.po").unlink()
+    else:
+        (locale / "de.po").rename(locale / "de_DE.po")
+    out, rec = _select(p)
+    assert rec["test_selection"]["full_reason"] is not None, out
+    assert outcomes_of(rec)["test_langs"] == "failed", out
