@@ -85,6 +85,9 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
     check_select_args(args, spread=spread_requested(args))
     cfg = _load(args)
     check_results_dir(cfg.results_dir)
+    # #41: the code this run runs, decided before it starts: what --resume compares; a
+    # spread's shards are given the driver's (forwarded), their folders' files apart
+    args.worktree = args.worktree or worktree.digest(cfg.project_root, cfg.results_dir)
     force: Literal["local", "container"] | None = "local" if args.local else ("container" if args.container else None)
     options = RunOptions(
         suites=args.suite or None,
@@ -95,8 +98,7 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
         keep_cores=args.keep_cores,
         run_url=args.run_url or _actions_run_url(),
         source=source_from_args(args, cfg.project_root),
-        # #41: the code this run runs, decided before it starts: what --resume compares
-        worktree=worktree.digest(cfg.project_root, cfg.results_dir),
+        worktree=args.worktree,
         resume=args.resume,
         command=("device-matrix", *args.argv),
     )
@@ -200,6 +202,9 @@ def _add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="continue the last run of each row (interrupted, or stopped by crashes): run its not_run tests",
     )
+    # a driver's child: the code the driver's run runs (its digest), what a shard's record
+    # and the shard's own resume say, so that a shard the driver continues keeps what stands
+    run.add_argument("--worktree", help=argparse.SUPPRESS)
     run.add_argument(
         "--rerun-disabled",
         action="store_true",

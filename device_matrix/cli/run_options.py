@@ -32,6 +32,9 @@ class RunOption:
     again: Literal["resume", "spread"] | None = None
     shape: How = "value"  # how ``again`` writes it
     default: str | None = None  # argparse's own default: a value equal to it goes without saying
+    # given by a driver to its shards only: never in a command a person is told to type (a
+    # resume decides it again)
+    driver_only: bool = False
 
     @property
     def flag(self) -> str:
@@ -89,6 +92,8 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
     RunOption("executor", None, _SPREAD, again="spread", default="local"),
     RunOption("address", None, _SPREAD, again="spread"),
     RunOption("shard_plan", None, "the driver's own split, written for its shards"),
+    # #41: a shard runs the code its driver's run was started on, and says so in its record
+    RunOption("worktree", "value", driver_only=True),
 )
 
 
@@ -103,9 +108,12 @@ def _argv(option: RunOption, how: How, value: Any) -> list[str]:
     return ["--", *value] if value else []
 
 
-def forwarded_options(args: argparse.Namespace) -> list[str]:
-    """The options of this ``run`` that each shard's own ``run`` takes too (pytest's last)."""
-    given = [(o, o.how, getattr(args, o.dest)) for o in RUN_OPTIONS if o.how is not None]
+def forwarded_options(args: argparse.Namespace, *, to_shards: bool = True) -> list[str]:
+    """The options of this ``run`` that each shard's own ``run`` takes too (pytest's last);
+    ``to_shards`` False: those a command for a person repeats (no ``driver_only`` one)."""
+    given = [
+        (o, o.how, getattr(args, o.dest)) for o in RUN_OPTIONS if o.how is not None and (to_shards or not o.driver_only)
+    ]
     argv = [part for o, how, value in given if how != "pytest" for part in _argv(o, how, value)]
     return argv + [part for o, how, value in given if how == "pytest" for part in _argv(o, how, value)]
 
@@ -128,7 +136,7 @@ def spread_argv(args: argparse.Namespace, *, shards: int | None = None) -> list[
 def resume_argv(args: argparse.Namespace, row: str) -> list[str]:
     """The command that continues this ``run`` of ``row``, as it was asked for (#23)."""
     again = [part for o in RUN_OPTIONS if o.again == "resume" for part in _argv(o, o.shape, getattr(args, o.dest))]
-    forwarded = forwarded_options(args)
+    forwarded = forwarded_options(args, to_shards=False)  # a resume decides the code again (#41)
     at = forwarded.index("--") if "--" in forwarded else len(forwarded)
     return [*row_command(row), *spread_argv(args), *again, *forwarded[:at], "--resume", *forwarded[at:]]
 

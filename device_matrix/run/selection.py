@@ -248,7 +248,9 @@ def nothing_selected(
     root = f"{project_root}/"
     found = NOT_FOUND_RE.search(output)
     if pytest_exit == 4 and found is not None:
-        return f"{chosen} selected no test: pytest found nothing at {found.group(1).replace(root, '')}"
+        # pytest's own words first, as every usage error's reason (the row's record)
+        said = found.group(0).replace(root, "")
+        return f"pytest exited 4 (usage error): {said}: {chosen} selected no test"
     if pytest_exit == 5 and picked:
         return f"{chosen} selected no test of row {row!r} (pytest exited 5: nothing to run)"
     return None

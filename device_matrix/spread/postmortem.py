@@ -52,7 +52,7 @@ def not_run_record(
     state = RunState(redactor or Redactor())
     state.expect(list(tests))
     state.mark_not_run(f"not run: {why}")
-    return state.to_record(
+    record = state.to_record(
         row=run.row.name,
         pjrt_device=run.row.pjrt_device,
         status=status,
@@ -66,6 +66,9 @@ def not_run_record(
         runner_pid=os.getpid(),
         source=run.options.source,
     )
+    # #41: the code the run was given, which a resume of it compares (the driver decided it)
+    record["worktree"] = run.options.worktree
+    return record
 
 
 def placeholder(run: RowRun, split: Split, shard: Shard, status: RowStatus, why: str) -> None:
@@ -185,6 +188,8 @@ def runner_died(run: RowRun, split: Split, shard: Shard, *, how: str, returncode
             "command": list(this.options.command),
             "spread": split.ref(shard.index),
             "environment": dict(left.base["environment"]) if left.base is not None else {},
+            # the code its runner ran, as it recorded it, so that a resume keeps what stands
+            "worktree": left.base.get("worktree") if left.base is not None else this.options.worktree,
         }
     )
     write_json_atomic(folder / "run.json", record)

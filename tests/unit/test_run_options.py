@@ -99,6 +99,14 @@ def test_a_resume_tip_repeats_the_spread_and_the_forwarded_options_as_they_were_
     )
 
 
+def test_the_code_a_driver_runs_goes_to_its_shards_and_never_into_a_resume_tip() -> None:
+    # #41: a shard the driver continues compares its code with its own record by the
+    # driver's digest (files the tests wrote in between do not make it other code); a person's
+    # --resume decides the code again, so the tip never carries the digest
+    assert forwarded_options(build_parser("run").parse_args(["run", "--worktree", "d1"])) == ["--worktree", "d1"]
+    assert _tip("--worktree", "d1", "--no-gdb") == "device-matrix run --device cpu --no-gdb --resume"
+
+
 def test_a_spreads_record_says_how_it_was_asked_for() -> None:
     from device_matrix.cli.shards import spread_command
 
