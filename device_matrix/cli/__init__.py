@@ -72,10 +72,24 @@ def _rows(cfg: Config, names: Sequence[str] | None) -> list[str]:
 # --- run ------------------------------------------------------------------------------
 
 
+def _run_config(args: argparse.Namespace) -> Config:
+    """A run's configuration, its results folder checked, and the code it runs (``--worktree``).
+
+    #41: the digest of the code is decided before the run starts, and is what --resume
+    compares; a spread's shards are given the driver's (forwarded), so the files their tests
+    write meanwhile do not make a shard the driver continues another run of other code.
+    """
+    from device_matrix.run import worktree
+
+    cfg = _load(args)
+    check_results_dir(cfg.results_dir)
+    args.worktree = args.worktree or worktree.digest(cfg.project_root, cfg.results_dir)
+    return cfg
+
+
 def cmd_run(args: argparse.Namespace, out: Output) -> int:
     from device_matrix.cli.select import check_select_args, plan_for
     from device_matrix.cli.shards import check_spread_args, resume_tip, run_spread, run_whole, spread_requested
-    from device_matrix.run import worktree
     from device_matrix.run.attempt import Interrupted, interrupts_raise
     from device_matrix.run.plan import plan_row
     from device_matrix.run.runner import RunOptions
@@ -83,11 +97,7 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
 
     check_spread_args(args)
     check_select_args(args, spread=spread_requested(args))
-    cfg = _load(args)
-    check_results_dir(cfg.results_dir)
-    # #41: the code this run runs, decided before it starts: what --resume compares; a
-    # spread's shards are given the driver's (forwarded), their folders' files apart
-    args.worktree = args.worktree or worktree.digest(cfg.project_root, cfg.results_dir)
+    cfg = _run_config(args)
     force: Literal["local", "container"] | None = "local" if args.local else ("container" if args.container else None)
     options = RunOptions(
         suites=args.suite or None,
