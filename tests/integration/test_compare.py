@@ -13,45 +13,6 @@ import pytest
 from tests.builders import upstream_project
 from tests.conftest import SUITES, clean_env
 
-QUIET = """\
-..sFE
-======================================================================
-ERROR: test_error (__main__.TestRecord.test_error)
-----------------------------------------------------------------------
-Traceback (most recent call last):
-TypeError: cannot unpack non-iterable bool object
-
-======================================================================
-FAIL: test_failure (__main__.TestRecord)
-----------------------------------------------------------------------
-AssertionError: 1 != 2
-
-----------------------------------------------------------------------
-Ran 5 tests in 0.004s
-
-FAILED (failures=1, errors=1, skipped=1)
-"""
-
-VERBOSE = """\
-test_a (__main__.T.test_a) ... ok
-test_b (__main__.T.test_b)
-The docstring's first line ... skipped 'no TPU'
-test_c (__main__.T.test_c) ... expected failure
-test_d (__main__.T.test_d) ...
-  test_d (__main__.T.test_d) (k=1) ... FAIL
-
-======================================================================
-FAIL: test_d (__main__.T.test_d) (k=1)
-----------------------------------------------------------------------
-AssertionError
-
-----------------------------------------------------------------------
-Ran 4 tests in 0.001s
-
-FAILED (failures=1, skipped=1, expected failures=1)
-"""
-
-
 SCRIPTS = """
 [[tool.device-matrix.devices.fixture.scripts]]
 file = "test/test_variables.py"

@@ -11,62 +11,13 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import signal
-import struct
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from device_matrix import diagnostics
 from device_matrix.diagnostics import core as core_files
-from device_matrix.redact import Redactor
 from tests.conftest import Project
-
-RECORDED = Path(__file__).parents[1] / "fixtures" / "recorded"
-PYSTACK = (RECORDED / "pystack_core.txt").read_text()
-CRASHED, WAITER = 27364, 27410  # the threads of that core: the main one crashed
-
-
-def _core_with_thread(path: Path, tid: int, pid: int | None = None) -> Path:
-    """A minimal 64-bit ELF core: one PT_NOTE holding an NT_PRSTATUS with ``tid`` and an
-    NT_PRPSINFO with ``pid`` (``tid``'s by default)."""
-    prstatus = bytearray(336)
-    struct.pack_into("<I", prstatus, core_files.PRSTATUS_PID, tid)
-    prpsinfo = bytearray(136)
-    struct.pack_into("<I", prpsinfo, core_files.PRPSINFO_PID, tid if pid is None else pid)
-    name = b"CORE\0\0\0\0"
-    note = b"".join(
-        struct.pack("<III", 5, len(desc), kind) + name + bytes(desc)
-        for kind, desc in ((core_files.NT_PRSTATUS, prstatus), (core_files.NT_PRPSINFO, prpsinfo))
-    )
-    header = bytearray(64)
-    header[:6] = b"\x7fELF\x02\x01"
-    struct.pack_into("<H", header, 16, core_files.ET_CORE)
-    struct.pack_into("<Q", header, 0x20, 64)  # program headers right after the header
-    struct.pack_into("<HH", header, 0x36, 56, 1)
-    phdr = struct.pack("<IIQQQQQQ", core_files.PT_NOTE, 0, 64 + 56, 0, 0, len(note), 0, 0)
-    path.write_bytes(bytes(header) + phdr + note)
-    return path
-
-
-TSL_SEGFAULT = (RECORDED / "tsl_reraised_segfault.txt").read_text()
-FAULT = """Fatal Python error: Segmentation fault
-
-Current thread 0x00007f4ac0c2b740 (most recent call first):
-  File "/p/tests/test_crash.py", line 7 in segfault_helper
-  File "/p/tests/test_crash.py", line 22 in test_a_segfault
-"""
-
-
-def _diagnose(fault_text: str = "", output: str = TSL_SEGFAULT, **kw: Any) -> dict[str, Any]:
-    return dict(
-        diagnostics.diagnose(
-            returncode=-signal.SIGABRT, fault_text=fault_text, output_text=output, redactor=Redactor({}), **kw
-        )
-    )
-
 
 # --- a process whose crashing test installs a handler like XLA's -------------------------
 

@@ -7,33 +7,9 @@ as applied.
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 
 from device_matrix.issues.ledger import Ledger
-
-DAY = dt.date(2026, 11, 2)
-
-
-# --- what the tracker says, on one line --------------------------------------------------
-
-
-def _project_with_issue(tmp_path: Path, title: str) -> Path:
-    from device_matrix import config
-    from device_matrix.issues import open_tracker
-
-    root = tmp_path / "proj"
-    (root / "tests").mkdir(parents=True)
-    (root / "tests" / "test_a.py").write_text("def test_a():\n    pass\n")
-    (root / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0"\n\n[tool.device-matrix]\n')
-    cfg = config.load(root)
-    tracker = open_tracker(cfg, cfg.results_dir)
-    tracker.create(title, "devices: cpu", [])
-    return root
-
-
-LINES_TITLE = "DISABLED the flaky one\n\x1b[2Jsecond line"
-
 
 # --- a disable that matches no test ------------------------------------------------------
 

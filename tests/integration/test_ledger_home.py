@@ -11,26 +11,10 @@ be moved without losing either is refused, both kept.
 from __future__ import annotations
 
 import shutil
-import sqlite3
 from pathlib import Path
 
 from tests.integration.test_disable_runs import _project
 from tests.unit.test_ledger_home import HOME, TEST
-
-
-def _titles(path: Path) -> list[str]:
-    db = sqlite3.connect(path)
-    try:
-        return [str(r[0]) for r in db.execute("SELECT title FROM issues ORDER BY id")]
-    finally:
-        db.close()
-
-
-def _project_root(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0"\n\n[tool.device-matrix]\n')
-    return root
 
 
 def test_removing_the_results_folder_keeps_every_issue_and_disable(tmp_path: Path) -> None:

@@ -146,25 +146,6 @@ def test_select_all_and_a_named_map(repo: Project, tmp_path: Path) -> None:
     assert proc.returncode == EXIT_USAGE and "--select does not go with --rerun-disabled" in proc.stderr
 
 
-def _workflow_cfg(tmp_path: Path, top: str) -> Any:
-    from device_matrix import config
-
-    (tmp_path / "pyproject.toml").write_text(
-        f"[tool.device-matrix]\n{top}\n[tool.device-matrix.devices.split]\npjrt_device = 'CPU'\nshards = 2\n"
-    )
-    return config.load(tmp_path, environ={})
-
-
-def _run_args(cfg: Any, event: Any) -> dict[str, list[str]]:
-    from device_matrix.workflow import plan_jobs
-
-    plan = plan_jobs(cfg, event)
-    found: dict[str, list[str]] = {}
-    for e in plan.host + plan.container:
-        found.setdefault(e["row"], []).append(e["run_args"])
-    return found
-
-
 def _source(**kw: Any) -> Any:
     from device_matrix.records.source import detect, override
 

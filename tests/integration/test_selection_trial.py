@@ -97,7 +97,3 @@ def test_tests_named_with_test_run_whatever_the_selection_says(tmp_path: Path) -
     rec = p.record()
     assert outcomes_of(rec) == {"test_double": "passed", "test_triple": "deselected"}
     assert rec["test_selection"]["by_reason"] == {"named": 1, "deselected": 1}
-
-
-def _dated(created: str) -> TestMap:
-    return TestMap(row="cpu", commit="a" * 40, created=created, tests={"t.py::a": frozenset({"t.py", "src/a.py"})})

@@ -15,16 +15,9 @@ from typing import Any
 import pytest
 
 from device_matrix.records.merge import artifact_folder
-from tests import records as R
 from tests.conftest import Project, clean_env, make_project
 
 # --- the split ----------------------------------------------------------------------------
-
-
-def _record(tests: list[tuple[str, str, float]], finished: str) -> dict[str, Any]:
-    rec = R.record("fixture", [R.test(n, o, duration=d) for n, o, d in tests], started=finished)
-    rec["finished_at"] = finished
-    return rec
 
 
 # --- shards of a real row -----------------------------------------------------------------

@@ -130,11 +130,6 @@ PYTORCH_TEST_WITH_SLOW = "1"{env}
     return Project(root)
 
 
-def _line_of(marker: str) -> int:
-    source = PYTEST_FILE.splitlines()
-    return next(k for k, text in enumerate(source, 1) if marker in text)
-
-
 @pytest.mark.parametrize("handler", [True, False], ids=["xla-handler", "no-handler"])
 @pytest.mark.parametrize("kind", ["pytest", "absl"])
 def test_a_crash_under_xla_keeps_its_signal_python_stack_phase_and_fingerprint(
