@@ -461,29 +461,27 @@ def _remove_row_files(row_dir: Path) -> None:
 
 def settle(
     cfg: Config,
-    row: RowDevice,
+    row: str,
     row_dir: Path,
     script_files: Sequence[str],
     *,
+    got: RowDisables,
     ref: DisablesRef,
     nodeids: Collection[str],
 ) -> DisablesRef:
     """#42: once a run of the whole row has collected its tests, the tracker's disables on
-    the row that name none of them (a renamed test, a look-alike character in the title):
-    said in the record and in ``disables.json``, not counted as applied, each answered once."""
-    got = _READ.get(cfg.state_dir)
-    if got is None:
-        return ref
-    mine = [d for d in got.disables if d.applies(*row)]
-    missed = [d for d in mine if not any(d.matches(n, script_files) for n in nodeids)]
-    problem = f"matches no test of row {row[0]}"
+    the row (``got``, as the run's plan read them) that name none of them (a renamed test, a
+    look-alike character in the title): said in the record and in ``disables.json``, not
+    counted as applied, each answered once."""
+    missed = [d for d in got.disables if not any(d.matches(n, script_files) for n in nodeids)]
+    problem = f"matches no test of row {row}"
     settled: DisablesRef = {
         **ref,
-        "applied": len(mine) - len(missed),
+        "applied": len(got.disables) - len(missed),
         "unmatched": [UnmatchedDisable(issue=d.issue, test=d.test, problem=problem) for d in missed],
     }
-    if mine:  # a row none of whose disables apply has no disables.json (#42)
-        write_json_atomic(row_dir / CACHE_FILE, {**settled, "disables": [d.as_json() for d in mine]})
+    if got.disables:  # a row none of whose disables apply has no disables.json (#42)
+        write_json_atomic(row_dir / CACHE_FILE, {**settled, "disables": [d.as_json() for d in got.disables]})
     if missed and _answering():
         tracked = tracker_config(cfg, os.environ)
         answer_unmatched(lambda: _for_a_run(open_tracker(tracked, tracked.results_dir)), settled["unmatched"])

@@ -443,7 +443,8 @@ def write_record(run: Run, verdict: Verdict, *, final: bool = True) -> RunRecord
         setup, execution, verdict, finished_at=now_iso(), duration=setup.elapsed(), runner_pid=os.getpid()
     )
     if (
-        execution.disables is not None
+        setup.disables is not None
+        and execution.disables is not None
         and final
         and record["selection"] is None
         and record["status"] not in INFRASTRUCTURE_STATUSES
@@ -452,9 +453,10 @@ def write_record(run: Run, verdict: Verdict, *, final: bool = True) -> RunRecord
         # #42: the whole row collected: its disables that name none of its tests are said
         execution.disables = record["disables"] = settle_disables(
             setup.cfg,
-            (setup.row.name, setup.row.pjrt_device),
+            setup.row.name,
             setup.folder.path,
             [s.file for s in setup.scripts],
+            got=setup.disables,
             ref=execution.disables,
             nodeids=[t["nodeid"] for t in record["tests"]],
         )
