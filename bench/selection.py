@@ -515,7 +515,6 @@ def replay(
         parent = commits[i - 1]
         rp.checkout(commit)
         tally.commits += 1
-        baseline = rp.pytest(tmp / "run.json", cover=True)
         diff = rp.git("diff", "-U0", "--no-renames", "--no-color", parent, commit, "--", "*.py")
         sites = [
             f
@@ -525,6 +524,11 @@ def replay(
         ]
         faults = pick_faults(sites, args.faults, args.seed, commit)
         tally.without_sites += not faults
+        mapped_here = i % args.map_every == 0  # CI records a map on this commit of the base branch
+        if not (faults or mapped_here):  # nothing to score and no map to record: no run needed
+            log(f"{i}/{len(commits) - 1} {commit[:10]}: no fault site")
+            continue
+        baseline = rp.pytest(tmp / "run.json", cover=mapped_here)  # per-test coverage only for a map
         m, db = maps[map_commit]
         rules = rules_at(rp.work)
         for fault in faults:
@@ -535,7 +539,7 @@ def replay(
             if case is not None:
                 cases.append(case)
                 log(f"  {commit[:10]} {fault.label}: {len(case.failing)} failing")
-        if i % args.map_every == 0:  # CI records a map on this commit of the base branch
+        if mapped_here:
             maps[commit] = _mapped(rp, commit, baseline, db)
             map_commit = commit
         log(f"{i}/{len(commits) - 1} {commit[:10]}: {len(faults)} faults from {len(sites)} sites")
