@@ -65,7 +65,6 @@ from device_matrix.importgraph import Graph, outermost
 from device_matrix.records.schema import SelectionInfo, SelectMode
 from device_matrix.records.testmap import TestMap
 
-MODES: tuple[SelectMode, ...] = get_args(SelectMode)
 # why a test runs (all but the last) or is left out; the record counts tests by these
 Why: TypeAlias = Literal[
     "full",

@@ -14,7 +14,7 @@ import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from device_matrix import __version__
 from device_matrix import config as config_mod
@@ -39,7 +39,10 @@ from device_matrix.errors import (
 )
 from device_matrix.output import Output
 from device_matrix.records.outcomes import REPORTED_FAILURES, STATUS_EXIT, combine_exit_codes
-from device_matrix.records.schema import RunRecord
+from device_matrix.records.schema import RunRecord, SourceInfo
+
+if TYPE_CHECKING:
+    from device_matrix.selection import Plan
 
 
 def _load(args: argparse.Namespace) -> Config:
@@ -87,8 +90,17 @@ def _run_config(args: argparse.Namespace) -> Config:
     return cfg
 
 
+def _test_plan(args: argparse.Namespace, cfg: Config, row: str, source: SourceInfo | None) -> Plan | None:
+    """The row's selection plan for ``--select``; the selection engine loads only then (#41)."""
+    if args.select is None:
+        return None
+    from device_matrix.cli.select import plan_for
+
+    return plan_for(args, cfg, row, source)
+
+
 def cmd_run(args: argparse.Namespace, out: Output) -> int:
-    from device_matrix.cli.select import check_select_args, plan_for
+    from device_matrix.cli.run_options import check_select_args
     from device_matrix.cli.shards import check_spread_args, resume_tip, run_spread, run_whole, spread_requested
     from device_matrix.run.attempt import Interrupted, interrupts_raise
     from device_matrix.run.plan import plan_row
@@ -130,7 +142,7 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
                     record = run_spread(args, cfg, plan, options, out)
                 else:
                     # #34: --select: the tests this change can break, decided per row
-                    chosen = dataclasses.replace(options, test_plan=plan_for(args, cfg, name, options.source))
+                    chosen = dataclasses.replace(options, test_plan=_test_plan(args, cfg, name, options.source))
                     record = run_whole(cfg, plan, chosen, out)
             except Interrupted as exc:
                 out.error(
@@ -226,7 +238,7 @@ def _add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=whole_number(1),
         help="runs of each disabled test with --rerun-disabled (default: the configuration's reenable_times)",
     )
-    from device_matrix.cli.select import add_select_options
+    from device_matrix.cli.run_options import add_select_options
     from device_matrix.cli.shards import add_run_options
 
     add_select_options(run)
@@ -243,17 +255,20 @@ def _link_with_ledger(cfg: Config, out: Output) -> None:
     New issues are filed only when asked (``tracker.file_on_run``); else the run says how
     many ``issues sync`` would file (#24).
     """
-    from device_matrix.cli.results import crash_placements, load_records
-    from device_matrix.issues import open_tracker
-    from device_matrix.issues.sync import collect, sync
-    from device_matrix.report.history import DEFAULT_PATH
+    from device_matrix.cli.results import load_records
+    from device_matrix.issues.sync import collect
     from device_matrix.skips import uncited
 
     records, _ = load_records(cfg.results_dir)
     findings, cited = collect(records)
     declared = uncited(cfg.project_root, cfg.suite_folders())
     if not findings and not cited and not declared:
-        return  # nothing to link: no ledger to open
+        return  # nothing to link: no ledger to open, and what opens one is not loaded (#41)
+    from device_matrix.cli.results import crash_placements
+    from device_matrix.issues import open_tracker
+    from device_matrix.issues.sync import sync
+    from device_matrix.report.history import DEFAULT_PATH
+
     tracker = open_tracker(cfg, cfg.results_dir, note=out.line)
     report = sync(
         records,
@@ -339,9 +354,11 @@ FAILURES_SHOWN = 10
 def _print_failures(out: Output, r: RunRecord, cfg: Config) -> None:
     """Each failing test's cause and place, as triage has them: a terminal that showed only
     ``FAILED nodeid`` sent the user to run.json to learn why (crashes have their own lines)."""
-    from device_matrix.report.model import failure_view
-
     failing = [t for t in r["tests"] if t["outcome"] in REPORTED_FAILURES]
+    if not failing:
+        return
+    from device_matrix.report.model import failure_view  # triage's view, loaded where a test failed (#41)
+
     for t in failing[:FAILURES_SHOWN]:
         f = failure_view(t, r["row"])
         where = f" at {f['file']}:{f['line']}" if f["file"] and f["line"] else ""

@@ -16,7 +16,11 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from typing import Any, Literal
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from device_matrix.errors import UsageProblem
+from device_matrix.records.schema import SelectMode
 
 How = Literal["switch", "value", "each", "pytest"]
 
@@ -144,3 +148,41 @@ def resume_argv(args: argparse.Namespace, row: str) -> list[str]:
 def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The configuration keys this command's options override for one run (None: not given)."""
     return {option.config: getattr(args, option.dest, None) for option in RUN_OPTIONS if option.config}
+
+
+def add_select_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("test selection (docs/selection.md)")
+    group.add_argument(
+        "--select",
+        choices=get_args(SelectMode),
+        help="changed: run only the tests the change can break, by the row's test map (the others are recorded "
+        "deselected); all: every test (the record says so)",
+    )
+    group.add_argument(
+        "--map",
+        type=Path,
+        help="the test map to select by, with --select (default: the newest of the history's maps of the row "
+        "on the base branch and on this branch, and results/<row>/test-map.json)",
+    )
+
+
+def check_select_args(args: argparse.Namespace, *, spread: bool) -> None:
+    """``--map`` goes with ``--select``; a spread row runs every test for now, and the
+    re-enable check runs the disabled tests it names."""
+    if args.map is not None and args.select is None:
+        raise UsageProblem("--map needs --select changed", tip="Add --select changed, or leave --map out.")
+    if args.select is not None and (args.rerun_disabled or args.times is not None):
+        raise UsageProblem(
+            "--select does not go with --rerun-disabled: the re-enable check runs the disabled tests it names",
+            tip="Leave --select out of the re-enable check.",
+        )
+    if args.select == "changed" and getattr(args, "record_map", None):
+        raise UsageProblem(
+            "--record-map does not go with --select changed: a test map comes from a run of every test",
+            tip="Record the map on a full run (a push to the base branch), and select on pull requests.",
+        )
+    if args.select is not None and spread:
+        raise UsageProblem(
+            "--select does not spread a row yet (--shard, --shards, --executor ray)",
+            tip="Run the row whole with --select changed, or spread it without --select (every test runs).",
+        )

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from device_matrix import importgraph, namereads, tomlfile
 from device_matrix.config import Config
-from device_matrix.errors import ConfigError, DeviceMatrixError, ResultsError, UsageProblem
+from device_matrix.errors import ConfigError, DeviceMatrixError, ResultsError
 from device_matrix.records import testmap
 from device_matrix.records.outcomes import CODE, FAIL_CODES
 from device_matrix.records.schema import SourceInfo
@@ -30,7 +30,6 @@ from device_matrix.report import misses
 from device_matrix.report.history import DEFAULT_PATH, History
 from device_matrix.selection import (
     CONFTEST,
-    MODES,
     SECTIONED,
     Plan,
     Rules,
@@ -57,44 +56,6 @@ MAX_GRAPH_FILES = 20_000
 # the files pytest reads its addopts from, and the section of each
 INI_SECTIONS = (("pytest.ini", "pytest"), ("tox.ini", "pytest"), ("setup.cfg", "tool:pytest"))
 SKIP_CODES = frozenset({CODE["skipped"]})  # skipped (or disabled): its map holds little of what it runs
-
-
-def add_select_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("test selection (docs/selection.md)")
-    group.add_argument(
-        "--select",
-        choices=MODES,
-        help="changed: run only the tests the change can break, by the row's test map (the others are recorded "
-        "deselected); all: every test (the record says so)",
-    )
-    group.add_argument(
-        "--map",
-        type=Path,
-        help="the test map to select by, with --select (default: the newest of the history's maps of the row "
-        "on the base branch and on this branch, and results/<row>/test-map.json)",
-    )
-
-
-def check_select_args(args: argparse.Namespace, *, spread: bool) -> None:
-    """``--map`` goes with ``--select``; a spread row runs every test for now, and the
-    re-enable check runs the disabled tests it names."""
-    if args.map is not None and args.select is None:
-        raise UsageProblem("--map needs --select changed", tip="Add --select changed, or leave --map out.")
-    if args.select is not None and (args.rerun_disabled or args.times is not None):
-        raise UsageProblem(
-            "--select does not go with --rerun-disabled: the re-enable check runs the disabled tests it names",
-            tip="Leave --select out of the re-enable check.",
-        )
-    if args.select == "changed" and getattr(args, "record_map", None):
-        raise UsageProblem(
-            "--record-map does not go with --select changed: a test map comes from a run of every test",
-            tip="Record the map on a full run (a push to the base branch), and select on pull requests.",
-        )
-    if args.select is not None and spread:
-        raise UsageProblem(
-            "--select does not spread a row yet (--shard, --shards, --executor ray)",
-            tip="Run the row whole with --select changed, or spread it without --select (every test runs).",
-        )
 
 
 def _lanes(source: SourceInfo | None) -> list[str]:

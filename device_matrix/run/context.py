@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from device_matrix.config import Config, Row, Script
 from device_matrix.errors import UsageProblem
@@ -37,8 +37,10 @@ from device_matrix.run.folder import ATTEMPTS_DIR, RowFolder
 from device_matrix.run.plan import RowPlan
 from device_matrix.run.state import RunState, now_iso
 from device_matrix.run.targets import as_nodeid, script_node
-from device_matrix.selection import Plan
 from device_matrix.wire import PLUGIN, SCRIPT_MODULE, ChildCommand
+
+if TYPE_CHECKING:  # #41: the selection engine loads only for a run that selects (cli/select.py)
+    from device_matrix.selection import Plan
 
 DEFAULT_CORE_LIMIT = 4 << 30  # bytes; enough for a backtrace of a torch_xla process
 DEFAULT_MAX_LOG = 512 << 20  # bytes of output.log; the rest is cut with a note

@@ -58,3 +58,37 @@ def test_a_plain_run_goes_from_the_command_line_to_the_runner_without_the_spread
     assert (code_, spread) == (0, []), proc.stdout + proc.stderr
     record = json.loads((p.results / "fixture" / "run.json").read_text())
     assert record["status"] == "passed" and "spread" not in record
+
+
+# what a run that selects nothing, on a project without a tracker of its own, has no use for
+NOT_FOR_A_PLAIN_RUN = (
+    "device_matrix.selection",  # the selection engine (--select)
+    "device_matrix.importgraph",
+    "device_matrix.namereads",
+    "device_matrix.cli.select",
+    "device_matrix.report",  # triage's reports and the run history
+    "device_matrix.issues.client",  # the GitHub tracker's client
+    "device_matrix.issues.github",
+    "requests",
+)
+
+
+def test_a_plain_run_loads_no_selection_report_or_tracker_client(project: Callable[..., Project]) -> None:
+    # #41 "load what a command uses": a run without --select loaded the selection engine, the
+    # import graph and the name reader (cli/select.py held the options' checks too), and the
+    # run history's module and its report models to name one path after every run
+    p = project("passing")
+    code = (
+        "import json, sys; from device_matrix.cli import main;"
+        f"code = main(['--project', {str(p.root)!r}, 'run', '--no-gdb', '--device', 'fixture']);"
+        "print(json.dumps([code, sorted(m for m in sys.modules if m.startswith(('device_matrix', 'requests')))]))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=p.root, capture_output=True, text=True, env=clean_env(), check=False
+    )
+    code_, loaded = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert code_ == 0, proc.stdout + proc.stderr
+    assert "device_matrix.run.runner" in loaded  # the listing is of the run that ran
+    below = tuple(f"{name}." for name in NOT_FOR_A_PLAIN_RUN)
+    unused = [m for m in loaded if m in NOT_FOR_A_PLAIN_RUN or m.startswith(below)]
+    assert not unused, unused
