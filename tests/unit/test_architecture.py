@@ -579,6 +579,7 @@ BEHAVIOUR = {
     "a container is known before its image is asked what it has": "tests/unit/test_run_setup.py",
     "a run's plan is made once and no step replaces a run's options": "tests/unit/test_run_setup.py",
     "a whole run of a row without gangs never goes through spread/": "tests/integration/test_architecture.py",
+    "a run loads the selection engine only with --select": "tests/integration/test_architecture.py",
 }
 
 
