@@ -200,6 +200,8 @@ def _with_history(
                 commit=False,
                 maps=maps,
             )
+            if history.kept_before is not None:
+                out.line(f"note: this run is in the history already ({history.kept_before.label}): not recorded again")
             triage["history"] = history.view(triage, window)
             triage["backstop"] = history.backstop(triage, window)
             _place_crashes(triage, history, run_id)

@@ -273,6 +273,7 @@ class Store:
         self.read_only = read_only
         self._series_cache: dict[str, list[SeriesRow]] = {}
         self._recorded: int | None = None  # the run this object recorded: the one view() shows
+        self.kept_before: LaneRun | None = None  # #41: the run recorded already, older than its lane's newest
 
     @classmethod
     def open(cls: type[_S], path: Path, warn: Callable[[str], None] = lambda _: None, *, read_only: bool = False) -> _S:
@@ -403,9 +404,13 @@ class Store:
         """
         keep = max(keep, 1)
         lane = lane_of(source)
+        identity = run_identity(triage, source)
+        self.kept_before = _recorded_before(self.lane_runs(lane), identity)
+        if self.kept_before is not None:  # its records again, after a later run: kept as they are
+            self._recorded = self.kept_before.id
+            return self.kept_before.id
         with self.db if commit else contextlib.nullcontext(self.db):
             self._take_over_unlaned(lane)
-            identity = run_identity(triage, source)
             self._replace_same_run(lane, source, identity)
             cur = self.db.execute(
                 "INSERT INTO runs (created, label, lane, source, identity) VALUES (?, ?, ?, ?, ?)",
@@ -612,9 +617,12 @@ class History(Store):
         """
         lane = lane_of(source)
         runs = self.lane_runs(lane)
+        identity = run_identity(triage, source)
         back = 1  # the previous run's place from the end of each series
-        if runs and _again(runs[-1], source, run_identity(triage, source)):
+        if runs and _again(runs[-1], source, identity):
             back = 2  # the last run again: it is replaced, the one before is the previous (#41)
+        elif (earlier := _recorded_before(runs, identity)) is not None:
+            back = len(runs) - runs.index(earlier) + 1  # an older run again: the run before it (#41)
         last = runs[-back] if len(runs) >= back else None
         against = lane
         base = base_lane(source) if is_pull_request(source) else None
@@ -981,6 +989,15 @@ def _again(last: LaneRun, source: SourceInfo | None, identity: str | None) -> bo
     """Whether the run being recorded is ``last`` again: a re-run of its CI run, or the same
     records (rows, start times, source) triaged again (#41)."""
     return _same_run(last.source, source, attempt=False) or (identity is not None and identity == last.identity)
+
+
+def _recorded_before(runs: Sequence[LaneRun], identity: str | None) -> LaneRun | None:
+    """The run of these records (``identity``) when one older than the lane's newest holds
+    them: its records triaged again after a later run, which must not count twice (#41). A
+    re-run of an older CI run's jobs has records of its own, and is recorded as the newest."""
+    if identity is None:
+        return None
+    return next((r for r in runs[:-1] if r.identity == identity), None)
 
 
 def _run_source(r: LaneRun) -> RunSource:

@@ -556,3 +556,34 @@ def test_a_run_triaged_twice_is_recorded_once_and_seen_at_its_own_time(tmp_path:
     later = triage_of("b", "2026-11-30T10:00:00+00:00", "2026-11-30T10:05:00+00:00")
     assert later["changes"]["previous"] == "2026-11-29T10:05:00+00:00"
     assert later["history"] is not None and later["history"]["crashes"][0]["runs"] == 2
+
+
+def test_a_run_triaged_again_after_a_later_one_is_not_recorded_again(tmp_path: Path) -> None:
+    # #41: A, B, then A's records again: A counted twice (a third run, newer than B) in the
+    # trends and the crash's runs, and its changes were taken against B, a later run
+    history = tmp_path / "h.sqlite"
+    said = io.StringIO()
+
+    def triage_of(name: str, started: str, finished: str, outcome: str, out: io.StringIO | None = None) -> Triage:
+        results = tmp_path / name
+        (results / "cpu").mkdir(parents=True, exist_ok=True)
+        c = R.crash("cpu", "s/t.py::test_a", "cccc")
+        crashed = outcome == "crashed"
+        test = R.test("s/t.py::test_a", outcome, crash_id=c["id"] if crashed else None)
+        rec = R.record("cpu", [test], [c] if crashed else [], started=started)
+        rec["finished_at"] = finished
+        (results / "cpu" / "run.json").write_text(json.dumps(rec))
+        return run_triage(results, results / "triage", history, None, Output(out or io.StringIO(), environ={}))
+
+    first = triage_of("a", "2026-11-29T10:00:00+00:00", "2026-11-29T10:05:00+00:00", "crashed")
+    triage_of("b", "2026-11-30T10:00:00+00:00", "2026-11-30T10:05:00+00:00", "passed")
+    again = triage_of("a", "2026-11-29T10:00:00+00:00", "2026-11-29T10:05:00+00:00", "crashed", said)
+    assert History.open(history).lanes() == {"": 2}
+    assert again["changes"] == first["changes"] and again["changes"]["previous"] is None
+    assert again["history"] is not None and len(again["history"]["trends"]["cpu"]) == 2
+    assert [c["runs"] for c in again["history"]["crashes"]] == [1]
+    assert "in the history already (2026-11-29T10:05:00+00:00): not recorded again" in said.getvalue()
+    # the next run is compared with the newest, B, and counts three runs
+    later = triage_of("c", "2026-12-01T10:00:00+00:00", "2026-12-01T10:05:00+00:00", "passed")
+    assert later["changes"]["previous"] == "2026-11-30T10:05:00+00:00"
+    assert later["history"] is not None and len(later["history"]["trends"]["cpu"]) == 3
