@@ -324,6 +324,9 @@ def print_summary(out: Output, records: Sequence[RunRecord], cfg: Config, *, lin
             if d.get("python_stack_missing"):
                 # #39: said where it is read: a fingerprint without it tells few crashes apart
                 out.line(f"      no Python stack: {d.get('python_stack_missing')}")
+            if d.get("gdb_frames_missing") and not d["gdb_frames"]:
+                # #21: the terminal shows no frames; a reader learns here that none were recorded, and why
+                out.line(f"      no gdb stack: {d.get('gdb_frames_missing')}")
             out.line(f"      repro: {c['repro'].splitlines()[0]}")
         _print_failures(out, r, cfg)
         unlinked = [t for t in r["tests"] if t["skip"] and not t["skip"]["issue"] and t["skip"]["source"] != "pytest"]
