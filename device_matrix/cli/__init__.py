@@ -39,7 +39,7 @@ from device_matrix.errors import (
 )
 from device_matrix.output import Output
 from device_matrix.records.outcomes import REPORTED_FAILURES, STATUS_EXIT, combine_exit_codes
-from device_matrix.records.schema import RunRecord
+from device_matrix.records.schema import RunRecord, SourceInfo
 
 
 def _load(args: argparse.Namespace) -> Config:
@@ -72,19 +72,25 @@ def _rows(cfg: Config, names: Sequence[str] | None) -> list[str]:
 # --- run ------------------------------------------------------------------------------
 
 
-def _run_config(args: argparse.Namespace) -> Config:
-    """A run's configuration, its results folder checked, and the code it runs (``--worktree``).
+def _run_config(args: argparse.Namespace) -> tuple[Config, SourceInfo]:
+    """A run's configuration, its results folder checked, its source, and the code it runs
+    (``--worktree``).
 
     #41: the digest of the code is decided before the run starts, and is what --resume
     compares; a spread's shards are given the driver's (forwarded), so the files their tests
-    write meanwhile do not make a shard the driver continues another run of other code.
+    write meanwhile do not make a shard the driver continues another run of other code. The
+    commit git names is asked once: the source's, where it came from git.
     """
+    from device_matrix.records.source import detect
     from device_matrix.run import worktree
 
     cfg = _load(args)
     check_results_dir(cfg.results_dir)
-    args.worktree = args.worktree or worktree.digest(cfg.project_root, cfg.results_dir)
-    return cfg
+    detected = detect(cwd=cfg.project_root)
+    source = source_from_args(args, detected, cfg.project_root)  # a bad flag is refused before the tree is read
+    head = detected["commit"] if detected["origin"] == "git" else None  # HEAD, never a --commit
+    args.worktree = args.worktree or worktree.digest(cfg.project_root, cfg.own_folders, head=head)
+    return cfg, source
 
 
 def cmd_run(args: argparse.Namespace, out: Output) -> int:
@@ -97,7 +103,7 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
 
     check_spread_args(args)
     check_select_args(args, spread=spread_requested(args))
-    cfg = _run_config(args)
+    cfg, source = _run_config(args)
     force: Literal["local", "container"] | None = "local" if args.local else ("container" if args.container else None)
     options = RunOptions(
         suites=args.suite or None,
@@ -107,7 +113,7 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
         use_gdb=not args.no_gdb,
         keep_cores=args.keep_cores,
         run_url=args.run_url or _actions_run_url(),
-        source=source_from_args(args, cfg.project_root),
+        source=source,
         worktree=args.worktree,
         resume=args.resume,
         command=("device-matrix", *args.argv),
