@@ -142,7 +142,7 @@ def pytest_newest(session: nox.Session) -> None:
 
 @nox.session(reuse_venv=True)
 def lint(session: nox.Session) -> None:
-    """ruff and mypy --strict on the library."""
+    """ruff, and mypy --strict on the library and the helpers the tests import."""
     session.install("-e", ".[lint]")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", "device_matrix")

@@ -255,6 +255,13 @@ class Config:
         """The project's own state (:data:`STATE_DIR`): one place per project (#42)."""
         return self.project_root / STATE_DIR
 
+    @property
+    def own_folders(self) -> tuple[Path, ...]:
+        """The folders device-matrix writes into a project: its results and its state (the
+        ledger, the history, the disables read, the re-enable check's runs). Not the
+        project's code: the digest of a run's code leaves them out (run/worktree.py, #41)."""
+        return (self.results_dir, self.state_dir)
+
     def row(self, name: str) -> Row:
         try:
             return self.rows[name]

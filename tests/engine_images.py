@@ -25,10 +25,23 @@ import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, TypedDict
 
 ENGINE = "podman"
-BASE = {
+
+
+class BaseSystem(TypedDict):
+    """What the base image is built from (its tag hashes this, as written)."""
+
+    suite: str
+    mirror: str
+    variant: str
+    include: list[str]
+    python: str
+    recipe: int
+
+
+BASE: BaseSystem = {
     "suite": "bookworm",
     "mirror": "http://deb.debian.org/debian",
     "variant": "minbase",
@@ -141,8 +154,8 @@ def _build_base(image: str, log: Callable[[str], None]) -> None:
         root = Path(tmp) / "root"
         log(f"debootstrap {BASE['suite']} into {root} (a few minutes, once per machine)")
         options = [f"--variant={BASE['variant']}", f"--include={','.join(BASE['include'])}"]
-        _run(["debootstrap", *options, str(BASE["suite"]), str(root), str(BASE["mirror"])], "debootstrap")
-        if not (root / "usr" / "lib" / str(BASE["python"])).is_dir():
+        _run(["debootstrap", *options, BASE["suite"], str(root), BASE["mirror"]], "debootstrap")
+        if not (root / "usr" / "lib" / BASE["python"]).is_dir():
             raise CannotBuild(f"{BASE['suite']}'s python3 is not {BASE['python']} any more: update BASE")
         tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
         try:
@@ -157,7 +170,7 @@ def _build_layer(base: str, image: str, pins: list[str], log: Callable[[str], No
     with tempfile.TemporaryDirectory(prefix="device-matrix-layer-", dir=WORK) as tmp:
         wheels, site = Path(tmp) / "wheels", Path(tmp) / "site"
         log(f"{image}: {' '.join(pins)} from wheels")
-        version = str(BASE["python"]).removeprefix("python")
+        version = BASE["python"].removeprefix("python")
         options = ["-q", "--no-deps", "--only-binary=:all:", "--python-version", version, "-d", str(wheels)]
         _run([sys.executable, "-m", "pip", "download", *options, *pins], "pip download")
         # pure-Python wheels: unpacked where Debian's python3 looks (dist-info and all,
@@ -176,7 +189,7 @@ def _build_actions_row(base: str, image: str, log: Callable[[str], None]) -> Non
         context = Path(tmp)
         log(f"{image}: {' '.join(ACTIONS_ROW['installed'])} installed (minutes, once per machine)")
         # the row's packages with their dependencies, for the image's python (same minor version)
-        version = str(BASE["python"]).removeprefix("python")
+        version = BASE["python"].removeprefix("python")
         target = ["--no-compile", "--only-binary=:all:", "--python-version", version, "--target", str(context / "site")]
         _run([sys.executable, "-m", "pip", "install", "-q", *target, *ACTIONS_ROW["installed"]], "pip install --target")
         _libpython(base, context / "libpython")
@@ -192,7 +205,7 @@ def _build_actions(row: str, image: str, log: Callable[[str], None]) -> None:
     with tempfile.TemporaryDirectory(prefix="device-matrix-actions-", dir=WORK) as tmp:
         context = Path(tmp)
         log(f"{image}: pip and a wheelhouse of {len(ACTIONS['wheelhouse'])} wheels on {row}")
-        binary = ["--only-binary=:all:", "--python-version", str(BASE["python"]).removeprefix("python")]
+        binary = ["--only-binary=:all:", "--python-version", BASE["python"].removeprefix("python")]
         # the wheelhouse (no dependencies: the list is whole) and pip itself, each into its folder
         for folder, wanted in (("wheels", list(ACTIONS["wheelhouse"])), ("pip", [str(ACTIONS["pip"])])):
             download = ["download", "-q", "--no-deps", *binary, "-d", str(context / folder), *wanted]
@@ -213,7 +226,7 @@ def _build_actions(row: str, image: str, log: Callable[[str], None]) -> None:
 def _libpython(base: str, dest: Path) -> None:
     """The image's libpython, as setup-python's Pythons have one (torch_xla links to it):
     Debian's package of the very version of the image's python, fetched by the host's apt."""
-    python = str(BASE["python"])
+    python = BASE["python"]
     query = [ENGINE, "run", "--rm", *ULIMITS, base, "dpkg-query", "-W", "-f", "${Version}", python]
     version = subprocess.run(query, capture_output=True, text=True, check=False, cwd="/").stdout.strip()
     if not version or shutil.which("apt-get") is None:

@@ -75,19 +75,25 @@ def _rows(cfg: Config, names: Sequence[str] | None) -> list[str]:
 # --- run ------------------------------------------------------------------------------
 
 
-def _run_config(args: argparse.Namespace) -> Config:
-    """A run's configuration, its results folder checked, and the code it runs (``--worktree``).
+def _run_config(args: argparse.Namespace) -> tuple[Config, SourceInfo]:
+    """A run's configuration, its results folder checked, its source, and the code it runs
+    (``--worktree``).
 
     #41: the digest of the code is decided before the run starts, and is what --resume
     compares; a spread's shards are given the driver's (forwarded), so the files their tests
-    write meanwhile do not make a shard the driver continues another run of other code.
+    write meanwhile do not make a shard the driver continues another run of other code. The
+    commit git names is asked once: the source's, where it came from git.
     """
+    from device_matrix.records.source import detect
     from device_matrix.run import worktree
 
     cfg = _load(args)
     check_results_dir(cfg.results_dir)
-    args.worktree = args.worktree or worktree.digest(cfg.project_root, cfg.results_dir)
-    return cfg
+    detected = detect(cwd=cfg.project_root)
+    source = source_from_args(args, detected, cfg.project_root)  # a bad flag is refused before the tree is read
+    head = detected["commit"] if detected["origin"] == "git" else None  # HEAD, never a --commit
+    args.worktree = args.worktree or worktree.digest(cfg.project_root, cfg.own_folders, head=head)
+    return cfg, source
 
 
 def _test_plan(args: argparse.Namespace, cfg: Config, row: str, source: SourceInfo | None) -> Plan | None:
@@ -109,7 +115,7 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
 
     check_spread_args(args)
     check_select_args(args, spread=spread_requested(args))
-    cfg = _run_config(args)
+    cfg, source = _run_config(args)
     force: Literal["local", "container"] | None = "local" if args.local else ("container" if args.container else None)
     options = RunOptions(
         suites=args.suite or None,
@@ -119,7 +125,7 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
         use_gdb=not args.no_gdb,
         keep_cores=args.keep_cores,
         run_url=args.run_url or _actions_run_url(),
-        source=source_from_args(args, cfg.project_root),
+        source=source,
         worktree=args.worktree,
         resume=args.resume,
         command=("device-matrix", *args.argv),
@@ -339,6 +345,9 @@ def print_summary(out: Output, records: Sequence[RunRecord], cfg: Config, *, lin
             if d.get("python_stack_missing"):
                 # #39: said where it is read: a fingerprint without it tells few crashes apart
                 out.line(f"      no Python stack: {d.get('python_stack_missing')}")
+            if d.get("gdb_frames_missing") and not d["gdb_frames"]:
+                # #21: the terminal shows no frames; a reader learns here that none were recorded, and why
+                out.line(f"      no gdb stack: {d.get('gdb_frames_missing')}")
             out.line(f"      repro: {c['repro'].splitlines()[0]}")
         _print_failures(out, r, cfg)
         unlinked = [t for t in r["tests"] if t["skip"] and not t["skip"]["issue"] and t["skip"]["source"] != "pytest"]

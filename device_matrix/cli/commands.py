@@ -109,11 +109,12 @@ def add_source_flags(parser: Any) -> None:
     group.add_argument("--base-commit", help="the base commit (default: the merge-base with --base, where git knows)")
 
 
-def source_from_args(args: argparse.Namespace, cwd: Path | None) -> SourceInfo:
-    from device_matrix.records.source import detect, override
+def source_from_args(args: argparse.Namespace, detected: SourceInfo, cwd: Path | None) -> SourceInfo:
+    """``detected`` (what Actions or git tell) with the fields the source flags name replaced."""
+    from device_matrix.records.source import override
 
     return override(
-        detect(cwd=cwd),
+        detected,
         commit=args.commit,
         branch=args.branch,
         pull_request=args.pr,

@@ -259,17 +259,24 @@ def _crashes(t: Triage) -> str:
         if c["placement"] is not None:
             out.append(f"<p class='placement'><b>Placed by environment:</b> {_e(c['placement']['text'])}</p>")
         out.append(f"<p><b>Reproduce:</b></p><pre>{_e(c['repro'])}</pre>")
-        if c["python_stack"]:
-            out.append(f"<p><b>Python stack</b></p><pre>{_e(c['python_stack'])}</pre>")
+        out.append(_stack("Python stack", c["python_stack"], c["python_stack_missing"]))
         if c["native_stack"]:
             out.append(f"<p><b>Native stack</b></p><pre>{_e(c['native_stack'])}</pre>")
-        if c["gdb_frames"]:
-            out.append(f"<p><b>gdb (top frames)</b></p><pre>{_e(chr(10).join(c['gdb_frames']))}</pre>")
+        out.append(_stack("gdb (top frames)", "\n".join(c["gdb_frames"]), c["gdb_frames_missing"]))
         out.append("</details>")
     if not t["crashes"]:
         out.append("<p class='muted'>none</p>")
     out.append("</section>")
     return "".join(out)
+
+
+def _stack(title: str, text: str | None, missing: str | None) -> str:
+    """A crash's stack under its title; where the record has none, why not (#21, #39)."""
+    if text:
+        return f"<p><b>{_e(title)}</b></p><pre>{_e(text)}</pre>"
+    if missing:
+        return f"<p><b>{_e(title)}</b></p><p class='missing'>{_e(missing)}</p>"
+    return ""
 
 
 def _place(file: str | None, line: int | None) -> str | None:

@@ -58,8 +58,10 @@ class CrashView(TypedDict):
     classification: str
     fatal: str | None
     python_stack: str | None
+    python_stack_missing: str | None  # why there is no Python stack, where the record says (#39)
     native_stack: str | None
     gdb_frames: list[str]
+    gdb_frames_missing: str | None  # why gdb's frames were not recorded, where the record says (#21)
     repro: str
     issue: str | None
     issue_state: str | None
@@ -506,8 +508,10 @@ class _Found:
             classification=c["classification"],
             fatal=(d["fatal_lines"][-1] if d["fatal_lines"] else d["terminate"]),
             python_stack=d["python_stack"],
+            python_stack_missing=None if d["python_stack"] else d.get("python_stack_missing"),
             native_stack=d["native_stack"],
             gdb_frames=list(d.get("gdb_frames") or []),
+            gdb_frames_missing=None if d.get("gdb_frames") else d.get("gdb_frames_missing"),
             repro=c["repro"],
             issue=issue,
             issue_state=self.links.state_of(issue),

@@ -85,3 +85,32 @@ def test_resume_outside_git_compares_the_project_files(tmp_path: Path) -> None:
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert _outcomes(p)["test_l1"] == "failed"
     assert "its files differ" in p.record()["resume"]
+
+
+def test_resume_after_device_matrix_wrote_its_state_continues(tmp_path: Path) -> None:
+    """device-matrix's own folders are not the project's code, whether git ignores them or
+    not: a state folder that was there before device-matrix first wrote into it has none of
+    its own ignore file, and a project may have committed its history by mistake (#41)."""
+    p = git_project(tmp_path, LONG)
+    (p.root / ".gitignore").write_text("__pycache__/\n")  # neither the results nor the state folder
+    state = p.root / ".device-matrix"
+    state.mkdir()
+    (state / "history.sqlite").write_bytes(b"a history, committed\n")
+    git(p.root, "add", "-A")
+    git(p.root, "commit", "-qm", "the state folder is the project's")
+    _interrupted_after_l1(p)
+    assert not (state / ".gitignore").exists()  # there before device-matrix: left as it was
+    (state / "history.sqlite").write_bytes(b"a history, written by triage\n")
+    (state / "ledger.sqlite").write_bytes(b"a ledger, written by issues sync\n")
+    assert "?? .device-matrix/ledger.sqlite" in git(p.root, "status", "--porcelain", "-uall")
+    proc = p.run("run", "--device", "fixture", "--test", FILE, "--resume")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    record = p.record()
+    assert record["resume"].startswith("continued the run started at"), record["resume"]
+    assert [a["purpose"] for a in record["attempts"]] == ["run", "resume"]
+    # the project's own files still count, next to them
+    _interrupted_after_l1(p)
+    _break_l1(p)
+    proc = p.run("run", "--device", "fixture", "--test", FILE, "--resume")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "its working tree differs" in p.record()["resume"]

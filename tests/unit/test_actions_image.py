@@ -19,8 +19,8 @@ from tests import engine_images
 ROOT = Path(__file__).resolve().parents[2]
 # the image's platform: Debian bookworm's python on x86_64
 IMAGE = {
-    "python_version": str(engine_images.BASE["python"]).removeprefix("python"),
-    "python_full_version": str(engine_images.BASE["python"]).removeprefix("python") + ".2",
+    "python_version": engine_images.BASE["python"].removeprefix("python"),
+    "python_full_version": engine_images.BASE["python"].removeprefix("python") + ".2",
     "sys_platform": "linux",
     "platform_system": "Linux",
     "platform_machine": "x86_64",
