@@ -286,6 +286,11 @@ def test_a_runs_plan_is_made_by_one_function_and_frozen() -> None:
     # the plan, and the executor's one factory is called by the plan's maker
     assert "where the row runs and its executor" in doc and "the tracker's disables" in doc
     assert {"plan", "executor", "disables", "options", "folder", "scripts"} <= set(RunSetup.__dataclass_fields__)
+    # "the targets) and is frozen, to the bottom": a field the maker resolves; that nothing an
+    # object of the plan holds changes: tests/unit/test_run_setup.py and a real run's plan,
+    # tests/integration/test_results_folder.py
+    assert "the targets) and is frozen, to the bottom" in doc and "resolved" in RunSetup.__dataclass_fields__
+    assert "(the folder's lock, the evidence a test deleted and a container's checked executor are the state's)" in doc
     assert "built by one factory (`run/executor.py:build`) when the run's plan is made" in doc
     assert "factory.build(" in ast.unparse(
         next(
