@@ -18,6 +18,7 @@ before its plugin names them is redacted too (#30).
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import glob
 import json
@@ -269,7 +270,7 @@ class ContainerExecutor:
         self.extra_mounts = tuple(extra_mounts)
         self.host_env = dict(os.environ if host_env is None else host_env)
         self.python = row.container_python or CONTAINER_PYTHONS[0]
-        self.found: ImagePython | None = None  # what prepare() found in the image
+        self.found: ImagePython | None = None  # what the image check found (set on the copy checked() gives)
         # #30: each running container's name is kept in the results folder until it ended,
         # so the next run that holds the folder's lock removes those a killed runner left
         self.kept = folder / KEPT_NAMES if folder is not None else None
@@ -287,8 +288,9 @@ class ContainerExecutor:
 
     # --- the check before the first attempt ------------------------------------------
 
-    def prepare(self, spec: LaunchSpec, imports: Sequence[str]) -> None:
-        """Find the interpreter that runs the row in the image; refuse an image that has none.
+    def checked(self, spec: LaunchSpec, imports: Sequence[str]) -> ContainerExecutor:
+        """This executor with the interpreter that runs the row in the image; an image that has
+        none is refused. A new executor: this one, a run's plan's, stays as it was made (#41).
 
         ``imports`` are the modules the row's children start with (the plugin, the script
         launcher): they are imported in the image, with pytest's version checked when the
@@ -303,8 +305,9 @@ class ContainerExecutor:
                 continue
             problem = found.problem(needs_pytest=PLUGIN in imports)
             if problem is None:
-                self.python, self.found = candidate, found
-                return
+                ready = copy.copy(self)
+                ready.python, ready.found = candidate, found
+                return ready
             seen.append(f"{candidate}: {problem}")
         key = f"[tool.device-matrix.devices.{self.row.name}] container_python"
         raise EnvironmentProblem(

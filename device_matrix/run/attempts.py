@@ -165,7 +165,7 @@ def one_attempt(
         attempt = run_attempt(
             run.executor,
             spec,
-            folder=folder.attempt(index),
+            folder=run.execution.folder_state.attempt(index),
             log_path=folder.log,
             redactor=setup.redactor,
             limits=limits(run),
@@ -180,7 +180,7 @@ def one_attempt(
     except OSError as exc:
         raise folder.unwritable(exc) from exc
     note_attempt(state, folder, attempt)
-    lost = folder.check(attempt.index, before)
+    lost = run.execution.folder_state.check(attempt.index, before)
     if lost is not None:
         setup.note(f"evidence {lost}")
     run.execution.last_output = (attempt.log_start, attempt.log_end)

@@ -18,13 +18,12 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from device_matrix.config import Config, Row, Script
-from device_matrix.errors import UsageProblem
+from device_matrix.errors import DeviceMatrixError, UsageProblem
 from device_matrix.executors.base import Executor, LaunchSpec
 from device_matrix.executors.container import ContainerExecutor
 from device_matrix.issues.disables import RowDisables, read_for_row
@@ -33,7 +32,7 @@ from device_matrix.records.summary import most_serious
 from device_matrix.redact import Redactor, remember_secrets
 from device_matrix.run import crashes, selection
 from device_matrix.run import executor as factory
-from device_matrix.run.folder import ATTEMPTS_DIR, RowFolder
+from device_matrix.run.folder import ATTEMPTS_DIR, FolderState, RowFolder
 from device_matrix.run.plan import RowPlan
 from device_matrix.run.state import RunState, now_iso
 from device_matrix.run.targets import as_nodeid, script_node
@@ -262,6 +261,30 @@ class Part:
     spread: SpreadRef | None = None
 
 
+@dataclass(frozen=True)
+class Unresolved:
+    """Why a run's targets cannot be resolved (the row or the command line is wrong): the
+    run's check refuses the run with it, as the error it was (#41: the plan keeps the reason,
+    never a raised exception)."""
+
+    kind: type[DeviceMatrixError]  # ConfigError (exit 3), UsageProblem (exit 2)
+    message: str
+    tip: str | None
+
+    def error(self) -> DeviceMatrixError:
+        return self.kind(self.message, tip=self.tip)
+
+
+def resolve_targets(
+    cfg: Config, row: Row, *, suites: Sequence[str] | None, tests: Sequence[str]
+) -> tuple[str, ...] | Unresolved:
+    """What pytest is given (:func:`selection.targets`), or why it cannot be resolved."""
+    try:
+        return tuple(selection.targets(cfg, row, suites=suites, tests=tests))
+    except DeviceMatrixError as exc:
+        return Unresolved(type(exc), exc.message, exc.tip)
+
+
 @dataclass(frozen=True, eq=False)
 class RunSetup:
     """The plan of a run, made before anything starts and fixed from then on (#31, #41): the
@@ -291,6 +314,8 @@ class RunSetup:
     # the command line's selection (--suite, --test), which the targets are resolved from
     suites: Sequence[str] | None
     tests: Sequence[str]
+    # what pytest is given, resolved by the maker (#41); why not, refused by the run's check
+    resolved: tuple[str, ...] | Unresolved
     started_at: str
     t0: float  # time.monotonic() when the run began
 
@@ -322,6 +347,7 @@ class RunSetup:
             ),
             suites=options.suites,
             tests=options.tests,
+            resolved=resolve_targets(cfg, row, suites=options.suites, tests=options.tests),
             started_at=now_iso(),
             t0=time.monotonic(),
         )
@@ -330,11 +356,13 @@ class RunSetup:
     def row(self) -> Row:
         return self.plan.row
 
-    @cached_property
-    def targets(self) -> list[str]:
-        """What pytest is given (a ConfigError when the row or the command line is wrong): the
-        same for the whole run, resolved the first time it is asked (the run's check)."""
-        return selection.targets(self.cfg, self.row, suites=self.suites, tests=self.tests)
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """What pytest is given, the same for the whole run; its error (a ConfigError, a
+        UsageProblem) when the row or the command line is wrong (the run's check raises it)."""
+        if isinstance(self.resolved, Unresolved):
+            raise self.resolved.error()
+        return self.resolved
 
     @property
     def runs_pytest(self) -> bool:
@@ -375,8 +403,9 @@ class RunSetup:
 class Execution:
     """What the steps of a run change as it goes (#41), and nothing else does: the state of its
     tests, its part, the deadline, what a crash leaves, where the last output lies, the record
-    last written, the disable list its children read, where they run once checked. Its plan
-    (:class:`RunSetup`) never changes."""
+    last written, the disable list its children read, what it holds of its folder (its lock,
+    the evidence a test deleted), where the children run once checked (a container's image
+    asked what it has). Its plan (:class:`RunSetup`) never changes."""
 
     tests: RunState
     # a shard's part from its options; a driver's once it has collected (runner.finish)
@@ -385,6 +414,8 @@ class Execution:
     deadline: float  # set again when the run starts (prepare)
     environment: LocalEnvironment
     disable_list: Path  # with the tracker's disables once prepared (#33)
+    # what the run holds of its folder: its lock, its attempts' folders, the evidence lost
+    folder_state: FolderState
     left_out: list[str] = field(default_factory=list)  # modules whose import kills or hangs the process
     origins: dict[str, crashes.CrashOrigin] = field(default_factory=dict)  # crash id -> what its process was given
     previous: Verdict | None = None  # the verdict of the run --resume continues
@@ -397,7 +428,8 @@ class Execution:
     disables: DisablesRef | None = None  # the tracker's list it applied: its age (#33)
     deselect_file: Path | None = None  # #34: the tests selection leaves out, once prepared
     # where the children run, readied by make_executor (the run's check): the container is
-    # known before its image is asked, so that a refusal's record names the engine
+    # known before its image is asked, so that a refusal's record names the engine; once
+    # asked, it is the checked one (the image's interpreter found), the plan's left as made
     container: ContainerExecutor | None = None
     executor: Executor | None = None
 
@@ -414,6 +446,7 @@ class Execution:
             deadline=setup.t0 + setup.row.run_timeout,
             environment=LocalEnvironment(),
             disable_list=setup.cfg.disable_list,
+            folder_state=FolderState(setup.folder),
         )
 
 
@@ -451,8 +484,8 @@ class Run:
     def make_executor(self) -> Executor:
         """Where the children run: the plan's executor (this host's interpreter, or the row's
         container), refused when it cannot run (:func:`~device_matrix.run.executor.refuse`), a
-        container's image asked what it has first (#21). Readied once: a later call gives the
-        same executor."""
+        container's image asked what it has first (#21: the run's state holds the checked
+        executor, #41). Readied once: a later call gives the same executor."""
         setup, execution = self.setup, self.execution
         if execution.executor is not None:
             return execution.executor
@@ -464,7 +497,7 @@ class Run:
             imports = [*([PLUGIN] if setup.runs_pytest else []), *([SCRIPT_MODULE] if setup.scripts else [])]
             if setup.cfg.record_map and setup.runs_pytest:
                 imports.append("coverage")  # #34: the test map needs it in the image
-            executor.prepare(setup.launch_spec(self.child.environment()), imports)
+            executor = execution.container = executor.checked(setup.launch_spec(self.child.environment()), imports)
         execution.executor = executor
         return executor
 
@@ -533,7 +566,7 @@ class Run:
                     f"PYTEST_ADDOPTS={addopts!r}: {said}",
                     tip="Remove it from PYTEST_ADDOPTS (the environment's, or the row's env) for device-matrix run.",
                 ) from None
-        setup.targets  # noqa: B018 - resolved now: its errors are the refusal
+        setup.targets  # noqa: B018 - resolved by the plan's maker: why not is the refusal
         if setup.runs_pytest:
             selection.refuse_ini_addopts(setup.cfg.project_root)  # #30: the project's own addopts
         self.make_executor()

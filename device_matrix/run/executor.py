@@ -3,7 +3,7 @@
 It builds and starts nothing else: it is called once a run, by the maker of the run's plan
 (:meth:`~device_matrix.run.context.RunSetup.open`, #41); what it built is refused or readied by
 the run's check (:meth:`~device_matrix.run.context.Run.make_executor`: :func:`refuse`, then a
-container's image asked what it has, :meth:`ContainerExecutor.prepare`), before the first attempt.
+container's image asked what it has, :meth:`ContainerExecutor.checked`), before the first attempt.
 """
 
 from __future__ import annotations

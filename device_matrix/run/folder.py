@@ -6,11 +6,16 @@ journal copy and faulthandler file). A write that fails is an
 :class:`~device_matrix.errors.EnvironmentProblem` (exit 5), never a traceback. Tests run
 in the same file system: one may delete the folder, its log or an attempt's folder
 while the run goes on; the run takes its lock again and the record says what was lost.
+
+The folder is part of a run's plan, a value (:class:`RowFolder`: where each file goes); what
+the run holds of it as it goes (its lock, its attempts' folders, the evidence lost) is the
+run's state (:class:`FolderState`, #41).
 """
 
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from device_matrix.errors import EnvironmentProblem
@@ -31,16 +36,16 @@ REPORT_FILES = ("junit.xml", "report.json")  # written from the record at the en
 Identities = tuple[tuple[int, int] | None, tuple[int, int] | None]
 
 
+@dataclass(frozen=True)
 class RowFolder:
-    """The files of one run of a row, and the evidence lost from them while it ran."""
+    """Where the files of one run of a row go (a value of the run's plan: nothing changes it)."""
 
-    def __init__(self, path: Path, row: str) -> None:
-        self.path = path
-        self.row = row
-        self.log = path / LOG_FILE
-        self.lock: RowLock | None = None  # held by the run while it runs
-        self.lost: list[str] = []  # evidence a test deleted while the run went on
-        self._attempts: dict[int, Path] = {}  # this run's attempt folders, by index
+    path: Path
+    row: str
+
+    @property
+    def log(self) -> Path:
+        return self.path / LOG_FILE
 
     def unwritable(self, exc: OSError) -> EnvironmentProblem:
         """The row's results folder refused a write (exit 5)."""
@@ -51,16 +56,14 @@ class RowFolder:
 
     def attempt(self, index: int) -> Path:
         """Attempt ``index``'s own folder (made by the attempt)."""
-        folder = self.path / ATTEMPTS_DIR / f"{index:02d}"
-        self._attempts[index] = folder
-        return folder
+        return self.path / ATTEMPTS_DIR / f"{index:02d}"
 
     def clear_reports(self) -> None:
         """The last run's junit.xml and report.json: a run that has not ended has none."""
         for name in REPORT_FILES:
             (self.path / name).unlink(missing_ok=True)
 
-    def clear(self, *, keep_attempts: bool) -> None:
+    def clear_files(self, *, keep_attempts: bool) -> None:
         """The last run's files, but its record; its attempts and log too unless resumed."""
         try:
             self.clear_reports()
@@ -96,6 +99,26 @@ class RowFolder:
             thin_copies(self.path / ATTEMPTS_DIR, record)
         return record
 
+    def identities(self) -> Identities:
+        """The folder's and the log's identities before an attempt, for :meth:`FolderState.check`."""
+        return identity(self.path), identity(self.log)
+
+
+@dataclass(eq=False)
+class FolderState:
+    """What a run holds of its folder as it goes (#41: the run's state, never its plan): the
+    lock, its attempts' folders by index, and the evidence a test deleted while it ran."""
+
+    folder: RowFolder
+    lock: RowLock | None = None  # held by the run while it runs
+    lost: list[str] = field(default_factory=list)  # evidence a test deleted while the run went on
+    attempts: dict[int, Path] = field(default_factory=dict)  # this run's attempt folders, by index
+
+    def attempt(self, index: int) -> Path:
+        """Attempt ``index``'s own folder (made by the attempt), watched from now on."""
+        self.attempts[index] = folder = self.folder.attempt(index)
+        return folder
+
     def lost_reason(self, reason: str | None) -> str | None:
         """``reason`` with what the record cannot show any more said after it."""
         if not self.lost:
@@ -103,32 +126,29 @@ class RowFolder:
         lost = "evidence " + "; ".join(self.lost)
         return f"{reason}; {lost}" if reason else lost
 
-    def identities(self) -> Identities:
-        """The folder's and the log's identities before an attempt, for :meth:`check`."""
-        return identity(self.path), identity(self.log)
-
     def check(self, index: int, before: Identities) -> str | None:
         """What a test deleted while attempt ``index`` ran (None: nothing); the lock is taken again.
 
         The lock first, before a second run can start beside this one.
         """
         folder, log = before
+        folder_path = self.folder.path
         lost = []
         try:
-            if folder is not None and identity(self.path) != folder:
-                lost.append(f"the results folder {self.path.name}/")
+            if folder is not None and identity(folder_path) != folder:
+                lost.append(f"the results folder {folder_path.name}/")
             if self.lock is not None and not self.lock.held():
                 self.lock.take()
                 lost.append("its lock (taken again)")
-            if log is not None and identity(self.log) != log:
+            if log is not None and identity(self.folder.log) != log:
                 lost.append("output.log (the output until then)")
-            for k, path in self._attempts.items():
+            for k, path in self.attempts.items():
                 name = f"{ATTEMPTS_DIR}/{k:02d}"
                 if not path.is_dir() and not any(name in note for note in self.lost):
                     lost.append(f"{name} (journal copy, faulthandler stacks)")
-            self.path.mkdir(parents=True, exist_ok=True)
+            folder_path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise self.unwritable(exc) from exc
+            raise self.folder.unwritable(exc) from exc
         if not lost:
             return None
         note = f"deleted while attempt {index} ran: {', '.join(lost)}"

@@ -121,7 +121,7 @@ def prepare(run: Run, verdict: Verdict = RUNNING) -> Verdict:
         except ResultsError as exc:
             raise ResultsError(f"nothing to resume: {exc.message}", tip="Run the row without --resume.") from None
         previous = _resumable(run, previous)
-    setup.folder.clear(keep_attempts=previous is not None)
+    setup.folder.clear_files(keep_attempts=previous is not None)
     testmap.clear(run, resumed=previous is not None)  # #34
     # #33: the open disable issues the plan read before the row started (never a failed run for it)
     run.execution.disable_list, run.execution.disables = apply_disables(setup.cfg, setup.folder.path, setup.disables)
@@ -400,7 +400,7 @@ def record_of(
         pjrt_device=setup.row.pjrt_device,
         status=verdict.status,
         # the record stays truthful: what it cannot show any more is said
-        reason=setup.folder.lost_reason(verdict.reason),
+        reason=execution.folder_state.lost_reason(verdict.reason),
         mode=setup.plan.mode,
         image=setup.plan.image,  # only an image the tests ran in
         suites=list(opts.suites or setup.row.suites),
@@ -535,7 +535,7 @@ def opened(cfg: Config, plan: RowPlan, options: RunOptions, listener: RunListene
             _unstarted(run, Verdict("interrupted", f"interrupted by {exc} before the first attempt"))
             raise
     with row_lock(run.setup.folder.path) as lock:
-        run.setup.folder.lock = lock
+        run.execution.folder_state.lock = lock
         if run.execution.container is not None:
             # #30: a runner killed with SIGKILL left its container running; the lock says
             # no live run owns one of this folder's now

@@ -7,6 +7,7 @@ podman). ``DEVICE_MATRIX_ROOTLESS_USER`` names a user whose rootless podman runs
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import pwd
@@ -23,8 +24,15 @@ from pathlib import Path
 
 import pytest
 
+from device_matrix import config
+from device_matrix.executors.container import ContainerExecutor
+from device_matrix.output import Output
+from device_matrix.run import runner
+from device_matrix.run.context import RunOptions
+from device_matrix.run.plan import plan_row
 from tests import engine_images
 from tests.conftest import REPO, Project, clean_env, make_project
+from tests.runs import plan_state, watch_plans, write_suite
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("podman")]
 
@@ -318,3 +326,20 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
         return ""
+
+
+def test_the_image_check_leaves_the_runs_plan_as_made(
+    images: engine_images.Images, tmp_path: Path, no_leftovers: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # #41: what the image's check found (python3, in an image without `python`) was kept on the
+    # plan's executor: it is the run's state; the plan, to the bottom, ends as its maker made it
+    p = podman_project(tmp_path, ["passing"], images.pytest8)
+    write_suite(p, "one", {"test_one.py": "def test_one():\n    pass\n"})
+    plans = watch_plans(monkeypatch)
+    cfg = config.load(p.root)
+    record = runner.run_row(cfg, plan_row(cfg, cfg.row("fixture")), RunOptions(), Output(io.StringIO()))
+    [(setup, born)] = plans
+    assert plan_state(setup) == born
+    assert isinstance(setup.executor, ContainerExecutor) and setup.executor.found is None
+    # the children ran with what the check found: the image has no `python`
+    assert (record["status"], record["environment"]["container_python"]) == ("passed", "python3")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import os
 import signal
 import subprocess
 import sys
@@ -10,8 +12,13 @@ from collections.abc import Callable
 
 import pytest
 
+from device_matrix import config
+from device_matrix.output import Output
+from device_matrix.run import runner
+from device_matrix.run.context import RunOptions
+from device_matrix.run.plan import plan_row
 from tests.conftest import Project, clean_env
-from tests.runs import outcomes_of, write_suite
+from tests.runs import outcomes_of, plan_state, watch_plans, write_suite
 
 pytestmark = pytest.mark.slow
 
@@ -101,3 +108,53 @@ def test_a_deleted_results_folder_still_gets_a_truthful_record(project: Callable
     # the lock is held again for the rest of the run, by this runner
     assert (p.results / "fixture" / ".lock").read_text().strip() == str(record["runner_pid"])
     assert (p.results / "fixture" / "junit.xml").is_file()
+
+
+LOSES = """
+import os, pathlib, shutil
+
+FOLDER = pathlib.Path(os.environ["FOLDER"])
+
+
+def test_a_removes_the_lock_and_the_log():
+    (FOLDER / ".lock").unlink()
+    (FOLDER / "output.log").unlink()
+
+
+def test_b_aborts():
+    os.abort()
+
+
+def test_c_removes_the_first_attempt():
+    shutil.rmtree(FOLDER / "attempts" / "01")
+"""
+
+
+def test_a_run_changes_nothing_of_its_plan_and_says_what_a_test_deleted(
+    project: Callable[..., Project], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # #41: the lock, the attempts' folders and the evidence lost were kept on the plan's folder,
+    # changed while the run went on: they are the run's state; the plan, every object it holds
+    # to the bottom, is at the end of a real run what its maker made
+    p = project("passing")
+    write_suite(p, "loses", {"test_loses.py": LOSES})
+    folder = p.results / "fixture"
+    monkeypatch.setenv("FOLDER", str(folder))
+    plans = watch_plans(monkeypatch)
+    cfg = config.load(p.root)
+    told = io.StringIO()
+    record = runner.run_row(cfg, plan_row(cfg, cfg.row("fixture")), RunOptions(), Output(told))
+    [(setup, born)] = plans
+    assert plan_state(setup) == born
+    assert outcomes_of(record) == {
+        "test_a_removes_the_lock_and_the_log": "passed",
+        "test_b_aborts": "crashed",
+        "test_c_removes_the_first_attempt": "passed",
+    }
+    # what was lost reaches the record and the terminal as it did: the lock taken again
+    first = "deleted while attempt 1 ran: its lock (taken again), output.log (the output until then)"
+    later = "attempts/01 (journal copy, faulthandler stacks)"
+    reason = record["reason"] or ""
+    assert first in reason and later in reason and reason.index(first) < reason.index(later), reason
+    assert f"evidence {first}" in told.getvalue() and later in told.getvalue()
+    assert (folder / ".lock").read_text().strip() == str(os.getpid()) == str(record["runner_pid"])

@@ -286,6 +286,11 @@ def test_a_runs_plan_is_made_by_one_function_and_frozen() -> None:
     # the plan, and the executor's one factory is called by the plan's maker
     assert "where the row runs and its executor" in doc and "the tracker's disables" in doc
     assert {"plan", "executor", "disables", "options", "folder", "scripts"} <= set(RunSetup.__dataclass_fields__)
+    # "the targets) and is frozen, to the bottom": a field the maker resolves; that nothing an
+    # object of the plan holds changes: tests/unit/test_run_setup.py and a real run's plan,
+    # tests/integration/test_results_folder.py
+    assert "the targets) and is frozen, to the bottom" in doc and "resolved" in RunSetup.__dataclass_fields__
+    assert "(the folder's lock, the evidence a test deleted and a container's checked executor are the state's)" in doc
     assert "built by one factory (`run/executor.py:build`) when the run's plan is made" in doc
     assert "factory.build(" in ast.unparse(
         next(
@@ -343,11 +348,27 @@ def test_the_path_of_a_run_is_as_the_doc_says() -> None:
     opened = _calls("device_matrix.run.runner", "opened")
     assert opened[0] == "Run" and opened.index("run.check") < opened.index("row_lock")
     assert "factory.refuse" in _calls("device_matrix.run.context", "Run.make_executor")
+    # #41: every value of the plan by its maker (the targets too), the checked executor and the
+    # folder's lock the state's (that nothing changes the plan: tests/unit/test_run_setup.py)
+    assert "Every value of the plan is worked out by `RunSetup.open`, pytest's targets too" in path
+    assert "resolve_targets" in _calls("device_matrix.run.context", "RunSetup.open")
+    assert "the executor that runs with what it found is a new one, the state's (`Execution.executor`)" in path
+    assert "executor.checked" in _calls("device_matrix.run.context", "Run.make_executor")
+    assert "are the state's too (`Execution.folder_state`)" in path
+    locked = [
+        ast.unparse(t)
+        for n in ast.walk(_function("device_matrix.run.runner", "opened"))
+        if isinstance(n, ast.Assign)
+        for t in n.targets
+    ]
+    assert "run.execution.folder_state.lock" in locked
     assert "opened" in _calls("device_matrix.run.runner", "run_row")
     # 3: the steps (what they may change: tests/unit/test_run_setup.py)
     assert "finish(run, prepare(run))" in ast.unparse(_tree("device_matrix.run.runner"))  # prepare, then finish
     assert "run_steps" in _calls("device_matrix.run.runner", "finish")
     assert "each step changes the `Execution`, never the plan" in path  # its tests: BEHAVIOUR
+    assert "never the plan, nor anything the plan holds, to the bottom" in path
+    assert "listener and redactor are channels, not values" in path  # tests/runs.py:PLAN_CHANNELS
     # 4: the record made, then written
     written = _calls("device_matrix.run.runner", "write_record")
     assert "`write_record` writes `record_of(plan, state)`" in path
