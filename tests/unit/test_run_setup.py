@@ -182,6 +182,17 @@ def _ours(hint: object) -> list[type]:
     return own + [klass for arg in typing.get_args(hint) for klass in _ours(arg)]
 
 
+def _checked_names(klass: type) -> dict[str, object]:
+    """The names ``klass``'s module imports for its type hints alone (under ``TYPE_CHECKING``:
+    a module loaded only where it is used, #41), imported here to read the hints."""
+    module = inspect.getmodule(klass)
+    names: dict[str, object] = {}
+    for node in ast.walk(ast.parse(inspect.getsource(module))) if module is not None else ():
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            exec(compile(ast.Module(body=node.body, type_ignores=[]), "<hints>", "exec"), names)
+    return names
+
+
 def _plan_classes() -> set[type]:
     """Every class of ours a run's plan holds, by the types of its fields, to the bottom; an
     executor as the factory makes it; the plan's channels (tests/runs.py) left out."""
@@ -194,7 +205,9 @@ def _plan_classes() -> set[type]:
             seen.add(klass)
             continue
         seen.add(klass)
-        hints = typing.get_type_hints(klass if dataclasses.is_dataclass(klass) else klass.__init__)
+        hints = typing.get_type_hints(
+            klass if dataclasses.is_dataclass(klass) else klass.__init__, localns=_checked_names(klass)
+        )
         todo += [
             c for name, hint in hints.items() if not (klass is RunSetup and name in PLAN_CHANNELS) for c in _ours(hint)
         ]
