@@ -56,11 +56,13 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import json
 import os
 import random
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -554,9 +556,18 @@ def _mapped(rp: Replay, commit: str, run: Run, previous_db: Path | None) -> tupl
     testmap.write(path, to_map(run, commit))
     db = path.parent / "testmondata"
     if previous_db is not None:
-        shutil.copyfile(previous_db, db)
+        copy_database(previous_db, db)
     rp.testmon(db, path.parent / "testmon.json")
     return testmap.read(path), db
+
+
+def copy_database(source: Path, target: Path) -> None:
+    """A copy of testmon's SQLite database as it stands, through SQLite (its write-ahead log
+    included): a copy of the main file alone can be a malformed database (a replay of this
+    repository's history stopped on one)."""
+    target.unlink(missing_ok=True)
+    with contextlib.closing(sqlite3.connect(source)) as src, contextlib.closing(sqlite3.connect(target)) as dst:
+        src.backup(dst)
 
 
 def _faulty_change(
@@ -587,7 +598,7 @@ def _faulty_change(
         nodeids = [t for t in truth.outcomes if "::" in t] or sorted(baseline.outcomes)
         seconds = {t: truth.seconds.get(t, 0.0) for t in nodeids}
         scratch = rp.work.parent / "testmondata.scratch"
-        shutil.copyfile(db, scratch)  # testmon writes to its database: each fault starts from the map commit's
+        copy_database(db, scratch)  # testmon writes to its database: each fault starts from the map commit's
         chosen = rp.testmon(scratch, rp.work.parent / "testmon.json")
         planning = time.perf_counter()
         p = device_matrix_plan(m, changed, rules, rp.work)

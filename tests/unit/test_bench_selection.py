@@ -127,3 +127,23 @@ def test_a_fault_lands_on_its_line_past_a_form_feed_and_wide_characters():
     source = "x = 1\n\x0c\ndef f(a):\n    return a > 2  # é\n"
     flipped = next(f for f in bench.fault_sites("m.py", source, [4]) if f.operator == "comparison flipped")
     assert flipped.source == "x = 1\n\x0c\ndef f(a):\n    return (a <= 2)  # é\n"
+
+
+def test_a_testmon_database_is_copied_with_what_its_write_ahead_log_holds(tmp_path: Path) -> None:
+    # a replay stopped on "database disk image is malformed": the copy of the map commit's
+    # testmon database took the main file alone, while committed pages were in its WAL
+    import sqlite3
+
+    db = tmp_path / "testmondata"
+    writer = sqlite3.connect(db)
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    writer.execute("CREATE TABLE t (x)")
+    writer.executemany("INSERT INTO t VALUES (?)", [(i,) for i in range(100)])
+    writer.commit()  # in the WAL, not yet in the main file: the writer is still open
+    copy = tmp_path / "scratch"
+    copy.write_bytes(b"an older scratch copy")
+    bench.copy_database(db, copy)
+    writer.close()
+    with sqlite3.connect(copy) as reader:
+        assert reader.execute("SELECT COUNT(*), SUM(x) FROM t").fetchone() == (100, 4950)
