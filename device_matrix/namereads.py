@@ -291,6 +291,88 @@ def _writes(fn: Function) -> frozenset[str]:
     return frozenset(found)
 
 
+# calls that make a new container: a local bound only to one (or a display) is the call's own
+FRESH_CALLS = frozenset({"Counter", "OrderedDict", "defaultdict", "deque", "dict", "frozenset", "list", "set", "tuple"})
+FRESH_VALUES = (ast.Constant, ast.Dict, ast.DictComp, ast.GeneratorExp, ast.List, ast.ListComp, ast.Set, ast.SetComp)
+
+
+def _fresh_locals(fn: Function) -> tuple[frozenset[str], dict[str, set[str]]]:
+    """The locals of ``fn`` that only ever hold what ``fn`` made (every binding a display or
+    a new container), and for every other name it binds, the names its values were read from
+    (``c = _CACHE``: ``c`` may be ``_CACHE``; a loop's or a ``with``'s name: what it walks)."""
+    bound: dict[str, int] = {}
+    fresh: dict[str, int] = {}
+    roots: dict[str, set[str]] = {}
+    for sub in ast.walk(fn):
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+            bound[sub.id] = bound.get(sub.id, 0) + 1
+        value = sub.value if isinstance(sub, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) else None
+        value = sub.iter if isinstance(sub, (ast.For, ast.AsyncFor, ast.comprehension)) else value
+        targets = [sub.target] if isinstance(sub, (ast.AnnAssign, ast.NamedExpr, ast.For, ast.AsyncFor)) else []
+        targets = sub.targets if isinstance(sub, ast.Assign) else targets
+        targets = [sub.target] if isinstance(sub, ast.comprehension) else targets
+        if isinstance(sub, (ast.With, ast.AsyncWith)):
+            for item in sub.items:
+                for n in ast.walk(item.optional_vars) if item.optional_vars is not None else ():
+                    if isinstance(n, ast.Name):
+                        roots.setdefault(n.id, set()).update(_roots(item.context_expr))
+        if value is None:
+            continue
+        own = len(targets) == 1 and isinstance(targets[0], ast.Name) and _fresh(value)
+        for target in targets:
+            for n in ast.walk(target):
+                if isinstance(n, ast.Name):
+                    roots.setdefault(n.id, set()).update(_roots(value))
+                    fresh[n.id] = fresh.get(n.id, 0) + own
+    return frozenset(n for n, count in bound.items() if fresh.get(n, 0) == count), roots
+
+
+def _fresh(value: ast.expr) -> bool:
+    if isinstance(value, ast.Call):
+        return _name(value) in FRESH_CALLS and isinstance(value.func, ast.Name)
+    return isinstance(value, FRESH_VALUES)
+
+
+def _roots(value: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+
+
+def _stores(fn: Function) -> tuple[frozenset[str] | None, frozenset[str]]:
+    """Where ``fn`` may keep what it makes other than in its module's variables (#40): into
+    an object it was given or reaches (``self._cache = ...``, a default's ``_memo[k] = ...``,
+    another module's ``other.CACHE[k] = ...``, a local alias's ``c[k] = ...``), a ``nonlocal``,
+    or handed with arguments to a method of such an object (``self.store(v)``): the attribute
+    names it stores on (read back by name), or None when it keeps nothing there; and the names
+    the aliases it stores through were bound from (``c = _CACHE``). A local that only ever
+    holds what ``fn`` made keeps nothing past the call."""
+    fresh, roots = _fresh_locals(fn)
+    attrs: set[str] = set()
+    through: set[str] = set()
+    keeps = False
+    for sub in ast.walk(fn):
+        if isinstance(sub, ast.Nonlocal):
+            keeps = True
+        elif isinstance(sub, (ast.Subscript, ast.Attribute)) and isinstance(sub.ctx, (ast.Store, ast.Del)):
+            base: ast.expr = sub
+            while isinstance(base, (ast.Subscript, ast.Attribute)):
+                attrs.update([base.attr] if isinstance(base, ast.Attribute) else [])
+                base = base.value
+            if not (isinstance(base, ast.Name) and base.id in fresh):
+                keeps = True
+                through.update(roots.get(base.id, ()) if isinstance(base, ast.Name) else ())
+        elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and (sub.args or sub.keywords):
+            base = sub.func.value
+            if isinstance(base, ast.Name) and base.id not in fresh and (base.id in roots or base.id in _params(fn)):
+                keeps = True  # handed to a method of what it was given or an alias (a module's: writes)
+                through.update(roots.get(base.id, ()))
+    return (frozenset(attrs) if keeps else None), frozenset(through)
+
+
+def _params(fn: Function) -> set[str]:
+    a = fn.args
+    return {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, *filter(None, [a.vararg, a.kwarg])]}
+
+
 def _units(body: list[ast.stmt], within: tuple[str, ...] = ()) -> list[_Unit] | None:
     """A module's (or class's) units by key; None when two units share a key (a name bound twice)."""
     units: list[_Unit] = []
@@ -678,6 +760,29 @@ class _Function:
     said: _Said  # what its body (and its parameters) mention
     dynamic: bool  # it reads names by a computed one (:func:`_dynamic`)
     writes: frozenset[str]  # module-level names whose object it may change (:func:`_writes`)
+    # the names of what it may keep elsewhere (:func:`_stores`); None: nothing kept there
+    stores: frozenset[str] | None = None
+
+
+def _function(fn: Function, aliases: Collection[str], variables: frozenset[str]) -> _Function:
+    stores, through = _stores(fn)
+    writes = (_writes(fn) | through) & variables
+    said = _mentions([*fn.body, fn.args], aliases)
+    # an attribute it only assigns (``self._cache = None``) is none of what it reads (#40)
+    unread = _stored_only(fn)
+    return _Function(fn, _Said(said.bound - unread, said.loose - unread), _dynamic(fn), writes, stores)
+
+
+def _stored_only(fn: Function) -> frozenset[str]:
+    """The attribute names ``fn`` assigns or deletes and never reads (``x.a += 1`` reads ``a``)."""
+    stored: set[str] = set()
+    read: set[str] = set()
+    for sub in ast.walk(fn):
+        if isinstance(sub, ast.Attribute):
+            (stored if isinstance(sub.ctx, (ast.Store, ast.Del)) else read).add(sub.attr)
+        elif isinstance(sub, ast.AugAssign) and isinstance(sub.target, ast.Attribute):
+            read.add(sub.target.attr)
+    return frozenset(stored - read)
 
 
 def _module(path: str, tree: ast.Module | None) -> _Module | None:
@@ -697,10 +802,7 @@ def _module(path: str, tree: ast.Module | None) -> _Module | None:
         if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign))
         for n in (_binds(stmt) or ())
     )
-    functions = [
-        _Function(fn, _mentions([*fn.body, fn.args], aliases), _dynamic(fn), _writes(fn) & variables)
-        for fn in _functions(tree.body)
-    ]
+    functions = [_function(fn, aliases, variables) for fn in _functions(tree.body)]
     return _Module(path, top, functions)
 
 
@@ -793,7 +895,7 @@ def keepers(
         return None  # which tests ran a reader of what is kept: a map of files cannot say
     readers_of = _Follow(path, Change(frozenset(), ()), test_map, sees, unrun=True)
     for where, f in kept:
-        for name in {f.node.name, *f.writes}:
+        for name in {f.node.name, *f.writes, *(f.stores or ())}:
             readers_of.bind(name, where)
             readers_of.keeping.add(name)
     if not readers_of.run(project, is_test):
@@ -844,7 +946,7 @@ def _reads_code(fn: Function) -> bool:
 def _keeps(f: _Function) -> bool:
     """Whether what ``f`` makes may outlive its call: it writes into its module, or a
     decorator may keep it (any but :data:`TRANSPARENT`, a test's own fixture, a mark)."""
-    return bool(f.writes) or not all(_passes_on(d) for d in f.node.decorator_list)
+    return bool(f.writes) or f.stores is not None or not all(_passes_on(d) for d in f.node.decorator_list)
 
 
 def _passes_on(d: ast.expr) -> bool:
@@ -950,7 +1052,7 @@ class _Follow:
             for b in {fn.name, *f.writes}:
                 grown |= self.bind(b, where)
             if _keeps(f):
-                self.keeping.update({fn.name, *f.writes})
+                self.keeping.update({fn.name, *f.writes, *(f.stores or ())})
         return grown
 
     def _unheld(self, f: _Function, read: bool, seen: Collection[str]) -> bool:

@@ -268,3 +268,74 @@ def test_typing_cast_at_import_returns_its_value_and_writes_nothing() -> None:
     base = "import typing as t\nimport struct\n\n_S = struct.Struct('>Q')\n"
     same = "_unpack = t.cast('t.Callable[[bytes], tuple[int]]', _S.unpack)"
     assert namereads.process_write(base, base + same + "\n", _internal) is None
+
+
+# #40 (a new user's trial): a caller that keeps a changed function's value where its module's
+# variables are not (on its object, through a local alias, in a default, in another module)
+# kept it for the tests that read it back, which ran none of the changed function
+KEEPERS_ELSEWHERE = {
+    "on its object": (
+        "class Registry:\n    def __init__(self):\n        self._cache = None\n\n"
+        "    def compute(self):\n        return 42\n\n"
+        "    def get(self):\n        if self._cache is None:\n            self._cache = self.compute()\n"
+        "        return self._cache\n\n\nREG = Registry()\n\n\ndef plain():\n    return 0\n"
+    ),
+    "through a local alias": (
+        "_CACHE = {}\n\n\ndef compute():\n    return 1\n\n\n"
+        "def get():\n    c = _CACHE\n    if 'k' not in c:\n        c['k'] = compute()\n    return c['k']\n\n\n"
+        "def plain():\n    return 0\n"
+    ),
+    "in a default": (
+        "def compute():\n    return 1\n\n\n"
+        "def get(_memo={}):\n    if 'k' not in _memo:\n        _memo['k'] = compute()\n    return _memo['k']\n\n\n"
+        "def plain():\n    return 0\n"
+    ),
+    "in another module": (
+        "from pkg import other\n\n\ndef compute():\n    return 1\n\n\n"
+        "def get():\n    if 'k' not in other.CACHE:\n        other.CACHE['k'] = compute()\n"
+        "    return other.CACHE['k']\n\n\ndef plain():\n    return 0\n"
+    ),
+    "by a method it hands the value to": (
+        "class Registry:\n    def compute(self):\n        return 42\n\n"
+        "    def get(self):\n        if not self.has():\n            self.store(self.compute())\n"
+        "        return self.stored()\n\n\nREG = Registry()\n\n\ndef plain():\n    return 0\n"
+    ),
+}
+KEEPERS_TESTS = (
+    "from pkg.lib import get, plain\n\n\ndef test_a():\n    assert get()\n\n\n"
+    "def test_b():\n    assert get()\n\n\ndef test_c():\n    assert plain() == 0\n"
+)
+RAN_GET: dict[str, dict[str, tuple[str, ...]]] = {
+    "pkg/test_lib.py::test_a": {"pkg/lib.py": ("compute", "get"), "pkg/test_lib.py": ("test_a",)},
+    "pkg/test_lib.py::test_b": {"pkg/lib.py": ("get",), "pkg/test_lib.py": ("test_b",)},  # the kept value
+    "pkg/test_lib.py::test_c": {"pkg/lib.py": ("plain",), "pkg/test_lib.py": ("test_c",)},
+}
+
+
+def test_a_caller_keeping_the_value_anywhere_that_outlives_its_call_keeps_it() -> None:
+    for how, source in KEEPERS_ELSEWHERE.items():
+        sources = {"pkg/lib.py": source, "pkg/other.py": "CACHE = {}\n", "pkg/test_lib.py": KEEPERS_TESTS}
+        found = _kept(sources, RAN_GET, "compute")
+        assert found is not None and set(found) == {"pkg/test_lib.py::test_a", "pkg/test_lib.py::test_b"}, how
+
+
+def test_a_caller_filling_only_what_it_made_itself_keeps_nothing() -> None:
+    fresh = (
+        "def compute():\n    return 1\n\n\n"
+        "def get():\n    out = {}\n    out['k'] = compute()\n    seen = []\n    seen.append(out)\n"
+        "    return out['k']\n\n\ndef plain():\n    return 0\n"
+    )
+    assert _kept({"pkg/lib.py": fresh, "pkg/test_lib.py": KEEPERS_TESTS}, RAN_GET, "compute") == {}
+    rebound = fresh.replace("    seen = []\n", "    seen = []\n    seen = out\n")  # no longer its own
+    assert _kept({"pkg/lib.py": rebound, "pkg/test_lib.py": KEEPERS_TESTS}, RAN_GET, "compute") != {}
+
+
+def test_an_object_made_at_import_keeps_what_a_method_stores_on_it_for_later_readers() -> None:
+    # the trial's shape end to end: `REG = Registry()` ran `__init__` at import, which assigns
+    # `self._cache = None`; assigning an attribute is no read of what is kept in it
+    source = KEEPERS_ELSEWHERE["on its object"]
+    init = _lines(source, "__init__")
+    top = frozenset(i + 1 for i, line in enumerate(source.splitlines()) if line and not line.startswith(" "))
+    sources = {"pkg/lib.py": source, "pkg/test_lib.py": KEEPERS_TESTS}
+    found = _kept(sources, RAN_GET, "compute", at_import={"pkg/lib.py": top | init})
+    assert found is not None and set(found) == {"pkg/test_lib.py::test_a", "pkg/test_lib.py::test_b"}
