@@ -163,6 +163,8 @@ _SELECT_TRENDS = (
 SIGNATURE_LIMIT = 300
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+# #41: outcomes of a test that did not run: a change is told against the one it last ran with
+NOT_RAN_CODES = "".join(sorted({*DESELECTED_CODES, CODE["not_run"]}))
 
 
 def _now() -> str:
@@ -642,8 +644,9 @@ class History(Store):
         for row, nodeid, outcomes, _, _ in self._series(against):
             row_back = backs.get(row)
             ran = outcomes[: len(outcomes) - row_back + 1] if row_back else ""
-            # #34: a test selection left out is compared with the outcome it last ran with
-            code = ran.rstrip("".join(DESELECTED_CODES))[-1:] or ran[-1:]
+            # #34: a test selection left out, or an interrupted run never started (#41), is
+            # compared with the outcome it last ran with
+            code = ran.rstrip(NOT_RAN_CODES)[-1:] or ran[-1:]
             if code and code != ABSENT:
                 before[(row, nodeid)] = OUTCOME_OF.get(code, "")
         seen_now: set[tuple[str, str]] = set()
@@ -658,6 +661,10 @@ class History(Store):
                 if outcome in DESELECTED_OUTCOMES:
                     continue  # #34: neither new, nor fixed, nor gone: it did not run
                 prev = before.get(key)
+                if outcome == "not_run":  # #41: its run ended before it (interrupted, a crash)
+                    if prev is not None and prev != "not_run":
+                        changes["not_run"].append([t["nodeid"], row])
+                    continue
                 if prev is None:
                     changes["appeared"].append([t["nodeid"], row])
                     continue

@@ -217,6 +217,7 @@ _CHANGE_HTML: Mapping[ChangeKind, Callable[[Change], str]] = {
     "newly_flaky": lambda c: f"newly flaky crash {_e(c.text)} <code>{_e(c.subject)}</code>",
     "appeared": lambda c: f"new test on {_e(c.row)}: <code>{_e(c.subject)}</code>",
     "disappeared": lambda c: f"test gone on {_e(c.row)}: <code>{_e(c.subject)}</code>",
+    "not_run": lambda c: f"not run this time on {_e(c.row)}: <code>{_e(c.subject)}</code>",
 }
 
 

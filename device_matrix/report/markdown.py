@@ -111,6 +111,7 @@ _CHANGE_MD: Mapping[ChangeKind, Callable[[Change], str]] = {
     "newly_flaky": lambda c: f"🎲 newly flaky crash: {_cell(c.text)}, fingerprint {code(c.subject)}",
     "appeared": lambda c: f"🌱 new test on **{_cell(c.row)}**: {code(c.subject)}",
     "disappeared": lambda c: f"🕳️ test gone on **{_cell(c.row)}**: {code(c.subject)}",
+    "not_run": lambda c: f"⏸️ not run this time on **{_cell(c.row)}**: {code(c.subject)}",
 }
 
 

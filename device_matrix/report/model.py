@@ -104,6 +104,7 @@ class Changes(TypedDict):
     stopped_crashes: list[list[str]]  # [fingerprint, headline]: seen last time, gone now
     appeared: list[list[str]]  # [nodeid, row]: tests not there last time
     disappeared: list[list[str]]  # [nodeid, row]: tests there last time, absent now
+    not_run: list[list[str]]  # [nodeid, row]: tests that ran last time and did not run now (#41)
     rows_added: list[str]
     rows_gone: list[str]
 
@@ -118,6 +119,7 @@ def no_changes(previous: str | None = None) -> Changes:
         stopped_crashes=[],
         appeared=[],
         disappeared=[],
+        not_run=[],
         rows_added=[],
         rows_gone=[],
     )
@@ -131,13 +133,15 @@ CHANGE_KEYS = (
     "stopped_crashes",
     "appeared",
     "disappeared",
+    "not_run",
     "rows_added",
     "rows_gone",
 )
 
 
 def nothing_changed(ch: Changes) -> bool:
-    return not any(ch[k] for k in CHANGE_KEYS)  # type: ignore[literal-required]
+    # a triage.json written before a kind was added has none of it
+    return not any(ch.get(k) for k in CHANGE_KEYS)
 
 
 class SlowTest(TypedDict):

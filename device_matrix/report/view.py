@@ -94,6 +94,7 @@ ChangeKind: TypeAlias = Literal[
     "newly_flaky",
     "appeared",
     "disappeared",
+    "not_run",
 ]
 
 
@@ -108,6 +109,7 @@ CHANGE_WORDS: Mapping[ChangeKind, str] = {
     "newly_flaky": "newly flaky crash",
     "appeared": "new test",
     "disappeared": "test gone",
+    "not_run": "not run this time",
 }
 
 
@@ -151,4 +153,5 @@ def changes(t: Triage) -> ChangeList:
     listed("newly_flaky", [Change("newly_flaky", fp, text=headline.get(fp, fp)) for fp in ch["newly_flaky"]])
     listed("appeared", [Change("appeared", nodeid, row) for nodeid, row in ch["appeared"]])
     listed("disappeared", [Change("disappeared", nodeid, row) for nodeid, row in ch["disappeared"]])
+    listed("not_run", [Change("not_run", nodeid, row) for nodeid, row in ch.get("not_run", [])])
     return ChangeList(previous=str(ch["previous"]), lines=lines, more=more, nothing=nothing_changed(ch))

@@ -18,7 +18,7 @@ from device_matrix.records.summary import fold
 from device_matrix.report import history as history_mod
 from device_matrix.report import html, markdown
 from device_matrix.report.history import SLOWER_FLOOR_S, History
-from device_matrix.report.model import Triage, build
+from device_matrix.report.model import Triage, build, nothing_changed
 from tests import records as R
 
 
@@ -587,3 +587,23 @@ def test_a_run_triaged_again_after_a_later_one_is_not_recorded_again(tmp_path: P
     later = triage_of("c", "2026-12-01T10:00:00+00:00", "2026-12-01T10:05:00+00:00", "passed")
     assert later["changes"]["previous"] == "2026-11-30T10:05:00+00:00"
     assert later["history"] is not None and len(later["history"]["trends"]["cpu"]) == 3
+
+
+def test_a_test_an_interrupted_run_never_ran_is_said_and_then_compared_with_its_last_outcome(tmp_path: Path) -> None:
+    # #41 (a new user's trial): an interrupted run's report said "Nothing: same results as
+    # last time" while 3 tests did not run, and the next run called a test that failed two
+    # runs before a new failure (compared with its `not_run`)
+    history = tmp_path / "h.sqlite"
+    _triage_run(tmp_path, history, "main 1", "failed", _source())
+    cut = _triage_run(tmp_path, history, "main 2", "not_run", _source())
+    assert cut["changes"]["not_run"] == [["s/t.py::test_a", "cpu"]]
+    assert cut["changes"]["new_failures"] == [] and cut["changes"]["fixed"] == []
+    assert not nothing_changed(cut["changes"])
+    md = (tmp_path / "main-2" / "triage" / "triage.md").read_text()
+    assert "not run this time on **cpu**: `s/t.py::test_a`" in md and "Nothing: same results" not in md
+    html = (tmp_path / "main-2" / "triage" / "triage.html").read_text()
+    assert "not run this time on cpu" in html
+    after = _triage_run(tmp_path, history, "main 3", "failed", _source())
+    assert after["changes"]["new_failures"] == [] and after["changes"]["not_run"] == []
+    fixed = _triage_run(tmp_path, history, "main 4", "passed", _source())
+    assert fixed["changes"]["fixed"] == [["s/t.py::test_a", "cpu"]]
