@@ -53,14 +53,32 @@ def load_records(results: Path, out: Output | None = None) -> tuple[list[RunReco
                 out.line(f"warning: {exc.message}")
     # artifacts downloaded by actions/download-artifact land one level deeper
     for path in sorted(results.glob("*/*/run.json")):
+        found: tuple[str, str] | None  # the row and why its record here is not read
         try:
             rec = load_run(path)
         except ResultsError as exc:
-            problems.append((path.parent.name, exc.message))
-            continue
-        if all(r["row"] != rec["row"] for r in records):
-            records.append(rec)
+            found = (path.parent.name, exc.message)
+        else:
+            found = _part_of_a_row(rec, path.relative_to(results))
+            if found is None and all(r["row"] != rec["row"] for r in records):
+                records.append(rec)
+        if found is not None:
+            problems.append(found)
+            if out is not None:
+                out.line(f"warning: {found[1]}")
     return records, problems
+
+
+def _part_of_a_row(rec: RunRecord, where: Path) -> tuple[str, str] | None:
+    """A record found one level deeper (an artifact's) that is a shard's: a part is never its
+    row's record (its row and why; None: a whole row's)."""
+    part = rec.get("spread")
+    if part is None or part["shard"] is None:
+        return None
+    return rec["row"], (
+        f"{where} is the record of shard {part['shard']}/{part['of']} of row {rec['row']!r}, not the row's: "
+        "triage the results folder that holds the row's folder, or `device-matrix merge` the shards' folders first"
+    )
 
 
 def crash_placements(records: Sequence[RunRecord], history_path: Path | None, out: Output) -> dict[str, str]:
