@@ -800,6 +800,9 @@ class History(Store):
                     slower.append(slow)
         flaky.sort(key=lambda f: (-f["flip_rate"], -f["flips"], f["nodeid"], f["row"]))
         slower.sort(key=lambda s: (-(s["ratio"] or 0.0), s["nodeid"], s["row"]))
+        # #41: the records of a run older than its lane's newest, triaged again: its trends and
+        # crashes as they stood at it (a crash seen then is current, its latest run is its own)
+        shown = [r for r in shown if r.id <= this.id]
         return HistoryView(
             window=window,
             runs=[r.label for r in shown],

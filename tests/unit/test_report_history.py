@@ -580,8 +580,11 @@ def test_a_run_triaged_again_after_a_later_one_is_not_recorded_again(tmp_path: P
     again = triage_of("a", "2026-11-29T10:00:00+00:00", "2026-11-29T10:05:00+00:00", "crashed", said)
     assert History.open(history).lanes() == {"": 2}
     assert again["changes"] == first["changes"] and again["changes"]["previous"] is None
-    assert again["history"] is not None and len(again["history"]["trends"]["cpu"]) == 2
+    assert again["history"] is not None and len(again["history"]["trends"]["cpu"]) == 1
     assert [c["runs"] for c in again["history"]["crashes"]] == [1]
+    # its history as it stood at it: its crash current, its own run the latest of the trends
+    assert [c["state"] for c in again["history"]["crashes"]] == ["current"]
+    assert again["history"]["runs"] == ["2026-11-29T10:05:00+00:00"]
     assert "in the history already (2026-11-29T10:05:00+00:00): not recorded again" in said.getvalue()
     # the next run is compared with the newest, B, and counts three runs
     later = triage_of("c", "2026-12-01T10:00:00+00:00", "2026-12-01T10:05:00+00:00", "passed")
