@@ -103,6 +103,10 @@ DYNAMIC = frozenset(
         "methodcaller",
         "getmembers",
         "getattr_static",
+        # #40: help(module) and pydoc print what a module binds (its constants, __version__)
+        "help",
+        "pydoc",
+        "render_doc",
     }
 )
 # #40: calls through a module from outside the project that only read what they are given
@@ -214,6 +218,23 @@ def _binds(stmt: ast.stmt) -> frozenset[str] | None:
             return None  # a metaclass runs what it likes when the class is made
         return frozenset({stmt.name}) if pure and all(_pure_expr(e) for e in rest) else None
     return None
+
+
+# #40: the names of a module Python, or a test runner, reads by itself (the import system, a
+# star import, ``dir()``, doctest, pytest's collection and tracebacks, the warnings registry);
+# any other module-level dunder (``__version__``, ``__author__``) is read by its name alone
+MODULE_DUNDERS = frozenset(
+    {"__all__", "__annotate__", "__annotations__", "__builtins__", "__cached__", "__class__", "__dict__", "__dir__"}
+    | {"__doc__", "__file__", "__getattr__", "__loader__", "__name__", "__package__", "__path__", "__spec__"}
+    | {"__test__", "__tracebackhide__", "__warningregistry__"}
+)
+
+
+def _special(bound: Iterable[str], *, member: bool) -> bool:
+    """Whether a name of ``bound`` is one Python reads by itself: any dunder of a class (a
+    special method, ``__slots__``, ``__hash__``), and a module's of :data:`MODULE_DUNDERS`."""
+    dunders = [n for n in bound if n.startswith("__") and n.endswith("__")]
+    return bool(dunders) and (member or not MODULE_DUNDERS.isdisjoint(dunders))
 
 
 def _autouse(fn: Function) -> bool:
@@ -379,8 +400,8 @@ def changed_names(old: str, new: str, internal: Callable[[str], bool], package: 
                     return None
                 modules += _dotted(stmt, package)
             bound = _binds(stmt)
-            if bound is None:
-                return None
+            if bound is None or _special(bound, member=bool(within[key])):
+                return None  # Python reads it by itself (__all__, __eq__...), no name of the code
             names |= bound | set(within[key])  # a class member: its classes are read where it is
         outer = within[key]
         for cls in (was.get(outer[: i + 1]) or now.get(outer[: i + 1]) for i in range(len(outer))):
@@ -388,8 +409,6 @@ def changed_names(old: str, new: str, internal: Callable[[str], bool], package: 
                 return None  # a member of a class made by more than its statement (a metaclass)
     if not names and not bodies:
         return None
-    if any(n.startswith("__") and n.endswith("__") for n in names):
-        return None  # __all__, __getattr__, __dir__, __eq__...: Python reads them, no name of the code
     return Change(frozenset(names), tuple(bodies), tuple(modules))
 
 

@@ -852,3 +852,59 @@ def test_a_write_into_another_module_at_import_is_every_test_s() -> None:
     assert namereads.foreign_write("X = 1\n", "X = 1\ndef f():\n    c.K = 1\n") is None
     assert namereads.foreign_write("c.K = 1\nX = 1\n", "c.K = 1\nX = 2\n") is None
     assert namereads.foreign_write("X = (\n", "c.K = 1\n") is None  # not Python: other rules hold
+
+
+# a package that re-exports its version file's names, as python-slugify's does (#40)
+ABOUT = "__title__ = 'pkg'\n__version__ = '8.0.1'\n"
+INIT = "from .core import *\nfrom .__version__ import __title__\nfrom .__version__ import __version__\n"
+CORE = "def slug(text):\n    return text.lower()\n"
+VERSIONED = (
+    "import pkg\n\n\n"
+    "def test_slug():\n    assert pkg.slug('A') == 'a'\n\n\n"
+    "def test_version():\n    assert pkg.__version__.count('.') == 2\n"
+)
+
+
+def test_a_module_dunder_python_does_not_read_is_a_name_like_any_other() -> None:
+    # nothing of Python reads __version__ or __title__ by itself: the tests that read them
+    # (through the package's re-export) run, and a test that reads neither is left out
+    sources = {"pkg/__version__.py": ABOUT, "pkg/__init__.py": INIT, "pkg/core.py": CORE, "tests/test_v.py": VERSIONED}
+    ran = {
+        "tests/test_v.py::test_slug": {"pkg/core.py": ("slug",), "tests/test_v.py": ("test_slug",)},
+        "tests/test_v.py::test_version": {"tests/test_v.py": ("test_version",)},
+    }
+    imports = {"pkg/__init__.py": {"pkg/__version__.py", "pkg/core.py"}, "tests/test_v.py": {"pkg/__init__.py"}}
+    new = ABOUT.replace("8.0.1", "8.0.2")
+    assert _seeing(sources, ran, new, imports, path="pkg/__version__.py") == {"tests/test_v.py::test_version"}
+    # a dunder Python reads by itself still goes by the import graph: the module's own
+    # (__all__, __path__, __doc__, pytest's __test__) and any of a class (a special method)
+    for name in ("__all__", "__path__", "__doc__", "__test__"):
+        changed = f"{ABOUT}{name} = ['x']\n"
+        assert (
+            _seeing(
+                {**sources, "pkg/__version__.py": changed},
+                ran,
+                new + f"{name} = ['y']\n",
+                imports,
+                path="pkg/__version__.py",
+            )
+            is None
+        ), name
+    cls = "class C:\n    __version__ = '1'\n"
+    assert _seeing({"pkg/c.py": cls}, {}, cls.replace("'1'", "'2'"), {}, path="pkg/c.py") is None
+
+
+def test_pydoc_reads_every_name_of_what_it_is_given() -> None:
+    # help(module) and pydoc print a module's constants and its __version__, __author__:
+    # a function that calls them reads every name where it runs (#40)
+    for call in ("help(pkg)", "pydoc.render_doc(pkg)", "render_doc(pkg)"):
+        doc = f"import pkg\nimport pydoc\nfrom pydoc import render_doc\n\n\ndef test_doc():\n    {call}\n"
+        sources = {"pkg/__version__.py": ABOUT, "pkg/__init__.py": INIT, "tests/test_d.py": doc}
+        ran = {"tests/test_d.py::test_doc": {"tests/test_d.py": ("test_doc",)}}
+        imports = {"pkg/__init__.py": {"pkg/__version__.py"}, "tests/test_d.py": {"pkg/__init__.py"}}
+        for new in (ABOUT.replace("8.0.1", "8.0.2"), ABOUT.replace("'pkg'", "'pkg2'")):
+            assert _seeing(sources, ran, new, imports, path="pkg/__version__.py") == {"tests/test_d.py::test_doc"}, call
+        # a plain constant is printed too (help's DATA)
+        plain = {**sources, "pkg/consts.py": RATE, "pkg/__init__.py": "from .consts import *\n"}
+        graph = {**imports, "pkg/__init__.py": {"pkg/consts.py"}}
+        assert _seeing(plain, ran, RATE.replace("3", "4"), graph) == {"tests/test_d.py::test_doc"}, call
