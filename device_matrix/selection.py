@@ -112,6 +112,9 @@ APART_TOOLS = frozenset(
         *("interrogate", "pyprojectfmt", "tomlsort", "mdformat", "doc8", "yapf", "autopep8", "autoflake", "pycln"),
         *("refurb", "towncrier", "commitizen", "bumpversion", "bumpver", "semanticrelease", "cibuildwheel"),
         *("checkmanifest", "checkwheelcontents", "reporeview"),
+        # tox's environments ([tox], [testenv], [testenv:*], [tool.tox]): a row installs its own
+        # packages and runs pytest with its own arguments, never in an environment of tox's
+        *("tox", "testenv"),
     }
 )
 

@@ -130,14 +130,31 @@ TOX_INI = (
     [
         ("max-line-length = 79", "max-line-length = 100", True),
         ("addopts = -ra", "addopts = -rA", False),
-        ("deps = pytest", "deps = pytest\n    attrs", False),  # an environment a row may run in
-        ("envlist = py311", "envlist = py312", False),
+        # tox's own sections: a row runs pytest in its own environment, never tox's (#40)
+        ("deps = pytest", "deps = pytest\n    attrs", True),
+        ("envlist = py311", "envlist = py312", True),
+        ("[flake8]", "[testenv:lint]\ncommands = ruff check\n\n[flake8]", True),
+        ("[flake8]", "[coverage:run]\nbranch = true\n\n[flake8]", False),  # coverage measures the map
     ],
 )
-def test_a_tox_ini_change_outside_pytest_and_tox_s_own_sections_is_read_by_no_run(
+def test_a_tox_ini_change_outside_the_sections_pytest_and_coverage_read_is_read_by_no_run(
     old: str, new: str, unread: bool
 ) -> None:
     assert selection.unread_change("tox.ini", TOX_INI, _swap(TOX_INI, old, new)) is unread
+
+
+@pytest.mark.parametrize(
+    ("path", "old", "new"),
+    [
+        ("setup.cfg", "[tox:tox]\nenvlist = py311\n", "[tox:tox]\nenvlist = py312\n"),
+        ("setup.cfg", "[testenv]\ndeps = pytest\n", "[testenv]\ndeps = attrs\n"),
+        ("pyproject.toml", '[tool.tox]\nenv_list = ["3.13"]\n', '[tool.tox]\nenv_list = ["3.14"]\n'),
+    ],
+)
+def test_tox_s_tables_are_read_by_no_row(path: str, old: str, new: str) -> None:
+    # a row installs its own packages and runs pytest with its own arguments: tox's
+    # environments are tox's alone (#40)
+    assert selection.unread_change(path, old, new)
 
 
 @pytest.mark.parametrize("path", ["pytest.ini", "requirements.txt", "setup.py", "conftest.py", "noxfile.py"])
