@@ -163,16 +163,29 @@ def _name(node: ast.expr) -> str:
     return target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else ""
 
 
-def _pure_expr(node: ast.expr | None) -> bool:
-    """An expression that computes a value and does nothing else (no call but :data:`PURE_CALLS`)."""
+def _pure_expr(node: ast.expr | None, reads: Collection[str] = ()) -> bool:
+    """An expression that computes a value and does nothing else (no call but :data:`PURE_CALLS`,
+    and one through a name of ``reads``: the installed metadata's readers, :func:`_metadata_names`)."""
     if node is None:
         return True
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Call) and _name(sub) not in PURE_CALLS:
+        if isinstance(sub, ast.Call) and _name(sub) not in PURE_CALLS and not _through(sub.func, reads):
             return False
         if isinstance(sub, (ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)):
             return False
     return True
+
+
+def _through(func: ast.expr, names: Collection[str]) -> bool:
+    """Whether ``func`` is reached through one of ``names`` (``version``, ``metadata.version``)."""
+    return (
+        any(
+            (isinstance(n, ast.Name) and n.id in names) or (isinstance(n, ast.Attribute) and n.attr in names)
+            for n in ast.walk(func)
+        )
+        if names
+        else False
+    )
 
 
 def _header(fn: Function | ast.ClassDef) -> list[ast.expr]:
@@ -193,8 +206,9 @@ def _pure_decorator(d: ast.expr) -> bool:
     return not isinstance(d, ast.Call) or all(_pure_expr(a) for a in (*d.args, *(k.value for k in d.keywords)))
 
 
-def _binds(stmt: ast.stmt) -> frozenset[str] | None:
-    """The names ``stmt`` binds at module level when binding is all it does; None otherwise."""
+def _binds(stmt: ast.stmt, reads: Collection[str] = ()) -> frozenset[str] | None:
+    """The names ``stmt`` binds at module level when binding is all it does (``reads``: the
+    names of readers of the installed metadata it may call, :func:`_metadata_names`); None otherwise."""
     if isinstance(stmt, (ast.Import, ast.ImportFrom)):
         return frozenset((a.asname or a.name).split(".", 1)[0] for a in stmt.names if a.name != "*")
     if isinstance(stmt, ast.Expr):
@@ -210,7 +224,7 @@ def _binds(stmt: ast.stmt) -> frozenset[str] | None:
                     return None  # it changes another object, not a name of its own
                 if isinstance(sub, ast.Name):
                     names.add(sub.id)
-        return frozenset(names) if _pure_expr(stmt.value) else None
+        return frozenset(names) if _pure_expr(stmt.value, reads) else None
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         rest = _header(stmt)[len(stmt.decorator_list) :]
         pure = all(_pure_decorator(d) for d in stmt.decorator_list)
@@ -689,6 +703,7 @@ class _Module:
     # each statement run at import, what it mentions, the classes it is a member of
     top: list[tuple[ast.stmt, _Said, tuple[str, ...]]]
     functions: list[_Function]
+    metadata: frozenset[str] = frozenset()  # the names it reads the installed metadata by (#40)
 
 
 @dataclass
@@ -720,7 +735,29 @@ def _module(path: str, tree: ast.Module | None) -> _Module | None:
         _Function(fn, _mentions([*fn.body, fn.args], aliases), _dynamic(fn), _writes(fn) & variables)
         for fn in _functions(tree.body)
     ]
-    return _Module(path, top, functions)
+    return _Module(path, top, functions, _metadata_names(tree))
+
+
+# #40: the modules code reads the installed project's metadata through (its version, its
+# description), which a build may take from any of the project's files (setup.py reading
+# __version__.py, setuptools' ``attr:``, a build backend's version file)
+METADATA_MODULES = frozenset({"importlib.metadata", "importlib_metadata", "pkg_resources"})
+
+
+def _metadata_names(tree: ast.Module) -> frozenset[str]:
+    """The names a module's code reaches the installed metadata by: what its imports of
+    :data:`METADATA_MODULES` bind, in a function too (``version`` of ``from importlib.metadata
+    import version``; ``metadata`` of ``import importlib.metadata``, read as ``importlib.metadata``)."""
+    found: set[str] = set()
+    for stmt in ast.walk(tree):
+        if isinstance(stmt, ast.Import):
+            found.update(a.asname or a.name.rsplit(".", 1)[-1] for a in stmt.names if a.name in METADATA_MODULES)
+        elif isinstance(stmt, ast.ImportFrom) and not stmt.level:
+            whole = stmt.module in METADATA_MODULES
+            found.update(
+                a.asname or a.name for a in stmt.names if whole or f"{stmt.module}.{a.name}" in METADATA_MODULES
+            )
+    return frozenset(found)
 
 
 def _dynamic(fn: Function) -> bool:
@@ -767,6 +804,7 @@ def readers(
     if not _bases_known(_changed_classes(old, new), project):
         return None  # a base may register the class where no name reads it
     follow = _Follow(path, change, test_map, sees)
+    follow.metadata = True  # what a build may take from the file, read back as metadata
     if not follow.run(project, is_test):
         return None
     reach = [f for f in project.sources if any(sees(f, b) for b in follow.blind)]
@@ -895,6 +933,9 @@ class _Follow:
         # function made at import can hold it only through a value kept from before the
         # recording, a keeper's (``keeping``: the names such functions bind)
         self.unrun = unrun
+        # #40: code that reads the installed metadata reads the change (a change to what runs
+        # at import: a build may take the version, the description from any file)
+        self.metadata = False
         self.keeping: set[str] = set()
         # each name read, with the files it is bound in: a module sees a name of a file it may import
         self.names: dict[str, set[str]] = {n: {path} for n in change.names}
@@ -927,10 +968,14 @@ class _Follow:
         seen = {n for n, origins in self.names.items() if any(self.sees(m.path, o) for o in origins)}
         grown = False
         for stmt, said, classes in m.top:
-            if not said.reads(seen, self.names):
+            imports = isinstance(stmt, (ast.Import, ast.ImportFrom))
+            if not (said.reads(seen, self.names) or (not imports and self._metadata(said, m.metadata))):
                 continue  # a star import takes nothing new: its importers see what it imports
-            bound = _imported(stmt, seen) if isinstance(stmt, (ast.Import, ast.ImportFrom)) else _binds(stmt)
-            if test_like and not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                bound: frozenset[str] | None = _imported(stmt, seen)
+            else:
+                bound = _binds(stmt, m.metadata)
+            if test_like and not imports:
                 self.whole.add(m.path)
             elif bound is None:
                 self.blind.add(m.path)  # what its import does with the name is its importers'
@@ -938,17 +983,17 @@ class _Follow:
             for b in {*(bound or ()), *classes}:
                 grown |= self.bind(b, m.path)
         for f in m.functions:
-            found = self.function(f, m.path, seen, test_like=test_like)
+            found = self.function(f, m, seen, test_like=test_like)
             if found is None:
                 return None
             grown |= found
         return grown
 
-    def function(self, f: _Function, where: str, seen: set[str], *, test_like: bool) -> bool | None:
-        fn = f.node
+    def function(self, f: _Function, m: _Module, seen: set[str], *, test_like: bool) -> bool | None:
+        fn, where = f.node, m.path
         # its body reads a name, or any (dynamic), or it is a changed def of the file itself
         own = where == self.path and fn.name in self.change.names
-        read = own or f.said.reads(seen, self.names)
+        read = own or f.said.reads(seen, self.names) or self._metadata(f.said, m.metadata)
         span = _body_span(fn)
         if not (read or f.dynamic) or span in self.spans.setdefault(where, []):
             return False
@@ -971,6 +1016,11 @@ class _Follow:
             if _keeps(f):
                 self.keeping.update({fn.name, *f.writes})
         return grown
+
+    def _metadata(self, said: _Said, names: frozenset[str]) -> bool:
+        """Whether code that mentions ``said`` reads the installed metadata by its module's
+        ``names`` of it (:func:`_metadata_names`), when that counts."""
+        return self.metadata and not said.bound.isdisjoint(names)
 
     def _unheld(self, f: _Function, read: bool, seen: Collection[str]) -> bool:
         """Whether ``f``, which ran at import, made nothing then that holds the change: the

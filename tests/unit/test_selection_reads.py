@@ -908,3 +908,45 @@ def test_pydoc_reads_every_name_of_what_it_is_given() -> None:
         plain = {**sources, "pkg/consts.py": RATE, "pkg/__init__.py": "from .consts import *\n"}
         graph = {**imports, "pkg/__init__.py": {"pkg/consts.py"}}
         assert _seeing(plain, ran, RATE.replace("3", "4"), graph) == {"tests/test_d.py::test_doc"}, call
+
+
+META_TESTS = (
+    "from importlib.metadata import version\n\n\n"
+    "def test_installed():\n    assert version('pkg').count('.') == 2\n\n\n"
+    "def test_other():\n    assert True\n"
+)
+
+
+def test_code_that_reads_the_installed_metadata_reads_what_the_build_may_take_from_a_module() -> None:
+    # a build may take the version from the project's files (setup.py reads __version__.py,
+    # setuptools' attr:): a test that reads the installed metadata sees a change to any
+    # module's names, by whichever module it reaches the metadata through (#40)
+    sources = {"pkg/__version__.py": ABOUT, "pkg/__init__.py": INIT, "pkg/core.py": CORE, "tests/test_m.py": META_TESTS}
+    ran = {
+        "tests/test_m.py::test_installed": {"tests/test_m.py": ("test_installed",)},
+        "tests/test_m.py::test_other": {"tests/test_m.py": ("test_other",)},
+    }
+    imports = {"pkg/__init__.py": {"pkg/__version__.py", "pkg/core.py"}}
+    new = ABOUT.replace("8.0.1", "8.0.2")
+    assert _seeing(sources, ran, new, imports, path="pkg/__version__.py") == {"tests/test_m.py::test_installed"}
+    for reader in (
+        "import importlib.metadata\n\n\ndef test_installed():\n    importlib.metadata.version('pkg')\n",
+        "def test_installed():\n    from importlib import metadata as md\n    md.metadata('pkg')\n",
+        "import pkg_resources\n\n\ndef test_installed():\n    pkg_resources.get_distribution('pkg')\n",
+    ):
+        found = _seeing({**sources, "tests/test_m.py": reader}, ran, new, imports, path="pkg/__version__.py")
+        assert found == {"tests/test_m.py::test_installed"}, reader
+
+
+def test_a_module_that_binds_the_installed_version_binds_a_name_read_by_name() -> None:
+    # __version__ = version("pkg") at import reads the metadata and writes nothing: its
+    # readers are the tests that read __version__, not every importer of the module (#40)
+    init = "from importlib.metadata import version\n\n__version__ = version('pkg')\n"
+    tests = "import pkg\n\n\ndef test_v():\n    assert pkg.__version__\n\n\ndef test_w():\n    assert True\n"
+    sources = {**SOURCES, "pkg/__init__.py": init, "tests/test_v.py": tests}
+    ran = {
+        "tests/test_v.py::test_v": {"tests/test_v.py": ("test_v",)},
+        "tests/test_v.py::test_w": {"tests/test_v.py": ("test_w",)},
+    }
+    imports = {"tests/test_v.py": {"pkg/__init__.py"}, "pkg/__init__.py": set()}
+    assert _seeing(sources, ran, RATE.replace("3", "4"), imports) == {"tests/test_v.py::test_v"}
