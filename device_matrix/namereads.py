@@ -724,15 +724,19 @@ def _module(path: str, tree: ast.Module | None) -> _Module | None:
         for a in stmt.names
     }
     top = [(stmt, _mentions(parts, aliases), within) for stmt, parts, within in _top(tree.body)]
-    # the module's variables (what an assignment binds): what a function may change the object of
-    variables = frozenset(
-        n
-        for stmt in tree.body
-        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign))
-        for n in (_binds(stmt) or ())
-    )
+    # the module's variables (what an assignment binds): what a function may change the object
+    # of, but a name every binding of which is a value no method changes (#40)
+    # (whatever makes the value: a memo built by ``defaultdict(list)`` is written as one of ``{}``)
+    assigned = [s for s in tree.body if isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign))]
+    variables = frozenset(n for stmt in assigned for n in _targets(stmt))
+    changeable = frozenset(n for stmt in assigned if not _unchangeable(stmt) for n in _targets(stmt))
     functions = [
-        _Function(fn, _mentions([*fn.body, fn.args], aliases), _dynamic(fn), _writes(fn) & variables)
+        _Function(
+            fn,
+            _mentions([*fn.body, fn.args], aliases),
+            _dynamic(fn),
+            _writes(fn) & (changeable | _globals(fn)) & variables,
+        )
         for fn in _functions(tree.body)
     ]
     return _Module(path, top, functions, _metadata_names(tree))
@@ -758,6 +762,42 @@ def _metadata_names(tree: ast.Module) -> frozenset[str]:
                 a.asname or a.name for a in stmt.names if whole or f"{stmt.module}.{a.name}" in METADATA_MODULES
             )
     return frozenset(found)
+
+
+def _targets(stmt: ast.Assign | ast.AnnAssign | ast.AugAssign) -> frozenset[str]:
+    """The names an assignment binds (``A = ...``, ``A, B = ...``; not ``obj.x = ...``)."""
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+    return frozenset(
+        n.id
+        for t in targets
+        if not isinstance(t, (ast.Attribute, ast.Subscript))
+        for n in ast.walk(t)
+        if isinstance(n, ast.Name)
+    )
+
+
+def _globals(fn: Function) -> frozenset[str]:
+    """The names ``fn`` declares ``global`` (it may bind them anew, whatever they held)."""
+    return frozenset(n for sub in ast.walk(fn) if isinstance(sub, ast.Global) for n in sub.names)
+
+
+def _unchangeable(stmt: ast.Assign | ast.AnnAssign | ast.AugAssign) -> bool:
+    """Whether ``stmt`` binds a value no method of which changes it: a constant, a tuple of
+    such, a compiled pattern (``re.compile(...)``); a function calling one of its methods
+    (``PATTERN.sub``, ``SEP.join``) writes nothing into the module (#40)."""
+    return not isinstance(stmt, ast.AugAssign) and stmt.value is not None and _frozen(stmt.value)
+
+
+def _frozen(node: ast.expr) -> bool:
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.Tuple):
+        return all(_frozen(e) for e in node.elts)
+    return (
+        isinstance(node, ast.Call)
+        and _dotted_name(node.func) in ("re.compile", "compile")
+        and all(isinstance(a, ast.Constant) for a in (*node.args, *(k.value for k in node.keywords)))
+    )
 
 
 def _dynamic(fn: Function) -> bool:
