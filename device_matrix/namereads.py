@@ -793,11 +793,7 @@ def _frozen(node: ast.expr) -> bool:
         return True
     if isinstance(node, ast.Tuple):
         return all(_frozen(e) for e in node.elts)
-    return (
-        isinstance(node, ast.Call)
-        and _dotted_name(node.func) in ("re.compile", "compile")
-        and all(isinstance(a, ast.Constant) for a in (*node.args, *(k.value for k in node.keywords)))
-    )
+    return isinstance(node, ast.Call) and _dotted_name(node.func) == "re.compile"  # a Pattern, whatever it is given
 
 
 def _dynamic(fn: Function) -> bool:

@@ -271,7 +271,8 @@ def test_typing_cast_at_import_returns_its_value_and_writes_nothing() -> None:
 
 
 PATTERNED = (
-    "import re\n\nQUOTE = re.compile(r'[\\']+')\nSEP = '-'\nPARTS = ('a', ('b', 1))\n_SEEN = set()\n\n\n"
+    "import re\n\nQUOTE = re.compile(r'&(%s);' % '|'.join(NAMES))\n"
+    "SEP = '-'\nPARTS = ('a', ('b', 1))\n_SEEN = set()\n\n\n"
     "def slug(text):\n    return QUOTE.sub(SEP, SEP.join(text.split())) + PARTS.index('a') * SEP\n\n\n"
     "def helper():\n    return SEP\n"
 )
