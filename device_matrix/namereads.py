@@ -169,22 +169,19 @@ def _pure_expr(node: ast.expr | None, reads: Collection[str] = ()) -> bool:
     if node is None:
         return True
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Call) and _name(sub) not in PURE_CALLS and not _through(sub.func, reads):
+        if isinstance(sub, ast.Call) and _name(sub) not in PURE_CALLS and not _through(sub, reads):
             return False
         if isinstance(sub, (ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)):
             return False
     return True
 
 
-def _through(func: ast.expr, names: Collection[str]) -> bool:
-    """Whether ``func`` is reached through one of ``names`` (``version``, ``metadata.version``)."""
-    return (
-        any(
-            (isinstance(n, ast.Name) and n.id in names) or (isinstance(n, ast.Attribute) and n.attr in names)
-            for n in ast.walk(func)
-        )
-        if names
-        else False
+def _through(call: ast.Call, names: Collection[str]) -> bool:
+    """Whether ``call`` reads the installed metadata (:data:`METADATA_READS`) through one of
+    ``names`` (``version(...)``, ``importlib.metadata.version(...)``, ``md.metadata(...)``)."""
+    return _name(call) in METADATA_READS and any(
+        (isinstance(n, ast.Name) and n.id in names) or (isinstance(n, ast.Attribute) and n.attr in names)
+        for n in ast.walk(call.func)
     )
 
 
@@ -746,6 +743,12 @@ def _module(path: str, tree: ast.Module | None) -> _Module | None:
 # description), which a build may take from any of the project's files (setup.py reading
 # __version__.py, setuptools' ``attr:``, a build backend's version file)
 METADATA_MODULES = frozenset({"importlib.metadata", "importlib_metadata", "pkg_resources"})
+# what of them only reads it (``pkg_resources.require``, and ``get_distribution`` through it,
+# may activate a distribution, on ``sys.path``: a write)
+METADATA_READS = frozenset(
+    {"version", "metadata", "distribution", "distributions", "requires", "files", "entry_points"}
+    | {"packages_distributions"}
+)
 
 
 def _metadata_names(tree: ast.Module) -> frozenset[str]:

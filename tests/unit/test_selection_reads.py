@@ -950,3 +950,11 @@ def test_a_module_that_binds_the_installed_version_binds_a_name_read_by_name() -
     }
     imports = {"tests/test_v.py": {"pkg/__init__.py"}, "pkg/__init__.py": set()}
     assert _seeing(sources, ran, RATE.replace("3", "4"), imports) == {"tests/test_v.py::test_v"}
+    # a call through the metadata's module that may write (pkg_resources.require activates
+    # distributions, on sys.path) is no binding: the module's importers run
+    for writes in (
+        "import pkg_resources\n\nDIST = pkg_resources.require('pkg')\n__version__ = DIST[0].version\n",
+        "import pkg_resources\n\n__version__ = pkg_resources.get_distribution('pkg').version\n",
+    ):
+        found = _seeing({**sources, "pkg/__init__.py": writes}, ran, RATE.replace("3", "4"), imports)
+        assert found == {"tests/test_v.py::test_v", "tests/test_v.py::test_w"}, writes
