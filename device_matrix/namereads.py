@@ -169,11 +169,24 @@ def _pure_expr(node: ast.expr | None, reads: Collection[str] = ()) -> bool:
     if node is None:
         return True
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Call) and _name(sub) not in PURE_CALLS and not _through(sub, reads):
+        if isinstance(sub, ast.Call) and not _pure_call(sub, reads):
             return False
         if isinstance(sub, (ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)):
             return False
     return True
+
+
+# #40: builtin types no method of which changes a value: one called through the type
+# (``str.maketrans(...)``, ``int.from_bytes(...)``, ``bytes.fromhex(...)``) computes a value
+IMMUTABLE_TYPES = frozenset({"bool", "bytes", "complex", "float", "frozenset", "int", "range", "str", "tuple"})
+
+
+def _pure_call(call: ast.Call, reads: Collection[str]) -> bool:
+    """A call that computes a value: of :data:`PURE_CALLS`, through an immutable builtin type
+    (:data:`IMMUTABLE_TYPES`), or a read of the installed metadata (:func:`_through`)."""
+    func = call.func
+    of_type = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in IMMUTABLE_TYPES
+    return _name(call) in PURE_CALLS or of_type or _through(call, reads)
 
 
 def _through(call: ast.Call, names: Collection[str]) -> bool:

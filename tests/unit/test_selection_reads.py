@@ -958,3 +958,18 @@ def test_a_module_that_binds_the_installed_version_binds_a_name_read_by_name() -
     ):
         found = _seeing({**sources, "pkg/__init__.py": writes}, ran, RATE.replace("3", "4"), imports)
         assert found == {"tests/test_v.py::test_v", "tests/test_v.py::test_w"}, writes
+
+
+def test_a_method_of_an_immutable_builtin_called_through_its_type_only_computes_a_value() -> None:
+    # #40: humanize's `_SUPERSCRIPT_TRANS = str.maketrans(_SUPERSCRIPT_MAP)` ran every test;
+    # str's, bytes', int's, tuple's methods change nothing (their values cannot change)
+    api = "from pkg import consts\n\n\ndef rated(x):\n    return x * consts.TABLE\n\n\ndef plain(x):\n    return x\n"
+    for made in ("str.maketrans({'0': '1'})", "bytes.fromhex('00')", "int.from_bytes(b'1', 'big')", "str.upper('a')"):
+        consts = f"RATE = 3\nTABLE = {made}\n"
+        sources = {**SOURCES, "pkg/consts.py": consts, "pkg/api.py": api}
+        new = consts.replace("TABLE = ", "TABLE = (1, ) and ")
+        assert _seeing(sources, RAN, new, IMPORTS) == {"tests/test_api.py::test_rated"}, made
+    # a mutable builtin's method may change what it is given (dict.update(d, ...)): not told
+    consts = "RATE = 3\nD = {}\nTABLE = dict.update(D, a=1)\n"
+    sources = {**SOURCES, "pkg/consts.py": consts, "pkg/api.py": api}
+    assert _seeing(sources, RAN, consts.replace("a=1", "a=2"), IMPORTS) is None
