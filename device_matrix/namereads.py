@@ -103,6 +103,10 @@ DYNAMIC = frozenset(
         "methodcaller",
         "getmembers",
         "getattr_static",
+        # #40: help(module) and pydoc print what a module binds (its constants, __version__)
+        "help",
+        "pydoc",
+        "render_doc",
     }
 )
 # #40: calls through a module from outside the project that only read what they are given
@@ -159,16 +163,39 @@ def _name(node: ast.expr) -> str:
     return target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else ""
 
 
-def _pure_expr(node: ast.expr | None) -> bool:
-    """An expression that computes a value and does nothing else (no call but :data:`PURE_CALLS`)."""
+def _pure_expr(node: ast.expr | None, reads: Collection[str] = ()) -> bool:
+    """An expression that computes a value and does nothing else (no call but :data:`PURE_CALLS`,
+    and one through a name of ``reads``: the installed metadata's readers, :func:`_metadata_names`)."""
     if node is None:
         return True
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Call) and _name(sub) not in PURE_CALLS:
+        if isinstance(sub, ast.Call) and not _pure_call(sub, reads):
             return False
         if isinstance(sub, (ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)):
             return False
     return True
+
+
+# #40: builtin types no method of which changes a value: one called through the type
+# (``str.maketrans(...)``, ``int.from_bytes(...)``, ``bytes.fromhex(...)``) computes a value
+IMMUTABLE_TYPES = frozenset({"bool", "bytes", "complex", "float", "frozenset", "int", "range", "str", "tuple"})
+
+
+def _pure_call(call: ast.Call, reads: Collection[str]) -> bool:
+    """A call that computes a value: of :data:`PURE_CALLS`, through an immutable builtin type
+    (:data:`IMMUTABLE_TYPES`), or a read of the installed metadata (:func:`_through`)."""
+    func = call.func
+    of_type = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in IMMUTABLE_TYPES
+    return _name(call) in PURE_CALLS or of_type or _through(call, reads)
+
+
+def _through(call: ast.Call, names: Collection[str]) -> bool:
+    """Whether ``call`` reads the installed metadata (:data:`METADATA_READS`) through one of
+    ``names`` (``version(...)``, ``importlib.metadata.version(...)``, ``md.metadata(...)``)."""
+    return _name(call) in METADATA_READS and any(
+        (isinstance(n, ast.Name) and n.id in names) or (isinstance(n, ast.Attribute) and n.attr in names)
+        for n in ast.walk(call.func)
+    )
 
 
 def _header(fn: Function | ast.ClassDef) -> list[ast.expr]:
@@ -189,8 +216,9 @@ def _pure_decorator(d: ast.expr) -> bool:
     return not isinstance(d, ast.Call) or all(_pure_expr(a) for a in (*d.args, *(k.value for k in d.keywords)))
 
 
-def _binds(stmt: ast.stmt) -> frozenset[str] | None:
-    """The names ``stmt`` binds at module level when binding is all it does; None otherwise."""
+def _binds(stmt: ast.stmt, reads: Collection[str] = ()) -> frozenset[str] | None:
+    """The names ``stmt`` binds at module level when binding is all it does (``reads``: the
+    names of readers of the installed metadata it may call, :func:`_metadata_names`); None otherwise."""
     if isinstance(stmt, (ast.Import, ast.ImportFrom)):
         return frozenset((a.asname or a.name).split(".", 1)[0] for a in stmt.names if a.name != "*")
     if isinstance(stmt, ast.Expr):
@@ -206,7 +234,7 @@ def _binds(stmt: ast.stmt) -> frozenset[str] | None:
                     return None  # it changes another object, not a name of its own
                 if isinstance(sub, ast.Name):
                     names.add(sub.id)
-        return frozenset(names) if _pure_expr(stmt.value) else None
+        return frozenset(names) if _pure_expr(stmt.value, reads) else None
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         rest = _header(stmt)[len(stmt.decorator_list) :]
         pure = all(_pure_decorator(d) for d in stmt.decorator_list)
@@ -214,6 +242,23 @@ def _binds(stmt: ast.stmt) -> frozenset[str] | None:
             return None  # a metaclass runs what it likes when the class is made
         return frozenset({stmt.name}) if pure and all(_pure_expr(e) for e in rest) else None
     return None
+
+
+# #40: the names of a module Python, or a test runner, reads by itself (the import system, a
+# star import, ``dir()``, doctest, pytest's collection and tracebacks, the warnings registry);
+# any other module-level dunder (``__version__``, ``__author__``) is read by its name alone
+MODULE_DUNDERS = frozenset(
+    {"__all__", "__annotate__", "__annotations__", "__builtins__", "__cached__", "__class__", "__dict__", "__dir__"}
+    | {"__doc__", "__file__", "__getattr__", "__loader__", "__name__", "__package__", "__path__", "__spec__"}
+    | {"__test__", "__tracebackhide__", "__warningregistry__"}
+)
+
+
+def _special(bound: Iterable[str], *, member: bool) -> bool:
+    """Whether a name of ``bound`` is one Python reads by itself: any dunder of a class (a
+    special method, ``__slots__``, ``__hash__``), and a module's of :data:`MODULE_DUNDERS`."""
+    dunders = [n for n in bound if n.startswith("__") and n.endswith("__")]
+    return bool(dunders) and (member or not MODULE_DUNDERS.isdisjoint(dunders))
 
 
 def _autouse(fn: Function) -> bool:
@@ -461,8 +506,8 @@ def changed_names(old: str, new: str, internal: Callable[[str], bool], package: 
                     return None
                 modules += _dotted(stmt, package)
             bound = _binds(stmt)
-            if bound is None:
-                return None
+            if bound is None or _special(bound, member=bool(within[key])):
+                return None  # Python reads it by itself (__all__, __eq__...), no name of the code
             names |= bound | set(within[key])  # a class member: its classes are read where it is
         outer = within[key]
         for cls in (was.get(outer[: i + 1]) or now.get(outer[: i + 1]) for i in range(len(outer))):
@@ -470,8 +515,6 @@ def changed_names(old: str, new: str, internal: Callable[[str], bool], package: 
                 return None  # a member of a class made by more than its statement (a metaclass)
     if not names and not bodies:
         return None
-    if any(n.startswith("__") and n.endswith("__") for n in names):
-        return None  # __all__, __getattr__, __dir__, __eq__...: Python reads them, no name of the code
     return Change(frozenset(names), tuple(bodies), tuple(modules))
 
 
@@ -752,6 +795,7 @@ class _Module:
     # each statement run at import, what it mentions, the classes it is a member of
     top: list[tuple[ast.stmt, _Said, tuple[str, ...]]]
     functions: list[_Function]
+    metadata: frozenset[str] = frozenset()  # the names it reads the installed metadata by (#40)
 
 
 @dataclass
@@ -795,15 +839,74 @@ def _module(path: str, tree: ast.Module | None) -> _Module | None:
         for a in stmt.names
     }
     top = [(stmt, _mentions(parts, aliases), within) for stmt, parts, within in _top(tree.body)]
-    # the module's variables (what an assignment binds): what a function may change the object of
-    variables = frozenset(
-        n
-        for stmt in tree.body
-        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign))
-        for n in (_binds(stmt) or ())
+    # the module's variables (what an assignment binds): what a function may change the object
+    # of, but a name every binding of which is a value no method changes (#40)
+    # (whatever makes the value: a memo built by ``defaultdict(list)`` is written as one of ``{}``)
+    assigned = [s for s in tree.body if isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign))]
+    variables = frozenset(n for stmt in assigned for n in _targets(stmt))
+    changeable = frozenset(n for stmt in assigned if not _unchangeable(stmt) for n in _targets(stmt))
+    functions = [_function(fn, aliases, variables & (changeable | _globals(fn))) for fn in _functions(tree.body)]
+    return _Module(path, top, functions, _metadata_names(tree))
+
+
+# #40: the modules code reads the installed project's metadata through (its version, its
+# description), which a build may take from any of the project's files (setup.py reading
+# __version__.py, setuptools' ``attr:``, a build backend's version file)
+METADATA_MODULES = frozenset({"importlib.metadata", "importlib_metadata", "pkg_resources"})
+# what of them only reads it (``pkg_resources.require``, and ``get_distribution`` through it,
+# may activate a distribution, on ``sys.path``: a write)
+METADATA_READS = frozenset(
+    {"version", "metadata", "distribution", "distributions", "requires", "files", "entry_points"}
+    | {"packages_distributions"}
+)
+
+
+def _metadata_names(tree: ast.Module) -> frozenset[str]:
+    """The names a module's code reaches the installed metadata by: what its imports of
+    :data:`METADATA_MODULES` bind, in a function too (``version`` of ``from importlib.metadata
+    import version``; ``metadata`` of ``import importlib.metadata``, read as ``importlib.metadata``)."""
+    found: set[str] = set()
+    for stmt in ast.walk(tree):
+        if isinstance(stmt, ast.Import):
+            found.update(a.asname or a.name.rsplit(".", 1)[-1] for a in stmt.names if a.name in METADATA_MODULES)
+        elif isinstance(stmt, ast.ImportFrom) and not stmt.level:
+            whole = stmt.module in METADATA_MODULES
+            found.update(
+                a.asname or a.name for a in stmt.names if whole or f"{stmt.module}.{a.name}" in METADATA_MODULES
+            )
+    return frozenset(found)
+
+
+def _targets(stmt: ast.Assign | ast.AnnAssign | ast.AugAssign) -> frozenset[str]:
+    """The names an assignment binds (``A = ...``, ``A, B = ...``; not ``obj.x = ...``)."""
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+    return frozenset(
+        n.id
+        for t in targets
+        if not isinstance(t, (ast.Attribute, ast.Subscript))
+        for n in ast.walk(t)
+        if isinstance(n, ast.Name)
     )
-    functions = [_function(fn, aliases, variables) for fn in _functions(tree.body)]
-    return _Module(path, top, functions)
+
+
+def _globals(fn: Function) -> frozenset[str]:
+    """The names ``fn`` declares ``global`` (it may bind them anew, whatever they held)."""
+    return frozenset(n for sub in ast.walk(fn) if isinstance(sub, ast.Global) for n in sub.names)
+
+
+def _unchangeable(stmt: ast.Assign | ast.AnnAssign | ast.AugAssign) -> bool:
+    """Whether ``stmt`` binds a value no method of which changes it: a constant, a tuple of
+    such, a compiled pattern (``re.compile(...)``); a function calling one of its methods
+    (``PATTERN.sub``, ``SEP.join``) writes nothing into the module (#40)."""
+    return not isinstance(stmt, ast.AugAssign) and stmt.value is not None and _frozen(stmt.value)
+
+
+def _frozen(node: ast.expr) -> bool:
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.Tuple):
+        return all(_frozen(e) for e in node.elts)
+    return isinstance(node, ast.Call) and _dotted_name(node.func) == "re.compile"  # a Pattern, whatever it is given
 
 
 def _dynamic(fn: Function) -> bool:
@@ -850,6 +953,7 @@ def readers(
     if not _bases_known(_changed_classes(old, new), project):
         return None  # a base may register the class where no name reads it
     follow = _Follow(path, change, test_map, sees)
+    follow.metadata = True  # what a build may take from the file, read back as metadata
     if not follow.run(project, is_test):
         return None
     reach = [f for f in project.sources if any(sees(f, b) for b in follow.blind)]
@@ -978,6 +1082,9 @@ class _Follow:
         # function made at import can hold it only through a value kept from before the
         # recording, a keeper's (``keeping``: the names such functions bind)
         self.unrun = unrun
+        # #40: code that reads the installed metadata reads the change (a change to what runs
+        # at import: a build may take the version, the description from any file)
+        self.metadata = False
         self.keeping: set[str] = set()
         # each name read, with the files it is bound in: a module sees a name of a file it may import
         self.names: dict[str, set[str]] = {n: {path} for n in change.names}
@@ -1010,10 +1117,14 @@ class _Follow:
         seen = {n for n, origins in self.names.items() if any(self.sees(m.path, o) for o in origins)}
         grown = False
         for stmt, said, classes in m.top:
-            if not said.reads(seen, self.names):
+            imports = isinstance(stmt, (ast.Import, ast.ImportFrom))
+            if not (said.reads(seen, self.names) or (not imports and self._metadata(said, m.metadata))):
                 continue  # a star import takes nothing new: its importers see what it imports
-            bound = _imported(stmt, seen) if isinstance(stmt, (ast.Import, ast.ImportFrom)) else _binds(stmt)
-            if test_like and not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                bound: frozenset[str] | None = _imported(stmt, seen)
+            else:
+                bound = _binds(stmt, m.metadata)
+            if test_like and not imports:
                 self.whole.add(m.path)
             elif bound is None:
                 self.blind.add(m.path)  # what its import does with the name is its importers'
@@ -1021,17 +1132,17 @@ class _Follow:
             for b in {*(bound or ()), *classes}:
                 grown |= self.bind(b, m.path)
         for f in m.functions:
-            found = self.function(f, m.path, seen, test_like=test_like)
+            found = self.function(f, m, seen, test_like=test_like)
             if found is None:
                 return None
             grown |= found
         return grown
 
-    def function(self, f: _Function, where: str, seen: set[str], *, test_like: bool) -> bool | None:
-        fn = f.node
+    def function(self, f: _Function, m: _Module, seen: set[str], *, test_like: bool) -> bool | None:
+        fn, where = f.node, m.path
         # its body reads a name, or any (dynamic), or it is a changed def of the file itself
         own = where == self.path and fn.name in self.change.names
-        read = own or f.said.reads(seen, self.names)
+        read = own or f.said.reads(seen, self.names) or self._metadata(f.said, m.metadata)
         span = _body_span(fn)
         if not (read or f.dynamic) or span in self.spans.setdefault(where, []):
             return False
@@ -1054,6 +1165,11 @@ class _Follow:
             if _keeps(f):
                 self.keeping.update({fn.name, *f.writes, *(f.stores or ())})
         return grown
+
+    def _metadata(self, said: _Said, names: frozenset[str]) -> bool:
+        """Whether code that mentions ``said`` reads the installed metadata by its module's
+        ``names`` of it (:func:`_metadata_names`), when that counts."""
+        return self.metadata and not said.bound.isdisjoint(names)
 
     def _unheld(self, f: _Function, read: bool, seen: Collection[str]) -> bool:
         """Whether ``f``, which ran at import, made nothing then that holds the change: the

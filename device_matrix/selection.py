@@ -111,6 +111,9 @@ APART_TOOLS = frozenset(
         *("interrogate", "pyprojectfmt", "tomlsort", "mdformat", "doc8", "yapf", "autopep8", "autoflake", "pycln"),
         *("refurb", "towncrier", "commitizen", "bumpversion", "bumpver", "semanticrelease", "cibuildwheel"),
         *("checkmanifest", "checkwheelcontents", "reporeview"),
+        # tox's environments ([tox], [testenv], [testenv:*], [tool.tox]): a row installs its own
+        # packages and runs pytest with its own arguments, never in an environment of tox's
+        *("tox", "testenv"),
     }
 )
 
@@ -323,10 +326,12 @@ def unread_change(path: str, old: str | None, new: str | None, tests: Iterable[s
     the tables of tools run apart from the tests alone (:data:`APART_TOOLS`), comments and
     layout aside (#40): pytest, the row and the installed project read none of it. A tool
     one of the map's ``tests`` is named by is not apart (a pytest plugin that runs it as a
-    test: pytest-mypy's ``file.py::mypy``). A file added or removed (pytest's rootdir may
-    move) or one that does not parse is no such change."""
+    test: pytest-mypy's ``file.py::mypy``). A pyproject.toml added or removed (pytest's
+    rootdir may move with it, whatever it holds) or a file that does not parse is no such
+    change; a tox.ini or setup.cfg added or removed reads as an empty one: pytest takes one
+    for its configuration, and its folder for the rootdir, only with its own section."""
     name = path.rsplit("/", 1)[-1]
-    if name not in SECTIONED or not old or not new:
+    if name not in SECTIONED or old is None or new is None or (name == "pyproject.toml" and not (old and new)):
         return False
     run_as_tests = {_tool(part) for nodeid in tests for part in nodeid.split("::")[1:]}
     apart = frozenset(t for t in APART_TOOLS if not any(n.startswith(t) for n in run_as_tests))

@@ -488,7 +488,7 @@ def _versions(root: Path, commit: str, path: str) -> tuple[str | None, str | Non
     """A changed file at ``commit`` and now: ``""`` where it was not there or is gone, None
     where git or the checkout cannot give it."""
     listed, _ = git(root, "ls-tree", "--name-only", commit, "--", path)
-    old, _ = git(root, "show", f"{commit}:./{path}") if listed else ("", "")
+    old, _ = git(root, "show", f"{commit}:./{path}") if listed else (listed, "")  # None: git could not list it
     try:
         return old, (root / path).read_text("utf-8")
     except FileNotFoundError:

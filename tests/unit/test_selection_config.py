@@ -5,10 +5,12 @@ the tests that opened the file."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
 from device_matrix import selection
+from device_matrix.cli import select as cli_select
 from device_matrix.records.testmap import TestMap
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -83,6 +85,26 @@ def test_a_pyproject_added_or_removed_runs_every_test() -> None:
     assert not selection.unread_change("pyproject.toml", PYPROJECT, None)
 
 
+@pytest.mark.parametrize(
+    ("path", "text", "unread"),
+    [
+        ("tox.ini", "[tox]\nenv_list = py313\n\n[testenv]\ncommands = pytest\n\n[flake8]\nx = 1\n", True),
+        ("setup.cfg", "[flake8]\nmax-line-length = 79\n", True),
+        ("tox.ini", "[tox]\nenv_list = py313\n\n[pytest]\naddopts = -x\n", False),  # pytest's rootdir and options
+        ("setup.cfg", "[tool:pytest]\naddopts = -x\n", False),
+        ("tox.ini", "[coverage:run]\nbranch = true\n", False),  # what the map measures
+        ("setup.cfg", "[metadata]\nname = pkg\n", False),  # the installed project
+        ("tox.ini", "[flake8\n", False),  # not read as ini: what reads it fails
+    ],
+)
+def test_an_ini_file_added_or_removed_is_read_by_its_sections(path: str, text: str, unread: bool) -> None:
+    # pytest takes a tox.ini or setup.cfg for its configuration, and the rootdir, only
+    # with its own section: one with tox's and linters' sections alone moves nothing (#40)
+    assert selection.unread_change(path, "", text) is unread
+    assert selection.unread_change(path, text, "") is unread
+    assert not selection.unread_change(path, None, text)  # git could not show it
+
+
 SETUP_CFG = """\
 [metadata]
 name = pkg
@@ -130,14 +152,31 @@ TOX_INI = (
     [
         ("max-line-length = 79", "max-line-length = 100", True),
         ("addopts = -ra", "addopts = -rA", False),
-        ("deps = pytest", "deps = pytest\n    attrs", False),  # an environment a row may run in
-        ("envlist = py311", "envlist = py312", False),
+        # tox's own sections: a row runs pytest in its own environment, never tox's (#40)
+        ("deps = pytest", "deps = pytest\n    attrs", True),
+        ("envlist = py311", "envlist = py312", True),
+        ("[flake8]", "[testenv:lint]\ncommands = ruff check\n\n[flake8]", True),
+        ("[flake8]", "[coverage:run]\nbranch = true\n\n[flake8]", False),  # coverage measures the map
     ],
 )
-def test_a_tox_ini_change_outside_pytest_and_tox_s_own_sections_is_read_by_no_run(
+def test_a_tox_ini_change_outside_the_sections_pytest_and_coverage_read_is_read_by_no_run(
     old: str, new: str, unread: bool
 ) -> None:
     assert selection.unread_change("tox.ini", TOX_INI, _swap(TOX_INI, old, new)) is unread
+
+
+@pytest.mark.parametrize(
+    ("path", "old", "new"),
+    [
+        ("setup.cfg", "[tox:tox]\nenvlist = py311\n", "[tox:tox]\nenvlist = py312\n"),
+        ("setup.cfg", "[testenv]\ndeps = pytest\n", "[testenv]\ndeps = attrs\n"),
+        ("pyproject.toml", '[tool.tox]\nenv_list = ["3.13"]\n', '[tool.tox]\nenv_list = ["3.14"]\n'),
+    ],
+)
+def test_tox_s_tables_are_read_by_no_row(path: str, old: str, new: str) -> None:
+    # a row installs its own packages and runs pytest with its own arguments: tox's
+    # environments are tox's alone (#40)
+    assert selection.unread_change(path, old, new)
 
 
 @pytest.mark.parametrize("path", ["pytest.ini", "requirements.txt", "setup.py", "conftest.py", "noxfile.py"])
@@ -192,3 +231,15 @@ def test_a_tool_a_test_of_the_map_runs_is_not_apart() -> None:
     assert selection.unread_change("pyproject.toml", old, new, ["pkg/a.py::ruff"])
     cfg = _swap(SETUP_CFG, "max-line-length = 79", "max-line-length = 100")
     assert not selection.unread_change("setup.cfg", SETUP_CFG, cfg, ["pkg/a.py::flake-8::FLAKE8"])
+
+
+def test_a_configuration_git_cannot_list_at_the_map_s_commit_is_not_taken_for_one_added(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # git failing to list tox.ini at the map's commit says nothing of whether it was there
+    # (it may have held a [pytest] section since removed): not an added file, every test runs
+    (tmp_path / "tox.ini").write_text("[flake8]\nmax-line-length = 79\n")
+    monkeypatch.setattr(cli_select, "git", lambda _root, *_args: (None, "fatal: bad object"))
+    assert cli_select.unread_changes(tmp_path, MAP, ["tox.ini"]) == []
+    monkeypatch.setattr(cli_select, "git", lambda _root, *args: ("", "") if args[0] == "ls-tree" else (None, "?"))
+    assert cli_select.unread_changes(tmp_path, MAP, ["tox.ini"]) == ["tox.ini"]  # listed as absent: added

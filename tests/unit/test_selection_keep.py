@@ -339,3 +339,58 @@ def test_an_object_made_at_import_keeps_what_a_method_stores_on_it_for_later_rea
     sources = {"pkg/lib.py": source, "pkg/test_lib.py": KEEPERS_TESTS}
     found = _kept(sources, RAN_GET, "compute", at_import={"pkg/lib.py": top | init})
     assert found is not None and set(found) == {"pkg/test_lib.py::test_a", "pkg/test_lib.py::test_b"}
+
+
+PATTERNED = (
+    "import re\n\nQUOTE = re.compile(r'&(%s);' % '|'.join(NAMES))\n"
+    "SEP = '-'\nPARTS = ('a', ('b', 1))\n_SEEN = set()\n\n\n"
+    "def slug(text):\n    return QUOTE.sub(SEP, SEP.join(text.split())) + PARTS.index('a') * SEP\n\n\n"
+    "def helper():\n    return SEP\n"
+)
+PATTERNED_TESTS = (
+    "from pkg.lib import helper, slug\n\n\ndef test_a():\n    assert slug('x y')\n\n\n"
+    "def test_b():\n    assert helper() == '-'\n"
+)
+
+
+def test_a_method_of_a_value_no_method_can_change_is_no_write_into_the_module() -> None:
+    # slug calls QUOTE.sub, SEP.join, PARTS.index: a compiled pattern, a string and a tuple of
+    # constants have no method that changes them, so slug keeps nothing of its own change for
+    # test_b, which reads SEP (#40: python-slugify's regexes made slugify() a memo)
+    ran: dict[str, dict[str, tuple[str, ...]]] = {
+        "pkg/test_lib.py::test_a": {"pkg/lib.py": ("slug",), "pkg/test_lib.py": ("test_a",)},
+        "pkg/test_lib.py::test_b": {"pkg/lib.py": ("helper",), "pkg/test_lib.py": ("test_b",)},
+    }
+    sources = {"pkg/lib.py": PATTERNED, "pkg/test_lib.py": PATTERNED_TESTS}
+    assert _kept(sources, ran, "slug") == {}
+    # a value a method can change (a set) is still written: its readers run
+    mutable = PATTERNED.replace("return QUOTE.sub", "_SEEN.add(text)\n    return QUOTE.sub").replace(
+        "return SEP\n", "return len(_SEEN)\n"
+    )
+    found = _kept({**sources, "pkg/lib.py": mutable}, ran, "slug")
+    assert found is not None and set(found) == {"pkg/test_lib.py::test_a", "pkg/test_lib.py::test_b"}
+    # a global statement binds the name anew, whatever it held
+    rebinds = PATTERNED.replace("    return QUOTE.sub", "    global SEP\n    SEP = text\n    return QUOTE.sub")
+    found = _kept({**sources, "pkg/lib.py": rebinds}, ran, "slug")
+    assert found is not None and set(found) == {"pkg/test_lib.py::test_a", "pkg/test_lib.py::test_b"}
+    # a name bound twice, once to a value a method can change, may be that one
+    twice = PATTERNED.replace("SEP = '-'\n", "SEP = '-'\nSEP = []\n")
+    found = _kept({**sources, "pkg/lib.py": twice}, ran, "slug")
+    assert found is not None and set(found) == {"pkg/test_lib.py::test_a", "pkg/test_lib.py::test_b"}
+
+
+def test_a_memo_made_by_any_call_is_written_by_what_fills_it() -> None:
+    # the memo's value is built by a call of outside code (defaultdict, OrderedDict): what
+    # fills it still keeps the changed function's value for the test that reads it back (#40)
+    ran: dict[str, dict[str, tuple[str, ...]]] = {
+        "pkg/test_lib.py::test_a": {"pkg/lib.py": ("compute", "get"), "pkg/test_lib.py": ("test_a",)},
+        "pkg/test_lib.py::test_b": {"pkg/lib.py": ("peek",), "pkg/test_lib.py": ("test_b",)},
+        "pkg/test_lib.py::test_c": {"pkg/lib.py": ("plain",), "pkg/test_lib.py": ("test_c",)},
+    }
+    for made in ("collections.defaultdict(int)", "OrderedDict()", "make_memo()"):
+        memo = "import collections\nfrom collections import OrderedDict\n" + MEMO.replace(
+            "_MEMO = {}", f"_MEMO = {made}"
+        )
+        found = _kept({"pkg/lib.py": memo, "pkg/test_lib.py": MEMO_TESTS}, ran, "compute")
+        # (the memo's own binding does more than bind: its importers run too)
+        assert found is not None and {"pkg/test_lib.py::test_a", "pkg/test_lib.py::test_b"} <= set(found), made

@@ -852,3 +852,124 @@ def test_a_write_into_another_module_at_import_is_every_test_s() -> None:
     assert namereads.foreign_write("X = 1\n", "X = 1\ndef f():\n    c.K = 1\n") is None
     assert namereads.foreign_write("c.K = 1\nX = 1\n", "c.K = 1\nX = 2\n") is None
     assert namereads.foreign_write("X = (\n", "c.K = 1\n") is None  # not Python: other rules hold
+
+
+# a package that re-exports its version file's names, as python-slugify's does (#40)
+ABOUT = "__title__ = 'pkg'\n__version__ = '8.0.1'\n"
+INIT = "from .core import *\nfrom .__version__ import __title__\nfrom .__version__ import __version__\n"
+CORE = "def slug(text):\n    return text.lower()\n"
+VERSIONED = (
+    "import pkg\n\n\n"
+    "def test_slug():\n    assert pkg.slug('A') == 'a'\n\n\n"
+    "def test_version():\n    assert pkg.__version__.count('.') == 2\n"
+)
+
+
+def test_a_module_dunder_python_does_not_read_is_a_name_like_any_other() -> None:
+    # nothing of Python reads __version__ or __title__ by itself: the tests that read them
+    # (through the package's re-export) run, and a test that reads neither is left out
+    sources = {"pkg/__version__.py": ABOUT, "pkg/__init__.py": INIT, "pkg/core.py": CORE, "tests/test_v.py": VERSIONED}
+    ran = {
+        "tests/test_v.py::test_slug": {"pkg/core.py": ("slug",), "tests/test_v.py": ("test_slug",)},
+        "tests/test_v.py::test_version": {"tests/test_v.py": ("test_version",)},
+    }
+    imports = {"pkg/__init__.py": {"pkg/__version__.py", "pkg/core.py"}, "tests/test_v.py": {"pkg/__init__.py"}}
+    new = ABOUT.replace("8.0.1", "8.0.2")
+    assert _seeing(sources, ran, new, imports, path="pkg/__version__.py") == {"tests/test_v.py::test_version"}
+    # a dunder Python reads by itself still goes by the import graph: the module's own
+    # (__all__, __path__, __doc__, pytest's __test__) and any of a class (a special method)
+    for name in ("__all__", "__path__", "__doc__", "__test__"):
+        changed = f"{ABOUT}{name} = ['x']\n"
+        assert (
+            _seeing(
+                {**sources, "pkg/__version__.py": changed},
+                ran,
+                new + f"{name} = ['y']\n",
+                imports,
+                path="pkg/__version__.py",
+            )
+            is None
+        ), name
+    cls = "class C:\n    __version__ = '1'\n"
+    assert _seeing({"pkg/c.py": cls}, {}, cls.replace("'1'", "'2'"), {}, path="pkg/c.py") is None
+
+
+def test_pydoc_reads_every_name_of_what_it_is_given() -> None:
+    # help(module) and pydoc print a module's constants and its __version__, __author__:
+    # a function that calls them reads every name where it runs (#40)
+    for call in ("help(pkg)", "pydoc.render_doc(pkg)", "render_doc(pkg)"):
+        doc = f"import pkg\nimport pydoc\nfrom pydoc import render_doc\n\n\ndef test_doc():\n    {call}\n"
+        sources = {"pkg/__version__.py": ABOUT, "pkg/__init__.py": INIT, "tests/test_d.py": doc}
+        ran = {"tests/test_d.py::test_doc": {"tests/test_d.py": ("test_doc",)}}
+        imports = {"pkg/__init__.py": {"pkg/__version__.py"}, "tests/test_d.py": {"pkg/__init__.py"}}
+        for new in (ABOUT.replace("8.0.1", "8.0.2"), ABOUT.replace("'pkg'", "'pkg2'")):
+            assert _seeing(sources, ran, new, imports, path="pkg/__version__.py") == {"tests/test_d.py::test_doc"}, call
+        # a plain constant is printed too (help's DATA)
+        plain = {**sources, "pkg/consts.py": RATE, "pkg/__init__.py": "from .consts import *\n"}
+        graph = {**imports, "pkg/__init__.py": {"pkg/consts.py"}}
+        assert _seeing(plain, ran, RATE.replace("3", "4"), graph) == {"tests/test_d.py::test_doc"}, call
+
+
+META_TESTS = (
+    "from importlib.metadata import version\n\n\n"
+    "def test_installed():\n    assert version('pkg').count('.') == 2\n\n\n"
+    "def test_other():\n    assert True\n"
+)
+
+
+def test_code_that_reads_the_installed_metadata_reads_what_the_build_may_take_from_a_module() -> None:
+    # a build may take the version from the project's files (setup.py reads __version__.py,
+    # setuptools' attr:): a test that reads the installed metadata sees a change to any
+    # module's names, by whichever module it reaches the metadata through (#40)
+    sources = {"pkg/__version__.py": ABOUT, "pkg/__init__.py": INIT, "pkg/core.py": CORE, "tests/test_m.py": META_TESTS}
+    ran = {
+        "tests/test_m.py::test_installed": {"tests/test_m.py": ("test_installed",)},
+        "tests/test_m.py::test_other": {"tests/test_m.py": ("test_other",)},
+    }
+    imports = {"pkg/__init__.py": {"pkg/__version__.py", "pkg/core.py"}}
+    new = ABOUT.replace("8.0.1", "8.0.2")
+    assert _seeing(sources, ran, new, imports, path="pkg/__version__.py") == {"tests/test_m.py::test_installed"}
+    for reader in (
+        "import importlib.metadata\n\n\ndef test_installed():\n    importlib.metadata.version('pkg')\n",
+        "def test_installed():\n    from importlib import metadata as md\n    md.metadata('pkg')\n",
+        "import pkg_resources\n\n\ndef test_installed():\n    pkg_resources.get_distribution('pkg')\n",
+    ):
+        found = _seeing({**sources, "tests/test_m.py": reader}, ran, new, imports, path="pkg/__version__.py")
+        assert found == {"tests/test_m.py::test_installed"}, reader
+
+
+def test_a_module_that_binds_the_installed_version_binds_a_name_read_by_name() -> None:
+    # __version__ = version("pkg") at import reads the metadata and writes nothing: its
+    # readers are the tests that read __version__, not every importer of the module (#40)
+    init = "from importlib.metadata import version\n\n__version__ = version('pkg')\n"
+    tests = "import pkg\n\n\ndef test_v():\n    assert pkg.__version__\n\n\ndef test_w():\n    assert True\n"
+    sources = {**SOURCES, "pkg/__init__.py": init, "tests/test_v.py": tests}
+    ran = {
+        "tests/test_v.py::test_v": {"tests/test_v.py": ("test_v",)},
+        "tests/test_v.py::test_w": {"tests/test_v.py": ("test_w",)},
+    }
+    imports = {"tests/test_v.py": {"pkg/__init__.py"}, "pkg/__init__.py": set()}
+    assert _seeing(sources, ran, RATE.replace("3", "4"), imports) == {"tests/test_v.py::test_v"}
+    # a call through the metadata's module that may write (pkg_resources.require activates
+    # distributions, on sys.path) is no binding: the module's importers run
+    for writes in (
+        "import pkg_resources\n\nDIST = pkg_resources.require('pkg')\n__version__ = DIST[0].version\n",
+        "import pkg_resources\n\n__version__ = pkg_resources.get_distribution('pkg').version\n",
+    ):
+        found = _seeing({**sources, "pkg/__init__.py": writes}, ran, RATE.replace("3", "4"), imports)
+        assert found == {"tests/test_v.py::test_v", "tests/test_v.py::test_w"}, writes
+
+
+def test_a_method_of_an_immutable_builtin_called_through_its_type_only_computes_a_value() -> None:
+    # #40: humanize's `_SUPERSCRIPT_TRANS = str.maketrans(_SUPERSCRIPT_MAP)` ran every test;
+    # str's, bytes', int's, tuple's methods change nothing (their values cannot change)
+    api = "from pkg import consts\n\n\ndef rated(x):\n    return x * consts.TABLE\n\n\ndef plain(x):\n    return x\n"
+    for made in ("str.maketrans({'0': '1'})", "bytes.fromhex('00')", "int.from_bytes(b'1', 'big')", "str.upper('a')"):
+        consts = f"RATE = 3\nTABLE = {made}\n"
+        sources = {**SOURCES, "pkg/consts.py": consts, "pkg/api.py": api}
+        new = consts.replace("TABLE = ", "TABLE = (1, ) and ")
+        assert _seeing(sources, RAN, new, IMPORTS) == {"tests/test_api.py::test_rated"}, made
+    # a mutable builtin's method may change what it is given (dict.update(d, ...)): not told
+    consts = "RATE = 3\nD = {}\nTABLE = dict.update(D, a=1)\n"
+    sources = {**SOURCES, "pkg/consts.py": consts, "pkg/api.py": api}
+    assert _seeing(sources, RAN, consts.replace("a=1", "a=2"), IMPORTS) is None
