@@ -40,22 +40,30 @@ def test_the_runner_reads_disables_without_the_tracker_client() -> None:
     assert proc.stdout.strip() == "[]", proc.stdout
 
 
+def _plain_run(p: Project) -> tuple[int, list[str], str]:
+    """A run of row ``fixture`` in a process of its own: its exit code, the modules of the
+    package (and requests) it loaded, and what it printed."""
+    code = (
+        "import json, sys; from device_matrix.cli import main;"
+        f"code = main(['--project', {str(p.root)!r}, 'run', '--no-gdb', '--device', 'fixture']);"
+        "print(json.dumps([code, sorted(m for m in sys.modules if m.startswith(('device_matrix', 'requests')))]))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=p.root, capture_output=True, text=True, env=clean_env(), check=False
+    )
+    exit_code, loaded = json.loads(proc.stdout.strip().splitlines()[-1])
+    return exit_code, loaded, proc.stdout + proc.stderr
+
+
 def test_a_plain_run_goes_from_the_command_line_to_the_runner_without_the_spread(
     project: Callable[..., Project],
 ) -> None:
     # #41: `run` crossed spread/ twice (driver.run_whole, door.run_part) for a row it did not
     # spread; a row without gangs runs whole through run/whole.py, and its record is the same
     p = project("passing")
-    code = (
-        "import json, sys; from device_matrix.cli import main;"
-        f"code = main(['--project', {str(p.root)!r}, 'run', '--no-gdb', '--device', 'fixture']);"
-        "print(json.dumps([code, sorted(m for m in sys.modules if m.startswith('device_matrix.spread'))]))"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", code], cwd=p.root, capture_output=True, text=True, env=clean_env(), check=False
-    )
-    code_, spread = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert (code_, spread) == (0, []), proc.stdout + proc.stderr
+    exit_code, loaded, said = _plain_run(p)
+    spread = [m for m in loaded if m.startswith("device_matrix.spread")]
+    assert (exit_code, spread) == (0, []), said
     record = json.loads((p.results / "fixture" / "run.json").read_text())
     assert record["status"] == "passed" and "spread" not in record
 
@@ -77,17 +85,8 @@ def test_a_plain_run_loads_no_selection_report_or_tracker_client(project: Callab
     # #41 "load what a command uses": a run without --select loaded the selection engine, the
     # import graph and the name reader (cli/select.py held the options' checks too), and the
     # run history's module and its report models to name one path after every run
-    p = project("passing")
-    code = (
-        "import json, sys; from device_matrix.cli import main;"
-        f"code = main(['--project', {str(p.root)!r}, 'run', '--no-gdb', '--device', 'fixture']);"
-        "print(json.dumps([code, sorted(m for m in sys.modules if m.startswith(('device_matrix', 'requests')))]))"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", code], cwd=p.root, capture_output=True, text=True, env=clean_env(), check=False
-    )
-    code_, loaded = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert code_ == 0, proc.stdout + proc.stderr
+    exit_code, loaded, said = _plain_run(project("passing"))
+    assert exit_code == 0, said
     assert "device_matrix.run.runner" in loaded  # the listing is of the run that ran
     below = tuple(f"{name}." for name in NOT_FOR_A_PLAIN_RUN)
     unused = [m for m in loaded if m in NOT_FOR_A_PLAIN_RUN or m.startswith(below)]
