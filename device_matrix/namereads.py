@@ -707,15 +707,31 @@ def _module(path: str, tree: ast.Module | None) -> _Module | None:
 def _dynamic(fn: Function) -> bool:
     """Whether ``fn`` reads names by a computed one: ``getattr(x, name)`` (a name not written
     out), ``globals()``, ``vars()``, ``__dict__``, ``eval``..."""
+    written = {id(n.func) for n in ast.walk(fn) if isinstance(n, ast.Call) and _names_written_out(n)}
     for node in ast.walk(fn):
         if isinstance(node, ast.Call) and _name(node) in ATTR_CALLS:
             if len(node.args) < 2 or not isinstance(node.args[1], ast.Constant):
                 return True
+        elif id(node) in written:
+            continue  # #40: attrgetter('a.b'), methodcaller('m', x): the names are a string's words
         elif (isinstance(node, ast.Name) and node.id in DYNAMIC) or (
             isinstance(node, ast.Attribute) and node.attr in DYNAMIC
         ):
             return True
     return False
+
+
+def _names_written_out(call: ast.Call) -> bool:
+    """A lookup whose names are written out (``attrgetter('a.b', 'c')``, ``methodcaller('m',
+    x)``): it reads those names alone, each a word of a string, which a mention counts."""
+    if _name(call) == "methodcaller":
+        names = call.args[:1]
+    elif _name(call) == "attrgetter":
+        names = call.args
+    else:
+        return False
+    literal = all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in names)
+    return bool(names) and literal and not call.keywords and not any(isinstance(a, ast.Starred) for a in call.args)
 
 
 def readers(
@@ -784,7 +800,7 @@ def keepers(
     callers.keeping.update(f.node.name for f in (mine.functions if mine else ()) if f.node.name in names and _keeps(f))
     if not callers.run(project, is_test):
         return None
-    kept = [(where, f) for where, f in callers.reached if _keeps(f)]
+    kept = _kept_by(callers, test_map)
     # a function that names it and reads code (f.__code__, getsource(f)) sees the body unrun
     code = [(where, f) for where, f in callers.reached if where != path and _reads_code(f.node)]
     if not kept and not code:
@@ -810,6 +826,26 @@ def keepers(
     return _tests(
         readers_of.spans, whole=readers_of.whole, names=set(shown), test_map=test_map, path=path, reach=reach, why=said
     )
+
+
+def _kept_by(callers: _Follow, test_map: TestMap) -> list[tuple[str, _Function]]:
+    """The functions the callers reached that may keep a value (#40). One reached only as a
+    reader by a computed name (it names none followed) that no test of the map ran ran at
+    import alone, when the changed lines had never run (a module imported before the
+    recording counts every line as run at import): what it kept then holds nothing of them,
+    but a reference to another keeper may; so those are left out only when every keeper is one."""
+    kept = [(where, f) for where, f in callers.reached if _keeps(f)]
+    idle = [(w, f) for w, f in kept if (w, _body_span(f.node)) in callers.computed and not _tested(test_map, w, f)]
+    return [] if len(idle) == len(kept) else kept
+
+
+def _tested(test_map: TestMap, where: str, f: _Function) -> bool:
+    """Whether a test of the map ran a line of ``f`` (a map without lines: it may have)."""
+    if test_map.lines is None:
+        return True
+    first, last = _body_span(f.node)
+    body = range(first, last + 1)
+    return any(not frozenset(body).isdisjoint(ran.get(where, ())) for ran in test_map.lines.values())
 
 
 def opener_span(project: Parsed, path: str, first: int) -> tuple[int, int] | None:
@@ -884,6 +920,8 @@ class _Follow:
         # source files whose import does more than bind with a name read: their importers' tests run
         self.blind: set[str] = set()
         self.reached: list[tuple[str, _Function]] = []  # each function that reads a name, with its file
+        # #40: those of them reached only as readers by a computed name (file, body lines)
+        self.computed: set[tuple[str, tuple[int, int]]] = set()
 
     def run(self, project: Parsed, is_test: Callable[[str], bool]) -> bool:
         """Follow the names through every module until no pass reads more; False: it cannot be told."""
@@ -942,6 +980,8 @@ class _Follow:
             self.whole.add(where)
         self.spans[where].append(span)
         self.reached.append((where, f))
+        if not read:
+            self.computed.add((where, span))
         # its callers read what it returns (a cache, a wide fixture may hand it on), and what it
         # changes of its module (a memo) is read; one that reads by a computed name alone is read
         # where it runs, unless a decorator may keep what it returns

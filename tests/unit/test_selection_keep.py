@@ -163,6 +163,34 @@ def test_a_caller_that_ran_at_import_holds_an_unrun_change_only_through_what_a_k
 USE = "from pkg.lib import first\n\n\ndef second():\n    return first()\n"
 
 
+REGISTRY = (
+    "import importlib\n\nSIGS = {}\n\n\ndef register(names=('plain',)):\n"
+    "    mod = importlib.import_module('pkg.lib')\n    for n in names:\n        SIGS[getattr(mod, n)] = n\n\n\n"
+    "def lookup(f):\n    return SIGS.get(f)\n\n\nregister()\n"
+)
+
+
+def test_a_lookup_by_a_computed_name_no_test_ran_keeps_nothing_of_an_unrun_change() -> None:
+    # #40: toolz: create_signature_registry() runs at the package's import alone, looks names
+    # up by a computed one and writes a registry; every change to partition_all's body, which
+    # never ran at import, ran every test. What it kept was made at import, before the changed
+    # lines ever ran, and holds no keeper of them: no test reading the registry can see them
+    plain = CACHED.replace("@functools.lru_cache(maxsize=None)\n", "")
+    sources = {"pkg/lib.py": plain, "pkg/reg.py": REGISTRY, "pkg/test_lib.py": CACHED_TESTS}
+    ran = {**RAN, "pkg/test_lib.py::test_c": {"pkg/reg.py": ("lookup",)}}
+    at_import = {"pkg/reg.py": _lines(REGISTRY, "register")}
+    assert _kept(sources, ran, "table", at_import=at_import) == {}
+    # a test ran it: where it runs it reads every name, and what it keeps may be the change's
+    tested = {**ran, "pkg/test_lib.py::test_b": {"pkg/reg.py": ("register",)}}
+    found = _kept(sources, tested, "table", at_import=at_import)
+    assert found is None or "pkg/test_lib.py::test_c" in found
+    # a keeper the names reach: the registry may hold it, and a test reaching it through the
+    # registry gets what it kept of the change
+    sources["pkg/lib.py"] = CACHED
+    found = _kept(sources, ran, "table", at_import=at_import)
+    assert found is None or "pkg/test_lib.py::test_c" in found
+
+
 def test_a_changed_body_that_ran_at_import_is_every_importer_s() -> None:
     # a parametrize list, a decorator, TABLE = make(): the body ran at another module's import
     old = "def cases():\n    return [1, 2]\n"

@@ -749,6 +749,24 @@ def test_more_lookups_by_a_computed_name_read_every_name() -> None:
         assert found == {"t/test_d.py::t"}, call
 
 
+def test_a_lookup_by_names_written_out_reads_those_names_alone() -> None:
+    # #40: toolz: ``map(attrgetter('__name__'), exc)`` was taken for a read of every name, and
+    # a property reading it pulled every ``__name__`` of the project into a change's readers
+    for call in ("operator.attrgetter('OTHER')(consts)", "operator.methodcaller('OTHER', name)(consts)"):
+        dyn = f"import operator\nfrom pkg import consts\n\n\ndef value(name):\n    return {call}\n"
+        sources = {**SOURCES, "pkg/dyn.py": dyn}
+        ran = {**RAN, "t/test_d.py::t": {"pkg/dyn.py": ("value",)}}
+        assert _readers(sources, ran, RATE.replace("3", "4")) == {"tests/test_api.py::test_rated"}, call
+        # the name it looks up is read, as a word of a string is
+        assert _readers(sources, ran, RATE.replace("OTHER = 1", "OTHER = 2")) == {"t/test_d.py::t"}, call
+    # a name computed, or the lookup handed on uncalled, still reads every name
+    for call in ("operator.attrgetter(name, 'OTHER')(consts)", "list(map(operator.attrgetter, [name]))"):
+        dyn = f"import operator\nfrom pkg import consts\n\n\ndef value(name):\n    return {call}\n"
+        sources = {**SOURCES, "pkg/dyn.py": dyn}
+        ran = {**RAN, "t/test_d.py::t": {"pkg/dyn.py": ("value",)}}
+        assert "t/test_d.py::t" in (_readers(sources, ran, RATE.replace("3", "4")) or set()), call
+
+
 def test_what_a_reader_writes_into_its_module_is_read_by_what_reads_it_back() -> None:
     # prime() stores a read name in a module dict; peek() reads it back in a later test
     state = (
