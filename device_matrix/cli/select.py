@@ -38,6 +38,7 @@ from device_matrix.selection import (
     bodies_only,
     changed_functions,
     fixtures_only,
+    full_change,
     import_guard,
     is_test_file,
     opened,
@@ -277,7 +278,10 @@ def change_plan(
         kept.update(data_kept)
         bodies = {f: spans for f, spans in bodies.items() if f not in untold}
         readers = name_readers(root, found, changed, bodies, graph, project=project)
-    foreign = foreign_writes(root, found, changed) if root is not None and found.commit else None
+    # #40: a file select_full names (setup.py, noxfile.py) runs every test as what it is, the
+    # build or the sessions, not as a module imported in the tests' process
+    imported = [f for f in changed if f.rsplit("/", 1)[-1] == CONFTEST or not full_change(f, rules)]
+    foreign = foreign_writes(root, found, imported) if root is not None and found.commit else None
     foreign = foreign or unnamed
     return plan(
         found,
