@@ -63,6 +63,9 @@ PURE_CALLS = frozenset(
         "TypeVar",
         "compile",  # re.compile
         "cast",  # typing.cast: its value, unchanged
+        "staticmethod",  # #40: a descriptor of what it is given, nothing called
+        "classmethod",
+        "property",
         "timedelta",
         "Path",
         "PurePosixPath",
@@ -133,6 +136,7 @@ READ_CALLS = frozenset(
         "find_spec",
     }
 )
+TYPING = frozenset({"typing", "typing_extensions"})
 ATTR_CALLS = frozenset({"getattr", "hasattr", "setattr", "delattr"})  # dynamic when the name is computed
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -147,11 +151,38 @@ class _Unit:
 
 
 def _parsed(source: str) -> ast.Module | None:
-    """``source`` parsed (None: not Python)."""
+    """``source`` parsed as it runs, each ``if TYPE_CHECKING:`` block left out (None: not Python)."""
     try:
-        return ast.parse(source)
+        tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return None
+    flags = _type_checking(tree)
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            stmts = getattr(node, field, None)
+            if isinstance(stmts, list) and any(_checker_only(s, flags) for s in stmts):
+                setattr(
+                    node, field, [ast.copy_location(ast.Pass(), s) if _checker_only(s, flags) else s for s in stmts]
+                )
+    return tree
+
+
+def _type_checking(tree: ast.Module) -> frozenset[str]:
+    """How the module names ``typing.TYPE_CHECKING``: ``TYPE_CHECKING`` imported from
+    typing (or typing_extensions), ``t.TYPE_CHECKING`` of ``import typing as t``."""
+    found: set[str] = set()
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ImportFrom) and stmt.module in TYPING and not stmt.level:
+            found.update(a.asname or a.name for a in stmt.names if a.name == "TYPE_CHECKING")
+        elif isinstance(stmt, ast.Import):
+            found.update(f"{a.asname or a.name}.TYPE_CHECKING" for a in stmt.names if a.name in TYPING)
+    return frozenset(found)
+
+
+def _checker_only(stmt: ast.stmt, flags: Collection[str]) -> bool:
+    """#40: ``if TYPE_CHECKING:`` without an ``else``: typing.TYPE_CHECKING is False when the
+    code runs, so the block never does (a type checker alone reads it)."""
+    return isinstance(stmt, ast.If) and not stmt.orelse and _dotted_name(stmt.test) in flags
 
 
 def _name(node: ast.expr) -> str:
@@ -294,8 +325,14 @@ def _writes(fn: Function) -> frozenset[str]:
 def _units(body: list[ast.stmt], within: tuple[str, ...] = ()) -> list[_Unit] | None:
     """A module's (or class's) units by key; None when two units share a key (a name bound twice)."""
     units: list[_Unit] = []
+    stubs: dict[str, int] = {}
     for stmt in body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and _overload(stmt):
+            # #40: a typed overload binds its function's name for typing alone (get_overloads
+            # reads it by that name), and the def after it binds the name: the stubs are apart
+            stubs[stmt.name] = stubs.get(stmt.name, 0) + 1
+            key = (*within, stmt.name, f"@overload {stubs[stmt.name]}")
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             key = (*within, stmt.name)
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
@@ -309,6 +346,10 @@ def _units(body: list[ast.stmt], within: tuple[str, ...] = ()) -> list[_Unit] | 
                 return None
             units += inner
     return units if len({u.key for u in units}) == len(units) else None
+
+
+def _overload(fn: Function) -> bool:
+    return any(_name(d) == "overload" and not isinstance(d, ast.Call) for d in fn.decorator_list)
 
 
 def _skeleton(stmt: ast.stmt) -> str:
@@ -348,10 +389,10 @@ def changed_names(old: str, new: str, internal: Callable[[str], bool], package: 
     """The names a change from ``old`` to ``new`` binds anew at import, and the bodies it
     changed; None when the change does more than bind names (a call, an ``if``, an import
     of a module ``internal`` does not call the project's), or no name can be told."""
-    try:
-        before, after = _units(ast.parse(old).body), _units(ast.parse(new).body)
-    except (SyntaxError, ValueError):
+    old_tree, new_tree = _parsed(old), _parsed(new)
+    if old_tree is None or new_tree is None:
         return None
+    before, after = _units(old_tree.body), _units(new_tree.body)
     if before is None or after is None:
         return None
     was, now = {u.key: u.node for u in before}, {u.key: u.node for u in after}

@@ -407,6 +407,49 @@ def test_a_def_s_header_is_its_decorators_arguments_and_annotations() -> None:
     assert body is not None and body.names == frozenset() and body.bodies == ((2, 2),)
 
 
+def test_a_function_s_typed_overloads_bind_its_one_name() -> None:
+    # #40: itsdangerous: ``@t.overload`` stubs bind a name several times, which was taken for a
+    # name bound twice (cannot be told): each stub is registered for the function's name
+    # (typing.get_overloads reads it by that name) and the last def binds it
+    stubs = (
+        "import typing as t\n\n\n@t.overload\ndef f(x: int) -> int: ...\n\n\n"
+        "@t.overload\ndef f(x: str) -> str: ...\n\n\ndef f(x):\n    return x\n\n\nK = 1\n"
+    )
+    assert _names(stubs, stubs.replace("(x: str) -> str", "(x: bytes) -> bytes")) == {"f"}
+    assert _names(stubs, stubs.replace("@t.overload\ndef f(x: int) -> int: ...\n\n\n", "")) == {"f"}
+    assert _names(stubs, stubs.replace("K = 1", "K = 2")) == {"K"}
+    body = namereads.changed_names(stubs, stubs.replace("return x", "return 2"), bool)
+    assert body is not None and body.names == frozenset() and len(body.bodies) == 1
+    # a name bound twice otherwise still cannot be told
+    twice = "def f():\n    return 1\n\n\ndef f():\n    return 2\n"
+    assert _names(twice, twice.replace("return 2", "return 3")) is None
+
+
+def test_a_class_attribute_wrapped_by_a_builtin_descriptor_is_bound_alone() -> None:
+    # #40: itsdangerous: ``default_digest_method = staticmethod(hashlib.sha1)`` was taken for
+    # a call at import; staticmethod, classmethod and property build a descriptor, nothing else
+    c = "import hashlib\n\n\nclass C:\n    digest = staticmethod(hashlib.sha1)\n"
+    for wrap in ("staticmethod", "classmethod", "property"):
+        assert _names(c, c.replace("staticmethod(hashlib.sha1)", f"{wrap}(hashlib.sha256)")) == {"C", "digest"}
+    assert _names(c, c.replace("staticmethod(hashlib.sha1)", "staticmethod(hashlib.new('sha1'))")) is None
+
+
+def test_what_only_a_type_checker_runs_binds_nothing() -> None:
+    # #40: itsdangerous: an import added under ``if t.TYPE_CHECKING:`` was taken for an ``if``
+    # at import; typing.TYPE_CHECKING is False when the code runs, so the block never does
+    m = "import typing as t\n\nif t.TYPE_CHECKING:\n    import json\n\nK = 1\n"
+    assert _names(m, m.replace("import json", "import json\n    import pickle").replace("K = 1", "K = 2")) == {"K"}
+    bare = "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    import json\n\nK = 1\n"
+    assert _names(bare, bare.replace("json", "pickle").replace("K = 1", "K = 2")) == {"K"}
+    # another name, an else, or a flag of the project's own: it runs
+    for other in (
+        m.replace("t.TYPE_CHECKING", "t.DEBUG"),
+        m.replace("K = 1", "K = 1\n").replace("    import json\n", "    import json\nelse:\n    import csv\n"),
+        bare.replace("from typing import", "from pkg.flags import"),
+    ):
+        assert _names(other, other.replace("json", "pickle").replace("K = 1", "K = 2")) is None, other
+
+
 def test_a_class_s_header_is_its_bases_keywords_and_decorators() -> None:
     c = "class C(Base):\n    a = 1\n\n    def m(self):\n        return 1\n"
     assert _names(c, c.replace("(Base)", "(Base, Other)")) == {"C"}
