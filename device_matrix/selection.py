@@ -294,10 +294,15 @@ def unmappable(
     )
 
 
-def full_change(path: str, rules: Rules) -> bool:
-    """Whether a change to ``path`` runs every test by ``rules.full`` alone (a file
-    ``select_full`` names and ``select_ignore`` does not)."""
-    return matches(path, rules.full) and not matches(path, rules.ignore)
+def runs_all_alone(path: str, test_map: TestMap, rules: Rules) -> bool:
+    """Whether a change to ``path`` runs every test by a rule of its own, whatever it does
+    at import (#40): a file ``select_full`` names (``setup.py``, the build; not a
+    ``conftest.py``, which may hold fixtures alone), or a Python file no test of the map ran
+    that is no test file (:func:`at_import`); neither ``select_ignore`` names."""
+    if matches(path, rules.ignore) or path.rsplit("/", 1)[-1] == CONFTEST:
+        return False
+    unran = path.endswith(MAPPED_SUFFIXES) and path not in test_map.known() and not is_test_file(path, test_map)
+    return matches(path, rules.full) or unran
 
 
 def read_by(path: str, reads: Collection[str], *, listed: bool = True) -> bool:
@@ -722,6 +727,7 @@ def _full_reason(
     if cannot:
         verb = "changes" if len(cannot) == 1 else "change"
         build = [f for f in cannot if f.rsplit("/", 1)[-1] in BUILD_FILES]
+        cannot = [*build, *(f for f in cannot if f not in build)]  # named first: the reason says what it is
         said = f" ({_named(build)} {'is' if len(build) == 1 else 'are'} the build: what is installed)" if build else ""
         return f"{_named(cannot)} {verb}, which the test map cannot follow{said}", {}
     kept = [f for f in changed if f not in narrowed]

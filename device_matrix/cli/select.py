@@ -38,13 +38,13 @@ from device_matrix.selection import (
     bodies_only,
     changed_functions,
     fixtures_only,
-    full_change,
     import_guard,
     is_test_file,
     opened,
     plan,
     read_by,
     rules_of,
+    runs_all_alone,
     touched_lines,
     unread_change,
 )
@@ -278,9 +278,9 @@ def change_plan(
         kept.update(data_kept)
         bodies = {f: spans for f, spans in bodies.items() if f not in untold}
         readers = name_readers(root, found, changed, bodies, graph, project=project)
-    # #40: a file select_full names (setup.py, noxfile.py) runs every test as what it is, the
-    # build or the sessions, not as a module imported in the tests' process
-    imported = [f for f in changed if f.rsplit("/", 1)[-1] == CONFTEST or not full_change(f, rules)]
+    # #40: a file that runs every test by a rule of its own (setup.py, the build; a module no
+    # test of the map ran) says so, not that its import may write the process's state
+    imported = [f for f in changed if not runs_all_alone(f, found, rules)]
     foreign = foreign_writes(root, found, imported) if root is not None and found.commit else None
     foreign = foreign or unnamed
     return plan(

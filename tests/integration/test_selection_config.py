@@ -53,6 +53,8 @@ def test_a_changed_setup_py_runs_every_test_as_the_build_not_as_an_import(tmp_pa
     # the build (what is installed), which the reason must say
     files = {
         "setup.py": SETUP.format(description="Mine"),
+        "versioneer.py": "import sys\n\nif __name__ == '__main__':\n    sys.exit(1)\n",
+        "tools/gen.py": "X = 1\n",
         "pkg/__init__.py": "",
         "pkg/lib.py": "def f():\n    return 1\n",
         "tests/test_lib.py": "from pkg.lib import f\n\n\ndef test_f():\n    assert f() == 1\n",
@@ -72,6 +74,23 @@ def test_a_changed_setup_py_runs_every_test_as_the_build_not_as_an_import(tmp_pa
     assert (
         p.full_reason == "setup.py changes, which the test map cannot follow (setup.py is the build: what is installed)"
     )
+    # a module no test of the map ran (setup.py's versioneer.py, removed with it; a tool) runs
+    # every test for that, whatever its import does: it says so, not that its import may write
+    (tmp_path / "versioneer.py").unlink()
+    (tmp_path / "noxfile.py").write_text("import nox\n")
+    p = change_plan(tmp_path, found, ["noxfile.py", "setup.py", "versioneer.py"], row="cpu", rules=rules)
+    assert p.full_reason == (
+        "setup.py, noxfile.py change, which the test map cannot follow (setup.py is the build: what is installed)"
+    )
+    (tmp_path / "tools" / "gen.py").write_text("import os\n\nos.environ.setdefault('MODE', 'fast')\nX = 1\n")
+    p = change_plan(tmp_path, found, ["tools/gen.py"], row="cpu", rules=rules)
+    assert (
+        p.full_reason == "tools/gen.py is a Python file no test of the map ran (new, or where the map does not measure)"
+    )
+    # a test file's write still runs every test: a new test module is imported with the rest
+    (tmp_path / "tests" / "test_new.py").write_text("import os\n\nos.environ['MODE'] = 'x'\n")
+    p = change_plan(tmp_path, found, ["tests/test_new.py"], row="cpu", rules=rules)
+    assert p.full_reason is not None and "tests/test_new.py writes into another module's state" in p.full_reason
     # a module a test imports that calls out at import still says so
     (tmp_path / "pkg" / "lib.py").write_text(
         "import os\n\nos.environ.setdefault('MODE', 'fast')\n\n\ndef f():\n    return 1\n"
