@@ -731,13 +731,7 @@ def _module(path: str, tree: ast.Module | None) -> _Module | None:
         for a in stmt.names
     }
     top = [(stmt, _mentions(parts, aliases), within) for stmt, parts, within in _top(tree.body)]
-    # the module's variables (what an assignment binds): what a function may change the object of
-    variables = frozenset(
-        n
-        for stmt in tree.body
-        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign))
-        for n in (_binds(stmt) or ())
-    )
+    variables = _variables(tree)
     functions = [
         _Function(fn, _mentions([*fn.body, fn.args], aliases), _dynamic(fn), _writes(fn) & variables)
         for fn in _functions(tree.body)
@@ -819,6 +813,7 @@ def keepers(
     *,
     is_test: Callable[[str], bool],
     sees: Callable[[str, str], bool] = lambda _a, _b: True,
+    now: str | None = None,
 ) -> dict[str, str] | None:
     """The tests that may get what a changed function made without running a line of it (#40):
     a function whose value outlives its call keeps it (a decorator that may cache it,
@@ -830,7 +825,8 @@ def keepers(
     ``spans``: the body lines, in the file at the map's commit (``project``'s), of the
     functions the change is in; {} when no function that reaches one of them keeps a value
     or reads its code; None when it cannot be told (a caller ran at import, a map without
-    lines)."""
+    lines). ``now``: the file's text now, whose changed functions may write into their module
+    what they did not at the map's commit (that too is kept)."""
     tree = project.tree(path)
     if tree is None:
         return None
@@ -839,12 +835,16 @@ def keepers(
     callers = _Follow(path, Change(names, ()), test_map, sees, unrun=True)
     mine = next((m for m in project.modules() if m.path == path), None)
     callers.keeping.update(f.node.name for f in (mine.functions if mine else ()) if f.node.name in names and _keeps(f))
+    fresh = _writes_now(now, names, tree) if now is not None else {}
+    if fresh is None:
+        return None  # not Python now: what it writes cannot be told
+    callers.keeping.update({*fresh, *(n for written in fresh.values() for n in written)})
     if not callers.run(project, is_test):
         return None
     kept = _kept_by(callers, test_map)
     # a function that names it and reads code (f.__code__, getsource(f)) sees the body unrun
     code = [(where, f) for where, f in callers.reached if where != path and _reads_code(f.node)]
-    if not kept and not code:
+    if not kept and not code and not fresh:
         return {}
     if test_map.lines is None:
         return None  # which tests ran a reader of what is kept: a map of files cannot say
@@ -853,20 +853,53 @@ def keepers(
         for name in {f.node.name, *f.writes}:
             readers_of.bind(name, where)
             readers_of.keeping.add(name)
+    for name in (n for written in fresh.values() for n in written):
+        readers_of.bind(name, path)
+        readers_of.keeping.add(name)
     if not readers_of.run(project, is_test):
         return None
     for where, f in code:
         readers_of.spans.setdefault(where, []).append(_body_span(f.node))
-    shown = sorted({f.node.name for _, f in kept or code})
+    shown = sorted({*(f.node.name for _, f in kept or code), *fresh})
     reach = [f for f in project.sources if any(sees(f, b) for b in readers_of.blind)]
     said = (
         f"it ran code that reads what {', '.join(shown[:3])} keeps of a function {path} changes"
-        if kept
+        if kept or fresh
         else f"it reads the code of a function {path} changes"
     )
     return _tests(
         readers_of.spans, whole=readers_of.whole, names=set(shown), test_map=test_map, path=path, reach=reach, why=said
     )
+
+
+def _writes_now(now: str, names: Collection[str], was: ast.Module) -> dict[str, frozenset[str]] | None:
+    """Of the changed functions ``names``, those that write into their module now (``now``,
+    the file's text) what they did not at the map's commit (``was``): function -> the
+    module's names it writes anew; None when ``now`` is not Python."""
+    tree = _parsed(now)
+    if tree is None:
+        return None
+    variables = _variables(was) | _variables(tree)
+    before: dict[str, set[str]] = {}
+    for fn in _functions(was.body):
+        before.setdefault(fn.name, set()).update(_writes(fn))
+    found: dict[str, set[str]] = {}
+    for fn in (f for f in _functions(tree.body) if f.name in names):
+        anew = (_writes(fn) & variables) - before.get(fn.name, set())
+        if anew:
+            found.setdefault(fn.name, set()).update(anew)
+    return {name: frozenset(written) for name, written in found.items()}
+
+
+def _variables(tree: ast.Module) -> frozenset[str]:
+    """The module's variables (the names its assignments bind, whatever the value: ``_MEMO =
+    {}``, ``_CACHE = OrderedDict()``): what a function may change the object of."""
+    found: set[str] = set()
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            found.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+    return frozenset(found)
 
 
 def _kept_by(callers: _Follow, test_map: TestMap) -> list[tuple[str, _Function]]:

@@ -30,9 +30,11 @@ def _kept(
     *,
     path: str = "pkg/lib.py",
     at_import: dict[str, frozenset[int]] | None = None,
+    now: dict[str, str] | None = None,
 ) -> dict[str, str] | None:
     """:func:`namereads.keepers` of a change to the function ``changed`` of ``path``;
-    ``ran``: nodeid -> file -> the functions of it the test ran."""
+    ``ran``: nodeid -> file -> the functions of it the test ran; ``now``: the changed file's
+    text now (default: as it was)."""
     lines = {n: {f: _lines(sources[f], *fns) for f, fns in per.items()} for n, per in ran.items()}
     m = TestMap("cpu", "a" * 40, "2026-12-01T00:00:00+00:00", {n: frozenset(p) for n, p in ran.items()}, {}, lines)
     m = TestMap(m.row, m.commit, m.created, m.tests, at_import or {}, m.lines)
@@ -42,6 +44,7 @@ def _kept(
         namereads.Parsed(sources),
         m,
         is_test=lambda f: f.rsplit("/", 1)[-1].startswith("test_"),
+        **({"now": now[path]} if now else {}),  # type: ignore[arg-type]
     )
 
 
@@ -104,6 +107,29 @@ def test_a_caller_that_writes_the_value_into_its_module_keeps_it_for_what_reads_
     }
     found = _kept({"pkg/lib.py": MEMO, "pkg/test_lib.py": MEMO_TESTS}, ran, "compute")
     assert found is not None and set(found) == {"pkg/test_lib.py::test_a", "pkg/test_lib.py::test_b"}
+
+
+def test_a_changed_body_that_now_writes_into_its_module_keeps_it_for_what_reads_it_back() -> None:
+    # #40: the write is the change's own: compute() did not write _SEEN at the map's commit,
+    # and now does; a later test that reads _SEEN back sees what it wrote
+    old = (
+        "_SEEN = {'k': 0}\n\n\ndef compute():\n    return 1\n\n\n"
+        "def peek():\n    return _SEEN['k']\n\n\ndef plain():\n    return 0\n"
+    )
+    new = old.replace("def compute():\n    return 1", "def compute():\n    _SEEN['k'] = 2\n    return 1")
+    tests = "from pkg.lib import compute, peek, plain\n\n\ndef test_a():\n    assert compute()\n"
+    ran: dict[str, dict[str, tuple[str, ...]]] = {
+        "pkg/test_lib.py::test_a": {"pkg/lib.py": ("compute",)},
+        "pkg/test_lib.py::test_b": {"pkg/lib.py": ("peek",)},
+        "pkg/test_lib.py::test_c": {"pkg/lib.py": ("plain",)},
+    }
+    for made in ("{'k': 0}", "collections.defaultdict(int)"):  # a variable, whatever makes it
+        before, after = ("import collections\n" + t.replace("{'k': 0}", made) for t in (old, new))
+        sources = {"pkg/lib.py": before, "pkg/test_lib.py": tests}
+        assert _kept(sources, ran, "compute") == {}, made
+        found = _kept(sources, ran, "compute", now={"pkg/lib.py": after})
+        assert found is not None and "pkg/test_lib.py::test_b" in found, made
+        assert made != "{'k': 0}" or set(found) == {"pkg/test_lib.py::test_b"}
 
 
 WIDE = "import pytest\nfrom pkg import lib\n\n\n@pytest.fixture(scope='session')\ndef db():\n    return lib.build()\n"
