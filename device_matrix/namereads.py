@@ -63,6 +63,9 @@ PURE_CALLS = frozenset(
         "TypeVar",
         "compile",  # re.compile
         "cast",  # typing.cast: its value, unchanged
+        "staticmethod",  # #40: a descriptor of what it is given, nothing called
+        "classmethod",
+        "property",
         "timedelta",
         "Path",
         "PurePosixPath",
@@ -137,6 +140,7 @@ READ_CALLS = frozenset(
         "find_spec",
     }
 )
+TYPING = frozenset({"typing", "typing_extensions"})
 ATTR_CALLS = frozenset({"getattr", "hasattr", "setattr", "delattr"})  # dynamic when the name is computed
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -151,11 +155,38 @@ class _Unit:
 
 
 def _parsed(source: str) -> ast.Module | None:
-    """``source`` parsed (None: not Python)."""
+    """``source`` parsed as it runs, each ``if TYPE_CHECKING:`` block left out (None: not Python)."""
     try:
-        return ast.parse(source)
+        tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return None
+    flags = _type_checking(tree)
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            stmts = getattr(node, field, None)
+            if isinstance(stmts, list) and any(_checker_only(s, flags) for s in stmts):
+                setattr(
+                    node, field, [ast.copy_location(ast.Pass(), s) if _checker_only(s, flags) else s for s in stmts]
+                )
+    return tree
+
+
+def _type_checking(tree: ast.Module) -> frozenset[str]:
+    """How the module names ``typing.TYPE_CHECKING``: ``TYPE_CHECKING`` imported from
+    typing (or typing_extensions), ``t.TYPE_CHECKING`` of ``import typing as t``."""
+    found: set[str] = set()
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ImportFrom) and stmt.module in TYPING and not stmt.level:
+            found.update(a.asname or a.name for a in stmt.names if a.name == "TYPE_CHECKING")
+        elif isinstance(stmt, ast.Import):
+            found.update(f"{a.asname or a.name}.TYPE_CHECKING" for a in stmt.names if a.name in TYPING)
+    return frozenset(found)
+
+
+def _checker_only(stmt: ast.stmt, flags: Collection[str]) -> bool:
+    """#40: ``if TYPE_CHECKING:`` without an ``else``: typing.TYPE_CHECKING is False when the
+    code runs, so the block never does (a type checker alone reads it)."""
+    return isinstance(stmt, ast.If) and not stmt.orelse and _dotted_name(stmt.test) in flags
 
 
 def _name(node: ast.expr) -> str:
@@ -421,8 +452,14 @@ def _params(fn: Function) -> set[str]:
 def _units(body: list[ast.stmt], within: tuple[str, ...] = ()) -> list[_Unit] | None:
     """A module's (or class's) units by key; None when two units share a key (a name bound twice)."""
     units: list[_Unit] = []
+    stubs: dict[str, int] = {}
     for stmt in body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and _overload(stmt):
+            # #40: a typed overload binds its function's name for typing alone (get_overloads
+            # reads it by that name), and the def after it binds the name: the stubs are apart
+            stubs[stmt.name] = stubs.get(stmt.name, 0) + 1
+            key = (*within, stmt.name, f"@overload {stubs[stmt.name]}")
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             key = (*within, stmt.name)
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
@@ -436,6 +473,10 @@ def _units(body: list[ast.stmt], within: tuple[str, ...] = ()) -> list[_Unit] | 
                 return None
             units += inner
     return units if len({u.key for u in units}) == len(units) else None
+
+
+def _overload(fn: Function) -> bool:
+    return any(_name(d) == "overload" and not isinstance(d, ast.Call) for d in fn.decorator_list)
 
 
 def _skeleton(stmt: ast.stmt) -> str:
@@ -475,10 +516,10 @@ def changed_names(old: str, new: str, internal: Callable[[str], bool], package: 
     """The names a change from ``old`` to ``new`` binds anew at import, and the bodies it
     changed; None when the change does more than bind names (a call, an ``if``, an import
     of a module ``internal`` does not call the project's), or no name can be told."""
-    try:
-        before, after = _units(ast.parse(old).body), _units(ast.parse(new).body)
-    except (SyntaxError, ValueError):
+    old_tree, new_tree = _parsed(old), _parsed(new)
+    if old_tree is None or new_tree is None:
         return None
+    before, after = _units(old_tree.body), _units(new_tree.body)
     if before is None or after is None:
         return None
     was, now = {u.key: u.node for u in before}, {u.key: u.node for u in after}
@@ -842,9 +883,8 @@ def _module(path: str, tree: ast.Module | None) -> _Module | None:
     # the module's variables (what an assignment binds): what a function may change the object
     # of, but a name every binding of which is a value no method changes (#40)
     # (whatever makes the value: a memo built by ``defaultdict(list)`` is written as one of ``{}``)
-    assigned = [s for s in tree.body if isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign))]
-    variables = frozenset(n for stmt in assigned for n in _targets(stmt))
-    changeable = frozenset(n for stmt in assigned if not _unchangeable(stmt) for n in _targets(stmt))
+    variables = _variables(tree)
+    changeable = frozenset(n for stmt in _assignments(tree) if not _unchangeable(stmt) for n in _targets(stmt))
     functions = [_function(fn, aliases, variables & (changeable | _globals(fn))) for fn in _functions(tree.body)]
     return _Module(path, top, functions, _metadata_names(tree))
 
@@ -912,15 +952,31 @@ def _frozen(node: ast.expr) -> bool:
 def _dynamic(fn: Function) -> bool:
     """Whether ``fn`` reads names by a computed one: ``getattr(x, name)`` (a name not written
     out), ``globals()``, ``vars()``, ``__dict__``, ``eval``..."""
+    written = {id(n.func) for n in ast.walk(fn) if isinstance(n, ast.Call) and _names_written_out(n)}
     for node in ast.walk(fn):
         if isinstance(node, ast.Call) and _name(node) in ATTR_CALLS:
             if len(node.args) < 2 or not isinstance(node.args[1], ast.Constant):
                 return True
+        elif id(node) in written:
+            continue  # #40: attrgetter('a.b'), methodcaller('m', x): the names are a string's words
         elif (isinstance(node, ast.Name) and node.id in DYNAMIC) or (
             isinstance(node, ast.Attribute) and node.attr in DYNAMIC
         ):
             return True
     return False
+
+
+def _names_written_out(call: ast.Call) -> bool:
+    """A lookup whose names are written out (``attrgetter('a.b', 'c')``, ``methodcaller('m',
+    x)``): it reads those names alone, each a word of a string, which a mention counts."""
+    if _name(call) == "methodcaller":
+        names = call.args[:1]
+    elif _name(call) == "attrgetter":
+        names = call.args
+    else:
+        return False
+    literal = all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in names)
+    return bool(names) and literal and not call.keywords and not any(isinstance(a, ast.Starred) for a in call.args)
 
 
 def readers(
@@ -968,6 +1024,7 @@ def keepers(
     *,
     is_test: Callable[[str], bool],
     sees: Callable[[str, str], bool] = lambda _a, _b: True,
+    now: str | None = None,
 ) -> dict[str, str] | None:
     """The tests that may get what a changed function made without running a line of it (#40):
     a function whose value outlives its call keeps it (a decorator that may cache it,
@@ -979,7 +1036,8 @@ def keepers(
     ``spans``: the body lines, in the file at the map's commit (``project``'s), of the
     functions the change is in; {} when no function that reaches one of them keeps a value
     or reads its code; None when it cannot be told (a caller ran at import, a map without
-    lines)."""
+    lines). ``now``: the file's text now, whose changed functions may write into their module
+    what they did not at the map's commit (that too is kept)."""
     tree = project.tree(path)
     if tree is None:
         return None
@@ -988,12 +1046,16 @@ def keepers(
     callers = _Follow(path, Change(names, ()), test_map, sees, unrun=True)
     mine = next((m for m in project.modules() if m.path == path), None)
     callers.keeping.update(f.node.name for f in (mine.functions if mine else ()) if f.node.name in names and _keeps(f))
+    fresh = _writes_now(now, names, tree) if now is not None else {}
+    if fresh is None:
+        return None  # not Python now: what it writes cannot be told
+    callers.keeping.update({*fresh, *(n for written in fresh.values() for n in written)})
     if not callers.run(project, is_test):
         return None
-    kept = [(where, f) for where, f in callers.reached if _keeps(f)]
+    kept = _kept_by(callers, test_map)
     # a function that names it and reads code (f.__code__, getsource(f)) sees the body unrun
     code = [(where, f) for where, f in callers.reached if where != path and _reads_code(f.node)]
-    if not kept and not code:
+    if not kept and not code and not fresh:
         return {}
     if test_map.lines is None:
         return None  # which tests ran a reader of what is kept: a map of files cannot say
@@ -1002,20 +1064,72 @@ def keepers(
         for name in {f.node.name, *f.writes, *(f.stores or ())}:
             readers_of.bind(name, where)
             readers_of.keeping.add(name)
+    for name in (n for written in fresh.values() for n in written):
+        readers_of.bind(name, path)
+        readers_of.keeping.add(name)
     if not readers_of.run(project, is_test):
         return None
     for where, f in code:
         readers_of.spans.setdefault(where, []).append(_body_span(f.node))
-    shown = sorted({f.node.name for _, f in kept or code})
+    shown = sorted({*(f.node.name for _, f in kept or code), *fresh})
     reach = [f for f in project.sources if any(sees(f, b) for b in readers_of.blind)]
     said = (
         f"it ran code that reads what {', '.join(shown[:3])} keeps of a function {path} changes"
-        if kept
+        if kept or fresh
         else f"it reads the code of a function {path} changes"
     )
     return _tests(
         readers_of.spans, whole=readers_of.whole, names=set(shown), test_map=test_map, path=path, reach=reach, why=said
     )
+
+
+def _writes_now(now: str, names: Collection[str], was: ast.Module) -> dict[str, frozenset[str]] | None:
+    """Of the changed functions ``names``, those that write into their module now (``now``,
+    the file's text) what they did not at the map's commit (``was``): function -> the
+    module's names it writes anew; None when ``now`` is not Python."""
+    tree = _parsed(now)
+    if tree is None:
+        return None
+    variables = _variables(was) | _variables(tree)
+    before: dict[str, set[str]] = {}
+    for fn in _functions(was.body):
+        before.setdefault(fn.name, set()).update(_writes(fn))
+    found: dict[str, set[str]] = {}
+    for fn in (f for f in _functions(tree.body) if f.name in names):
+        anew = (_writes(fn) & variables) - before.get(fn.name, set())
+        if anew:
+            found.setdefault(fn.name, set()).update(anew)
+    return {name: frozenset(written) for name, written in found.items()}
+
+
+def _variables(tree: ast.Module) -> frozenset[str]:
+    """The module's variables (the names its assignments bind, whatever the value: ``_MEMO =
+    {}``, ``_CACHE = OrderedDict()``): what a function may change the object of."""
+    return frozenset(n for stmt in _assignments(tree) for n in _targets(stmt))
+
+
+def _assignments(tree: ast.Module) -> list[ast.Assign | ast.AnnAssign | ast.AugAssign]:
+    return [s for s in tree.body if isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign))]
+
+
+def _kept_by(callers: _Follow, test_map: TestMap) -> list[tuple[str, _Function]]:
+    """The functions the callers reached that may keep a value (#40). One reached only as a
+    reader by a computed name (it names none followed) that no test of the map ran ran at
+    import alone, when the changed lines had never run (a module imported before the
+    recording counts every line as run at import): what it kept then holds nothing of them,
+    but a reference to another keeper may; so those are left out only when every keeper is one."""
+    kept = [(where, f) for where, f in callers.reached if _keeps(f)]
+    idle = [(w, f) for w, f in kept if (w, _body_span(f.node)) in callers.computed and not _tested(test_map, w, f)]
+    return [] if len(idle) == len(kept) else kept
+
+
+def _tested(test_map: TestMap, where: str, f: _Function) -> bool:
+    """Whether a test of the map ran a line of ``f`` (a map without lines: it may have)."""
+    if test_map.lines is None:
+        return True
+    first, last = _body_span(f.node)
+    body = range(first, last + 1)
+    return any(not frozenset(body).isdisjoint(ran.get(where, ())) for ran in test_map.lines.values())
 
 
 def opener_span(project: Parsed, path: str, first: int) -> tuple[int, int] | None:
@@ -1093,6 +1207,8 @@ class _Follow:
         # source files whose import does more than bind with a name read: their importers' tests run
         self.blind: set[str] = set()
         self.reached: list[tuple[str, _Function]] = []  # each function that reads a name, with its file
+        # #40: those of them reached only as readers by a computed name (file, body lines)
+        self.computed: set[tuple[str, tuple[int, int]]] = set()
 
     def run(self, project: Parsed, is_test: Callable[[str], bool]) -> bool:
         """Follow the names through every module until no pass reads more; False: it cannot be told."""
@@ -1155,6 +1271,8 @@ class _Follow:
             self.whole.add(where)
         self.spans[where].append(span)
         self.reached.append((where, f))
+        if not read:
+            self.computed.add((where, span))
         # its callers read what it returns (a cache, a wide fixture may hand it on), and what it
         # changes of its module (a memo) is read; one that reads by a computed name alone is read
         # where it runs, unless a decorator may keep what it returns

@@ -84,6 +84,8 @@ Why: TypeAlias = Literal[
 WHYS: tuple[Why, ...] = get_args(Why)
 # the files a test map records: a change to any other kind of file is one it cannot see
 MAPPED_SUFFIXES = (".py",)
+# #40: what decides what is installed (packages, dependencies, entry points, version, metadata)
+BUILD_FILES = frozenset({"setup.py"})
 SHOWN = 3  # changed files named in a reason before "and N more"
 # #40: files that are not Python but become code, or say how it is built or run: a change to
 # one runs every test whoever opened it (a compiled extension is loaded, not opened)
@@ -292,6 +294,17 @@ def unmappable(
         and not opened(f, rules, test_map, unread, present)
         and (matches(f, rules.full) or not f.endswith(MAPPED_SUFFIXES))
     )
+
+
+def runs_all_alone(path: str, test_map: TestMap, rules: Rules) -> bool:
+    """Whether a change to ``path`` runs every test by a rule of its own, whatever it does
+    at import (#40): a file ``select_full`` names (``setup.py``, the build; not a
+    ``conftest.py``, which may hold fixtures alone), or a Python file no test of the map ran
+    that is no test file (:func:`at_import`); neither ``select_ignore`` names."""
+    if matches(path, rules.ignore) or path.rsplit("/", 1)[-1] == CONFTEST:
+        return False
+    unran = path.endswith(MAPPED_SUFFIXES) and path not in test_map.known() and not is_test_file(path, test_map)
+    return matches(path, rules.full) or unran
 
 
 def read_by(path: str, reads: Collection[str], *, listed: bool = True) -> bool:
@@ -717,7 +730,10 @@ def _full_reason(
     cannot = [f for f in cannot if f not in narrowed]
     if cannot:
         verb = "changes" if len(cannot) == 1 else "change"
-        return f"{_named(cannot)} {verb}, which the test map cannot follow", {}
+        build = [f for f in cannot if f.rsplit("/", 1)[-1] in BUILD_FILES]
+        cannot = [*build, *(f for f in cannot if f not in build)]  # named first: the reason says what it is
+        said = f" ({_named(build)} {'is' if len(build) == 1 else 'are'} the build: what is installed)" if build else ""
+        return f"{_named(cannot)} {verb}, which the test map cannot follow{said}", {}
     kept = [f for f in changed if f not in narrowed]
     return at_import(kept, test_map, rules, bodies, graph=graph, conftests=narrowed)
 

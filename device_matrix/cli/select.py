@@ -43,6 +43,7 @@ from device_matrix.selection import (
     plan,
     read_by,
     rules_of,
+    runs_all_alone,
     touched_lines,
     unread_change,
 )
@@ -233,12 +234,15 @@ def change_plan(
     unnamed: str | None = None
     if root is not None and found.commit:
         project = functools.cache(lambda: _parsed_at(root, found.commit or "", changed))
-        kept, untold = kept_readers(found, bodies, graph, project)
+        kept, untold = kept_readers(root, found, bodies, graph, project)
         data_kept, unnamed = opened_kept(found, changed, rules, graph, project, unread=unread, present=present)
         kept.update(data_kept)
         bodies = {f: spans for f, spans in bodies.items() if f not in untold}
         readers = name_readers(root, found, changed, bodies, graph, project=project)
-    foreign = foreign_writes(root, found, changed) if root is not None and found.commit else None
+    # #40: a file that runs every test by a rule of its own (setup.py, the build; a module no
+    # test of the map ran) says so, not that its import may write the process's state
+    imported = [f for f in changed if not runs_all_alone(f, found, rules)]
+    foreign = foreign_writes(root, found, imported) if root is not None and found.commit else None
     foreign = foreign or unnamed
     return plan(
         found,
@@ -350,6 +354,7 @@ def name_readers(
 
 
 def kept_readers(
+    root: Path,
     test_map: TestMap,
     functions: Mapping[str, Spans | None],
     graph: importgraph.Graph | None,
@@ -357,17 +362,18 @@ def kept_readers(
 ) -> tuple[dict[str, dict[str, str]], list[str]]:
     """Of the changed files narrowed to their functions (``functions``), the tests that may
     get what a changed function made without running it, each file's (#40:
-    :func:`device_matrix.namereads.keepers`); and the files where that cannot be told, whose
-    change then counts as one to what runs at import."""
+    :func:`device_matrix.namereads.keepers`, with what the file at ``root`` writes now); and
+    the files where that cannot be told, whose change then counts as one to what runs at import."""
     found: dict[str, dict[str, str]] = {}
     untold: list[str] = []
     narrowed = {f: spans for f, spans in functions.items() if spans is not None}
     parsed = project() if narrowed else None
     for path, spans in narrowed.items():
         kept = None
-        if parsed is not None and path in parsed.sources:
+        now = _text(root / path)
+        if parsed is not None and path in parsed.sources and now:
             kept = namereads.keepers(
-                path, spans, parsed, test_map, is_test=lambda f: is_test_file(f, test_map), sees=_sees(graph)
+                path, spans, parsed, test_map, is_test=lambda f: is_test_file(f, test_map), sees=_sees(graph), now=now
             )
         if kept is None:
             untold.append(path)
@@ -482,6 +488,14 @@ def _sources_at(root: Path, commit: str, changed: Sequence[str]) -> dict[str, st
             return None  # a file the map's lines are of cannot be read: what reads a name is unknown
         sources[path] = text
     return sources
+
+
+def _text(path: Path) -> str | None:
+    """A file's text now; None where it cannot be read (gone, not UTF-8)."""
+    try:
+        return path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _versions(root: Path, commit: str, path: str) -> tuple[str | None, str | None]:

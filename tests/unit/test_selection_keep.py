@@ -30,9 +30,11 @@ def _kept(
     *,
     path: str = "pkg/lib.py",
     at_import: dict[str, frozenset[int]] | None = None,
+    now: dict[str, str] | None = None,
 ) -> dict[str, str] | None:
     """:func:`namereads.keepers` of a change to the function ``changed`` of ``path``;
-    ``ran``: nodeid -> file -> the functions of it the test ran."""
+    ``ran``: nodeid -> file -> the functions of it the test ran; ``now``: the changed file's
+    text now (default: as it was)."""
     lines = {n: {f: _lines(sources[f], *fns) for f, fns in per.items()} for n, per in ran.items()}
     m = TestMap("cpu", "a" * 40, "2026-12-01T00:00:00+00:00", {n: frozenset(p) for n, p in ran.items()}, {}, lines)
     m = TestMap(m.row, m.commit, m.created, m.tests, at_import or {}, m.lines)
@@ -42,6 +44,7 @@ def _kept(
         namereads.Parsed(sources),
         m,
         is_test=lambda f: f.rsplit("/", 1)[-1].startswith("test_"),
+        **({"now": now[path]} if now else {}),  # type: ignore[arg-type]
     )
 
 
@@ -106,6 +109,29 @@ def test_a_caller_that_writes_the_value_into_its_module_keeps_it_for_what_reads_
     assert found is not None and set(found) == {"pkg/test_lib.py::test_a", "pkg/test_lib.py::test_b"}
 
 
+def test_a_changed_body_that_now_writes_into_its_module_keeps_it_for_what_reads_it_back() -> None:
+    # #40: the write is the change's own: compute() did not write _SEEN at the map's commit,
+    # and now does; a later test that reads _SEEN back sees what it wrote
+    old = (
+        "_SEEN = {'k': 0}\n\n\ndef compute():\n    return 1\n\n\n"
+        "def peek():\n    return _SEEN['k']\n\n\ndef plain():\n    return 0\n"
+    )
+    new = old.replace("def compute():\n    return 1", "def compute():\n    _SEEN['k'] = 2\n    return 1")
+    tests = "from pkg.lib import compute, peek, plain\n\n\ndef test_a():\n    assert compute()\n"
+    ran: dict[str, dict[str, tuple[str, ...]]] = {
+        "pkg/test_lib.py::test_a": {"pkg/lib.py": ("compute",)},
+        "pkg/test_lib.py::test_b": {"pkg/lib.py": ("peek",)},
+        "pkg/test_lib.py::test_c": {"pkg/lib.py": ("plain",)},
+    }
+    for made in ("{'k': 0}", "collections.defaultdict(int)"):  # a variable, whatever makes it
+        before, after = ("import collections\n" + t.replace("{'k': 0}", made) for t in (old, new))
+        sources = {"pkg/lib.py": before, "pkg/test_lib.py": tests}
+        assert _kept(sources, ran, "compute") == {}, made
+        found = _kept(sources, ran, "compute", now={"pkg/lib.py": after})
+        assert found is not None and "pkg/test_lib.py::test_b" in found, made
+        assert made != "{'k': 0}" or set(found) == {"pkg/test_lib.py::test_b"}
+
+
 WIDE = "import pytest\nfrom pkg import lib\n\n\n@pytest.fixture(scope='session')\ndef db():\n    return lib.build()\n"
 WIDE_TESTS = "def test_a(db):\n    assert db\n\n\ndef test_b(db):\n    assert db\n\n\ndef test_c():\n    assert True\n"
 
@@ -161,6 +187,34 @@ def test_a_caller_that_ran_at_import_holds_an_unrun_change_only_through_what_a_k
 
 
 USE = "from pkg.lib import first\n\n\ndef second():\n    return first()\n"
+
+
+REGISTRY = (
+    "import importlib\n\nSIGS = {}\n\n\ndef register(names=('plain',)):\n"
+    "    mod = importlib.import_module('pkg.lib')\n    for n in names:\n        SIGS[getattr(mod, n)] = n\n\n\n"
+    "def lookup(f):\n    return SIGS.get(f)\n\n\nregister()\n"
+)
+
+
+def test_a_lookup_by_a_computed_name_no_test_ran_keeps_nothing_of_an_unrun_change() -> None:
+    # #40: toolz: create_signature_registry() runs at the package's import alone, looks names
+    # up by a computed one and writes a registry; every change to partition_all's body, which
+    # never ran at import, ran every test. What it kept was made at import, before the changed
+    # lines ever ran, and holds no keeper of them: no test reading the registry can see them
+    plain = CACHED.replace("@functools.lru_cache(maxsize=None)\n", "")
+    sources = {"pkg/lib.py": plain, "pkg/reg.py": REGISTRY, "pkg/test_lib.py": CACHED_TESTS}
+    ran = {**RAN, "pkg/test_lib.py::test_c": {"pkg/reg.py": ("lookup",)}}
+    at_import = {"pkg/reg.py": _lines(REGISTRY, "register")}
+    assert _kept(sources, ran, "table", at_import=at_import) == {}
+    # a test ran it: where it runs it reads every name, and what it keeps may be the change's
+    tested = {**ran, "pkg/test_lib.py::test_b": {"pkg/reg.py": ("register",)}}
+    found = _kept(sources, tested, "table", at_import=at_import)
+    assert found is None or "pkg/test_lib.py::test_c" in found
+    # a keeper the names reach: the registry may hold it, and a test reaching it through the
+    # registry gets what it kept of the change
+    sources["pkg/lib.py"] = CACHED
+    found = _kept(sources, ran, "table", at_import=at_import)
+    assert found is None or "pkg/test_lib.py::test_c" in found
 
 
 def test_a_changed_body_that_ran_at_import_is_every_importer_s() -> None:

@@ -407,6 +407,49 @@ def test_a_def_s_header_is_its_decorators_arguments_and_annotations() -> None:
     assert body is not None and body.names == frozenset() and body.bodies == ((2, 2),)
 
 
+def test_a_function_s_typed_overloads_bind_its_one_name() -> None:
+    # #40: itsdangerous: ``@t.overload`` stubs bind a name several times, which was taken for a
+    # name bound twice (cannot be told): each stub is registered for the function's name
+    # (typing.get_overloads reads it by that name) and the last def binds it
+    stubs = (
+        "import typing as t\n\n\n@t.overload\ndef f(x: int) -> int: ...\n\n\n"
+        "@t.overload\ndef f(x: str) -> str: ...\n\n\ndef f(x):\n    return x\n\n\nK = 1\n"
+    )
+    assert _names(stubs, stubs.replace("(x: str) -> str", "(x: bytes) -> bytes")) == {"f"}
+    assert _names(stubs, stubs.replace("@t.overload\ndef f(x: int) -> int: ...\n\n\n", "")) == {"f"}
+    assert _names(stubs, stubs.replace("K = 1", "K = 2")) == {"K"}
+    body = namereads.changed_names(stubs, stubs.replace("return x", "return 2"), bool)
+    assert body is not None and body.names == frozenset() and len(body.bodies) == 1
+    # a name bound twice otherwise still cannot be told
+    twice = "def f():\n    return 1\n\n\ndef f():\n    return 2\n"
+    assert _names(twice, twice.replace("return 2", "return 3")) is None
+
+
+def test_a_class_attribute_wrapped_by_a_builtin_descriptor_is_bound_alone() -> None:
+    # #40: itsdangerous: ``default_digest_method = staticmethod(hashlib.sha1)`` was taken for
+    # a call at import; staticmethod, classmethod and property build a descriptor, nothing else
+    c = "import hashlib\n\n\nclass C:\n    digest = staticmethod(hashlib.sha1)\n"
+    for wrap in ("staticmethod", "classmethod", "property"):
+        assert _names(c, c.replace("staticmethod(hashlib.sha1)", f"{wrap}(hashlib.sha256)")) == {"C", "digest"}
+    assert _names(c, c.replace("staticmethod(hashlib.sha1)", "staticmethod(hashlib.new('sha1'))")) is None
+
+
+def test_what_only_a_type_checker_runs_binds_nothing() -> None:
+    # #40: itsdangerous: an import added under ``if t.TYPE_CHECKING:`` was taken for an ``if``
+    # at import; typing.TYPE_CHECKING is False when the code runs, so the block never does
+    m = "import typing as t\n\nif t.TYPE_CHECKING:\n    import json\n\nK = 1\n"
+    assert _names(m, m.replace("import json", "import json\n    import pickle").replace("K = 1", "K = 2")) == {"K"}
+    bare = "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    import json\n\nK = 1\n"
+    assert _names(bare, bare.replace("json", "pickle").replace("K = 1", "K = 2")) == {"K"}
+    # another name, an else, or a flag of the project's own: it runs
+    for other in (
+        m.replace("t.TYPE_CHECKING", "t.DEBUG"),
+        m.replace("K = 1", "K = 1\n").replace("    import json\n", "    import json\nelse:\n    import csv\n"),
+        bare.replace("from typing import", "from pkg.flags import"),
+    ):
+        assert _names(other, other.replace("json", "pickle").replace("K = 1", "K = 2")) is None, other
+
+
 def test_a_class_s_header_is_its_bases_keywords_and_decorators() -> None:
     c = "class C(Base):\n    a = 1\n\n    def m(self):\n        return 1\n"
     assert _names(c, c.replace("(Base)", "(Base, Other)")) == {"C"}
@@ -747,6 +790,24 @@ def test_more_lookups_by_a_computed_name_read_every_name() -> None:
             sources, {"t/test_d.py::t": {"pkg/dyn.py": ("value",)}}, RATE.replace("OTHER = 1", "OTHER = 2")
         )
         assert found == {"t/test_d.py::t"}, call
+
+
+def test_a_lookup_by_names_written_out_reads_those_names_alone() -> None:
+    # #40: toolz: ``map(attrgetter('__name__'), exc)`` was taken for a read of every name, and
+    # a property reading it pulled every ``__name__`` of the project into a change's readers
+    for call in ("operator.attrgetter('OTHER')(consts)", "operator.methodcaller('OTHER', name)(consts)"):
+        dyn = f"import operator\nfrom pkg import consts\n\n\ndef value(name):\n    return {call}\n"
+        sources = {**SOURCES, "pkg/dyn.py": dyn}
+        ran = {**RAN, "t/test_d.py::t": {"pkg/dyn.py": ("value",)}}
+        assert _readers(sources, ran, RATE.replace("3", "4")) == {"tests/test_api.py::test_rated"}, call
+        # the name it looks up is read, as a word of a string is
+        assert _readers(sources, ran, RATE.replace("OTHER = 1", "OTHER = 2")) == {"t/test_d.py::t"}, call
+    # a name computed, or the lookup handed on uncalled, still reads every name
+    for call in ("operator.attrgetter(name, 'OTHER')(consts)", "list(map(operator.attrgetter, [name]))"):
+        dyn = f"import operator\nfrom pkg import consts\n\n\ndef value(name):\n    return {call}\n"
+        sources = {**SOURCES, "pkg/dyn.py": dyn}
+        ran = {**RAN, "t/test_d.py::t": {"pkg/dyn.py": ("value",)}}
+        assert "t/test_d.py::t" in (_readers(sources, ran, RATE.replace("3", "4")) or set()), call
 
 
 def test_what_a_reader_writes_into_its_module_is_read_by_what_reads_it_back() -> None:
