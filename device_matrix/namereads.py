@@ -404,6 +404,8 @@ def _fresh_locals(fn: Function) -> tuple[frozenset[str], dict[str, set[str]]]:
 
 
 def _fresh(value: ast.expr) -> bool:
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+        return value.func.attr == "copy" and not value.args  # ``s = s.copy()``: its own copy
     if isinstance(value, ast.Call):
         return _name(value) in FRESH_CALLS and isinstance(value.func, ast.Name)
     return isinstance(value, FRESH_VALUES)
@@ -437,10 +439,12 @@ def _stores(fn: Function) -> tuple[frozenset[str] | None, frozenset[str]]:
                 keeps = True
                 through.update(roots.get(base.id, ()) if isinstance(base, ast.Name) else ())
         elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and (sub.args or sub.keywords):
-            base = sub.func.value
-            if isinstance(base, ast.Name) and base.id not in fresh and (base.id in roots or base.id in _params(fn)):
-                keeps = True  # handed to a method of what it was given or an alias (a module's: writes)
-                through.update(roots.get(base.id, ()))
+            held = sub.func.value.id if isinstance(sub.func.value, ast.Name) else None
+            if held is not None and held not in fresh and (held in roots or held in _params(fn)):
+                # handed to a method of what it was given or an alias (a module's: writes): any
+                # method may keep what it is given, whatever its name (``registry.remember(v)``)
+                keeps = True
+                through.update(roots.get(held, ()))
     return (frozenset(attrs) if keeps else None), frozenset(through)
 
 

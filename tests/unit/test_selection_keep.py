@@ -448,3 +448,15 @@ def test_a_memo_made_by_any_call_is_written_by_what_fills_it() -> None:
         found = _kept({"pkg/lib.py": memo, "pkg/test_lib.py": MEMO_TESTS}, ran, "compute")
         # (the memo's own binding does more than bind: its importers run too)
         assert found is not None and {"pkg/test_lib.py::test_a", "pkg/test_lib.py::test_b"} <= set(found), made
+
+
+def test_a_local_bound_to_a_copy_is_the_function_s_own() -> None:
+    # `s = s.copy(); s.add(x)` changes the function's own copy, nothing that outlives the call
+    own_copy = (
+        "def compute():\n    return 1\n\n\n"
+        "def get(given):\n    s = given.copy()\n    s.add(compute())\n    return len(s)\n\n\n"
+        "def plain():\n    return 0\n"
+    )
+    assert _kept({"pkg/lib.py": own_copy, "pkg/test_lib.py": KEEPERS_TESTS}, RAN_GET, "compute") == {}
+    handed = own_copy.replace("    s = given.copy()\n", "    s = given\n")  # the caller's set
+    assert _kept({"pkg/lib.py": handed, "pkg/test_lib.py": KEEPERS_TESTS}, RAN_GET, "compute") != {}
