@@ -69,8 +69,20 @@ PURE_CALLS = frozenset(
         "timedelta",
         "Path",
         "PurePosixPath",
+        # #40: the standard library's values (a test module's `NOW = datetime(...)`)
+        "datetime",
+        "date",
+        "Decimal",
+        "Fraction",
+        "OrderedDict",
+        "defaultdict",
+        "deque",
+        "Counter",
+        "partial",
     }
 )
+# calls known by their module alone, whose last name a project's own function may have too
+PURE_DOTTED = frozenset({"itertools.count", "itertools.cycle", "itertools.repeat"})
 # decorators that only wrap or mark what they decorate (a fixture's name is read by the tests
 # that request it)
 PURE_DECORATORS = frozenset(
@@ -217,7 +229,7 @@ def _pure_call(call: ast.Call, reads: Collection[str]) -> bool:
     (:data:`IMMUTABLE_TYPES`), or a read of the installed metadata (:func:`_through`)."""
     func = call.func
     of_type = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in IMMUTABLE_TYPES
-    return _name(call) in PURE_CALLS or of_type or _through(call, reads)
+    return _name(call) in PURE_CALLS or _dotted_name(func) in PURE_DOTTED or of_type or _through(call, reads)
 
 
 def _through(call: ast.Call, names: Collection[str]) -> bool:
@@ -630,7 +642,11 @@ def process_write(old: str | None, new: str | None, internal: Callable[[str], bo
         outside = _outside_names(tree, internal)
         marks, params = _pytest_marks(tree)
         for node in (n for part in parts for n in ast.walk(part)):
-            writes = isinstance(node, ast.Call) and _name(node) not in READ_CALLS | PURE_CALLS | PURE_DECORATORS
+            writes = (
+                isinstance(node, ast.Call)
+                and _name(node) not in READ_CALLS | PURE_CALLS | PURE_DECORATORS
+                and _dotted_name(node.func) not in PURE_DOTTED
+            )
             if writes and isinstance(node, ast.Call) and _root(node.func) in outside:
                 dotted = _dotted_name(node.func)
                 if dotted in params or any(dotted.startswith(f"{m}.") for m in marks):

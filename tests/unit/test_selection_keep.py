@@ -460,3 +460,26 @@ def test_a_local_bound_to_a_copy_is_the_function_s_own() -> None:
     assert _kept({"pkg/lib.py": own_copy, "pkg/test_lib.py": KEEPERS_TESTS}, RAN_GET, "compute") == {}
     handed = own_copy.replace("    s = given.copy()\n", "    s = given\n")  # the caller's set
     assert _kept({"pkg/lib.py": handed, "pkg/test_lib.py": KEEPERS_TESTS}, RAN_GET, "compute") != {}
+
+
+def test_a_value_of_the_standard_library_made_at_import_is_no_write_of_the_process() -> None:
+    # this repository's own replay: `NOW = datetime(2026, 12, 1, tzinfo=UTC)` and `_STARTS =
+    # itertools.count()` at a test module's import ran every test, as possible writes
+    base = (
+        "import itertools\nimport collections\nimport functools\nimport decimal\n"
+        "from datetime import UTC, date, datetime, timezone\nX = 1\n"
+    )
+    for value in (
+        "NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)",
+        "DAY = date(2026, 12, 1)",
+        "ZONE = timezone.utc",
+        "STARTS = itertools.count()",
+        "SEEN = collections.OrderedDict()",
+        "BY = collections.defaultdict(list)",
+        "TWICE = functools.partial(max, 2)",
+        "CENT = decimal.Decimal('0.01')",
+    ):
+        assert namereads.process_write(base, base + value + "\n", _internal) is None, value
+    # what is not a value still may write: a clock set, a seed
+    for write in ("itertools.count().__next__()", "decimal.getcontext().prec = 4"):
+        assert namereads.process_write(base, base + write + "\n", _internal) is not None, write
