@@ -146,16 +146,23 @@ def git(root: Path, *args: str) -> str:
     ).stdout.strip()
 
 
+def committed(p: Project, ignored: Sequence[str] = ()) -> Project:
+    """``p`` committed on branch main, git ignoring device-matrix's folders and ``ignored``
+    (what its tests write into the project, as a user's .gitignore would: not the code's)."""
+    lines = ("results/", "__pycache__/", ".device-matrix/", *ignored)
+    (p.root / ".gitignore").write_text("".join(f"{line}\n" for line in lines))
+    git(p.root, "init", "-q", "-b", "main")
+    git(p.root, "add", "-A")
+    git(p.root, "commit", "-qm", "base")
+    return p
+
+
 def git_project(tmp_path: Path, suite: Mapping[str, str] = SELECTION_SUITE, conftest: str = SUITE_ON_PATH) -> Project:
     """A project whose suites/mine holds ``suite`` and ``conftest``, committed on branch main."""
     p = make_project(tmp_path, ["passing"])
     write_suite(p, "mine", dict(suite))
     (p.root / "suites" / "mine" / "conftest.py").write_text(conftest)
-    (p.root / ".gitignore").write_text("results/\n__pycache__/\n.device-matrix/\n")
-    git(p.root, "init", "-q", "-b", "main")
-    git(p.root, "add", "-A")
-    git(p.root, "commit", "-qm", "base")
-    return p
+    return committed(p)
 
 
 def recorded_git_project(
