@@ -369,9 +369,7 @@ def _writes(fn: Function) -> frozenset[str]:
         if isinstance(sub, ast.Global):
             found.update(sub.names)
         elif isinstance(sub, (ast.Subscript, ast.Attribute)) and isinstance(sub.ctx, (ast.Store, ast.Del)):
-            base = sub.value
-            while isinstance(base, (ast.Subscript, ast.Attribute)):
-                base = base.value
+            base, _ = _stored_into(sub)
             if isinstance(base, ast.Name):
                 found.add(base.id)
         elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and isinstance(sub.func.value, ast.Name):
@@ -436,6 +434,7 @@ def _stores(fn: Function) -> tuple[frozenset[str] | None, frozenset[str]]:
     the aliases it stores through were bound from (``c = _CACHE``). A local that only ever
     holds what ``fn`` made keeps nothing past the call."""
     fresh, roots = _fresh_locals(fn)
+    given = _params(fn)
     attrs: set[str] = set()
     through: set[str] = set()
     keeps = False
@@ -443,21 +442,30 @@ def _stores(fn: Function) -> tuple[frozenset[str] | None, frozenset[str]]:
         if isinstance(sub, ast.Nonlocal):
             keeps = True
         elif isinstance(sub, (ast.Subscript, ast.Attribute)) and isinstance(sub.ctx, (ast.Store, ast.Del)):
-            base: ast.expr = sub
-            while isinstance(base, (ast.Subscript, ast.Attribute)):
-                attrs.update([base.attr] if isinstance(base, ast.Attribute) else [])
-                base = base.value
+            base, names = _stored_into(sub)
+            attrs.update(names)
             if not (isinstance(base, ast.Name) and base.id in fresh):
                 keeps = True
                 through.update(roots.get(base.id, ()) if isinstance(base, ast.Name) else ())
         elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and (sub.args or sub.keywords):
             held = sub.func.value.id if isinstance(sub.func.value, ast.Name) else None
-            if held is not None and held not in fresh and (held in roots or held in _params(fn)):
+            if held is not None and held not in fresh and (held in roots or held in given):
                 # handed to a method of what it was given or an alias (a module's: writes): any
                 # method may keep what it is given, whatever its name (``registry.remember(v)``)
                 keeps = True
                 through.update(roots.get(held, ()))
     return (frozenset(attrs) if keeps else None), frozenset(through)
+
+
+def _stored_into(target: ast.Subscript | ast.Attribute) -> tuple[ast.expr, list[str]]:
+    """What an assignment's ``target`` (``a.b[k].c``) stores into at its root (``a``), and the
+    attribute names on the way (``c``, ``b``)."""
+    base: ast.expr = target
+    names: list[str] = []
+    while isinstance(base, (ast.Subscript, ast.Attribute)):
+        names += [base.attr] if isinstance(base, ast.Attribute) else []
+        base = base.value
+    return base, names
 
 
 def _params(fn: Function) -> set[str]:
