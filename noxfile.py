@@ -267,8 +267,12 @@ MUTATION_MODULES = {
     },
     # #34: which tests a change to what runs at import can reach: a name missed is a test
     # recorded deselected that should have run
-    "device_matrix/namereads.py": {
-        "tests": ["tests/unit/test_selection_reads.py", "tests/unit/test_selection_keep.py"],
+    "device_matrix/changes/namereads.py": {
+        "tests": [
+            "tests/unit/test_selection_reads.py",
+            "tests/unit/test_selection_keep.py",
+            "tests/unit/test_selection_guard.py",
+        ],
         "threshold": 90,
     },
     "device_matrix/run/policy.py": {

@@ -29,7 +29,7 @@ never ran at import (``bodies_only``, which the caller finds with :func:`bodies_
 the file at the map's commit, the file now and the lines the diff touched): what runs when
 a module is imported (a constant, a decorator, a default, a class body, a call at module
 level) ran for whichever test module imported it first, so the map cannot say who relies on
-it: with the project's import ``graph`` (:mod:`device_matrix.importgraph`) a change there runs
+it: with the project's import ``graph`` (:mod:`device_matrix.changes.importgraph`) a change there runs
 the test modules from which the module is reachable by imports, and the tests under a
 conftest.py from which it is (``imports``); without it, or where the graph cannot tell (a
 plugin imports it, no test module does), every test runs. A change to a Python file no test
@@ -60,8 +60,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal, TypeAlias, get_args
 
 from device_matrix import tomlfile
+from device_matrix.changes.importgraph import Graph, main_guard, outermost
 from device_matrix.config import Config
-from device_matrix.importgraph import Graph, outermost
 from device_matrix.records.schema import SelectionInfo, SelectMode
 from device_matrix.records.testmap import TestMap
 
@@ -166,7 +166,7 @@ class Plan:
     # of them cannot see the change (files whose change is not narrowed are not here)
     narrowed: Mapping[str, frozenset[int]] = field(default_factory=dict, repr=False)
     # #34: changed file -> the tests that read a name its change to what runs at import
-    # binds anew, with why (device_matrix/namereads.py): no other test can see it
+    # binds anew, with why (device_matrix/changes/namereads.py): no other test can see it
     readers: Mapping[str, Mapping[str, str]] = field(default_factory=dict, repr=False)
     # #40: the changed files that are not Python, which the map says who opened (or listed)
     data: frozenset[str] = field(default=frozenset(), repr=False)
@@ -605,7 +605,8 @@ def fixtures_only(source: str | None) -> bool:
 
 def _skeleton(source: str) -> str | None:
     """The module as it runs at import: every function's body left out but its docstring
-    (``f.__doc__`` is made at import; None: not Python)."""
+    (``f.__doc__`` is made at import), and the body of an ``if __name__ == "__main__":``
+    (:func:`main_guard`); None: not Python."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
@@ -614,6 +615,9 @@ def _skeleton(source: str) -> str | None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             doc = ast.get_docstring(node, clean=False)
             node.body = [ast.Expr(ast.Constant(doc)), ast.Pass()] if doc is not None else [ast.Pass()]
+    for stmt in tree.body:
+        if main_guard(stmt):
+            stmt.body = [ast.Pass()]  # #40: run as the program only, never at import
     return ast.dump(tree)
 
 
@@ -643,11 +647,9 @@ def import_guard(old: str | None, diff: str) -> frozenset[int]:
         tree = None
     if tree is None:
         return touched
-    firsts = {
-        node.body[0].lineno
-        for node in ast.walk(tree)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.body[0].lineno > node.lineno
-    }
+    # #40: the body of an ``if __name__ == "__main__":`` too (its ``if`` line ran at import)
+    bodies = [*(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), *guards(tree)]
+    firsts = {node.body[0].lineno for node in bodies if node.body[0].lineno > node.lineno}
     headers = set()
     for line in diff.splitlines():
         found = HUNK_RE.match(line)
@@ -677,20 +679,32 @@ def _wide_fixture(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return False
 
 
+def guards(tree: ast.Module) -> list[ast.If]:
+    """The module's ``if __name__ == "__main__":`` statements (:func:`main_guard`)."""
+    return [stmt for stmt in tree.body if main_guard(stmt)]
+
+
 def changed_functions(old: str | None, new: str | None, touched: frozenset[int]) -> Spans | None:
     """The line spans, in ``old``, of the bodies of the functions a change that is in
     function bodies only (:func:`bodies_only`) changed: those whose code differs, or holding
-    a line the diff ``touched``; None when it cannot be told by function (not parsed, not the
-    same functions, a fixture of a wider scope changed, no function changed) (#34)."""
+    a line the diff ``touched`` (an ``if __name__ == "__main__":``'s body too); None when it
+    cannot be told by function (not parsed, not the same functions, a fixture of a wider scope
+    changed, no function changed) (#34)."""
     if old is None or new is None:
         return None
     try:
-        before, after = outermost(ast.parse(old)), outermost(ast.parse(new))
+        old_tree, new_tree = ast.parse(old), ast.parse(new)
     except (SyntaxError, ValueError):
         return None
-    if [f.name for f in before] != [f.name for f in after]:
+    before, after = outermost(old_tree), outermost(new_tree)
+    was_run, now_run = guards(old_tree), guards(new_tree)
+    if [f.name for f in before] != [f.name for f in after] or len(was_run) != len(now_run):
         return None
     spans: list[tuple[int, int]] = []
+    for was_if, now_if in zip(was_run, now_run, strict=True):
+        last = was_if.end_lineno or was_if.lineno
+        if ast.dump(was_if) != ast.dump(now_if) or any(was_if.lineno <= n <= last for n in touched):
+            spans.append((was_if.body[0].lineno, last))  # #40: the lines a test ran it by (runpy)
     for was, now in zip(before, after, strict=True):
         last = was.end_lineno or was.lineno
         if ast.dump(was) == ast.dump(now) and not any(was.lineno <= n <= last for n in touched):
@@ -778,10 +792,10 @@ def plan(
     line spans of the functions each change is in (:func:`changed_functions`): with a map
     that holds lines, only the tests that ran a line of one of them see it (#34);
     ``readers``: of the other changed Python files, those whose change to what runs at import
-    binds names that :func:`device_matrix.namereads.readers` followed, each with the tests
+    binds names that :func:`device_matrix.changes.namereads.readers` followed, each with the tests
     that read them (no other test can see it); ``kept``: of the ``functions``, the tests that
     may get what a changed function made without running it (#40: a cache, a memo, a fixture
-    of a wider scope keeps it; :func:`device_matrix.namereads.keepers`), and of the changed
+    of a wider scope keeps it; :func:`device_matrix.changes.namereads.keepers`), and of the changed
     files that are not Python, the tests that may get what the code that opened one kept;
     ``unread``: the changed configuration files whose change no run reads (#40:
     :func:`unread_change`), followed as a file that is not Python is, by who opened them;

@@ -18,7 +18,8 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from device_matrix import importgraph, namereads, tomlfile
+from device_matrix import tomlfile
+from device_matrix.changes import importgraph, namereads
 from device_matrix.config import Config
 from device_matrix.errors import ConfigError, DeviceMatrixError, ResultsError
 from device_matrix.records import testmap
@@ -265,7 +266,7 @@ def change_plan(
 
 def foreign_writes(root: Path, test_map: TestMap, changed: Sequence[str]) -> str | None:
     """Why every test runs when a changed Python file writes, at import, into what is not its
-    own (:func:`device_matrix.namereads.foreign_write`); None when none does (#34)."""
+    own (:func:`device_matrix.changes.namereads.foreign_write`); None when none does (#34)."""
     assert test_map.commit is not None
     internal = _internal(root)
     for path in [f for f in changed if f.endswith(".py")][:MAX_FOLLOWED]:
@@ -307,7 +308,7 @@ def name_readers(
 ) -> dict[str, dict[str, str]]:
     """The changed source files whose change to what runs at import binds names the project's
     code can be followed reading, each with the tests that read them
-    (:func:`device_matrix.namereads.readers`); a file it cannot tell of is not here (#34).
+    (:func:`device_matrix.changes.namereads.readers`); a file it cannot tell of is not here (#34).
     ``project``: the project's files at the map's commit, parsed (default: read here)."""
     assert test_map.commit is not None
     candidates = [
@@ -362,7 +363,7 @@ def kept_readers(
 ) -> tuple[dict[str, dict[str, str]], list[str]]:
     """Of the changed files narrowed to their functions (``functions``), the tests that may
     get what a changed function made without running it, each file's (#40:
-    :func:`device_matrix.namereads.keepers`, with what the file at ``root`` writes now); and
+    :func:`device_matrix.changes.namereads.keepers`, with what the file at ``root`` writes now); and
     the files where that cannot be told, whose change then counts as one to what runs at import."""
     found: dict[str, dict[str, str]] = {}
     untold: list[str] = []
@@ -394,7 +395,7 @@ def opened_kept(
 ) -> tuple[dict[str, dict[str, str]], str | None]:
     """#40: a data file's change is a change to the code that opened it: of the changed files
     the tests opened, the tests that may get what an opener kept without opening the file
-    themselves (:func:`device_matrix.namereads.keepers`: a wide fixture, a cache, a memo);
+    themselves (:func:`device_matrix.changes.namereads.keepers`: a wide fixture, a cache, a memo);
     and why every test runs when an opener cannot be named (None: each one was). The
     configuration files of ``unread`` are followed so too; a listing of the folder of one of
     ``present`` (there at the map's commit and now) saw no change, nor did its code."""

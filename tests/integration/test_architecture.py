@@ -71,8 +71,8 @@ def test_a_plain_run_goes_from_the_command_line_to_the_runner_without_the_spread
 # what a run that selects nothing, on a project without a tracker of its own, has no use for
 NOT_FOR_A_PLAIN_RUN = (
     "device_matrix.selection",  # the selection engine (--select)
-    "device_matrix.importgraph",
-    "device_matrix.namereads",
+    "device_matrix.changes.importgraph",
+    "device_matrix.changes.namereads",
     "device_matrix.cli.select",
     "device_matrix.report",  # triage's reports and the run history
     "device_matrix.issues.client",  # the GitHub tracker's client

@@ -236,3 +236,35 @@ def test_a_test_that_failed_in_the_map_s_own_run_always_runs(tmp_path: Path) -> 
     assert set(outcomes_of(rec).values()) == {"failed"}, out
     assert rec["test_selection"]["by_reason"] == {"failed_at_map": 8}, out
     assert rec["status"] == "failed", out
+
+
+# #40: what a module runs as the program (``if __name__ == "__main__":``) never runs at import
+AS_PROGRAM = {
+    "tool.py": "import os\n\n\ndef run():\n    return 1\n\n\nif __name__ == '__main__':\n    print(run())\n",
+    "test_program.py": (
+        "import os\nimport runpy\n\n\ndef test_program(capsys):\n"
+        "    runpy.run_path(os.path.join(os.path.dirname(__file__), 'tool.py'), run_name='__main__')\n"
+        "    assert capsys.readouterr().out == '1\\n'\n"
+    ),
+    "test_unit.py": (
+        "import unittest\n\nfrom tool import run\n\n\nclass TestRun(unittest.TestCase):\n"
+        "    def test_run(self):\n        self.assertEqual(run(), 1)\n\n\n"
+        "if __name__ == '__main__':\n    unittest.main()\n"
+    ),
+    "test_other.py": OTHER,
+}
+
+
+def test_a_change_a_module_runs_as_the_program_runs_the_tests_that_ran_it_as_one(tmp_path: Path) -> None:
+    p = recorded_git_project(tmp_path, AS_PROGRAM)
+    tool = p.root / MINE / "tool.py"
+    tool.write_text(tool.read_text().replace("print(run())", "os.environ.setdefault('X', '1')\n    print(run() + 1)"))
+    unit = p.root / MINE / "test_unit.py"
+    unit.write_text(unit.read_text().replace("unittest.main()", "unittest.main(verbosity=2)"))
+    out, rec = _select(p)
+    # the test that ran tool.py as the program sees its change; test_unit.py's guard no test
+    # of the map ran (a subprocess may run it, unmeasured), so its file's own tests run; no
+    # change is a write of the process's state at import, and test_other is left out
+    assert "every test runs" not in out, out
+    assert outcomes_of(rec) == {"test_program": "failed", "test_run": "passed", "test_other": "deselected"}, out
+    assert rec["test_selection"]["by_reason"] == {"covers": 1, "own_file": 1, "deselected": 1}, out

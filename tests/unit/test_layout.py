@@ -29,7 +29,6 @@ FLOORS: dict[str, int] = {
     "links": 1,
     "wanted": 2,
     "tomlfile": 1,
-    "importgraph": 1,  # #34: which project files each Python file may import (ast), pure
     "skips": 2,
     "config": 3,
     "records": 4,
@@ -37,8 +36,9 @@ FLOORS: dict[str, int] = {
     "workflow": 4,
     "diagnostics": 5,
     "findings": 5,
-    "selection": 5,  # #34: which tests a change can break (the map, the diff), pure
-    "namereads": 5,  # #34: which tests read the names a change to what runs at import binds, pure
+    # #34: what a change reaches (which file may import which, which code reads a name), pure
+    "changes": 5,
+    "selection": 6,  # #34: which tests a change can break (the map, the diff), pure
     "output": 5,
     "child": 6,
     "executors": 6,  # #31: where a child runs (this host, a container) and how every child starts

@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from device_matrix import importgraph, selection
+from device_matrix import selection
+from device_matrix.changes import importgraph
 from device_matrix.records.testmap import TestMap
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

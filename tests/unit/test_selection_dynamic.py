@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from device_matrix import importgraph, selection
+from device_matrix import selection
+from device_matrix.changes import importgraph
 from device_matrix.records.testmap import TestMap
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

@@ -1,5 +1,5 @@
 """A change to what runs at import runs the test modules that can see it (#34), by the
-project's static import graph (device_matrix/importgraph.py), not every test; where the
+project's static import graph (device_matrix/changes/importgraph.py), not every test; where the
 graph cannot be known (a module imported by a computed name, a plugin, a file that does
 not parse) the tests it cannot follow run, or every test, and the record says why."""
 
@@ -9,7 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from device_matrix import importgraph, selection
+from device_matrix import selection
+from device_matrix.changes import importgraph
 from device_matrix.records.testmap import TestMap
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

@@ -1,12 +1,12 @@
 """#40: what outlives a changed function's call (a cache, a memo, a wide fixture), what runs
 at another module's import, and what a module's import may do to the process: pure rules of
-:mod:`device_matrix.namereads`, each a class of change once recorded deselected."""
+:mod:`device_matrix.changes.namereads`, each a class of change once recorded deselected."""
 
 from __future__ import annotations
 
 import ast
 
-from device_matrix import namereads
+from device_matrix.changes import namereads
 from device_matrix.records.testmap import TestMap
 
 

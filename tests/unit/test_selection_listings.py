@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from device_matrix import namereads
+from device_matrix.changes import namereads
 from device_matrix.cli.select import opened_kept
 from device_matrix.records.testmap import TestMap
 from device_matrix.selection import Plan, Rules, plan

@@ -8,7 +8,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from device_matrix import namereads
+from device_matrix.changes import namereads
 from device_matrix.child.opens import opener as _opener
 from device_matrix.cli.select import opened_kept
 from device_matrix.records.testmap import TestMap

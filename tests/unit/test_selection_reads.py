@@ -4,7 +4,7 @@ and nothing else; where that cannot be told, the import graph's rule holds (None
 
 from __future__ import annotations
 
-from device_matrix import namereads
+from device_matrix.changes import namereads
 from device_matrix.records.testmap import TestMap
 
 RATE = "RATE = 3\nOTHER = 1\n"

@@ -40,6 +40,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TypeGuard
 
 # a module imported by the name given as the call's first argument
 BY_NAME = frozenset({"import_module", "__import__", "importorskip"})
@@ -272,6 +273,21 @@ class _File:
                 self.string(node.value)
         self.targets |= self.index.packages_above(self.path)
         self.targets.discard(self.path)
+
+
+def main_guard(stmt: ast.stmt) -> TypeGuard[ast.If]:
+    """Whether a module's statement is ``if __name__ == "__main__":`` without an ``else``: its
+    body runs only where the module is the program (``python FILE``, ``python -m``, ``runpy``
+    with that name), never where it is imported, as pytest imports every module (#40)."""
+    if not isinstance(stmt, ast.If) or stmt.orelse:
+        return False
+    test = stmt.test
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    named = [s for s in sides if isinstance(s, ast.Name) and s.id == "__name__"]
+    main = [s for s in sides if isinstance(s, ast.Constant) and s.value == "__main__"]
+    return len(named) == len(main) == 1
 
 
 def outermost(tree: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:

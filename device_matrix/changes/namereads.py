@@ -33,11 +33,15 @@ from __future__ import annotations
 
 import ast
 import builtins
+import codecs
+import functools
 import re
 import sys
+import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+from device_matrix.changes.importgraph import main_guard
 from device_matrix.records.testmap import TestMap
 
 CONFTEST = "conftest.py"
@@ -154,6 +158,13 @@ READ_CALLS = frozenset(
 )
 TYPING = frozenset({"typing", "typing_extensions"})
 ATTR_CALLS = frozenset({"getattr", "hasattr", "setattr", "delattr"})  # dynamic when the name is computed
+# the words of a file that make its code read names whatever names are followed: by a computed
+# one, or the installed metadata (:func:`_metadata_names`)
+ALWAYS_READ = DYNAMIC | ATTR_CALLS | {"metadata", "importlib_metadata", "pkg_resources"}
+# an escape in a string (``\\n``, ``\\x41``, a backslash at a line's end), and where two
+# literals meet (``"RA" "TE"`` is ``"RATE"``): what may hide a string's word from its file's text
+ESCAPE_RE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|N\{[^}]*\}|[0-7]{1,3}|.)", re.DOTALL)
+LITERALS_MEET_RE = re.compile(r"""['"]{1,3}(?:\s|\\\n|#[^\n]*)*[rRbBfFuU]{0,2}['"]{1,3}""")
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
@@ -341,23 +352,60 @@ WORD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 def _mentions(nodes: Iterable[ast.AST], aliases: Collection[str]) -> _Said:
     """What ``nodes`` mention (:class:`_Said`); ``aliases``: the names the module's imports bind."""
+    return _said([sub for node in nodes for sub in ast.walk(node)], aliases)
+
+
+def _text_words(text: str) -> frozenset[str] | None:
+    """Every word a file's code may mention (:func:`_said`): the words of its text, read
+    with its escapes as escapes and as text, and with literals that meet joined and not
+    (a raw string keeps its backslashes); None: any (a file not in ASCII, whose names Python
+    normalizes)."""
+    if not text.isascii():
+        return None
+    variants = [text]
+    if "\\" in text:
+        variants.append(ESCAPE_RE.sub(_unescaped, text))
+    words: set[str] = set()
+    for variant in variants:
+        words.update(WORD_RE.findall(variant), WORD_RE.findall(LITERALS_MEET_RE.sub("", variant)))
+    return frozenset(words | ({"*"} if "*" in text else set()))  # ``from m import *`` names ``*``
+
+
+def _unescaped(escape: re.Match[str]) -> str:
+    """An escape as a string holds it: the letter, digit or ``_`` it stands for, nothing for
+    a backslash at a line's end, else a space (no part of a word)."""
+    kind = escape[0][1]
+    if kind == "\n":
+        return ""
+    if kind not in "xuUN01234567":
+        return " "  # \\n, \\t, a quote, a backslash; an unknown one keeps its letter (the text has it)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # an octal escape out of range
+            char = codecs.decode(escape[0], "unicode_escape")
+    except UnicodeDecodeError:
+        return " "
+    return char if WORD_RE.fullmatch(char) else " "
+
+
+def _said(walked: Iterable[ast.AST], aliases: Collection[str]) -> _Said:
+    """:func:`_mentions` of every node ``walked`` (each once)."""
     bound: set[str] = set()
     loose: set[str] = set()
-    for node in nodes:
-        for sub in ast.walk(node):
-            if isinstance(sub, ast.Name):
-                bound.add(sub.id)
-            elif isinstance(sub, ast.Attribute):
-                own = isinstance(sub.value, ast.Name) and sub.value.id in aliases
-                (bound if own else loose).add(sub.attr)
-            elif isinstance(sub, ast.arg):
-                loose.add(sub.arg)
-            elif isinstance(sub, ast.alias):
-                bound.update((sub.asname or sub.name).split("."), sub.name.split("."))
-            elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
-                loose.update(WORD_RE.findall(sub.value))  # "{0.RATE}", "c.RATE" in a program's text
-            elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                bound.add(sub.name)
+    for sub in walked:
+        if isinstance(sub, ast.Name):
+            bound.add(sub.id)
+        elif isinstance(sub, ast.Attribute):
+            own = isinstance(sub.value, ast.Name) and sub.value.id in aliases
+            (bound if own else loose).add(sub.attr)
+        elif isinstance(sub, ast.arg):
+            loose.add(sub.arg)
+        elif isinstance(sub, ast.alias):
+            bound.update((sub.asname or sub.name).split("."), sub.name.split("."))
+        elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+            loose.update(WORD_RE.findall(sub.value))  # "{0.RATE}", "c.RATE" in a program's text
+        elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(sub.name)
     return _Said(frozenset(bound), frozenset(loose))
 
 
@@ -485,6 +533,9 @@ def _units(body: list[ast.stmt], within: tuple[str, ...] = ()) -> list[_Unit] | 
             key = (*within, stmt.name, f"@overload {stubs[stmt.name]}")
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             key = (*within, stmt.name)
+        elif not within and main_guard(stmt):
+            stubs[GUARD] = stubs.get(GUARD, 0) + 1
+            key = (GUARD, str(stubs[GUARD]))  # #40: a body, by its place among the module's guards
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             key = (*within, *sorted(ast.dump(t) for t in targets))  # a dump is never a name
@@ -505,6 +556,8 @@ def _overload(fn: Function) -> bool:
 
 def _skeleton(stmt: ast.stmt) -> str:
     """A unit as it runs at import: a function without its body, a class without its members."""
+    if isinstance(stmt, ast.If) and main_guard(stmt):
+        return GUARD  # #40: nothing of it runs at import
     if isinstance(stmt, ast.ClassDef):
         parts: list[object] = [stmt.decorator_list, stmt.bases, stmt.keywords]
     elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -532,7 +585,7 @@ class Change:
     modules: tuple[str, ...] = ()
 
 
-def _body_span(fn: Function) -> tuple[int, int]:
+def _body_span(fn: Function | ast.If) -> tuple[int, int]:
     return fn.body[0].lineno, fn.end_lineno or fn.lineno
 
 
@@ -558,7 +611,7 @@ def changed_names(old: str, new: str, internal: Callable[[str], bool], package: 
         if a is not None and b is not None and ast.dump(a) == ast.dump(b):
             continue
         if a is not None and b is not None and _skeleton(a) == _skeleton(b):
-            if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef, ast.If)):
                 bodies.append(_body_span(a))  # its body alone: the tests that ran it see it
             continue  # a class whose members changed: each member is a unit of its own
         for stmt in (a, b):
@@ -598,6 +651,9 @@ def _bases_known(classes: Iterable[ast.ClassDef], project: Parsed) -> bool:
     """Whether making these classes runs nothing but their statements: every base is a plain
     one (:data:`PLAIN_BASES`) or a class of the project made the same way, and no class of
     the project defines ``__init_subclass__`` (a base of a base may register its subclasses)."""
+    classes = list(classes)
+    if not classes:
+        return True  # no class changed: none is made anew
     defined: dict[str, list[ast.ClassDef]] = {}
     for path in project.sources:
         for node in _classes(project.tree(path)):
@@ -827,6 +883,8 @@ def _top(
     """Each statement a module runs at import, with what of it runs then (a def's header, a
     class's header; a class's members are statements of their own) and the classes it is in."""
     for stmt in body:
+        if not within and main_guard(stmt):
+            continue  # #40: its body runs where the module is the program, never at import
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             yield stmt, list(_header(stmt)), within
         elif isinstance(stmt, ast.ClassDef):
@@ -843,19 +901,32 @@ class Parsed:
     def __init__(self, sources: Mapping[str, str]) -> None:
         self.sources = sources
         self._trees: dict[str, ast.Module | None] = {}
-        self._modules: list[_Module] | None = None
+        self._modules: dict[str, _Module | None] = {}
+        self._words: dict[str, frozenset[str] | None] = {}
 
     def tree(self, path: str) -> ast.Module | None:
         if path not in self._trees:
             self._trees[path] = _parsed(self.sources[path])
         return self._trees[path]
 
+    def module(self, path: str) -> _Module | None:
+        """The file's statements and functions, with what each mentions (None: not Python)."""
+        if path not in self._modules:
+            self._modules[path] = _module(path, self.tree(path), self.sources[path])
+        return self._modules[path]
+
     def modules(self) -> list[_Module]:
-        """Every file's statements and functions, with what each mentions (not Python: left out)."""
-        if self._modules is None:
-            found = (_module(p, self.tree(p)) for p in sorted(self.sources))
-            self._modules = [m for m in found if m is not None]
-        return self._modules
+        """Every file's :meth:`module` (not Python: left out)."""
+        return [m for m in map(self.module, sorted(self.sources)) if m is not None]
+
+    def may_mention(self, path: str, names: Collection[str]) -> bool:
+        """Whether the file's code may mention one of ``names`` or read names by a computed one
+        (:data:`DYNAMIC`, :data:`ATTR_CALLS`) or the installed metadata: a name, an attribute,
+        a string's word is a word of its text (:func:`_text_words`). Told without parsing it."""
+        if path not in self._words:
+            self._words[path] = _text_words(self.sources[path])
+        words = self._words[path]
+        return words is None or not words.isdisjoint(names) or not words.isdisjoint(ALWAYS_READ)
 
 
 @dataclass
@@ -872,25 +943,47 @@ class _Function:
     node: Function
     said: _Said  # what its body (and its parameters) mention
     dynamic: bool  # it reads names by a computed one (:func:`_dynamic`)
-    writes: frozenset[str]  # module-level names whose object it may change (:func:`_writes`)
-    # the names of what it may keep elsewhere (:func:`_stores`); None: nothing kept there
-    stores: frozenset[str] | None = None
+    # the module's variables whose object it may change: those a value no method changes
+    # left out (:func:`_unchangeable`), unless it declares them ``global``
+    variables: frozenset[str]
+    changeable: frozenset[str]
+
+    @functools.cached_property
+    def _kept(self) -> tuple[frozenset[str] | None, frozenset[str]]:
+        # told only of a function a change reaches: most of a project's never are
+        return _stores(self.node)
+
+    @property
+    def stores(self) -> frozenset[str] | None:
+        """The names of what it may keep elsewhere (:func:`_stores`); None: nothing kept there."""
+        return self._kept[0]
+
+    @functools.cached_property
+    def writes(self) -> frozenset[str]:
+        """The module-level names whose object it may change (:func:`_writes`)."""
+        variables = self.variables & (self.changeable | _globals(self.node))
+        return (_writes(self.node) | self._kept[1]) & variables
 
 
-def _function(fn: Function, aliases: Collection[str], variables: frozenset[str]) -> _Function:
-    stores, through = _stores(fn)
-    writes = (_writes(fn) | through) & variables
-    said = _mentions([*fn.body, fn.args], aliases)
+def _function(
+    fn: Function, aliases: Collection[str], variables: frozenset[str], changeable: frozenset[str]
+) -> _Function:
+    # its body and parameters, walked once for all that is told of every function
+    body = [sub for node in [*fn.body, fn.args] for sub in ast.walk(node)]
+    header = [sub for node in [*fn.decorator_list, *filter(None, [fn.returns])] for sub in ast.walk(node)]
+    said = _said(body, aliases)
     # an attribute it only assigns (``self._cache = None``) is none of what it reads (#40)
-    unread = _stored_only(fn)
-    return _Function(fn, _Said(said.bound - unread, said.loose - unread), _dynamic(fn), writes, stores)
+    unread = _stored_only([*body, *header])
+    dynamic = _dynamic([*body, *header])
+    return _Function(fn, _Said(said.bound - unread, said.loose - unread), dynamic, variables, changeable)
 
 
-def _stored_only(fn: Function) -> frozenset[str]:
-    """The attribute names ``fn`` assigns or deletes and never reads (``x.a += 1`` reads ``a``)."""
+def _stored_only(walked: Iterable[ast.AST]) -> frozenset[str]:
+    """The attribute names assigned or deleted and never read (``x.a += 1`` reads ``a``) of
+    the nodes ``walked`` (a function's, each once)."""
     stored: set[str] = set()
     read: set[str] = set()
-    for sub in ast.walk(fn):
+    for sub in walked:
         if isinstance(sub, ast.Attribute):
             (stored if isinstance(sub.ctx, (ast.Store, ast.Del)) else read).add(sub.attr)
         elif isinstance(sub, ast.AugAssign) and isinstance(sub.target, ast.Attribute):
@@ -898,7 +991,7 @@ def _stored_only(fn: Function) -> frozenset[str]:
     return frozenset(stored - read)
 
 
-def _module(path: str, tree: ast.Module | None) -> _Module | None:
+def _module(path: str, tree: ast.Module | None, text: str) -> _Module | None:
     if tree is None:
         return None
     aliases = {
@@ -913,8 +1006,24 @@ def _module(path: str, tree: ast.Module | None) -> _Module | None:
     # (whatever makes the value: a memo built by ``defaultdict(list)`` is written as one of ``{}``)
     variables = _variables(tree)
     changeable = frozenset(n for stmt in _assignments(tree) if not _unchangeable(stmt) for n in _targets(stmt))
-    functions = [_function(fn, aliases, variables & (changeable | _globals(fn))) for fn in _functions(tree.body)]
-    return _Module(path, top, functions, _metadata_names(tree))
+    functions = [_function(fn, aliases, variables, changeable) for fn in _functions(tree.body)]
+    # #40: an ``if __name__ == "__main__":`` is followed as a body: the tests that ran its lines
+    none = frozenset[str]()
+    functions += [_function(_as_body(stmt), aliases, none, none) for stmt in tree.body if main_guard(stmt)]
+    # a module that names none of the metadata's modules imports none of them
+    reads_metadata = any(word in text for word in ("metadata", "pkg_resources"))
+    return _Module(path, top, functions, _metadata_names(tree) if reads_metadata else frozenset())
+
+
+# the name of a module's ``if __name__ == "__main__":`` followed as a body: no code can say it
+GUARD = "<main>"
+
+
+def _as_body(guard: ast.If) -> ast.FunctionDef:
+    """An ``if __name__ == "__main__":`` as a function of no name code can read, its lines its own."""
+    none = ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
+    fn = ast.FunctionDef(name=GUARD, args=none, body=guard.body, decorator_list=[], returns=None, type_comment=None)
+    return ast.copy_location(fn, guard)
 
 
 # #40: the modules code reads the installed project's metadata through (its version, its
@@ -977,11 +1086,12 @@ def _frozen(node: ast.expr) -> bool:
     return isinstance(node, ast.Call) and _dotted_name(node.func) == "re.compile"  # a Pattern, whatever it is given
 
 
-def _dynamic(fn: Function) -> bool:
-    """Whether ``fn`` reads names by a computed one: ``getattr(x, name)`` (a name not written
-    out), ``globals()``, ``vars()``, ``__dict__``, ``eval``..."""
-    written = {id(n.func) for n in ast.walk(fn) if isinstance(n, ast.Call) and _names_written_out(n)}
-    for node in ast.walk(fn):
+def _dynamic(walked: Sequence[ast.AST]) -> bool:
+    """Whether the nodes ``walked`` (a function's, each once) read names by a computed one:
+    ``getattr(x, name)`` (a name not written out), ``globals()``, ``vars()``, ``__dict__``,
+    ``eval``..."""
+    written = {id(n.func) for n in walked if isinstance(n, ast.Call) and _names_written_out(n)}
+    for node in walked:
         if isinstance(node, ast.Call) and _name(node) in ATTR_CALLS:
             if len(node.args) < 2 or not isinstance(node.args[1], ast.Constant):
                 return True
@@ -1243,7 +1353,11 @@ class _Follow:
         grown = True
         while grown:
             grown = False
-            for m in project.modules():
+            for path in sorted(project.sources):
+                # a module none of whose words is a name followed reads none: not parsed
+                m = project.module(path) if project.may_mention(path, self.names) else None
+                if m is None:
+                    continue
                 found = self.module(m, test_like=is_test(m.path) or _is_conftest(m.path))
                 if found is None:
                     return False
