@@ -915,10 +915,6 @@ class Parsed:
             self._modules[path] = _module(path, self.tree(path), self.sources[path])
         return self._modules[path]
 
-    def modules(self) -> list[_Module]:
-        """Every file's :meth:`module` (not Python: left out)."""
-        return [m for m in map(self.module, sorted(self.sources)) if m is not None]
-
     def may_mention(self, path: str, names: Collection[str]) -> bool:
         """Whether the file's code may mention one of ``names`` or read names by a computed one
         (:data:`DYNAMIC`, :data:`ATTR_CALLS`) or the installed metadata: a name, an attribute,
@@ -1182,7 +1178,7 @@ def keepers(
     wanted = set(spans)
     names = frozenset(fn.name for fn in _functions(tree.body) if _body_span(fn) in wanted)
     callers = _Follow(path, Change(names, ()), test_map, sees, unrun=True)
-    mine = next((m for m in project.modules() if m.path == path), None)
+    mine = project.module(path)
     callers.keeping.update(f.node.name for f in (mine.functions if mine else ()) if f.node.name in names and _keeps(f))
     fresh = _writes_now(now, names, tree) if now is not None else {}
     if fresh is None:
