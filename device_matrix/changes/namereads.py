@@ -164,7 +164,8 @@ ALWAYS_READ = DYNAMIC | ATTR_CALLS | {"metadata", "importlib_metadata", "pkg_res
 # an escape in a string (``\\n``, ``\\x41``, a backslash at a line's end), and where two
 # literals meet (``"RA" "TE"`` is ``"RATE"``): what may hide a string's word from its file's text
 ESCAPE_RE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|N\{[^}]*\}|[0-7]{1,3}|.)", re.DOTALL)
-LITERALS_MEET_RE = re.compile(r"""['"]{1,3}(?:\s|\\\n|#[^\n]*)*[rRbBfFuU]{0,2}['"]{1,3}""")
+# (a comment runs to its line's end: each way through the gap is the only one, never a search)
+LITERALS_MEET_RE = re.compile(r"""['"]{1,3}(?:\s|\\\n|#[^\n]*(?![^\n]))*[rRbBfFuU]{0,2}['"]{1,3}""")
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 

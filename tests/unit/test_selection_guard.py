@@ -167,3 +167,12 @@ def test_a_file_that_mentions_no_followed_name_is_never_parsed() -> None:
     assert parsed.may_mention("pkg/a.py", {"RATE"}) and not parsed.may_mention("pkg/b.py", {"RATE"})
     dynamic = namereads.Parsed({"pkg/c.py": "def h(o, n):\n    return getattr(o, n)\n"})
     assert dynamic.may_mention("pkg/c.py", {"RATE"})  # it reads any name by a computed one
+
+
+def test_a_string_followed_by_many_comment_lines_is_read_in_one_pass() -> None:
+    # where two literals may meet, a gap of comments is crossed one way only: a search that
+    # tried every way through `#  # #  #` lines took seconds at four of them, and never ended
+    # at forty (a project's file with such lines stopped the planning)
+    text = 'x = "a"\n' + "#  # #  #\n" * 40 + 'y = "b"\n'
+    words = namereads._text_words(text)
+    assert words is not None and {"x", "a", "y", "b"} <= words
