@@ -60,7 +60,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal, TypeAlias, get_args
 
 from device_matrix import tomlfile
-from device_matrix.changes.importgraph import Graph, main_guard, outermost
+from device_matrix.changes.importgraph import Graph, guards, main_guard, outermost
 from device_matrix.config import Config
 from device_matrix.records.schema import SelectionInfo, SelectMode
 from device_matrix.records.testmap import TestMap
@@ -677,11 +677,6 @@ def _wide_fixture(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         if d.args or (scope is not None and not (isinstance(scope, ast.Constant) and scope.value == "function")):
             return True
     return False
-
-
-def guards(tree: ast.Module) -> list[ast.If]:
-    """The module's ``if __name__ == "__main__":`` statements (:func:`main_guard`)."""
-    return [stmt for stmt in tree.body if main_guard(stmt)]
 
 
 def changed_functions(old: str | None, new: str | None, touched: frozenset[int]) -> Spans | None:

@@ -290,6 +290,11 @@ def main_guard(stmt: ast.stmt) -> TypeGuard[ast.If]:
     return len(named) == len(main) == 1
 
 
+def guards(tree: ast.Module) -> list[ast.If]:
+    """The module's ``if __name__ == "__main__":`` statements (:func:`main_guard`)."""
+    return [stmt for stmt in tree.body if main_guard(stmt)]
+
+
 def outermost(tree: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
     """The functions in no other function (methods too)."""
     found: list[ast.FunctionDef | ast.AsyncFunctionDef] = []

@@ -41,7 +41,7 @@ import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from device_matrix.changes.importgraph import main_guard
+from device_matrix.changes.importgraph import guards, main_guard
 from device_matrix.records.testmap import TestMap
 
 CONFTEST = "conftest.py"
@@ -1006,7 +1006,7 @@ def _module(path: str, tree: ast.Module | None, text: str) -> _Module | None:
     functions = [_function(fn, aliases, variables, changeable) for fn in _functions(tree.body)]
     # #40: an ``if __name__ == "__main__":`` is followed as a body: the tests that ran its lines
     none = frozenset[str]()
-    functions += [_function(_as_body(stmt), aliases, none, none) for stmt in tree.body if main_guard(stmt)]
+    functions += [_function(_as_body(stmt), aliases, none, none) for stmt in guards(tree)]
     # a module that names none of the metadata's modules imports none of them
     reads_metadata = any(word in text for word in ("metadata", "pkg_resources"))
     return _Module(path, top, functions, _metadata_names(tree) if reads_metadata else frozenset())
