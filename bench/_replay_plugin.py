@@ -28,7 +28,9 @@ import pytest
 _STATE: dict[str, Any] = {"outcomes": {}, "seconds": {}, "cov": None, "config": None, "context": ""}
 # #40: the files that are not Python each test opened or listed, who opened each, and those
 # the project's code opened outside every test, as device-matrix's map keeps them
+# (and the programs each started, whose opens no audit hook sees, and who started them)
 _READS: dict[str, Any] = {"tests": {}, "openers": {}, "at_import": set(), "opens": None}
+_READS.update(unseen={}, starters=set())
 CONTEXT = "REPLAY_CONTEXT"
 IMPORT = "import:"  # the context of a test module's import
 
@@ -67,9 +69,14 @@ def _audit(root: Path, folder: Path) -> None:
     _READS["opens"] = opens
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
-        if (event == "open" or event in opens.LISTING) and args and _READS["opens"] is not None:
+        if not args or _READS["opens"] is None:
+            return
+        if event == "open" or event in opens.LISTING or event in opens.NATIVE_OPENS:
             with contextlib.suppress(Exception):  # never the opener's failure
                 _saw(opens, root, folder, args[0], event in opens.LISTING)
+        elif event in opens.STARTS:
+            with contextlib.suppress(Exception):
+                _started(opens, root, event, args)
 
     sys.addaudithook(hook)
 
@@ -89,6 +96,17 @@ def _saw(opens: Any, root: Path, folder: Path, path: Any, listing: bool) -> None
         _READS["openers"].setdefault(rel, set()).add(by or "")
     else:
         _READS["at_import"].add(rel)
+
+
+def _started(opens: Any, root: Path, event: str, args: tuple[Any, ...]) -> None:
+    """#40: a program started, whose opens no audit hook sees (device-matrix's rule)."""
+    by = opens.opener(root)
+    context = _STATE["context"]
+    test = context if context and not context.startswith(IMPORT) else ""
+    if not test and by is None:
+        return  # pytest's or a plugin's own
+    _READS["unseen"].setdefault(test, f"it started `{opens.started(event, args)}`")
+    _READS["starters"].add(by or "")
 
 
 def _switch(context: str) -> None:
@@ -138,6 +156,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         "reads": {t: sorted(rels) for t, rels in _READS["tests"].items()} if _STATE["cov"] is not None else None,
         "openers": {rel: sorted(by) for rel, by in _READS["openers"].items()},
         "read_at_import": sorted(_READS["at_import"]),
+        "unseen": _READS["unseen"],
+        "starters": sorted(_READS["starters"]),
         "outcomes": _STATE["outcomes"],
         "seconds": _STATE["seconds"],
         "files": {t: sorted(fs) for t, fs in tests.items()},

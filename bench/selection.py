@@ -355,6 +355,10 @@ class Run:
     reads: dict[str, list[str]] | None = None
     openers: dict[str, list[str]] = field(default_factory=dict)
     read_at_import: list[str] = field(default_factory=list)
+    # #40: the tests that started a program ("": the project's code, outside every test) -> why,
+    # and who started them
+    unseen: dict[str, str] = field(default_factory=dict)
+    starters: list[str] = field(default_factory=list)
 
     def passed(self) -> set[str]:
         return {t for t, o in self.outcomes.items() if o == "passed"}
@@ -449,6 +453,8 @@ class Replay:
             reads=data.get("reads"),
             openers=data.get("openers", {}),
             read_at_import=data.get("read_at_import", []),
+            unseen=data.get("unseen", {}),
+            starters=data.get("starters", []),
         )
 
     def testmon(self, datafile: Path, out: Path) -> Run:
@@ -477,6 +483,8 @@ def to_map(run: Run, commit: str) -> testmap.TestMap:
         reads=reads,
         read_at_import=frozenset(run.read_at_import),
         openers={rel: frozenset(by) for rel, by in run.openers.items()} if reads is not None else None,
+        unseen={t: why for t, why in run.unseen.items() if t in tests or not t},
+        starters=frozenset(run.starters),
     )
 
 

@@ -198,6 +198,11 @@ class Plan:
         read = sorted(f for f in self.data if read_by(f, mine, listed=f not in self.present))
         if read:
             return Decision(True, f"it opened {_named(read)}", "opens")
+        if self.data and nodeid in self.test_map.unseen:  # #40: what its program opened, no hook saw
+            why = self.test_map.unseen[nodeid]
+            return Decision(
+                True, f"{why}, whose opens the map cannot see, and {_named(sorted(self.data))} changed", "opens"
+            )
         name = next((by[nodeid] for _, by in sorted({**self.kept, **self.readers}.items()) if nodeid in by), None)
         if name is not None:
             return Decision(True, name, "reads")
@@ -327,6 +332,7 @@ def opened(
     return (
         test_map is not None
         and test_map.reads is not None
+        and "" not in test_map.unseen  # #40: the project's code started a program outside every test
         and not path.endswith(MAPPED_SUFFIXES)
         and (path in unread or not (matches(path, rules.full) or matches(path, CODE_FILES)))
         and not read_by(path, test_map.read_at_import, listed=path not in present)
@@ -742,6 +748,9 @@ def _full_reason(
         build = [f for f in cannot if f.rsplit("/", 1)[-1] in BUILD_FILES]
         cannot = [*build, *(f for f in cannot if f not in build)]  # named first: the reason says what it is
         said = f" ({_named(build)} {'is' if len(build) == 1 else 'are'} the build: what is installed)" if build else ""
+        started = test_map.unseen.get("")
+        if started is not None and not said and any(not f.endswith(MAPPED_SUFFIXES) for f in cannot):
+            said = f" (the project's code outside every test: {started}, whose opens the map cannot see)"
         return f"{_named(cannot)} {verb}, which the test map cannot follow{said}", {}
     kept = [f for f in changed if f not in narrowed]
     return at_import(kept, test_map, rules, bodies, graph=graph, conftests=narrowed)

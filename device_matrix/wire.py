@@ -68,6 +68,9 @@ MAP_LINES: Final = "lines.json"
 MAP_READS: Final = "reads.json"
 # #40: each such file -> the project functions that opened it ("path:first line"; "": none named)
 MAP_OPENERS: Final = "openers.json"
+# #40: the tests ("": outside every test) that started a program whose opens the recording
+# cannot see -> [why, the project functions that started it...]
+MAP_UNSEEN: Final = "unseen.json"
 # #34: the test running now, while one runs: the context of a subprocess's coverage
 ENV_MAP_CONTEXT: Final = "DEVICE_MATRIX_MAP_CONTEXT"
 

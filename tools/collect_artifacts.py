@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """This repository's entry point for `device-matrix ci collect` (artifacts -> results folder).
 
-    python tools/collect_artifacts.py artifacts results
+python tools/collect_artifacts.py artifacts results
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """This repository's entry point for `device-matrix ci matrix` (the plan job's step).
 
-    python tools/emit_matrix.py --output "$GITHUB_OUTPUT"
+python tools/emit_matrix.py --output "$GITHUB_OUTPUT"
 """
 
 from __future__ import annotations

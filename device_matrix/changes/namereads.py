@@ -689,9 +689,12 @@ def foreign_write(old: str | None, new: str | None) -> str | None:
     module's own (``consts.K = 5``, ``other.TABLE[k] = v``, ``setattr(mod, ...)``): Python
     imports every test module before the first test runs, so such a write reaches every
     test, whoever imports what; None when there is none (the statement, unparsed)."""
+    owns: dict[int, set[str]] = {}  # a tree's own variables, once a tree (not once a statement)
     for tree, stmt, parts in _changed_statements(old, new):
-        own = {n for s in tree.body if isinstance(s, (ast.Assign, ast.AnnAssign)) for n in (_binds(s) or ())}
-        if _writes_into(parts, own):
+        if id(tree) not in owns:
+            assigned = [s for s in tree.body if isinstance(s, (ast.Assign, ast.AnnAssign))]
+            owns[id(tree)] = {n for s in assigned for n in (_binds(s) or ())}
+        if _writes_into(parts, owns[id(tree)]):
             return ast.unparse(stmt).splitlines()[0][:120]
     return None
 
@@ -703,9 +706,11 @@ def process_write(old: str | None, new: str | None, internal: Callable[[str], bo
     other than one that only reads (:data:`READ_CALLS`): it may change the process's state
     (its environment, its path, its filters, its seeds), which every test shares (#40); None
     when there is none. ``internal``: whether a dotted module name is the project's."""
+    known: dict[int, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {}  # once a tree
     for tree, stmt, parts in _changed_statements(old, new):
-        outside = _outside_names(tree, internal)
-        marks, params = _pytest_marks(tree)
+        if id(tree) not in known:
+            known[id(tree)] = (_outside_names(tree, internal), *_pytest_marks(tree))
+        outside, marks, params = known[id(tree)]
         for node in (n for part in parts for n in ast.walk(part)):
             writes = (
                 isinstance(node, ast.Call)

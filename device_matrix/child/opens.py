@@ -14,6 +14,11 @@ from typing import Any
 # folders inside a project that hold no code of its own
 NOT_PROJECT = ("site-packages", "dist-packages", "__pypackages__")
 LISTING = frozenset({"os.listdir", "os.scandir"})  # audit events of a folder listed
+# audit events of a file opened by native code that tells its path (sqlite3 opens its own)
+NATIVE_OPENS = frozenset({"sqlite3.connect"})
+# audit events of a program started: what it opens the recording cannot see (a forked copy
+# of the test's own process, ``os.fork``, is recorded as the test itself)
+STARTS = frozenset({"subprocess.Popen", "os.system", "os.posix_spawn", "os.exec", "os.spawn"})
 _COMPREHENSIONS = frozenset({"<genexpr>", "<listcomp>", "<setcomp>", "<dictcomp>"})
 
 
@@ -32,6 +37,18 @@ def opener(root: Path) -> str | None:
                 return "" if rel is None or code.co_name == "<module>" else f"{rel}:{code.co_firstlineno}"
         frame = frame.f_back  # type: ignore[assignment]
     return None
+
+
+def by_coverage() -> bool:
+    """Whether coverage.py's own code is on the stack: the recording's (a forked copy's
+    coverage lists the source folders as it saves at its end), no test's."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_globals.get("__name__")
+        if isinstance(name, str) and (name == "coverage" or name.startswith("coverage.")):
+            return True
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
 
 
 def read_path(path: Any, root: Path, maps: Path) -> str | None:
@@ -58,3 +75,19 @@ def relative(path: str, root: Path) -> str | None:
         return Path(path).resolve().relative_to(root).as_posix()
     except ValueError:
         return None
+
+
+def started(event: str, args: tuple[Any, ...]) -> str:
+    """What an audit event of :data:`STARTS` started, as a short command line."""
+    if event == "os.system":
+        command: Any = args[0] if args else ""
+    else:
+        # Popen: (executable, args, cwd, env); posix_spawn and exec: (path, argv, env); spawn: (mode, path, args, env)
+        command = args[2] if event == "os.spawn" and len(args) > 2 else args[1] if len(args) > 1 else ""
+        command = command if command is not None else args[0]
+    if isinstance(command, (list, tuple)):
+        command = " ".join(os.fsdecode(c) if isinstance(c, (str, bytes, os.PathLike)) else str(c) for c in command)
+    elif isinstance(command, (bytes, os.PathLike)):
+        command = os.fsdecode(command)
+    text = " ".join(str(command).split())
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -26,24 +26,27 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
 import sys
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import pytest
 
 from device_matrix.child import opens
-from device_matrix.wire import ENV_MAP_CONTEXT, MAP_IMPORTS, MAP_LINES, MAP_OPENERS, MAP_PART, MAP_READS
+from device_matrix.wire import ENV_MAP_CONTEXT, MAP_IMPORTS, MAP_LINES, MAP_OPENERS, MAP_PART, MAP_READS, MAP_UNSEEN
 
 PART_FILE = MAP_PART  # in each process's folder: the tests it finished and their files
 EARLY_FILE = "early.json"  # the project's files imported before the recording started (#40)
 FINISHED_FILE = "finished.jsonl"  # one line a finished test: its context and its nodeid
+FORKED_PREFIX = "forked-"  # forked-PID.jsonl: what a forked copy (PID) opened and started, a line each
 DATA_NAME = "data"  # coverage's data files: data.<host>.<pid>.<random>, one a process
 CONFIG_NAME = "coverage.ini"
 MIN_COVERAGE = (7, 10)  # COVERAGE_PROCESS_START read by coverage's own .pth file
 NEEDS = "coverage>=7.10"
+DATA_PID_RE = re.compile(r"\.(?:pid)?(\d+)\.X[0-9A-Za-z]+x(?:\.|\Z)")
 
 
 def _config_text(folder: Path, root: Path) -> str:
@@ -103,6 +106,8 @@ def _forked() -> None:
     """In a forked copy: coverage restarted itself (patch = fork); the running test's context again."""
     import coverage
 
+    if _RECORDERS:
+        _RECORDERS[0].fork_started()  # #40: a forked copy is followed; its pid says so
     restarted = coverage.Coverage.current()
     # a fork after the session's coverage stopped (an atexit handler's) measures nothing
     with contextlib.suppress(coverage.CoverageException):
@@ -124,12 +129,18 @@ class MapRecorder:
         config.write_text(_config_text(self.own, self.root), "utf-8")
         self.finished = (self.own / FINISHED_FILE).open("a", encoding="ascii")
         self.count = 0
+        self.pid = os.getpid()
+        self.forked: TextIO | None = None  # in a forked copy: its own forked-PID.jsonl
+        self.forked_pid = self.pid
         # #40: the files each context opened or listed (path -> rel, "" the session's own)
         self.context = ""
         self.reads: dict[str, set[str]] = {}
         self.read_at_import: set[str] = set()
         # #40: what the running test opened -> the project functions that opened it
         self.openers: dict[str, set[str]] = {}
+        # #40: a program the running test started (what it opens is unseen), and who started it
+        self.unseen: dict[str, str] = {}
+        self.starters: set[str] = set()
         _RECORDERS[:] = [self]
         _audit_once()
         os.environ.pop(ENV_MAP_CONTEXT, None)  # the session's own context is the empty one
@@ -145,13 +156,15 @@ class MapRecorder:
     def saw(self, path: Any, listing: bool) -> None:
         """A file opened, or a folder listed, by the running test (or outside every test)."""
         rel = opens.read_path(path, self.root, self.own.parent)
-        if rel is None:
+        if rel is None or opens.by_coverage():
             return
         opener = opens.opener(self.root)
         if not self.context and opener is None:
             return  # outside every test, pytest's own collection lists and opens what it collects
         rel = f"{rel}/" if listing else rel
-        if self.context:
+        if os.getpid() != self.pid:
+            self._from_fork({"reads": [rel], "openers": {rel: [opener or ""]}})
+        elif self.context:
             self.reads.setdefault(self.context, set()).add(rel)
             self.openers.setdefault(rel, set()).add(opener or "")
         elif rel not in self.read_at_import:
@@ -159,6 +172,37 @@ class MapRecorder:
             # at once: a process that dies keeps what ran before every test read
             self.finished.write(json.dumps({"c": "", "nodeid": "", "reads": [rel]}) + "\n")
             self.finished.flush()
+
+    def start(self, event: str, args: tuple[Any, ...]) -> None:
+        """A program started by the running test (or by the project's code outside every
+        test): what it opens no audit hook of this process sees (#40)."""
+        starter = opens.opener(self.root)
+        if not self.context and starter is None:
+            return  # pytest's or a plugin's own (xdist's workers), outside every test
+        why = f"it started `{opens.started(event, args)}`"
+        if os.getpid() != self.pid:
+            self._from_fork({"unseen": why, "starters": [starter or ""]})
+        elif self.context:
+            self.unseen.setdefault(self.context, why)
+            self.starters.add(starter or "")
+        else:
+            # at once, as a file read outside every test: a process that dies keeps it
+            line = {"c": "", "nodeid": "", "reads": [], "unseen": why, "starters": [starter or ""]}
+            self.finished.write(json.dumps(line) + "\n")
+            self.finished.flush()
+
+    def fork_started(self) -> None:
+        """In a forked copy (multiprocessing's fork, pytest-forked): it is followed, and what it
+        opens or starts is written at once to a file of its own (it may end by ``os._exit``)."""
+        if self.forked_pid != os.getpid():  # a copy of a copy writes a file of its own too
+            self.forked_pid = os.getpid()
+            self.forked = (self.own / f"{FORKED_PREFIX}{self.forked_pid}.jsonl").open("a", encoding="ascii")
+
+    def _from_fork(self, entry: dict[str, Any]) -> None:
+        self.fork_started()
+        assert self.forked is not None
+        self.forked.write(json.dumps({"c": self.context, **entry}) + "\n")
+        self.forked.flush()
 
     def _switch(self, context: str) -> None:
         self.context = context
@@ -180,7 +224,11 @@ class MapRecorder:
         reads = sorted(self.reads.pop(context, ()))
         openers = {rel: sorted(by) for rel, by in self.openers.items()}
         self.openers = {}
-        self.finished.write(json.dumps({"c": context, "nodeid": nodeid, "reads": reads, "openers": openers}) + "\n")
+        entry = {"c": context, "nodeid": nodeid, "reads": reads, "openers": openers}
+        if context in self.unseen:
+            entry.update(unseen=self.unseen.pop(context), starters=sorted(self.starters))
+        self.starters = set()
+        self.finished.write(json.dumps(entry) + "\n")
         self.finished.flush()
 
     @pytest.hookimpl(trylast=True)
@@ -200,17 +248,39 @@ def fold(folder: Path, root: Path) -> None:
     """One process's folder into its ``part.json``, ``lines.json`` and ``imports.json``: each
     finished test, the files and lines it ran, and what ran outside every test."""
     finished = _finished(folder / FINISHED_FILE)
-    ran, imports = _measured(folder, root)
+    tests = {str(entry["c"]): str(entry["nodeid"]) for entry in finished}
+    forked = sorted(folder.glob(f"{FORKED_PREFIX}*.jsonl"))
+    followed = {folder.name.split("-")[1], *(f.name.removeprefix(FORKED_PREFIX).split(".")[0] for f in forked)}
+    ran, imports, unfollowed = _measured(folder, root, followed)
     part: dict[str, set[str]] = {}
     lines: dict[str, dict[str, set[int]]] = {}
     reads: dict[str, set[str]] = {}
     openers: dict[str, set[str]] = {}
-    for entry in finished:
+    # #40: nodeid ("": outside every test) -> [why its opens are unseen, who started the program...]
+    unseen: dict[str, list[str]] = {}
+    # what a forked copy opened and started is the test's it ran under (a test the process
+    # did not finish is not in the map)
+    children = [e for f in forked for e in _finished(f, context_only=True)]
+    for nodeid, entry in [
+        *((str(e["nodeid"]), e) for e in finished),
+        *((tests[e["c"]] if e["c"] else "", e) for e in children if not e["c"] or e["c"] in tests),
+    ]:
         opened = [r for r in entry.get("reads", ()) if isinstance(r, str)]
-        reads.setdefault(str(entry["nodeid"]), set()).update(opened)
+        reads.setdefault(nodeid, set()).update(opened)
         by = entry.get("openers")
         for rel, names in by.items() if isinstance(by, dict) else ():
             openers.setdefault(str(rel), set()).update(n for n in names if isinstance(n, str))
+        why, starters = entry.get("unseen"), entry.get("starters")
+        if isinstance(why, str) and isinstance(starters, list):
+            kept = unseen.setdefault(nodeid, [why])
+            kept.extend(s for s in starters if isinstance(s, str) and s not in kept[1:])
+    for context, pid in sorted(unfollowed.items()):
+        # a Python process no audit hook of the recording was in (multiprocessing's spawn or
+        # forkserver start no program the hook sees): a program the test started, else code
+        # the recording cannot name
+        if context in tests and tests[context] not in unseen:
+            unseen[tests[context]] = [f"a process it started (pid {pid}) ran Python the recording does not follow", ""]
+    for entry in finished:
         if not entry["nodeid"]:
             continue  # what was read outside every test: no test's
         # #34: only what ran while the test ran: its module's import ran for whichever test
@@ -226,6 +296,7 @@ def fold(folder: Path, root: Path) -> None:
     _write(folder / MAP_LINES, {n: {rel: sorted(ns) for rel, ns in fs.items()} for n, fs in lines.items()})
     _write(folder / MAP_READS, {n: sorted(rels) for n, rels in reads.items()})
     _write(folder / MAP_OPENERS, {rel: sorted(names) for rel, names in openers.items()})
+    _write(folder / MAP_UNSEEN, unseen)
     _write(folder / PART_FILE, {nodeid: sorted(files) for nodeid, files in part.items()})
     for leftover in folder.glob(f"{DATA_NAME}*"):
         leftover.unlink(missing_ok=True)
@@ -237,16 +308,26 @@ def _write(path: Path, data: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
-def _measured(folder: Path, root: Path) -> tuple[dict[str, dict[str, set[int]]], dict[str, set[int]]]:
-    """coverage's data in ``folder``: context -> path -> the lines it ran; and path -> the
-    lines that ran outside every test (a "t" context is a test's)."""
+def _measured(
+    folder: Path, root: Path, followed: Collection[str]
+) -> tuple[dict[str, dict[str, set[int]]], dict[str, set[int]], dict[str, str]]:
+    """coverage's data in ``folder``: context -> path -> the lines it ran; path -> the lines
+    that ran outside every test (a "t" context is a test's); and each test's context a process
+    whose pid is not one of ``followed`` (this one, its forked copies) measured in -> that pid."""
     import coverage
 
     ran: dict[str, dict[str, set[int]]] = {}
     imports: dict[str, set[int]] = {}
+    unfollowed: dict[str, str] = {}
     data_files = [str(found) for found in folder.glob(f"{DATA_NAME}.*")]
     if not data_files:
-        return ran, imports
+        return ran, imports, unfollowed
+    for found in data_files:
+        pid = _data_pid(found)
+        if pid not in followed:
+            one = coverage.CoverageData(basename=found)
+            one.read()
+            unfollowed.update((c, pid) for c in one.measured_contexts() if c.startswith("t"))
     cov = coverage.Coverage(data_file=str(folder / DATA_NAME), config_file=False)
     cov.combine(data_files, keep=False)
     data = cov.get_data()
@@ -259,7 +340,15 @@ def _measured(folder: Path, root: Path) -> tuple[dict[str, dict[str, set[int]]],
                 ran.setdefault(context, {}).setdefault(rel, set()).add(line)
                 if not context.startswith("t"):
                     imports.setdefault(rel, set()).add(line)
-    return ran, imports
+    return ran, imports, unfollowed
+
+
+def _data_pid(name: str) -> str:
+    """The pid in the name of a coverage data file: ``data.HOST.pidPID.XRANDx`` and what a
+    newer coverage adds after it (coverage 7.10: ``data.HOST.PID.XRANDx``, whose host may hold
+    dots); "" when it names none (a process not followed, as far as it can tell)."""
+    found = DATA_PID_RE.search(Path(name).name)
+    return found[1] if found else ""
 
 
 # the recorder of this process, which the audit hook (installed once: one cannot be removed) tells
@@ -273,9 +362,14 @@ def _audit_once() -> None:
     _AUDITED.append(True)
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
-        if (event == "open" or event in opens.LISTING) and _RECORDERS and args:
+        if not (_RECORDERS and args):
+            return
+        if event == "open" or event in opens.LISTING or event in opens.NATIVE_OPENS:
             with contextlib.suppress(Exception):  # never the opener's failure
                 _RECORDERS[0].saw(args[0], event in opens.LISTING)
+        elif event in opens.STARTS:
+            with contextlib.suppress(Exception):
+                _RECORDERS[0].start(event, args)
 
     sys.addaudithook(hook)
 
@@ -309,8 +403,9 @@ def _every_line(path: Path) -> range:
         return range(0)
 
 
-def _finished(path: Path) -> list[dict[str, Any]]:
-    """The finished tests a process wrote; a last line cut by its death is not one."""
+def _finished(path: Path, *, context_only: bool = False) -> list[dict[str, Any]]:
+    """The finished tests a process wrote (``context_only``: the lines of a forked copy,
+    which name no test); a last line cut by its death is not one."""
     out: list[dict[str, Any]] = []
     try:
         lines = path.read_text("ascii", errors="replace").splitlines()
@@ -321,6 +416,7 @@ def _finished(path: Path) -> list[dict[str, Any]]:
             entry = json.loads(line)
         except ValueError:
             continue
-        if isinstance(entry, dict) and isinstance(entry.get("nodeid"), str) and isinstance(entry.get("c"), str):
+        named = context_only or (isinstance(entry, dict) and isinstance(entry.get("nodeid"), str))
+        if named and isinstance(entry, dict) and isinstance(entry.get("c"), str):
             out.append(entry)
     return out

@@ -402,9 +402,11 @@ def opened_kept(
     found: dict[str, dict[str, str]] = {}
     for path in [f for f in changed if opened(f, rules, test_map, unread, present)]:
         listed = path not in present
-        by = sorted(
-            {o for rel, names in (test_map.openers or {}).items() if read_by(path, {rel}, listed=listed) for o in names}
-        )
+        recorded = {
+            o for rel, names in (test_map.openers or {}).items() if read_by(path, {rel}, listed=listed) for o in names
+        }
+        # #40: a program a test started may have opened it: who started it is an opener too
+        by = sorted(recorded | (test_map.starters if test_map.unseen else set()))
         if test_map.openers is None and any(
             read_by(path, rels, listed=listed) for rels in (test_map.reads or {}).values()
         ):
@@ -412,6 +414,12 @@ def opened_kept(
         spans, unnamed = _opener_spans(by, project)
         if unnamed is not None:
             said = f"code at {unnamed}" if unnamed else "code the recording could not name"
+            if not unnamed and "" not in recorded:
+                test, why = min(test_map.unseen.items())
+                return {}, (
+                    f"{path} changes, which a program {test} started may have opened ({why}): "
+                    "who started it the recording could not name, so what it kept of it cannot be followed"
+                )
             return {}, f"{path} changes, opened by {said}: what it kept of it cannot be followed"
         parsed = project()
         for source, lines in sorted(spans.items()):

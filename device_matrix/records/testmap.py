@@ -59,6 +59,12 @@ class TestMap:
     # #40: each file of ``reads`` -> the project functions that opened (or listed) it, as
     # "path:first line of its code" ("": code the recording could not name); None: not known
     openers: Mapping[str, frozenset[str]] | None = None
+    # #40: with ``reads``, the tests that started a program (a subprocess, a process of
+    # multiprocessing's spawn) whose opens no audit hook saw -> why ("": the project's code
+    # started one outside every test); and the project functions that started them, as
+    # ``openers`` names them ("": code the recording could not name)
+    unseen: Mapping[str, str] = field(default_factory=dict)
+    starters: frozenset[str] = frozenset()
     # #40: the tests that failed (or errored, crashed, timed out, xpassed) in the run that
     # recorded the map: a selection by it runs them, whatever the history knows
     failed: frozenset[str] = frozenset()
@@ -172,6 +178,8 @@ def _reads_to_json(m: TestMap) -> dict[str, Any]:
             "tests": {n: sorted(index[p] for p in rels) for n, rels in sorted(m.reads.items())},
             "import": sorted(index[p] for p in m.read_at_import),
             **({"openers": {p: sorted(by) for p, by in sorted(m.openers.items())}} if m.openers is not None else {}),
+            "unseen": dict(sorted(m.unseen.items())),
+            "starters": sorted(m.starters),
         }
     }
 
@@ -196,6 +204,23 @@ def _reads_of(data: Mapping[str, Any], where: str) -> tuple[dict[str, frozenset[
         return frozenset(paths[i] for i in indices)
 
     return {str(n): files(i) for n, i in tests.items()}, files(at_import)
+
+
+def _unseen_of(data: Mapping[str, Any], where: str) -> tuple[dict[str, str], frozenset[str]] | None:
+    """#40: a map's tests whose opens were unseen, and who started their programs (None: a map
+    recorded before programs started were kept); ResultsError when damaged."""
+    reads = data.get("reads")
+    unseen, starters = (reads.get("unseen"), reads.get("starters")) if isinstance(reads, dict) else (None, None)
+    if unseen is None and starters is None:
+        return None
+    if not (
+        isinstance(unseen, dict)
+        and all(isinstance(why, str) for why in unseen.values())
+        and isinstance(starters, list)
+        and all(isinstance(s, str) for s in starters)
+    ):
+        raise ResultsError(f"{where}: a damaged test map (its unseen opens are not tests with why, and starters)")
+    return {str(n): why for n, why in unseen.items()}, frozenset(starters)
 
 
 def _openers_of(data: Mapping[str, Any], where: str) -> dict[str, frozenset[str]] | None:
@@ -251,6 +276,11 @@ def from_json(data: Any, where: str) -> TestMap:
     ):
         raise ResultsError(f"{where}: a damaged test map (imports are not lists of line numbers)")
     reads, read_at_import = _reads_of(data, where)
+    unseen = _unseen_of(data, where)
+    if unseen is None:
+        # #40: recorded before the programs a test started were kept: what each test opened
+        # may be short of what its programs opened, so no test is known to have read nothing
+        reads, read_at_import = None, frozenset()
     failed = data.get("failed", [])
     if not isinstance(failed, list) or not all(isinstance(n, str) for n in failed):
         raise ResultsError(f"{where}: a damaged test map (failed is not a list of nodeids)")
@@ -263,7 +293,9 @@ def from_json(data: Any, where: str) -> TestMap:
         lines=_lines_of(data, files, where) if data["version"] >= 2 else None,
         reads=reads,
         read_at_import=read_at_import,
-        openers=_openers_of(data, where),
+        openers=_openers_of(data, where) if reads is not None else None,
+        unseen=unseen[0] if unseen is not None else {},
+        starters=unseen[1] if unseen is not None else frozenset(),
         failed=frozenset(failed),
     )
 

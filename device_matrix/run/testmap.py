@@ -26,7 +26,7 @@ from device_matrix.records.outcomes import FAILING_OUTCOMES
 from device_matrix.records.source import git
 from device_matrix.run.context import Run
 from device_matrix.run.state import now_iso
-from device_matrix.wire import MAP_IMPORTS, MAP_LINES, MAP_OPENERS, MAP_PART, MAP_READS
+from device_matrix.wire import MAP_IMPORTS, MAP_LINES, MAP_OPENERS, MAP_PART, MAP_READS, MAP_UNSEEN
 
 PROBE_TIMEOUT = 120.0  # seconds for the row's interpreter to import coverage (a cold disk, a busy host)
 # asked of the row's interpreter, in the child's environment: the plugin's own check
@@ -59,55 +59,95 @@ def clear(run: Run, *, resumed: bool) -> None:
         (run.setup.folder.path / testmap.FILE_NAME).unlink(missing_ok=True)
 
 
+class _Parts:
+    """What the run's processes (and the map a resumed run continues) recorded, gathered.
+    A field that is None once a part lacks it is not known for the map (#34, #40)."""
+
+    def __init__(self) -> None:
+        self.tests: dict[str, set[str]] = {}
+        self.imports: dict[str, set[int]] = {}  # #34: the lines each file ran outside every test
+        # #34: nodeid -> path -> the lines it ran (None: the map goes by files)
+        self.lines: dict[str, dict[str, set[int]]] | None = {}
+        # #40: nodeid -> the non-Python files it opened ("": outside every test)
+        self.reads: dict[str, set[str]] | None = {}
+        self.openers: dict[str, set[str]] | None = {}  # #40: file -> the functions that opened it
+        # #40: nodeid ("": outside every test) -> why the opens of programs it started are
+        # unseen; and the functions that started them
+        self.unseen: dict[str, str] | None = {}
+        self.starters: set[str] = set()
+
+    def add(self, own: Path, part: dict[str, list[Any]]) -> None:
+        """One process's folder, whose ``part.json`` is ``part``."""
+        for rel, numbers in (_part(own / MAP_IMPORTS) or {}).items():
+            self.imports.setdefault(rel, set()).update(n for n in numbers if isinstance(n, int))
+        for nodeid, files in part.items():
+            self.tests.setdefault(nodeid, set()).update(f for f in files if isinstance(f, str))
+        self.lines = _add_lines(self.lines, own / MAP_LINES)
+        self.reads = _add_reads(self.reads, _part(own / MAP_READS))
+        self.openers = _add_reads(self.openers, _part(own / MAP_OPENERS))
+        self.unseen = _add_unseen(self.unseen, self.starters, _part(own / MAP_UNSEEN))
+
+    def add_earlier(self, earlier: testmap.TestMap) -> None:
+        """The map of the run a resumed run continues."""
+        for nodeid, kept in earlier.tests.items():
+            self.tests.setdefault(nodeid, set()).update(kept)
+        for rel, seen in earlier.imports.items():
+            self.imports.setdefault(rel, set()).update(seen)
+        self.lines = _add_earlier(self.lines, earlier.lines)
+        self.reads = _add_reads(self.reads, _reads_json(earlier))
+        by = None if earlier.openers is None else {f: sorted(names) for f, names in earlier.openers.items()}
+        self.openers = _add_reads(self.openers, by)
+        unseen = None if earlier.reads is None else {n: [why] for n, why in earlier.unseen.items()}
+        self.unseen = _add_unseen(self.unseen, self.starters, unseen)
+        self.starters.update(earlier.starters)
+
+    def map(self, row: str, commit: str | None, failed: frozenset[str]) -> testmap.TestMap:
+        lines, reads, openers = self.lines, self.reads, self.openers
+        # #40: what each test opened is known only with the programs each started
+        reads = reads if self.unseen is not None else None
+        return testmap.TestMap(
+            row=row,
+            commit=commit,
+            created=now_iso(),
+            tests={nodeid: frozenset(files) for nodeid, files in self.tests.items()},
+            imports={rel: frozenset(numbers) for rel, numbers in self.imports.items()},
+            lines=None if lines is None else {n: {r: frozenset(ns) for r, ns in fs.items()} for n, fs in lines.items()},
+            reads=None if reads is None else {n: frozenset(rels) for n, rels in reads.items() if n},
+            read_at_import=frozenset(reads.get("", ())) if reads is not None else frozenset(),
+            openers=None if openers is None or reads is None else {f: frozenset(by) for f, by in openers.items()},
+            unseen=self.unseen or {},
+            starters=frozenset(self.starters),
+            failed=failed,
+        )
+
+
 def write_map(run: Run) -> testmap.TestMap | None:
     """``test-map.json`` from the run's parts (None: the run records no map, or no process
     of it finished a test); what the map leaves out is told."""
     folder = run.setup.map_parts
     if folder is None:
         return None
-    tests: dict[str, set[str]] = {}
-    imports: dict[str, set[int]] = {}  # #34: the lines each file ran outside every test
-    # #34: nodeid -> path -> the lines it ran; None once a part lacks them (the map goes by files)
-    lines: dict[str, dict[str, set[int]]] | None = {}
-    # #40: nodeid -> the non-Python files it opened ("": outside every test); None once a part lacks them
-    reads: dict[str, set[str]] | None = {}
-    openers: dict[str, set[str]] | None = {}  # #40: file -> the functions that opened it
+    parts = _Parts()
     died = 0
     for own in sorted(folder.glob("cov-*")):
         part = _part(own / MAP_PART)
         if part is None:
             died += 1  # a process that died with no process after it to fold its folder
             continue
-        for rel, numbers in (_part(own / MAP_IMPORTS) or {}).items():
-            imports.setdefault(rel, set()).update(n for n in numbers if isinstance(n, int))
-        for nodeid, files in part.items():
-            tests.setdefault(nodeid, set()).update(f for f in files if isinstance(f, str))
-        lines = _add_lines(lines, own / MAP_LINES)
-        reads = _add_reads(reads, _part(own / MAP_READS))
-        openers = _add_reads(openers, _part(own / MAP_OPENERS))
+        parts.add(own, part)
     target = run.setup.folder.path / testmap.FILE_NAME
     if run.resumed and target.is_file():
         try:
-            earlier = testmap.read(target)
+            parts.add_earlier(testmap.read(target))
         except ResultsError as exc:
             run.setup.note(f"the test map of the run resumed is not kept: {exc.message}")
-        else:
-            for nodeid, kept in earlier.tests.items():
-                tests.setdefault(nodeid, set()).update(kept)
-            for rel, seen in earlier.imports.items():
-                imports.setdefault(rel, set()).update(seen)
-            lines = _add_earlier(lines, earlier.lines)
-            reads = _add_reads(reads, _reads_json(earlier))
-            openers = _add_reads(
-                openers, None if earlier.openers is None else {f: sorted(by) for f, by in earlier.openers.items()}
-            )
     if died:
         run.setup.note(
             f"the test map leaves out the tests of {died} process(es) that died with none after them "
             "(they run on every selection until a map records them)",
         )
     shutil.rmtree(folder, ignore_errors=True)
-    if not tests:
+    if not parts.tests:
         run.setup.note("no test map: no pytest process of the run finished a test")
         return None
     source = run.options.source
@@ -120,18 +160,8 @@ def write_map(run: Run) -> testmap.TestMap | None:
             "the test map names no commit: the tree had uncommitted changes to tracked files "
             "(a selection by it runs every test; record it from a committed tree)",
         )
-    recorded = testmap.TestMap(
-        row=run.setup.row.name,
-        commit=commit,
-        created=now_iso(),
-        tests={nodeid: frozenset(files) for nodeid, files in tests.items()},
-        imports={rel: frozenset(numbers) for rel, numbers in imports.items()},
-        lines=None if lines is None else {n: {rel: frozenset(ns) for rel, ns in fs.items()} for n, fs in lines.items()},
-        reads=None if reads is None else {n: frozenset(rels) for n, rels in reads.items() if n},
-        read_at_import=frozenset(reads.get("", ())) if reads is not None else frozenset(),
-        openers=None if openers is None or reads is None else {f: frozenset(by) for f, by in openers.items()},
-        failed=frozenset(n for n, t in run.execution.tests.results.items() if t["outcome"] in FAILING_OUTCOMES),
-    )
+    failed = frozenset(n for n, t in run.execution.tests.results.items() if t["outcome"] in FAILING_OUTCOMES)
+    recorded = parts.map(run.setup.row.name, commit, failed)
     testmap.write(target, recorded, run.setup.redactor)
     return recorded
 
@@ -166,6 +196,22 @@ def _add_reads(reads: dict[str, set[str]] | None, part: dict[str, list[Any]] | N
     for nodeid, rels in part.items():
         reads.setdefault(str(nodeid), set()).update(r for r in rels if isinstance(r, str))
     return reads
+
+
+def _add_unseen(
+    unseen: dict[str, str] | None, starters: set[str], part: dict[str, list[Any]] | None
+) -> dict[str, str] | None:
+    """``unseen`` with a process's tests whose programs' opens are unseen added (their
+    starters into ``starters``); None when either has none (#40: a map that lost them would
+    take a test that started one for a test that read nothing)."""
+    if unseen is None or part is None:
+        return None
+    for nodeid, kept in part.items():
+        if not kept or not all(isinstance(k, str) for k in kept):
+            return None
+        unseen.setdefault(str(nodeid), kept[0])
+        starters.update(kept[1:])
+    return unseen
 
 
 def _reads_json(m: testmap.TestMap) -> dict[str, list[Any]] | None:

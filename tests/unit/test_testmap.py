@@ -117,6 +117,8 @@ def test_the_files_each_test_opened_read_back_and_a_damaged_list_is_an_error() -
         "files": ["cases/", "data/x.csv", "settings.json"],
         "tests": {"t.py::a": [0, 1], "t.py::b": []},
         "import": [2],
+        "unseen": {},
+        "starters": [],
     }
     back = testmap.from_json(json.loads(json.dumps(data)), "m.json")
     assert (back.reads, back.read_at_import) == (m.reads, m.read_at_import)
@@ -124,6 +126,31 @@ def test_the_files_each_test_opened_read_back_and_a_damaged_list_is_an_error() -
     for bad in ([], {"files": ["a"], "tests": {"t.py::a": [1]}, "import": []}, {"files": [1], "tests": {}}):
         with pytest.raises(ResultsError, match="its reads are not files by index"):
             testmap.from_json({**data, "reads": bad}, "m.json")
+
+
+def test_the_tests_whose_programs_opens_are_unseen_read_back_and_a_map_without_them_knows_no_reads() -> None:
+    # #40: a test that started a program (a subprocess) may have read any file through it
+    m = TestMap(
+        row="cpu",
+        commit="a" * 40,
+        created="2026-12-01T00:00:00Z",
+        tests={"t.py::a": frozenset({"pkg/a.py"}), "t.py::b": frozenset()},
+        reads={"t.py::a": frozenset({"data/x.csv"}), "t.py::b": frozenset()},
+        openers={"data/x.csv": frozenset({"pkg/a.py:3"})},
+        unseen={"t.py::b": "it started `git status`"},
+        starters=frozenset({"t.py:7"}),
+    )
+    data = json.loads(json.dumps(testmap.to_json(m)))
+    back = testmap.from_json(data, "m.json")
+    assert (back.unseen, back.starters, back.reads) == (m.unseen, m.starters, m.reads)
+    # a map recorded before the programs were kept: what each test opened may be short of
+    # what it read, so the map knows no reads (a change to any such file runs every test)
+    older = {**data, "reads": {k: v for k, v in data["reads"].items() if k not in ("unseen", "starters")}}
+    back = testmap.from_json(older, "m.json")
+    assert (back.reads, back.openers, back.read_at_import, back.unseen) == (None, None, frozenset(), {})
+    for bad in ({"unseen": [], "starters": []}, {"unseen": {"t.py::b": 1}, "starters": []}, {"unseen": {}}):
+        with pytest.raises(ResultsError, match="its unseen opens are not tests"):
+            testmap.from_json({**data, "reads": {**data["reads"], "unseen": None, "starters": None, **bad}}, "m.json")
 
 
 def test_the_tests_that_failed_when_the_map_was_recorded_read_back_and_a_damaged_list_is_an_error() -> None:
