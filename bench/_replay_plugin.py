@@ -5,7 +5,9 @@ fails to import counts as an error of its file) and, with $REPLAY_COVER=1, the p
 files each test ran and their lines: coverage.py with one context per test, only files under the rootdir
 outside hidden folders (.venv, .nox), the Python subprocesses a test starts included (they
 read its context from $REPLAY_CONTEXT through the configuration in $COVERAGE_PROCESS_START),
-a test module's import counted for each of its tests: what a device-matrix test map holds.
+a test module's import counted for each of its tests: what a device-matrix test map holds
+(the programs a test starts by an audit event too; not a forked copy's opens, a process of
+multiprocessing's spawn, nor one alive beside a test: the suites replayed start none).
 It stands alone (pytest and coverage only), so that a replay of device-matrix's own
 history never imports two device-matrix packages.
 """

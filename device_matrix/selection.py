@@ -198,11 +198,10 @@ class Plan:
         read = sorted(f for f in self.data if read_by(f, mine, listed=f not in self.present))
         if read:
             return Decision(True, f"it opened {_named(read)}", "opens")
-        if self.data and nodeid in self.test_map.unseen:  # #40: what its program opened, no hook saw
+        if self.changed and nodeid in self.test_map.unseen:
+            # #40: what its program opened no hook saw: a data file, a source a linter reads
             why = self.test_map.unseen[nodeid]
-            return Decision(
-                True, f"{why}, whose opens the map cannot see, and {_named(sorted(self.data))} changed", "opens"
-            )
+            return Decision(True, f"{why}, whose opens the map cannot see, and {_named(self.changed)} changed", "opens")
         name = next((by[nodeid] for _, by in sorted({**self.kept, **self.readers}.items()) if nodeid in by), None)
         if name is not None:
             return Decision(True, name, "reads")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,23 @@ def relative(path: str, root: Path) -> str | None:
         return Path(path).resolve().relative_to(root).as_posix()
     except ValueError:
         return None
+
+
+def native_path(database: Any) -> Any:
+    """The file a native open names: sqlite3's database, a path or a ``file:`` URI (its query
+    and its host left out); None for one in memory."""
+    if isinstance(database, bytes):
+        database = os.fsdecode(database)
+    if not isinstance(database, str):
+        return database
+    if database in ("", ":memory:") or database.startswith("file::memory:"):
+        return None
+    if database.startswith("file:"):
+        parsed = urllib.parse.urlsplit(database)
+        database = urllib.parse.unquote(parsed.path)
+        if "memory" in urllib.parse.parse_qs(parsed.query).get("mode", ()):
+            return None
+    return database
 
 
 def started(event: str, args: tuple[Any, ...]) -> str:

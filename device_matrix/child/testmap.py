@@ -29,7 +29,7 @@ import os
 import re
 import secrets
 import sys
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -107,7 +107,8 @@ def _forked() -> None:
     import coverage
 
     if _RECORDERS:
-        _RECORDERS[0].fork_started()  # #40: a forked copy is followed; its pid says so
+        with contextlib.suppress(OSError):  # the map's folder gone: a copy that outlived the run
+            _RECORDERS[0].fork_started()  # #40: a forked copy is followed; its pid says so
     restarted = coverage.Coverage.current()
     # a fork after the session's coverage stopped (an atexit handler's) measures nothing
     with contextlib.suppress(coverage.CoverageException):
@@ -132,6 +133,10 @@ class MapRecorder:
         self.pid = os.getpid()
         self.forked: TextIO | None = None  # in a forked copy: its own forked-PID.jsonl
         self.forked_pid = self.pid
+        # #40: whether it started a process: then each test keeps those alive as it starts and
+        # ends (a pool, a server a fixture holds, which serves the tests after it)
+        self.parent = False
+        self.alive: set[str] = set()
         # #40: the files each context opened or listed (path -> rel, "" the session's own)
         self.context = ""
         self.reads: dict[str, set[str]] = {}
@@ -143,6 +148,7 @@ class MapRecorder:
         self.starters: set[str] = set()
         _RECORDERS[:] = [self]
         _audit_once()
+        _follow_processes()
         os.environ.pop(ENV_MAP_CONTEXT, None)  # the session's own context is the empty one
         self.cov = coverage.Coverage(config_file=str(config))
         # #40: the project's modules imported before the recording (a plugin's): what their
@@ -151,7 +157,7 @@ class MapRecorder:
         self.cov.start()
         # every Python process started from here starts coverage with this configuration
         os.environ["COVERAGE_PROCESS_START"] = str(config)
-        os.register_at_fork(after_in_child=_forked)
+        os.register_at_fork(after_in_child=_forked, after_in_parent=_parented)
 
     def saw(self, path: Any, listing: bool) -> None:
         """A file opened, or a folder listed, by the running test (or outside every test)."""
@@ -173,13 +179,14 @@ class MapRecorder:
             self.finished.write(json.dumps({"c": "", "nodeid": "", "reads": [rel]}) + "\n")
             self.finished.flush()
 
-    def start(self, event: str, args: tuple[Any, ...]) -> None:
-        """A program started by the running test (or by the project's code outside every
-        test): what it opens no audit hook of this process sees (#40)."""
+    def start(self, why: str) -> None:
+        """A program (or a process of multiprocessing's spawn) started by the running test, or
+        by the project's code outside every test: what it opens no audit hook of this process
+        sees (#40). ``why``: what it started, in words."""
         starter = opens.opener(self.root)
+        self.parent = True
         if not self.context and starter is None:
             return  # pytest's or a plugin's own (xdist's workers), outside every test
-        why = f"it started `{opens.started(event, args)}`"
         if os.getpid() != self.pid:
             self._from_fork({"unseen": why, "starters": [starter or ""]})
         elif self.context:
@@ -197,6 +204,9 @@ class MapRecorder:
         if self.forked_pid != os.getpid():  # a copy of a copy writes a file of its own too
             self.forked_pid = os.getpid()
             self.forked = (self.own / f"{FORKED_PREFIX}{self.forked_pid}.jsonl").open("a", encoding="ascii")
+            # the context it measures in: a data file of its pid and another context is a
+            # process that got the same pid later, not this copy
+            self._from_fork({})
 
     def _from_fork(self, entry: dict[str, Any]) -> None:
         self.fork_started()
@@ -217,6 +227,7 @@ class MapRecorder:
         self.count += 1
         # a context is a number, not the nodeid: a nodeid may hold what SQLite cannot store
         self._switch(f"t{self.count}")
+        self.alive = _alive() if self.parent else set()
 
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
         context = f"t{self.count}"
@@ -227,6 +238,9 @@ class MapRecorder:
         entry = {"c": context, "nodeid": nodeid, "reads": reads, "openers": openers}
         if context in self.unseen:
             entry.update(unseen=self.unseen.pop(context), starters=sorted(self.starters))
+        alive = self.alive | (_alive() if self.parent else set())
+        if alive:  # #40: what those did while it ran is the test's too
+            entry.update(alive=sorted(alive))
         self.starters = set()
         self.finished.write(json.dumps(entry) + "\n")
         self.finished.flush()
@@ -248,38 +262,18 @@ def fold(folder: Path, root: Path) -> None:
     """One process's folder into its ``part.json``, ``lines.json`` and ``imports.json``: each
     finished test, the files and lines it ran, and what ran outside every test."""
     finished = _finished(folder / FINISHED_FILE)
-    tests = {str(entry["c"]): str(entry["nodeid"]) for entry in finished}
-    forked = sorted(folder.glob(f"{FORKED_PREFIX}*.jsonl"))
-    followed = {folder.name.split("-")[1], *(f.name.removeprefix(FORKED_PREFIX).split(".")[0] for f in forked)}
-    ran, imports, unfollowed = _measured(folder, root, followed)
+    forked = {f: _finished(f, context_only=True) for f in sorted(folder.glob(f"{FORKED_PREFIX}*.jsonl"))}
+    # #40: a process alive while a test ran (a pool, a server a fixture holds) may have done
+    # that test's work: what it ran and opened is each such test's too
+    shared: dict[str, set[str]] = {}
+    for entry in finished:
+        alive = entry.get("alive")
+        for pid in alive if isinstance(alive, list) and entry["nodeid"] else ():
+            shared.setdefault(str(pid), set()).add(str(entry["nodeid"]))
+    ran, imports, unfollowed, by_pid = _measured(folder, root, _followed(folder, forked), shared)
+    reads, openers, unseen = _opened(finished, forked, unfollowed, shared)
     part: dict[str, set[str]] = {}
     lines: dict[str, dict[str, set[int]]] = {}
-    reads: dict[str, set[str]] = {}
-    openers: dict[str, set[str]] = {}
-    # #40: nodeid ("": outside every test) -> [why its opens are unseen, who started the program...]
-    unseen: dict[str, list[str]] = {}
-    # what a forked copy opened and started is the test's it ran under (a test the process
-    # did not finish is not in the map)
-    children = [e for f in forked for e in _finished(f, context_only=True)]
-    for nodeid, entry in [
-        *((str(e["nodeid"]), e) for e in finished),
-        *((tests[e["c"]] if e["c"] else "", e) for e in children if not e["c"] or e["c"] in tests),
-    ]:
-        opened = [r for r in entry.get("reads", ()) if isinstance(r, str)]
-        reads.setdefault(nodeid, set()).update(opened)
-        by = entry.get("openers")
-        for rel, names in by.items() if isinstance(by, dict) else ():
-            openers.setdefault(str(rel), set()).update(n for n in names if isinstance(n, str))
-        why, starters = entry.get("unseen"), entry.get("starters")
-        if isinstance(why, str) and isinstance(starters, list):
-            kept = unseen.setdefault(nodeid, [why])
-            kept.extend(s for s in starters if isinstance(s, str) and s not in kept[1:])
-    for context, pid in sorted(unfollowed.items()):
-        # a Python process no audit hook of the recording was in (multiprocessing's spawn or
-        # forkserver start no program the hook sees): a program the test started, else code
-        # the recording cannot name
-        if context in tests and tests[context] not in unseen:
-            unseen[tests[context]] = [f"a process it started (pid {pid}) ran Python the recording does not follow", ""]
     for entry in finished:
         if not entry["nodeid"]:
             continue  # what was read outside every test: no test's
@@ -290,6 +284,10 @@ def fold(folder: Path, root: Path) -> None:
         mine = lines.setdefault(nodeid, {})
         for rel, numbers in measured.items():
             mine.setdefault(rel, set()).update(numbers)
+    for pid, nodeids in shared.items():
+        for nodeid, (rel, numbers) in ((n, r) for n in nodeids for r in by_pid.get(pid, {}).items()):
+            part.setdefault(nodeid, set()).add(rel)
+            lines.setdefault(nodeid, {}).setdefault(rel, set()).update(numbers)
     for rel in _early(folder / EARLY_FILE):
         imports.setdefault(rel, set()).update(_every_line(root / rel))
     _write(folder / MAP_IMPORTS, {rel: sorted(numbers) for rel, numbers in imports.items()})
@@ -302,32 +300,101 @@ def fold(folder: Path, root: Path) -> None:
         leftover.unlink(missing_ok=True)
 
 
+def _opened(
+    finished: list[dict[str, Any]],
+    forked: Mapping[Path, list[dict[str, Any]]],
+    unfollowed: Mapping[str, str],
+    shared: Mapping[str, set[str]],
+) -> tuple[dict[str, set[str]], dict[str, set[str]], dict[str, list[str]]]:
+    """#40: nodeid ("": outside every test) -> the files it opened; file -> who opened it; and
+    nodeid -> [why its opens are unseen, who started the program...]. What a forked copy opened
+    and started is the test's it ran under (a test the process did not finish is not in the
+    map) and every test it was alive for; a process the recording did not follow makes the
+    tests it ran under, or was alive for, unseen."""
+    tests = {str(entry["c"]): str(entry["nodeid"]) for entry in finished}
+    reads: dict[str, set[str]] = {}
+    openers: dict[str, set[str]] = {}
+    unseen: dict[str, list[str]] = {}
+    found: list[tuple[str, dict[str, Any]]] = [(str(e["nodeid"]), e) for e in finished]
+    for f, entries in forked.items():
+        also = shared.get(f.name.removeprefix(FORKED_PREFIX).split(".")[0], set())
+        for e in entries:
+            ran_under = tests.get(e["c"]) if e["c"] else ""
+            found += [(n, e) for n in {*also, *([ran_under] if ran_under is not None else [])}]
+    for nodeid, entry in found:
+        reads.setdefault(nodeid, set()).update(r for r in entry.get("reads", ()) if isinstance(r, str))
+        by = entry.get("openers")
+        for rel, names in by.items() if isinstance(by, dict) else ():
+            openers.setdefault(str(rel), set()).update(n for n in names if isinstance(n, str))
+        why, starters = entry.get("unseen"), entry.get("starters")
+        if isinstance(why, str) and isinstance(starters, list):
+            kept = unseen.setdefault(nodeid, [why])
+            kept.extend(s for s in starters if isinstance(s, str) and s not in kept[1:])
+    for context, pid in sorted(unfollowed.items()):
+        # a Python process no audit hook of the recording was in and whose start it was not
+        # told of: a program the test started, else code the recording cannot name
+        said = f"a process {'it started' if context else 'started outside every test'} (pid {pid})"
+        test = tests.get(context) if context else ""
+        if test is not None and test not in unseen:
+            unseen[test] = [f"{said} ran Python the recording does not follow", ""]
+    followed = {f.name.removeprefix(FORKED_PREFIX).split(".")[0] for f in forked}
+    for pid, nodeids in sorted(shared.items()):
+        for nodeid in sorted(nodeids) if pid not in followed else ():
+            # who started it, the test that did says (or its own process, unfollowed)
+            unseen.setdefault(nodeid, [f"a process started before it ended (pid {pid}) ran beside it"])
+    return reads, openers, unseen
+
+
 def _write(path: Path, data: dict[str, Any]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data), "ascii")
     tmp.replace(path)
 
 
+def _followed(folder: Path, children: Mapping[Path, list[dict[str, Any]]]) -> dict[str, frozenset[str] | None]:
+    """The pids of the processes the recording followed -> the contexts each measured in
+    (None: any): this process; each forked copy, in the contexts its file names (a process
+    that got its pid later is another); and every other recording process of the run, outside
+    every test (an xdist worker's coverage, started by the configuration it inherits)."""
+    followed: dict[str, frozenset[str] | None] = {
+        other.name.split("-")[1]: frozenset({""}) for other in folder.parent.glob("cov-*")
+    }
+    for f, entries in children.items():
+        pid = f.name.removeprefix(FORKED_PREFIX).split(".")[0]
+        followed[pid] = frozenset(str(e["c"]) for e in entries)
+    followed[folder.name.split("-")[1]] = None
+    return followed
+
+
 def _measured(
-    folder: Path, root: Path, followed: Collection[str]
-) -> tuple[dict[str, dict[str, set[int]]], dict[str, set[int]], dict[str, str]]:
+    folder: Path, root: Path, followed: Mapping[str, frozenset[str] | None], shared: Collection[str] = ()
+) -> tuple[dict[str, dict[str, set[int]]], dict[str, set[int]], dict[str, str], dict[str, dict[str, set[int]]]]:
     """coverage's data in ``folder``: context -> path -> the lines it ran; path -> the lines
-    that ran outside every test (a "t" context is a test's); and each test's context a process
-    whose pid is not one of ``followed`` (this one, its forked copies) measured in -> that pid."""
+    that ran outside every test (a "t" context is a test's); each context ("": outside every
+    test) a process the recording did not follow (:func:`_followed`) measured in -> its pid;
+    and of the processes of ``shared`` (alive while a test ran), pid -> path -> every line it ran."""
     import coverage
 
     ran: dict[str, dict[str, set[int]]] = {}
     imports: dict[str, set[int]] = {}
     unfollowed: dict[str, str] = {}
+    by_pid: dict[str, dict[str, set[int]]] = {}
     data_files = [str(found) for found in folder.glob(f"{DATA_NAME}.*")]
     if not data_files:
-        return ran, imports, unfollowed
+        return ran, imports, unfollowed, by_pid
     for found in data_files:
         pid = _data_pid(found)
-        if pid not in followed:
-            one = coverage.CoverageData(basename=found)
-            one.read()
-            unfollowed.update((c, pid) for c in one.measured_contexts() if c.startswith("t"))
+        allowed = followed.get(pid, frozenset())
+        if allowed is None and pid not in shared:
+            continue
+        one = coverage.CoverageData(basename=found)
+        one.read()
+        if allowed is not None:
+            unfollowed.update((c, pid) for c in one.measured_contexts() if c not in allowed and c not in unfollowed)
+        for path in one.measured_files() if pid in shared else ():
+            rel = opens.relative(path, root)
+            if rel is not None:
+                by_pid.setdefault(pid, {}).setdefault(rel, set()).update(one.lines(path) or ())
     cov = coverage.Coverage(data_file=str(folder / DATA_NAME), config_file=False)
     cov.combine(data_files, keep=False)
     data = cov.get_data()
@@ -340,7 +407,7 @@ def _measured(
                 ran.setdefault(context, {}).setdefault(rel, set()).add(line)
                 if not context.startswith("t"):
                     imports.setdefault(rel, set()).add(line)
-    return ran, imports, unfollowed
+    return ran, imports, unfollowed, by_pid
 
 
 def _data_pid(name: str) -> str:
@@ -364,14 +431,78 @@ def _audit_once() -> None:
     def hook(event: str, args: tuple[Any, ...]) -> None:
         if not (_RECORDERS and args):
             return
-        if event == "open" or event in opens.LISTING or event in opens.NATIVE_OPENS:
+        if event == "open" or event in opens.LISTING:
             with contextlib.suppress(Exception):  # never the opener's failure
                 _RECORDERS[0].saw(args[0], event in opens.LISTING)
+        elif event in opens.NATIVE_OPENS:
+            with contextlib.suppress(Exception):
+                path = opens.native_path(args[0])
+                if path is not None:
+                    _RECORDERS[0].saw(path, False)
         elif event in opens.STARTS:
             with contextlib.suppress(Exception):
-                _RECORDERS[0].start(event, args)
+                _RECORDERS[0].start(f"it started `{opens.started(event, args)}`")
 
     sys.addaudithook(hook)
+
+
+def _parented() -> None:
+    if _RECORDERS:
+        _RECORDERS[0].parent = True
+
+
+def _alive() -> set[str]:
+    """The pids of this process's descendants alive now (none where ``/proc`` cannot tell),
+    but multiprocessing's own helpers (its resource tracker, its fork server: not the
+    processes they fork), which run no code of the project."""
+    children: dict[str, list[str]] = {}
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError, IndexError):
+                    stat = Path(entry.path, "stat").read_text("ascii", errors="replace")
+                    parent = stat.rsplit(")", 1)[1].split()[1]  # its name may hold spaces and ")"
+                    children.setdefault(parent, []).append(entry.name)
+    found: set[str] = set()
+    todo = [str(os.getpid())]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found - _helpers()
+
+
+def _helpers() -> set[str]:
+    tracker = sys.modules.get("multiprocessing.resource_tracker")
+    server = sys.modules.get("multiprocessing.forkserver")
+    pids = [
+        getattr(getattr(tracker, "_resource_tracker", None), "_pid", None),
+        getattr(getattr(server, "_forkserver", None), "_forkserver_pid", None),
+    ]
+    return {str(pid) for pid in pids if isinstance(pid, int)}
+
+
+def _follow_processes() -> None:
+    """#40: a process of multiprocessing's spawn or forkserver start methods starts with no
+    audit event: its start is told to the recorder, with the code that started it (a fork's
+    copy carries the audit hook and is followed as the test itself)."""
+    import multiprocessing.process
+
+    original = multiprocessing.process.BaseProcess.start
+    if getattr(original, "__device_matrix__", False):
+        return
+
+    def start(process: multiprocessing.process.BaseProcess) -> None:
+        original(process)
+        kind = type(getattr(process, "_popen", None)).__module__.rsplit(".", 1)[-1]
+        if _RECORDERS and kind != "popen_fork":
+            with contextlib.suppress(Exception):  # never the starter's failure
+                method = kind.removeprefix("popen_").removesuffix("_posix")
+                _RECORDERS[0].start(f"it started a process of multiprocessing's {method} ({process.name})")
+
+    start.__device_matrix__ = True  # type: ignore[attr-defined]
+    multiprocessing.process.BaseProcess.start = start  # type: ignore[method-assign,assignment]
 
 
 def _imported_already(root: Path) -> set[str]:

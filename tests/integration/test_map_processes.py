@@ -1,14 +1,17 @@
 """#40: what a test opens through another process, recorded in real runs: a forked copy
 (multiprocessing's fork, pytest-forked) is the test itself, its opens kept as the test's; a
-program it starts (a subprocess, a process of multiprocessing's spawn) opens what no audit
-hook sees, so the map says the test's opens are unseen and a change to a file that is not
-Python runs it; sqlite3's own open of a database counts as an open."""
+program it starts (a subprocess, a process of multiprocessing's spawn, a Python process
+native code starts) opens what no audit hook sees, so the map says the test's opens are
+unseen and any change runs it, with what its starter kept, or every test where the
+starter cannot be named; sqlite3's own open of a database counts as an open."""
 
 from __future__ import annotations
 
 import contextlib
 import sqlite3
 from pathlib import Path
+
+import pytest
 
 from device_matrix.records import testmap
 from tests.builders import git, git_project
@@ -17,6 +20,8 @@ from tests.runs import outcomes_of
 
 MINE = "suites/mine"
 READER = "def read(path):\n    with open(path) as fh:\n        return fh.read()\n"
+# a program of the project, which native code starts with no audit event
+PROGRAM = "import sys\n\nfrom reader import read\n\nsys.exit(read(sys.argv[1]) != '1\\n')\n"
 TESTS = """
 import multiprocessing
 import os
@@ -73,14 +78,22 @@ def test_plain():
     _expect("plain.txt", "1\\n")
 
 
+def test_native():
+    import ctypes
+
+    program = " ".join([sys.executable, os.path.join(HERE, "program.py"), os.path.join(HERE, "data", "native.txt")])
+    assert ctypes.CDLL(None).system(program.encode()) == 0
+
+
 def test_other():
     assert True
 """
-NAMES = ("fork", "spawn", "sub", "forked", "plain")
+NAMES = ("fork", "spawn", "sub", "forked", "plain", "native")
 
 
-def _recorded(tmp_path: Path) -> Project:
-    p = git_project(tmp_path, {"reader.py": READER, "test_p.py": TESTS, **{f"data/{n}.txt": "1\n" for n in NAMES}})
+def _recorded(tmp_path: Path, tests: str = TESTS) -> Project:
+    files = {"reader.py": READER, "program.py": PROGRAM, "test_p.py": tests}
+    p = git_project(tmp_path, {**files, **{f"data/{n}.txt": "1\n" for n in NAMES}})
     with contextlib.closing(sqlite3.connect(p.root / MINE / "data" / "t.db")) as db:
         db.execute("create table t (a)")
         db.commit()
@@ -102,11 +115,15 @@ def test_what_a_test_opens_through_another_process_is_recorded_or_said_unseen(tm
     assert reads["test_plain"] == {f"{MINE}/data/plain.txt"}
     assert reads["test_sqlite"] == {f"{MINE}/data/t.db"}  # sqlite3 opens it in C
     unseen = {n.rsplit("::", 1)[-1]: why for n, why in m.unseen.items()}
-    assert set(unseen) == {"test_spawn", "test_subprocess"}
+    assert set(unseen) == {"test_spawn", "test_subprocess", "test_native"}
     assert unseen["test_subprocess"].startswith("it started `") and " -c import sys; " in unseen["test_subprocess"]
-    assert "ran Python the recording does not follow" in unseen["test_spawn"]  # no audit event starts it
-    first = TESTS.splitlines().index("def test_subprocess():") + 1
-    assert f"{MINE}/test_p.py:{first}" in m.starters  # test_subprocess's own code started its program
+    assert unseen["test_spawn"].startswith("it started a process of multiprocessing's spawn (")
+    # no audit event, no multiprocessing: its coverage data under the test's context tells it
+    assert "ran Python the recording does not follow" in unseen["test_native"]
+    lines = TESTS.splitlines()
+    subprocess_at, child_at = lines.index("def test_subprocess():") + 1, lines.index("def _child(method, name):") + 1
+    # the code that started each: test_subprocess's own, _child for spawn, unknown for native
+    assert m.starters == {f"{MINE}/test_p.py:{subprocess_at}", f"{MINE}/test_p.py:{child_at}", ""}
 
 
 def test_a_data_file_read_through_a_forked_copy_or_a_program_runs_its_test(tmp_path: Path) -> None:
@@ -118,8 +135,8 @@ def test_a_data_file_read_through_a_forked_copy_or_a_program_runs_its_test(tmp_p
         db.commit()
     proc = p.run("run", "--device", "fixture", "--select", "changed")
     outcomes = outcomes_of(p.record())
-    # spawn's process was started by code the recording cannot name: what it kept of what it
-    # read cannot be followed, and every test runs
+    # the native start's Python was started by code the recording cannot name: what it kept
+    # of what it read cannot be followed, and every test runs
     assert outcomes == {
         "test_fork": "failed",
         "test_forked": "failed",
@@ -127,23 +144,71 @@ def test_a_data_file_read_through_a_forked_copy_or_a_program_runs_its_test(tmp_p
         "test_sqlite": "failed",
         "test_spawn": "passed",
         "test_plain": "passed",
+        "test_native": "passed",
         "test_other": "passed",
     }, proc.stdout + proc.stderr
-    assert "test_p.py::test_spawn started may have opened" in proc.stdout + proc.stderr
+    assert "test_p.py::test_native started may have opened" in proc.stdout + proc.stderr
 
 
-def test_without_a_process_the_recording_cannot_follow_a_data_change_runs_its_readers_alone(tmp_path: Path) -> None:
-    p = _recorded(tmp_path)
-    tests = p.root / MINE / "test_p.py"
-    tests.write_text(tests.read_text().replace('_child("spawn", "spawn.txt")', '_child("fork", "spawn.txt")'))
-    git(p.root, "commit", "-q", "-am", "fork alone")
-    assert p.run("run", "--device", "fixture", "--record-map").returncode == 0
-    (p.root / MINE / "data" / "sub.txt").write_text("2\n")
-    (p.root / MINE / "data" / "forked.txt").write_text("2\n")
+def test_where_each_starter_is_named_a_data_change_runs_the_readers_and_the_starters_alone(tmp_path: Path) -> None:
+    p = _recorded(tmp_path, TESTS.replace("assert ctypes.CDLL(None).system(program.encode()) == 0", "assert program"))
+    for name in ("spawn", "sub", "forked"):
+        (p.root / MINE / "data" / f"{name}.txt").write_text("2\n")
     proc = p.run("run", "--device", "fixture", "--select", "changed")
     outcomes = outcomes_of(p.record())
     assert outcomes == {
+        "test_spawn": "failed",  # a process of spawn, started by _child: named, unseen
         "test_subprocess": "failed",
         "test_forked": "failed",
-        **dict.fromkeys(("test_fork", "test_spawn", "test_sqlite", "test_plain", "test_other"), "deselected"),
+        **dict.fromkeys(("test_fork", "test_sqlite", "test_plain", "test_native", "test_other"), "deselected"),
     }, proc.stdout + proc.stderr
+
+
+POOLED = """
+import multiprocessing
+import os
+
+import pytest
+
+from reader import read
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def test_other():
+    assert True
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with multiprocessing.get_context("METHOD").Pool(1) as workers:
+        yield workers
+
+
+def test_pool_a(pool):
+    assert pool.apply(read, (os.path.join(HERE, "data", "a.txt"),)) == "1\\n"
+
+
+def test_pool_b(pool):
+    assert pool.apply(read, (os.path.join(HERE, "data", "b.txt"),)) == "1\\n"
+"""
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+@pytest.mark.parametrize("change", ["data", "code"])
+def test_a_process_that_outlives_the_test_that_started_it_serves_the_tests_after_it(
+    tmp_path: Path, method: str, change: str
+) -> None:
+    # a pool a fixture holds: its worker reads for test_pool_b, but started under test_pool_a
+    suite = {"reader.py": READER, "test_pool.py": POOLED.replace("METHOD", method)}
+    p = git_project(tmp_path, {**suite, "data/a.txt": "1\n", "data/b.txt": "1\n"})
+    assert p.run("run", "--device", "fixture", "--record-map").returncode == 0
+    if change == "data":
+        (p.root / MINE / "data" / "b.txt").write_text("2\n")
+    else:  # a change to the function the worker ran, which no line of the tests' own process ran
+        (p.root / MINE / "reader.py").write_text(READER.replace("return fh.read()", "return fh.read() + '!'"))
+    proc = p.run("run", "--device", "fixture", "--select", "changed")
+    outcomes = outcomes_of(p.record())
+    assert outcomes["test_pool_b"] == "failed", proc.stdout + proc.stderr
+    assert outcomes["test_pool_a"] == ("passed" if change == "data" else "failed"), proc.stdout + proc.stderr
+    assert outcomes["test_other"] == "deselected", proc.stdout + proc.stderr

@@ -4,10 +4,13 @@ audit event started, as a short command line."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
-from device_matrix.child.opens import started
-from device_matrix.child.testmap import _data_pid
+from device_matrix.child.opens import native_path, started
+from device_matrix.child.testmap import FORKED_PREFIX, _data_pid, _followed
 
 
 @pytest.mark.parametrize(
@@ -31,3 +34,32 @@ def test_the_program_an_audit_event_started_as_a_command_line() -> None:
     assert started("os.spawn", (0, "/bin/cat", ["cat", "f"], {})) == "cat f"
     long = started("os.exec", ("/bin/echo", ["echo", "x" * 200], {}))
     assert len(long) == 80 and long.endswith("...")
+
+
+@pytest.mark.parametrize(
+    ("database", "path"),
+    [
+        ("data/app.db", "data/app.db"),
+        (b"data/app.db", "data/app.db"),
+        ("file:data/app.db?mode=ro", "data/app.db"),  # a URI (uri=True): its query is no part of the path
+        ("file:///srv/app%20one.db", "/srv/app one.db"),
+        (":memory:", None),
+        ("", None),  # a temporary database
+        ("file::memory:?cache=shared", None),
+        ("file:shared?mode=memory", None),
+    ],
+)
+def test_the_file_sqlite3_opens(database: Any, path: str | None) -> None:
+    assert native_path(database) == path
+
+
+def test_a_process_is_followed_in_the_contexts_it_measured_in(tmp_path: Path) -> None:
+    own = tmp_path / "cov-100-aa"
+    (tmp_path / "cov-200-bb").mkdir(parents=True)  # another recording process of the run
+    own.mkdir()
+    fork = own / f"{FORKED_PREFIX}300.jsonl"
+    followed = _followed(own, {fork: [{"c": "t1"}, {"c": "t1", "reads": []}]})
+    assert followed["100"] is None  # this process: any context
+    assert followed["300"] == {"t1"}  # a forked copy: the contexts its file names (a later pid's are another's)
+    assert followed["200"] == {""}  # an xdist worker's coverage, started outside every test
+    assert "400" not in followed

@@ -58,7 +58,18 @@ def test_a_test_that_started_a_program_runs_when_a_file_that_is_not_python_chang
     said = plan(m, ["data/t.csv"], row="cpu", rules=RULES, now=NOW).decide("tests/test_t.py::test_run")
     assert said.reason == "it started `true`, whose opens the map cannot see, and data/t.csv changed"
     assert said.why == "opens"
-    assert _ran(m, "tests/test_t.py") >= {"tests/test_t.py::test_plain"}  # a Python change: its own rules
+
+
+def test_a_test_that_started_a_program_runs_when_a_python_file_changes_too() -> None:
+    # a linter, grep or a build the test runs reads sources as data: no line of them runs
+    m = _map({"tests/test_t.py::test_run": "it started `ruff check`"}, frozenset({"tests/conftest.py:11"}))
+    # a function of conftest.py only test_table ran changed: test_plain ran none of it
+    spans = {"tests/conftest.py": [(8, 8)]}
+    p = plan(m, ["tests/conftest.py"], row="cpu", rules=RULES, now=NOW, bodies=["tests/conftest.py"], functions=spans)
+    assert p.full_reason is None
+    assert p.decide("tests/test_t.py::test_run").reason.startswith("it started `ruff check`, whose opens")
+    assert p.decide("tests/test_t.py::test_table").run
+    assert not p.decide("tests/test_t.py::test_plain").run
 
 
 def test_what_the_starter_of_a_program_kept_reaches_the_tests_that_share_it() -> None:
