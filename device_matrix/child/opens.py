@@ -10,6 +10,7 @@ import os
 import sys
 import urllib.parse
 from pathlib import Path
+from types import CodeType
 from typing import Any
 
 # folders inside a project that hold no code of its own
@@ -27,15 +28,27 @@ def opener(root: Path) -> str | None:
     """The project's code on the stack that is nearest the open (a conftest's, a module's,
     a test's), as "path:first line" of its function's code, "" when it is a module's own
     code (at its import); None when no code of the project is on it."""
+    found = opener_code(root)
+    if found is None:
+        return None
+    rel, code = found
+    return "" if code.co_name == "<module>" else f"{rel}:{code.co_firstlineno}"
+
+
+def opener_code(root: Path) -> tuple[str, CodeType] | None:
+    """:func:`opener`'s code and its file, relative to the project root (None: no code of the
+    project is on the stack)."""
     frame = sys._getframe(1)
-    own = str(Path(__file__).resolve().parent.parent)
+    inside, own = f"{root}{os.sep}", f"{Path(__file__).resolve().parent.parent}{os.sep}"
     while frame is not None:
         name = frame.f_code.co_filename
-        if name.startswith(str(root)) and not name.startswith(own) and not any(f"/{n}/" in name for n in NOT_PROJECT):
-            code = frame.f_code
-            if code.co_name not in _COMPREHENSIONS:  # a generator's caller is the function it is in
-                rel = relative(name, root)
-                return "" if rel is None or code.co_name == "<module>" else f"{rel}:{code.co_firstlineno}"
+        # a function of the project's (a sibling folder whose name starts the same is not),
+        # not a generator's (its caller is the function it is in)
+        mine = name.startswith(inside) and not name.startswith(own) and frame.f_code.co_name not in _COMPREHENSIONS
+        if mine and not any(f"/{n}/" in name for n in NOT_PROJECT):
+            rel = relative(name, root)
+            if rel is not None:
+                return rel, frame.f_code
         frame = frame.f_back  # type: ignore[assignment]
     return None
 

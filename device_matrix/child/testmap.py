@@ -23,6 +23,7 @@ it died is never in the map (it did not finish: the map cannot say what it ran).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -31,7 +32,7 @@ import secrets
 import sys
 from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NamedTuple, NoReturn, TextIO
 
 import pytest
 
@@ -41,6 +42,7 @@ from device_matrix.wire import ENV_MAP_CONTEXT, MAP_IMPORTS, MAP_LINES, MAP_OPEN
 PART_FILE = MAP_PART  # in each process's folder: the tests it finished and their files
 EARLY_FILE = "early.json"  # the project's files imported before the recording started (#40)
 FINISHED_FILE = "finished.jsonl"  # one line a finished test: its context and its nodeid
+ENDED_FILE = "ended.json"  # what was still running as the process ended, and the starters' code
 FORKED_PREFIX = "forked-"  # forked-PID.jsonl: what a forked copy (PID) opened and started, a line each
 DATA_NAME = "data"  # coverage's data files: data.<host>.<pid>.<random>, one a process
 CONFIG_NAME = "coverage.ini"
@@ -137,6 +139,7 @@ class MapRecorder:
         # ends (a pool, a server a fixture holds, which serves the tests after it)
         self.parent = False
         self.alive: set[str] = set()
+        self.starter_lines: dict[str, set[int]] = {}  # #40: the code of the functions that started one
         # #40: the files each context opened or listed (path -> rel, "" the session's own)
         self.context = ""
         self.reads: dict[str, set[str]] = {}
@@ -182,19 +185,25 @@ class MapRecorder:
     def start(self, why: str) -> None:
         """A program (or a process of multiprocessing's spawn) started by the running test, or
         by the project's code outside every test: what it opens no audit hook of this process
-        sees (#40). ``why``: what it started, in words."""
-        starter = opens.opener(self.root)
+        sees (#40). ``why``: what it started, in words. The starting function's lines are kept:
+        a test that runs them later may use what it started (a server it left running)."""
+        found = opens.opener_code(self.root)
         self.parent = True
-        if not self.context and starter is None:
+        if not self.context and found is None:
             return  # pytest's or a plugin's own (xdist's workers), outside every test
+        rel, code = found if found is not None else ("", None)
+        starter = f"{rel}:{code.co_firstlineno}" if code is not None and code.co_name != "<module>" else ""
+        lines = {rel: sorted({n for *_, n in code.co_lines() if n})} if code is not None and starter else {}
         if os.getpid() != self.pid:
-            self._from_fork({"unseen": why, "starters": [starter or ""]})
+            self._from_fork({"unseen": why, "starters": [starter], "starter_lines": lines})
         elif self.context:
             self.unseen.setdefault(self.context, why)
-            self.starters.add(starter or "")
+            self.starters.add(starter)
+            for path, numbers in lines.items():
+                self.starter_lines.setdefault(path, set()).update(numbers)
         else:
             # at once, as a file read outside every test: a process that dies keeps it
-            line = {"c": "", "nodeid": "", "reads": [], "unseen": why, "starters": [starter or ""]}
+            line = {"c": "", "nodeid": "", "reads": [], "unseen": why, "starters": [starter], "starter_lines": lines}
             self.finished.write(json.dumps(line) + "\n")
             self.finished.flush()
 
@@ -207,6 +216,28 @@ class MapRecorder:
             # the context it measures in: a data file of its pid and another context is a
             # process that got the same pid later, not this copy
             self._from_fork({})
+            # and that it ended as a copy ends (``os._exit``, or the interpreter's exit), its
+            # coverage saved: one killed (a pool's terminate()) saved none of what it ran
+            exit_now = os._exit
+
+            def _exit(status: int) -> NoReturn:
+                self._ended()
+                exit_now(status)
+
+            os._exit = _exit
+            atexit.register(self._ended)
+
+    def _ended(self) -> None:
+        """A forked copy's end: its coverage saved first, then said so (a copy killed while
+        it saves, by a pool's terminate(), is one that saved nothing)."""
+        import coverage
+
+        with contextlib.suppress(Exception):  # never the copy's own end
+            current = coverage.Coverage.current()
+            if current is not None:
+                current.stop()
+                current.save()
+            self._from_fork({"ended": True})
 
     def _from_fork(self, entry: dict[str, Any]) -> None:
         self.fork_started()
@@ -252,6 +283,10 @@ class MapRecorder:
         self.cov.save()
         self.finished.close()
         os.environ.pop("COVERAGE_PROCESS_START", None)
+        # #40: the processes still running (a pool's workers end at the interpreter's exit, after
+        # this: what they ran is not in the data), and the code that started programs
+        starters = {path: sorted(numbers) for path, numbers in self.starter_lines.items()}
+        _write(self.own / ENDED_FILE, {"alive": sorted(_alive() if self.parent else ()), "starter_lines": starters})
         # a process of this run that died left its folder unfolded: its finished tests count
         for folder in sorted(self.own.parent.glob("cov-*")):
             if folder == self.own or not (folder / PART_FILE).exists():
@@ -270,7 +305,7 @@ def fold(folder: Path, root: Path) -> None:
         alive = entry.get("alive")
         for pid in alive if isinstance(alive, list) and entry["nodeid"] else ():
             shared.setdefault(str(pid), set()).add(str(entry["nodeid"]))
-    ran, imports, unfollowed, by_pid = _measured(folder, root, _followed(folder, forked), shared)
+    ran, imports, unfollowed, by_pid, damaged = _measured(folder, root, _followed(folder, forked), shared)
     reads, openers, unseen = _opened(finished, forked, unfollowed, shared)
     part: dict[str, set[str]] = {}
     lines: dict[str, dict[str, set[int]]] = {}
@@ -288,6 +323,10 @@ def fold(folder: Path, root: Path) -> None:
         for nodeid, (rel, numbers) in ((n, r) for n in nodeids for r in by_pid.get(pid, {}).items()):
             part.setdefault(nodeid, set()).add(rel)
             lines.setdefault(nodeid, {}).setdefault(rel, set()).update(numbers)
+    # a forked copy that did not end as one ends (killed) saved no coverage of what it ran
+    lost = {f.name.removeprefix(FORKED_PREFIX).split(".")[0] for f, es in forked.items() if not _ended_well(es)}
+    lost |= damaged
+    _unfinished(_read_json(folder / ENDED_FILE), lost, finished, forked, shared=shared, lines=lines, unseen=unseen)
     for rel in _early(folder / EARLY_FILE):
         imports.setdefault(rel, set()).update(_every_line(root / rel))
     _write(folder / MAP_IMPORTS, {rel: sorted(numbers) for rel, numbers in imports.items()})
@@ -298,6 +337,57 @@ def fold(folder: Path, root: Path) -> None:
     _write(folder / PART_FILE, {nodeid: sorted(files) for nodeid, files in part.items()})
     for leftover in folder.glob(f"{DATA_NAME}*"):
         leftover.unlink(missing_ok=True)
+
+
+def _unfinished(
+    ended: Mapping[str, Any],
+    lost: Collection[str],
+    finished: list[dict[str, Any]],
+    forked: Mapping[Path, list[dict[str, Any]]],
+    *,
+    shared: Mapping[str, set[str]],
+    lines: Mapping[str, Mapping[str, set[int]]],
+    unseen: dict[str, list[str]],
+) -> None:
+    """#40: into ``unseen``, the tests whose processes' work the map lacks: one beside them,
+    or forked under them, that left no coverage (``lost``: killed by a pool's ``terminate()``),
+    or still running as the recording ended (a pool's workers end at the interpreter's exit:
+    their coverage comes too late); and a test that ran code that started
+    a program (``ensure_server()``), which may serve it although it started nothing itself
+    (the server already ran, or left this process's tree)."""
+    tests = {str(e["c"]): str(e["nodeid"]) for e in finished}
+    entries = [finished, *forked.values()]
+    alive = ended.get("alive")
+    for pid in sorted({*lost, *([str(p) for p in alive] if isinstance(alive, list) else [])}):
+        ran_under = [
+            tests.get(str(e["c"])) for f, es in forked.items() if f.name == f"{FORKED_PREFIX}{pid}.jsonl" for e in es
+        ]
+        said = f"a process beside it (pid {pid}) left no coverage as the map was written (killed, or running)"
+        # one whose tests are not known (its data cut short): outside every test, any test's
+        for nodeid in sorted({*shared.get(pid, ()), *(n for n in ran_under if n)}) or [""]:
+            unseen.setdefault(nodeid, [said, ""] if not nodeid else [said])
+    code: dict[str, set[int]] = {}
+    for kept in [ended.get("starter_lines"), *(e.get("starter_lines") for es in entries for e in es)]:
+        for rel, numbers in kept.items() if isinstance(kept, dict) else ():
+            code.setdefault(str(rel), set()).update(n for n in numbers if isinstance(n, int))
+    for nodeid, per_file in sorted(lines.items()):
+        started = next(
+            (rel for rel, numbers in sorted(code.items()) if not numbers.isdisjoint(per_file.get(rel, ()))), None
+        )
+        if started is not None:
+            unseen.setdefault(nodeid, [f"it ran code of {started} that starts a program, which may serve it"])
+
+
+def _ended_well(entries: list[dict[str, Any]]) -> bool:
+    return any(e.get("ended") is True for e in entries)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text("ascii"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def _opened(
@@ -366,35 +456,44 @@ def _followed(folder: Path, children: Mapping[Path, list[dict[str, Any]]]) -> di
     return followed
 
 
+class _Measured(NamedTuple):
+    ran: dict[str, dict[str, set[int]]]  # context -> path -> the lines it ran
+    imports: dict[str, set[int]]  # path -> the lines that ran outside every test
+    # each context ("": outside every test) a process the recording did not follow measured in -> its pid
+    unfollowed: dict[str, str]
+    by_pid: dict[str, dict[str, set[int]]]  # of the processes alive beside a test: pid -> path -> its lines
+    damaged: set[str]  # the pids whose data cannot be read (cut short: a process killed as it saved)
+
+
 def _measured(
     folder: Path, root: Path, followed: Mapping[str, frozenset[str] | None], shared: Collection[str] = ()
-) -> tuple[dict[str, dict[str, set[int]]], dict[str, set[int]], dict[str, str], dict[str, dict[str, set[int]]]]:
-    """coverage's data in ``folder``: context -> path -> the lines it ran; path -> the lines
-    that ran outside every test (a "t" context is a test's); each context ("": outside every
-    test) a process the recording did not follow (:func:`_followed`) measured in -> its pid;
-    and of the processes of ``shared`` (alive while a test ran), pid -> path -> every line it ran."""
+) -> _Measured:
+    """coverage's data in ``folder`` (:class:`_Measured`); a "t" context is a test's; who is
+    followed: :func:`_followed`."""
     import coverage
 
-    ran: dict[str, dict[str, set[int]]] = {}
-    imports: dict[str, set[int]] = {}
-    unfollowed: dict[str, str] = {}
-    by_pid: dict[str, dict[str, set[int]]] = {}
-    data_files = [str(found) for found in folder.glob(f"{DATA_NAME}.*")]
-    if not data_files:
-        return ran, imports, unfollowed, by_pid
-    for found in data_files:
+    out = _Measured({}, {}, {}, {}, set())
+    ran, imports, unfollowed, by_pid = out.ran, out.imports, out.unfollowed, out.by_pid
+    data_files = []
+    for found in map(str, folder.glob(f"{DATA_NAME}.*")):
         pid = _data_pid(found)
         allowed = followed.get(pid, frozenset())
-        if allowed is None and pid not in shared:
-            continue
         one = coverage.CoverageData(basename=found)
-        one.read()
+        try:
+            one.read()
+            contexts = one.measured_contexts()
+        except coverage.CoverageException:
+            out.damaged.add(pid)
+            continue
+        data_files.append(found)
         if allowed is not None:
-            unfollowed.update((c, pid) for c in one.measured_contexts() if c not in allowed and c not in unfollowed)
+            unfollowed.update((c, pid) for c in contexts if c not in allowed and c not in unfollowed)
         for path in one.measured_files() if pid in shared else ():
             rel = opens.relative(path, root)
             if rel is not None:
                 by_pid.setdefault(pid, {}).setdefault(rel, set()).update(one.lines(path) or ())
+    if not data_files:
+        return out
     cov = coverage.Coverage(data_file=str(folder / DATA_NAME), config_file=False)
     cov.combine(data_files, keep=False)
     data = cov.get_data()
@@ -402,12 +501,12 @@ def _measured(
         rel = opens.relative(path, root)
         if rel is None:
             continue
-        for line, contexts in data.contexts_by_lineno(path).items():
-            for context in contexts:
+        for line, labels in data.contexts_by_lineno(path).items():
+            for context in labels:
                 ran.setdefault(context, {}).setdefault(rel, set()).add(line)
                 if not context.startswith("t"):
                     imports.setdefault(rel, set()).add(line)
-    return ran, imports, unfollowed, by_pid
+    return out
 
 
 def _data_pid(name: str) -> str:

@@ -56,7 +56,10 @@ def test_fork():
 
 
 def test_spawn():
-    _child("spawn", "spawn.txt")
+    p = multiprocessing.get_context("spawn").Process(target=_in_child, args=("spawn.txt",))
+    p.start()
+    p.join()
+    assert p.exitcode == 0
 
 
 def test_subprocess():
@@ -121,9 +124,9 @@ def test_what_a_test_opens_through_another_process_is_recorded_or_said_unseen(tm
     # no audit event, no multiprocessing: its coverage data under the test's context tells it
     assert "ran Python the recording does not follow" in unseen["test_native"]
     lines = TESTS.splitlines()
-    subprocess_at, child_at = lines.index("def test_subprocess():") + 1, lines.index("def _child(method, name):") + 1
-    # the code that started each: test_subprocess's own, _child for spawn, unknown for native
-    assert m.starters == {f"{MINE}/test_p.py:{subprocess_at}", f"{MINE}/test_p.py:{child_at}", ""}
+    subprocess_at, spawn_at = lines.index("def test_subprocess():") + 1, lines.index("def test_spawn():") + 1
+    # the code that started each: the test's own, unknown for native
+    assert m.starters == {f"{MINE}/test_p.py:{subprocess_at}", f"{MINE}/test_p.py:{spawn_at}", ""}
 
 
 def test_a_data_file_read_through_a_forked_copy_or_a_program_runs_its_test(tmp_path: Path) -> None:
@@ -157,7 +160,7 @@ def test_where_each_starter_is_named_a_data_change_runs_the_readers_and_the_star
     proc = p.run("run", "--device", "fixture", "--select", "changed")
     outcomes = outcomes_of(p.record())
     assert outcomes == {
-        "test_spawn": "failed",  # a process of spawn, started by _child: named, unseen
+        "test_spawn": "failed",  # a process of spawn, started by the test: named, unseen
         "test_subprocess": "failed",
         "test_forked": "failed",
         **dict.fromkeys(("test_fork", "test_sqlite", "test_plain", "test_native", "test_other"), "deselected"),
@@ -202,7 +205,8 @@ def test_a_process_that_outlives_the_test_that_started_it_serves_the_tests_after
     # a pool a fixture holds: its worker reads for test_pool_b, but started under test_pool_a
     suite = {"reader.py": READER, "test_pool.py": POOLED.replace("METHOD", method)}
     p = git_project(tmp_path, {**suite, "data/a.txt": "1\n", "data/b.txt": "1\n"})
-    assert p.run("run", "--device", "fixture", "--record-map").returncode == 0
+    full = p.run("run", "--device", "fixture", "--record-map")
+    assert full.returncode == 0, full.stdout + full.stderr
     if change == "data":
         (p.root / MINE / "data" / "b.txt").write_text("2\n")
     else:  # a change to the function the worker ran, which no line of the tests' own process ran
@@ -212,3 +216,47 @@ def test_a_process_that_outlives_the_test_that_started_it_serves_the_tests_after
     assert outcomes["test_pool_b"] == "failed", proc.stdout + proc.stderr
     assert outcomes["test_pool_a"] == ("passed" if change == "data" else "failed"), proc.stdout + proc.stderr
     assert outcomes["test_other"] == "deselected", proc.stdout + proc.stderr
+
+
+# a helper that starts a program once and leaves what it made outside the process (a server
+# already running, a cache in /tmp): the test after it runs the helper, starts nothing
+ONCE = """
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MADE = os.path.join(tempfile.gettempdir(), f"made-{os.getpid()}.txt")
+COPY = "import shutil, sys; shutil.copy(sys.argv[1], sys.argv[2])"
+
+
+def ensure():
+    if not os.path.exists(MADE):
+        subprocess.run([sys.executable, "-c", COPY, os.path.join(HERE, "data", "d.txt"), MADE], check=True)
+    with open(MADE) as fh:
+        return fh.read()
+
+
+def test_a():
+    assert ensure() == "1\\n"
+
+
+def test_b():
+    assert ensure() == "1\\n"
+
+
+def test_other():
+    assert True
+"""
+
+
+def test_a_test_that_ran_code_that_starts_a_program_runs_though_it_started_none(tmp_path: Path) -> None:
+    p = git_project(tmp_path, {"test_once.py": ONCE, "data/d.txt": "1\n"})
+    assert p.run("run", "--device", "fixture", "--record-map").returncode == 0
+    m = testmap.read(p.results / "fixture" / testmap.FILE_NAME)
+    assert {n.rsplit("::", 1)[-1] for n in m.unseen} == {"test_a", "test_b"}
+    (p.root / MINE / "data" / "d.txt").write_text("2\n")
+    proc = p.run("run", "--device", "fixture", "--select", "changed")
+    outcomes = outcomes_of(p.record())
+    assert outcomes == {"test_a": "failed", "test_b": "failed", "test_other": "deselected"}, proc.stdout + proc.stderr

@@ -4,13 +4,15 @@ audit event started, as a short command line."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from device_matrix.child.opens import native_path, started
-from device_matrix.child.testmap import FORKED_PREFIX, _data_pid, _followed
+from device_matrix.child.testmap import FORKED_PREFIX, _data_pid, _followed, fold
+from device_matrix.wire import MAP_UNSEEN
 
 
 @pytest.mark.parametrize(
@@ -63,3 +65,18 @@ def test_a_process_is_followed_in_the_contexts_it_measured_in(tmp_path: Path) ->
     assert followed["300"] == {"t1"}  # a forked copy: the contexts its file names (a later pid's are another's)
     assert followed["200"] == {""}  # an xdist worker's coverage, started outside every test
     assert "400" not in followed
+
+
+def test_a_data_file_cut_short_is_no_failure_of_the_fold_and_its_process_is_unseen(tmp_path: Path) -> None:
+    # a process killed as it saved (a pool's terminate()) leaves a file that is no coverage data
+    own = tmp_path / "map" / "cov-100-aa"
+    own.mkdir(parents=True)
+    (own / "finished.jsonl").write_text(json.dumps({"c": "t1", "nodeid": "t.py::a", "reads": []}) + "\n")
+    (own / "data.vm.pid123.Xabcdefx").write_bytes(b"SQLite format 3\0 cut short")
+    fold(own, tmp_path)
+    unseen = json.loads((own / MAP_UNSEEN).read_text())
+    assert unseen == {
+        "": ["a process beside it (pid 123) left no coverage as the map was written (killed, or running)", ""]
+    }
+    assert json.loads((own / "part.json").read_text()) == {"t.py::a": []}
+    assert not list(own.glob("data.*"))
