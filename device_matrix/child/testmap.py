@@ -116,6 +116,9 @@ def _forked() -> None:
     with contextlib.suppress(coverage.CoverageException):
         if restarted is not None:
             restarted.switch_context(os.environ.get(ENV_MAP_CONTEXT, ""))
+    # #40: coverage's restart here registers its own for this copy's copies, after this one:
+    # in a copy of a copy it would run last and measure outside every test; this one runs after it
+    os.register_at_fork(after_in_child=_forked)
 
 
 class MapRecorder:
@@ -139,6 +142,10 @@ class MapRecorder:
         # ends (a pool, a server a fixture holds, which serves the tests after it)
         self.parent = False
         self.alive: set[str] = set()
+        # the processes alive as the first test starts, which no code of the project started
+        # (a plugin's display server): pytest's or a plugin's, beside every test and none's
+        self.foreign: set[str] = set()
+        self.started_outside = False  # whether the project's code started one outside every test
         self.starter_lines: dict[str, set[int]] = {}  # #40: the code of the functions that started one
         # #40: the files each context opened or listed (path -> rel, "" the session's own)
         self.context = ""
@@ -191,6 +198,7 @@ class MapRecorder:
         self.parent = True
         if not self.context and found is None:
             return  # pytest's or a plugin's own (xdist's workers), outside every test
+        self.started_outside |= not self.context
         rel, code = found if found is not None else ("", None)
         starter = f"{rel}:{code.co_firstlineno}" if code is not None and code.co_name != "<module>" else ""
         lines = {rel: sorted({n for *_, n in code.co_lines() if n})} if code is not None and starter else {}
@@ -258,7 +266,10 @@ class MapRecorder:
         self.count += 1
         # a context is a number, not the nodeid: a nodeid may hold what SQLite cannot store
         self._switch(f"t{self.count}")
-        self.alive = _alive() if self.parent else set()
+        alive = _alive() if self.parent else set()
+        if self.count == 1 and not self.started_outside:
+            self.foreign = alive
+        self.alive = alive - self.foreign
 
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
         context = f"t{self.count}"
@@ -269,7 +280,7 @@ class MapRecorder:
         entry = {"c": context, "nodeid": nodeid, "reads": reads, "openers": openers}
         if context in self.unseen:
             entry.update(unseen=self.unseen.pop(context), starters=sorted(self.starters))
-        alive = self.alive | (_alive() if self.parent else set())
+        alive = self.alive | ((_alive() - self.foreign) if self.parent else set())
         if alive:  # #40: what those did while it ran is the test's too
             entry.update(alive=sorted(alive))
         self.starters = set()
@@ -547,7 +558,10 @@ def _audit_once() -> None:
 
 def _parented() -> None:
     if _RECORDERS:
-        _RECORDERS[0].parent = True
+        recorder = _RECORDERS[0]
+        recorder.parent = True
+        # a fork outside every test: whose it was the recording cannot tell
+        recorder.started_outside |= not recorder.context
 
 
 def _alive() -> set[str]:

@@ -260,3 +260,80 @@ def test_a_test_that_ran_code_that_starts_a_program_runs_though_it_started_none(
     proc = p.run("run", "--device", "fixture", "--select", "changed")
     outcomes = outcomes_of(p.record())
     assert outcomes == {"test_a": "failed", "test_b": "failed", "test_other": "deselected"}, proc.stdout + proc.stderr
+
+
+# a plugin of the row's environment, outside the project, that keeps a process running beside
+# every test (a display server, a database it serves): pytest's, not the tests'
+PLUGIN = """
+import subprocess
+import sys
+
+
+def pytest_configure(config):
+    config.stash_server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+
+
+def pytest_unconfigure(config):
+    config.stash_server.kill()
+    config.stash_server.wait()
+"""
+READS = """
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def test_a():
+    assert open(os.path.join(HERE, "data", "a.txt")).read() == "1\\n"
+
+
+def test_b():
+    assert open(os.path.join(HERE, "data", "b.txt")).read() == "1\\n"
+"""
+
+
+def test_a_process_a_plugin_keeps_beside_every_test_makes_none_of_them_unseen(tmp_path: Path) -> None:
+    p = git_project(tmp_path / "project", {"test_r.py": READS, "data/a.txt": "1\n", "data/b.txt": "1\n"})
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "plugins" / "server_plugin.py").write_text(PLUGIN)
+    env = {"PYTHONPATH": str(tmp_path / "plugins"), "PYTEST_ADDOPTS": "-p server_plugin"}
+    full = p.run("run", "--device", "fixture", "--record-map", env=env)
+    assert full.returncode == 0, full.stdout + full.stderr
+    assert testmap.read(p.results / "fixture" / testmap.FILE_NAME).unseen == {}
+    (p.root / MINE / "data" / "b.txt").write_text("2\n")
+    proc = p.run("run", "--device", "fixture", "--select", "changed", env=env)
+    assert outcomes_of(p.record()) == {"test_a": "deselected", "test_b": "failed"}, proc.stdout + proc.stderr
+
+
+NESTED = """
+import os
+
+import lib
+
+
+def test_other():
+    assert True
+
+
+def test_nested():
+    pid = os.fork()
+    if pid == 0:  # a copy that forks a copy of its own (a forking server in a forked pool worker)
+        inner = os.fork()
+        if inner == 0:
+            os._exit(0 if lib.work() == 2 else 1)
+        os._exit(os.waitstatus_to_exitcode(os.waitpid(inner, 0)[1]))
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+"""
+
+
+def test_a_copy_of_a_copy_measures_as_the_test_it_ran_under(tmp_path: Path) -> None:
+    p = git_project(tmp_path, {"lib.py": "def work():\n    return 2\n", "test_nested.py": NESTED})
+    full = p.run("run", "--device", "fixture", "--record-map")
+    assert full.returncode == 0, full.stdout + full.stderr
+    m = testmap.read(p.results / "fixture" / testmap.FILE_NAME)
+    assert m.unseen == {}  # followed, not a process outside every test
+    assert f"{MINE}/lib.py" in m.tests[f"{MINE}/test_nested.py::test_nested"]
+    assert 2 not in m.imports[f"{MINE}/lib.py"]  # its body ran in the test, not at import
+    (p.root / MINE / "lib.py").write_text("def work():\n    return 3\n")
+    proc = p.run("run", "--device", "fixture", "--select", "changed")
+    assert outcomes_of(p.record()) == {"test_other": "deselected", "test_nested": "failed"}, proc.stdout + proc.stderr
