@@ -85,13 +85,10 @@ def _audit(root: Path, folder: Path) -> None:
 
 def _saw(opens: Any, root: Path, folder: Path, path: Any, listing: bool) -> None:
     rel = opens.read_path(path, root, folder)
-    if rel is None:
-        return
-    by = opens.opener(root)
-    context = _STATE["context"]
-    test = context if context and not context.startswith(IMPORT) else ""
-    if not test and by is None:
-        return  # pytest's own collection lists and opens what it collects
+    running = _running(opens, root) if rel is not None else None
+    if rel is None or running is None:
+        return  # outside every test, pytest's own collection lists and opens what it collects
+    test, by = running
     rel = f"{rel}/" if listing else rel
     if test:
         _READS["tests"].setdefault(test, set()).add(rel)
@@ -102,13 +99,21 @@ def _saw(opens: Any, root: Path, folder: Path, path: Any, listing: bool) -> None
 
 def _started(opens: Any, root: Path, event: str, args: tuple[Any, ...]) -> None:
     """#40: a program started, whose opens no audit hook sees (device-matrix's rule)."""
+    running = _running(opens, root)
+    if running is None:
+        return  # pytest's or a plugin's own
+    test, by = running
+    _READS["unseen"].setdefault(test, f"it started `{opens.started(event, args)}`")
+    _READS["starters"].add(by or "")
+
+
+def _running(opens: Any, root: Path) -> tuple[str, str | None] | None:
+    """The test running ("": outside every test) and the project's code on the stack (None:
+    none); None outside every test with no code of the project on it (pytest's own, a plugin's)."""
     by = opens.opener(root)
     context = _STATE["context"]
     test = context if context and not context.startswith(IMPORT) else ""
-    if not test and by is None:
-        return  # pytest's or a plugin's own
-    _READS["unseen"].setdefault(test, f"it started `{opens.started(event, args)}`")
-    _READS["starters"].add(by or "")
+    return (test, by) if test or by is not None else None
 
 
 def _switch(context: str) -> None:

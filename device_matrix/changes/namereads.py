@@ -689,13 +689,12 @@ def foreign_write(old: str | None, new: str | None) -> str | None:
     module's own (``consts.K = 5``, ``other.TABLE[k] = v``, ``setattr(mod, ...)``): Python
     imports every test module before the first test runs, so such a write reaches every
     test, whoever imports what; None when there is none (the statement, unparsed)."""
-    owns: dict[int, set[str]] = {}  # a tree's own variables, once a tree (not once a statement)
-    for tree, stmt, parts in _changed_statements(old, new):
-        if id(tree) not in owns:
-            assigned = [s for s in tree.body if isinstance(s, (ast.Assign, ast.AnnAssign))]
-            owns[id(tree)] = {n for s in assigned for n in (_binds(s) or ())}
-        if _writes_into(parts, owns[id(tree)]):
-            return ast.unparse(stmt).splitlines()[0][:120]
+    for tree, changed in _changed_statements(old, new):
+        assigned = [s for s in tree.body if isinstance(s, (ast.Assign, ast.AnnAssign))]
+        own = {n for s in assigned for n in (_binds(s) or ())}
+        for stmt, parts in changed:
+            if _writes_into(parts, own):
+                return ast.unparse(stmt).splitlines()[0][:120]
     return None
 
 
@@ -706,22 +705,21 @@ def process_write(old: str | None, new: str | None, internal: Callable[[str], bo
     other than one that only reads (:data:`READ_CALLS`): it may change the process's state
     (its environment, its path, its filters, its seeds), which every test shares (#40); None
     when there is none. ``internal``: whether a dotted module name is the project's."""
-    known: dict[int, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {}  # once a tree
-    for tree, stmt, parts in _changed_statements(old, new):
-        if id(tree) not in known:
-            known[id(tree)] = (_outside_names(tree, internal), *_pytest_marks(tree))
-        outside, marks, params = known[id(tree)]
-        for node in (n for part in parts for n in ast.walk(part)):
-            writes = (
-                isinstance(node, ast.Call)
-                and _name(node) not in READ_CALLS | PURE_CALLS | PURE_DECORATORS
-                and _dotted_name(node.func) not in PURE_DOTTED
-            )
-            if writes and isinstance(node, ast.Call) and _root(node.func) in outside:
-                dotted = _dotted_name(node.func)
-                if dotted in params or any(dotted.startswith(f"{m}.") for m in marks):
-                    continue  # #40: pytest.mark.NAME(...), pytest.param(...) build a mark and write nothing
-                return ast.unparse(stmt).splitlines()[0][:120]
+    for tree, changed in _changed_statements(old, new):
+        outside = _outside_names(tree, internal)
+        marks, params = _pytest_marks(tree)
+        for stmt, parts in changed:
+            for node in (n for part in parts for n in ast.walk(part)):
+                writes = (
+                    isinstance(node, ast.Call)
+                    and _name(node) not in READ_CALLS | PURE_CALLS | PURE_DECORATORS
+                    and _dotted_name(node.func) not in PURE_DOTTED
+                )
+                if writes and isinstance(node, ast.Call) and _root(node.func) in outside:
+                    dotted = _dotted_name(node.func)
+                    if dotted in params or any(dotted.startswith(f"{m}.") for m in marks):
+                        continue  # #40: pytest.mark.NAME(...), pytest.param(...) build a mark and write nothing
+                    return ast.unparse(stmt).splitlines()[0][:120]
     return None
 
 
@@ -771,19 +769,22 @@ def _root(node: ast.expr) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
-def _changed_statements(old: str | None, new: str | None) -> Iterator[tuple[ast.Module, ast.stmt, list[ast.AST]]]:
-    """Each module-level statement (:func:`_top`) of ``new`` that ``old`` lacks, and of ``old``
-    that ``new`` lacks (removed: every test saw it), with its tree and what of it runs at
-    import; none when either is not Python (the other rules hold)."""
+def _changed_statements(
+    old: str | None, new: str | None
+) -> Iterator[tuple[ast.Module, list[tuple[ast.stmt, list[ast.AST]]]]]:
+    """Each tree, ``new``'s then ``old``'s, with its module-level statements (:func:`_top`)
+    the other lacks (removed: every test saw it), each with what of it runs at import; a tree
+    once, so what is told of the whole module is told once; none when either is not Python
+    (the other rules hold)."""
     before = _parsed(old) if old is not None else ast.Module(body=[], type_ignores=[])
     after = _parsed(new) if new is not None else ast.Module(body=[], type_ignores=[])
     if before is None or after is None:
         return
     for tree, other in ((after, before), (before, after)):
         theirs = {_at_import(parts) for _, parts, _ in _top(other.body)}
-        for stmt, parts, _ in _top(tree.body):
-            if _at_import(parts) not in theirs:
-                yield tree, stmt, parts
+        changed = [(stmt, parts) for stmt, parts, _ in _top(tree.body) if _at_import(parts) not in theirs]
+        if changed:
+            yield tree, changed
 
 
 def _at_import(parts: Iterable[ast.AST]) -> str:

@@ -29,9 +29,12 @@ def opener(root: Path) -> str | None:
     a test's), as "path:first line" of its function's code, "" when it is a module's own
     code (at its import); None when no code of the project is on it."""
     found = opener_code(root)
-    if found is None:
-        return None
-    rel, code = found
+    return named(*found) if found is not None else None
+
+
+def named(rel: str, code: CodeType) -> str:
+    """A function of the project's file ``rel`` as "path:first line" of its code; "" for a
+    module's own code."""
     return "" if code.co_name == "<module>" else f"{rel}:{code.co_firstlineno}"
 
 

@@ -186,8 +186,7 @@ class MapRecorder:
         elif rel not in self.read_at_import:
             self.read_at_import.add(rel)
             # at once: a process that dies keeps what ran before every test read
-            self.finished.write(json.dumps({"c": "", "nodeid": "", "reads": [rel]}) + "\n")
-            self.finished.flush()
+            _line(self.finished, {"c": "", "nodeid": "", "reads": [rel]})
 
     def start(self, why: str) -> None:
         """A program (or a process of multiprocessing's spawn) started by the running test, or
@@ -199,9 +198,8 @@ class MapRecorder:
         if not self.context and found is None:
             return  # pytest's or a plugin's own (xdist's workers), outside every test
         self.started_outside |= not self.context
-        rel, code = found if found is not None else ("", None)
-        starter = f"{rel}:{code.co_firstlineno}" if code is not None and code.co_name != "<module>" else ""
-        lines = {rel: sorted({n for *_, n in code.co_lines() if n})} if code is not None and starter else {}
+        starter = opens.named(*found) if found is not None else ""
+        lines = {found[0]: sorted({n for *_, n in found[1].co_lines() if n})} if found is not None and starter else {}
         if os.getpid() != self.pid:
             self._from_fork({"unseen": why, "starters": [starter], "starter_lines": lines})
         elif self.context:
@@ -212,8 +210,7 @@ class MapRecorder:
         else:
             # at once, as a file read outside every test: a process that dies keeps it
             line = {"c": "", "nodeid": "", "reads": [], "unseen": why, "starters": [starter], "starter_lines": lines}
-            self.finished.write(json.dumps(line) + "\n")
-            self.finished.flush()
+            _line(self.finished, line)
 
     def fork_started(self) -> None:
         """In a forked copy (multiprocessing's fork, pytest-forked): it is followed, and what it
@@ -250,8 +247,7 @@ class MapRecorder:
     def _from_fork(self, entry: dict[str, Any]) -> None:
         self.fork_started()
         assert self.forked is not None
-        self.forked.write(json.dumps({"c": self.context, **entry}) + "\n")
-        self.forked.flush()
+        _line(self.forked, {"c": self.context, **entry})
 
     def _switch(self, context: str) -> None:
         self.context = context
@@ -284,8 +280,7 @@ class MapRecorder:
         if alive:  # #40: what those did while it ran is the test's too
             entry.update(alive=sorted(alive))
         self.starters = set()
-        self.finished.write(json.dumps(entry) + "\n")
-        self.finished.flush()
+        _line(self.finished, entry)
 
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
@@ -308,7 +303,12 @@ def fold(folder: Path, root: Path) -> None:
     """One process's folder into its ``part.json``, ``lines.json`` and ``imports.json``: each
     finished test, the files and lines it ran, and what ran outside every test."""
     finished = _finished(folder / FINISHED_FILE)
-    forked = {f: _finished(f, context_only=True) for f in sorted(folder.glob(f"{FORKED_PREFIX}*.jsonl"))}
+    tests = {str(entry["c"]): str(entry["nodeid"]) for entry in finished}  # context -> its test
+    # each forked copy's pid -> what it wrote
+    forked = {
+        f.name.removeprefix(FORKED_PREFIX).removesuffix(".jsonl"): _finished(f, context_only=True)
+        for f in sorted(folder.glob(f"{FORKED_PREFIX}*.jsonl"))
+    }
     # #40: a process alive while a test ran (a pool, a server a fixture holds) may have done
     # that test's work: what it ran and opened is each such test's too
     shared: dict[str, set[str]] = {}
@@ -317,7 +317,7 @@ def fold(folder: Path, root: Path) -> None:
         for pid in alive if isinstance(alive, list) and entry["nodeid"] else ():
             shared.setdefault(str(pid), set()).add(str(entry["nodeid"]))
     ran, imports, unfollowed, by_pid, damaged = _measured(folder, root, _followed(folder, forked), shared)
-    reads, openers, unseen = _opened(finished, forked, unfollowed, shared)
+    reads, openers, unseen = _opened(finished, forked, unfollowed, shared, tests=tests)
     part: dict[str, set[str]] = {}
     lines: dict[str, dict[str, set[int]]] = {}
     for entry in finished:
@@ -335,9 +335,9 @@ def fold(folder: Path, root: Path) -> None:
             part.setdefault(nodeid, set()).add(rel)
             lines.setdefault(nodeid, {}).setdefault(rel, set()).update(numbers)
     # a forked copy that did not end as one ends (killed) saved no coverage of what it ran
-    lost = {f.name.removeprefix(FORKED_PREFIX).split(".")[0] for f, es in forked.items() if not _ended_well(es)}
-    lost |= damaged
-    _unfinished(_read_json(folder / ENDED_FILE), lost, finished, forked, shared=shared, lines=lines, unseen=unseen)
+    lost = {pid for pid, entries in forked.items() if not _ended_well(entries)} | damaged
+    ended = _read_json(folder / ENDED_FILE)
+    _unfinished(ended, lost, finished, forked, tests=tests, shared=shared, lines=lines, unseen=unseen)
     for rel in _early(folder / EARLY_FILE):
         imports.setdefault(rel, set()).update(_every_line(root / rel))
     _write(folder / MAP_IMPORTS, {rel: sorted(numbers) for rel, numbers in imports.items()})
@@ -354,8 +354,9 @@ def _unfinished(
     ended: Mapping[str, Any],
     lost: Collection[str],
     finished: list[dict[str, Any]],
-    forked: Mapping[Path, list[dict[str, Any]]],
+    forked: Mapping[str, list[dict[str, Any]]],
     *,
+    tests: Mapping[str, str],
     shared: Mapping[str, set[str]],
     lines: Mapping[str, Mapping[str, set[int]]],
     unseen: dict[str, list[str]],
@@ -366,13 +367,10 @@ def _unfinished(
     their coverage comes too late); and a test that ran code that started
     a program (``ensure_server()``), which may serve it although it started nothing itself
     (the server already ran, or left this process's tree)."""
-    tests = {str(e["c"]): str(e["nodeid"]) for e in finished}
     entries = [finished, *forked.values()]
     alive = ended.get("alive")
     for pid in sorted({*lost, *([str(p) for p in alive] if isinstance(alive, list) else [])}):
-        ran_under = [
-            tests.get(str(e["c"])) for f, es in forked.items() if f.name == f"{FORKED_PREFIX}{pid}.jsonl" for e in es
-        ]
+        ran_under = [tests.get(str(e["c"])) for e in forked.get(pid, ())]
         said = f"a process beside it (pid {pid}) left no coverage as the map was written (killed, or running)"
         # one whose tests are not known (its data cut short): outside every test, any test's
         for nodeid in sorted({*shared.get(pid, ()), *(n for n in ran_under if n)}) or [""]:
@@ -403,22 +401,23 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 def _opened(
     finished: list[dict[str, Any]],
-    forked: Mapping[Path, list[dict[str, Any]]],
+    forked: Mapping[str, list[dict[str, Any]]],
     unfollowed: Mapping[str, str],
     shared: Mapping[str, set[str]],
+    *,
+    tests: Mapping[str, str],
 ) -> tuple[dict[str, set[str]], dict[str, set[str]], dict[str, list[str]]]:
     """#40: nodeid ("": outside every test) -> the files it opened; file -> who opened it; and
     nodeid -> [why its opens are unseen, who started the program...]. What a forked copy opened
     and started is the test's it ran under (a test the process did not finish is not in the
     map) and every test it was alive for; a process the recording did not follow makes the
     tests it ran under, or was alive for, unseen."""
-    tests = {str(entry["c"]): str(entry["nodeid"]) for entry in finished}
     reads: dict[str, set[str]] = {}
     openers: dict[str, set[str]] = {}
     unseen: dict[str, list[str]] = {}
     found: list[tuple[str, dict[str, Any]]] = [(str(e["nodeid"]), e) for e in finished]
-    for f, entries in forked.items():
-        also = shared.get(f.name.removeprefix(FORKED_PREFIX).split(".")[0], set())
+    for pid, entries in forked.items():
+        also = shared.get(pid, set())
         for e in entries:
             ran_under = tests.get(e["c"]) if e["c"] else ""
             found += [(n, e) for n in {*also, *([ran_under] if ran_under is not None else [])}]
@@ -438,12 +437,17 @@ def _opened(
         test = tests.get(context) if context else ""
         if test is not None and test not in unseen:
             unseen[test] = [f"{said} ran Python the recording does not follow", ""]
-    followed = {f.name.removeprefix(FORKED_PREFIX).split(".")[0] for f in forked}
     for pid, nodeids in sorted(shared.items()):
-        for nodeid in sorted(nodeids) if pid not in followed else ():
+        for nodeid in sorted(nodeids) if pid not in forked else ():
             # who started it, the test that did says (or its own process, unfollowed)
             unseen.setdefault(nodeid, [f"a process started before it ended (pid {pid}) ran beside it"])
     return reads, openers, unseen
+
+
+def _line(out: TextIO, entry: dict[str, Any]) -> None:
+    """One line of a process's record, flushed at once: a process that dies keeps it."""
+    out.write(json.dumps(entry) + "\n")
+    out.flush()
 
 
 def _write(path: Path, data: dict[str, Any]) -> None:
@@ -452,19 +456,22 @@ def _write(path: Path, data: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
-def _followed(folder: Path, children: Mapping[Path, list[dict[str, Any]]]) -> dict[str, frozenset[str] | None]:
+def _followed(folder: Path, children: Mapping[str, list[dict[str, Any]]]) -> dict[str, frozenset[str] | None]:
     """The pids of the processes the recording followed -> the contexts each measured in
     (None: any): this process; each forked copy, in the contexts its file names (a process
     that got its pid later is another); and every other recording process of the run, outside
     every test (an xdist worker's coverage, started by the configuration it inherits)."""
     followed: dict[str, frozenset[str] | None] = {
-        other.name.split("-")[1]: frozenset({""}) for other in folder.parent.glob("cov-*")
+        _pid_of(other): frozenset({""}) for other in folder.parent.glob("cov-*")
     }
-    for f, entries in children.items():
-        pid = f.name.removeprefix(FORKED_PREFIX).split(".")[0]
-        followed[pid] = frozenset(str(e["c"]) for e in entries)
-    followed[folder.name.split("-")[1]] = None
+    followed.update((pid, frozenset(str(e["c"]) for e in entries)) for pid, entries in children.items())
+    followed[_pid_of(folder)] = None
     return followed
+
+
+def _pid_of(folder: Path) -> str:
+    """The pid of the process whose folder (``cov-PID-RANDOM``) it is."""
+    return folder.name.split("-")[1]
 
 
 class _Measured(NamedTuple):
@@ -484,8 +491,6 @@ def _measured(
     import coverage
 
     out = _Measured({}, {}, {}, {}, set())
-    ran, imports, unfollowed, by_pid = out.ran, out.imports, out.unfollowed, out.by_pid
-    data_files = []
     for found in map(str, folder.glob(f"{DATA_NAME}.*")):
         pid = _data_pid(found)
         allowed = followed.get(pid, frozenset())
@@ -496,27 +501,19 @@ def _measured(
         except coverage.CoverageException:
             out.damaged.add(pid)
             continue
-        data_files.append(found)
         if allowed is not None:
-            unfollowed.update((c, pid) for c in contexts if c not in allowed and c not in unfollowed)
-        for path in one.measured_files() if pid in shared else ():
+            out.unfollowed.update((c, pid) for c in contexts if c not in allowed and c not in out.unfollowed)
+        for path in one.measured_files():
             rel = opens.relative(path, root)
-            if rel is not None:
-                by_pid.setdefault(pid, {}).setdefault(rel, set()).update(one.lines(path) or ())
-    if not data_files:
-        return out
-    cov = coverage.Coverage(data_file=str(folder / DATA_NAME), config_file=False)
-    cov.combine(data_files, keep=False)
-    data = cov.get_data()
-    for path in data.measured_files():
-        rel = opens.relative(path, root)
-        if rel is None:
-            continue
-        for line, labels in data.contexts_by_lineno(path).items():
-            for context in labels:
-                ran.setdefault(context, {}).setdefault(rel, set()).add(line)
-                if not context.startswith("t"):
-                    imports.setdefault(rel, set()).add(line)
+            if rel is None:
+                continue
+            for line, labels in one.contexts_by_lineno(path).items():
+                for context in labels:
+                    out.ran.setdefault(context, {}).setdefault(rel, set()).add(line)
+                    if not context.startswith("t"):
+                        out.imports.setdefault(rel, set()).add(line)
+                if pid in shared:
+                    out.by_pid.setdefault(pid, {}).setdefault(rel, set()).add(line)
     return out
 
 
@@ -630,11 +627,7 @@ def _imported_already(root: Path) -> set[str]:
 
 
 def _early(path: Path) -> list[str]:
-    try:
-        data = json.loads(path.read_text("ascii"))
-    except (OSError, ValueError):
-        return []
-    early = data.get("early") if isinstance(data, dict) else None
+    early = _read_json(path).get("early")
     return [rel for rel in early if isinstance(rel, str)] if isinstance(early, list) else []
 
 

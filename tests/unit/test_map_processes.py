@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from device_matrix.child.opens import native_path, started
-from device_matrix.child.testmap import FORKED_PREFIX, _data_pid, _followed, fold
+from device_matrix.child.testmap import _data_pid, _followed, fold
 from device_matrix.wire import MAP_UNSEEN
 
 
@@ -59,8 +59,7 @@ def test_a_process_is_followed_in_the_contexts_it_measured_in(tmp_path: Path) ->
     own = tmp_path / "cov-100-aa"
     (tmp_path / "cov-200-bb").mkdir(parents=True)  # another recording process of the run
     own.mkdir()
-    fork = own / f"{FORKED_PREFIX}300.jsonl"
-    followed = _followed(own, {fork: [{"c": "t1"}, {"c": "t1", "reads": []}]})
+    followed = _followed(own, {"300": [{"c": "t1"}, {"c": "t1", "reads": []}]})  # forked-300.jsonl's
     assert followed["100"] is None  # this process: any context
     assert followed["300"] == {"t1"}  # a forked copy: the contexts its file names (a later pid's are another's)
     assert followed["200"] == {""}  # an xdist worker's coverage, started outside every test
