@@ -79,6 +79,7 @@ class _State:
         self.unittest_files: dict[str, bool] = {}  # module name -> defines a TestCase
         self.fault_at = 0  # the fault file's size when the running test started (#29)
         self.started_at = 0.0  # when the running test started (wall clock): its copy's core is newer (#39)
+        self.cores: set[Path] = set()  # the cores given to a forked copy's crash: no other copy's
 
 
 def current_device() -> str | None:
@@ -548,8 +549,10 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     )
 
 
-# pytest-forked's report of a forked copy that died: "FILE:LINE: running the test CRASHED with signal 11"
+# pytest-forked's report of a forked copy that died: "FILE:LINE: running the test CRASHED with
+# signal 11"; of one that exited: "... EXITED with status 3" (before 1.7: "CRASHED with signal 0")
 _FORKED_CRASH_RE = re.compile(r"CRASHED with signal (\d+)")
+_FORKED_EXIT_RE = re.compile(r"EXITED with status (\d+)")
 # the phase the copy died in, by pytest's own hook in its Python stack
 _PHASE_HOOKS = {"pytest_runtest_setup": "setup", "pytest_runtest_call": "call", "pytest_runtest_teardown": "teardown"}
 _HOOK_RE = re.compile(r"line \d+ in (pytest_runtest_(?:setup|call|teardown))$", re.M)
@@ -558,11 +561,14 @@ _HOOK_RE = re.compile(r"line \d+ in (pytest_runtest_(?:setup|call|teardown))$", 
 def _plugin_crash(state: _State, report: pytest.TestReport) -> None:
     """#29: a phase pytest does not have (pytest-forked's ``'???'``): the plugin's report of
     the test's crash in the copy it forked. Journaled as the crash of the phase the copy
-    was in, with the copy's signal, its Python stack (faulthandler wrote it into the fault
-    file, inherited) and its output, so the record names the crash as the test's own."""
+    was in, with the copy's signal or exit status, its Python stack (faulthandler wrote it
+    into the fault file, inherited) and its output, so the record names the crash as the
+    test's own. A copy that exited wrote no core: only one a signal ended is looked for."""
     assert state.journal is not None
     text = _text(report.longrepr) or ""
-    found = _FORKED_CRASH_RE.search(text)
+    signalled = _FORKED_CRASH_RE.search(text)
+    exited = _FORKED_EXIT_RE.search(text)
+    signum = int(signalled.group(1)) if signalled else 0  # 0: the copy exited, no signal
     fault = state.fatal.read_from(state.fault_at) if state.fatal is not None else ""
     hooks = _HOOK_RE.findall(fault)
     output = "\n".join(content for _, content in report.sections)
@@ -575,32 +581,38 @@ def _plugin_crash(state: _State, report: pytest.TestReport) -> None:
         longrepr=text,
         cause=_cause(report),
         crash={
-            "signal": int(found.group(1)) if found else None,
+            "signal": signum or None,
+            "status": int(exited.group(1)) if exited else None,
             "fault": fault,
             "output": _text(output) or "",
-            "core": _copy_core(state.started_at),
+            "core": _copy_core(state) if signum else None,
         },
     )
 
 
-def _copy_core(since: float) -> str | None:
+def _copy_core(state: _State) -> str | None:
     """#39: the core the dead copy left where it ran, under a name of its own, for the runner
     to read its Python stack from (a handler of the copy may have taken the signal before
-    faulthandler wrote it). Renamed in its folder: the next copy's would take the name ``core``."""
-    from device_matrix.diagnostics.core import new_cores  # only when a copy died
+    faulthandler wrote it). The copy's own: a core that says its process's parent is this
+    one, written since the test started, and given to no earlier copy's crash (a copy that
+    died a moment before left one too). Renamed in its folder: the next copy's would take
+    the name ``core``."""
+    from device_matrix.diagnostics.core import new_cores, parent_id  # only when a copy died
 
-    found = new_cores([Path.cwd()], since)
+    me = os.getpid()
+    found = [c for c in new_cores([Path.cwd()], state.started_at) if c not in state.cores and parent_id(c) == me]
     if not found:
         return None
     core = found[0]
-    if core.name != "core":
-        return str(core)  # a core_pattern with the pid (core.%p) names each copy's own
-    named = core.with_name(f"{wire.FORKED_CORE_PREFIX}{os.getpid()}.{time.time_ns()}")
-    try:
-        core.rename(named)
-    except OSError:
-        return str(core)
-    return str(named)
+    if core.name == "core":  # a core_pattern with the pid (core.%p) names each copy's own
+        named = core.with_name(f"{wire.FORKED_CORE_PREFIX}{me}.{time.time_ns()}")
+        try:
+            core.rename(named)
+            core = named
+        except OSError:
+            pass
+    state.cores.add(core)
+    return str(core)
 
 
 def _subtest(report: pytest.TestReport) -> str | None:

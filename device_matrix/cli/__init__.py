@@ -320,7 +320,7 @@ def print_summary(out: Output, records: Sequence[RunRecord], cfg: Config, *, lin
     ``linked_here``: the run links its findings to the ledger next, so nobody is sent to
     ``issues sync`` for them."""
     from device_matrix.records.outcomes import BUCKETS
-    from device_matrix.records.summary import fold
+    from device_matrix.records.summary import failed_before, fold
 
     if not records:
         return
@@ -342,6 +342,8 @@ def print_summary(out: Output, records: Sequence[RunRecord], cfg: Config, *, lin
             out.line(f"  {r['row']}: {out.paint('crashed', headline)}, fingerprint {d['fingerprint']}")
             if d["hint"]:
                 out.line(f"      hint: {d['hint']}")
+            for line in failed_before(c):
+                out.line(f"      before it ended: {line}")  # the test's own failure, beside its crash
             if d.get("python_stack_missing"):
                 # #39: said where it is read: a fingerprint without it tells few crashes apart
                 out.line(f"      no Python stack: {d.get('python_stack_missing')}")

@@ -104,6 +104,7 @@ NOTES_LIMIT = 64 << 20  # bytes of notes read from one core (they are kilobytes)
 PRSTATUS_PID = 32  # offset of pr_pid (the thread's id) in a 64-bit struct elf_prstatus
 NT_PRPSINFO = 3  # the process: its state, ids and command line
 PRPSINFO_PID = 24  # offset of pr_pid (the process's id) in a 64-bit struct elf_prpsinfo
+PRPSINFO_PPID = 28  # and of pr_ppid, its parent's
 # what an ELF file's headers are read through: (offset, size) -> the bytes there, b"" past its end
 Reader = Callable[[int, int], bytes]
 
@@ -305,9 +306,18 @@ def crashed_thread(core: Path) -> int | None:
 
 def process_id(core: Path) -> int | None:
     """The id of the process that left ``core`` (its NT_PRPSINFO note); None when unknown."""
+    return _prpsinfo(core, PRPSINFO_PID)
+
+
+def parent_id(core: Path) -> int | None:
+    """The id of the parent of the process that left ``core``; None when unknown."""
+    return _prpsinfo(core, PRPSINFO_PPID)
+
+
+def _prpsinfo(core: Path, offset: int) -> int | None:
     for kind, desc in _notes(core):
-        if kind == NT_PRPSINFO and len(desc) >= PRPSINFO_PID + 4:
-            return int.from_bytes(desc[PRPSINFO_PID : PRPSINFO_PID + 4], "little")
+        if kind == NT_PRPSINFO and len(desc) >= offset + 4:
+            return int.from_bytes(desc[offset : offset + 4], "little")
     return None
 
 

@@ -20,7 +20,7 @@ from typing import Protocol
 
 from device_matrix import diagnostics
 from device_matrix.records.schema import CrashRecord, TestRecord
-from device_matrix.records.summary import crash_headline
+from device_matrix.records.summary import crash_headline, failed_before
 from device_matrix.redact import Redactor
 
 # --- the header of an attempt -------------------------------------------------------------
@@ -50,6 +50,7 @@ _EXITED = "=== device-matrix attempt {index} exited with {rc}"
 # with its test's nodeid last (#42: a log read without its record names the test; older logs lack it)
 _ITS_CRASH = ": {id}: {headline}; fingerprint {fingerprint}{test}"
 _TEST = "; test {nodeid}"
+_FAILED_BEFORE = "\n=== device-matrix: {id}: before it ended, {failure}"
 _TEST_RE = r"(?:; test (?P<nodeid>.+))?"
 # the line of a signal's end (the runner's own kill is never in this form: it is no crash)
 ATTEMPT_END_RE = re.compile(
@@ -112,6 +113,8 @@ def attempt_end(ended: Ended, *, crash: CrashRecord | None = None, tests: Sequen
             fingerprint=crash["diagnosis"]["fingerprint"],
             test=_TEST.format(nodeid=crash["nodeid"]) if crash["nodeid"] else "",
         )
+        # the test's own failure before the crash, told after the line that ends the attempt
+        line += "".join(_FAILED_BEFORE.format(id=crash["id"], failure=f) for f in failed_before(crash))
     return f"{text}{line}\n"
 
 

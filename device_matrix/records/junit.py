@@ -20,7 +20,7 @@ from device_matrix.records.outcomes import (
     SKIPPING_OUTCOMES,
 )
 from device_matrix.records.schema import CrashRecord, RunRecord
-from device_matrix.records.summary import fold
+from device_matrix.records.summary import failed_before_told, fold
 from device_matrix.redact import Redactor
 
 _ILLEGAL = {c: None for c in range(32) if c not in (9, 10, 13)}
@@ -184,7 +184,9 @@ def junit_xml(record: RunRecord, locations: Mapping[str, tuple[str, int | None]]
 def _crash_detail(crash: CrashRecord, outcome: str | None = None) -> str:
     d = crash["diagnosis"]
     head = f"{outcome or crash['kind']}: {d['signal_name'] or d['exit_code']} fingerprint {d['fingerprint']}"
-    parts = (head, d["python_stack"] or "", d["native_stack"] or "", "repro: " + crash["repro"])
+    stacks = (d["python_stack"] or "", d["native_stack"] or "")
+    # the test's own failures before the crash, each with its traceback
+    parts = (head, *failed_before_told(crash), *stacks, "repro: " + crash["repro"])
     return "\n\n".join(x for x in parts if x)
 
 

@@ -140,9 +140,23 @@ class _CrashFields(TypedDict):
     issue: str | None
 
 
+class PhaseFailure(TypedDict):
+    """A phase of a crashed test that failed before the crash (a call that failed, then a
+    teardown that crashed): the test's own failure, evidence beside the crash."""
+
+    when: str  # setup | call | teardown
+    sub: str | None  # a failed subtest's description; None for the phase itself
+    outcome: str  # as its report said: failed, error
+    cause: str | None  # the exception line(s), as pytest's E lines show them
+    message: str | None  # its traceback
+    file: str | None  # where, relative to the project root
+    line: int | None
+
+
 class CrashRecord(_CrashFields, total=False):
     # fields added after the first records were written: older records lack them
     deadline: float | None  # seconds, for a timeout: the deadline that passed
+    failed_before: list[PhaseFailure]  # the test's phases that failed before it crashed or hung
 
 
 class AttemptRecord(TypedDict):

@@ -139,6 +139,27 @@ def crash_headline(crash: CrashRecord, tests: Sequence[TestRecord] = ()) -> str:
     return f"{what} {where} ({crash['classification']})"
 
 
+def failed_before(crash: CrashRecord) -> list[str]:
+    """Each phase of the crashed test that failed before the crash, in a line:
+    ``its call failed at tests/test_x.py:9: AssertionError: ...`` (the cause's first line)."""
+    lines = []
+    for f in crash.get("failed_before", []):
+        what = f"its {f['when']}" + (f" (subtest {f['sub']})" if f["sub"] else "")
+        where = f" at {f['file']}:{f['line']}" if f["file"] else ""
+        cause = f": {f['cause'].splitlines()[0]}" if f["cause"] else ""
+        lines.append(f"{what} {f['outcome']}{where}{cause}")
+    return lines
+
+
+def failed_before_told(crash: CrashRecord) -> list[str]:
+    """Each of :func:`failed_before`'s lines, then its traceback: as a test's message and
+    junit.xml tell them beside the crash."""
+    return [
+        f"before it ended, {line}\n{f['message'] or ''}".rstrip()
+        for line, f in zip(failed_before(crash), crash.get("failed_before", []), strict=True)
+    ]
+
+
 def crash_kind_label(crash: CrashRecord, tests: Sequence[TestRecord] = ()) -> str:
     """The headline's first words: ``SIGSEGV``, ``TIMEOUT after 300 s``, ``exit code 3``."""
     return crash_headline(crash, tests).split(" in ", 1)[0].split(" during ", 1)[0]

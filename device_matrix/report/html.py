@@ -257,6 +257,8 @@ def _crashes(t: Triage) -> str:
             out.append(f"<p><b>At:</b> <code>{_e(where)}</code></p>")
         if c["fatal"]:
             out.append(f"<p><b>Fatal:</b> <code>{_e(c['fatal'])}</code></p>")
+        for line in c["failed_before"]:
+            out.append(f"<p><b>Before it ended:</b> {_e(line)}</p>")
         if c["placement"] is not None:
             out.append(f"<p class='placement'><b>Placed by environment:</b> {_e(c['placement']['text'])}</p>")
         out.append(f"<p><b>Reproduce:</b></p><pre>{_e(c['repro'])}</pre>")

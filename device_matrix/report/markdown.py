@@ -147,6 +147,7 @@ def _crashes(t: Triage) -> list[str]:
             out.append(f"  - at {code(where)}")
         if c["fatal"]:
             out.append(f"  - {code(c['fatal'][:300])}")
+        out.extend(f"  - before it ended: {_cell(line[:300])}" for line in c["failed_before"])
         out.append(f"  - repro: {code(c['repro'].splitlines()[0] if c['repro'] else '')}")
         if c["placement"] is not None:
             out.append(f"  - placed by environment: {_cell(c['placement']['text'])}")

@@ -13,7 +13,7 @@ from device_matrix.findings import FAILURE_PREFIX, crash_key, declared_test, is_
 from device_matrix.records.cause import cause_from_text
 from device_matrix.records.outcomes import CRASHING_OUTCOMES, DESELECTED_OUTCOMES, OUTCOMES, REPORTED_FAILURES
 from device_matrix.records.schema import CrashRecord, RunRecord, SelectionInfo, SkipInfo, SourceInfo, TestRecord
-from device_matrix.records.summary import crash_headline, crash_kind_label, fold
+from device_matrix.records.summary import crash_headline, crash_kind_label, failed_before, fold
 from device_matrix.report.misses import Backstop, Miss
 from device_matrix.report.placement import Placement
 from device_matrix.report.signature import cause_site, innermost_frame
@@ -67,6 +67,7 @@ class CrashView(TypedDict):
     issue_state: str | None
     file: str | None  # of the test that was running: its file and the line it died on (#20)
     line: int | None
+    failed_before: list[str]  # the test's own failures before it crashed, a line each
     seen: list[list[str]]  # [row, nodeid or "(phase)"]: where it happened in this run
     placement: Placement | None  # by environment, over the history (#25)
 
@@ -521,6 +522,7 @@ class _Found:
             issue_state=self.links.state_of(issue),
             file=died.get("file") if died else None,
             line=died.get("line") if died else None,
+            failed_before=failed_before(c),
             seen=[],
             placement=None,
         )

@@ -42,10 +42,11 @@ from device_matrix.records.schema import (
     CrashPhase,
     CrashRecord,
     Outcome,
+    PhaseFailure,
     RerunRecord,
     TestRecord,
 )
-from device_matrix.records.summary import crash_kind_label
+from device_matrix.records.summary import crash_kind_label, failed_before_told
 from device_matrix.redact import Redactor
 from device_matrix.run.attempt import PROCESS_PHASES, AttemptResult, Purpose
 from device_matrix.run.folder import RowFolder
@@ -357,7 +358,7 @@ def abnormal_end(
         when = "setup" if not phases else {"setup": "call", "call": "teardown"}.get(phases[-1], "teardown")
         if not phases and state.phase is not None:
             when = state.phase  # #29: a script's test journals its phase, its reports at its end
-    return crash_record(
+    crash = crash_record(
         crash_id,
         kind=at.kind,
         phase=at.phase,
@@ -368,6 +369,23 @@ def abnormal_end(
         repro=repro,
         deadline=deadline,
     )
+    failures = [
+        PhaseFailure(
+            when=r.when,
+            sub=r.sub,
+            outcome=r.outcome,
+            cause=r.cause,
+            message=r.longrepr,
+            file=r.where[0] if r.where else None,
+            line=r.where[1] if r.where else None,
+        )
+        for r in (state.reports if state is not None else [])
+        if r.outcome in RAISED_OUTCOMES
+    ]
+    if failures:
+        # every phase the journal saw is evidence: the test's own failure stays beside its crash
+        crash["failed_before"] = failures
+    return crash
 
 
 def deadline_of(attempt: AttemptResult, *, test_timeout: float, run_timeout: float, phase_min: float) -> float | None:
@@ -433,27 +451,43 @@ def worker_core(cores: Sequence[Path], pid: int | None, since: float | None, unt
     return None
 
 
-def plugin_crashes(
-    attempt: AttemptResult, redactor: Redactor, cores: Sequence[Path] = ()
-) -> list[tuple[str, str, CrashDiagnosis, Path | None]]:
-    """Tests whose crash a plugin reported from the copy it forked (pytest-forked, #29):
-    (nodeid, phase, diagnosis, the copy's core), the diagnosis with the copy's signal, stack
-    and output. ``cores``: the attempt's core files; the copy's is the one its report names
-    (#39), read for its Python stack where the copy wrote none."""
+@dataclass(frozen=True)
+class PluginCrash:
+    """A test's crash in a plugin's forked copy, as the runner reads it from the journal."""
+
+    nodeid: str
+    when: str
+    diagnosis: CrashDiagnosis
+    core: Path | None  # the copy's core, read for its Python stack
+    said: str  # the plugin's own words ("running the test EXITED with status 3")
+
+
+def plugin_crashes(attempt: AttemptResult, redactor: Redactor, cores: Sequence[Path] = ()) -> list[PluginCrash]:
+    """Tests whose crash a plugin reported from the copy it forked (pytest-forked, #29),
+    the diagnosis with the copy's signal, or the status it exited with, its stack and output.
+    ``cores``: the attempt's core files; the copy's is the one its report names (#39), read
+    for its Python stack where the copy wrote none, and only when the core says it is a
+    copy's of the attempt's process and no earlier crash was given it."""
     found = []
     by_path = {str(core.resolve()): core for core in cores}
+    given: set[Path] = set()
     for nodeid, state in attempt.fold.tests.items():
         for report in state.reports:
             if report.crash is None:
                 continue
-            signum = report.crash.get("signal")
+            signum, status = report.crash.get("signal"), report.crash.get("status")
             named = report.crash.get("core")
             # the copy's word names a file; only one of the cores found is read
             core = by_path.get(str(Path(named).resolve())) if isinstance(named, str) and named else None
+            if core is not None and (core in given or core_files.parent_id(core) != attempt.fold.pid):
+                core = None  # another process's evidence, or another crash's
+            if core is not None:
+                given.add(core)
+            returncode = -signum if isinstance(signum, int) else status if isinstance(status, int) else None
             diagnosis = with_core_stack(
                 functools.partial(
                     diagnostics.diagnose,
-                    returncode=-signum if isinstance(signum, int) else None,
+                    returncode=returncode,
                     fault_text=str(report.crash.get("fault") or ""),
                     output_text=str(report.crash.get("output") or ""),
                     redactor=redactor,
@@ -461,7 +495,7 @@ def plugin_crashes(
                 core,
                 redactor,
             )
-            found.append((nodeid, report.when, diagnosis, core))
+            found.append(PluginCrash(nodeid, report.when, diagnosis, core, report.longrepr or ""))
     return found
 
 
@@ -482,7 +516,7 @@ def rerun_record(
         signal = diagnosis["signal_name"] or signal
     elif state is not None and state.finished and any(r.crash is not None for r in state.reports):
         outcome = "crashed"  # in a plugin's forked copy (#29)
-        (_, _, diagnosis, _), *_ = (c for c in plugin_crashes(attempt, redactor, cores) if c[0] == nodeid)
+        diagnosis = next(c.diagnosis for c in plugin_crashes(attempt, redactor, cores) if c.nodeid == nodeid)
         fingerprint, basis, signal = diagnosis["fingerprint"], diagnosis["fingerprint_basis"], diagnosis["signal_name"]
     elif state is not None and state.finished:
         outcome = final_outcome(state)[0]
@@ -689,11 +723,12 @@ def record_crash(
         duration = attempt.overrun.seconds if attempt.overrun and at.kind == "timeout" else 0.0
         if test is not None and at.kind == "crash":
             duration = test.lasted(attempt.ended)
+        before = "".join(f"\n\n{told}" for told in failed_before_told(crash))  # the test's own failure
         state.put(
             at.nodeid,
             outcome,
             duration=duration,
-            message=f"{outcome}: {what} ({diagnosis['hint'] or ''})",
+            message=f"{outcome}: {what} ({diagnosis['hint'] or ''}){before}",
             skip=_declared(crash, test),
             crash=crash["id"],
             attempt=attempt.index,
@@ -719,15 +754,17 @@ def record_plugin_crashes(ev: Evidence, attempt: AttemptResult, targets: Sequenc
     """#29: a test that crashed in a plugin's forked copy (pytest-forked): the test's crash,
     with its signal, while its pytest process went on."""
     state = ev.state
-    for nodeid, when, diagnosis, core in plugin_crashes(attempt, ev.redactor, ev.cores(attempt, copies=True)):
-        if ev.reader is not None and core is not None:
-            ev.reader.attach(diagnosis, [core])  # gdb's view of the copy, then the core goes
+    for found in plugin_crashes(attempt, ev.redactor, ev.cores(attempt, copies=True)):
+        nodeid, diagnosis = found.nodeid, found.diagnosis
+        if ev.reader is not None:
+            # gdb's view of the copy, then the core goes; none: the record says why
+            ev.reader.attach(diagnosis, [found.core] if found.core is not None else [])
         crash = crash_record(
             ev.next_id(),
             kind="crash",
             phase="test",
             nodeid=nodeid,
-            when=when,
+            when=found.when,
             attempt=attempt.index,
             diagnosis=diagnosis,
             repro=ev.repro.of(nodeid, targets),
@@ -736,12 +773,13 @@ def record_plugin_crashes(ev: Evidence, attempt: AttemptResult, targets: Sequenc
         state.crashes.append(crash)
         ev.tell(outputlog.crash_line(crash))  # its process went on: a line of its own
         what = crash_kind_label(crash)
+        hint = f" ({diagnosis['hint']})" if diagnosis["hint"] else ""
         record = state.results.get(nodeid)
         state.put(
             nodeid,
             "crashed",
             duration=record["duration"] if record else 0.0,
-            message=f"crashed: {what} ({diagnosis['hint'] or ''})",
+            message=f"crashed: {what}{hint}: {found.said}",  # the plugin's words: how the copy ended
             skip=_declared(crash, attempt.fold.tests.get(nodeid)),
             crash=crash["id"],
             attempt=attempt.index,

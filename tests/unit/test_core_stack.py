@@ -53,13 +53,14 @@ def test_pystack_text_without_a_python_thread_is_no_stack() -> None:
     assert parse_pystack("Core file information:\nThe process died due receiving signal SIGABRT\n") is None
 
 
-def _core_with_thread(path: Path, tid: int, pid: int | None = None) -> Path:
+def _core_with_thread(path: Path, tid: int, pid: int | None = None, ppid: int = 1) -> Path:
     """A minimal 64-bit ELF core: one PT_NOTE holding an NT_PRSTATUS with ``tid`` and an
-    NT_PRPSINFO with ``pid`` (``tid``'s by default)."""
+    NT_PRPSINFO with ``pid`` (``tid``'s by default) and its parent's ``ppid``."""
     prstatus = bytearray(336)
     struct.pack_into("<I", prstatus, core_files.PRSTATUS_PID, tid)
     prpsinfo = bytearray(136)
     struct.pack_into("<I", prpsinfo, core_files.PRPSINFO_PID, tid if pid is None else pid)
+    struct.pack_into("<I", prpsinfo, core_files.PRPSINFO_PPID, ppid)
     name = b"CORE\0\0\0\0"
     note = b"".join(
         struct.pack("<III", 5, len(desc), kind) + name + bytes(desc)
@@ -81,6 +82,13 @@ def test_the_crashing_thread_is_the_cores_first_prstatus(tmp_path: Path) -> None
     assert core_files.crashed_thread(core) == CRASHED
     assert core_files.crashed_thread(tmp_path / "missing") is None
     assert core_files.process_id(_core_with_thread(tmp_path / "core.2", WAITER, pid=CRASHED)) == CRASHED
+
+
+def test_a_core_says_its_processs_parent(tmp_path: Path) -> None:
+    # a forked copy's core is its parent's copy's: the id the plugin and the runner check
+    core = _core_with_thread(tmp_path / "core", CRASHED, ppid=WAITER)
+    assert (core_files.process_id(core), core_files.parent_id(core)) == (CRASHED, WAITER)
+    assert core_files.parent_id(tmp_path / "missing") is None
 
 
 def test_a_crash_reads_its_own_processs_core_never_a_descendants(tmp_path: Path) -> None:
