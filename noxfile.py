@@ -233,6 +233,7 @@ MUTATION_MODULES = {
             "tests/unit/test_diagnose_logs.py",
             "tests/unit/test_parse.py",
             "tests/unit/test_fingerprint.py",
+            "tests/unit/test_core_stack.py",  # parse_pystack: a core's Python stack
         ],
         "threshold": 90,
     },

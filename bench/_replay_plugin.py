@@ -75,26 +75,32 @@ def _audit(root: Path, folder: Path) -> None:
             return
         if event == "open" or event in opens.LISTING or event in opens.NATIVE_OPENS:
             with contextlib.suppress(Exception):  # never the opener's failure
-                _saw(opens, root, folder, args[0], event in opens.LISTING)
+                opens.once(_saw, opens, root, folder, args[0], event in opens.LISTING)
         elif event in opens.STARTS:
             with contextlib.suppress(Exception):
                 _started(opens, root, event, args)
 
     sys.addaudithook(hook)
+    # pytest's and coverage's own questions of a path (a test's location, whether to trace a file)
+    opens.wrap_probes(
+        lambda path: None if opens.by_pytest(root) or opens.by_coverage() else _saw(opens, root, folder, path, False)
+    )
 
 
 def _saw(opens: Any, root: Path, folder: Path, path: Any, listing: bool) -> None:
-    rel = opens.read_path(path, root, folder)
-    running = _running(opens, root) if rel is not None else None
-    if rel is None or running is None:
+    found = opens.read_paths(path, root, folder)
+    if found and (listing or any(r.endswith((".py", ".pyc")) for r in found)) and opens.by_import(root):
+        return  # the import system's: a module's source read, a folder listed to find one
+    running = _running(opens, root) if found else None
+    if running is None:
         return  # outside every test, pytest's own collection lists and opens what it collects
     test, by = running
-    rel = f"{rel}/" if listing else rel
-    if test:
-        _READS["tests"].setdefault(test, set()).add(rel)
-        _READS["openers"].setdefault(rel, set()).add(by or "")
-    else:
-        _READS["at_import"].add(rel)
+    for rel in (f"{r}/" if listing else r for r in found):
+        if test:
+            _READS["tests"].setdefault(test, set()).add(rel)
+            _READS["openers"].setdefault(rel, set()).add(by or "")
+        else:
+            _READS["at_import"].add(rel)
 
 
 def _started(opens: Any, root: Path, event: str, args: tuple[Any, ...]) -> None:

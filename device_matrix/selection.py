@@ -295,8 +295,23 @@ def unmappable(
         f
         for f in changed
         if not matches(f, rules.ignore)
-        and not opened(f, rules, test_map, unread, present)
-        and (matches(f, rules.full) or not f.endswith(MAPPED_SUFFIXES))
+        and (
+            (
+                not opened(f, rules, test_map, unread, present)
+                and (matches(f, rules.full) or not f.endswith(MAPPED_SUFFIXES))
+            )
+            # #40: code outside the project's folder, which the map does not measure; a
+            # Python file read as a file outside every test (by code run at import)
+            or (f.endswith(MAPPED_SUFFIXES) and (outside(f) or _read_at_import(f, test_map, present)))
+        )
+    )
+
+
+def _read_at_import(path: str, test_map: TestMap | None, present: Collection[str]) -> bool:
+    return (
+        test_map is not None
+        and test_map.reads is not None
+        and read_by(path, test_map.read_at_import, listed=path not in present)
     )
 
 
@@ -314,9 +329,31 @@ def runs_all_alone(path: str, test_map: TestMap, rules: Rules) -> bool:
 def read_by(path: str, reads: Collection[str], *, listed: bool = True) -> bool:
     """Whether ``path`` was opened, or is in a folder listed (``data/``), as ``reads`` says.
     A listing sees names, not contents (#40): with ``listed`` False (the file was there at
-    the map's commit and is now: its change is to its contents) a listing does not count."""
+    the map's commit and is now: its change is to its contents) a listing does not count.
+    A read below ``path`` is one through it: a link to a folder pointed elsewhere."""
     folders = path.split("/")[:-1] if listed else []
-    return path in reads or any("/".join(folders[:i]) + "/" in reads for i in range(1, len(folders) + 1))
+    return (
+        path in reads
+        or any("/".join(folders[:i]) + "/" in reads for i in range(1, len(folders) + 1))
+        or any(r.startswith(f"{path}/") for r in reads)
+    )
+
+
+def outside(path: str) -> bool:
+    """Whether a changed ``path`` is the repository's, outside the project's folder (``../``)."""
+    return path.startswith("../")
+
+
+def read_as_text(path: str, test_map: TestMap | None, present: Collection[str] = ()) -> bool:
+    """Whether the map says who read ``path``, a Python file, as a file (#40: a hygiene test
+    reads the sources, a linter's test its inputs): those tests run, whatever else its
+    change runs."""
+    return (
+        test_map is not None
+        and test_map.reads is not None
+        and path.endswith(MAPPED_SUFFIXES)
+        and any(read_by(path, reads, listed=path not in present) for reads in test_map.reads.values())
+    )
 
 
 def opened(
@@ -750,6 +787,12 @@ def _full_reason(
         started = test_map.unseen.get("")
         if started is not None and not said and any(not f.endswith(MAPPED_SUFFIXES) for f in cannot):
             said = f" (the project's code outside every test: {started}, whose opens the map cannot see)"
+        code = [f for f in cannot if outside(f) and f.endswith(MAPPED_SUFFIXES)]
+        if code and not said:
+            said = f" ({_named(code)}: code outside the project's folder, which the map does not measure)"
+        read = [f for f in cannot if f.endswith(MAPPED_SUFFIXES) and _read_at_import(f, test_map, present)]
+        if read and not said:
+            said = f" ({_named(read)}: read as a file outside every test, by code run at import)"
         return f"{_named(cannot)} {verb}, which the test map cannot follow{said}", {}
     kept = [f for f in changed if f not in narrowed]
     return at_import(kept, test_map, rules, bodies, graph=graph, conftests=narrowed)
@@ -830,15 +873,22 @@ def plan(
         importers=importers,
         narrowed=_narrowed(test_map, {f: v for f, v in (functions or {}).items() if f in bodies}),
         readers=read,
-        data=frozenset(
-            f for f in files if not matches(f, rules.ignore) and opened(f, rules, test_map, unread, present)
-        ),
-        kept={
-            f: by
-            for f, by in (kept or {}).items()
-            if f in files and (f in bodies or opened(f, rules, test_map, unread, present))
-        },
+        data=(data := _followed_by_reads(files, rules, test_map, unread, present)),
+        kept={f: by for f, by in (kept or {}).items() if f in files and (f in bodies or f in data)},
         present=frozenset(present),
+    )
+
+
+def _followed_by_reads(
+    files: Iterable[str], rules: Rules, test_map: TestMap | None, unread: Collection[str], present: Collection[str]
+) -> frozenset[str]:
+    """The changed files whose readers the map names (#40): those that are not Python (or a
+    configuration no run reads) that only tests opened, and Python files read as files."""
+    return frozenset(
+        f
+        for f in files
+        if not matches(f, rules.ignore)
+        and (opened(f, rules, test_map, unread, present) or read_as_text(f, test_map, present))
     )
 
 

@@ -433,8 +433,9 @@ FRESH_VALUES = (ast.Constant, ast.Dict, ast.DictComp, ast.GeneratorExp, ast.List
 
 def _fresh_locals(fn: Function) -> tuple[frozenset[str], dict[str, set[str]]]:
     """The locals of ``fn`` that only ever hold what ``fn`` made (every binding a display or
-    a new container), and for every other name it binds, the names its values were read from
-    (``c = _CACHE``: ``c`` may be ``_CACHE``; a loop's or a ``with``'s name: what it walks)."""
+    a new container) and that no other scope in it names (:func:`_shared`), and for every
+    other name it binds, the names its values were read from (``c = _CACHE``: ``c`` may be
+    ``_CACHE``; a loop's or a ``with``'s name: what it walks)."""
     bound: dict[str, int] = {}
     fresh: dict[str, int] = {}
     roots: dict[str, set[str]] = {}
@@ -459,7 +460,29 @@ def _fresh_locals(fn: Function) -> tuple[frozenset[str], dict[str, set[str]]]:
                 if isinstance(n, ast.Name):
                     roots.setdefault(n.id, set()).update(_roots(value))
                     fresh[n.id] = fresh.get(n.id, 0) + own
-    return frozenset(n for n, count in bound.items() if fresh.get(n, 0) == count), roots
+    shared = _shared(fn)
+    return frozenset(n for n, count in bound.items() if fresh.get(n, 0) == count and n not in shared), roots
+
+
+# scopes a function may hold that outlive its call: what one of them names of another lives in
+# a cell (a comprehension runs within the call, and is of the scope it is in)
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _shared(fn: Function) -> frozenset[str]:
+    """The names more than one scope of ``fn`` mentions (its own, and each def, lambda or
+    class body in it, a default or a decorator with it): a local a nested function names lives
+    in a cell that function holds, past the call that bound it (#40: ``store = {}`` of a
+    function that returns a closure filling it)."""
+    scopes: dict[str, set[int]] = {}
+    todo: list[tuple[ast.AST, int]] = [(fn, id(fn))]
+    while todo:
+        node, scope = todo.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Name):
+                scopes.setdefault(child.id, set()).add(scope)
+            todo.append((child, id(child) if isinstance(child, SCOPES) else scope))
+    return frozenset(n for n, seen in scopes.items() if len(seen) > 1)
 
 
 def _fresh(value: ast.expr) -> bool:
@@ -478,12 +501,18 @@ def _stores(fn: Function) -> tuple[frozenset[str] | None, frozenset[str]]:
     """Where ``fn`` may keep what it makes other than in its module's variables (#40): into
     an object it was given or reaches (``self._cache = ...``, a default's ``_memo[k] = ...``,
     another module's ``other.CACHE[k] = ...``, a local alias's ``c[k] = ...``), a ``nonlocal``,
-    or handed with arguments to a method of such an object (``self.store(v)``): the attribute
-    names it stores on (read back by name), or None when it keeps nothing there; and the names
-    the aliases it stores through were bound from (``c = _CACHE``). A local that only ever
-    holds what ``fn`` made keeps nothing past the call."""
+    or handed with arguments to a method of such an object (``self.store(v)``; :func:`_handed_to`):
+    the attribute names it stores on (read back by name), or None when it keeps nothing there;
+    and the names the aliases it stores through were bound from (``c = _CACHE``). A local that
+    only ever holds what ``fn`` made keeps nothing past the call; a def or a lambda in it is
+    given its arguments as ``fn`` is (a default it holds outlives the call)."""
     fresh, roots = _fresh_locals(fn)
-    given = _params(fn)
+    given = {
+        p
+        for sub in ast.walk(fn)
+        if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        for p in _params(sub)
+    }
     attrs: set[str] = set()
     through: set[str] = set()
     keeps = False
@@ -496,14 +525,31 @@ def _stores(fn: Function) -> tuple[frozenset[str] | None, frozenset[str]]:
             if not (isinstance(base, ast.Name) and base.id in fresh):
                 keeps = True
                 through.update(roots.get(base.id, ()) if isinstance(base, ast.Name) else ())
-        elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and (sub.args or sub.keywords):
-            held = sub.func.value.id if isinstance(sub.func.value, ast.Name) else None
-            if held is not None and held not in fresh and (held in roots or held in given):
-                # handed to a method of what it was given or an alias (a module's: writes): any
-                # method may keep what it is given, whatever its name (``registry.remember(v)``)
-                keeps = True
-                through.update(roots.get(held, ()))
+        elif isinstance(sub, ast.Call) and (sub.args or sub.keywords):
+            objects, names = _handed_to(sub)
+            attrs.update(names)
+            for obj in objects:
+                held = obj.id if isinstance(obj, ast.Name) else None
+                if isinstance(obj, ast.Call) and _name(obj) == "super":
+                    keeps = True  # a method of the instance's own (``super().__setitem__(k, v)``)
+                elif held is not None and held not in fresh and (held in roots or held in given):
+                    # handed to a method of what it was given or an alias (a module's: writes): any
+                    # method may keep what it is given, whatever its name (``registry.remember(v)``)
+                    keeps = True
+                    through.update(roots.get(held, ()))
     return (frozenset(attrs) if keeps else None), frozenset(through)
+
+
+def _handed_to(call: ast.Call) -> tuple[list[ast.expr], list[str]]:
+    """What ``call`` may keep its arguments in: the object of a method (``obj`` of ``obj.m(v)``,
+    ``super()`` of ``super().m(v)``), and the first argument of ``setattr`` or of a special
+    method called through a type (``object.__setattr__(obj, "n", v)``, ``dict.__setitem__(obj,
+    k, v)``: #40), with the name it stores on there (``n``) when written out."""
+    objects = [call.func.value] if isinstance(call.func, ast.Attribute) else []
+    if _name(call) != "setattr" and not (objects and _special([_name(call)], member=True)):
+        return objects, []
+    names = [a.value for a in call.args[1:2] if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    return [*objects, *call.args[:1]], names
 
 
 def _stored_into(target: ast.Subscript | ast.Attribute) -> tuple[ast.expr, list[str]]:
@@ -517,7 +563,7 @@ def _stored_into(target: ast.Subscript | ast.Attribute) -> tuple[ast.expr, list[
     return base, names
 
 
-def _params(fn: Function) -> set[str]:
+def _params(fn: Function | ast.Lambda) -> set[str]:
     a = fn.args
     return {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, *filter(None, [a.vararg, a.kwarg])]}
 
@@ -877,11 +923,16 @@ def _imports_within(stmt: ast.Import | ast.ImportFrom, internal: Callable[[str],
 
 def _functions(body: list[ast.stmt]) -> Iterator[Function]:
     """The functions a module defines that no other function holds (methods too)."""
+    return (fn for fn, _ in _members(body))
+
+
+def _members(body: list[ast.stmt], within: tuple[str, ...] = ()) -> Iterator[tuple[Function, tuple[str, ...]]]:
+    """:func:`_functions`, each with the classes it is a method of, outermost first."""
     for stmt in body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            yield stmt
+            yield stmt, within
         elif isinstance(stmt, ast.ClassDef):
-            yield from _functions(stmt.body)
+            yield from _members(stmt.body, (*within, stmt.name))
 
 
 def _top(
@@ -950,6 +1001,7 @@ class _Function:
     # left out (:func:`_unchangeable`), unless it declares them ``global``
     variables: frozenset[str]
     changeable: frozenset[str]
+    within: tuple[str, ...] = ()  # the classes it is a method of, outermost first
 
     @functools.cached_property
     def _kept(self) -> tuple[frozenset[str] | None, frozenset[str]]:
@@ -967,9 +1019,27 @@ class _Function:
         variables = self.variables & (self.changeable | _globals(self.node))
         return (_writes(self.node) | self._kept[1]) & variables
 
+    @property
+    def protocol(self) -> bool:
+        """A method Python calls by a protocol, never by its name (a dunder: ``TABLE[k]``
+        calls ``__getitem__``, ``Table()`` calls ``__init__``): its callers are the readers of
+        its classes, and of every name an instance of one is bound to (#40)."""
+        return bool(self.within) and _special([self.node.name], member=True)
+
+    @property
+    def kept(self) -> frozenset[str]:
+        """The names what it keeps is read by: its own, the module's variables it writes, the
+        attributes it stores on, and its classes (what a method keeps in its instance,
+        ``self[k] = v`` of ``__missing__``, is read by a protocol: ``TABLE[k]``, #40)."""
+        return frozenset({self.node.name, *self.writes, *(self.stores or ()), *self.within})
+
 
 def _function(
-    fn: Function, aliases: Collection[str], variables: frozenset[str], changeable: frozenset[str]
+    fn: Function,
+    aliases: Collection[str],
+    variables: frozenset[str],
+    changeable: frozenset[str],
+    within: tuple[str, ...] = (),
 ) -> _Function:
     # its body and parameters, walked once for all that is told of every function
     body = [sub for node in [*fn.body, fn.args] for sub in ast.walk(node)]
@@ -978,7 +1048,7 @@ def _function(
     # an attribute it only assigns (``self._cache = None``) is none of what it reads (#40)
     unread = _stored_only([*body, *header])
     dynamic = _dynamic([*body, *header])
-    return _Function(fn, _Said(said.bound - unread, said.loose - unread), dynamic, variables, changeable)
+    return _Function(fn, _Said(said.bound - unread, said.loose - unread), dynamic, variables, changeable, within)
 
 
 def _stored_only(walked: Iterable[ast.AST]) -> frozenset[str]:
@@ -1009,7 +1079,7 @@ def _module(path: str, tree: ast.Module | None, text: str) -> _Module | None:
     # (whatever makes the value: a memo built by ``defaultdict(list)`` is written as one of ``{}``)
     variables = _variables(tree)
     changeable = frozenset(n for stmt in _assignments(tree) if not _unchangeable(stmt) for n in _targets(stmt))
-    functions = [_function(fn, aliases, variables, changeable) for fn in _functions(tree.body)]
+    functions = [_function(fn, aliases, variables, changeable, within) for fn, within in _members(tree.body)]
     # #40: an ``if __name__ == "__main__":`` is followed as a body: the tests that ran its lines
     none = frozenset[str]()
     functions += [_function(_as_body(stmt), aliases, none, none) for stmt in guards(tree)]
@@ -1130,9 +1200,12 @@ def readers(
     is_test: Callable[[str], bool],
     internal: Callable[[str], bool],
     sees: Callable[[str, str], bool] = lambda _a, _b: True,
+    in_files: Callable[[Collection[str]], Mapping[str, str]] = lambda _names: {},
 ) -> dict[str, str] | None:
     """The tests that can see the change of ``path`` from ``old`` (at the map's commit) to
     ``new``, each with why (nodeid -> reason); None when it cannot be told (see the module).
+    ``in_files``: the tests that read a file (not Python: a template's ``{cfg.TIMEOUT}``)
+    naming one of the names given, each with why (#40: code reads by the words of a file).
     ``sources``: every project Python file as it was at the map's commit (the map's lines
     are of those; a :class:`Parsed` of them parses each once for all the changed files);
     ``is_test``: whether a path is a test file; ``internal``: whether a dotted module name
@@ -1154,7 +1227,8 @@ def readers(
     if not follow.run(project, is_test):
         return None
     reach = [f for f in project.sources if any(sees(f, b) for b in follow.blind)]
-    return _tests(follow.spans, whole=follow.whole, names=set(change.names), test_map=test_map, path=path, reach=reach)
+    found = _tests(follow.spans, whole=follow.whole, names=set(change.names), test_map=test_map, path=path, reach=reach)
+    return {**in_files(follow.names), **found}
 
 
 def keepers(
@@ -1171,8 +1245,9 @@ def keepers(
     a function whose value outlives its call keeps it (a decorator that may cache it,
     ``lru_cache``, a fixture of a wider scope than a test's; a function that writes it into
     its module, a memo, a ``global``), and every test that ran code reading a keeper (its
-    name: a caller, a test requesting the fixture; what it writes into its module) may get
-    it, whoever made it first; and a function that names one and reads its code
+    name: a caller, a test requesting the fixture; what it writes into its module; a method's
+    class, and a name an instance of it is bound to: ``TABLE[k]`` reads what ``__missing__``
+    kept) may get it, whoever made it first; and a function that names one and reads its code
     (``f.__code__``, ``inspect.getsource(f)``) sees the change without running it.
     ``spans``: the body lines, in the file at the map's commit (``project``'s), of the
     functions the change is in; {} when no function that reaches one of them keeps a value
@@ -1202,7 +1277,7 @@ def keepers(
         return None  # which tests ran a reader of what is kept: a map of files cannot say
     readers_of = _Follow(path, Change(frozenset(), ()), test_map, sees, unrun=True)
     for where, f in kept:
-        for name in {f.node.name, *f.writes, *(f.stores or ())}:
+        for name in f.kept:
             readers_of.bind(name, where)
             readers_of.keeping.add(name)
     for name in (n for written in fresh.values() for n in written):
@@ -1389,6 +1464,10 @@ class _Follow:
                 self.whole.add(m.path)
             elif bound is None:
                 self.blind.add(m.path)  # what its import does with the name is its importers'
+                if self.unrun and isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                    # #40: what it bound may call a caller later, or hold what a keeper keeps
+                    # (``VIEW = _View()``, ``lookup = _make()``): its names are followed too
+                    bound = _targets(stmt)
             # a member's class is read too: astuple(), an Enum's members, str() read members by no name
             for b in {*(bound or ()), *classes}:
                 grown |= self.bind(b, m.path)
@@ -1423,10 +1502,10 @@ class _Follow:
         # where it runs, unless a decorator may keep what it returns
         grown = False
         if read or fn.decorator_list:
-            for b in {fn.name, *f.writes}:
+            for b in {fn.name, *f.writes, *(f.within if f.protocol else ())}:
                 grown |= self.bind(b, where)
             if _keeps(f):
-                self.keeping.update({fn.name, *f.writes, *(f.stores or ())})
+                self.keeping.update(f.kept)
         return grown
 
     def _metadata(self, said: _Said, names: frozenset[str]) -> bool:

@@ -1,14 +1,18 @@
-"""The files a test opens, as the test map records them (#40): which of the project's files
-that are not Python an ``open`` or a listing names, and which of the project's functions did
-it. Standard library only: bench/selection.py's replay loads this file by its path into the
+"""The files a test reads, as the test map records them (#40): which of the repository's files
+an ``open``, a listing or a probe of a path (``exists()``) names, and which of the project's
+functions did it. Standard library only: bench/selection.py's replay loads this file by its path into the
 pytest it replays, which must not import a device_matrix package (the replayed one may be
 another version of it)."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import sys
+import threading
 import urllib.parse
+from collections.abc import Callable
 from pathlib import Path
 from types import CodeType
 from typing import Any
@@ -22,6 +26,12 @@ NATIVE_OPENS = frozenset({"sqlite3.connect"})
 # of the test's own process, ``os.fork``, is recorded as the test itself)
 STARTS = frozenset({"subprocess.Popen", "os.system", "os.posix_spawn", "os.exec", "os.spawn"})
 _COMPREHENSIONS = frozenset({"<genexpr>", "<listcomp>", "<setcomp>", "<dictcomp>"})
+# the code of the import system, as frames name it (frozen into the interpreter)
+_IMPORT_SYSTEM = ("<frozen importlib.", "<frozen zipimport>")
+# what a probe of a path calls (``exists()``, ``is_file()``, ``os.path.isdir``, ``glob`` of
+# a literal name): no audit event says it, so the recording wraps these of ``os``
+PROBES = ("stat", "lstat", "access")
+_TELLING = threading.local()  # whether this thread is telling of a read now
 
 
 def opener(root: Path) -> str | None:
@@ -56,6 +66,40 @@ def opener_code(root: Path) -> tuple[str, CodeType] | None:
     return None
 
 
+def once(tell: Callable[..., None], *args: Any) -> None:
+    """``tell(*args)`` unless this thread is telling of a read now: what telling does (a link
+    resolved by ``os.lstat``) is none of what the test reads."""
+    if getattr(_TELLING, "now", False):
+        return
+    _TELLING.now = True
+    try:
+        tell(*args)
+    finally:
+        _TELLING.now = False
+
+
+def wrap_probes(tell: Callable[[Any], None]) -> None:
+    """``os.stat``, ``os.lstat`` and ``os.access`` (:data:`PROBES`) wrapped to ``tell`` the path
+    each asks about, as an open is told: ``exists()``, ``is_file()``, ``os.path.isdir`` call
+    them, and no audit event says it. The import system calls its own, unwrapped; a path
+    relative to a descriptor (``dir_fd``) is not told."""
+    for name in PROBES:
+        original = getattr(os, name)
+
+        def probe(path: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            if kwargs.get("dir_fd") is None:
+                with contextlib.suppress(Exception):  # never the caller's failure
+                    once(tell, path)
+            return _original(path, *args, **kwargs)
+
+        functools.update_wrapper(probe, original)
+        setattr(os, name, probe)
+        # what ``os`` says each supports (shutil asks ``os.stat in os.supports_follow_symlinks``)
+        for supports in (os.supports_dir_fd, os.supports_fd, os.supports_follow_symlinks, os.supports_effective_ids):
+            if original in supports:
+                supports.add(probe)
+
+
 def by_coverage() -> bool:
     """Whether coverage.py's own code is on the stack: the recording's (a forked copy's
     coverage lists the source folders as it saves at its end), no test's."""
@@ -68,22 +112,28 @@ def by_coverage() -> bool:
     return False
 
 
-def read_path(path: Any, root: Path, maps: Path) -> str | None:
-    """A path opened or listed, relative to the project root, when it is one of the project's
-    files that are not Python (None: outside it, its own code, a hidden folder, the map's)."""
+def read_paths(path: Any, root: Path, maps: Path, top: Path | None = None) -> list[str]:
+    """A path opened, listed or asked about, relative to the project root (POSIX; ``../``
+    above it): as it was named and, where a link leads elsewhere, where it leads; each one
+    of the repository's files (under ``top``, its work tree's top; the root when None), not
+    the map's own nor a folder of installed packages or bytecode. A hidden folder's file
+    (``.ci/``, ``.github/``) is one: a change git shows may be one a test read."""
     if isinstance(path, int):
-        return None  # a descriptor: its path was seen when it was opened
+        return []  # a descriptor: its path was seen when it was opened
     try:
-        full = Path(os.fsdecode(path) if path is not None else ".").absolute()
+        # as named: its links kept (``resolve()`` would follow them)
+        named = os.path.abspath(os.fsdecode(path) if path is not None else ".")  # noqa: PTH100
     except (TypeError, ValueError):
-        return None
-    rel = relative(str(full), root)
-    if rel is None or full.is_relative_to(maps) or full.suffix in (".py", ".pyc"):
-        return None
-    parts = rel.split("/")
-    if rel == "." or any(p.startswith(".") or p in NOT_PROJECT or p == "__pycache__" for p in parts):
-        return None
-    return rel
+        return []
+    found: list[str] = []
+    for full in dict.fromkeys([named, os.path.realpath(named)]):
+        rel = _within(full, root, top or root)
+        if rel is None or Path(full).is_relative_to(maps):
+            continue
+        parts = rel.split("/")
+        if rel not in (".", "..") and not any(p in NOT_PROJECT or p == "__pycache__" for p in parts):
+            found.append(rel)
+    return found
 
 
 def relative(path: str, root: Path) -> str | None:
@@ -92,6 +142,43 @@ def relative(path: str, root: Path) -> str | None:
         return Path(path).resolve().relative_to(root).as_posix()
     except ValueError:
         return None
+
+
+def _within(full: str, root: Path, top: Path) -> str | None:
+    """``full`` (absolute, normalized) relative to ``root`` when it is under ``top``; None outside."""
+    if full != str(top) and not full.startswith(f"{top}{os.sep}"):
+        return None
+    return Path(os.path.relpath(full, root)).as_posix()
+
+
+def by_import(root: Path) -> bool:
+    """Whether the import system is the code nearest an open or a listing on the stack, before
+    any of the project's (a module's source read to import it, a folder listed to find one,
+    pytest's rewrite of a test module's asserts): no test reads those as data. A module's own
+    code that reads a file as it is imported is the project's, nearer."""
+    return _nearer(root, lambda code, _module: code.co_filename.startswith(_IMPORT_SYSTEM))
+
+
+def by_pytest(root: Path) -> bool:
+    """Whether pytest's own code is nearer a probe of a path than the project's: where a test
+    is, for its report (``item.location`` asks whether its file exists), not what it reads."""
+    return _nearer(root, lambda _code, module: module.split(".", 1)[0] in ("_pytest", "pluggy"))
+
+
+def _nearer(root: Path, found: Callable[[CodeType, str], bool]) -> bool:
+    """Whether a frame ``found`` says of comes before the project's code, walking up the stack
+    from the recording's caller (the recording's own frames are none of the project's)."""
+    frame = sys._getframe(2)
+    inside, own = f"{root}{os.sep}", f"{Path(__file__).resolve().parent.parent}{os.sep}"
+    while frame is not None:
+        name = frame.f_code.co_filename
+        module = frame.f_globals.get("__name__")
+        if found(frame.f_code, module if isinstance(module, str) else ""):
+            return True
+        if name.startswith(inside) and not name.startswith(own) and not any(f"/{n}/" in name for n in NOT_PROJECT):
+            return False
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
 
 
 def native_path(database: Any) -> Any:

@@ -128,6 +128,8 @@ class MapRecorder:
         import coverage
 
         self.root = root.resolve()
+        # #40: a file of the repository above the project's folder is one a change may touch
+        self.top = _work_tree_top(self.root)
         # not the pid alone: every process of a container's attempts may have the same one
         self.own = folder / f"cov-{os.getpid()}-{secrets.token_hex(4)}"
         self.own.mkdir(parents=True)
@@ -158,6 +160,7 @@ class MapRecorder:
         self.starters: set[str] = set()
         _RECORDERS[:] = [self]
         _audit_once()
+        _probes_once()
         _follow_processes()
         os.environ.pop(ENV_MAP_CONTEXT, None)  # the session's own context is the empty one
         self.cov = coverage.Coverage(config_file=str(config))
@@ -170,23 +173,31 @@ class MapRecorder:
         os.register_at_fork(after_in_child=_forked, after_in_parent=_parented)
 
     def saw(self, path: Any, listing: bool) -> None:
-        """A file opened, or a folder listed, by the running test (or outside every test)."""
-        rel = opens.read_path(path, self.root, self.own.parent)
-        if rel is None or opens.by_coverage():
+        """A file opened or asked about, or a folder listed, by the running test (or outside
+        every test)."""
+        opens.once(self._saw, path, listing)
+
+    def _saw(self, path: Any, listing: bool, *, probe: bool = False) -> None:
+        found = opens.read_paths(path, self.root, self.own.parent, self.top)
+        if not found or opens.by_coverage() or (probe and opens.by_pytest(self.root)):
+            return
+        # a module's source read to import it, a folder listed to find one: the import
+        # system's, which the coverage of what the import ran follows (#40)
+        if (listing or any(r.endswith((".py", ".pyc")) for r in found)) and opens.by_import(self.root):
             return
         opener = opens.opener(self.root)
         if not self.context and opener is None:
             return  # outside every test, pytest's own collection lists and opens what it collects
-        rel = f"{rel}/" if listing else rel
-        if os.getpid() != self.pid:
-            self._from_fork({"reads": [rel], "openers": {rel: [opener or ""]}})
-        elif self.context:
-            self.reads.setdefault(self.context, set()).add(rel)
-            self.openers.setdefault(rel, set()).add(opener or "")
-        elif rel not in self.read_at_import:
-            self.read_at_import.add(rel)
-            # at once: a process that dies keeps what ran before every test read
-            _line(self.finished, {"c": "", "nodeid": "", "reads": [rel]})
+        for rel in (f"{r}/" if listing else r for r in found):
+            if os.getpid() != self.pid:
+                self._from_fork({"reads": [rel], "openers": {rel: [opener or ""]}})
+            elif self.context:
+                self.reads.setdefault(self.context, set()).add(rel)
+                self.openers.setdefault(rel, set()).add(opener or "")
+            elif rel not in self.read_at_import:
+                self.read_at_import.add(rel)
+                # at once: a process that dies keeps what ran before every test read
+                _line(self.finished, {"c": "", "nodeid": "", "reads": [rel]})
 
     def start(self, why: str) -> None:
         """A program (or a process of multiprocessing's spawn) started by the running test, or
@@ -528,6 +539,7 @@ def _data_pid(name: str) -> str:
 # the recorder of this process, which the audit hook (installed once: one cannot be removed) tells
 _RECORDERS: list[MapRecorder] = []
 _AUDITED: list[bool] = []
+_PROBED: list[bool] = []
 
 
 def _audit_once() -> None:
@@ -551,6 +563,29 @@ def _audit_once() -> None:
                 _RECORDERS[0].start(f"it started `{opens.started(event, args)}`")
 
     sys.addaudithook(hook)
+
+
+def _probes_once() -> None:
+    """#40: a path a test asked about (``exists()``: a search path, a template overridden) is
+    one it reads, there or not (:func:`device_matrix.child.opens.wrap_probes`)."""
+    if _PROBED:
+        return
+    _PROBED.append(True)
+
+    def tell(path: Any) -> None:
+        if _RECORDERS:
+            _RECORDERS[0]._saw(path, False, probe=True)
+
+    opens.wrap_probes(tell)
+
+
+def _work_tree_top(root: Path) -> Path:
+    """The top of the git work tree ``root`` is in (the nearest folder holding ``.git``),
+    or ``root`` itself outside one."""
+    for folder in (root, *root.parents):
+        if (folder / ".git").exists():
+            return folder
+    return root
 
 
 def _parented() -> None:

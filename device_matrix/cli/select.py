@@ -13,6 +13,8 @@ import argparse
 import configparser
 import contextlib
 import functools
+import posixpath
+import re
 import shlex
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from datetime import datetime
@@ -42,6 +44,7 @@ from device_matrix.selection import (
     is_test_file,
     opened,
     plan,
+    read_as_text,
     read_by,
     rules_of,
     runs_all_alone,
@@ -100,23 +103,32 @@ def find_map(cfg: Config, row: str, source: SourceInfo | None, store: History | 
 
 
 def changed_files(root: Path, since: Sequence[str]) -> tuple[list[str] | None, str]:
-    """The project's files changed from each commit of ``since`` to the working tree
-    (untracked ones too), relative to ``root``; None and why when git cannot tell."""
+    """The repository's files changed from each commit of ``since`` to the working tree
+    (untracked ones too), relative to ``root``: those above the project's folder (a folder
+    of the repository) as ``../shared/limits.json`` (#40: a test may read one); None and why
+    when git cannot tell."""
     found: set[str] = set()
-    inside, why = git(root, "rev-parse", "--is-inside-work-tree")
-    if inside is None:
+    shown, why = git(root, "rev-parse", "--show-prefix")
+    if shown is None:
         return None, f"not a git checkout: {why}"
+    prefix = shown.rstrip("\n")
     for commit in since:
-        # -z: each name as it is (a name outside ASCII is not quoted)
-        out, why = git(root, "diff", "--name-only", "-z", "--no-renames", "--relative", commit, "--")
+        # -z: each name as it is (a name outside ASCII is not quoted); from the top: every folder's
+        out, why = git(root, "diff", "--name-only", "-z", "--no-renames", commit, "--", ":/")
         if out is None:
             return None, f"git cannot diff from {commit[:12]}: {why}"
-        found.update(name for name in out.split("\0") if name)
-    out, why = git(root, "ls-files", "-z", "--others", "--exclude-standard")
+        found.update(_from_root(name, prefix) for name in out.split("\0") if name)
+    out, why = git(root, "ls-files", "-z", "--others", "--exclude-standard", "--full-name", "--", ":/")
     if out is None:
         return None, f"git cannot list the untracked files: {why}"
-    found.update(name for name in out.split("\0") if name)
+    found.update(_from_root(name, prefix) for name in out.split("\0") if name)
     return sorted(found), ""
+
+
+def _from_root(name: str, prefix: str) -> str:
+    """A path git names from the top of the work tree, relative to the project's folder
+    (``prefix``, git's ``--show-prefix`` of it: ``py/``)."""
+    return name.removeprefix(prefix) if name.startswith(prefix) else posixpath.relpath(name, prefix or ".")
 
 
 def merge_base(root: Path, ref: str) -> tuple[str | None, str]:
@@ -326,6 +338,7 @@ def name_readers(
     if parsed is None:
         return {}
     tops = {p.removeprefix("src/").split("/", 1)[0].removesuffix(".py") for p in parsed.sources}
+    words = _naming(root, test_map, changed)
 
     def internal(module: str) -> bool:
         return module.split(".", 1)[0] in tops
@@ -348,10 +361,42 @@ def name_readers(
             is_test=lambda f: is_test_file(f, test_map),
             internal=internal,
             sees=_sees(graph),
+            in_files=words,
         )
         if read is not None:
             found[path] = read
     return found
+
+
+def _naming(root: Path, test_map: TestMap, changed: Collection[str]) -> Callable[[Collection[str]], dict[str, str]]:
+    """#40: the tests that read a file whose text names one of the names given, each with why:
+    a template's ``{cfg.TIMEOUT}``, a configuration's ``pkg.module:function`` are read by the
+    code that formats or loads them, by a name no Python mentions. The files are read as
+    they are now, once each; a folder listed is not read."""
+    texts: dict[str, bytes] = {}
+
+    def text(rel: str) -> bytes:
+        if rel not in texts:
+            try:
+                texts[rel] = (root / rel).read_bytes() if rel not in changed else b""
+            except OSError:
+                texts[rel] = b""
+        return texts[rel]
+
+    def naming(names: Collection[str]) -> dict[str, str]:
+        if not names or test_map.reads is None:
+            return {}
+        word = re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in sorted(names)) + rb")\b")
+        files = {r for reads in test_map.reads.values() for r in reads if not r.endswith(("/", ".py"))}
+        naming = {r for r in files if word.search(text(r))}
+        found: dict[str, str] = {}
+        for nodeid, reads in sorted(test_map.reads.items()):
+            named = sorted(naming & reads)
+            if named:
+                found[nodeid] = f"it read {named[0]}, which names a name the change binds anew"
+        return found
+
+    return naming
 
 
 def kept_readers(
@@ -400,7 +445,9 @@ def opened_kept(
     configuration files of ``unread`` are followed so too; a listing of the folder of one of
     ``present`` (there at the map's commit and now) saw no change, nor did its code."""
     found: dict[str, dict[str, str]] = {}
-    for path in [f for f in changed if opened(f, rules, test_map, unread, present)]:
+    for path in [
+        f for f in changed if opened(f, rules, test_map, unread, present) or read_as_text(f, test_map, present)
+    ]:
         listed = path not in present
         recorded = {
             o for rel, names in (test_map.openers or {}).items() if read_by(path, {rel}, listed=listed) for o in names

@@ -5,6 +5,7 @@ at another module's import, and what a module's import may do to the process: pu
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 from device_matrix.changes import namereads
 from device_matrix.records.testmap import TestMap
@@ -31,10 +32,11 @@ def _kept(
     path: str = "pkg/lib.py",
     at_import: dict[str, frozenset[int]] | None = None,
     now: dict[str, str] | None = None,
+    sees: Callable[[str, str], bool] = lambda _a, _b: True,
 ) -> dict[str, str] | None:
     """:func:`namereads.keepers` of a change to the function ``changed`` of ``path``;
     ``ran``: nodeid -> file -> the functions of it the test ran; ``now``: the changed file's
-    text now (default: as it was)."""
+    text now (default: as it was); ``sees``: whether a file may import another."""
     lines = {n: {f: _lines(sources[f], *fns) for f, fns in per.items()} for n, per in ran.items()}
     m = TestMap("cpu", "a" * 40, "2026-12-01T00:00:00+00:00", {n: frozenset(p) for n, p in ran.items()}, {}, lines)
     m = TestMap(m.row, m.commit, m.created, m.tests, at_import or {}, m.lines)
@@ -44,6 +46,7 @@ def _kept(
         namereads.Parsed(sources),
         m,
         is_test=lambda f: f.rsplit("/", 1)[-1].startswith("test_"),
+        sees=sees,
         **({"now": now[path]} if now else {}),  # type: ignore[arg-type]
     )
 
@@ -370,7 +373,10 @@ def test_a_caller_keeping_the_value_anywhere_that_outlives_its_call_keeps_it() -
     for how, source in KEEPERS_ELSEWHERE.items():
         sources = {"pkg/lib.py": source, "pkg/other.py": "CACHE = {}\n", "pkg/test_lib.py": KEEPERS_TESTS}
         found = _kept(sources, RAN_GET, "compute")
-        assert found is not None and set(found) == {"pkg/test_lib.py::test_a", "pkg/test_lib.py::test_b"}, how
+        assert found is not None and {"pkg/test_lib.py::test_a", "pkg/test_lib.py::test_b"} <= set(found), how
+        # a method's class is read too (what it keeps in its instance is read by protocols):
+        # `REG = Registry()` reads it at import and does more than bind, so its importers run
+        assert ("pkg/test_lib.py::test_c" in found) == ("REG = Registry()" in source), how
 
 
 def test_a_caller_filling_only_what_it_made_itself_keeps_nothing() -> None:
@@ -392,7 +398,9 @@ def test_an_object_made_at_import_keeps_what_a_method_stores_on_it_for_later_rea
     top = frozenset(i + 1 for i, line in enumerate(source.splitlines()) if line and not line.startswith(" "))
     sources = {"pkg/lib.py": source, "pkg/test_lib.py": KEEPERS_TESTS}
     found = _kept(sources, RAN_GET, "compute", at_import={"pkg/lib.py": top | init})
-    assert found is not None and set(found) == {"pkg/test_lib.py::test_a", "pkg/test_lib.py::test_b"}
+    assert found is not None and set(found) == {"pkg/test_lib.py::test_a", "pkg/test_lib.py::test_b"} | {
+        "pkg/test_lib.py::test_c"  # it imports the module whose import reads Registry, a keeper's class
+    }
 
 
 PATTERNED = (
@@ -483,3 +491,241 @@ def test_a_value_of_the_standard_library_made_at_import_is_no_write_of_the_proce
     # what is not a value still may write: a clock set, a seed
     for write in ("itertools.count().__next__()", "decimal.getcontext().prec = 4"):
         assert namereads.process_write(base, base + write + "\n", _internal) is not None, write
+
+
+# #40 (an adversarial probe): a memo a nested scope keeps in a local of the function that made
+# it. The local lives in a cell the nested function holds (or its default holds the local's
+# object), past the call that bound it: test_b hits what test_a filled and runs no line of the
+# changed function. pkg/test_plain.py imports nothing of pkg/lib.py
+CLOSURES = {
+    "a nested def's cell": (
+        "def compute(unit):\n    return 1\n\n\n"
+        "def _make():\n    store = {}\n\n    def get(unit):\n        if unit not in store:\n"
+        "            store[unit] = compute(unit)\n        return store[unit]\n\n    return get\n\n\n"
+        "get = _make()\n"
+    ),
+    "a lambda's cell": (
+        "def compute(unit):\n    return 1\n\n\n"
+        "def _make():\n    store = {}\n    return lambda unit: store.setdefault(unit, compute(unit))\n\n\n"
+        "get = _make()\n"
+    ),
+    "a lambda's default": (
+        "def compute(unit):\n    return 1\n\n\n"
+        "def _make():\n    store = {}\n    return lambda unit, _s=store: _s.setdefault(unit, compute(unit))\n\n\n"
+        "get = _make()\n"
+    ),
+    "a nested class's method": (
+        "def compute(unit):\n    return 1\n\n\n"
+        "def _make():\n    store = []\n\n    class Get:\n        def __call__(self, unit):\n"
+        "            if not store:\n                store.append(compute(unit))\n            return store[0]\n\n"
+        "    return Get()\n\n\nget = _make()\n"
+    ),
+}
+PLAIN = {"pkg/plain.py": "def plain():\n    return 0\n", "pkg/test_plain.py": "def test_c():\n    assert True\n"}
+RAN_PLAIN: dict[str, dict[str, tuple[str, ...]]] = {
+    "pkg/test_plain.py::test_c": {"pkg/plain.py": ("plain",), "pkg/test_plain.py": ("test_c",)}
+}
+
+
+def _apart(importer: str, imported: str) -> bool:
+    """Whether a file may import another of the project: any, but pkg/lib.py for pkg/test_plain.py."""
+    files = {"pkg/lib.py", "pkg/test_lib.py", *PLAIN}
+    return imported in files and not (importer == "pkg/test_plain.py" and imported == "pkg/lib.py")
+
+
+def _made_at_import(source: str, *names: str) -> dict[str, frozenset[int]]:
+    """The lines of ``pkg/lib.py`` its import ran: its top-level lines, the bodies of ``names``."""
+    top = frozenset(i + 1 for i, line in enumerate(source.splitlines()) if line and not line.startswith(" "))
+    return {"pkg/lib.py": top | _lines(source, *names)}
+
+
+def test_a_memo_a_nested_scope_keeps_in_its_maker_s_local_outlives_the_call() -> None:
+    tests = "from pkg.lib import get\n\n\ndef test_a():\n    assert get('k')\n\n\ndef test_b():\n    assert get('k')\n"
+    ran: dict[str, dict[str, tuple[str, ...]]] = {
+        "pkg/test_lib.py::test_a": {"pkg/lib.py": ("compute",), "pkg/test_lib.py": ("test_a",)},
+        "pkg/test_lib.py::test_b": {"pkg/test_lib.py": ("test_b",)},  # the memo's hit
+        **RAN_PLAIN,
+    }
+    for how, source in CLOSURES.items():
+        sources = {"pkg/lib.py": source, "pkg/test_lib.py": tests, **PLAIN}
+        found = _kept(sources, ran, "compute", at_import=_made_at_import(source, "_make"), sees=_apart)
+        assert found is not None and set(found) == {"pkg/test_lib.py::test_a", "pkg/test_lib.py::test_b"}, how
+
+
+def test_a_local_only_its_own_scope_names_keeps_nothing_though_a_scope_is_nested() -> None:
+    # a comprehension runs within the call; a nested def's own local dies with its call
+    own = (
+        "def compute(unit):\n    return 1\n\n\n"
+        "def get(units):\n    out = {}\n    for unit in units:\n        out[unit] = compute(unit)\n"
+        "    return [out[u] for u in out]\n\n\n"
+        "def each(units):\n    def one(unit):\n        out = []\n        out.append(compute(unit))\n"
+        "        return out[0]\n\n    return [one(u) for u in units]\n"
+    )
+    tests = (
+        "from pkg.lib import each, get\n\n\ndef test_a():\n    assert get('k')\n\n\n"
+        "def test_b():\n    assert each('k')\n"
+    )
+    ran: dict[str, dict[str, tuple[str, ...]]] = {
+        "pkg/test_lib.py::test_a": {"pkg/lib.py": ("compute", "get"), "pkg/test_lib.py": ("test_a",)},
+        "pkg/test_lib.py::test_b": {"pkg/lib.py": ("compute", "each"), "pkg/test_lib.py": ("test_b",)},
+    }
+    assert _kept({"pkg/lib.py": own, "pkg/test_lib.py": tests}, ran, "compute") == {}
+    # the nested def names the outer local: a cell, which a returned `one` would hold
+    shared = own.replace("        out = []\n", "").replace("    def one", "    out = []\n\n    def one")
+    assert _kept({"pkg/lib.py": shared, "pkg/test_lib.py": tests}, ran, "compute") != {}
+
+
+# #40 (an adversarial probe): a method that keeps into its instance is reached by Python's
+# protocols (`TABLE[k]` calls `__missing__` and reads what it stored; `TABLE(k)` calls
+# `__call__`), never by its name: what it keeps is read by whatever reads its class or an
+# instance of it. test_b's hit runs no line of the project
+PROTOCOLS = {
+    "a dict's __missing__": (
+        "class _Table(dict):\n    def __missing__(self, key):\n        value = self[key] = compute(key)\n"
+        "        return value\n\n\nTABLE = _Table()\n",
+        "__missing__",
+        "TABLE['ab']",
+    ),
+    "a method by name filling its instance": (
+        "class _Table(dict):\n    def fill(self, key):\n        self[key] = compute(key)\n"
+        "        return self[key]\n\n\nTABLE = _Table()\n",
+        "fill",
+        "TABLE.fill('ab')",
+    ),
+    "a cached __call__": (
+        "class _Table:\n    @functools.lru_cache(maxsize=None)\n    def __call__(self, key):\n"
+        "        return compute(key)\n\n\nTABLE = _Table()\n",
+        "__call__",
+        "TABLE('ab')",
+    ),
+    # what stores into the instance by a call, as `self[key] = value` does
+    "a base's method through super()": (
+        "class _Table(dict):\n    def __missing__(self, key):\n        value = compute(key)\n"
+        "        super().__setitem__(key, value)\n        return value\n\n\nTABLE = _Table()\n",
+        "__missing__",
+        "TABLE['ab']",
+    ),
+    "a special method through a type": (
+        "class _Table(dict):\n    def __missing__(self, key):\n        value = compute(key)\n"
+        "        dict.__setitem__(self, key, value)\n        return value\n\n\nTABLE = _Table()\n",
+        "__missing__",
+        "TABLE['ab']",
+    ),
+    "setattr": (
+        "class _Table:\n    def __getattr__(self, name):\n        value = compute(name)\n"
+        "        setattr(self, name, value)\n        return value\n\n\nTABLE = _Table()\n",
+        "__getattr__",
+        "TABLE.ab",
+    ),
+    "object.__setattr__ of a name written out": (
+        "class _Table:\n    def load(self):\n        object.__setattr__(self, 'ab', compute('ab'))\n"
+        "        return self.ab\n\n\nTABLE = _Table()\n",
+        "load",
+        "TABLE.load()",
+    ),
+}
+
+
+def test_what_a_method_keeps_is_read_by_the_readers_of_its_class_and_its_instances() -> None:
+    for how, (table, method, fills) in PROTOCOLS.items():
+        source = "import functools\n\n\ndef compute(key):\n    return key.upper()\n\n\n" + table
+        tests = (
+            f"from pkg.lib import TABLE\n\n\ndef test_a():\n    assert {fills}\n\n\n"
+            f"def test_b():\n    assert {fills.replace('.fill', '').replace('.load()', '.ab')} == 'AB'\n"
+        )
+        ran: dict[str, dict[str, tuple[str, ...]]] = {
+            "pkg/test_lib.py::test_a": {"pkg/lib.py": ("compute", method), "pkg/test_lib.py": ("test_a",)},
+            "pkg/test_lib.py::test_b": {"pkg/test_lib.py": ("test_b",)},
+            **RAN_PLAIN,
+        }
+        sources = {"pkg/lib.py": source, "pkg/test_lib.py": tests, **PLAIN}
+        found = _kept(sources, ran, "compute", at_import=_made_at_import(source), sees=_apart)
+        assert found is not None and set(found) == {"pkg/test_lib.py::test_a", "pkg/test_lib.py::test_b"}, how
+
+
+def test_the_callers_of_a_method_python_calls_by_a_protocol_are_the_readers_of_its_class() -> None:
+    # `VIEW[key]` calls `__getitem__`, which keeps nothing; `get` keeps what it returned, and
+    # test_b's hit of get's cache runs no line of the project
+    source = (
+        "import functools\n\n\ndef compute(key):\n    return key.upper()\n\n\n"
+        "class _View:\n    def __getitem__(self, key):\n        return compute(key)\n\n\nVIEW = _View()\n\n\n"
+        "@functools.lru_cache(maxsize=None)\ndef get(key):\n    return VIEW[key]\n"
+    )
+    tests = (
+        "from pkg.lib import get\n\n\ndef test_a():\n    assert get('ab')\n\n\ndef test_b():\n    assert get('ab')\n"
+    )
+    ran: dict[str, dict[str, tuple[str, ...]]] = {
+        "pkg/test_lib.py::test_a": {"pkg/lib.py": ("compute", "__getitem__", "get"), "pkg/test_lib.py": ("test_a",)},
+        "pkg/test_lib.py::test_b": {"pkg/test_lib.py": ("test_b",)},
+        **RAN_PLAIN,
+    }
+    sources = {"pkg/lib.py": source, "pkg/test_lib.py": tests, **PLAIN}
+    found = _kept(sources, ran, "compute", at_import=_made_at_import(source), sees=_apart)
+    assert found is not None and set(found) == {"pkg/test_lib.py::test_a", "pkg/test_lib.py::test_b"}
+    # a method of a plain name is called by it: a reader of its class calls none of it
+    named = source.replace("__getitem__", "item").replace("VIEW[key]", "key * VIEW.size")
+    named = named.replace("class _View:\n", "class _View:\n    size = 2\n\n")
+    ran["pkg/test_lib.py::test_a"]["pkg/lib.py"] = ("compute", "item", "get")
+    found = _kept({**sources, "pkg/lib.py": named}, ran, "compute", at_import=_made_at_import(named), sees=_apart)
+    assert found == {}
+
+
+def _stored(body: str) -> tuple[frozenset[str] | None, frozenset[str]]:
+    """What :func:`namereads._stores` tells of a function ``f(self, obj, v)`` of ``body``
+    (its lines, indented as a function's)."""
+    (fn,) = ast.parse(f"def f(self, obj, v):\n{body}\n").body
+    assert isinstance(fn, ast.FunctionDef)
+    return namereads._stores(fn)
+
+
+def _stores(body: str) -> frozenset[str] | None:
+    return _stored(body)[0]
+
+
+def test_a_call_that_stores_into_an_object_keeps_there_what_it_hands_on() -> None:
+    assert _stores("    setattr(obj, 'ab', v)") == _stores("    setattr(obj, 'ab', 'cd')") == frozenset({"ab"})
+    assert _stores("    object.__setattr__(self, 'ab', v)") == frozenset({"ab"})
+    assert _stores("    setattr(obj, v.name, v)") == frozenset()
+    assert _stores("    dict.__setitem__(self, 'k', v)") == frozenset({"k"})  # a key read as a name: one more reader
+    assert _stores("    super().__setitem__('k', v)") == frozenset()
+    assert _stores("    super(type(self), self).update(k=v)") == frozenset()
+    assert _stores("    obj.remember(v)") == frozenset()
+    # what only reads, or hands the object to a function that is no method of it, keeps nothing
+    for reads in (
+        "    os.path.join(obj, v)",
+        "    str.join(obj, v)",
+        "    getattr(obj, 'ab', v)",
+        "    isinstance(obj, v)",
+        "    super().get()",
+        "    str(obj).join(v)",
+        "    out = {}\n    dict.__setitem__(out, obj, v)\n    setattr(out, 'k', v)",
+    ):
+        assert _stores(reads) is None, reads
+    # an alias's stores are into what it was bound from: the module's variable is written
+    # (a loop's or a with's name holds what it walks, no local of the function's own)
+    for alias in (
+        "    c = _CACHE\n    c['k'] = v",
+        "    c = _CACHE\n    c.update(k=v)",
+        "    for c in _CACHE:\n        c.append(v)",
+        "    [c.append(v) for c in _CACHE]",
+        "    with lock:\n        pass\n    with _CACHE as c:\n        c.append(v)",
+    ):
+        kept, through = _stored(alias)
+        assert kept == frozenset() and "_CACHE" in through, alias
+    assert _stored("    del obj['k']\n    make()['k'] = v") == (frozenset(), frozenset())
+
+
+def test_what_a_nested_scope_names_of_its_maker_s_locals_outlives_the_call() -> None:
+    assert _stores("    store = {}\n\n    def g(k):\n        store[k] = v\n\n    return g") == frozenset()
+    assert _stores("    store = []\n    return lambda k: store.append(k)") == frozenset()
+    assert _stores("    store = []\n    return lambda k, s=store: s.append(k)") == frozenset()
+    assert _stores("    store = []\n\n    class C:\n        s = store.append(v)") == frozenset()
+    assert _stores("    store = []\n\n    async def g():\n        store.append(v)") == frozenset()
+    assert _stores("    n = 0\n\n    def g():\n        nonlocal n\n        n = v\n\n    return g") == frozenset()
+    # a local of a nested def that a scope nested in that one names is a cell of it
+    inner = "    def g():\n        out = []\n        return lambda: out.append(v)\n\n    return g"
+    assert _stores(inner) == frozenset()
+    # a comprehension runs within the call, and a nested scope's own local dies with its call
+    assert _stores("    store = {}\n    store[1] = v\n    return [store[x] for x in v]") is None
+    assert _stores("    def g(k):\n        store = {}\n        store[k] = v\n        return store") is None
+    assert _stores("    store = {}\n    store[1] = v\n    return lambda k: k + 1") is None

@@ -4,6 +4,8 @@ and nothing else; where that cannot be told, the import graph's rule holds (None
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from device_matrix.changes import namereads
 from device_matrix.records.testmap import TestMap
 
@@ -1034,3 +1036,48 @@ def test_a_method_of_an_immutable_builtin_called_through_its_type_only_computes_
     consts = "RATE = 3\nD = {}\nTABLE = dict.update(D, a=1)\n"
     sources = {**SOURCES, "pkg/consts.py": consts, "pkg/api.py": api}
     assert _seeing(sources, RAN, consts.replace("a=1", "a=2"), IMPORTS) is None
+
+
+def test_a_file_a_test_read_that_names_a_name_bound_anew_runs_that_test() -> None:
+    # #40: a template's {cfg.RATE} is read by the code that formats it, by no word of Python
+    asked: list[frozenset[str]] = []
+
+    def in_files(names: Collection[str]) -> dict[str, str]:
+        asked.append(frozenset(names))
+        return {"tests/test_help.py::test_help": "it read help.txt, which names a name the change binds anew"}
+
+    m = TestMap(
+        "cpu",
+        "a" * 40,
+        "2026-12-01T00:00:00+00:00",
+        {n: frozenset(per) for n, per in RAN.items()},
+        {},
+        {n: {f: _lines(SOURCES[f], *fns) for f, fns in per.items()} for n, per in RAN.items()},
+    )
+    found = namereads.readers(
+        "pkg/consts.py",
+        RATE,
+        RATE.replace("3", "4"),
+        SOURCES,
+        m,
+        is_test=lambda f: f.rsplit("/", 1)[-1].startswith("test_"),
+        internal=lambda name: name.split(".", 1)[0] == "pkg",
+        in_files=in_files,
+    )
+    assert found == {
+        "tests/test_help.py::test_help": "it read help.txt, which names a name the change binds anew",
+        "tests/test_api.py::test_rated": "it ran code that reads RATE, which pkg/consts.py binds anew at import",
+    }
+    # asked of every name followed: the changed one and those bound from it in turn
+    assert len(asked) == 1 and "RATE" in asked[0] and "rated" in asked[0]
+    # a test the names' readers run keeps their reason
+    assert namereads.readers(
+        "pkg/consts.py",
+        RATE,
+        RATE.replace("3", "4"),
+        SOURCES,
+        m,
+        is_test=lambda f: f.rsplit("/", 1)[-1].startswith("test_"),
+        internal=lambda name: name.split(".", 1)[0] == "pkg",
+        in_files=lambda _names: {"tests/test_api.py::test_rated": "a file"},
+    ) == {"tests/test_api.py::test_rated": "it ran code that reads RATE, which pkg/consts.py binds anew at import"}

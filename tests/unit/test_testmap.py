@@ -119,6 +119,7 @@ def test_the_files_each_test_opened_read_back_and_a_damaged_list_is_an_error() -
         "import": [2],
         "unseen": {},
         "starters": [],
+        "probes": True,
     }
     back = testmap.from_json(json.loads(json.dumps(data)), "m.json")
     assert (back.reads, back.read_at_import) == (m.reads, m.read_at_import)
@@ -151,6 +152,26 @@ def test_the_tests_whose_programs_opens_are_unseen_read_back_and_a_map_without_t
     for bad in ({"unseen": [], "starters": []}, {"unseen": {"t.py::b": 1}, "starters": []}, {"unseen": {}}):
         with pytest.raises(ResultsError, match="its unseen opens are not tests"):
             testmap.from_json({**data, "reads": {**data["reads"], "unseen": None, "starters": None, **bad}}, "m.json")
+
+
+def test_a_map_recorded_before_every_kind_of_read_was_kept_knows_no_reads() -> None:
+    # #40: before Python files read as text, hidden folders, links, paths asked about and
+    # the repository above the project were kept, a test may have read a file its reads lack
+    m = TestMap(
+        row="cpu",
+        commit="a" * 40,
+        created="2026-12-01T00:00:00Z",
+        tests={"t.py::a": frozenset({"pkg/a.py"})},
+        reads={"t.py::a": frozenset({"data/x.csv"})},
+        openers={"data/x.csv": frozenset({"pkg/a.py:3"})},
+    )
+    data = json.loads(json.dumps(testmap.to_json(m)))
+    assert testmap.from_json(data, "m.json").reads == m.reads
+    older = {**data, "reads": {k: v for k, v in data["reads"].items() if k != "probes"}}
+    back = testmap.from_json(older, "m.json")
+    assert (back.reads, back.openers, back.read_at_import, back.unseen) == (None, None, frozenset(), {})
+    with pytest.raises(ResultsError, match="its reads are not files by index"):
+        testmap.from_json({**data, "reads": {**data["reads"], "probes": "yes"}}, "m.json")
 
 
 def test_the_tests_that_failed_when_the_map_was_recorded_read_back_and_a_damaged_list_is_an_error() -> None:

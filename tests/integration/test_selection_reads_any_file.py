@@ -1,0 +1,220 @@
+"""#40: every file of the repository a test reads is its own, whatever it is and however it
+is reached: a Python file read as text (a hygiene test, a linter's fixture), a file in a
+hidden folder (``.ci/``), a file reached through a symbolic link, a path a test only asked
+about (``is_file()``, ``exists()``: a search path), a file of the repository outside the
+project's own folder. A change to one runs the tests that read it, and no other."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.builders import SUITE_ON_PATH, git, git_project
+from tests.conftest import Project, make_project
+from tests.runs import outcomes_of, write_suite
+
+MINE = "suites/mine"
+SUITE = {
+    "calc.py": "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n",
+    "test_calc.py": "import calc\n\n\ndef test_add():\n    assert calc.add(1, 2) == 3\n",
+    # a hygiene test: it reads the library's source as text, and runs none of it
+    "test_hygiene.py": (
+        "import pathlib\n\nHERE = pathlib.Path(__file__).parent\n\n\n"
+        "def test_no_debug_prints():\n    assert 'print(' not in (HERE / 'calc.py').read_text()\n"
+    ),
+    # a linter's input, kept out of collection: a test file by its name, and no test's
+    "inputs/test_sample.py": "x = 1\n",
+    "test_lint.py": (
+        "import pathlib\n\nHERE = pathlib.Path(__file__).parent\n\n\n"
+        "def test_sample_is_one_line():\n"
+        "    assert len((HERE / 'inputs' / 'test_sample.py').read_text().splitlines()) == 1\n"
+    ),
+    ".ci/matrix.txt": "3.11\n3.12\n",
+    "test_ci.py": (
+        "import pathlib\n\nHERE = pathlib.Path(__file__).parent\n\n\n"
+        "def test_matrix():\n    assert (HERE / '.ci' / 'matrix.txt').read_text().split() == ['3.11', '3.12']\n"
+    ),
+    "schemas/v1.json": '{"a": 1}\n',
+    "schemas/v2.json": '{"b": 2}\n',
+    "data_v1/x.txt": "1\n",
+    "data_v2/x.txt": "2\n",
+    "test_links.py": (
+        "import pathlib\n\nHERE = pathlib.Path(__file__).parent\n\n\n"
+        "def test_current_schema():\n    assert 'a' in (HERE / 'schemas' / 'current.json').read_text()\n\n\n"
+        "def test_current_data():\n    assert (HERE / 'data' / 'x.txt').read_text() == '1\\n'\n"
+    ),
+    "templates/default/greeting.txt": "hello\n",
+    "templates/post.html": "<p>post</p>\n",
+    # a search path: the first folder that has the file wins; the test opens the default
+    "test_templates.py": (
+        "import pathlib\n\nHERE = pathlib.Path(__file__).parent / 'templates'\n\n\n"
+        "def find(name):\n"
+        "    for folder in ('custom', 'default'):\n"
+        "        if (HERE / folder / name).exists():\n"
+        "            return HERE / folder / name\n"
+        "    raise LookupError(name)\n\n\n"
+        "def test_greeting():\n    assert find('greeting.txt').read_text() == 'hello\\n'\n\n\n"
+        "def test_post_template_exists():\n    assert (HERE / 'post.html').is_file()\n"
+    ),
+    # a template names a constant of the code that formats it: no Python reads it by name
+    "config.py": "TIMEOUT = 30\n",
+    "help.txt": "Requests time out after {cfg.TIMEOUT}s.\n",
+    "helptext.py": (
+        "import pathlib\n\nimport config\n\n\n"
+        "def help_text():\n    return (pathlib.Path(__file__).parent / 'help.txt').read_text().format(cfg=config)\n"
+    ),
+    "test_help.py": (
+        "import helptext\n\n\ndef test_help():\n    assert helptext.help_text() == 'Requests time out after 30s.\\n'\n"
+    ),
+    "test_plain.py": "def test_plain():\n    assert True\n",
+}
+# the linter's input stays out of collection, as the project's own configuration keeps it
+CONFTEST = SUITE_ON_PATH + "collect_ignore = ['inputs']\n"
+TESTS = (
+    "test_add",
+    "test_no_debug_prints",
+    "test_sample_is_one_line",
+    "test_matrix",
+    "test_current_schema",
+    "test_current_data",
+    "test_greeting",
+    "test_post_template_exists",
+    "test_help",
+    "test_plain",
+)
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One project with its map recorded, copied for each test (a full run takes seconds)."""
+    root = tmp_path_factory.mktemp("reads") / "p"
+    p = _linked(root)
+    full = p.run("run", "--device", "fixture", "--record-map")
+    assert full.returncode == 0, full.stdout + full.stderr
+    return p.root
+
+
+def _linked(root: Path) -> Project:
+    made = git_project(root, SUITE, CONFTEST)
+    suite = made.root / MINE
+    os.symlink("v1.json", suite / "schemas" / "current.json")
+    os.symlink("data_v1", suite / "data")
+    git(made.root, "add", "-A")
+    git(made.root, "commit", "-qm", "links")
+    return made
+
+
+def _copy(recorded: Path, tmp_path: Path) -> Project:
+    root = tmp_path / "p"
+    shutil.copytree(recorded, root, symlinks=True)
+    return Project(root)
+
+
+def _select(p: Project) -> tuple[str, dict[str, Any]]:
+    proc = p.run("run", "--device", "fixture", "--select", "changed")
+    return proc.stdout + proc.stderr, p.record()
+
+
+def _only(failing: str) -> dict[str, str]:
+    return {t: "failed" if t == failing else "deselected" for t in TESTS}
+
+
+@pytest.mark.parametrize(
+    ("change", "failing"),
+    [
+        (
+            ("calc.py", "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    print(a)\n    return a - b\n"),
+            "test_no_debug_prints",
+        ),
+        (("inputs/test_sample.py", '"""A docstring."""\nx = 1\n'), "test_sample_is_one_line"),
+        ((".ci/matrix.txt", "3.12\n"), "test_matrix"),
+        (("config.py", "TIMEOUT = 60\n"), "test_help"),
+    ],
+    ids=["python-read-as-text", "uncollected-test-named-input", "hidden-folder", "named-by-a-template"],
+)
+def test_a_file_a_test_read_runs_that_test_whatever_its_kind(
+    recorded: Path, tmp_path: Path, change: tuple[str, str], failing: str
+) -> None:
+    p = _copy(recorded, tmp_path)
+    path, text = change
+    (p.root / MINE / path).write_text(text)
+    out, rec = _select(p)
+    outcomes = outcomes_of(rec)
+    assert outcomes[failing] == "failed", out
+    assert outcomes["test_plain"] == "deselected", out
+    if path != "calc.py":  # calc.py's change is test_add's too: it imports it
+        assert outcomes == _only(failing), out
+
+
+@pytest.mark.parametrize(
+    ("link", "target", "failing"),
+    [("schemas/current.json", "v2.json", "test_current_schema"), ("data", "data_v2", "test_current_data")],
+    ids=["file-link", "folder-link"],
+)
+def test_a_link_pointed_elsewhere_runs_the_tests_that_read_through_it(
+    recorded: Path, tmp_path: Path, link: str, target: str, failing: str
+) -> None:
+    p = _copy(recorded, tmp_path)
+    (p.root / MINE / link).unlink()
+    os.symlink(target, p.root / MINE / link)
+    out, rec = _select(p)
+    assert outcomes_of(rec) == _only(failing), out
+
+
+def test_a_file_added_where_a_test_looked_for_it_runs_that_test(recorded: Path, tmp_path: Path) -> None:
+    p = _copy(recorded, tmp_path)
+    (p.root / MINE / "templates" / "custom").mkdir()
+    (p.root / MINE / "templates" / "custom" / "greeting.txt").write_text("hi\n")
+    out, rec = _select(p)
+    assert outcomes_of(rec) == _only("test_greeting"), out
+
+
+def test_a_file_renamed_away_from_where_a_test_asked_for_it_runs_that_test(recorded: Path, tmp_path: Path) -> None:
+    p = _copy(recorded, tmp_path)
+    git(p.root, "mv", f"{MINE}/templates/post.html", f"{MINE}/templates/article.html")
+    git(p.root, "commit", "-qm", "renamed")
+    out, rec = _select(p)
+    assert outcomes_of(rec) == _only("test_post_template_exists"), out
+
+
+def test_a_file_of_the_repository_outside_the_project_runs_the_tests_that_read_it(tmp_path: Path) -> None:
+    """The project is one folder of a repository (py/), its test reads ../shared/limits.json."""
+    repo = tmp_path / "repo"
+    p = make_project(repo / "py", ["passing"])
+    test = (
+        "import pathlib\n\nSHARED = pathlib.Path(__file__).parents[3] / 'shared'\n\n\n"
+        "def test_limit():\n    assert (SHARED / 'limits.txt').read_text() == '10\\n'\n\n\n"
+        "def test_plain():\n    assert True\n"
+    )
+    write_suite(p, "mine", {"conftest.py": SUITE_ON_PATH, "test_limits.py": test})
+    (repo / "shared").mkdir()
+    (repo / "shared" / "limits.txt").write_text("10\n")
+    (repo / "shared" / "NOTES.txt").write_text("none\n")
+    (repo / "shared" / "helper.py").write_text("LIMIT = 10\n")
+    (repo / ".gitignore").write_text("results/\n__pycache__/\n.device-matrix/\n")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    full = p.run("run", "--device", "fixture", "--record-map")
+    assert full.returncode == 0, full.stdout + full.stderr
+
+    (repo / "shared" / "NOTES.txt").write_text("some\n")
+    out, rec = _select(p)
+    assert set(outcomes_of(rec).values()) == {"deselected"}, out  # no test read it
+
+    (repo / "shared" / "limits.txt").write_text("11\n")
+    out, rec = _select(p)
+    assert outcomes_of(rec) == {"test_limit": "failed", "test_plain": "deselected"}, out
+    assert rec["test_selection"]["changed"] == ["../shared/NOTES.txt", "../shared/limits.txt"], out
+
+    # Python outside the project: no map follows it (a sibling package the project may import)
+    subprocess.run(["git", "checkout", "-q", "--", "shared/limits.txt"], cwd=repo, check=True)
+    (repo / "shared" / "helper.py").write_text("LIMIT = 11\n")
+    out, rec = _select(p)
+    assert rec["test_selection"]["full_reason"] is not None, out
+    assert "shared/helper.py" in rec["test_selection"]["full_reason"], out
