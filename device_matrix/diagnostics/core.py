@@ -102,6 +102,7 @@ NT_FILE = 0x46494C45  # "FILE": the files mapped into the process, by the kernel
 NT_GNU_BUILD_ID = 3  # in an executable or a library: the build's id, named "GNU"
 NOTES_LIMIT = 64 << 20  # bytes of notes read from one core (they are kilobytes)
 PRSTATUS_PID = 32  # offset of pr_pid (the thread's id) in a 64-bit struct elf_prstatus
+PRSTATUS_CURSIG = 12  # and of pr_cursig, the signal that stopped it (a short)
 NT_PRPSINFO = 3  # the process: its state, ids and command line
 PRPSINFO_PID = 24  # offset of pr_pid (the process's id) in a 64-bit struct elf_prpsinfo
 PRPSINFO_PPID = 28  # and of pr_ppid, its parent's
@@ -301,6 +302,15 @@ def crashed_thread(core: Path) -> int | None:
     for kind, desc in _notes(core):
         if kind == NT_PRSTATUS and len(desc) >= PRSTATUS_PID + 4:
             return int.from_bytes(desc[PRSTATUS_PID : PRSTATUS_PID + 4], "little")
+    return None
+
+
+def signal_of(core: Path) -> int | None:
+    """The signal that ended the process that left ``core`` (its first NT_PRSTATUS note's
+    pr_cursig); None when the core does not say."""
+    for kind, desc in _notes(core):
+        if kind == NT_PRSTATUS and len(desc) >= PRSTATUS_CURSIG + 2:
+            return int.from_bytes(desc[PRSTATUS_CURSIG : PRSTATUS_CURSIG + 2], "little") or None
     return None
 
 

@@ -306,6 +306,9 @@ class RunRecord(_RunFields, total=False):
     worktree: str | None
     # #41: what --resume did: "continued the run started at ...", or why it ran the row whole
     resume: str | None
+    # what the run found that is no test's and no crash's: a core file no crash took, kept
+    # with the row's results (absent: none)
+    warnings: list[str]
 
 
 def selection_words(

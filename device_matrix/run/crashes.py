@@ -20,6 +20,7 @@ import functools
 import re
 import shlex
 import shutil
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -414,8 +415,11 @@ def worker_crashes(
     test's slice of the output, and gets the fingerprint the same crash gets anywhere.
     Where the worker printed no Python stack (a handler of its own took the signal, #39),
     it is read from a core another process than the attempt's left while the test ran.
+    A worker that printed nothing at all (a subprocess without faulthandler) is known by
+    its core alone: one another process wrote while the test ran gives its signal and stack.
     """
     found = []
+    given: set[Path] = set()
     tests = attempt.fold.tests
     started = sorted((state.seq, n) for n, state in tests.items() if state.seq is not None)
     for k, (seq, nodeid) in enumerate(started):
@@ -425,15 +429,50 @@ def worker_crashes(
             continue
         end = attempt.offsets.get(started[k + 1][0], attempt.log_end) if k + 1 < len(started) else attempt.log_end
         text = read_log(log, begin, end)
-        if diagnostics.diagnose_output(text, redactor=redactor) is None:
-            continue
-        until = tests[started[k + 1][1]].started_at if k + 1 < len(started) else None
-        core = worker_core(cores, attempt.fold.pid, tests[nodeid].started_at, until)
+        returncode = None
+        if diagnostics.diagnose_output(text, redactor=redactor) is not None:
+            until = tests[started[k + 1][1]].started_at if k + 1 < len(started) else None
+            core = worker_core(cores, attempt.fold.pid, tests[nodeid].started_at, until)
+        else:
+            core = next(
+                (c for c in others_cores(attempt, cores) if c not in given and test_of(attempt, c) == nodeid), None
+            )
+            if core is None:
+                continue
+            signum = core_files.signal_of(core)
+            returncode = -signum if signum is not None else None
+        if core is not None:
+            given.add(core)
         made = functools.partial(
-            diagnostics.diagnose, returncode=None, fault_text="", output_text=text, redactor=redactor
+            diagnostics.diagnose, returncode=returncode, fault_text="", output_text=text, redactor=redactor
         )
         found.append((nodeid, with_core_stack(made, core, redactor), core))
     return found
+
+
+CORE_CLOCK = 0.01  # seconds a core's time may lag the child's clock: the kernel's coarse clock, a tick (HZ >= 100)
+
+
+def others_cores(attempt: AttemptResult, cores: Sequence[Path]) -> list[Path]:
+    """The cores of processes other than the attempt's own (which its own crash's record takes);
+    none when the attempt did not say its id."""
+    pid = attempt.fold.pid
+    return [] if pid is None else [core for core in cores if core_files.process_id(core) != pid]
+
+
+def test_of(attempt: AttemptResult, core: Path) -> str | None:
+    """The test that ran while ``core`` was written, by the times the journal gives its start
+    and finish; None when no test ran then (an import, a fixture between tests, the exit)."""
+    try:
+        written = core.stat().st_mtime
+    except OSError:
+        return None
+    ran = sorted(
+        (state.started_at, n, state.finished_at)
+        for n, state in attempt.fold.tests.items()
+        if state.started_at is not None
+    )
+    return next((n for start, n, end in ran if start - CORE_CLOCK <= written and (end is None or written <= end)), None)
 
 
 def worker_core(cores: Sequence[Path], pid: int | None, since: float | None, until: float | None) -> Path | None:
@@ -790,11 +829,15 @@ def record_plugin_crashes(ev: Evidence, attempt: AttemptResult, targets: Sequenc
 
 
 def record_worker_crashes(ev: Evidence, attempt: AttemptResult, targets: Sequence[str]) -> None:
-    """A failed test whose output shows a process dying in native code: a crash too."""
+    """A failed test whose output or a core shows a process dying in native code: a crash too.
+    The cores of other processes that no crash took are never left where they were written
+    (:func:`record_stray_cores`)."""
     state = ev.state
-    for nodeid, diagnosis, core in worker_crashes(
-        attempt, state.results, ev.folder.log, ev.redactor, ev.cores(attempt)
-    ):
+    cores = ev.cores(attempt)
+    found = worker_crashes(attempt, state.results, ev.folder.log, ev.redactor, cores)
+    taken = {core for *_, core in found}
+    record_stray_cores(ev, attempt, [core for core in others_cores(attempt, cores) if core not in taken])
+    for nodeid, diagnosis, core in found:
         if ev.reader is not None and core is not None:
             ev.reader.attach(diagnosis, [core])  # gdb's view of the worker, then the core goes
         crash = crash_record(
@@ -818,6 +861,39 @@ def record_worker_crashes(ev: Evidence, attempt: AttemptResult, targets: Sequenc
             what=f"{what} in a process it started",
             fingerprint=diagnosis["fingerprint"],
         )
+
+
+def record_stray_cores(ev: Evidence, attempt: AttemptResult, cores: Sequence[Path]) -> None:
+    """Cores of processes the attempt's tests started that no crash took: one written while a
+    test that passed ran (it expected the crash) is removed unread, and the record and the
+    terminal warn of it, naming the test; one written while no test ran is kept in the row's
+    folder, and the record and the terminal warn of it. One
+    written while a test ran that has no outcome yet (its process died under it) goes with
+    that test's crash."""
+    if ev.reader is None:
+        return
+    for core in cores:
+        nodeid = test_of(attempt, core)
+        pid, parent, signal = core_files.process_id(core), core_files.parent_id(core), core_files.signal_of(core)
+        ended = f"a process (pid {pid}, parent {parent}) ended by {diagnostics.signal_name(signal) or 'a signal'}"
+        if nodeid is not None:
+            record = ev.state.results.get(nodeid)
+            if record is not None:
+                ev.reader.attach(None, [core])
+                # the crash is told, never lost: the test expected it, or saw it otherwise
+                text = ev.redactor.text(f"{ended} while {nodeid} ran ({record['outcome']}); its core is removed")
+                ev.state.warnings.append(text)
+                ev.listener.note(ev.row.name, f"warning: {text}")
+            continue
+        kept = ev.folder.path / "cores" / f"core.{pid}.{time.time_ns()}"
+        try:
+            kept.parent.mkdir(exist_ok=True)
+            shutil.move(core, kept)
+        except OSError as exc:
+            raise ev.folder.unwritable(exc) from exc
+        text = ev.redactor.text(f"{ended} while no test ran (attempt {attempt.index}); its core is kept as {kept}")
+        ev.state.warnings.append(text)
+        ev.listener.note(ev.row.name, f"warning: {text}")
 
 
 def record_forked_copies(ev: Evidence, attempt: AttemptResult) -> None:

@@ -58,6 +58,7 @@ class TestState:
     reruns: int = 0  # executions before this one that a plugin ran again (outcome "rerun")
     phase: str | None = None  # the phase it said it entered, before its reports (#29)
     began: float | None = None  # the runner's monotonic clock when it read the start (#42)
+    finished_at: float | None = None  # wall clock, as the child journaled its finish
 
     @property
     def duration(self) -> float:
@@ -222,6 +223,7 @@ class Fold:
             if ev["nodeid"] != self.running:
                 return f"a finish for {ev['nodeid']!r}, which is not the running test"
             self.tests[ev["nodeid"]].finished = True
+            self.tests[ev["nodeid"]].finished_at = float(ev["t"])
             self.running = None
         elif kind == "cwd":
             self.cwds.append(ev["path"])

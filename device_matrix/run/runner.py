@@ -425,6 +425,8 @@ def record_of(
     record["worktree"] = opts.worktree  # #41: what --resume compares
     if execution.resume is not None:
         record["resume"] = execution.resume
+    if execution.tests.warnings:
+        record["warnings"] = list(execution.tests.warnings)
     if opts.test_plan is not None:  # #34: how the change chose the tests, and why
         record["test_selection"] = opts.test_plan.summary(t["nodeid"] for t in record["tests"])
     if execution.container is not None:

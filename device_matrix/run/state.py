@@ -51,6 +51,7 @@ class RunState:
     pytest_exit: int | None = None  # the exit status of the last attempt that ended normally
     # #34: the tests selection leaves out, with the reason each is recorded deselected with
     deselect: Mapping[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # the record's: the run's own findings, no test's
 
     def expect(self, nodeids: list[str]) -> None:
         for nodeid in nodeids:

@@ -236,3 +236,67 @@ def test_a_worker_that_dies_under_such_a_handler_keeps_its_python_stack(project:
     assert f'test_worker.py", line {line} in segfault_helper' in (diagnosis["python_stack"] or "")
     assert "test_worker.py:segfault_helper" in diagnosis["fingerprint_basis"]
     assert not [c for c in p.root.rglob("core*") if core_files.is_core(c)], "cores are read, then removed"
+
+
+SILENT = """
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).parent
+CRASH = [sys.executable, "-c", "import ctypes; ctypes.string_at(0)"]  # no faulthandler: it prints nothing
+
+# while the module is imported no test runs: a core written now is no test's
+os.chdir(HERE / "imported")
+subprocess.run(CRASH)
+os.chdir(HERE.parent.parent)
+time.sleep(0.2)  # a core's time is the kernel's coarse clock: not within a tick of the first test's start
+
+
+def test_a_expects_the_crash(monkeypatch):
+    monkeypatch.chdir(HERE / "expected")  # a folder of its own: each crash writes "core"
+    assert subprocess.run(CRASH).returncode == -11
+
+
+def test_b_subprocess_crash():
+    r = subprocess.run(CRASH)
+    assert r.returncode == 0, r.returncode
+"""
+
+
+@pytest.mark.slow
+@needs_pystack
+def test_a_core_a_silent_process_left_is_its_tests_worker_crash_never_litter(project: Callable[..., Project]) -> None:
+    # the subprocesses inherit the raised core limit and print nothing as they die: only
+    # their cores say it, read by the time each was written
+    p = project("passing", row='suites = ["silent"]')
+    suite = p.root / "suites" / "silent"
+    for folder in (suite / "imported", suite / "expected"):
+        folder.mkdir(parents=True)
+    (suite / "test_silent.py").write_text(SILENT)
+    proc = p.run("run", "--device", "fixture")
+    said = proc.stdout + proc.stderr
+    record = p.record()
+    outcomes = {t["nodeid"].rsplit("::", 1)[-1]: t["outcome"] for t in record["tests"]}
+    assert outcomes == {"test_a_expects_the_crash": "passed", "test_b_subprocess_crash": "failed"}, said
+    (crash,) = record["crashes"]  # the expected crash's test passed: its core is only removed
+    assert crash["kind"] == "worker_crash" and crash["nodeid"].endswith("::test_b_subprocess_crash"), crash
+    diagnosis = crash["diagnosis"]
+    assert diagnosis["signal_name"] == "SIGSEGV", diagnosis
+    assert diagnosis["python_stack_source"] == "core", diagnosis
+    assert 'File "<string>", line 1' in (diagnosis["python_stack"] or ""), diagnosis
+    (test,) = [t for t in record["tests"] if t["nodeid"] == crash["nodeid"]]
+    assert test["crash"] == crash["id"] and "AssertionError: -11" in (test["message"] or ""), test
+    # the core written while no test ran is kept with the row's results, and said so; the
+    # expected crash is told too, naming its test, its core removed
+    (imported,) = [w for w in record["warnings"] if "while no test ran" in w]
+    (expected,) = [w for w in record["warnings"] if w != imported]
+    kept = [c for c in p.results.rglob("core*") if core_files.is_core(c)]
+    assert len(kept) == 1 and str(kept[0]) in imported and "while no test ran" in imported, (imported, kept)
+    assert "ended by SIGSEGV while " in expected and "::test_a_expects_the_crash ran (passed)" in expected, expected
+    assert expected.endswith("its core is removed"), expected
+    assert f"warning: {imported}" in said and f"warning: {expected}" in said
+    litter = [c for c in p.root.rglob("core*") if core_files.is_core(c) and p.results not in c.parents]
+    assert not litter, "cores are read, then removed"

@@ -297,6 +297,7 @@ def test_a_started_test_keeps_what_its_start_said() -> None:
     assert j.fold.running == "t.py::a" and j.fold.order == ["t.py::a"]
     j("finish", nodeid="t.py::a", t=6.0)
     assert j.fold.running is None and j.fold.tests["t.py::a"].finished
+    assert j.fold.tests["t.py::a"].finished_at == 6.0  # the child's clock: a core written after it is no test's
     j.start("t.py::b", loc=["t.py", None])  # no line number
     assert j.fold.tests["t.py::b"].location == ("t.py", None)
     j("finish", nodeid="t.py::b", t=6.0)
