@@ -19,6 +19,8 @@ from device_matrix.records.summary import (
     count,
     crash_headline,
     crash_kind_label,
+    failed_before,
+    failed_before_told,
     fold,
     row_label,
     short_name,
@@ -389,3 +391,38 @@ def test_a_skip_nothing_links_sends_the_user_to_sync(tmp_path: Path) -> None:
     # where nothing links them (a GitHub tracker), the line says how
     rec = R.record("cpu", [R.test("t.py::test_a", "skipped", skip=R.skip_info(None))])
     assert "  cpu: 1 device skip(s) cite no issue: run `device-matrix issues sync`" in _summary(tmp_path, [rec])
+
+
+def test_the_phases_that_failed_before_a_crash_are_told_each_in_a_line_then_its_traceback() -> None:
+    # the test's own failure, kept beside the crash that ended its process
+    c: Any = R.crash("cpu", "t.py::test_x", "1" * 16)
+    assert failed_before(c) == [] and failed_before_told(c) == []  # a record written before they were kept
+    c["failed_before"] = [
+        {
+            "when": "call",
+            "sub": "case 2",
+            "outcome": "failed",
+            "cause": "AssertionError: the test's own failure\nassert 4 == 5",
+            "message": "def test_x():\n>   assert 2 + 2 == 5",
+            "file": "t.py",
+            "line": 9,
+        },
+        {
+            "when": "teardown",
+            "sub": None,
+            "outcome": "error",
+            "cause": None,
+            "message": None,
+            "file": None,
+            "line": None,
+        },
+    ]
+    assert failed_before(c) == [
+        "its call (subtest case 2) failed at t.py:9: AssertionError: the test's own failure",
+        "its teardown error",
+    ]
+    assert failed_before_told(c) == [
+        "before it ended, its call (subtest case 2) failed at t.py:9: AssertionError: the test's own failure\n"
+        "def test_x():\n>   assert 2 + 2 == 5",
+        "before it ended, its teardown error",
+    ]
