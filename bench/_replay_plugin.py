@@ -81,10 +81,13 @@ def _audit(root: Path, folder: Path) -> None:
                 _started(opens, root, event, args)
 
     sys.addaudithook(hook)
+
     # pytest's and coverage's own questions of a path (a test's location, whether to trace a file)
-    opens.wrap_probes(
-        lambda path: None if opens.by_pytest(root) or opens.by_coverage() else _saw(opens, root, folder, path, False)
-    )
+    def probe(path: Any) -> None:
+        if not (opens.by_pytest(__file__) or opens.by_coverage()):
+            _saw(opens, root, folder, path, False)
+
+    opens.wrap_probes(probe)
 
 
 def _saw(opens: Any, root: Path, folder: Path, path: Any, listing: bool) -> None:
@@ -92,9 +95,9 @@ def _saw(opens: Any, root: Path, folder: Path, path: Any, listing: bool) -> None
     if found and (listing or any(r.endswith((".py", ".pyc")) for r in found)) and opens.by_import(root):
         return  # the import system's: a module's source read, a folder listed to find one
     running = _running(opens, root) if found else None
-    if running is None:
+    if running is None and (not found or opens.by_pytest(__file__)):
         return  # outside every test, pytest's own collection lists and opens what it collects
-    test, by = running
+    test, by = running or ("", None)  # a plugin's read outside every test (``.env``) is the session's
     for rel in (f"{r}/" if listing else r for r in found):
         if test:
             _READS["tests"].setdefault(test, set()).add(rel)

@@ -10,6 +10,7 @@ import contextlib
 import functools
 import os
 import sys
+import sysconfig
 import threading
 import urllib.parse
 from collections.abc import Callable
@@ -28,6 +29,7 @@ STARTS = frozenset({"subprocess.Popen", "os.system", "os.posix_spawn", "os.exec"
 _COMPREHENSIONS = frozenset({"<genexpr>", "<listcomp>", "<setcomp>", "<dictcomp>"})
 # the code of the import system, as frames name it (frozen into the interpreter)
 _IMPORT_SYSTEM = ("<frozen importlib.", "<frozen zipimport>")
+_STDLIB = f"{sysconfig.get_paths()['stdlib']}{os.sep}"
 # what a probe of a path calls (``exists()``, ``is_file()``, ``os.path.isdir``, ``glob`` of
 # a literal name): no audit event says it, so the recording wraps these of ``os``
 PROBES = ("stat", "lstat", "access")
@@ -119,7 +121,11 @@ def read_paths(path: Any, root: Path, maps: Path, top: Path | None = None) -> li
     the map's own nor a folder of installed packages or bytecode. A hidden folder's file
     (``.ci/``, ``.github/``) is one: a change git shows may be one a test read."""
     if isinstance(path, int):
-        return []  # a descriptor: its path was seen when it was opened
+        # a descriptor (``os.fwalk``, ``os.scandir(fd)``): the path it names now, where Linux tells it
+        try:
+            path = Path(f"/proc/self/fd/{path}").readlink()
+        except OSError:
+            return []
     try:
         # as named: its links kept (``resolve()`` would follow them)
         named = os.path.abspath(os.fsdecode(path) if path is not None else ".")  # noqa: PTH100
@@ -159,10 +165,22 @@ def by_import(root: Path) -> bool:
     return _nearer(root, lambda code, _module: code.co_filename.startswith(_IMPORT_SYSTEM))
 
 
-def by_pytest(root: Path) -> bool:
-    """Whether pytest's own code is nearer a probe of a path than the project's: where a test
-    is, for its report (``item.location`` asks whether its file exists), not what it reads."""
-    return _nearer(root, lambda _code, module: module.split(".", 1)[0] in ("_pytest", "pluggy"))
+def by_pytest(*recording: str) -> bool:
+    """Whether the code nearest a read on the stack, past the standard library's and the
+    recording's own, is pytest's (or pluggy's): pytest asking where a test is for its report
+    (``item.location``), collecting a test file or a doctest, not what a test reads. A
+    plugin's own code (a fixture that checks for a data folder, ``pytest-dotenv`` reading
+    ``.env``) is nearer than the pytest that called it, and is no pytest's. ``recording``:
+    the files of the recording's own code besides this package's."""
+    frame = sys._getframe(1)
+    own = f"{Path(__file__).resolve().parent.parent}{os.sep}"
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not name.startswith((own, _STDLIB, "<frozen ", *recording)):
+            module = frame.f_globals.get("__name__")
+            return isinstance(module, str) and module.split(".", 1)[0] in ("_pytest", "pluggy")
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
 
 
 def _nearer(root: Path, found: Callable[[CodeType, str], bool]) -> bool:

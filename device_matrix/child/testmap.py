@@ -179,14 +179,14 @@ class MapRecorder:
 
     def _saw(self, path: Any, listing: bool, *, probe: bool = False) -> None:
         found = opens.read_paths(path, self.root, self.own.parent, self.top)
-        if not found or opens.by_coverage() or (probe and opens.by_pytest(self.root)):
+        if not found or opens.by_coverage() or (probe and opens.by_pytest()):
             return
         # a module's source read to import it, a folder listed to find one: the import
         # system's, which the coverage of what the import ran follows (#40)
         if (listing or any(r.endswith((".py", ".pyc")) for r in found)) and opens.by_import(self.root):
             return
         opener = opens.opener(self.root)
-        if not self.context and opener is None:
+        if not self.context and opener is None and opens.by_pytest():
             return  # outside every test, pytest's own collection lists and opens what it collects
         for rel in (f"{r}/" if listing else r for r in found):
             if os.getpid() != self.pid:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import SUITE_ON_PATH, git, git_project
+from tests.builders import SUITE_ON_PATH, committed, git, git_project
 from tests.conftest import Project, make_project
 from tests.runs import outcomes_of, write_suite
 
@@ -71,6 +71,12 @@ SUITE = {
     "test_help.py": (
         "import helptext\n\n\ndef test_help():\n    assert helptext.help_text() == 'Requests time out after 30s.\\n'\n"
     ),
+    # a folder listed through a descriptor (os.fwalk opens it, then lists by its number)
+    "walked/a.txt": "a\n",
+    "test_walked.py": (
+        "import os\nimport pathlib\n\nHERE = pathlib.Path(__file__).parent\n\n\n"
+        "def test_one_file_walked():\n    assert sum(len(files) for _, _, files, _ in os.fwalk(HERE / 'walked')) == 1\n"
+    ),
     "test_plain.py": "def test_plain():\n    assert True\n",
 }
 # the linter's input stays out of collection, as the project's own configuration keeps it
@@ -85,6 +91,7 @@ TESTS = (
     "test_greeting",
     "test_post_template_exists",
     "test_help",
+    "test_one_file_walked",
     "test_plain",
 )
 
@@ -172,6 +179,40 @@ def test_a_file_added_where_a_test_looked_for_it_runs_that_test(recorded: Path, 
     (p.root / MINE / "templates" / "custom" / "greeting.txt").write_text("hi\n")
     out, rec = _select(p)
     assert outcomes_of(rec) == _only("test_greeting"), out
+
+
+def test_a_file_added_to_a_folder_listed_through_a_descriptor_runs_that_test(recorded: Path, tmp_path: Path) -> None:
+    p = _copy(recorded, tmp_path)
+    (p.root / MINE / "walked" / "b.txt").write_text("b\n")
+    out, rec = _select(p)
+    assert outcomes_of(rec) == _only("test_one_file_walked"), out
+
+
+def test_a_file_a_plugin_reads_outside_every_test_runs_every_test(tmp_path: Path) -> None:
+    """A plugin installed outside the project reads the project's .env as pytest starts (as
+    pytest-dotenv does): no code of the project is on the stack, and no test opened it."""
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "envfile.py").write_text(
+        "import os\nimport pathlib\n\n\n"
+        "def pytest_configure(config):\n"
+        "    for line in (pathlib.Path(str(config.rootpath)) / '.env').read_text().splitlines():\n"
+        "        key, _, value = line.partition('=')\n"
+        "        os.environ[key] = value\n"
+    )
+    p = make_project(tmp_path / "p", ["passing"], row='pytest_args = ["-p", "envfile"]')
+    test = "import os\n\n\ndef test_timeout():\n    assert os.environ['APP_TIMEOUT'] == '30'\n"
+    write_suite(p, "mine", {"test_env.py": test, "test_plain.py": "def test_plain():\n    assert True\n"})
+    (p.root / ".env").write_text("APP_TIMEOUT=30\n")
+    committed(p)
+    env = {"PYTHONPATH": str(plugins)}
+    full = p.run("run", "--device", "fixture", "--record-map", env=env)
+    assert full.returncode == 0, full.stdout + full.stderr
+    (p.root / ".env").write_text("APP_TIMEOUT=60\n")
+    proc = p.run("run", "--device", "fixture", "--select", "changed", env=env)
+    rec = p.record()
+    assert outcomes_of(rec) == {"test_timeout": "failed", "test_plain": "passed"}, proc.stdout + proc.stderr
+    assert ".env" in (rec["test_selection"]["full_reason"] or ""), rec["test_selection"]
 
 
 def test_a_file_renamed_away_from_where_a_test_asked_for_it_runs_that_test(recorded: Path, tmp_path: Path) -> None:

@@ -50,13 +50,22 @@ def test_the_repository_above_the_project_counts_and_nothing_outside_it(tmp_path
     assert opens.read_paths(top, root, maps, top) == []
 
 
+def test_a_descriptor_names_the_path_it_was_opened_for(tmp_path: Path) -> None:
+    top, root, maps = _tree(tmp_path)
+    folder = os.open(root / "data", os.O_RDONLY)  # os.fwalk lists through one
+    try:
+        assert opens.read_paths(folder, root, maps, top) == ["data"]
+    finally:
+        os.close(folder)
+    assert opens.read_paths(10_000, root, maps, top) == []  # none open by that number
+
+
 def test_a_hidden_folder_counts_and_bytecode_installed_packages_and_the_map_do_not(tmp_path: Path) -> None:
     top, root, maps = _tree(tmp_path)
     assert opens.read_paths(root / ".ci" / "matrix.txt", root, maps, top) == [".ci/matrix.txt"]
     assert opens.read_paths(root / "calc.py", root, maps, top) == ["calc.py"]
     for path in (root / "__pycache__" / "calc.pyc", root / "venv" / "site-packages" / "x.py", maps / "a.json"):
         assert opens.read_paths(path, root, maps, top) == [], path
-    assert opens.read_paths(3, root, maps, top) == []  # a descriptor: named when it was opened
 
 
 def _call_as(filename: str, call: Callable[[], Any]) -> Any:
@@ -84,19 +93,23 @@ def test_the_import_system_nearer_than_the_project_is_its_own_read(tmp_path: Pat
     assert _check(opens.by_import, root)() is False
 
 
-def test_pytest_nearer_than_the_project_asks_for_itself(tmp_path: Path) -> None:
-    root = tmp_path / "p"
-    module = str(root / "test_a.py")
-    pytest_space = {"__name__": "_pytest.nodes"}
-
-    def as_pytest(call: Callable[[], bool]) -> bool:
-        space: dict[str, Any] = {**pytest_space, "call": call}
-        exec(compile("result = call()", "/site/_pytest/nodes.py", "exec"), space)
+def test_pytest_nearest_past_the_standard_library_asks_for_itself() -> None:
+    def as_module(module: str, filename: str, call: Callable[[], bool]) -> bool:
+        space: dict[str, Any] = {"__name__": module, "call": call}
+        exec(compile("result = call()", filename, "exec"), space)
         return bool(space["result"])
 
-    assert as_pytest(_check(opens.by_pytest, root)) is True
-    assert _call_as(module, lambda: as_pytest(_check(opens.by_pytest, root))) is True
-    assert as_pytest(lambda: _call_as(module, _check(opens.by_pytest, root))) is False
+    def asked() -> bool:  # the recording's own code, as this file is named to it
+        return opens.by_pytest(__file__)
+
+    stdlib = f"{opens._STDLIB}pathlib.py"
+    # pytest asking where a test is (item.location), through pathlib
+    assert as_module("_pytest.nodes", "/site/_pytest/nodes.py", lambda: as_module("pathlib", stdlib, asked)) is True
+    assert as_module("pluggy._callers", "/site/pluggy/_callers.py", asked) is True
+    # a plugin's fixture or hook, called by pytest: the plugin's read
+    plugin = lambda: as_module("pytest_dotenv.plugin", "/site/pytest_dotenv/plugin.py", asked)  # noqa: E731
+    assert as_module("_pytest.fixtures", "/site/_pytest/fixtures.py", plugin) is False
+    assert opens.by_pytest() is False  # this test's own frame is nearest: no pytest's
 
 
 @pytest.fixture
