@@ -220,7 +220,44 @@ def _changed_plan(
     changed, why = changed_files(root, since)
     if changed is None:
         return plan(found, [], row=row, rules=rules, force=why)
+    changed = within_folders(root, found, changed, since)
     return change_plan(root, found, changed, row=row, rules=rules, recent=recent)
+
+
+def within_folders(root: Path, test_map: TestMap, changed: Sequence[str], since: Sequence[str]) -> list[str]:
+    """#40: a changed path that is a folder in the checkout is a change to files under it: a
+    submodule (git shows its new commit as one path), the files git shows changed in it since
+    the commit it was at in each of ``since``; a link to a folder pointed elsewhere (or a
+    submodule git cannot tell of), every file under it the map knows a test ran or read."""
+    out = set(changed)
+    for path in (p for p in changed if (root / p).is_dir()):
+        inner = _submodule_changes(root, path, since)
+        if inner is None:
+            known = test_map.known() | test_map.read_at_import.union(*(test_map.reads or {}).values())
+            out.update(f for f in known if f.startswith(f"{path}/") and not f.endswith("/"))
+        else:
+            out.update(f"{path}/{name}" for name in inner)
+    return sorted(out)
+
+
+def _submodule_changes(root: Path, path: str, since: Sequence[str]) -> list[str] | None:
+    """The files changed in the submodule at ``path`` since the commit it was at in each of
+    ``since`` (its working tree and untracked files too); None: not a submodule then, or git
+    cannot tell."""
+    found: set[str] = set()
+    for commit in since:
+        listed, _ = git(root, "ls-tree", commit, "--", path)
+        mode, kind, at = [*(listed or "").split(), "", "", ""][:3]
+        if (mode, kind) != ("160000", "commit"):
+            return None
+        out, _ = git(root / path, "diff", "--name-only", "-z", "--no-renames", at, "--")
+        if out is None:
+            return None
+        found.update(name for name in out.split("\0") if name)
+    untracked, _ = git(root / path, "ls-files", "-z", "--others", "--exclude-standard")
+    if untracked is None:
+        return None
+    return sorted(found | {name for name in untracked.split("\0") if name})
 
 
 def change_plan(

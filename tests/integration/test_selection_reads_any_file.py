@@ -215,6 +215,46 @@ def test_a_file_a_plugin_reads_outside_every_test_runs_every_test(tmp_path: Path
     assert ".env" in (rec["test_selection"]["full_reason"] or ""), rec["test_selection"]
 
 
+def test_a_submodule_moved_to_another_commit_runs_the_tests_that_ran_or_read_its_files(tmp_path: Path) -> None:
+    """git shows a submodule's new commit as one changed path: the files under it changed."""
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "vlib.py").write_text("def scale():\n    return 2\n")
+    (sub / "table.txt").write_text("1\n")
+    git(sub, "init", "-q", "-b", "main")
+    git(sub, "add", "-A")
+    git(sub, "commit", "-qm", "v1")
+    p = make_project(tmp_path / "p", ["passing"])
+    tests = (
+        "import pathlib\nimport sys\n\nVENDOR = pathlib.Path(__file__).parents[2] / 'vendor' / 'vectors'\n"
+        "sys.path.insert(0, str(VENDOR))\n\n\n"
+        "def test_scale():\n    import vlib\n\n    assert vlib.scale() == 2\n\n\n"
+        "def test_table():\n    assert (VENDOR / 'table.txt').read_text() == '1\\n'\n\n\n"
+        "def test_plain():\n    assert True\n"
+    )
+    write_suite(p, "mine", {"test_vendor.py": tests})
+    committed(p)
+    git(p.root, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "vendor/vectors")
+    git(p.root, "commit", "-qm", "vendored")
+    full = p.run("run", "--device", "fixture", "--record-map")
+    assert full.returncode == 0, full.stdout + full.stderr
+    vendored = p.root / "vendor" / "vectors"
+    # its data file: the test that read it, no other
+    (vendored / "table.txt").write_text("2\n")
+    git(vendored, "commit", "-qam", "table changed")
+    git(p.root, "commit", "-qam", "bumped")
+    out, rec = _select(p)
+    assert outcomes_of(rec) == {"test_scale": "deselected", "test_table": "failed", "test_plain": "deselected"}, out
+    # its code, which git cannot show at the map's commit (a submodule's file): every test
+    git(vendored, "revert", "--no-edit", "HEAD")
+    (vendored / "vlib.py").write_text("def scale():\n    return 3\n")
+    git(vendored, "commit", "-qam", "scale changed")
+    git(p.root, "commit", "-qam", "bumped again")
+    out, rec = _select(p)
+    assert outcomes_of(rec) == {"test_scale": "failed", "test_table": "passed", "test_plain": "passed"}, out
+    assert "vendor/vectors/vlib.py" in (rec["test_selection"]["full_reason"] or ""), rec["test_selection"]
+
+
 def test_a_file_renamed_away_from_where_a_test_asked_for_it_runs_that_test(recorded: Path, tmp_path: Path) -> None:
     p = _copy(recorded, tmp_path)
     git(p.root, "mv", f"{MINE}/templates/post.html", f"{MINE}/templates/article.html")
