@@ -75,7 +75,7 @@ def _audit(root: Path, folder: Path) -> None:
             return
         if event == "open" or event in opens.LISTING or event in opens.NATIVE_OPENS:
             with contextlib.suppress(Exception):  # never the opener's failure
-                opens.once(_saw, opens, root, folder, args[0], event in opens.LISTING)
+                opens.once(_saw, opens, root, folder, args[0], event)
         elif event in opens.STARTS:
             with contextlib.suppress(Exception):
                 _started(opens, root, event, args)
@@ -85,12 +85,13 @@ def _audit(root: Path, folder: Path) -> None:
     # pytest's and coverage's own questions of a path (a test's location, whether to trace a file)
     def probe(path: Any) -> None:
         if not (opens.by_pytest(__file__) or opens.by_coverage()):
-            _saw(opens, root, folder, path, False)
+            _saw(opens, root, folder, path, "probe")
 
     opens.wrap_probes(probe)
 
 
-def _saw(opens: Any, root: Path, folder: Path, path: Any, listing: bool) -> None:
+def _saw(opens: Any, root: Path, folder: Path, path: Any, event: str) -> None:
+    listing = event in opens.LISTING
     found = opens.read_paths(path, root, folder)
     if found and (listing or any(r.endswith((".py", ".pyc")) for r in found)) and opens.by_import(root):
         return  # the import system's: a module's source read, a folder listed to find one
@@ -98,7 +99,7 @@ def _saw(opens: Any, root: Path, folder: Path, path: Any, listing: bool) -> None
     if running is None and (not found or opens.by_pytest(__file__)):
         return  # outside every test, pytest's own collection lists and opens what it collects
     test, by = running or ("", None)  # a plugin's read outside every test (``.env``) is the session's
-    for rel in (f"{r}/" if listing else r for r in found):
+    for rel in (opens.marked(r, event, __file__) for r in found):
         if test:
             _READS["tests"].setdefault(test, set()).add(rel)
             _READS["openers"].setdefault(rel, set()).add(by or "")

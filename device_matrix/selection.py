@@ -328,13 +328,18 @@ def runs_all_alone(path: str, test_map: TestMap, rules: Rules) -> bool:
 
 def read_by(path: str, reads: Collection[str], *, listed: bool = True) -> bool:
     """Whether ``path`` was opened, or is in a folder listed (``data/``), as ``reads`` says.
-    A listing sees names, not contents (#40): with ``listed`` False (the file was there at
-    the map's commit and is now: its change is to its contents) a listing does not count.
-    A read below ``path`` is one through it: a link to a folder pointed elsewhere."""
-    folders = path.split("/")[:-1] if listed else []
+    A listing of names (``os.listdir``) sees names, not contents (#40): with ``listed``
+    False (the file was there at the map's commit and is now: its change is to its
+    contents) it does not count. A listing of entries (``os.scandir``, ``data//``: ``os.walk``,
+    ``glob``) sees each entry's type and, by ``stat()``, its size and time, which a change to
+    its contents moves: the file's own folder's counts for any change. A read below ``path``
+    is one through it: a link to a folder pointed elsewhere."""
+    folders = path.split("/")[:-1]
+    above = ["/".join(folders[:i]) for i in range(1, len(folders) + 1)] if listed else []
     return (
         path in reads
-        or any("/".join(folders[:i]) + "/" in reads for i in range(1, len(folders) + 1))
+        or any(f"{folder}/" in reads or f"{folder}//" in reads for folder in above)
+        or (bool(folders) and "/".join(folders) + "//" in reads)
         or any(r.startswith(f"{path}/") for r in reads)
     )
 

@@ -1271,11 +1271,12 @@ def keepers(
     kept = _kept_by(callers, test_map)
     # a function that names it and reads code (f.__code__, getsource(f)) sees the body unrun
     code = [(where, f) for where, f in callers.reached if where != path and _reads_code(f.node)]
-    if not kept and not code and not fresh:
+    if not kept and not code and not fresh and not callers.handed:
         return {}
     if test_map.lines is None:
         return None  # which tests ran a reader of what is kept: a map of files cannot say
     readers_of = _Follow(path, Change(frozenset(), ()), test_map, sees, unrun=True)
+    readers_of.binding = callers.handing
     for where, f in kept:
         for name in f.kept:
             readers_of.bind(name, where)
@@ -1283,15 +1284,21 @@ def keepers(
     for name in (n for written in fresh.values() for n in written):
         readers_of.bind(name, path)
         readers_of.keeping.add(name)
+    for where, names in callers.handed:
+        for name in names:
+            readers_of.bind(name, where)
+            readers_of.keeping.add(name)
     if not readers_of.run(project, is_test):
         return None
     for where, f in code:
         readers_of.spans.setdefault(where, []).append(_body_span(f.node))
-    shown = sorted({*(f.node.name for _, f in kept or code), *fresh})
+    shown = sorted(
+        {*(f.node.name for _, f in kept or code), *fresh, *(n for _, names in callers.handed for n in names)}
+    )
     reach = [f for f in project.sources if any(sees(f, b) for b in readers_of.blind)]
     said = (
         f"it ran code that reads what {', '.join(shown[:3])} keeps of a function {path} changes"
-        if kept or fresh
+        if kept or fresh or callers.handed
         else f"it reads the code of a function {path} changes"
     )
     return _tests(
@@ -1395,6 +1402,23 @@ def _passes_on(d: ast.expr) -> bool:
     return _name(d) in TRANSPARENT
 
 
+def _hands_on(stmt: ast.stmt, names: Collection[str]) -> bool:
+    """Whether ``stmt`` hands one of ``names`` to a call as an argument (``lru_cache()(f)``,
+    ``partial(f, 1)``, ``register(f)``): the call may keep it, or wrap it in what keeps what
+    it returns; calling it (``f()``) hands nothing on."""
+    calls = [n for n in ast.walk(stmt) if isinstance(n, ast.Call)]
+    called = {id(call.func) for call in calls}  # ``sys.exit(read(x))`` calls read, hands on its value
+    for call in calls:
+        for arg in [*call.args, *(k.value for k in call.keywords)]:
+            if any(
+                id(n) not in called
+                and ((isinstance(n, ast.Name) and n.id in names) or (isinstance(n, ast.Attribute) and n.attr in names))
+                for n in ast.walk(arg)
+            ):
+                return True
+    return False
+
+
 def _ran_at_import(bodies: Iterable[tuple[int, int]], at_import: Collection[int]) -> bool:
     """Whether a changed body ran at import (#40: a ``parametrize`` list, a decorator, a
     ``TABLE = make()``: what it made is the importing module's, for all its tests)."""
@@ -1423,6 +1447,11 @@ class _Follow:
         # source files whose import does more than bind with a name read: their importers' tests run
         self.blind: set[str] = set()
         self.reached: list[tuple[str, _Function]] = []  # each function that reads a name, with its file
+        # #40: statements run at import that hand a followed function to a call (file, names
+        # bound), and those statements (by id): where the names are bound, not read
+        self.handed: set[tuple[str, frozenset[str]]] = set()
+        self.handing: set[int] = set()
+        self.binding: set[int] = set()  # those of another follow: here they read nothing
         # #40: those of them reached only as readers by a computed name (file, body lines)
         self.computed: set[tuple[str, tuple[int, int]]] = set()
 
@@ -1454,6 +1483,8 @@ class _Follow:
         grown = False
         for stmt, said, classes in m.top:
             imports = isinstance(stmt, (ast.Import, ast.ImportFrom))
+            if id(stmt) in self.binding:
+                continue  # #40: it binds what keeps the change (``cached = lru_cache()(f)``), reads none of it
             if not (said.reads(seen, self.names) or (not imports and self._metadata(said, m.metadata))):
                 continue  # a star import takes nothing new: its importers see what it imports
             if isinstance(stmt, (ast.Import, ast.ImportFrom)):
@@ -1468,6 +1499,16 @@ class _Follow:
                     # #40: what it bound may call a caller later, or hold what a keeper keeps
                     # (``VIEW = _View()``, ``lookup = _make()``): its names are followed too
                     bound = _targets(stmt)
+            if self.unrun and not imports and _hands_on(stmt, seen):
+                # #40: a function handed to a call at import (``read = lru_cache()(_read)``, a
+                # decorator applied by a call): what the call made may keep what it returns
+                # for whoever reads the names it is bound to; bound to none (``register(f)``),
+                # who reads it cannot be told
+                if not isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                    return None
+                self.handed.add((m.path, _targets(stmt)))
+                self.keeping.update(_targets(stmt))
+                self.handing.add(id(stmt))
             # a member's class is read too: astuple(), an Enum's members, str() read members by no name
             for b in {*(bound or ()), *classes}:
                 grown |= self.bind(b, m.path)

@@ -21,6 +21,9 @@ from typing import Any
 # folders inside a project that hold no code of its own
 NOT_PROJECT = ("site-packages", "dist-packages", "__pypackages__")
 LISTING = frozenset({"os.listdir", "os.scandir"})  # audit events of a folder listed
+# a folder listed: ``data/`` for its names (``os.listdir``), ``data//`` for its entries
+# (``os.scandir``: each name's type, and ``stat()`` its size and time, which change with its contents)
+LISTED_SUFFIX = {"os.listdir": "/", "os.scandir": "//"}
 # audit events of a file opened by native code that tells its path (sqlite3 opens its own)
 NATIVE_OPENS = frozenset({"sqlite3.connect"})
 # audit events of a program started: what it opens the recording cannot see (a forked copy
@@ -66,6 +69,29 @@ def opener_code(root: Path) -> tuple[str, CodeType] | None:
                 return rel, frame.f_code
         frame = frame.f_back  # type: ignore[assignment]
     return None
+
+
+def marked(rel: str, event: str, *recording: str) -> str:
+    """A path read as the map keeps it: a folder listed by ``event`` marked as one
+    (:data:`LISTED_SUFFIX`), a file as it is. The entries ``os.scandir`` gives the standard
+    library's walkers (``os.walk``, ``glob``, ``pathlib``, ``shutil``) reach their caller as
+    names alone: a listing of names. ``recording``: the files of the recording's own code
+    besides this package's."""
+    if event == "os.scandir" and _by_stdlib(recording):
+        event = "os.listdir"
+    return f"{rel}{LISTED_SUFFIX.get(event, '')}"
+
+
+def _by_stdlib(recording: tuple[str, ...]) -> bool:
+    """Whether the code nearest on the stack, past the recording's own, is the standard library's."""
+    frame = sys._getframe(1)
+    own = f"{Path(__file__).resolve().parent.parent}{os.sep}"
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not name.startswith((own, *recording)):
+            return name.startswith((_STDLIB, "<frozen "))
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
 
 
 def once(tell: Callable[..., None], *args: Any) -> None:

@@ -172,12 +172,13 @@ class MapRecorder:
         os.environ["COVERAGE_PROCESS_START"] = str(config)
         os.register_at_fork(after_in_child=_forked, after_in_parent=_parented)
 
-    def saw(self, path: Any, listing: bool) -> None:
+    def saw(self, path: Any, event: str = "open") -> None:
         """A file opened or asked about, or a folder listed, by the running test (or outside
         every test)."""
-        opens.once(self._saw, path, listing)
+        opens.once(self._saw, path, event)
 
-    def _saw(self, path: Any, listing: bool, *, probe: bool = False) -> None:
+    def _saw(self, path: Any, event: str, *, probe: bool = False) -> None:
+        listing = event in opens.LISTING
         found = opens.read_paths(path, self.root, self.own.parent, self.top)
         if not found or opens.by_coverage() or (probe and opens.by_pytest()):
             return
@@ -188,7 +189,7 @@ class MapRecorder:
         opener = opens.opener(self.root)
         if not self.context and opener is None and opens.by_pytest():
             return  # outside every test, pytest's own collection lists and opens what it collects
-        for rel in (f"{r}/" if listing else r for r in found):
+        for rel in (opens.marked(r, event) for r in found):
             if os.getpid() != self.pid:
                 self._from_fork({"reads": [rel], "openers": {rel: [opener or ""]}})
             elif self.context:
@@ -552,12 +553,12 @@ def _audit_once() -> None:
             return
         if event == "open" or event in opens.LISTING:
             with contextlib.suppress(Exception):  # never the opener's failure
-                _RECORDERS[0].saw(args[0], event in opens.LISTING)
+                _RECORDERS[0].saw(args[0], event)
         elif event in opens.NATIVE_OPENS:
             with contextlib.suppress(Exception):
                 path = opens.native_path(args[0])
                 if path is not None:
-                    _RECORDERS[0].saw(path, False)
+                    _RECORDERS[0].saw(path)
         elif event in opens.STARTS:
             with contextlib.suppress(Exception):
                 _RECORDERS[0].start(f"it started `{opens.started(event, args)}`")
@@ -574,7 +575,7 @@ def _probes_once() -> None:
 
     def tell(path: Any) -> None:
         if _RECORDERS:
-            _RECORDERS[0]._saw(path, False, probe=True)
+            _RECORDERS[0]._saw(path, "probe", probe=True)
 
     opens.wrap_probes(tell)
 

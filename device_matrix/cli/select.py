@@ -605,16 +605,25 @@ def _versions(root: Path, commit: str, path: str) -> tuple[str | None, str | Non
 
 
 def present_files(root: Path, commit: str, changed: Sequence[str]) -> list[str]:
-    """#40: the changed files that are not Python and were there at the map's ``commit`` and
-    are in the checkout now: a change to what they hold, which a listing of their folder does
-    not see (a file added, removed or renamed, one past :data:`MAX_FOLLOWED`, or any when git
-    cannot list them, is not one of them: its folder's listing changed, or may have)."""
-    asked = [f for f in changed if not f.endswith(".py")][:MAX_FOLLOWED]
+    """#40: the changed files that were there at the map's ``commit`` and are in the checkout
+    now, of the same kind (a file, or a link): a change to what they hold, which a listing of
+    their folder's names does not see (a file added, removed or renamed, one turned into a
+    link or back, one past :data:`MAX_FOLLOWED`, or any when git cannot list them, is not one
+    of them: its folder's listing changed, or may have)."""
+    asked = list(changed)[:MAX_FOLLOWED]
     if not asked:
         return []
-    out, _ = git(root, "ls-tree", "-z", "--name-only", commit, "--", *asked)
-    there = set((out or "").split("\0")) & set(asked)
-    return sorted(f for f in there if (root / f).is_file())
+    out, _ = git(root, "ls-tree", "-z", commit, "--", *asked)
+    there: list[str] = []
+    for entry in (out or "").split("\0"):
+        meta, _, path = entry.partition("\t")
+        mode = meta.split(" ", 1)[0]
+        if path in asked and (root / path).is_file() and (mode == LINK_MODE) == (root / path).is_symlink():
+            there.append(path)
+    return sorted(there)
+
+
+LINK_MODE = "120000"  # git's mode of a symbolic link
 
 
 def conftests_changed(root: Path, test_map: TestMap, changed: Sequence[str]) -> list[str]:

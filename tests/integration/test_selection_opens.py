@@ -117,6 +117,15 @@ KEPT = {
     ),
     "test_s1.py": "from mypkg.settings import load\n\n\ndef test_s1():\n    assert load().strip()\n",
     "test_s2.py": "from mypkg.settings import load\n\n\ndef test_s2():\n    assert load() == 'on\\n'\n",
+    # the cache applied by a call, at import
+    "data/units.txt": "k=1000\n",
+    "mypkg/units.py": (
+        "import functools\nimport pathlib\n\n\ndef _read():\n"
+        "    return (pathlib.Path(__file__).parent.parent / 'data' / 'units.txt').read_text()\n\n\n"
+        "read = functools.lru_cache(maxsize=None)(_read)\n"
+    ),
+    "test_u1.py": "from mypkg.units import read\n\n\ndef test_u1():\n    assert read().strip()\n",
+    "test_u2.py": "from mypkg.units import read\n\n\ndef test_u2():\n    assert read() == 'k=1000\\n'\n",
     "test_plain.py": "def test_plain():\n    assert True\n",
 }
 
@@ -128,8 +137,12 @@ def recorded_kept(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize(
     ("path", "new", "failing"),
-    [("data/table.csv", "a,2\n", "test_t2"), ("data/settings.txt", "off\n", "test_s2")],
-    ids=["session-fixture", "lru-cache"],
+    [
+        ("data/table.csv", "a,2\n", "test_t2"),
+        ("data/settings.txt", "off\n", "test_s2"),
+        ("data/units.txt", "k=1024\n", "test_u2"),
+    ],
+    ids=["session-fixture", "lru-cache", "lru-cache-applied-by-a-call"],
 )
 def test_a_data_file_s_change_runs_every_test_that_gets_what_its_opener_kept(
     recorded_kept: Path, tmp_path: Path, path: str, new: str, failing: str
@@ -142,7 +155,7 @@ def test_a_data_file_s_change_runs_every_test_that_gets_what_its_opener_kept(
     assert outcomes["test_plain"] == "deselected", out
     assert rec["status"] == "failed", out
     # the first test opened the file; the second got what the opener kept of it
-    assert rec["test_selection"]["by_reason"] == {"opens": 1, "reads": 1, "deselected": 3}, out
+    assert rec["test_selection"]["by_reason"] == {"opens": 1, "reads": 1, "deselected": 5}, out
 
 
 # #40: a package that lists its own folder at import (humanize lists its locale folder): a

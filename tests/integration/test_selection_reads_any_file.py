@@ -77,6 +77,13 @@ SUITE = {
         "import os\nimport pathlib\n\nHERE = pathlib.Path(__file__).parent\n\n\n"
         "def test_one_file_walked():\n    assert sum(len(files) for _, _, files, _ in os.fwalk(HERE / 'walked')) == 1\n"
     ),
+    # entries of a folder listed (os.scandir): each one's size changes with its contents
+    "assets/logo.svg": "<svg/>\n",
+    "test_assets.py": (
+        "import os\nimport pathlib\n\nHERE = pathlib.Path(__file__).parent\n\n\n"
+        "def test_assets_are_small():\n"
+        "    assert all(entry.stat().st_size < 100 for entry in os.scandir(HERE / 'assets'))\n"
+    ),
     "test_plain.py": "def test_plain():\n    assert True\n",
 }
 # the linter's input stays out of collection, as the project's own configuration keeps it
@@ -92,6 +99,7 @@ TESTS = (
     "test_post_template_exists",
     "test_help",
     "test_one_file_walked",
+    "test_assets_are_small",
     "test_plain",
 )
 
@@ -141,8 +149,15 @@ def _only(failing: str) -> dict[str, str]:
         (("inputs/test_sample.py", '"""A docstring."""\nx = 1\n'), "test_sample_is_one_line"),
         ((".ci/matrix.txt", "3.12\n"), "test_matrix"),
         (("config.py", "TIMEOUT = 60\n"), "test_help"),
+        (("assets/logo.svg", "<svg>" + "x" * 200 + "</svg>\n"), "test_assets_are_small"),
     ],
-    ids=["python-read-as-text", "uncollected-test-named-input", "hidden-folder", "named-by-a-template"],
+    ids=[
+        "python-read-as-text",
+        "uncollected-test-named-input",
+        "hidden-folder",
+        "named-by-a-template",
+        "an-entry-s-size",
+    ],
 )
 def test_a_file_a_test_read_runs_that_test_whatever_its_kind(
     recorded: Path, tmp_path: Path, change: tuple[str, str], failing: str
@@ -179,6 +194,16 @@ def test_a_file_added_where_a_test_looked_for_it_runs_that_test(recorded: Path, 
     (p.root / MINE / "templates" / "custom" / "greeting.txt").write_text("hi\n")
     out, rec = _select(p)
     assert outcomes_of(rec) == _only("test_greeting"), out
+
+
+def test_an_edit_in_a_folder_a_walker_listed_runs_only_the_tests_that_read_the_file(
+    recorded: Path, tmp_path: Path
+) -> None:
+    # os.fwalk lists by os.scandir, but hands its caller names alone: an edit changes none
+    p = _copy(recorded, tmp_path)
+    (p.root / MINE / "walked" / "a.txt").write_text("a, edited\n")
+    out, rec = _select(p)
+    assert set(outcomes_of(rec).values()) == {"deselected"}, out
 
 
 def test_a_file_added_to_a_folder_listed_through_a_descriptor_runs_that_test(recorded: Path, tmp_path: Path) -> None:

@@ -158,3 +158,35 @@ def test_a_failure_to_tell_is_never_the_caller_s(tmp_path: Path) -> None:
 
     opens.wrap_probes(tell)
     assert (tmp_path / "x").exists() is False
+
+
+def test_a_listing_of_names_and_a_listing_of_entries_are_kept_apart() -> None:
+    # os.listdir gives names; os.scandir entries with their type and stat(), which move with
+    # an edit; the standard library's walkers hand their callers names alone
+    assert opens.marked("data", "os.listdir") == "data/"
+    assert opens.marked("data", "os.scandir") == "data//"
+    assert opens.marked("data/x.txt", "open") == "data/x.txt"
+    assert opens.marked("data/x.txt", "probe") == "data/x.txt"
+
+    def walked() -> str:
+        space: dict[str, Any] = {"call": lambda: opens.marked("data", "os.scandir", __file__)}
+        exec(compile("result = call()", f"{opens._STDLIB}os.py", "exec"), space)
+        return str(space["result"])
+
+    assert walked() == "data/"
+
+
+def test_an_edit_counts_for_a_listing_of_its_folder_s_entries_and_not_of_its_names() -> None:
+    from device_matrix.selection import read_by
+
+    # an edit (the file there before and now): only its own folder's entries see it
+    assert not read_by("data/x.txt", {"data/"}, listed=False)
+    assert read_by("data/x.txt", {"data//"}, listed=False)
+    assert not read_by("data/sub/x.txt", {"data//"}, listed=False)
+    # a file added or removed: any listing above it
+    assert read_by("data/sub/x.txt", {"data//"}, listed=True)
+    assert read_by("data/sub/x.txt", {"data/"}, listed=True)
+    assert not read_by("other/x.txt", {"data/", "data//"}, listed=True)
+    # a read through a changed link to a folder
+    assert read_by("data", {"data/x.txt"}, listed=False)
+    assert not read_by("x.txt", {"data//"}, listed=False)

@@ -729,3 +729,29 @@ def test_what_a_nested_scope_names_of_its_maker_s_locals_outlives_the_call() -> 
     assert _stores("    store = {}\n    store[1] = v\n    return [store[x] for x in v]") is None
     assert _stores("    def g(k):\n        store = {}\n        store[k] = v\n        return store") is None
     assert _stores("    store = {}\n    store[1] = v\n    return lambda k: k + 1") is None
+
+
+def test_a_function_handed_to_a_call_at_import_is_kept_by_what_the_call_made() -> None:
+    # ``read = functools.lru_cache()(_read)``: the cache decorator applied by a call, at import
+    by_call = (
+        "import functools\n\n\ndef table():\n    return (1, 2)\n\n\n"
+        "cached = functools.lru_cache(maxsize=None)(table)\n\n\n"
+        "def first():\n    return cached()[0]\n\n\ndef plain():\n    return 0\n"
+    )
+    tests, ran = CACHED_TESTS, RAN
+    found = _kept({"pkg/lib.py": by_call, "pkg/test_lib.py": tests}, ran, "table")
+    assert found is not None and set(found) == {"pkg/test_lib.py::test_a", "pkg/test_lib.py::test_b"}
+    assert "what cached keeps" in found["pkg/test_lib.py::test_b"], found
+    # handed to a call that binds nothing (``register(table)``): who reads what it keeps is unknown
+    registered = by_call.replace("cached = functools.lru_cache(maxsize=None)(table)", "REGISTRY.append(table)")
+    registered = "REGISTRY = []\n" + registered.replace("cached()", "REGISTRY[0]()")
+    assert _kept({"pkg/lib.py": registered, "pkg/test_lib.py": tests}, ran, "table") is None
+    # called at import, not handed on: a value it returned then holds none of an unrun change
+    called = by_call.replace("cached = functools.lru_cache(maxsize=None)(table)", "FIRST = table()")
+    assert _kept({"pkg/lib.py": called, "pkg/test_lib.py": tests}, ran, "table") == {}
+    # its value handed to a call (``print(table())``) is no handing of the function
+    printed = by_call.replace("cached = functools.lru_cache(maxsize=None)(table)", "print(table())")
+    assert _kept({"pkg/lib.py": printed, "pkg/test_lib.py": tests}, ran, "table") == {}
+    for handed in ("functools.partial(table)", "wrap(key=table)", "wrap(mod.table)"):
+        kept = by_call.replace("functools.lru_cache(maxsize=None)(table)", handed)
+        assert _kept({"pkg/lib.py": kept, "pkg/test_lib.py": tests}, ran, "table") == found, handed
