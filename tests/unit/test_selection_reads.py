@@ -4,7 +4,7 @@ and nothing else; where that cannot be told, the import graph's rule holds (None
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
 from device_matrix.changes import namereads
 from device_matrix.records.testmap import TestMap
@@ -1054,30 +1054,26 @@ def test_a_file_a_test_read_that_names_a_name_bound_anew_runs_that_test() -> Non
         {},
         {n: {f: _lines(SOURCES[f], *fns) for f, fns in per.items()} for n, per in RAN.items()},
     )
-    found = namereads.readers(
-        "pkg/consts.py",
-        RATE,
-        RATE.replace("3", "4"),
-        SOURCES,
-        m,
-        is_test=lambda f: f.rsplit("/", 1)[-1].startswith("test_"),
-        internal=lambda name: name.split(".", 1)[0] == "pkg",
-        in_files=in_files,
-    )
-    assert found == {
+
+    def readers(files: Callable[[Collection[str]], dict[str, str]]) -> dict[str, str] | None:
+        return namereads.readers(
+            "pkg/consts.py",
+            RATE,
+            RATE.replace("3", "4"),
+            SOURCES,
+            m,
+            is_test=lambda f: f.rsplit("/", 1)[-1].startswith("test_"),
+            internal=lambda name: name.split(".", 1)[0] == "pkg",
+            in_files=files,
+        )
+
+    assert readers(in_files) == {
         "tests/test_help.py::test_help": "it read help.txt, which names a name the change binds anew",
         "tests/test_api.py::test_rated": "it ran code that reads RATE, which pkg/consts.py binds anew at import",
     }
     # asked of every name followed: the changed one and those bound from it in turn
     assert len(asked) == 1 and "RATE" in asked[0] and "rated" in asked[0]
     # a test the names' readers run keeps their reason
-    assert namereads.readers(
-        "pkg/consts.py",
-        RATE,
-        RATE.replace("3", "4"),
-        SOURCES,
-        m,
-        is_test=lambda f: f.rsplit("/", 1)[-1].startswith("test_"),
-        internal=lambda name: name.split(".", 1)[0] == "pkg",
-        in_files=lambda _names: {"tests/test_api.py::test_rated": "a file"},
-    ) == {"tests/test_api.py::test_rated": "it ran code that reads RATE, which pkg/consts.py binds anew at import"}
+    assert readers(lambda _names: {"tests/test_api.py::test_rated": "a file"}) == {
+        "tests/test_api.py::test_rated": "it ran code that reads RATE, which pkg/consts.py binds anew at import"
+    }
