@@ -20,7 +20,6 @@ import functools
 import re
 import shlex
 import shutil
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -864,34 +863,24 @@ def record_worker_crashes(ev: Evidence, attempt: AttemptResult, targets: Sequenc
 
 
 def record_stray_cores(ev: Evidence, attempt: AttemptResult, cores: Sequence[Path]) -> None:
-    """Cores of processes the attempt's tests started that no crash took: one written while a
-    test that passed ran (it expected the crash) is removed unread, and the record and the
-    terminal warn of it, naming the test; one written while no test ran is kept in the row's
-    folder, and the record and the terminal warn of it. One
-    written while a test ran that has no outcome yet (its process died under it) goes with
-    that test's crash."""
+    """Cores of processes the attempt's tests started that no crash took: each is told (the
+    record's ``warnings`` and the terminal: its process, its parent, its signal, the test that
+    ran then or that none did) and removed. None is kept: a core holds its process's memory,
+    its environment's secrets with it, which no redaction reaches. One written while a test
+    ran that has no outcome yet (its process died under it) goes with that test's crash."""
     if ev.reader is None:
         return
     for core in cores:
         nodeid = test_of(attempt, core)
+        record = ev.state.results.get(nodeid) if nodeid is not None else None
+        if nodeid is not None and record is None:
+            continue
         pid, parent, signal = core_files.process_id(core), core_files.parent_id(core), core_files.signal_of(core)
         ended = f"a process (pid {pid}, parent {parent}) ended by {diagnostics.signal_name(signal) or 'a signal'}"
-        if nodeid is not None:
-            record = ev.state.results.get(nodeid)
-            if record is not None:
-                ev.reader.attach(None, [core])
-                # the crash is told, never lost: the test expected it, or saw it otherwise
-                text = ev.redactor.text(f"{ended} while {nodeid} ran ({record['outcome']}); its core is removed")
-                ev.state.warnings.append(text)
-                ev.listener.note(ev.row.name, f"warning: {text}")
-            continue
-        kept = ev.folder.path / "cores" / f"core.{pid}.{time.time_ns()}"
-        try:
-            kept.parent.mkdir(exist_ok=True)
-            shutil.move(core, kept)
-        except OSError as exc:
-            raise ev.folder.unwritable(exc) from exc
-        text = ev.redactor.text(f"{ended} while no test ran (attempt {attempt.index}); its core is kept as {kept}")
+        ev.reader.attach(None, [core])
+        # the crash is told, never lost: the test expected it, or no test ran
+        when = f"while {nodeid} ran ({record['outcome']})" if record is not None else "while no test ran"
+        text = ev.redactor.text(f"{ended} {when} (attempt {attempt.index}); its core is removed")
         ev.state.warnings.append(text)
         ev.listener.note(ev.row.name, f"warning: {text}")
 

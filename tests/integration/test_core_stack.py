@@ -289,14 +289,13 @@ def test_a_core_a_silent_process_left_is_its_tests_worker_crash_never_litter(pro
     assert 'File "<string>", line 1' in (diagnosis["python_stack"] or ""), diagnosis
     (test,) = [t for t in record["tests"] if t["nodeid"] == crash["nodeid"]]
     assert test["crash"] == crash["id"] and "AssertionError: -11" in (test["message"] or ""), test
-    # the core written while no test ran is kept with the row's results, and said so; the
-    # expected crash is told too, naming its test, its core removed
+    # the core written while no test ran and the expected crash's are told, each, and removed:
+    # a core holds its process's memory, secrets with it, which no redaction reaches
     (imported,) = [w for w in record["warnings"] if "while no test ran" in w]
     (expected,) = [w for w in record["warnings"] if w != imported]
-    kept = [c for c in p.results.rglob("core*") if core_files.is_core(c)]
-    assert len(kept) == 1 and str(kept[0]) in imported and "while no test ran" in imported, (imported, kept)
+    assert "ended by SIGSEGV while no test ran" in imported and imported.endswith("its core is removed"), imported
     assert "ended by SIGSEGV while " in expected and "::test_a_expects_the_crash ran (passed)" in expected, expected
     assert expected.endswith("its core is removed"), expected
     assert f"warning: {imported}" in said and f"warning: {expected}" in said
-    litter = [c for c in p.root.rglob("core*") if core_files.is_core(c) and p.results not in c.parents]
+    litter = [c for c in p.root.rglob("core*") if core_files.is_core(c)]
     assert not litter, "cores are read, then removed"
