@@ -82,21 +82,15 @@ def _audit(root: Path, folder: Path) -> None:
 
     sys.addaudithook(hook)
 
-    # pytest's and coverage's own questions of a path (a test's location, whether to trace a file)
-    def probe(path: Any) -> None:
-        if not (opens.by_pytest(__file__) or opens.by_coverage()):
-            _saw(opens, root, folder, path, "probe")
-
-    opens.wrap_probes(probe)
+    opens.wrap_probes(lambda path: _saw(opens, root, folder, path, opens.PROBE))
 
 
 def _saw(opens: Any, root: Path, folder: Path, path: Any, event: str) -> None:
-    listing = event in opens.LISTING
     found = opens.read_paths(path, root, folder)
-    if found and (listing or any(r.endswith((".py", ".pyc")) for r in found)) and opens.by_import(root):
-        return  # the import system's: a module's source read, a folder listed to find one
-    running = _running(opens, root) if found else None
-    if running is None and (not found or opens.by_pytest(__file__)):
+    if not found or opens.tools_own(found, event, root, __file__):
+        return  # coverage's, pytest's or the import system's own
+    running = _running(opens, root)
+    if running is None and opens.by_pytest(__file__):
         return  # outside every test, pytest's own collection lists and opens what it collects
     test, by = running or ("", None)  # a plugin's read outside every test (``.env``) is the session's
     for rel in (opens.marked(r, event, __file__) for r in found):

@@ -330,10 +330,11 @@ def read_by(path: str, reads: Collection[str], *, listed: bool = True) -> bool:
     """Whether ``path`` was opened, or is in a folder listed (``data/``), as ``reads`` says.
     A listing of names (``os.listdir``) sees names, not contents (#40): with ``listed``
     False (the file was there at the map's commit and is now: its change is to its
-    contents) it does not count. A listing of entries (``os.scandir``, ``data//``: ``os.walk``,
-    ``glob``) sees each entry's type and, by ``stat()``, its size and time, which a change to
-    its contents moves: the file's own folder's counts for any change. A read below ``path``
-    is one through it: a link to a folder pointed elsewhere."""
+    contents) it does not count. A listing of entries (``data//``: ``os.scandir`` called by
+    the project's code, not by the standard library's walkers) sees each entry's type and,
+    by ``stat()``, its size and time, which a change to its contents moves: the file's own
+    folder's counts for any change. A read below ``path`` is one through it: a link to a
+    folder pointed elsewhere."""
     folders = path.split("/")[:-1]
     above = ["/".join(folders[:i]) for i in range(1, len(folders) + 1)] if listed else []
     return (
@@ -878,13 +879,13 @@ def plan(
         importers=importers,
         narrowed=_narrowed(test_map, {f: v for f, v in (functions or {}).items() if f in bodies}),
         readers=read,
-        data=(data := _followed_by_reads(files, rules, test_map, unread, present)),
+        data=(data := followed_by_reads(files, rules, test_map, unread, present)),
         kept={f: by for f, by in (kept or {}).items() if f in files and (f in bodies or f in data)},
         present=frozenset(present),
     )
 
 
-def _followed_by_reads(
+def followed_by_reads(
     files: Iterable[str], rules: Rules, test_map: TestMap | None, unread: Collection[str], present: Collection[str]
 ) -> frozenset[str]:
     """The changed files whose readers the map names (#40): those that are not Python (or a

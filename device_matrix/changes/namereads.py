@@ -1276,7 +1276,7 @@ def keepers(
     if test_map.lines is None:
         return None  # which tests ran a reader of what is kept: a map of files cannot say
     readers_of = _Follow(path, Change(frozenset(), ()), test_map, sees, unrun=True)
-    readers_of.binding = callers.handing
+    readers_of.handing = set(callers.handing)
     for where, f in kept:
         for name in f.kept:
             readers_of.bind(name, where)
@@ -1448,10 +1448,9 @@ class _Follow:
         self.blind: set[str] = set()
         self.reached: list[tuple[str, _Function]] = []  # each function that reads a name, with its file
         # #40: statements run at import that hand a followed function to a call (file, names
-        # bound), and those statements (by id): where the names are bound, not read
+        # bound), and those statements (by id): once told, where the names are bound, not read
         self.handed: set[tuple[str, frozenset[str]]] = set()
         self.handing: set[int] = set()
-        self.binding: set[int] = set()  # those of another follow: here they read nothing
         # #40: those of them reached only as readers by a computed name (file, body lines)
         self.computed: set[tuple[str, tuple[int, int]]] = set()
 
@@ -1483,7 +1482,7 @@ class _Follow:
         grown = False
         for stmt, said, classes in m.top:
             imports = isinstance(stmt, (ast.Import, ast.ImportFrom))
-            if id(stmt) in self.binding:
+            if id(stmt) in self.handing:
                 continue  # #40: it binds what keeps the change (``cached = lru_cache()(f)``), reads none of it
             if not (said.reads(seen, self.names) or (not imports and self._metadata(said, m.metadata))):
                 continue  # a star import takes nothing new: its importers see what it imports

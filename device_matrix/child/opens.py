@@ -15,7 +15,7 @@ import threading
 import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
-from types import CodeType
+from types import CodeType, FrameType
 from typing import Any
 
 # folders inside a project that hold no code of its own
@@ -33,9 +33,11 @@ _COMPREHENSIONS = frozenset({"<genexpr>", "<listcomp>", "<setcomp>", "<dictcomp>
 # the code of the import system, as frames name it (frozen into the interpreter)
 _IMPORT_SYSTEM = ("<frozen importlib.", "<frozen zipimport>")
 _STDLIB = f"{sysconfig.get_paths()['stdlib']}{os.sep}"
+_OWN = f"{Path(__file__).resolve().parent.parent}{os.sep}"  # the recording's own code (this package)
 # what a probe of a path calls (``exists()``, ``is_file()``, ``os.path.isdir``, ``glob`` of
 # a literal name): no audit event says it, so the recording wraps these of ``os``
 PROBES = ("stat", "lstat", "access")
+PROBE = "probe"  # the event a path asked about is told as
 _TELLING = threading.local()  # whether this thread is telling of a read now
 
 
@@ -57,18 +59,29 @@ def opener_code(root: Path) -> tuple[str, CodeType] | None:
     """:func:`opener`'s code and its file, relative to the project root (None: no code of the
     project is on the stack)."""
     frame = sys._getframe(1)
-    inside, own = f"{root}{os.sep}", f"{Path(__file__).resolve().parent.parent}{os.sep}"
+    inside = f"{root}{os.sep}"
     while frame is not None:
-        name = frame.f_code.co_filename
-        # a function of the project's (a sibling folder whose name starts the same is not),
-        # not a generator's (its caller is the function it is in)
-        mine = name.startswith(inside) and not name.startswith(own) and frame.f_code.co_name not in _COMPREHENSIONS
-        if mine and not any(f"/{n}/" in name for n in NOT_PROJECT):
-            rel = relative(name, root)
+        # a function of the project's, not a generator's (its caller is the function it is in)
+        if _project_code(frame.f_code.co_filename, inside) and frame.f_code.co_name not in _COMPREHENSIONS:
+            rel = relative(frame.f_code.co_filename, root)
             if rel is not None:
                 return rel, frame.f_code
         frame = frame.f_back  # type: ignore[assignment]
     return None
+
+
+def _project_code(name: str, inside: str) -> bool:
+    """Whether a frame's file ``name`` is the project's: under its root (``inside``, with its
+    separator: a sibling folder whose name starts the same is not), neither the recording's
+    own nor an installed package's."""
+    return name.startswith(inside) and not name.startswith(_OWN) and not any(f"/{n}/" in name for n in NOT_PROJECT)
+
+
+def _nearest(frame: FrameType | None, *past: str) -> FrameType | None:
+    """The first frame from ``frame`` up whose file starts with none of ``past``."""
+    while frame is not None and frame.f_code.co_filename.startswith(past):
+        frame = frame.f_back
+    return frame
 
 
 def marked(rel: str, event: str, *recording: str) -> str:
@@ -84,14 +97,8 @@ def marked(rel: str, event: str, *recording: str) -> str:
 
 def _by_stdlib(recording: tuple[str, ...]) -> bool:
     """Whether the code nearest on the stack, past the recording's own, is the standard library's."""
-    frame = sys._getframe(1)
-    own = f"{Path(__file__).resolve().parent.parent}{os.sep}"
-    while frame is not None:
-        name = frame.f_code.co_filename
-        if not name.startswith((own, *recording)):
-            return name.startswith((_STDLIB, "<frozen "))
-        frame = frame.f_back  # type: ignore[assignment]
-    return False
+    frame = _nearest(sys._getframe(1), _OWN, *recording)
+    return frame is not None and frame.f_code.co_filename.startswith((_STDLIB, "<frozen "))
 
 
 def once(tell: Callable[..., None], *args: Any) -> None:
@@ -183,12 +190,31 @@ def _within(full: str, root: Path, top: Path) -> str | None:
     return Path(os.path.relpath(full, root)).as_posix()
 
 
+def tools_own(found: list[str], event: str, root: Path, *recording: str) -> bool:
+    """Whether a read (``found``: its paths, :func:`read_paths`) is a tool's own, no test's:
+    coverage's, pytest's question of a path (:func:`by_pytest`), or the import system's
+    read of a module's source or listing of a folder to find one (:func:`by_import`), which
+    the coverage of what the import ran follows. ``recording``: as :func:`by_pytest`'s."""
+    if by_coverage() or (event == PROBE and by_pytest(*recording)):
+        return True
+    return (event in LISTING or any(r.endswith((".py", ".pyc")) for r in found)) and by_import(root)
+
+
 def by_import(root: Path) -> bool:
     """Whether the import system is the code nearest an open or a listing on the stack, before
     any of the project's (a module's source read to import it, a folder listed to find one,
     pytest's rewrite of a test module's asserts): no test reads those as data. A module's own
     code that reads a file as it is imported is the project's, nearer."""
-    return _nearer(root, lambda code, _module: code.co_filename.startswith(_IMPORT_SYSTEM))
+    frame = sys._getframe(1)
+    inside = f"{root}{os.sep}"
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name.startswith(_IMPORT_SYSTEM):
+            return True
+        if _project_code(name, inside):
+            return False
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
 
 
 def by_pytest(*recording: str) -> bool:
@@ -198,31 +224,9 @@ def by_pytest(*recording: str) -> bool:
     plugin's own code (a fixture that checks for a data folder, ``pytest-dotenv`` reading
     ``.env``) is nearer than the pytest that called it, and is no pytest's. ``recording``:
     the files of the recording's own code besides this package's."""
-    frame = sys._getframe(1)
-    own = f"{Path(__file__).resolve().parent.parent}{os.sep}"
-    while frame is not None:
-        name = frame.f_code.co_filename
-        if not name.startswith((own, _STDLIB, "<frozen ", *recording)):
-            module = frame.f_globals.get("__name__")
-            return isinstance(module, str) and module.split(".", 1)[0] in ("_pytest", "pluggy")
-        frame = frame.f_back  # type: ignore[assignment]
-    return False
-
-
-def _nearer(root: Path, found: Callable[[CodeType, str], bool]) -> bool:
-    """Whether a frame ``found`` says of comes before the project's code, walking up the stack
-    from the recording's caller (the recording's own frames are none of the project's)."""
-    frame = sys._getframe(2)
-    inside, own = f"{root}{os.sep}", f"{Path(__file__).resolve().parent.parent}{os.sep}"
-    while frame is not None:
-        name = frame.f_code.co_filename
-        module = frame.f_globals.get("__name__")
-        if found(frame.f_code, module if isinstance(module, str) else ""):
-            return True
-        if name.startswith(inside) and not name.startswith(own) and not any(f"/{n}/" in name for n in NOT_PROJECT):
-            return False
-        frame = frame.f_back  # type: ignore[assignment]
-    return False
+    frame = _nearest(sys._getframe(1), _OWN, _STDLIB, "<frozen ", *recording)
+    module = frame.f_globals.get("__name__") if frame is not None else None
+    return isinstance(module, str) and module.split(".", 1)[0] in ("_pytest", "pluggy")
 
 
 def native_path(database: Any) -> Any:

@@ -177,14 +177,9 @@ class MapRecorder:
         every test)."""
         opens.once(self._saw, path, event)
 
-    def _saw(self, path: Any, event: str, *, probe: bool = False) -> None:
-        listing = event in opens.LISTING
+    def _saw(self, path: Any, event: str) -> None:
         found = opens.read_paths(path, self.root, self.own.parent, self.top)
-        if not found or opens.by_coverage() or (probe and opens.by_pytest()):
-            return
-        # a module's source read to import it, a folder listed to find one: the import
-        # system's, which the coverage of what the import ran follows (#40)
-        if (listing or any(r.endswith((".py", ".pyc")) for r in found)) and opens.by_import(self.root):
+        if not found or opens.tools_own(found, event, self.root):
             return
         opener = opens.opener(self.root)
         if not self.context and opener is None and opens.by_pytest():
@@ -575,7 +570,7 @@ def _probes_once() -> None:
 
     def tell(path: Any) -> None:
         if _RECORDERS:
-            _RECORDERS[0]._saw(path, "probe", probe=True)
+            _RECORDERS[0]._saw(path, opens.PROBE)
 
     opens.wrap_probes(tell)
 

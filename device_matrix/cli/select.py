@@ -40,11 +40,10 @@ from device_matrix.selection import (
     bodies_only,
     changed_functions,
     fixtures_only,
+    followed_by_reads,
     import_guard,
     is_test_file,
-    opened,
     plan,
-    read_as_text,
     read_by,
     rules_of,
     runs_all_alone,
@@ -425,10 +424,10 @@ def _naming(root: Path, test_map: TestMap, changed: Collection[str]) -> Callable
             return {}
         word = re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in sorted(names)) + rb")\b")
         files = {r for reads in test_map.reads.values() for r in reads if not r.endswith(("/", ".py"))}
-        naming = {r for r in files if word.search(text(r))}
+        naming_files = {r for r in files if word.search(text(r))}
         found: dict[str, str] = {}
         for nodeid, reads in sorted(test_map.reads.items()):
-            named = sorted(naming & reads)
+            named = sorted(naming_files & reads)
             if named:
                 found[nodeid] = f"it read {named[0]}, which names a name the change binds anew"
         return found
@@ -482,9 +481,7 @@ def opened_kept(
     configuration files of ``unread`` are followed so too; a listing of the folder of one of
     ``present`` (there at the map's commit and now) saw no change, nor did its code."""
     found: dict[str, dict[str, str]] = {}
-    for path in [
-        f for f in changed if opened(f, rules, test_map, unread, present) or read_as_text(f, test_map, present)
-    ]:
+    for path in sorted(followed_by_reads(changed, rules, test_map, unread, present)):
         listed = path not in present
         recorded = {
             o for rel, names in (test_map.openers or {}).items() if read_by(path, {rel}, listed=listed) for o in names

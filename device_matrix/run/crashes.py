@@ -504,11 +504,10 @@ def plugin_crashes(attempt: AttemptResult, redactor: Redactor, cores: Sequence[P
     """Tests whose crash a plugin reported from the copy it forked (pytest-forked, #29),
     the diagnosis with the copy's signal, or the status it exited with, its stack and output.
     ``cores``: the attempt's core files; the copy's is the one its report names (#39), read
-    for its Python stack where the copy wrote none, and only when the core says it is a
-    copy's of the attempt's process and no earlier crash was given it."""
+    for its Python stack where the copy wrote none: the plugin names only a core that says
+    it is a copy's of its process, given to no earlier crash (``child/plugin.py``)."""
     found = []
     by_path = {str(core.resolve()): core for core in cores}
-    given: set[Path] = set()
     for nodeid, state in attempt.fold.tests.items():
         for report in state.reports:
             if report.crash is None:
@@ -517,10 +516,6 @@ def plugin_crashes(attempt: AttemptResult, redactor: Redactor, cores: Sequence[P
             named = report.crash.get("core")
             # the copy's word names a file; only one of the cores found is read
             core = by_path.get(str(Path(named).resolve())) if isinstance(named, str) and named else None
-            if core is not None and (core in given or core_files.parent_id(core) != attempt.fold.pid):
-                core = None  # another process's evidence, or another crash's
-            if core is not None:
-                given.add(core)
             returncode = -signum if isinstance(signum, int) else status if isinstance(status, int) else None
             diagnosis = with_core_stack(
                 functools.partial(

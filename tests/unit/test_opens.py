@@ -166,7 +166,7 @@ def test_a_listing_of_names_and_a_listing_of_entries_are_kept_apart() -> None:
     assert opens.marked("data", "os.listdir") == "data/"
     assert opens.marked("data", "os.scandir") == "data//"
     assert opens.marked("data/x.txt", "open") == "data/x.txt"
-    assert opens.marked("data/x.txt", "probe") == "data/x.txt"
+    assert opens.marked("data/x.txt", opens.PROBE) == "data/x.txt"
 
     def walked() -> str:
         space: dict[str, Any] = {"call": lambda: opens.marked("data", "os.scandir", __file__)}
