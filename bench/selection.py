@@ -82,7 +82,8 @@ from device_matrix.cli.select import change_plan
 from device_matrix.records import testmap
 
 BENCH = Path(__file__).resolve().parent
-STRATEGIES = ["run everything", "own file changed", "pytest-testmon", "device-matrix"]
+TESTMON, DM = "pytest-testmon", "device-matrix"
+STRATEGIES = ["run everything", "own file changed", TESTMON, DM]
 TARGETS = {"caught": 99.0, "failing": 95.0, "time": 30.0}
 
 # ---------------------------------------------------------------- faults
@@ -281,6 +282,49 @@ def shares(cases: Iterable[Case]) -> str:
             points[why] = points.get(why, 0.0) + case.seconds.get(nodeid, 0.0)
     ranked = sorted(points.items(), key=lambda kv: -kv[1])
     return ", ".join(f"{why} {_pct(seconds, total):.1f}" for why, seconds in ranked) or "none"
+
+
+def apart(cases: Sequence[Case]) -> list[str]:
+    """device-matrix and pytest-testmon told apart (#40): on the faulty changes device-matrix
+    ran in full (a change its map cannot follow), what testmon ran of them; on the others,
+    both strategies' shares."""
+    scored = [c for c in cases if c.failing]
+    full = [c for c in scored if c.full_reason is not None]
+    rest = [c for c in scored if c.full_reason is None]
+    n = len(scored)
+    saved = f"{TESTMON} ran {_shares(full, TESTMON)}" if full else "none"
+    both = f"{DM} ran {_shares(rest, DM)}; {TESTMON} {_shares(rest, TESTMON, short=True)}" if rest else "none"
+    return [
+        f"  where device-matrix ran everything ({len(full)} of {n}): {saved}",
+        f"  elsewhere ({len(rest)} of {n}): {both}",
+    ]
+
+
+def _shares(cases: Sequence[Case], strategy: str, *, short: bool = False) -> str:
+    s = score(cases, strategy)
+    tests, time_ = _pct(s.tests_run, s.tests), _pct(s.time_run, s.time)
+    return f"{tests:.1f}%, {time_:.1f}%" if short else f"{tests:.1f}% of the tests, {time_:.1f}% of the time"
+
+
+def each(cases: Sequence[Case]) -> list[str]:
+    """A line per faulty change some test detects: what device-matrix ran, and why, beside
+    what pytest-testmon ran."""
+    lines = []
+    for case in (c for c in cases if c.failing):
+        total = sum(case.seconds.values())
+        ran = {}
+        for name in (DM, TESTMON):
+            chosen = case.selected.get(name, frozenset()) & case.seconds.keys()
+            share = _pct(sum(case.seconds[t] for t in chosen), total)
+            ran[name] = f"{len(chosen)}/{len(case.seconds)}" + (" tests" if name == DM else "") + f" {share:.1f}%"
+        counts: dict[str, int] = {}
+        for why in case.why.values():
+            counts[why] = counts.get(why, 0) + 1
+        why = case.full_reason or ", ".join(f"{w} {k}" for w, k in sorted(counts.items())) or "nothing"
+        lines.append(
+            f"  {case.label}: {len(case.failing)} failing; {DM} {ran[DM]} of the time ({why}); {TESTMON} {ran[TESTMON]}"
+        )
+    return lines
 
 
 def _pct(part: float, whole: float) -> float:
@@ -718,6 +762,9 @@ def _report(
     print("\n".join(table(cases, STRATEGIES)))
     print()
     print(f"  device-matrix's test time by why each test ran, in points: {shares(cases)}")
+    print("\n".join(apart(cases)))
+    print()
+    print("\n".join(each(cases)))
 
 
 if __name__ == "__main__":

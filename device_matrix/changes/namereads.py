@@ -1259,7 +1259,7 @@ def keepers(
         return None
     wanted = set(spans)
     names = frozenset(fn.name for fn in _functions(tree.body) if _body_span(fn) in wanted)
-    callers = _Follow(path, Change(names, ()), test_map, sees, unrun=True)
+    callers = _Follow(path, Change(names, ()), test_map, sees, unrun=True, down=True)
     mine = project.module(path)
     callers.keeping.update(f.node.name for f in (mine.functions if mine else ()) if f.node.name in names and _keeps(f))
     fresh = _writes_now(now, names, tree) if now is not None else {}
@@ -1419,6 +1419,15 @@ def _hands_on(stmt: ast.stmt, names: Collection[str]) -> bool:
     return False
 
 
+def _calls(fn: Function) -> frozenset[str]:
+    """The names ``fn`` calls by (``g(v)``, ``store.remember(v)``: ``g``, ``remember``)."""
+    return frozenset(
+        call.func.id if isinstance(call.func, ast.Name) else call.func.attr
+        for call in ast.walk(fn)
+        if isinstance(call, ast.Call) and isinstance(call.func, (ast.Name, ast.Attribute))
+    )
+
+
 def _ran_at_import(bodies: Iterable[tuple[int, int]], at_import: Collection[int]) -> bool:
     """Whether a changed body ran at import (#40: a ``parametrize`` list, a decorator, a
     ``TABLE = make()``: what it made is the importing module's, for all its tests)."""
@@ -1429,7 +1438,14 @@ class _Follow:
     """The names a change binds, followed through the project's modules (:func:`readers`)."""
 
     def __init__(
-        self, path: str, change: Change, test_map: TestMap, sees: Callable[[str, str], bool], *, unrun: bool = False
+        self,
+        path: str,
+        change: Change,
+        test_map: TestMap,
+        sees: Callable[[str, str], bool],
+        *,
+        unrun: bool = False,
+        down: bool = False,
     ) -> None:
         self.path, self.change, self.test_map, self.sees = path, change, test_map, sees
         # #40: the change is in lines that never ran at import (a function body's): what a
@@ -1453,6 +1469,11 @@ class _Follow:
         self.handing: set[int] = set()
         # #40: those of them reached only as readers by a computed name (file, body lines)
         self.computed: set[tuple[str, tuple[int, int]]] = set()
+        # #40 (``down``): the names a function reached calls, with or without arguments: what
+        # it hands on (a value, a function, a call made or not by what it got back) is kept
+        # wherever the function called keeps; each function of the project so named is reached
+        self.down = down
+        self.called: set[str] = set()
 
     def run(self, project: Parsed, is_test: Callable[[str], bool]) -> bool:
         """Follow the names through every module until no pass reads more; False: it cannot be told."""
@@ -1460,8 +1481,8 @@ class _Follow:
         while grown:
             grown = False
             for path in sorted(project.sources):
-                # a module none of whose words is a name followed reads none: not parsed
-                m = project.module(path) if project.may_mention(path, self.names) else None
+                # a module none of whose words is a name followed (or called) reads none: not parsed
+                m = project.module(path) if project.may_mention(path, {*self.names, *self.called}) else None
                 if m is None:
                     continue
                 found = self.module(m, test_like=is_test(m.path) or _is_conftest(m.path))
@@ -1523,24 +1544,31 @@ class _Follow:
         # its body reads a name, or any (dynamic), or it is a changed def of the file itself
         own = where == self.path and fn.name in self.change.names
         read = own or f.said.reads(seen, self.names) or self._metadata(f.said, m.metadata)
+        callee = fn.name in self.called
         span = _body_span(fn)
-        if not (read or f.dynamic) or span in self.spans.setdefault(where, []):
+        if not (read or f.dynamic or callee) or span in self.spans.setdefault(where, []):
             return False
         ran_at_import = not self.test_map.imports.get(where, frozenset()).isdisjoint(range(span[0], span[1] + 1))
-        if ran_at_import and not self._unheld(f, read, seen):
-            return None  # it ran at import: what it read is every importer's
+        if ran_at_import and not (self._unheld(f, read, seen) or (callee and not read and self.unrun)):
+            # it ran at import: what it read is every importer's (a function called by one
+            # reached got nothing then of lines that never ran at import)
+            return None
         if _autouse(fn):
             if not test_like:
                 return None  # a plugin's fixture: any test's
             self.whole.add(where)
         self.spans[where].append(span)
         self.reached.append((where, f))
-        if not read:
+        if not (read or callee):
             self.computed.add((where, span))
+        grown = False
+        if self.down:
+            calls = _calls(fn) - self.called
+            self.called |= calls
+            grown = bool(calls)
         # its callers read what it returns (a cache, a wide fixture may hand it on), and what it
         # changes of its module (a memo) is read; one that reads by a computed name alone is read
         # where it runs, unless a decorator may keep what it returns
-        grown = False
         if read or fn.decorator_list:
             for b in {fn.name, *f.writes, *(f.within if f.protocol else ())}:
                 grown |= self.bind(b, where)

@@ -268,3 +268,28 @@ def test_a_change_a_module_runs_as_the_program_runs_the_tests_that_ran_it_as_one
     assert "every test runs" not in out, out
     assert outcomes_of(rec) == {"test_program": "failed", "test_run": "passed", "test_other": "deselected"}, out
     assert rec["test_selection"]["by_reason"] == {"covers": 1, "own_file": 1, "deselected": 1}, out
+
+
+# a caller hands what the changed function made, or the function itself, to a function of
+# the project that keeps it: a later test reads it back without running a line of either
+HANDED_ON = {
+    "core.py": "def compute(n):\n    return n * 2\n",
+    "store.py": (
+        "_SEEN = []\n\n\ndef remember(v):\n    _SEEN.append(v)\n\n\ndef keep(f):\n    _SEEN.append(f(2))\n\n\n"
+        "def last():\n    return _SEEN[-1]\n"
+    ),
+    "test_b.py": "from store import last\n\n\ndef test_b():\n    assert last() == 4\n",
+    "test_other.py": OTHER,
+}
+
+
+@pytest.mark.parametrize(
+    "call", ["remember(compute(2))", "keep(compute)"], ids=["value-handed-on", "function-handed-on"]
+)
+def test_what_a_caller_hands_to_a_function_that_keeps_it_runs_its_readers(tmp_path: Path, call: str) -> None:
+    test_a = f"from core import compute\nfrom store import keep, remember\n\n\ndef test_a():\n    {call}\n"
+    p = recorded_git_project(tmp_path, {**HANDED_ON, "test_a.py": test_a})
+    target = p.root / MINE / "core.py"
+    target.write_text(target.read_text().replace("n * 2", "n * 3"))
+    out, rec = _select(p)
+    assert outcomes_of(rec) == {"test_a": "passed", "test_b": "failed", "test_other": "deselected"}, out

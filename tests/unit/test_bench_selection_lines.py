@@ -32,3 +32,34 @@ def test_the_share_of_the_test_time_is_told_by_why_each_test_ran() -> None:
     ]
     assert bench.shares(cases) == "covers 40.0, own_file 10.0"
     assert bench.shares([]) == "none"
+
+
+def test_the_figures_are_told_apart_for_the_changes_device_matrix_ran_in_full() -> None:
+    # #40: what testmon saves where device-matrix runs everything (a change its map cannot
+    # follow) is told apart from where both select
+    seconds = {"a": 1.0, "b": 3.0, "c": 6.0}
+    full = bench.Case(label="x", failing=frozenset({"a"}), seconds=seconds, full_reason="setup.py changes")
+    full.selected = {"device-matrix": frozenset(seconds), "pytest-testmon": frozenset({"a"})}
+    narrow = bench.Case(label="y", failing=frozenset({"c"}), seconds=seconds)
+    narrow.selected = {"device-matrix": frozenset({"c"}), "pytest-testmon": frozenset({"b", "c"})}
+    undetected = bench.Case(label="z", failing=frozenset(), seconds=seconds, full_reason="tox.ini changes")
+    undetected.selected = {"device-matrix": frozenset(seconds), "pytest-testmon": frozenset()}
+    assert bench.apart([full, narrow, undetected]) == [
+        "  where device-matrix ran everything (1 of 2): pytest-testmon ran 33.3% of the tests, 10.0% of the time",
+        "  elsewhere (1 of 2): device-matrix ran 33.3% of the tests, 60.0% of the time; pytest-testmon 66.7%, 90.0%",
+    ]
+    assert bench.apart([narrow]) == [
+        "  where device-matrix ran everything (0 of 1): none",
+        "  elsewhere (1 of 1): device-matrix ran 33.3% of the tests, 60.0% of the time; pytest-testmon 66.7%, 90.0%",
+    ]
+
+
+def test_each_faulty_change_is_listed_with_what_each_strategy_ran() -> None:
+    seconds = {"a": 1.0, "b": 3.0}
+    case = bench.Case(label="abc123 pkg/m.py:4 return None", failing=frozenset({"a"}), seconds=seconds)
+    case.selected = {"device-matrix": frozenset({"a", "b"}), "pytest-testmon": frozenset({"a"})}
+    case.why = {"a": "covers", "b": "reads"}
+    assert bench.each([case, bench.Case(label="quiet", failing=frozenset(), seconds=seconds)]) == [
+        "  abc123 pkg/m.py:4 return None: 1 failing; device-matrix 2/2 tests 100.0% of the time (covers 1, reads 1);"
+        " pytest-testmon 1/2 25.0%"
+    ]

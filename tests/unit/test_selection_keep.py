@@ -755,3 +755,51 @@ def test_a_function_handed_to_a_call_at_import_is_kept_by_what_the_call_made() -
     for handed in ("functools.partial(table)", "wrap(key=table)", "wrap(mod.table)"):
         kept = by_call.replace("functools.lru_cache(maxsize=None)(table)", handed)
         assert _kept({"pkg/lib.py": kept, "pkg/test_lib.py": tests}, ran, "table") == found, handed
+
+
+# #40: a caller hands what the changed function made (or the function itself, or nothing: a
+# call it makes by what the function returned) to a function of the project that keeps
+STORE = (
+    "_SEEN = []\n\n\ndef remember(v):\n    _SEEN.append(v)\n\n\ndef keep(f):\n    _SEEN.append(f(2))\n\n\n"
+    "def mark():\n    _SEEN.append(1)\n\n\ndef last():\n    return _SEEN[-1]\n\n\ndef shout(v):\n    return str(v)\n"
+)
+CORE = "def compute(n):\n    return n * 2\n\n\ndef other():\n    return 0\n"
+READER = "from pkg.store import last\n\n\ndef test_b():\n    assert last() == 4\n"
+
+
+def test_a_value_a_caller_hands_to_a_function_that_keeps_it_is_kept() -> None:
+    callers = {
+        "handed": ("remember(compute(2))", ("remember",)),
+        "a callback": ("keep(compute)", ("keep",)),
+        "by what it returned": ("if compute(2):\n        mark()", ("mark",)),
+        "through a module": ("store.remember(compute(2))", ("remember",)),
+    }
+    for label, (call, ran_store) in callers.items():
+        head = "from pkg import store\nfrom pkg.core import compute\nfrom pkg.store import *\n"
+        test_a = f"{head}\n\ndef test_a():\n    {call}\n"
+        sources = {"pkg/core.py": CORE, "pkg/store.py": STORE, "pkg/test_a.py": test_a, "pkg/test_b.py": READER}
+        ran: dict[str, dict[str, tuple[str, ...]]] = {
+            "pkg/test_a.py::test_a": {
+                "pkg/core.py": ("compute",),
+                "pkg/store.py": ran_store,
+                "pkg/test_a.py": ("test_a",),
+            },
+            "pkg/test_b.py::test_b": {"pkg/store.py": ("last",), "pkg/test_b.py": ("test_b",)},
+        }
+        found = _kept(sources, ran, "compute", path="pkg/core.py")
+        assert found is not None and "pkg/test_b.py::test_b" in found, label
+        assert "keeps of a function pkg/core.py changes" in found["pkg/test_b.py::test_b"], label
+
+
+def test_a_function_a_caller_hands_to_that_keeps_nothing_adds_no_test() -> None:
+    test_a = "from pkg.core import compute\nfrom pkg.store import shout\n\n\ndef test_a():\n    shout(compute(2))\n"
+    sources = {"pkg/core.py": CORE, "pkg/store.py": STORE, "pkg/test_a.py": test_a, "pkg/test_b.py": READER}
+    ran: dict[str, dict[str, tuple[str, ...]]] = {
+        "pkg/test_a.py::test_a": {
+            "pkg/core.py": ("compute",),
+            "pkg/store.py": ("shout",),
+            "pkg/test_a.py": ("test_a",),
+        },
+        "pkg/test_b.py::test_b": {"pkg/store.py": ("last",), "pkg/test_b.py": ("test_b",)},
+    }
+    assert _kept(sources, ran, "compute", path="pkg/core.py") == {}
