@@ -33,6 +33,7 @@ _COMPREHENSIONS = frozenset({"<genexpr>", "<listcomp>", "<setcomp>", "<dictcomp>
 # the code of the import system, as frames name it (frozen into the interpreter)
 _IMPORT_SYSTEM = ("<frozen importlib.", "<frozen zipimport>")
 _STDLIB = f"{sysconfig.get_paths()['stdlib']}{os.sep}"
+_LINECACHE = f"{_STDLIB}linecache.py"  # the source of code shown (tracebacks, warnings)
 _OWN = f"{Path(__file__).resolve().parent.parent}{os.sep}"  # the recording's own code (this package)
 # what a probe of a path calls (``exists()``, ``is_file()``, ``os.path.isdir``, ``glob`` of
 # a literal name): no audit event says it, so the recording wraps these of ``os``
@@ -159,6 +160,8 @@ def read_paths(path: Any, root: Path, maps: Path, top: Path | None = None) -> li
             path = Path(f"/proc/self/fd/{path}").readlink()
         except OSError:
             return []
+        if not path.is_absolute():
+            return []  # a pipe, a socket (``pipe:[4121]``): no file
     try:
         # as named: its links kept (``resolve()`` would follow them)
         named = os.path.abspath(os.fsdecode(path) if path is not None else ".")  # noqa: PTH100
@@ -192,12 +195,25 @@ def _within(full: str, root: Path, top: Path) -> str | None:
 
 def tools_own(found: list[str], event: str, root: Path, *recording: str) -> bool:
     """Whether a read (``found``: its paths, :func:`read_paths`) is a tool's own, no test's:
-    coverage's, pytest's question of a path (:func:`by_pytest`), or the import system's
+    coverage's, pytest's question of a path (:func:`by_pytest`), pytest's display of source
+    in a report (:func:`shown`), or the import system's
     read of a module's source or listing of a folder to find one (:func:`by_import`), which
     the coverage of what the import ran follows. ``recording``: as :func:`by_pytest`'s."""
-    if by_coverage() or (event == PROBE and by_pytest(*recording)):
+    if by_coverage() or (event == PROBE and by_pytest(*recording)) or shown(*recording):
         return True
     return (event in LISTING or any(r.endswith((".py", ".pyc")) for r in found)) and by_import(root)
+
+
+def shown(*recording: str) -> bool:
+    """Whether a read is of source pytest shows in a report (#40): linecache's read of the
+    file of a frame of a traceback (a failure's, a skip's), with pytest the code nearest past
+    the standard library. The lines it shows are of code that ran, which the map follows by
+    its lines; the project's own code reading source (``inspect.getsource`` in a test) is
+    nearer than any pytest, and still reads. ``recording``: as :func:`by_pytest`'s."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename != _LINECACHE:
+        frame = frame.f_back  # type: ignore[assignment]
+    return frame is not None and by_pytest(*recording)
 
 
 def by_import(root: Path) -> bool:

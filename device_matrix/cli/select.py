@@ -497,8 +497,9 @@ def opened_kept(
             said = f"code at {unnamed}" if unnamed else "code the recording could not name"
             if not unnamed and "" not in recorded:
                 test, why = min(test_map.unseen.items())
+                who = test or "the project's code outside every test"
                 return {}, (
-                    f"{path} changes, which a program {test} started may have opened ({why}): "
+                    f"{path} changes, which a program {who} started may have opened ({why}): "
                     "who started it the recording could not name, so what it kept of it cannot be followed"
                 )
             return {}, f"{path} changes, opened by {said}: what it kept of it cannot be followed"

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import SUITE_ON_PATH, committed, git, git_project
+from tests.builders import SUITE_ON_PATH, committed, git, git_project, recorded_git_project
 from tests.conftest import Project, make_project
 from tests.runs import outcomes_of, write_suite
 
@@ -324,3 +324,24 @@ def test_a_file_of_the_repository_outside_the_project_runs_the_tests_that_read_i
     out, rec = _select(p)
     assert rec["test_selection"]["full_reason"] is not None, out
     assert "shared/helper.py" in rec["test_selection"]["full_reason"], out
+
+
+def test_source_a_report_shows_is_no_read_of_the_file(tmp_path: Path) -> None:
+    # a skip's report reads the source of each frame of the traceback of the error it was
+    # raised in (humanize's skip on a missing translation): skips.py is shown, not read, and
+    # a change to a function of it runs the tests that ran that function
+    suite = {
+        "skips.py": (
+            "import pytest\n\n\ndef need():\n    try:\n        import not_installed_here  # noqa: F401\n"
+            "    except ImportError:\n        pytest.skip('not here')\n\n\n"
+            "def double(x):\n    return 2 * x\n"
+        ),
+        "test_skip.py": "import skips\n\n\ndef test_skipped():\n    skips.need()\n",
+        "test_double.py": "import skips\n\n\ndef test_double():\n    assert skips.double(2) == 4\n",
+        "test_plain.py": "def test_plain():\n    assert True\n",
+    }
+    p = recorded_git_project(tmp_path, suite)
+    target = p.root / MINE / "skips.py"
+    target.write_text(target.read_text().replace("2 * x", "3 * x"))
+    out, rec = _select(p)
+    assert outcomes_of(rec) == {"test_double": "failed", "test_skipped": "deselected", "test_plain": "deselected"}, out

@@ -50,7 +50,7 @@ def test_the_repository_above_the_project_counts_and_nothing_outside_it(tmp_path
     assert opens.read_paths(top, root, maps, top) == []
 
 
-def test_a_descriptor_names_the_path_it_was_opened_for(tmp_path: Path) -> None:
+def test_a_descriptor_names_the_path_it_was_opened_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     top, root, maps = _tree(tmp_path)
     folder = os.open(root / "data", os.O_RDONLY)  # os.fwalk lists through one
     try:
@@ -58,6 +58,13 @@ def test_a_descriptor_names_the_path_it_was_opened_for(tmp_path: Path) -> None:
     finally:
         os.close(folder)
     assert opens.read_paths(10_000, root, maps, top) == []  # none open by that number
+    read, write = os.pipe()  # a pipe's end (``os.fdopen`` of a subprocess's): no file
+    monkeypatch.chdir(root)  # a name Linux gives it (``pipe:[4121]``) is no path under the project
+    try:
+        assert opens.read_paths(read, root, maps, top) == []
+    finally:
+        os.close(read)
+        os.close(write)
 
 
 def test_a_hidden_folder_counts_and_bytecode_installed_packages_and_the_map_do_not(tmp_path: Path) -> None:
@@ -110,6 +117,30 @@ def test_pytest_nearest_past_the_standard_library_asks_for_itself() -> None:
     plugin = lambda: as_module("pytest_dotenv.plugin", "/site/pytest_dotenv/plugin.py", asked)  # noqa: E731
     assert as_module("_pytest.fixtures", "/site/_pytest/fixtures.py", plugin) is False
     assert opens.by_pytest() is False  # this test's own frame is nearest: no pytest's
+
+
+def test_source_pytest_shows_in_a_report_is_no_test_s_read() -> None:
+    # #40: a skip's or a failure's report reads, through linecache, the source of each frame
+    # of its traceback (humanize: every test ran for a change to a module a skipped test's
+    # traceback passed through); what it shows is code that ran, followed by its lines
+    def as_module(module: str, filename: str, call: Callable[[], bool]) -> bool:
+        space: dict[str, Any] = {"__name__": module, "call": call}
+        exec(compile("result = call()", filename, "exec"), space)
+        return bool(space["result"])
+
+    def asked() -> bool:
+        return opens.shown(__file__)
+
+    linecache = f"{opens._STDLIB}linecache.py"
+    inspect = f"{opens._STDLIB}inspect.py"
+    read = lambda: as_module("linecache", linecache, asked)  # noqa: E731
+    report = "/site/_pytest/_code/code.py"
+    assert as_module("_pytest._code.code", report, lambda: as_module("inspect", inspect, read)) is True
+    # the project's own code reading source (a test's inspect.getsource, logging a traceback)
+    assert as_module("tests.test_x", "/p/tests/test_x.py", lambda: as_module("inspect", inspect, read)) is False
+    # pytest reading without linecache (a collection, pytester's copy of an example)
+    assert as_module("_pytest.pytester", "/site/_pytest/pytester.py", asked) is False
+    assert opens.shown() is False
 
 
 @pytest.fixture

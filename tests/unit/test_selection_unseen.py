@@ -5,6 +5,7 @@ program started outside every test, or by code the recording could not name, run
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 
 from device_matrix.changes import namereads
@@ -97,3 +98,8 @@ def test_a_program_the_project_started_outside_every_test_runs_every_test() -> N
     assert p.full_reason is not None
     assert "the project's code outside every test: it started `git describe`" in p.full_reason
     assert _ran(m, "data/t.csv") == set(m.tests)
+    # a Python file a test read as text (a doctest's module): the program is the project's
+    read = {**(m.reads or {}), "tests/test_t.py::test_also": frozenset({"tests/conftest.py"})}
+    m = dataclasses.replace(m, reads=read, openers={"tests/conftest.py": frozenset({"tests/test_t.py:6"})})
+    _, why = opened_kept(m, ["tests/conftest.py"], RULES, None, lambda: namereads.Parsed(SOURCES))
+    assert why is not None and "which a program the project's code outside every test started may" in why, why
