@@ -1419,15 +1419,6 @@ def _hands_on(stmt: ast.stmt, names: Collection[str]) -> bool:
     return False
 
 
-def _calls(fn: Function) -> frozenset[str]:
-    """The names ``fn`` calls by (``g(v)``, ``store.remember(v)``: ``g``, ``remember``)."""
-    return frozenset(
-        call.func.id if isinstance(call.func, ast.Name) else call.func.attr
-        for call in ast.walk(fn)
-        if isinstance(call, ast.Call) and isinstance(call.func, (ast.Name, ast.Attribute))
-    )
-
-
 def _ran_at_import(bodies: Iterable[tuple[int, int]], at_import: Collection[int]) -> bool:
     """Whether a changed body ran at import (#40: a ``parametrize`` list, a decorator, a
     ``TABLE = make()``: what it made is the importing module's, for all its tests)."""
@@ -1469,9 +1460,11 @@ class _Follow:
         self.handing: set[int] = set()
         # #40: those of them reached only as readers by a computed name (file, body lines)
         self.computed: set[tuple[str, tuple[int, int]]] = set()
-        # #40 (``down``): the names a function reached calls, with or without arguments: what
-        # it hands on (a value, a function, a call made or not by what it got back) is kept
-        # wherever the function called keeps; each function of the project so named is reached
+        # #40 (``down``): the names a function reached mentions, each a function it may call
+        # (``remember(v)``, ``map(remember, vs)``, ``f = remember``, ``getattr(m, "remember")``),
+        # with or without arguments: what it hands on (a value, a function, a call made or not
+        # by what it got back) is kept wherever the function called keeps; each function of the
+        # project so named is reached
         self.down = down
         self.called: set[str] = set()
 
@@ -1544,7 +1537,8 @@ class _Follow:
         # its body reads a name, or any (dynamic), or it is a changed def of the file itself
         own = where == self.path and fn.name in self.change.names
         read = own or f.said.reads(seen, self.names) or self._metadata(f.said, m.metadata)
-        callee = fn.name in self.called
+        # a method Python calls by a protocol (``Kept(v)`` calls ``__init__``) by its class's name
+        callee = fn.name in self.called or (f.protocol and not self.called.isdisjoint(f.within))
         span = _body_span(fn)
         if not (read or f.dynamic or callee) or span in self.spans.setdefault(where, []):
             return False
@@ -1563,9 +1557,9 @@ class _Follow:
             self.computed.add((where, span))
         grown = False
         if self.down:
-            calls = _calls(fn) - self.called
-            self.called |= calls
-            grown = bool(calls)
+            named = (f.said.bound | f.said.loose) - self.called
+            self.called |= named
+            grown = bool(named)
         # its callers read what it returns (a cache, a wide fixture may hand it on), and what it
         # changes of its module (a memo) is read; one that reads by a computed name alone is read
         # where it runs, unless a decorator may keep what it returns

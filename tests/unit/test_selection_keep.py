@@ -761,7 +761,8 @@ def test_a_function_handed_to_a_call_at_import_is_kept_by_what_the_call_made() -
 # call it makes by what the function returned) to a function of the project that keeps
 STORE = (
     "_SEEN = []\n\n\ndef remember(v):\n    _SEEN.append(v)\n\n\ndef keep(f):\n    _SEEN.append(f(2))\n\n\n"
-    "def mark():\n    _SEEN.append(1)\n\n\ndef last():\n    return _SEEN[-1]\n\n\ndef shout(v):\n    return str(v)\n"
+    "def mark():\n    _SEEN.append(1)\n\n\ndef last():\n    return _SEEN[-1]\n\n\n"
+    "def shout(v):\n    return str(v)\n\n\nclass Kept:\n    def __init__(self, v):\n        _SEEN.append(v)\n"
 )
 CORE = "def compute(n):\n    return n * 2\n\n\ndef other():\n    return 0\n"
 READER = "from pkg.store import last\n\n\ndef test_b():\n    assert last() == 4\n"
@@ -773,6 +774,10 @@ def test_a_value_a_caller_hands_to_a_function_that_keeps_it_is_kept() -> None:
         "a callback": ("keep(compute)", ("keep",)),
         "by what it returned": ("if compute(2):\n        mark()", ("mark",)),
         "through a module": ("store.remember(compute(2))", ("remember",)),
+        "handed to a call": ("list(map(remember, [compute(2)]))", ("remember",)),
+        "through an alias": ("put = remember\n    put(compute(2))", ("remember",)),
+        "by a computed name": ("getattr(store, 'remember')(compute(2))", ("remember",)),
+        "to a class": ("Kept(compute(2))", ("__init__",)),
     }
     for label, (call, ran_store) in callers.items():
         head = "from pkg import store\nfrom pkg.core import compute\nfrom pkg.store import *\n"
