@@ -1222,7 +1222,7 @@ def readers(
         return None
     if not _bases_known(_changed_classes(old, new), project):
         return None  # a base may register the class where no name reads it
-    follow = _Follow(path, change, test_map, sees)
+    follow = _Follow(path, change, test_map, sees, down=True)
     follow.metadata = True  # what a build may take from the file, read back as metadata
     if not follow.run(project, is_test):
         return None
@@ -1467,6 +1467,7 @@ class _Follow:
         # project so named is reached
         self.down = down
         self.called: set[str] = set()
+        self.callees: set[tuple[str, tuple[int, int]]] = set()  # those reached only so (file, body lines)
 
     def run(self, project: Parsed, is_test: Callable[[str], bool]) -> bool:
         """Follow the names through every module until no pass reads more; False: it cannot be told."""
@@ -1540,7 +1541,10 @@ class _Follow:
         # a method Python calls by a protocol (``Kept(v)`` calls ``__init__``) by its class's name
         callee = fn.name in self.called or (f.protocol and not self.called.isdisjoint(f.within))
         span = _body_span(fn)
+        only_called = callee and not (read or f.dynamic)
         if not (read or f.dynamic or callee) or span in self.spans.setdefault(where, []):
+            return False
+        if only_called and (where, span) in self.callees:
             return False
         ran_at_import = not self.test_map.imports.get(where, frozenset()).isdisjoint(range(span[0], span[1] + 1))
         if ran_at_import and not (self._unheld(f, read, seen) or (callee and not read and self.unrun)):
@@ -1551,11 +1555,21 @@ class _Follow:
             if not test_like:
                 return None  # a plugin's fixture: any test's
             self.whole.add(where)
-        self.spans[where].append(span)
+        if only_called:
+            self.callees.add((where, span))  # it reads none of the change: its tests do not run for it
+        else:
+            self.spans[where].append(span)
         self.reached.append((where, f))
         if not (read or callee):
             self.computed.add((where, span))
         grown = False
+        if only_called and not self.unrun and _keeps(f):
+            # #40: what a reader of the change hands on to a function that keeps it is read where
+            # that one keeps it (``remember(consts.RATE)``: ``_SEEN``); by its name too where a
+            # decorator may keep what it returns
+            held = not all(_passes_on(d) for d in fn.decorator_list)
+            for b in f.kept - (set() if held else {fn.name}):
+                grown |= self.bind(b, where)
         if self.down:
             named = (f.said.bound | f.said.loose) - self.called
             self.called |= named

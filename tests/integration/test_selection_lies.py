@@ -293,3 +293,15 @@ def test_what_a_caller_hands_to_a_function_that_keeps_it_runs_its_readers(tmp_pa
     target.write_text(target.read_text().replace("n * 2", "n * 3"))
     out, rec = _select(p)
     assert outcomes_of(rec) == {"test_a": "passed", "test_b": "failed", "test_other": "deselected"}, out
+
+
+def test_what_a_reader_of_a_changed_constant_hands_to_a_function_that_keeps_it_runs_its_readers(
+    tmp_path: Path,
+) -> None:
+    test_a = "import core\nfrom store import remember\n\n\ndef test_a():\n    remember(core.SCALE * 2)\n"
+    suite = {**HANDED_ON, "core.py": "SCALE = 2\n", "test_a.py": test_a}
+    p = recorded_git_project(tmp_path, suite)
+    target = p.root / MINE / "core.py"
+    target.write_text("SCALE = 3\n")
+    out, rec = _select(p)
+    assert outcomes_of(rec) == {"test_a": "passed", "test_b": "failed", "test_other": "deselected"}, out

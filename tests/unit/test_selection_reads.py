@@ -1077,3 +1077,29 @@ def test_a_file_a_test_read_that_names_a_name_bound_anew_runs_that_test() -> Non
     assert readers(lambda _names: {"tests/test_api.py::test_rated": "a file"}) == {
         "tests/test_api.py::test_rated": "it ran code that reads RATE, which pkg/consts.py binds anew at import"
     }
+
+
+def test_a_reader_that_hands_the_change_to_a_function_that_keeps_it_runs_what_reads_it_back() -> None:
+    # #40: test_a hands consts.RATE to remember(), which keeps it in _SEEN; test_b reads it
+    # back through last() without reading RATE; test_c hands remember() something else
+    store = "_SEEN = []\n\n\ndef remember(v):\n    _SEEN.append(v)\n\n\ndef last():\n    return _SEEN[-1]\n"
+    test_a = "from pkg import consts\nfrom pkg.store import remember\n\n\ndef test_a():\n    remember(consts.RATE)\n"
+    test_b = "from pkg.store import last\n\n\ndef test_b():\n    assert last() == 3\n"
+    test_c = "from pkg.store import remember\n\n\ndef test_c():\n    remember(1)\n"
+    sources = {
+        "pkg/consts.py": RATE,
+        "pkg/store.py": store,
+        "tests/test_a.py": test_a,
+        "tests/test_b.py": test_b,
+        "tests/test_c.py": test_c,
+    }
+    ran = {
+        "tests/test_a.py::test_a": {"pkg/store.py": ("remember",), "tests/test_a.py": ("test_a",)},
+        "tests/test_b.py::test_b": {"pkg/store.py": ("last",), "tests/test_b.py": ("test_b",)},
+        "tests/test_c.py::test_c": {"pkg/store.py": ("remember",), "tests/test_c.py": ("test_c",)},
+    }
+    found = _readers(sources, ran, RATE.replace("3", "4"))
+    # remember() writes _SEEN, which it names: test_c ran it, and is taken for a reader
+    assert found == {"tests/test_a.py::test_a", "tests/test_b.py::test_b", "tests/test_c.py::test_c"}
+    plain = store.replace("    _SEEN.append(v)\n", "    return [v]\n")
+    assert _readers({**sources, "pkg/store.py": plain}, ran, RATE.replace("3", "4")) == {"tests/test_a.py::test_a"}
