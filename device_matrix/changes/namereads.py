@@ -1222,7 +1222,7 @@ def readers(
         return None
     if not _bases_known(_changed_classes(old, new), project):
         return None  # a base may register the class where no name reads it
-    follow = _Follow(path, change, test_map, sees, down=True)
+    follow = _Follow(path, change, test_map, sees)
     follow.metadata = True  # what a build may take from the file, read back as metadata
     if not follow.run(project, is_test):
         return None
@@ -1259,7 +1259,7 @@ def keepers(
         return None
     wanted = set(spans)
     names = frozenset(fn.name for fn in _functions(tree.body) if _body_span(fn) in wanted)
-    callers = _Follow(path, Change(names, ()), test_map, sees, unrun=True, down=True)
+    callers = _Follow(path, Change(names, ()), test_map, sees, unrun=True)
     mine = project.module(path)
     callers.keeping.update(f.node.name for f in (mine.functions if mine else ()) if f.node.name in names and _keeps(f))
     fresh = _writes_now(now, names, tree) if now is not None else {}
@@ -1436,7 +1436,6 @@ class _Follow:
         sees: Callable[[str, str], bool],
         *,
         unrun: bool = False,
-        down: bool = False,
     ) -> None:
         self.path, self.change, self.test_map, self.sees = path, change, test_map, sees
         # #40: the change is in lines that never ran at import (a function body's): what a
@@ -1460,12 +1459,11 @@ class _Follow:
         self.handing: set[int] = set()
         # #40: those of them reached only as readers by a computed name (file, body lines)
         self.computed: set[tuple[str, tuple[int, int]]] = set()
-        # #40 (``down``): the names a function reached mentions, each a function it may call
+        # #40: the names a function reached mentions, each a function it may call
         # (``remember(v)``, ``map(remember, vs)``, ``f = remember``, ``getattr(m, "remember")``),
         # with or without arguments: what it hands on (a value, a function, a call made or not
         # by what it got back) is kept wherever the function called keeps; each function of the
         # project so named is reached
-        self.down = down
         self.called: set[str] = set()
         self.callees: set[tuple[str, tuple[int, int]]] = set()  # those reached only so (file, body lines)
 
@@ -1547,10 +1545,8 @@ class _Follow:
         if only_called and (where, span) in self.callees:
             return False
         ran_at_import = not self.test_map.imports.get(where, frozenset()).isdisjoint(range(span[0], span[1] + 1))
-        if ran_at_import and not (self._unheld(f, read, seen) or (callee and not read and self.unrun)):
-            # it ran at import: what it read is every importer's (a function called by one
-            # reached got nothing then of lines that never ran at import)
-            return None
+        if ran_at_import and not self._unheld(f, read, seen):
+            return None  # it ran at import: what it read is every importer's
         if _autouse(fn):
             if not test_like:
                 return None  # a plugin's fixture: any test's
@@ -1562,7 +1558,9 @@ class _Follow:
         self.reached.append((where, f))
         if not (read or callee):
             self.computed.add((where, span))
-        grown = False
+        named = (f.said.bound | f.said.loose) - self.called
+        self.called |= named
+        grown = bool(named)
         if only_called and not self.unrun and _keeps(f):
             # #40: what a reader of the change hands on to a function that keeps it is read where
             # that one keeps it (``remember(consts.RATE)``: ``_SEEN``); by its name too where a
@@ -1570,10 +1568,6 @@ class _Follow:
             held = not all(_passes_on(d) for d in fn.decorator_list)
             for b in f.kept - (set() if held else {fn.name}):
                 grown |= self.bind(b, where)
-        if self.down:
-            named = (f.said.bound | f.said.loose) - self.called
-            self.called |= named
-            grown = bool(named)
         # its callers read what it returns (a cache, a wide fixture may hand it on), and what it
         # changes of its module (a memo) is read; one that reads by a computed name alone is read
         # where it runs, unless a decorator may keep what it returns

@@ -808,3 +808,31 @@ def test_a_function_a_caller_hands_to_that_keeps_nothing_adds_no_test() -> None:
         "pkg/test_b.py::test_b": {"pkg/store.py": ("last",), "pkg/test_b.py": ("test_b",)},
     }
     assert _kept(sources, ran, "compute", path="pkg/core.py") == {}
+
+
+def test_what_is_handed_down_a_chain_of_callees_is_followed_to_the_one_that_keeps() -> None:
+    # each callee is in a file read before its caller's: every pass reaches one more
+    sources = {
+        "pkg/a.py": "_SEEN = []\n\n\ndef put(v):\n    _SEEN.append(v)\n\n\ndef last():\n    return _SEEN[-1]\n",
+        "pkg/b.py": "from pkg.a import put\n\n\ndef pass_on(v):\n    put(v)\n",
+        "pkg/c.py": "from pkg.b import pass_on\n\n\ndef remember(v):\n    pass_on(v)\n",
+        "pkg/core.py": CORE,
+        "pkg/test_a.py": "from pkg.c import remember\nfrom pkg.core import compute\n\n\ndef test_a():\n"
+        "    remember(compute(2))\n",
+        # another caller of the change, read after test_a, names none of the chain
+        "pkg/test_c.py": "from pkg.core import compute\n\n\ndef test_c():\n    assert compute(1)\n",
+        "pkg/test_z.py": "from pkg.a import last\n\n\ndef test_z():\n    assert last() == 4\n",
+    }
+    ran: dict[str, dict[str, tuple[str, ...]]] = {
+        "pkg/test_a.py::test_a": {
+            "pkg/core.py": ("compute",),
+            "pkg/c.py": ("remember",),
+            "pkg/b.py": ("pass_on",),
+            "pkg/a.py": ("put",),
+            "pkg/test_a.py": ("test_a",),
+        },
+        "pkg/test_c.py::test_c": {"pkg/core.py": ("compute",), "pkg/test_c.py": ("test_c",)},
+        "pkg/test_z.py::test_z": {"pkg/a.py": ("last",), "pkg/test_z.py": ("test_z",)},
+    }
+    found = _kept(sources, ran, "compute", path="pkg/core.py")
+    assert found is not None and "pkg/test_z.py::test_z" in found
