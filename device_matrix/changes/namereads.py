@@ -497,16 +497,18 @@ def _roots(value: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
 
 
-def _stores(fn: Function) -> tuple[frozenset[str] | None, frozenset[str]]:
+def _stores(fn: Function, own: Collection[str] = ()) -> tuple[frozenset[str] | None, frozenset[str]]:
     """Where ``fn`` may keep what it makes other than in its module's variables (#40): into
     an object it was given or reaches (``self._cache = ...``, a default's ``_memo[k] = ...``,
     another module's ``other.CACHE[k] = ...``, a local alias's ``c[k] = ...``), a ``nonlocal``,
     or handed with arguments to a method of such an object (``self.store(v)``; :func:`_handed_to`):
     the attribute names it stores on (read back by name), or None when it keeps nothing there;
     and the names the aliases it stores through were bound from (``c = _CACHE``). A local that
-    only ever holds what ``fn`` made keeps nothing past the call; a def or a lambda in it is
-    given its arguments as ``fn`` is (a default it holds outlives the call)."""
+    only ever holds what ``fn`` made keeps nothing past the call, and so does ``own``, the
+    parameters holding an object of the call's own; a def or a lambda in it is given its
+    arguments as ``fn`` is (a default it holds outlives the call)."""
     fresh, roots = _fresh_locals(fn)
+    fresh |= frozenset(own)  # a test method's ``self``: an instance of its test's own
     given = {
         p
         for sub in ast.walk(fn)
@@ -1002,11 +1004,25 @@ class _Function:
     variables: frozenset[str]
     changeable: frozenset[str]
     within: tuple[str, ...] = ()  # the classes it is a method of, outermost first
+    in_test: bool = False  # of a test file (told as a follow reaches its module)
 
     @functools.cached_property
     def _kept(self) -> tuple[frozenset[str] | None, frozenset[str]]:
         # told only of a function a change reaches: most of a project's never are
-        return _stores(self.node)
+        return _stores(self.node, self.own)
+
+    @property
+    def own(self) -> frozenset[str]:
+        """The parameters that hold an object of its call's own (#40): a test method's
+        ``self`` (a ``test*`` method of a class of a test file), an instance pytest (and
+        unittest) makes for each test it runs; what a method it calls of its class keeps
+        elsewhere is that method's."""
+        first = [*self.node.args.posonlyargs, *self.node.args.args][:1]
+        return (
+            frozenset(a.arg for a in first)
+            if self.in_test and self.within and self.node.name.startswith("test")
+            else frozenset()
+        )
 
     @property
     def stores(self) -> frozenset[str] | None:
@@ -1261,6 +1277,8 @@ def keepers(
     names = frozenset(fn.name for fn in _functions(tree.body) if _body_span(fn) in wanted)
     callers = _Follow(path, Change(names, ()), test_map, sees, unrun=True)
     mine = project.module(path)
+    for f in mine.functions if mine else ():
+        f.in_test = is_test(path) or _is_conftest(path)  # told before what it keeps is
     callers.keeping.update(f.node.name for f in (mine.functions if mine else ()) if f.node.name in names and _keeps(f))
     fresh = _writes_now(now, names, tree) if now is not None else {}
     if fresh is None:
@@ -1278,7 +1296,7 @@ def keepers(
     readers_of = _Follow(path, Change(frozenset(), ()), test_map, sees, unrun=True)
     readers_of.handing = set(callers.handing)
     for where, f in kept:
-        for name in f.kept:
+        for name in _read_back(f, callee=(where, _body_span(f.node)) in callers.callees, callers=callers):
             readers_of.bind(name, where)
             readers_of.keeping.add(name)
     for name in (n for written in fresh.values() for n in written):
@@ -1419,6 +1437,114 @@ def _hands_on(stmt: ast.stmt, names: Collection[str]) -> bool:
     return False
 
 
+def _read_back(f: _Function, *, callee: bool, callers: _Follow) -> frozenset[str]:
+    """The names what keeper ``f`` keeps is read by (:attr:`_Function.kept`). What a function
+    only called keeps in what it is handed is read by the holders of what is handed (``tag(v,
+    store.SHARED)``: ``SHARED``); handed only constants, and keeping nothing elsewhere, it
+    keeps nothing past the call for its other callers (``slugify(txt)`` of a test's own
+    string) (#40)."""
+    if not callee:
+        return f.kept
+    constants, handed = _handed(f.node.name, [g for _, g in callers.reached])
+    if constants and _into_given(f):
+        return (f.kept | handed) - {f.node.name}
+    return f.kept | handed
+
+
+def _into_given(f: _Function) -> bool:
+    """Whether all ``f`` may keep past its call it keeps in what its callers hand it (#40): it
+    writes nothing into its module, no decorator keeps, it holds no nested scope, and every
+    store and every method called with arguments that :func:`_stores` takes to keep is on a
+    parameter of its own (``text.replace(a, b)``, ``out[k] = v``), not on an alias of another."""
+    fn = f.node
+    if f.writes or not all(_passes_on(d) for d in fn.decorator_list):
+        return False
+    fresh, roots = _fresh_locals(fn)
+    params = _params(fn)
+    for sub in ast.walk(fn):
+        if sub is not fn and isinstance(sub, (*SCOPES, ast.Nonlocal, ast.Global)):
+            return False  # a nested scope outlives the call with what it holds
+        if isinstance(sub, (ast.Subscript, ast.Attribute)) and isinstance(sub.ctx, (ast.Store, ast.Del)):
+            base = _stored_into(sub)[0]
+            if not (isinstance(base, ast.Name) and (base.id in params or base.id in fresh)):
+                return False
+        elif isinstance(sub, ast.Call) and (sub.args or sub.keywords):
+            for obj in _handed_to(sub)[0]:
+                if isinstance(obj, ast.Call) or (isinstance(obj, ast.Name) and obj.id in roots and obj.id not in fresh):
+                    return False  # ``super().m(v)``, an alias's method
+    return True
+
+
+def _handed(name: str, callers: Iterable[_Function]) -> tuple[bool, frozenset[str]]:
+    """What ``callers`` hand the function ``name``: whether only constants, by calls of it by
+    its name (``tidy(txt)``, ``txt = "..."``: nothing is kept in a string, a number) (#40);
+    and the names in what else they hand it, or hand with it to a call (``map(name, ITEMS)``)."""
+    only = True
+    names: set[str] = set()
+    for caller in callers:
+        for call in (c for c in ast.walk(caller.node) if isinstance(c, ast.Call)):
+            args = [*call.args, *(k.value for k in call.keywords)]
+            if _name(call) == name:
+                args += [call.func.value] if isinstance(call.func, ast.Attribute) else []
+            elif not any(_mentions_name(a, name) for a in args):
+                continue
+            for arg in args:
+                holders = _holders(arg, caller)
+                only &= holders is None
+                names |= holders or set()
+        calls = {id(c.func) for c in ast.walk(caller.node) if isinstance(c, ast.Call)}
+        for sub in ast.walk(caller.node):
+            if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and name in WORD_RE.findall(sub.value):
+                only = False  # ``getattr(m, "name")``
+            elif _is_name(sub, name) and id(sub) not in calls:
+                only = False  # handed on (``map(name, xs)``), or bound to another name
+    return only, frozenset(names - {name})
+
+
+def _holders(arg: ast.expr, caller: _Function) -> frozenset[str] | None:
+    """Through which names code other than ``caller`` may reach what ``caller`` hands in
+    ``arg`` (#40): None when nothing can be kept in it (a constant, a local only ever bound to
+    one, a module value no method changes); none for a local of its own; a name of the module
+    or an import's (``SHARED``), an attribute (``store.SHARED``), a function called
+    (``registry()``), and what else ``arg`` names but ``caller``'s locals."""
+    fn = caller.node
+    unchanged = caller.variables - caller.changeable  # the module's values no method changes
+    if isinstance(arg, CONSTANT) or (isinstance(arg, ast.Name) and arg.id in _constant_locals(fn) | unchanged):
+        return None
+    own = _params(fn) | {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    if isinstance(arg, ast.Attribute):
+        return frozenset({arg.attr})
+    if isinstance(arg, ast.Call):
+        return frozenset({_name(arg)} - {""})
+    said = _mentions([arg], ())
+    return frozenset((said.bound | said.loose) - own)
+
+
+def _is_name(node: ast.AST, name: str) -> bool:
+    return (isinstance(node, ast.Name) and node.id == name) or (isinstance(node, ast.Attribute) and node.attr == name)
+
+
+def _mentions_name(node: ast.AST, name: str) -> bool:
+    return any(_is_name(sub, name) for sub in ast.walk(node))
+
+
+CONSTANT = (ast.Constant, ast.JoinedStr)  # a value nothing can be kept in: a string, a number
+
+
+def _constant_locals(fn: Function) -> frozenset[str]:
+    """The locals of ``fn`` every binding of which is a plain assignment of a constant, that no
+    nested scope names (:func:`_shared`)."""
+    bound: dict[str, int] = {}
+    constant: dict[str, int] = {}
+    for sub in ast.walk(fn):
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, (ast.Store, ast.Del)):
+            bound[sub.id] = bound.get(sub.id, 0) + 1
+        if isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.targets[0], ast.Name):
+            constant[sub.targets[0].id] = constant.get(sub.targets[0].id, 0) + isinstance(sub.value, CONSTANT)
+    held = _shared(fn) | _params(fn)
+    return frozenset(n for n, count in bound.items() if constant.get(n, 0) == count and n not in held)
+
+
 def _ran_at_import(bodies: Iterable[tuple[int, int]], at_import: Collection[int]) -> bool:
     """Whether a changed body ran at import (#40: a ``parametrize`` list, a decorator, a
     ``TABLE = make()``: what it made is the importing module's, for all its tests)."""
@@ -1465,6 +1591,11 @@ class _Follow:
         # by what it got back) is kept wherever the function called keeps; each function of the
         # project so named is reached
         self.called: set[str] = set()
+        # #40: the files the map saw run (in a test, at import), where it knows both and no
+        # program a test started may have run others: code of a file never run (a setup.py, a
+        # script) reads nothing, keeps nothing
+        told = test_map.lines is not None and bool(test_map.imports) and not test_map.unseen
+        self.ran = test_map.known() if told else None
         self.callees: set[tuple[str, tuple[int, int]]] = set()  # those reached only so (file, body lines)
 
     def run(self, project: Parsed, is_test: Callable[[str], bool]) -> bool:
@@ -1472,7 +1603,7 @@ class _Follow:
         grown = True
         while grown:
             grown = False
-            for path in sorted(project.sources):
+            for path in sorted(project.sources if self.ran is None else self.ran & project.sources.keys()):
                 # a module none of whose words is a name followed (or called) reads none: not parsed
                 m = project.module(path) if project.may_mention(path, {*self.names, *self.called}) else None
                 if m is None:
@@ -1525,6 +1656,7 @@ class _Follow:
             for b in {*(bound or ()), *classes}:
                 grown |= self.bind(b, m.path)
         for f in m.functions:
+            f.in_test = test_like
             found = self.function(f, m, seen, test_like=test_like)
             if found is None:
                 return None

@@ -780,7 +780,7 @@ def test_a_value_a_caller_hands_to_a_function_that_keeps_it_is_kept() -> None:
         "to a class": ("Kept(compute(2))", ("__init__",)),
     }
     for label, (call, ran_store) in callers.items():
-        head = "from pkg import store\nfrom pkg.core import compute\nfrom pkg.store import *\n"
+        head = "from pkg import store\nfrom pkg.core import compute\nfrom pkg.store import *\n\nSEP = 'a-b'\n"
         test_a = f"{head}\n\ndef test_a():\n    {call}\n"
         sources = {"pkg/core.py": CORE, "pkg/store.py": STORE, "pkg/test_a.py": test_a, "pkg/test_b.py": READER}
         ran: dict[str, dict[str, tuple[str, ...]]] = {
@@ -836,3 +836,75 @@ def test_what_is_handed_down_a_chain_of_callees_is_followed_to_the_one_that_keep
     }
     found = _kept(sources, ran, "compute", path="pkg/core.py")
     assert found is not None and "pkg/test_z.py::test_z" in found
+
+
+# a function that keeps only in what it is handed: its callers' objects hold what it keeps
+TAGS = (
+    "SHARED = []\n\n\ndef tag(text, bag):\n    bag.append(text.upper())\n\n\n"
+    "def tidy(text):\n    return text.replace('-', ' ')\n\n\ndef shared():\n    return SHARED[-1]\n"
+)
+
+
+def test_what_a_function_keeps_in_what_it_is_handed_is_read_by_the_holders_of_what_is_handed() -> None:
+    callers = {
+        # a test's own constant: nothing outlives the test; tidy()'s other callers get nothing
+        "a constant": ("txt = 'a-b'\n    if compute(2):\n        assert tidy(txt)", set()),
+        "a module's constant": ("if compute(2):\n        assert tidy(SEP)", set()),
+        # handed a list of the module's: the tests that read SHARED get it
+        "a shared list": ("tag(str(compute(2)), store.SHARED)", {"pkg/test_s.py::test_s"}),
+    }
+    for label, (call, more) in callers.items():
+        head = "from pkg import store\nfrom pkg.core import compute\nfrom pkg.store import *\n\nSEP = 'a-b'\n"
+        test_a = f"{head}\n\ndef test_a():\n    {call}\n"
+        sources = {
+            "pkg/core.py": CORE,
+            "pkg/store.py": TAGS,
+            "pkg/test_a.py": test_a,
+            "pkg/test_t.py": "from pkg.store import tidy\n\n\ndef test_t():\n    assert tidy('x-y') == 'x y'\n",
+            "pkg/test_s.py": "from pkg.store import shared\n\n\ndef test_s():\n    assert shared() == 'A'\n",
+        }
+        ran: dict[str, dict[str, tuple[str, ...]]] = {
+            "pkg/test_a.py::test_a": {
+                "pkg/core.py": ("compute",),
+                "pkg/store.py": ("tag", "tidy"),
+                "pkg/test_a.py": ("test_a",),
+            },
+            "pkg/test_t.py::test_t": {"pkg/store.py": ("tidy",), "pkg/test_t.py": ("test_t",)},
+            "pkg/test_s.py::test_s": {"pkg/store.py": ("shared",), "pkg/test_s.py": ("test_s",)},
+        }
+        found = _kept(sources, ran, "compute", path="pkg/core.py")
+        assert found is not None and set(found) - {"pkg/test_a.py::test_a"} == more, label
+
+
+def test_a_test_method_s_own_instance_keeps_nothing_past_its_test() -> None:
+    # pytest (and unittest) makes an instance of the class for each test: what a test method
+    # stores on self, or hands a method of self (assertEqual), dies with its test
+    tests = (
+        "class TestA:\n    limit = 1\n\n    def test_one(self):\n        self.seen = 1\n"
+        "        self.check(2)\n\n    def check(self, v):\n        return v\n"
+    )
+    reader = "from pkg.test_a import TestA\n\n\ndef test_b():\n    assert TestA.limit == 1\n"
+    sources = {"pkg/test_a.py": tests, "pkg/test_b.py": reader}
+    ran: dict[str, dict[str, tuple[str, ...]]] = {
+        "pkg/test_a.py::TestA::test_one": {"pkg/test_a.py": ("test_one", "check")},
+        "pkg/test_b.py::test_b": {"pkg/test_b.py": ("test_b",)},
+    }
+    assert _kept(sources, ran, "test_one", path="pkg/test_a.py") == {}
+    # a method so named of a class of the project's code is no test's: its instance may be shared
+    found = _kept({**sources, "pkg/lib.py": tests}, {}, "test_one", path="pkg/lib.py")
+    assert found is not None
+
+
+def test_code_the_map_never_saw_run_reads_and_keeps_nothing() -> None:
+    # scripts/tool.py ran neither at import nor in a test: what it does with compute at its
+    # top level (a function handed to a call no name binds) is no test's
+    tool = "from pkg.core import compute\nfrom pkg.store import remember\n\nremember(compute)\n"
+    test_a = "from pkg.core import compute\n\n\ndef test_a():\n    assert compute(1)\n"
+    sources = {"pkg/core.py": CORE, "pkg/store.py": STORE, "scripts/tool.py": tool, "pkg/test_a.py": test_a}
+    ran: dict[str, dict[str, tuple[str, ...]]] = {
+        "pkg/test_a.py::test_a": {"pkg/core.py": ("compute",), "pkg/test_a.py": ("test_a",)},
+    }
+    at_import = {"pkg/core.py": frozenset({1}), "pkg/test_a.py": frozenset({1})}
+    assert _kept(sources, ran, "compute", path="pkg/core.py", at_import=at_import) == {}
+    # a map that does not say what ran at import cannot tell it
+    assert _kept(sources, ran, "compute", path="pkg/core.py") is None
