@@ -412,7 +412,8 @@ def _said(walked: Iterable[ast.AST], aliases: Collection[str]) -> _Said:
 
 def _writes(fn: Function) -> frozenset[str]:
     """The names whose object ``fn`` may change: ``global`` ones, and the bases of what it
-    assigns into (``_STATE[k] = ...``, ``CACHE.x = ...``) or calls a method of (``SEEN.add(x)``)."""
+    assigns into (``_STATE[k] = ...``, ``CACHE.x = ...``) or calls a method of (``SEEN.add(x)``,
+    ``REG.items.append(x)``)."""
     found: set[str] = set()
     for sub in ast.walk(fn):
         if isinstance(sub, ast.Global):
@@ -421,8 +422,12 @@ def _writes(fn: Function) -> frozenset[str]:
             base, _ = _stored_into(sub)
             if isinstance(base, ast.Name):
                 found.add(base.id)
-        elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and isinstance(sub.func.value, ast.Name):
-            found.add(sub.func.value.id)
+        elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute):
+            # ``SEEN.add(x)``, and what an object holds: ``REG.items.append(x)`` (#40)
+            value = sub.func.value
+            root = _stored_into(value)[0] if isinstance(value, (ast.Attribute, ast.Subscript)) else value
+            if isinstance(root, ast.Name):
+                found.add(root.id)
     return frozenset(found)
 
 
@@ -508,7 +513,6 @@ def _stores(fn: Function, own: Collection[str] = ()) -> tuple[frozenset[str] | N
     parameters holding an object of the call's own; a def or a lambda in it is given its
     arguments as ``fn`` is (a default it holds outlives the call)."""
     fresh, roots = _fresh_locals(fn)
-    fresh |= frozenset(own)  # a test method's ``self``: an instance of its test's own
     given = {
         p
         for sub in ast.walk(fn)
@@ -524,16 +528,23 @@ def _stores(fn: Function, own: Collection[str] = ()) -> tuple[frozenset[str] | N
         elif isinstance(sub, (ast.Subscript, ast.Attribute)) and isinstance(sub.ctx, (ast.Store, ast.Del)):
             base, names = _stored_into(sub)
             attrs.update(names)
-            if not (isinstance(base, ast.Name) and base.id in fresh):
+            # a test method's ``self.x = v``: on an instance of its test's own (#40)
+            mine = isinstance(base, ast.Name) and base.id in own and isinstance(sub, ast.Attribute) and len(names) == 1
+            if not (mine or (isinstance(base, ast.Name) and base.id in fresh)):
                 keeps = True
                 through.update(roots.get(base.id, ()) if isinstance(base, ast.Name) else ())
         elif isinstance(sub, ast.Call) and (sub.args or sub.keywords):
             objects, names = _handed_to(sub)
             attrs.update(names)
             for obj in objects:
-                held = obj.id if isinstance(obj, ast.Name) else None
-                if isinstance(obj, ast.Call) and _name(obj) == "super":
+                # ``self.items.append(v)``: kept in what ``self`` holds, on ``items``
+                root, chain = _stored_into(obj) if isinstance(obj, (ast.Attribute, ast.Subscript)) else (obj, [])
+                attrs.update(chain)
+                held = root.id if isinstance(root, ast.Name) else None
+                if isinstance(root, ast.Call) and _name(root) == "super":
                     keeps = True  # a method of the instance's own (``super().__setitem__(k, v)``)
+                elif held is not None and held in own and not chain:
+                    continue  # a method of a test's own instance (``self.assertEqual(...)``)
                 elif held is not None and held not in fresh and (held in roots or held in given):
                     # handed to a method of what it was given or an alias (a module's: writes): any
                     # method may keep what it is given, whatever its name (``registry.remember(v)``)

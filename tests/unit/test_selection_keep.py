@@ -908,3 +908,27 @@ def test_code_the_map_never_saw_run_reads_and_keeps_nothing() -> None:
     assert _kept(sources, ran, "compute", path="pkg/core.py", at_import=at_import) == {}
     # a map that does not say what ran at import cannot tell it
     assert _kept(sources, ran, "compute", path="pkg/core.py") is None
+
+
+def test_a_method_called_on_what_an_object_holds_keeps_there() -> None:
+    # ``self.items.append(v)``: what the instance (or, for a list made in the class body, every
+    # instance) holds; ``self.x = v`` of a test method is its test's own instance alone
+    for label, body in {
+        "an attribute's method": "self.items.append(v)",
+        "deeper": "self.box.items.append(v)",
+        "an item's method": "self.items[0].append(v)",
+    }.items():
+        source = f"class Registry:\n    items = []\n\n    def add(self, v):\n        {body}\n"
+        fn = ast.parse(source).body[0].body[1]  # type: ignore[attr-defined]
+        stored, _ = namereads._stores(fn)
+        assert stored is not None and "items" in stored, label
+    test = "def test_one(self):\n    self.x = 1\n    self.check(2)\n"
+    assert namereads._stores(ast.parse(test).body[0], ("self",))[0] is None  # type: ignore[arg-type]
+    for leaks in ("self.items.append(2)", "self.items[0] = 2", "self.__class__.x = 2", "type(self).x = 2"):
+        test = f"def test_one(self):\n    {leaks}\n"
+        assert namereads._stores(ast.parse(test).body[0], ("self",))[0] is not None, leaks  # type: ignore[arg-type]
+
+
+def test_a_method_called_on_what_a_module_s_object_holds_writes_that_object() -> None:
+    fn = ast.parse("def add(v):\n    REG.items.append(v)\n").body[0]
+    assert namereads._writes(fn) == {"REG"}  # type: ignore[arg-type]
