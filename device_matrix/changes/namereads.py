@@ -539,7 +539,6 @@ def _stores(fn: Function, own: Collection[str] = ()) -> tuple[frozenset[str] | N
             for obj in objects:
                 # ``self.items.append(v)``: kept in what ``self`` holds, on ``items``
                 root, chain = _stored_into(obj) if isinstance(obj, (ast.Attribute, ast.Subscript)) else (obj, [])
-                attrs.update(chain)
                 held = root.id if isinstance(root, ast.Name) else None
                 if isinstance(root, ast.Call) and _name(root) == "super":
                     keeps = True  # a method of the instance's own (``super().__setitem__(k, v)``)
@@ -549,6 +548,7 @@ def _stores(fn: Function, own: Collection[str] = ()) -> tuple[frozenset[str] | N
                     # handed to a method of what it was given or an alias (a module's: writes): any
                     # method may keep what it is given, whatever its name (``registry.remember(v)``)
                     keeps = True
+                    attrs.update(chain)
                     through.update(roots.get(held, ()))
     return (frozenset(attrs) if keeps else None), frozenset(through)
 
@@ -1002,7 +1002,10 @@ class _Module:
     # each statement run at import, what it mentions, the classes it is a member of
     top: list[tuple[ast.stmt, _Said, tuple[str, ...]]]
     functions: list[_Function]
-    metadata: frozenset[str] = frozenset()  # the names it reads the installed metadata by (#40)
+    metadata: frozenset[str]  # the names it reads the installed metadata by (#40)
+    # #40: each name an import binds -> the dotted name it is bound to (``from a.b import C``:
+    # ``C`` -> ``a.b.C``; ``import a.b as m``: ``m`` -> ``a.b``)
+    imports: dict[str, str]
 
 
 @dataclass
@@ -1112,7 +1115,21 @@ def _module(path: str, tree: ast.Module | None, text: str) -> _Module | None:
     functions += [_function(_as_body(stmt), aliases, none, none) for stmt in guards(tree)]
     # a module that names none of the metadata's modules imports none of them
     reads_metadata = any(word in text for word in ("metadata", "pkg_resources"))
-    return _Module(path, top, functions, _metadata_names(tree) if reads_metadata else frozenset())
+    metadata = _metadata_names(tree) if reads_metadata else frozenset()
+    return _Module(path, top, functions, metadata, _import_targets(tree, _package_of(path)))
+
+
+def _import_targets(tree: ast.Module, package: str) -> dict[str, str]:
+    """Each name the module's imports bind -> the dotted name it is bound to (:attr:`_Module.imports`)."""
+    found: dict[str, str] = {}
+    for stmt in (s for s in ast.walk(tree) if isinstance(s, (ast.Import, ast.ImportFrom))):
+        base = _dotted(stmt, package)[0] if isinstance(stmt, ast.ImportFrom) else ""
+        for a in stmt.names:
+            if isinstance(stmt, ast.Import):
+                found[a.asname or a.name.split(".", 1)[0]] = a.name if a.asname else a.name.split(".", 1)[0]
+            elif a.name != "*":
+                found[a.asname or a.name] = f"{base}.{a.name}" if base else a.name
+    return found
 
 
 # the name of a module's ``if __name__ == "__main__":`` followed as a body: no code can say it
@@ -1300,38 +1317,60 @@ def keepers(
     kept = _kept_by(callers, test_map)
     # a function that names it and reads code (f.__code__, getsource(f)) sees the body unrun
     code = [(where, f) for where, f in callers.reached if where != path and _reads_code(f.node)]
-    if not kept and not code and not fresh and not callers.handed:
+    # what a caller changes of another module's variable (``SEEN.append(v)`` of an imported SEEN)
+    outside = {w for where, f in callers.reached for w in _outside_writes(f, project.module(where), project)}
+    if not kept and not code and not fresh and not callers.handed and not outside:
         return {}
     if test_map.lines is None:
         return None  # which tests ran a reader of what is kept: a map of files cannot say
+    held = [
+        *(
+            (n, where)
+            for where, f in kept
+            for n in _read_back(f, callee=(where, _body_span(f.node)) in callers.callees, callers=callers)
+        ),
+        *((n, path) for written in fresh.values() for n in written),
+        *((n, where) for where, names in callers.handed for n in names),
+        *outside,
+    ]
+    handed = [n for _, names in callers.handed for n in names]
+    shown = sorted({*(f.node.name for _, f in kept or code), *fresh, *handed, *(n for n, _ in outside)})
+    said = (
+        f"it ran code that reads what {', '.join(shown[:3])} keeps of a function {path} changes"
+        if kept or fresh or handed or outside
+        else f"it reads the code of a function {path} changes"
+    )
+    return _read_kept(path, project, test_map, sees, is_test, callers=callers, held=held, code=code, said=(shown, said))
+
+
+def _read_kept(
+    path: str,
+    project: Parsed,
+    test_map: TestMap,
+    sees: Callable[[str, str], bool],
+    is_test: Callable[[str], bool],
+    *,
+    callers: _Follow,
+    held: Sequence[tuple[str, str]],
+    code: Sequence[tuple[str, _Function]],
+    said: tuple[Sequence[str], str],
+) -> dict[str, str] | None:
+    """:func:`keepers`' tests: those that ran code reading a name of ``held`` (a name, where
+    it is bound), and the functions of ``code`` (which read a changed function's code);
+    ``said``: the names the reason shows, and the reason."""
     readers_of = _Follow(path, Change(frozenset(), ()), test_map, sees, unrun=True)
     readers_of.handing = set(callers.handing)
-    for where, f in kept:
-        for name in _read_back(f, callee=(where, _body_span(f.node)) in callers.callees, callers=callers):
-            readers_of.bind(name, where)
-            readers_of.keeping.add(name)
-    for name in (n for written in fresh.values() for n in written):
-        readers_of.bind(name, path)
+    for name, where in held:
+        readers_of.bind(name, where)
         readers_of.keeping.add(name)
-    for where, names in callers.handed:
-        for name in names:
-            readers_of.bind(name, where)
-            readers_of.keeping.add(name)
     if not readers_of.run(project, is_test):
         return None
     for where, f in code:
         readers_of.spans.setdefault(where, []).append(_body_span(f.node))
-    shown = sorted(
-        {*(f.node.name for _, f in kept or code), *fresh, *(n for _, names in callers.handed for n in names)}
-    )
     reach = [f for f in project.sources if any(sees(f, b) for b in readers_of.blind)]
-    said = (
-        f"it ran code that reads what {', '.join(shown[:3])} keeps of a function {path} changes"
-        if kept or fresh or callers.handed
-        else f"it reads the code of a function {path} changes"
-    )
+    shown, why = said
     return _tests(
-        readers_of.spans, whole=readers_of.whole, names=set(shown), test_map=test_map, path=path, reach=reach, why=said
+        readers_of.spans, whole=readers_of.whole, names=set(shown), test_map=test_map, path=path, reach=reach, why=why
     )
 
 
@@ -1556,6 +1595,43 @@ def _constant_locals(fn: Function) -> frozenset[str]:
     return frozenset(n for n, count in bound.items() if constant.get(n, 0) == count and n not in held)
 
 
+def _mutated(fn: Function) -> set[tuple[str, str]]:
+    """What ``fn`` stores into, or calls a method of with arguments, through a name it does not
+    bind itself: (that name, the attribute right after it, or "") (``SEEN.append(v)``:
+    (``SEEN``, ""); ``store.SEEN[k] = v``: (``store``, ``SEEN``))."""
+    own = _params(fn) | {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    found: set[tuple[str, str]] = set()
+    for sub in ast.walk(fn):
+        if isinstance(sub, (ast.Subscript, ast.Attribute)) and isinstance(sub.ctx, (ast.Store, ast.Del)):
+            root, chain = _stored_into(sub)
+        elif isinstance(sub, ast.Call) and (sub.args or sub.keywords) and isinstance(sub.func, ast.Attribute):
+            root, chain = _stored_into(sub.func)
+            chain = chain[1:]  # the method's own name is no attribute held
+        else:
+            continue
+        if isinstance(root, ast.Name) and root.id not in own:
+            found.add((root.id, chain[-1] if chain else ""))
+    return found
+
+
+def _outside_writes(f: _Function, m: _Module | None, project: Parsed) -> set[tuple[str, str]]:
+    """The variables of another module of the project ``f`` (of ``m``) may change (#40): a
+    method called with arguments, or a store, on an object it imported (``from store import
+    SEEN``; ``SEEN.append(v)``) or reaches through a module it imported (``store.SEEN[k] =
+    v``): (the variable, its file)."""
+    found: set[tuple[str, str]] = set()
+    imports = m.imports if m is not None else {}
+    for root, after in _mutated(f.node):
+        target = imports.get(root)
+        if target is None:
+            continue
+        for module, name in ((target, after), target.rpartition(".")[::2]):
+            files = _files_of(module, project.sources) if module and name else []
+            held = [path for path in files if (tree := project.tree(path)) and name in _variables(tree)]
+            found.update((name, path) for path in held)
+    return found
+
+
 def _ran_at_import(bodies: Iterable[tuple[int, int]], at_import: Collection[int]) -> bool:
     """Whether a changed body ran at import (#40: a ``parametrize`` list, a decorator, a
     ``TABLE = make()``: what it made is the importing module's, for all its tests)."""
@@ -1602,6 +1678,7 @@ class _Follow:
         # by what it got back) is kept wherever the function called keeps; each function of the
         # project so named is reached
         self.called: set[str] = set()
+        self.project = Parsed({})  # told by :meth:`run`
         # #40: the files the map saw run (in a test, at import), where it knows both and no
         # program a test started may have run others: code of a file never run (a setup.py, a
         # script) reads nothing, keeps nothing
@@ -1611,6 +1688,7 @@ class _Follow:
 
     def run(self, project: Parsed, is_test: Callable[[str], bool]) -> bool:
         """Follow the names through every module until no pass reads more; False: it cannot be told."""
+        self.project = project
         grown = True
         while grown:
             grown = False
@@ -1714,6 +1792,10 @@ class _Follow:
         # its callers read what it returns (a cache, a wide fixture may hand it on), and what it
         # changes of its module (a memo) is read; one that reads by a computed name alone is read
         # where it runs, unless a decorator may keep what it returns
+        if read and not self.unrun:
+            # #40: what a reader of the change writes into another module's variable is read there
+            for name, origin in _outside_writes(f, m, self.project):
+                grown |= self.bind(name, origin)
         if read or fn.decorator_list:
             for b in {fn.name, *f.writes, *(f.within if f.protocol else ())}:
                 grown |= self.bind(b, where)

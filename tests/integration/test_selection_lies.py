@@ -305,3 +305,14 @@ def test_what_a_reader_of_a_changed_constant_hands_to_a_function_that_keeps_it_r
     target.write_text("SCALE = 3\n")
     out, rec = _select(p)
     assert outcomes_of(rec) == {"test_a": "passed", "test_b": "failed", "test_other": "deselected"}, out
+
+
+@pytest.mark.parametrize("call", ["SEEN.append(compute(2))", "store.SEEN.append(compute(2))"])
+def test_what_a_caller_appends_to_another_module_s_list_runs_the_tests_that_read_it(tmp_path: Path, call: str) -> None:
+    test_a = f"import store\nfrom core import compute\nfrom store import SEEN\n\n\ndef test_a():\n    {call}\n"
+    store = "SEEN = []\n\n\ndef last():\n    return SEEN[-1]\n"
+    p = recorded_git_project(tmp_path, {**HANDED_ON, "store.py": store, "test_a.py": test_a})
+    target = p.root / MINE / "core.py"
+    target.write_text(target.read_text().replace("n * 2", "n * 3"))
+    out, rec = _select(p)
+    assert outcomes_of(rec) == {"test_a": "passed", "test_b": "failed", "test_other": "deselected"}, out

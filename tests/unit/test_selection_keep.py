@@ -922,6 +922,9 @@ def test_a_method_called_on_what_an_object_holds_keeps_there() -> None:
         fn = ast.parse(source).body[0].body[1]  # type: ignore[attr-defined]
         stored, _ = namereads._stores(fn)
         assert stored is not None and "items" in stored, label
+    # a module's function called on the way keeps nothing on ``path``
+    fn = ast.parse("def add(self, v):\n    self.items.append(os.path.join(v, 'x'))\n").body[0]
+    assert namereads._stores(fn)[0] == {"items"}  # type: ignore[arg-type]
     test = "def test_one(self):\n    self.x = 1\n    self.check(2)\n"
     assert namereads._stores(ast.parse(test).body[0], ("self",))[0] is None  # type: ignore[arg-type]
     for leaks in ("self.items.append(2)", "self.items[0] = 2", "self.__class__.x = 2", "type(self).x = 2"):
@@ -932,3 +935,25 @@ def test_a_method_called_on_what_an_object_holds_keeps_there() -> None:
 def test_a_method_called_on_what_a_module_s_object_holds_writes_that_object() -> None:
     fn = ast.parse("def add(v):\n    REG.items.append(v)\n").body[0]
     assert namereads._writes(fn) == {"REG"}  # type: ignore[arg-type]
+
+
+def test_what_a_caller_changes_of_another_module_s_variable_is_read_there() -> None:
+    # SEEN is store.py's: a test that appends to it what compute made, imported by its name or
+    # reached through its module, keeps it for the tests that read SEEN back
+    store = "SEEN = []\n\n\ndef last():\n    return SEEN[-1]\n"
+    test_b = "from pkg.store import last\n\n\ndef test_b():\n    assert last() == 4\n"
+    for call in ("SEEN.append(compute(2))", "store.SEEN.append(compute(2))", "store.SEEN[0] = compute(2)"):
+        head = "from pkg import store\nfrom pkg.core import compute\nfrom pkg.store import SEEN\n"
+        test_a = f"{head}\n\ndef test_a():\n    {call}\n"
+        sources = {"pkg/core.py": CORE, "pkg/store.py": store, "pkg/test_a.py": test_a, "pkg/test_b.py": test_b}
+        ran: dict[str, dict[str, tuple[str, ...]]] = {
+            "pkg/test_a.py::test_a": {"pkg/core.py": ("compute",), "pkg/test_a.py": ("test_a",)},
+            "pkg/test_b.py::test_b": {"pkg/store.py": ("last",), "pkg/test_b.py": ("test_b",)},
+        }
+        found = _kept(sources, ran, "compute", path="pkg/core.py")
+        assert found is not None and "pkg/test_b.py::test_b" in found, call
+        assert "SEEN" in found["pkg/test_b.py::test_b"], call
+    # a module's function called with arguments (json.dumps(v)) changes no variable of it
+    test_a = "import json\nfrom pkg.core import compute\n\n\ndef test_a():\n    json.dumps(compute(2))\n"
+    sources = {"pkg/core.py": CORE, "pkg/store.py": store, "pkg/test_a.py": test_a, "pkg/test_b.py": test_b}
+    assert _kept(sources, ran, "compute", path="pkg/core.py") == {}

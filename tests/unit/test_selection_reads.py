@@ -1103,3 +1103,16 @@ def test_a_reader_that_hands_the_change_to_a_function_that_keeps_it_runs_what_re
     assert found == {"tests/test_a.py::test_a", "tests/test_b.py::test_b", "tests/test_c.py::test_c"}
     plain = store.replace("    _SEEN.append(v)\n", "    return [v]\n")
     assert _readers({**sources, "pkg/store.py": plain}, ran, RATE.replace("3", "4")) == {"tests/test_a.py::test_a"}
+
+
+def test_a_reader_that_writes_the_change_into_another_module_s_variable_runs_its_readers() -> None:
+    store = "SEEN = []\n\n\ndef last():\n    return SEEN[-1]\n"
+    test_b = "from pkg.store import last\n\n\ndef test_b():\n    assert last() == 3\n"
+    for call in ("SEEN.append(consts.RATE)", "store.SEEN.append(consts.RATE)", "store.SEEN[0] = consts.RATE"):
+        test_a = f"from pkg import consts, store\nfrom pkg.store import SEEN\n\n\ndef test_a():\n    {call}\n"
+        sources = {"pkg/consts.py": RATE, "pkg/store.py": store, "tests/test_a.py": test_a, "tests/test_b.py": test_b}
+        ran = {
+            "tests/test_a.py::test_a": {"tests/test_a.py": ("test_a",)},
+            "tests/test_b.py::test_b": {"pkg/store.py": ("last",), "tests/test_b.py": ("test_b",)},
+        }
+        assert _readers(sources, ran, RATE.replace("3", "4")) == {"tests/test_a.py::test_a", "tests/test_b.py::test_b"}
