@@ -924,7 +924,7 @@ def test_a_method_called_on_what_an_object_holds_keeps_there() -> None:
         assert stored is not None and "items" in stored, label
     # a module's function called on the way keeps nothing on ``path``
     fn = ast.parse("def add(self, v):\n    self.items.append(os.path.join(v, 'x'))\n").body[0]
-    assert namereads._stores(fn)[0] == {"items"}  # type: ignore[arg-type]
+    assert namereads._stores(fn)[0] == frozenset({"items"})  # type: ignore[arg-type]
     test = "def test_one(self):\n    self.x = 1\n    self.check(2)\n"
     assert namereads._stores(ast.parse(test).body[0], ("self",))[0] is None  # type: ignore[arg-type]
     for leaks in ("self.items.append(2)", "self.items[0] = 2", "self.__class__.x = 2", "type(self).x = 2"):
@@ -957,3 +957,65 @@ def test_what_a_caller_changes_of_another_module_s_variable_is_read_there() -> N
     test_a = "import json\nfrom pkg.core import compute\n\n\ndef test_a():\n    json.dumps(compute(2))\n"
     sources = {"pkg/core.py": CORE, "pkg/store.py": store, "pkg/test_a.py": test_a, "pkg/test_b.py": test_b}
     assert _kept(sources, ran, "compute", path="pkg/core.py") == {}
+
+
+def _fn(source: str, variables: frozenset[str] = frozenset()) -> namereads._Function:
+    node = ast.parse(source).body[0]
+    assert isinstance(node, ast.FunctionDef)
+    return namereads._function(node, (), variables, variables)
+
+
+def test_a_function_keeps_only_in_what_it_is_handed_when_every_store_is_on_a_parameter() -> None:
+    given = (
+        "def f(text, out):\n    text.replace('a', 'b')\n    out[0] = 1\n    out.x = 2\n    own = {}\n    own['k'] = 1\n"
+    )
+    assert namereads._into_given(_fn(given))
+    assert namereads._into_given(_fn("def f(t):\n    PATTERN.sub('-', t)\n    t.update(k=1)\n"))
+    assert namereads._into_given(_fn("@staticmethod\ndef f(t):\n    t.append(1)\n"))
+    for label, source in {
+        "a module's variable": "def f(v):\n    _SEEN.append(v)\n",
+        "a decorator that keeps": "@functools.cache\ndef f(t):\n    return t\n",
+        "a lambda": "def f(t):\n    return sorted(t, key=lambda x: x)\n",
+        "a nested def": "def f(t):\n    def g():\n        return t\n    return g\n",
+        "a nonlocal": "def f(t):\n    nonlocal n\n",
+        "a global": "def f(t):\n    global n\n",
+        "a store on another's object": "def f(v):\n    other.x = v\n",
+        "a store on what a call made": "def f(v):\n    g().x = v\n",
+        "an alias's method": "def f(t):\n    u = t\n    u.append(1)\n",
+        "an alias's method by keyword": "def f(t):\n    u = t\n    u.update(k=1)\n",
+        "super": "def f(self, v):\n    super().put(v)\n",
+    }.items():
+        assert not namereads._into_given(_fn(source, frozenset({"_SEEN"}))), label
+
+
+def test_what_callers_hand_a_function_is_told_constant_or_by_the_names_that_reach_it() -> None:
+    def handed(body: str) -> tuple[bool, frozenset[str]]:
+        return namereads._handed("tidy", [_fn(f"def c(xs):\n{body}")])
+
+    assert handed("    txt = 'a'\n    tidy(txt)\n    tidy('b', n=1)\n    print(SHARED)\n") == (True, frozenset())
+    assert handed("    tidy(A)\n    tidy(B)\n") == (False, frozenset({"A", "B"}))
+    assert handed("    tidy(A)\n    tidy('x')\n") == (False, frozenset({"A"}))
+    assert handed("    store.tidy('a')\n") == (False, frozenset({"store"}))
+    assert handed("    return map(tidy, ITEMS)\n") == (False, frozenset({"ITEMS"}))
+    assert handed("    getattr(m, 'tidy')('a')\n")[0] is False
+    assert handed("    put = tidy\n    put('a')\n")[0] is False
+
+
+def test_a_local_only_ever_bound_to_a_constant_is_told_apart() -> None:
+    source = (
+        "def f(p):\n    a = 'x'\n    a = 'y'\n    b = 'x'\n    b = g()\n    c = 1\n    for d in p:\n        pass\n"
+        "    e = 'z'\n    p = 'q'\n    return lambda: e\n"
+    )
+    node = ast.parse(source).body[0]
+    assert isinstance(node, ast.FunctionDef)
+    assert namereads._constant_locals(node) == {"a", "c"}
+
+
+def test_what_reaches_an_object_handed_is_named_by_what_is_not_the_caller_s_own() -> None:
+    caller = _fn("def c(p):\n    x = g()\n    tidy(x)\n", frozenset({"LIMIT"}))
+    expr = ast.parse("x + a.b + LIMIT + p + q", mode="eval").body
+    assert namereads._holders(expr, caller) == frozenset({"a", "b", "LIMIT", "q"})
+    assert namereads._holders(ast.parse("x", mode="eval").body, caller) == frozenset()
+    assert namereads._holders(ast.parse("'s'", mode="eval").body, caller) is None
+    mutated = _fn("def f(p):\n    x = []\n    x.append(1)\n    p.append(2)\n    G.append(3)\n    m.V[0] = 1\n").node
+    assert namereads._mutated(mutated) == {("G", ""), ("m", "V")}
