@@ -1532,42 +1532,50 @@ def _handed(name: str, callers: Iterable[_Function]) -> tuple[bool, frozenset[st
     only = True
     names: set[str] = set()
     for caller in callers:
-        for call in (c for c in ast.walk(caller.node) if isinstance(c, ast.Call)):
+        # what nothing can be kept in: its constant locals, its module's values no method changes
+        constant = _constant_locals(caller.node) | (caller.variables - caller.changeable)
+        own = _bound_here(caller.node)
+        calls = [c for c in ast.walk(caller.node) if isinstance(c, ast.Call)]
+        for call in calls:
             args = [*call.args, *(k.value for k in call.keywords)]
             if _name(call) == name:
                 args += [call.func.value] if isinstance(call.func, ast.Attribute) else []
             elif not any(_mentions_name(a, name) for a in args):
                 continue
             for arg in args:
-                holders = _holders(arg, caller)
+                holders = _holders(arg, constant, own)
                 only &= holders is None
                 names |= holders or set()
-        calls = {id(c.func) for c in ast.walk(caller.node) if isinstance(c, ast.Call)}
+        called = {id(c.func) for c in calls}
         for sub in ast.walk(caller.node):
             if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and name in WORD_RE.findall(sub.value):
                 only = False  # ``getattr(m, "name")``
-            elif _is_name(sub, name) and id(sub) not in calls:
+            elif _is_name(sub, name) and id(sub) not in called:
                 only = False  # handed on (``map(name, xs)``), or bound to another name
     return only, frozenset(names - {name})
 
 
-def _holders(arg: ast.expr, caller: _Function) -> frozenset[str] | None:
-    """Through which names code other than ``caller`` may reach what ``caller`` hands in
-    ``arg`` (#40): None when nothing can be kept in it (a constant, a local only ever bound to
-    one, a module value no method changes); none for a local of its own; a name of the module
-    or an import's (``SHARED``), an attribute (``store.SHARED``), a function called
-    (``registry()``), and what else ``arg`` names but ``caller``'s locals."""
-    fn = caller.node
-    unchanged = caller.variables - caller.changeable  # the module's values no method changes
-    if isinstance(arg, CONSTANT) or (isinstance(arg, ast.Name) and arg.id in _constant_locals(fn) | unchanged):
+def _holders(arg: ast.expr, constant: Collection[str], own: Collection[str]) -> frozenset[str] | None:
+    """Through which names code other than its caller may reach what the caller hands in
+    ``arg`` (#40): None when nothing can be kept in it (a constant, a name of ``constant``:
+    a local only ever bound to one, a module value no method changes); none for a local of
+    its own (``own``); a name of the module or an import's (``SHARED``), an attribute
+    (``store.SHARED``), a function called (``registry()``), and what else ``arg`` names but
+    the caller's locals."""
+    if isinstance(arg, CONSTANT) or (isinstance(arg, ast.Name) and arg.id in constant):
         return None
-    own = _params(fn) | {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     if isinstance(arg, ast.Attribute):
         return frozenset({arg.attr})
     if isinstance(arg, ast.Call):
         return frozenset({_name(arg)} - {""})
     said = _mentions([arg], ())
-    return frozenset((said.bound | said.loose) - own)
+    return frozenset((said.bound | said.loose) - set(own))
+
+
+def _bound_here(fn: Function) -> frozenset[str]:
+    """The names ``fn`` binds itself: its parameters and the names it assigns."""
+    stored = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return frozenset(_params(fn) | stored)
 
 
 def _is_name(node: ast.AST, name: str) -> bool:
@@ -1599,7 +1607,7 @@ def _mutated(fn: Function) -> set[tuple[str, str]]:
     """What ``fn`` stores into, or calls a method of with arguments, through a name it does not
     bind itself: (that name, the attribute right after it, or "") (``SEEN.append(v)``:
     (``SEEN``, ""); ``store.SEEN[k] = v``: (``store``, ``SEEN``))."""
-    own = _params(fn) | {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    own = _bound_here(fn)
     found: set[tuple[str, str]] = set()
     for sub in ast.walk(fn):
         if isinstance(sub, (ast.Subscript, ast.Attribute)) and isinstance(sub.ctx, (ast.Store, ast.Del)):
@@ -1678,7 +1686,6 @@ class _Follow:
         # by what it got back) is kept wherever the function called keeps; each function of the
         # project so named is reached
         self.called: set[str] = set()
-        self.project = Parsed({})  # told by :meth:`run`
         # #40: the files the map saw run (in a test, at import), where it knows both and no
         # program a test started may have run others: code of a file never run (a setup.py, a
         # script) reads nothing, keeps nothing
@@ -1688,7 +1695,6 @@ class _Follow:
 
     def run(self, project: Parsed, is_test: Callable[[str], bool]) -> bool:
         """Follow the names through every module until no pass reads more; False: it cannot be told."""
-        self.project = project
         grown = True
         while grown:
             grown = False
@@ -1697,7 +1703,7 @@ class _Follow:
                 m = project.module(path) if project.may_mention(path, {*self.names, *self.called}) else None
                 if m is None:
                     continue
-                found = self.module(m, test_like=is_test(m.path) or _is_conftest(m.path))
+                found = self.module(m, project, test_like=is_test(m.path) or _is_conftest(m.path))
                 if found is None:
                     return False
                 grown |= found
@@ -1709,7 +1715,7 @@ class _Follow:
         origins.add(where)
         return grew
 
-    def module(self, m: _Module, *, test_like: bool) -> bool | None:
+    def module(self, m: _Module, project: Parsed, *, test_like: bool) -> bool | None:
         """Follow the names through ``m``: whether more names are read now; None: it cannot be told."""
         seen = {n for n, origins in self.names.items() if any(self.sees(m.path, o) for o in origins)}
         grown = False
@@ -1746,13 +1752,13 @@ class _Follow:
                 grown |= self.bind(b, m.path)
         for f in m.functions:
             f.in_test = test_like
-            found = self.function(f, m, seen, test_like=test_like)
+            found = self.function(f, m, project, seen, test_like=test_like)
             if found is None:
                 return None
             grown |= found
         return grown
 
-    def function(self, f: _Function, m: _Module, seen: set[str], *, test_like: bool) -> bool | None:
+    def function(self, f: _Function, m: _Module, project: Parsed, seen: set[str], *, test_like: bool) -> bool | None:
         fn, where = f.node, m.path
         # its body reads a name, or any (dynamic), or it is a changed def of the file itself
         own = where == self.path and fn.name in self.change.names
@@ -1794,7 +1800,7 @@ class _Follow:
         # where it runs, unless a decorator may keep what it returns
         if read and not self.unrun:
             # #40: what a reader of the change writes into another module's variable is read there
-            for name, origin in _outside_writes(f, m, self.project):
+            for name, origin in _outside_writes(f, m, project):
                 grown |= self.bind(name, origin)
         if read or fn.decorator_list:
             for b in {fn.name, *f.writes, *(f.within if f.protocol else ())}:

@@ -199,7 +199,7 @@ def tools_own(found: list[str], event: str, root: Path, *recording: str) -> bool
     in a report (:func:`shown`), or the import system's
     read of a module's source or listing of a folder to find one (:func:`by_import`), which
     the coverage of what the import ran follows. ``recording``: as :func:`by_pytest`'s."""
-    if by_coverage() or (event == PROBE and by_pytest(*recording)) or shown(*recording):
+    if by_coverage() or (event == PROBE and by_pytest(*recording)) or (event == "open" and shown(*recording)):
         return True
     return (event in LISTING or any(r.endswith((".py", ".pyc")) for r in found)) and by_import(root)
 

@@ -1014,8 +1014,10 @@ def test_a_local_only_ever_bound_to_a_constant_is_told_apart() -> None:
 def test_what_reaches_an_object_handed_is_named_by_what_is_not_the_caller_s_own() -> None:
     caller = _fn("def c(p):\n    x = g()\n    tidy(x)\n", frozenset({"LIMIT"}))
     expr = ast.parse("x + a.b + LIMIT + p + q", mode="eval").body
-    assert namereads._holders(expr, caller) == frozenset({"a", "b", "LIMIT", "q"})
-    assert namereads._holders(ast.parse("x", mode="eval").body, caller) == frozenset()
-    assert namereads._holders(ast.parse("'s'", mode="eval").body, caller) is None
+    constant = namereads._constant_locals(caller.node) | (caller.variables - caller.changeable)
+    own = namereads._bound_here(caller.node)
+    assert namereads._holders(expr, constant, own) == frozenset({"a", "b", "LIMIT", "q"})
+    assert namereads._holders(ast.parse("x", mode="eval").body, constant, own) == frozenset()
+    assert namereads._holders(ast.parse("'s'", mode="eval").body, constant, own) is None
     mutated = _fn("def f(p):\n    x = []\n    x.append(1)\n    p.append(2)\n    G.append(3)\n    m.V[0] = 1\n").node
     assert namereads._mutated(mutated) == {("G", ""), ("m", "V")}
