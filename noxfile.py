@@ -338,7 +338,7 @@ def mutation(session: nox.Session) -> None:
 
     nox -s mutation                        # every module (see the README for the time)
     nox -s mutation -- redact journal      # modules whose path holds these words
-    nox -s mutation -- --changed main      # modules, tests or equivalents changed against a ref
+    nox -s mutation -- --changed main      # the functions a change against a ref may have weakened
     nox -s mutation -- --again parse       # only the last run's survivors (while writing tests)
     """
     missing = [t for spec in MUTATION_MODULES.values() for t in spec["tests"] if not (ROOT / t).is_file()]

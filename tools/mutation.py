@@ -18,8 +18,10 @@ list must stay true as the code changes).
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -44,6 +46,7 @@ class Module:
     tests: list[str]
     threshold: float
     functions: list[str] = field(default_factory=list)  # `name` or `Class.method`; empty: all
+    narrowed: bool = False  # to what a change touched (--changed): a function may have no mutant
 
     @property
     def slug(self) -> str:
@@ -54,7 +57,7 @@ class Module:
         return self.path.removesuffix(".py").replace("/", ".")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Equivalent:
     module: str
     function: str
@@ -99,7 +102,9 @@ class Result:
 
     @property
     def ok(self) -> bool:
-        return bool(self.mutants) and not self.errors and self.score >= self.module.threshold
+        if not self.mutants:  # none at all is a wrong configuration, unless a change touched only such
+            return self.module.narrowed and not self.errors
+        return not self.errors and self.score >= self.module.threshold
 
 
 def function_of(name: str, dotted: str) -> str:
@@ -248,7 +253,8 @@ def read_results(
         os.chdir(here)
         reset_config()
     errors = []
-    for eq in (e for e in equivalents if e.module == module.path):
+    mine = [e for e in equivalents if e.module == module.path]
+    for eq in (e for e in mine if not module.functions or e.function in module.functions):
         hits = [m for m in mutants if m.function == eq.function and m.removed == eq.line and m.added == eq.mutated]
         if not hits:
             errors.append(f"equivalent entry matches no mutant (stale?): {eq.function}: {eq.mutated!r}")
@@ -266,17 +272,85 @@ def _natural(name: str) -> tuple[str, int]:
 
 
 def changed_modules(modules: list[Module], base: str, equivalents_file: str) -> list[Module]:
-    """Modules whose source, mapped tests or equivalents changed against `base` (committed or not)."""
-    diff = subprocess.run(
-        ["git", "diff", "--name-only", base, "--"], cwd=ROOT, capture_output=True, text=True, check=False
+    """The modules a change against `base` (committed or not) may have made weaker, each
+    narrowed to the functions to mutate: those whose lines the change touched
+    (:func:`touched_functions`) or whose equivalent entries changed; every one where a
+    mapped test file lost or changed a line, or is new. Tests only added to can only kill
+    more: a module whose source and entries are unchanged is left out then."""
+    changed = set(_git("diff", "--name-only", base, "--").split())
+    changed |= set(_git("ls-files", "--others", "--exclude-standard").split())
+    entries = _entries_changed(base, equivalents_file) if equivalents_file in changed else set()
+    picked = []
+    for m in modules:
+        if m.path not in _tracked(base, m.path) or any(t in changed and _removes(base, t) for t in m.tests):
+            picked.append(m)
+            continue
+        functions = {f for path, f in entries if path == m.path}
+        if m.path in changed:
+            source = (ROOT / m.path).read_text(encoding="utf-8")
+            functions.update(touched_functions(source, added_lines(_git("diff", "-U0", base, "--", m.path))))
+        narrowed = sorted(f for f in functions if not m.functions or f in m.functions)
+        if narrowed:
+            picked.append(Module(m.path, m.tests, m.threshold, narrowed, narrowed=True))
+    return picked
+
+
+def _tracked(base: str, path: str) -> set[str]:
+    """`{path}` when `base` has the file, else nothing (a new file is every function's)."""
+    return set(_git("ls-tree", "--name-only", base, "--", path).split())
+
+
+def _entries_changed(base: str, equivalents_file: str) -> set[tuple[str, str]]:
+    """(module, function) of each equivalent entry added, removed or changed against `base`."""
+    was = ROOT / "build" / "mutation" / "equivalents-at-base.toml"
+    was.parent.mkdir(parents=True, exist_ok=True)
+    shown = subprocess.run(
+        ["git", "show", f"{base}:{equivalents_file}"], cwd=ROOT, capture_output=True, text=True, check=False
     )
-    if diff.returncode != 0:
-        raise SystemExit(f"ERROR: git diff against {base!r} failed: {diff.stderr.strip()}\nTIP: --changed BASE_REF")
-    untracked = subprocess.run(
-        ["git", "ls-files", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True
+    was.write_text(shown.stdout if shown.returncode == 0 else "")
+    before, after = set(load_equivalents(was)), set(load_equivalents(ROOT / equivalents_file))
+    return {(e.module, e.function) for e in before ^ after}
+
+
+def _git(*args: str) -> str:
+    proc = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"ERROR: git {' '.join(args)} failed: {proc.stderr.strip()}\nTIP: --changed BASE_REF")
+    return proc.stdout
+
+
+def _removes(base: str, path: str) -> bool:
+    """Whether the change to `path` against `base` removes or changes a line (not only adds)."""
+    return any(
+        line.startswith("-") and not line.startswith("---")
+        for line in _git("diff", "-U0", base, "--", path).splitlines()
     )
-    changed = set((diff.stdout + untracked.stdout).split())
-    return [m for m in modules if changed & {m.path, *m.tests, equivalents_file}]
+
+
+def added_lines(diff: str) -> set[int]:
+    """The new file's line numbers a `git diff -U0` adds or changes; a pure removal counts
+    the line after it (where the removed code was)."""
+    lines: set[int] = set()
+    for header in re.finditer(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", diff, re.MULTILINE):
+        start, count = int(header[1]), int(header[2] if header[2] is not None else 1)
+        lines.update(range(start, start + count) if count else (start, start + 1))
+    return lines
+
+
+def touched_functions(source: str, lines: set[int]) -> list[str]:
+    """The functions mutmut mutates (a module's functions, `Class.method` of its classes;
+    a nested def is its outer function's) holding one of `lines`, decorators included."""
+    found = []
+    for node in ast.parse(source).body:
+        members = [(node, node.name)] if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
+        if isinstance(node, ast.ClassDef):
+            defs = (m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)))
+            members = [(m, f"{node.name}.{m.name}") for m in defs]
+        for fn, name in members:
+            first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)])
+            if any(first <= n <= (fn.end_lineno or fn.lineno) for n in lines):
+                found.append(name)
+    return found
 
 
 def fmt_time(seconds: float) -> str:
@@ -317,7 +391,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--plan", required=True, type=Path, help="JSON file: {modules: {path: {tests, threshold}}, equivalents}"
     )
-    ap.add_argument("--changed", metavar="BASE", help="only the modules changed against this git ref")
+    ap.add_argument(
+        "--changed",
+        metavar="BASE",
+        help="only what a change against this git ref may have weakened (changed_modules)",
+    )
     ap.add_argument("--max-children", type=int, default=2)
     ap.add_argument("--list", action="store_true", help="print the modules that would run, run nothing")
     ap.add_argument(
@@ -351,7 +429,8 @@ def main(argv: list[str] | None = None) -> int:
     equivalents = load_equivalents(ROOT / equivalents_file)
     results = []
     for module in modules:
-        print(f"mutating {module.path} against {', '.join(module.tests)}", flush=True)
+        only = f" (the functions changed: {', '.join(module.functions)})" if module.narrowed else ""
+        print(f"mutating {module.path}{only} against {', '.join(module.tests)}", flush=True)
         where, seconds, error, kept = run_module(module, args.max_children, mutmut, args.again)
         result = read_results(module, where, seconds, equivalents, kept)
         if error:

@@ -70,3 +70,43 @@ def test_the_score_leaves_equivalents_out_and_counts_no_tests_as_survived() -> N
     low = _result(["killed"] * 8 + ["survived", "no tests"])
     assert low.score == 80.0 and not low.ok
     assert not _result([]).ok  # no mutant at all is a wrong configuration
+    touched = tool.Result(tool.Module("m.py", ["t.py"], 90, ["f"], narrowed=True), [], 1.0, [])
+    assert touched.ok  # ... unless the functions a change touched have none
+    assert not tool.Result(tool.Module("m.py", ["t.py"], 90, ["f"], narrowed=True), [], 1.0, ["boom"]).ok
+
+
+def test_a_diffs_added_lines_and_where_a_removal_was() -> None:
+    diff = "@@ -3 +3 @@\n-a\n+b\n@@ -10,2 +10,3 @@\n-c\n+d\n+e\n+f\n@@ -20,4 +22,0 @@\n-g\n"
+    assert tool.added_lines(diff) == {3, 10, 11, 12, 22, 23}
+    assert tool.added_lines("") == set()
+
+
+SOURCE = """\
+import x
+
+LIMIT = 3
+
+
+def top(a):
+    def inner():
+        return a + 1
+    return inner()
+
+
+class Kept:
+    size = 1
+
+    @property
+    def big(self):
+        return self.size > LIMIT
+
+    def small(self):
+        return not self.big
+"""
+
+
+def test_the_functions_mutmut_mutates_that_hold_a_touched_line() -> None:
+    assert tool.touched_functions(SOURCE, {8}) == ["top"]  # a nested def is its outer function's
+    assert tool.touched_functions(SOURCE, {15}) == ["Kept.big"]  # a decorator's line is the method's
+    assert tool.touched_functions(SOURCE, {3, 13}) == []  # module and class level: no function
+    assert tool.touched_functions(SOURCE, {6, 20}) == ["top", "Kept.small"]
