@@ -83,6 +83,14 @@ PURE_CALLS = frozenset(
         "deque",
         "Counter",
         "partial",
+        # #40: the standard library's values a module makes at import and no code of its
+        # own runs for: a thread's storage, its locks, a context variable, gettext's
+        # translations of none (humanize's ``i18n``: ``local()``, ``NullTranslations()``)
+        "local",
+        "Lock",
+        "RLock",
+        "ContextVar",
+        "NullTranslations",
     }
 )
 # calls known by their module alone, whose last name a project's own function may have too
@@ -197,14 +205,40 @@ def _parsed(source: str) -> ast.Module | None:
 
 def _type_checking(tree: ast.Module) -> frozenset[str]:
     """How the module names ``typing.TYPE_CHECKING``: ``TYPE_CHECKING`` imported from
-    typing (or typing_extensions), ``t.TYPE_CHECKING`` of ``import typing as t``."""
+    typing (or typing_extensions), ``t.TYPE_CHECKING`` of ``import typing as t``; or its own
+    ``TYPE_CHECKING = False`` (#40: a module that spares itself typing's import), where
+    nothing else binds that name."""
     found: set[str] = set()
     for stmt in tree.body:
         if isinstance(stmt, ast.ImportFrom) and stmt.module in TYPING and not stmt.level:
             found.update(a.asname or a.name for a in stmt.names if a.name == "TYPE_CHECKING")
         elif isinstance(stmt, ast.Import):
             found.update(f"{a.asname or a.name}.TYPE_CHECKING" for a in stmt.names if a.name in TYPING)
+    own = [s for s in tree.body if isinstance(s, ast.Assign) and [_dotted_name(t) for t in s.targets] == [FLAG]]
+    if len(own) == 1 and _is_false(own[0].value) and _bound_once(tree, FLAG):
+        found.add(FLAG)
     return frozenset(found)
+
+
+FLAG = "TYPE_CHECKING"
+
+
+def _is_false(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is False
+
+
+def _bound_once(tree: ast.Module, name: str) -> bool:
+    """Whether ``name`` is bound once in the module, and nowhere declared ``global``."""
+    stores = 0
+    for node in ast.walk(tree):
+        named = node.id if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) else None
+        if isinstance(node, ast.alias):
+            named = node.asname or node.name
+        if named == name:
+            stores += 1
+        elif isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+            return False
+    return stores == 1
 
 
 def _checker_only(stmt: ast.stmt, flags: Collection[str]) -> bool:
@@ -343,6 +377,17 @@ class _Said:
 
     bound: frozenset[str]
     loose: frozenset[str]
+    # #40: those of ``bound`` read as ``mod.NAME`` of a module it imports (not by the bare name)
+    through: frozenset[str] = frozenset()
+    # #40: those of ``loose`` its docstrings alone give (their doctest examples, their
+    # template fields): read where a doctest runs them or a template is filled, never by the
+    # code itself as it runs (a call made, what it made at import)
+    doc: frozenset[str] = frozenset()
+
+    @property
+    def code(self) -> _Said:
+        """What the code mentions, its docstrings aside."""
+        return _Said(self.bound, self.loose - self.doc, self.through) if self.doc else self
 
     def reads(self, seen: Collection[str], every: Collection[str]) -> bool:
         return not self.bound.isdisjoint(seen) or not self.loose.isdisjoint(every)
@@ -393,21 +438,48 @@ def _said(walked: Iterable[ast.AST], aliases: Collection[str]) -> _Said:
     """:func:`_mentions` of every node ``walked`` (each once)."""
     bound: set[str] = set()
     loose: set[str] = set()
+    through: set[str] = set()
+    doc: set[str] = set()
+    walked = list(walked)
+    # #40: a name only bound (``LABEL = 'w'``) reads nothing of it; ``LABEL += 'w'`` does
+    read_too = {id(sub.target) for sub in walked if isinstance(sub, ast.AugAssign)}
+    # #40: a string standing as a statement (a docstring) is read only as doctest's examples
+    # and as a template's fields: its prose names nothing (toolz: "if func has **kwargs")
+    docs = {id(sub.value) for sub in walked if isinstance(sub, ast.Expr) and isinstance(sub.value, ast.Constant)}
     for sub in walked:
         if isinstance(sub, ast.Name):
-            bound.add(sub.id)
+            if isinstance(sub.ctx, ast.Load) or id(sub) in read_too:
+                bound.add(sub.id)
         elif isinstance(sub, ast.Attribute):
             own = isinstance(sub.value, ast.Name) and sub.value.id in aliases
             (bound if own else loose).add(sub.attr)
+            if own:
+                through.add(sub.attr)
         elif isinstance(sub, ast.arg):
             loose.add(sub.arg)
         elif isinstance(sub, ast.alias):
             bound.update((sub.asname or sub.name).split("."), sub.name.split("."))
         elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
-            loose.update(WORD_RE.findall(sub.value))  # "{0.RATE}", "c.RATE" in a program's text
+            # "{0.RATE}", "c.RATE" in a program's text
+            (doc if id(sub) in docs else loose).update(
+                _doc_words(sub.value) if id(sub) in docs else WORD_RE.findall(sub.value)
+            )
         elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             bound.add(sub.name)
-    return _Said(frozenset(bound), frozenset(loose))
+    return _Said(frozenset(bound), frozenset(loose | doc), frozenset(through), frozenset(doc - loose))
+
+
+# a doctest example's lines, and a template's fields (``{0.RATE}``, ``%(RATE)s``, ``$RATE``)
+EXAMPLE_RE = re.compile(r"^[ \t]*(?:>>>|\.\.\.)(.*)$", re.MULTILINE)
+FIELD_RE = re.compile(r"\{[^{}]*\}|%\([^()]*\)|\$\{?[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _doc_words(text: str) -> list[str]:
+    """The words of a docstring code may read by: its doctest examples (run by pytest's
+    ``--doctest-modules``, ``doctest.testmod``) and its template fields (a docstring
+    formatted as one); none of its prose (#40)."""
+    found = [w for line in EXAMPLE_RE.findall(text) for w in WORD_RE.findall(line)]
+    return found + [w for field in FIELD_RE.findall(text) for w in WORD_RE.findall(field)]
 
 
 def _writes(fn: Function) -> frozenset[str]:
@@ -1006,6 +1078,13 @@ class _Module:
     # #40: each name an import binds -> the dotted name it is bound to (``from a.b import C``:
     # ``C`` -> ``a.b.C``; ``import a.b as m``: ``m`` -> ``a.b``)
     imports: dict[str, str]
+    # #40: the names its module-level imports alone bind (:func:`_own_imports`): its code's
+    # bare ``NAME`` is what its import gave, never another file's ``NAME``
+    shadow: frozenset[str] = frozenset()
+    # #40: the names Python binds in each module and class by itself (``__doc__``, ``__name__``)
+    # that the module never binds by its own statement: a bare one is the module's or class's
+    # own (toolz: ``@instanceproperty(classval=__doc__)`` hands on the class's docstring)
+    implicit: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -1078,7 +1157,8 @@ def _function(
     # an attribute it only assigns (``self._cache = None``) is none of what it reads (#40)
     unread = _stored_only([*body, *header])
     dynamic = _dynamic([*body, *header])
-    return _Function(fn, _Said(said.bound - unread, said.loose - unread), dynamic, variables, changeable, within)
+    kept = _Said(said.bound - unread, said.loose - unread, said.through - unread, said.doc - unread)
+    return _Function(fn, kept, dynamic, variables, changeable, within)
 
 
 def _stored_only(walked: Iterable[ast.AST]) -> frozenset[str]:
@@ -1116,7 +1196,60 @@ def _module(path: str, tree: ast.Module | None, text: str) -> _Module | None:
     # a module that names none of the metadata's modules imports none of them
     reads_metadata = any(word in text for word in ("metadata", "pkg_resources"))
     metadata = _metadata_names(tree) if reads_metadata else frozenset()
-    return _Module(path, top, functions, metadata, _import_targets(tree, _package_of(path)))
+    targets = _import_targets(tree, _package_of(path))
+    assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    implicit = SCOPE_DUNDERS - assigned
+    return _Module(path, top, functions, metadata, targets, _own_imports(tree, text), implicit)
+
+
+# the names Python binds by itself in every module or class scope
+SCOPE_DUNDERS = frozenset({"__doc__", "__name__", "__module__", "__qualname__", "__file__", "__spec__"})
+
+
+def _opaque(text: str) -> bool:
+    """#40: whether a module may hold names no statement of its own binds by them: by a star
+    import, a module ``__getattr__``, ``globals()``, its ``__dict__``, ``setattr``."""
+    return bool(STAR_RE.search(text)) or any(word in text for word in ("globals", "__dict__", "setattr", "__getattr__"))
+
+
+STAR_RE = re.compile(r"\bimport\s*\(?\s*\*")
+
+
+def _own_imports(tree: ast.Module, text: str) -> frozenset[str]:
+    """#40: the names only an import binds at module level (in an ``if``, a ``try`` too): no
+    assignment, def or class of the module binds them, no ``global`` of a function rebinds
+    them, no star import may; none where the module may bind names by a computed one
+    (``globals()``, its ``__dict__``, ``setattr`` on a module)."""
+    if _opaque(text):
+        return frozenset()
+    imported: set[str] = set()
+    other: set[str] = set()
+    top: set[int] = set()
+    stack: list[ast.AST] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            if any(a.name == "*" for a in node.names):
+                return frozenset()
+            imported |= _binds(node) or frozenset()
+            top.add(id(node))
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            other.add(node.name)  # its body's names are its own
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            other.add(node.id)
+        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+            other.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            other.add(node.rest)
+        stack.extend(ast.iter_child_nodes(node))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            other.update(node.names)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in top:
+            other |= _binds(node) or frozenset()  # a function's own import of the name: its to read
+    return frozenset(imported - other)
 
 
 def _import_targets(tree: ast.Module, package: str) -> dict[str, str]:
@@ -1473,8 +1606,10 @@ def _passes_on(d: ast.expr) -> bool:
 def _hands_on(stmt: ast.stmt, names: Collection[str]) -> bool:
     """Whether ``stmt`` hands one of ``names`` to a call as an argument (``lru_cache()(f)``,
     ``partial(f, 1)``, ``register(f)``): the call may keep it, or wrap it in what keeps what
-    it returns; calling it (``f()``) hands nothing on."""
-    calls = [n for n in ast.walk(stmt) if isinstance(n, ast.Call)]
+    it returns; calling it (``f()``) hands nothing on. Of a def or a class, only what runs
+    at import is (#40: toolz: a test's body handing a function on is no call made at import)."""
+    parts = _header(stmt) if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else [stmt]
+    calls = [n for part in parts for n in ast.walk(part) if isinstance(n, ast.Call)]
     called = {id(call.func) for call in calls}  # ``sys.exit(read(x))`` calls read, hands on its value
     for call in calls:
         for arg in [*call.args, *(k.value for k in call.keywords)]:
@@ -1723,10 +1858,11 @@ class _Follow:
             imports = isinstance(stmt, (ast.Import, ast.ImportFrom))
             if id(stmt) in self.handing:
                 continue  # #40: it binds what keeps the change (``cached = lru_cache()(f)``), reads none of it
-            if not (said.reads(seen, self.names) or (not imports and self._metadata(said, m.metadata))):
+            visible = seen if imports else seen - self._hidden(m, said)
+            if not (said.reads(visible, self.names) or (not imports and self._metadata(said, m.metadata))):
                 continue  # a star import takes nothing new: its importers see what it imports
             if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                bound: frozenset[str] | None = _imported(stmt, seen)
+                bound: frozenset[str] | None = self._taken(stmt, seen, m, project)
             else:
                 bound = _binds(stmt, m.metadata)
             if test_like and not imports:
@@ -1737,7 +1873,7 @@ class _Follow:
                     # #40: what it bound may call a caller later, or hold what a keeper keeps
                     # (``VIEW = _View()``, ``lookup = _make()``): its names are followed too
                     bound = _targets(stmt)
-            if self.unrun and not imports and _hands_on(stmt, seen):
+            if self.unrun and not imports and _hands_on(stmt, visible):
                 # #40: a function handed to a call at import (``read = lru_cache()(_read)``, a
                 # decorator applied by a call): what the call made may keep what it returns
                 # for whoever reads the names it is bound to; bound to none (``register(f)``),
@@ -1762,7 +1898,7 @@ class _Follow:
         fn, where = f.node, m.path
         # its body reads a name, or any (dynamic), or it is a changed def of the file itself
         own = where == self.path and fn.name in self.change.names
-        read = own or f.said.reads(seen, self.names) or self._metadata(f.said, m.metadata)
+        read = own or f.said.reads(seen - self._hidden(m, f.said), self.names) or self._metadata(f.said, m.metadata)
         # a method Python calls by a protocol (``Kept(v)`` calls ``__init__``) by its class's name
         callee = fn.name in self.called or (f.protocol and not self.called.isdisjoint(f.within))
         span = _body_span(fn)
@@ -1785,7 +1921,7 @@ class _Follow:
         self.reached.append((where, f))
         if not (read or callee):
             self.computed.add((where, span))
-        named = (f.said.bound | f.said.loose) - self.called
+        named = (f.said.code.bound | f.said.code.loose) - self.called  # a docstring calls nothing
         self.called |= named
         grown = bool(named)
         if only_called and not self.unrun and _keeps(f):
@@ -1809,6 +1945,35 @@ class _Follow:
                 self.keeping.update(f.kept)
         return grown
 
+    def _taken(self, stmt: ast.Import | ast.ImportFrom, seen: set[str], m: _Module, project: Parsed) -> frozenset[str]:
+        """The names an import in ``m`` binds to what a followed name holds (:func:`_imported`),
+        but (#40) a name taken from a module of the project that does not bind it with the
+        change (``from pkg.words import LABEL`` where ``pkg/consts.py`` changed ``LABEL``):
+        that module's own. A module that takes it from the changed one in turn is among the
+        name's origins once followed, and the next pass takes it from there."""
+        bound = _imported(stmt, seen)
+        if not bound or not isinstance(stmt, ast.ImportFrom):
+            return bound
+        source = _dotted(stmt, _package_of(m.path))[0]
+        files = set(_files_of(source, project.sources)) if source else set()
+        if not files or any(_opaque(project.sources[f]) for f in files):
+            return bound  # not the project's, or one whose names may be any: what it holds is not told
+        kept = set()
+        for a in stmt.names:
+            name = a.asname or a.name
+            if name not in bound:
+                continue
+            if _files_of(f"{source}.{a.name}", project.sources) or files & self.names.get(a.name, set()):
+                kept.add(name)  # a module of its own, or the name as the change binds it
+        return frozenset(kept)
+
+    def _hidden(self, m: _Module, said: _Said) -> set[str]:
+        """#40: the names followed that code of ``m`` mentioning ``said`` cannot read: its bare
+        ``NAME`` is what ``m``'s own import binds (:attr:`_Module.shadow`), unless that import
+        was followed (``m`` is among the name's origins) or it reads ``mod.NAME`` too."""
+        hidden = {n for n in m.shadow - said.through if n in self.names and m.path not in self.names[n]}
+        return hidden | {n for n in m.implicit - said.through if n in self.names}
+
     def _metadata(self, said: _Said, names: frozenset[str]) -> bool:
         """Whether code that mentions ``said`` reads the installed metadata by its module's
         ``names`` of it (:func:`_metadata_names`), when that counts."""
@@ -1823,7 +1988,7 @@ class _Follow:
         if f.dynamic:
             return not read
         keeping = self.keeping & set(seen)
-        return not f.said.reads(keeping, keeping)
+        return not f.said.code.reads(keeping, keeping)  # its docstring did not run at import
 
 
 def _tests(

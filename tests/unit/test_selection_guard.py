@@ -135,7 +135,7 @@ HIDDEN = {
     'x = r"ab\\n" "cd"\n': "ncd",
     'x = "\\u2014abc"\n': "abc",
     'x = "\\N{LATIN CAPITAL LETTER A}BC"\n': "ABC",
-    "a = 1 \\\nor 2\n": "a",
+    "b = a \\\nor 2\n": "a",
     "from m import *\n": "*",
 }
 
