@@ -273,6 +273,8 @@ MUTATION_MODULES = {
             "tests/unit/test_selection_reads.py",
             "tests/unit/test_selection_keep.py",
             "tests/unit/test_selection_guard.py",
+            "tests/unit/test_selection_shadow.py",
+            "tests/unit/test_selection_prose.py",
         ],
         "threshold": 90,
     },
