@@ -252,13 +252,14 @@ def _name(node: ast.expr) -> str:
     return target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else ""
 
 
-def _pure_expr(node: ast.expr | None, reads: Collection[str] = ()) -> bool:
+def _pure_expr(node: ast.expr | None, reads: Collection[str] = (), foreign: Collection[str] = ()) -> bool:
     """An expression that computes a value and does nothing else (no call but :data:`PURE_CALLS`,
-    and one through a name of ``reads``: the installed metadata's readers, :func:`_metadata_names`)."""
+    and one through a name of ``reads``: the installed metadata's readers, :func:`_metadata_names`;
+    none through a name of ``foreign``, :func:`_foreign`)."""
     if node is None:
         return True
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Call) and not _pure_call(sub, reads):
+        if isinstance(sub, ast.Call) and not _pure_call(sub, reads, foreign):
             return False
         if isinstance(sub, (ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)):
             return False
@@ -270,12 +271,18 @@ def _pure_expr(node: ast.expr | None, reads: Collection[str] = ()) -> bool:
 IMMUTABLE_TYPES = frozenset({"bool", "bytes", "complex", "float", "frozenset", "int", "range", "str", "tuple"})
 
 
-def _pure_call(call: ast.Call, reads: Collection[str]) -> bool:
+def _pure_call(call: ast.Call, reads: Collection[str], foreign: Collection[str] = ()) -> bool:
     """A call that computes a value: of :data:`PURE_CALLS`, through an immutable builtin type
-    (:data:`IMMUTABLE_TYPES`), or a read of the installed metadata (:func:`_through`)."""
+    (:data:`IMMUTABLE_TYPES`), or a read of the installed metadata (:func:`_through`); never
+    one through a name the module binds to its own code or a package's (``foreign``: a
+    project's ``Lock(name)`` that registers itself is no ``threading.Lock``, #40)."""
+    if _through(call, reads):
+        return True
+    if _root(call.func) in foreign or ANY in foreign:
+        return False
     func = call.func
     of_type = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in IMMUTABLE_TYPES
-    return _name(call) in PURE_CALLS or _dotted_name(func) in PURE_DOTTED or of_type or _through(call, reads)
+    return _name(call) in PURE_CALLS or _dotted_name(func) in PURE_DOTTED or of_type
 
 
 def _through(call: ast.Call, names: Collection[str]) -> bool:
@@ -299,15 +306,56 @@ def _header(fn: Function | ast.ClassDef) -> list[ast.expr]:
     return [*found, *([fn.returns] if fn.returns is not None else [])]
 
 
-def _pure_decorator(d: ast.expr) -> bool:
-    if _name(d) not in PURE_DECORATORS:
+def _pure_decorator(d: ast.expr, foreign: Collection[str] = ()) -> bool:
+    if _name(d) not in PURE_DECORATORS or _root(d) in foreign or ANY in foreign:
         return False
-    return not isinstance(d, ast.Call) or all(_pure_expr(a) for a in (*d.args, *(k.value for k in d.keywords)))
+    args = (*d.args, *(k.value for k in d.keywords)) if isinstance(d, ast.Call) else ()
+    return all(_pure_expr(a, foreign=foreign) for a in args)
 
 
-def _binds(stmt: ast.stmt, reads: Collection[str] = ()) -> frozenset[str] | None:
+# a module-level name bound by whatever the module's code or a package's may be (:func:`_foreign`)
+ANY = "*"
+# the modules whose values :data:`PURE_CALLS` and :data:`PURE_DECORATORS` name
+KNOWN_MODULES = frozenset(sys.stdlib_module_names) | {"pytest", "_pytest", "typing_extensions"}
+
+
+def _foreign(tree: ast.Module | None) -> frozenset[str]:
+    """#40: the names the module binds (a def, a class, an assignment, an import of a module
+    that is neither the standard library's nor pytest's, a ``global``), each of which may
+    be the project's own code or an installed package's: a call or a decorator by one is
+    never a value by its name alone. :data:`ANY` where a star import of such a module may
+    bind any name."""
+    if tree is None:
+        return frozenset({ANY})
+    found: set[str] = set()
+    stack: list[ast.AST] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Import):
+            found.update((a.asname or a.name).split(".")[0] for a in node.names if _unknown(a.name))
+            continue
+        if isinstance(node, ast.ImportFrom):
+            if node.level or _unknown(node.module or ""):
+                found.update(ANY if a.name == "*" else a.asname or a.name for a in node.names)
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(node.name)
+            continue
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            found.add(node.id)
+        stack.extend(ast.iter_child_nodes(node))
+    found.update(n for node in ast.walk(tree) if isinstance(node, (ast.Global, ast.Nonlocal)) for n in node.names)
+    return frozenset(found)
+
+
+def _unknown(module: str) -> bool:
+    return module.split(".", 1)[0] not in KNOWN_MODULES
+
+
+def _binds(stmt: ast.stmt, reads: Collection[str] = (), foreign: Collection[str] = ()) -> frozenset[str] | None:
     """The names ``stmt`` binds at module level when binding is all it does (``reads``: the
-    names of readers of the installed metadata it may call, :func:`_metadata_names`); None otherwise."""
+    names of readers of the installed metadata it may call, :func:`_metadata_names`;
+    ``foreign``: its module's names no call is a value by, :func:`_foreign`); None otherwise."""
     if isinstance(stmt, (ast.Import, ast.ImportFrom)):
         return frozenset((a.asname or a.name).split(".", 1)[0] for a in stmt.names if a.name != "*")
     if isinstance(stmt, ast.Expr):
@@ -323,13 +371,13 @@ def _binds(stmt: ast.stmt, reads: Collection[str] = ()) -> frozenset[str] | None
                     return None  # it changes another object, not a name of its own
                 if isinstance(sub, ast.Name):
                     names.add(sub.id)
-        return frozenset(names) if _pure_expr(stmt.value, reads) else None
+        return frozenset(names) if _pure_expr(stmt.value, reads, foreign) else None
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         rest = _header(stmt)[len(stmt.decorator_list) :]
-        pure = all(_pure_decorator(d) for d in stmt.decorator_list)
+        pure = all(_pure_decorator(d, foreign) for d in stmt.decorator_list)
         if isinstance(stmt, ast.ClassDef) and stmt.keywords:
             return None  # a metaclass runs what it likes when the class is made
-        return frozenset({stmt.name}) if pure and all(_pure_expr(e) for e in rest) else None
+        return frozenset({stmt.name}) if pure and all(_pure_expr(e, foreign=foreign) for e in rest) else None
     return None
 
 
@@ -732,6 +780,7 @@ def changed_names(old: str, new: str, internal: Callable[[str], bool], package: 
     if before is None or after is None:
         return None
     was, now = {u.key: u.node for u in before}, {u.key: u.node for u in after}
+    foreign = _foreign(old_tree) | _foreign(new_tree)
     within = {u.key: u.within for u in (*before, *after)}
     if [u.key for u in before if u.key in now] != [u.key for u in after if u.key in was]:
         return None  # moved: an Enum's members, a dataclass's fields, what a binding sees are in order
@@ -755,13 +804,13 @@ def changed_names(old: str, new: str, internal: Callable[[str], bool], package: 
                 if not _imports_within(stmt, internal):
                     return None
                 modules += _dotted(stmt, package)
-            bound = _binds(stmt)
+            bound = _binds(stmt, foreign=foreign)
             if bound is None or _special(bound, member=bool(within[key])):
                 return None  # Python reads it by itself (__all__, __eq__...), no name of the code
             names |= bound | set(within[key])  # a class member: its classes are read where it is
         outer = within[key]
         for cls in (was.get(outer[: i + 1]) or now.get(outer[: i + 1]) for i in range(len(outer))):
-            if cls is None or _binds(cls) is None:
+            if cls is None or _binds(cls, foreign=foreign) is None:
                 return None  # a member of a class made by more than its statement (a metaclass)
     if not names and not bodies:
         return None
@@ -822,7 +871,7 @@ def foreign_write(old: str | None, new: str | None) -> str | None:
     test, whoever imports what; None when there is none (the statement, unparsed)."""
     for tree, changed in _changed_statements(old, new):
         assigned = [s for s in tree.body if isinstance(s, (ast.Assign, ast.AnnAssign))]
-        own = {n for s in assigned for n in (_binds(s) or ())}
+        own = {n for s in assigned for n in (_binds(s, foreign=_foreign(tree)) or ())}
         for stmt, parts in changed:
             if _writes_into(parts, own):
                 return ast.unparse(stmt).splitlines()[0][:120]
@@ -979,9 +1028,9 @@ def _binds_only(module: str, project: Parsed, seen: set[str]) -> bool:
         tree = project.tree(path)
         if tree is None:
             return False
-        package = _package_of(path)
+        package, foreign = _package_of(path), _foreign(tree)
         for stmt, _, _ in _top(tree.body):
-            if _binds(stmt) is None:
+            if _binds(stmt, foreign=foreign) is None:
                 return False
             if isinstance(stmt, (ast.Import, ast.ImportFrom)):
                 for name in _dotted(stmt, package):
@@ -1085,6 +1134,7 @@ class _Module:
     # that the module never binds by its own statement: a bare one is the module's or class's
     # own (toolz: ``@instanceproperty(classval=__doc__)`` hands on the class's docstring)
     implicit: frozenset[str] = frozenset()
+    foreign: frozenset[str] = frozenset()  # the names no call is a value by (:func:`_foreign`)
 
 
 @dataclass
@@ -1199,7 +1249,7 @@ def _module(path: str, tree: ast.Module | None, text: str) -> _Module | None:
     targets = _import_targets(tree, _package_of(path))
     assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
     implicit = SCOPE_DUNDERS - assigned
-    return _Module(path, top, functions, metadata, targets, _own_imports(tree, text), implicit)
+    return _Module(path, top, functions, metadata, targets, _own_imports(tree, text), implicit, _foreign(tree))
 
 
 # the names Python binds by itself in every module or class scope
@@ -1216,24 +1266,26 @@ STAR_RE = re.compile(r"\bimport\s*\(?\s*\*")
 
 
 def _own_imports(tree: ast.Module, text: str) -> frozenset[str]:
-    """#40: the names only an import binds at module level (in an ``if``, a ``try`` too): no
-    assignment, def or class of the module binds them, no ``global`` of a function rebinds
-    them, no star import may; none where the module may bind names by a computed one
-    (``globals()``, its ``__dict__``, ``setattr`` on a module)."""
+    """#40: the names only an import binds, a statement of the module's own body (an import
+    in an ``if`` or a ``try`` is a statement the follow reads whole, and which it may take
+    from the change: its names are not told so): no assignment, def or class of the module
+    binds them, no ``global`` of a function rebinds them, no other import, no star import
+    may; none where the module may bind names by a computed one (``globals()``, its
+    ``__dict__``, ``setattr`` on a module)."""
     if _opaque(text):
         return frozenset()
     imported: set[str] = set()
     other: set[str] = set()
     top: set[int] = set()
-    stack: list[ast.AST] = list(tree.body)
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            if any(a.name == "*" for a in stmt.names):
+                return frozenset()
+            imported |= _binds(stmt) or frozenset()
+            top.add(id(stmt))
+    stack: list[ast.AST] = [stmt for stmt in tree.body if id(stmt) not in top]
     while stack:
         node = stack.pop()
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            if any(a.name == "*" for a in node.names):
-                return frozenset()
-            imported |= _binds(node) or frozenset()
-            top.add(id(node))
-            continue
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             other.add(node.name)  # its body's names are its own
             continue
@@ -1864,7 +1916,7 @@ class _Follow:
             if isinstance(stmt, (ast.Import, ast.ImportFrom)):
                 bound: frozenset[str] | None = self._taken(stmt, seen, m, project)
             else:
-                bound = _binds(stmt, m.metadata)
+                bound = _binds(stmt, m.metadata, m.foreign)
             if test_like and not imports:
                 self.whole.add(m.path)
             elif bound is None:

@@ -407,8 +407,9 @@ def name_readers(
 def _naming(root: Path, test_map: TestMap, changed: Collection[str]) -> Callable[[Collection[str]], dict[str, str]]:
     """#40: the tests that read a file whose text names one of the names given, each with why:
     a template's ``{cfg.TIMEOUT}``, a configuration's ``pkg.module:function`` are read by the
-    code that formats or loads them, by a name no Python mentions. The files are read as
-    they are now, once each; a folder listed is not read."""
+    code that formats or loads them, by a name no Python mentions; and a test that is a text
+    file's doctests, whose examples name it. The files are read as they are now, once each;
+    a folder listed is not read."""
     texts: dict[str, bytes] = {}
 
     def text(rel: str) -> bytes:
@@ -420,12 +421,20 @@ def _naming(root: Path, test_map: TestMap, changed: Collection[str]) -> Callable
         return texts[rel]
 
     def naming(names: Collection[str]) -> dict[str, str]:
-        if not names or test_map.reads is None:
+        if not names:
             return {}
         word = re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in sorted(names)) + rb")\b")
+        found: dict[str, str] = {}
+        # a text file of doctests (pytest's test*.txt, --doctest-glob): its examples are the
+        # test's code, read by pytest at collection, outside every test
+        for nodeid in sorted(test_map.tests):
+            own = nodeid.split("::", 1)[0]
+            if not own.endswith(".py") and word.search(text(own)):
+                found[nodeid] = f"its examples in {own} name a name the change binds anew"
+        if test_map.reads is None:
+            return found
         files = {r for reads in test_map.reads.values() for r in reads if not r.endswith(("/", ".py"))}
         naming_files = {r for r in files if word.search(text(r))}
-        found: dict[str, str] = {}
         for nodeid, reads in sorted(test_map.reads.items()):
             named = sorted(naming_files & reads)
             if named:

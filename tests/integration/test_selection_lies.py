@@ -316,3 +316,23 @@ def test_what_a_caller_appends_to_another_module_s_list_runs_the_tests_that_read
     target.write_text(target.read_text().replace("n * 2", "n * 3"))
     out, rec = _select(p)
     assert outcomes_of(rec) == {"test_a": "passed", "test_b": "failed", "test_other": "deselected"}, out
+
+
+# a text file of doctests (pytest collects test*.txt): its examples read a changed constant
+DOCTEST_TEXT = {
+    "consts.py": "RATE = 2\n",
+    "other.py": "def double(n):\n    return 2 * n\n",
+    # it runs a line of the project (other.py's), none that reads RATE
+    "test_usage.txt": ">>> import consts, other\n>>> other.double(2)\n4\n>>> consts.RATE\n2\n",
+    "test_rate.py": "import consts\n\n\ndef test_rate():\n    assert consts.RATE > 0\n",
+    "test_other.py": OTHER,
+}
+
+
+@pytest.mark.parametrize("new", ["RATE = 3\n", "RATE = max(3, 1)\n"], ids=["by-name", "by-import"])
+def test_a_text_file_of_doctests_that_names_a_changed_constant_runs(tmp_path: Path, new: str) -> None:
+    p = recorded_git_project(tmp_path, DOCTEST_TEXT)
+    target = p.root / MINE / "consts.py"
+    target.write_text(new)
+    out, rec = _select(p)
+    assert outcomes_of(rec) == {"test_usage.txt": "failed", "test_rate": "passed", "test_other": "deselected"}, out

@@ -22,8 +22,6 @@ def _other(other: str) -> set[str] | None:
 
 def test_a_name_a_module_imports_from_elsewhere_is_not_the_changed_file_s() -> None:
     assert _other("from pkg.words import LABEL\n\n\n" + SHOW) == set()
-    # in an ``if`` or a ``try`` at module level too
-    assert _other("try:\n    from pkg.words import LABEL\nexcept ImportError:\n    pass\n\n\n" + SHOW) == set()
 
 
 def test_a_module_s_own_import_still_reads_what_it_takes_from_the_changed_file() -> None:
@@ -31,6 +29,13 @@ def test_a_module_s_own_import_still_reads_what_it_takes_from_the_changed_file()
     # mod.NAME of the changed module, beside its own NAME
     through = "from pkg import consts\nfrom pkg.words import LABEL\n\n\ndef show():\n    return consts.LABEL + LABEL\n"
     assert _other(through) == {"tests/test_o.py::t"}
+    # an import in a ``try`` or an ``if``: a statement read whole, which may take it from the
+    # changed file in another branch (a fallback of a module of speedups)
+    fallback = "try:\n    from pkg.fast import LABEL\nexcept ImportError:\n    from pkg.consts import LABEL\n"
+    assert _other(fallback + "\n\n" + SHOW) == {"tests/test_o.py::t"}
+    either = "import sys\n\nif sys.platform == 'win32':\n    from pkg.words import LABEL\n"
+    either += "else:\n    from pkg.consts import LABEL\n"
+    assert _other(either + "\n\n" + SHOW) == {"tests/test_o.py::t"}
     # a function's own import of the changed file's name
     local = "from pkg.words import LABEL\n\n\ndef show():\n    from pkg.consts import LABEL\n    return LABEL\n"
     assert _other(local) == {"tests/test_o.py::t"}
@@ -72,6 +77,8 @@ def test_what_a_module_s_imports_alone_bind_is_told() -> None:
     assert own("from a import b\n\n\ndef f():\n    from x import b\n    return b\n") == frozenset()
     assert own("from a import b\n\n\nclass C:\n    from x import b\n") == frozenset()
     assert own("from a import b\ntry:\n    pass\nexcept Exception as b:\n    pass\n") == frozenset()
+    assert own("try:\n    from a import b\nexcept ImportError:\n    b = None\n") == frozenset()
+    assert own("from a import b\nif X:\n    from c import b\n") == frozenset()  # bound by another import too
     assert own("from a import b\nsetattr(sys.modules[__name__], 'b', 1)\n") == frozenset()
 
 
@@ -101,3 +108,31 @@ def test_an_added_import_of_a_module_that_makes_standard_values_only_binds() -> 
     assert _readers(sources, {}, "from pkg.i18n import _CURRENT\n" + CONSTS) == set()
     loud = i18n.replace("local()", "local(); gettext_module.install('x')")
     assert _readers({**sources, "pkg/i18n.py": loud}, {}, "from pkg.i18n import _CURRENT\n" + CONSTS) is None
+
+
+def test_a_value_by_its_name_is_one_only_where_the_name_is_not_the_project_s() -> None:
+    # a project's own Lock, whose constructor registers the instance, is no threading.Lock
+    base = "from pkg.locks import Lock\n\n\ndef memo(d, k):\n    return d.get(k)\n"
+    assert _names(base, base + "\n\n_LOCK = Lock('cache')\n") is None
+    stdlib = base.replace("from pkg.locks import Lock", "from threading import Lock")
+    assert _names(stdlib, stdlib + "\n\n_LOCK = Lock()\n") == {"_LOCK"}
+    for own in (
+        "from . import helpers\n\n\nclass Lock:\n    pass\n",  # a class of the module
+        "from attrs import Factory as Lock\n",  # an installed package's, under that name
+        "from pkg.sub import *\n",  # a star import of the project's may bind it
+    ):
+        head = own if "Lock" in own else own + "from threading import Lock\n"
+        source = head + "\n\nK = 1\n"
+        assert _names(source, source + "_LOCK = Lock()\n") is None, own
+    # the same for a decorator: a project's own ``cache`` may register what it decorates
+    f = "def f():\n    return 1\n"
+    assert _names("from functools import cache\n\n\n" + f, "from functools import cache\n\n\n@cache\n" + f) == {"f"}
+    assert _names("from pkg.deco import cache\n\n\n" + f, "from pkg.deco import cache\n\n\n@cache\n" + f) is None
+
+
+def test_an_added_import_of_a_module_whose_import_calls_the_project_s_code_is_not_told() -> None:
+    sources = {"pkg/consts.py": CONSTS, "pkg/locks.py": "_ALL = {}\n\n\nclass Lock:\n    pass\n"}
+    quiet = {**sources, "pkg/store.py": "from threading import Lock\n\n_LOCK = Lock()\n"}
+    assert _readers(quiet, {}, "from pkg import store\n" + CONSTS) == set()
+    loud = {**sources, "pkg/store.py": "from pkg.locks import Lock\n\n_LOCK = Lock()\n"}
+    assert _readers(loud, {}, "from pkg import store\n" + CONSTS) is None
