@@ -319,12 +319,13 @@ ANY = "*"
 KNOWN_MODULES = frozenset(sys.stdlib_module_names) | {"pytest", "_pytest", "typing_extensions"}
 
 
-def _foreign(tree: ast.Module | None) -> frozenset[str]:
+def _foreign(tree: ast.Module | None, internal: Callable[[str], bool]) -> frozenset[str]:
     """#40: the names the module binds (a def, a class, an assignment, an import of a module
     that is neither the standard library's nor pytest's, a ``global``), each of which may
     be the project's own code or an installed package's: a call or a decorator by one is
-    never a value by its name alone. :data:`ANY` where a star import of such a module may
-    bind any name."""
+    never a value by its name alone. A module ``internal`` says is the project's is never
+    the standard library's (a project package named ``profile``). :data:`ANY` where a star
+    import of such a module may bind any name."""
     if tree is None:
         return frozenset({ANY})
     found: set[str] = set()
@@ -332,10 +333,10 @@ def _foreign(tree: ast.Module | None) -> frozenset[str]:
     while stack:
         node = stack.pop()
         if isinstance(node, ast.Import):
-            found.update((a.asname or a.name).split(".")[0] for a in node.names if _unknown(a.name))
+            found.update((a.asname or a.name).split(".")[0] for a in node.names if _unknown(a.name, internal))
             continue
         if isinstance(node, ast.ImportFrom):
-            if node.level or _unknown(node.module or ""):
+            if node.level or _unknown(node.module or "", internal):
                 found.update(ANY if a.name == "*" else a.asname or a.name for a in node.names)
             continue
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -348,8 +349,8 @@ def _foreign(tree: ast.Module | None) -> frozenset[str]:
     return frozenset(found)
 
 
-def _unknown(module: str) -> bool:
-    return module.split(".", 1)[0] not in KNOWN_MODULES
+def _unknown(module: str, internal: Callable[[str], bool]) -> bool:
+    return module.split(".", 1)[0] not in KNOWN_MODULES or internal(module)
 
 
 def _binds(stmt: ast.stmt, reads: Collection[str] = (), foreign: Collection[str] = ()) -> frozenset[str] | None:
@@ -780,7 +781,7 @@ def changed_names(old: str, new: str, internal: Callable[[str], bool], package: 
     if before is None or after is None:
         return None
     was, now = {u.key: u.node for u in before}, {u.key: u.node for u in after}
-    foreign = _foreign(old_tree) | _foreign(new_tree)
+    foreign = _foreign(old_tree, internal) | _foreign(new_tree, internal)
     within = {u.key: u.within for u in (*before, *after)}
     if [u.key for u in before if u.key in now] != [u.key for u in after if u.key in was]:
         return None  # moved: an Enum's members, a dataclass's fields, what a binding sees are in order
@@ -864,14 +865,14 @@ def _changed_classes(old: str, new: str) -> list[ast.ClassDef]:
     return [n for n in _classes(_parsed(new)) if ast.dump(n) not in was]
 
 
-def foreign_write(old: str | None, new: str | None) -> str | None:
+def foreign_write(old: str | None, new: str | None, internal: Callable[[str], bool]) -> str | None:
     """The first module-level statement a change touched that writes into what is not the
     module's own (``consts.K = 5``, ``other.TABLE[k] = v``, ``setattr(mod, ...)``): Python
     imports every test module before the first test runs, so such a write reaches every
     test, whoever imports what; None when there is none (the statement, unparsed)."""
     for tree, changed in _changed_statements(old, new):
         assigned = [s for s in tree.body if isinstance(s, (ast.Assign, ast.AnnAssign))]
-        own = {n for s in assigned for n in (_binds(s, foreign=_foreign(tree)) or ())}
+        own = {n for s in assigned for n in (_binds(s, foreign=_foreign(tree, internal)) or ())}
         for stmt, parts in changed:
             if _writes_into(parts, own):
                 return ast.unparse(stmt).splitlines()[0][:120]
@@ -1028,7 +1029,7 @@ def _binds_only(module: str, project: Parsed, seen: set[str]) -> bool:
         tree = project.tree(path)
         if tree is None:
             return False
-        package, foreign = _package_of(path), _foreign(tree)
+        package, foreign = _package_of(path), _foreign(tree, project.internal)
         for stmt, _, _ in _top(tree.body):
             if _binds(stmt, foreign=foreign) is None:
                 return False
@@ -1092,6 +1093,8 @@ class Parsed:
 
     def __init__(self, sources: Mapping[str, str]) -> None:
         self.sources = sources
+        # a module's first name is the project's where a folder or a Python file bears it
+        self.tops = frozenset(part.removesuffix(".py") for path in sources for part in path.split("/"))
         self._trees: dict[str, ast.Module | None] = {}
         self._modules: dict[str, _Module | None] = {}
         self._words: dict[str, frozenset[str] | None] = {}
@@ -1104,8 +1107,12 @@ class Parsed:
     def module(self, path: str) -> _Module | None:
         """The file's statements and functions, with what each mentions (None: not Python)."""
         if path not in self._modules:
-            self._modules[path] = _module(path, self.tree(path), self.sources[path])
+            self._modules[path] = _module(path, self.tree(path), self.sources[path], self.internal)
         return self._modules[path]
+
+    def internal(self, module: str) -> bool:
+        """Whether a dotted module name may be the project's (:attr:`tops`)."""
+        return module.split(".", 1)[0] in self.tops
 
     def may_mention(self, path: str, names: Collection[str]) -> bool:
         """Whether the file's code may mention one of ``names`` or read names by a computed one
@@ -1224,7 +1231,7 @@ def _stored_only(walked: Iterable[ast.AST]) -> frozenset[str]:
     return frozenset(stored - read)
 
 
-def _module(path: str, tree: ast.Module | None, text: str) -> _Module | None:
+def _module(path: str, tree: ast.Module | None, text: str, internal: Callable[[str], bool]) -> _Module | None:
     if tree is None:
         return None
     aliases = {
@@ -1247,9 +1254,25 @@ def _module(path: str, tree: ast.Module | None, text: str) -> _Module | None:
     reads_metadata = any(word in text for word in ("metadata", "pkg_resources"))
     metadata = _metadata_names(tree) if reads_metadata else frozenset()
     targets = _import_targets(tree, _package_of(path))
-    assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
-    implicit = SCOPE_DUNDERS - assigned
-    return _Module(path, top, functions, metadata, targets, _own_imports(tree, text), implicit, _foreign(tree))
+    implicit = SCOPE_DUNDERS - _bound_anywhere(tree)
+    foreign = _foreign(tree, internal)
+    return _Module(path, top, functions, metadata, targets, _own_imports(tree, text), implicit, foreign)
+
+
+def _bound_anywhere(tree: ast.Module) -> set[str]:
+    """Every name a statement of the module binds, in any scope: an assignment's, an import's
+    (``from pkg._usage import __doc__``), a def's, a class's, a ``global``'s."""
+    bound: set[str] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            bound.add(n.id)
+        elif isinstance(n, ast.alias):
+            bound.add(n.asname or n.name.split(".", 1)[0])
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(n.name)
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            bound.update(n.names)
+    return bound
 
 
 # the names Python binds by itself in every module or class scope
@@ -1283,7 +1306,7 @@ def _own_imports(tree: ast.Module, text: str) -> frozenset[str]:
                 return frozenset()
             imported |= _binds(stmt) or frozenset()
             top.add(id(stmt))
-    stack: list[ast.AST] = [stmt for stmt in tree.body if id(stmt) not in top]
+    stack: list[ast.AST] = list(tree.body)  # an import's aliases are no names it stores
     while stack:
         node = stack.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -1457,7 +1480,21 @@ def readers(
         return None
     reach = [f for f in project.sources if any(sees(f, b) for b in follow.blind)]
     found = _tests(follow.spans, whole=follow.whole, names=set(change.names), test_map=test_map, path=path, reach=reach)
-    return {**in_files(follow.names), **found}
+    return {**in_files(follow.names), **_doctests(follow.doctested, project, test_map, is_test), **found}
+
+
+def _doctests(
+    doctested: Collection[str], project: Parsed, test_map: TestMap, is_test: Callable[[str], bool]
+) -> dict[str, str]:
+    """#40: where a docstring's example names a name followed (``doctested``: the files), the
+    tests of every test file (or ``conftest.py``) that runs doctests by its own code
+    (``doctest.testmod``, ``DocTestSuite``): which modules' it runs is not followed."""
+    if not doctested:
+        return {}
+    runners = {f for f, text in project.sources.items() if (is_test(f) or _is_conftest(f)) and "doctest" in text}
+    shown = sorted(doctested)[0]
+    why = f"it runs doctests, and an example in {shown} names a name the change binds anew"
+    return {n: why for n in test_map.tests if any(_holds(r, n.split("::", 1)[0]) for r in runners)}
 
 
 def keepers(
@@ -1879,6 +1916,9 @@ class _Follow:
         told = test_map.lines is not None and bool(test_map.imports) and not test_map.unseen
         self.ran = test_map.known() if told else None
         self.callees: set[tuple[str, tuple[int, int]]] = set()  # those reached only so (file, body lines)
+        # #40: the files a docstring's example of which names a name followed: a test that runs
+        # doctests (``doctest.testmod(module)``) runs the example, and none of its owner's lines
+        self.doctested: set[str] = set()
 
     def run(self, project: Parsed, is_test: Callable[[str], bool]) -> bool:
         """Follow the names through every module until no pass reads more; False: it cannot be told."""
@@ -1911,6 +1951,8 @@ class _Follow:
             if id(stmt) in self.handing:
                 continue  # #40: it binds what keeps the change (``cached = lru_cache()(f)``), reads none of it
             visible = seen if imports else seen - self._hidden(m, said)
+            if not said.doc.isdisjoint(self.names):
+                self.doctested.add(m.path)
             if not (said.reads(visible, self.names) or (not imports and self._metadata(said, m.metadata))):
                 continue  # a star import takes nothing new: its importers see what it imports
             if isinstance(stmt, (ast.Import, ast.ImportFrom)):
@@ -1950,6 +1992,8 @@ class _Follow:
         fn, where = f.node, m.path
         # its body reads a name, or any (dynamic), or it is a changed def of the file itself
         own = where == self.path and fn.name in self.change.names
+        if not f.said.doc.isdisjoint(self.names):
+            self.doctested.add(where)
         read = own or f.said.reads(seen - self._hidden(m, f.said), self.names) or self._metadata(f.said, m.metadata)
         # a method Python calls by a protocol (``Kept(v)`` calls ``__init__``) by its class's name
         callee = fn.name in self.called or (f.protocol and not self.called.isdisjoint(f.within))
@@ -2015,7 +2059,7 @@ class _Follow:
             name = a.asname or a.name
             if name not in bound:
                 continue
-            if _files_of(f"{source}.{a.name}", project.sources) or files & self.names.get(a.name, set()):
+            if _files_of(f"{source}.{a.name}", project.sources) or files & self.names[a.name]:
                 kept.add(name)  # a module of its own, or the name as the change binds it
         return frozenset(kept)
 
@@ -2024,7 +2068,7 @@ class _Follow:
         ``NAME`` is what ``m``'s own import binds (:attr:`_Module.shadow`), unless that import
         was followed (``m`` is among the name's origins) or it reads ``mod.NAME`` too."""
         hidden = {n for n in m.shadow - said.through if n in self.names and m.path not in self.names[n]}
-        return hidden | {n for n in m.implicit - said.through if n in self.names}
+        return hidden | (m.implicit - said.through)
 
     def _metadata(self, said: _Said, names: frozenset[str]) -> bool:
         """Whether code that mentions ``said`` reads the installed metadata by its module's

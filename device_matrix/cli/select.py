@@ -321,7 +321,7 @@ def foreign_writes(root: Path, test_map: TestMap, changed: Sequence[str]) -> str
         old, new = _versions(root, test_map.commit, path)
         if old is None or new is None:
             continue  # not read: the file's other rules hold
-        write = namereads.foreign_write(old, new)
+        write = namereads.foreign_write(old, new, internal)
         if write is not None:
             return (
                 f"{path} writes into another module's state when it is imported ({write}): every test "

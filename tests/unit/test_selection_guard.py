@@ -46,7 +46,7 @@ def test_a_guard_that_is_no_main_guard_runs_at_import() -> None:
 def test_a_call_under_the_main_guard_is_no_write_of_the_process_s_state_at_import() -> None:
     internal = lambda name: name == "tool"  # noqa: E731
     assert namereads.process_write(TOOL, WRITES, internal) is None
-    assert namereads.foreign_write(TOOL, TOOL.replace("print(run())", "os.environ['X'] = '1'")) is None
+    assert namereads.foreign_write(TOOL, TOOL.replace("print(run())", "os.environ['X'] = '1'"), internal) is None
     # the same call outside the guard still is one
     assert namereads.process_write(TOOL, WRITES + "os.environ.setdefault('Y', '1')\n", internal) is not None
 

@@ -77,7 +77,7 @@ def test_a_doctest_example_still_reads_a_name_and_prose_does_not() -> None:
 
 
 def test_a_bare_scope_dunder_is_the_module_s_or_class_s_own() -> None:
-    m = namereads._module("pkg/m.py", ast.parse("class C:\n    x = wrap(__doc__)\n"), "")
+    m = namereads._module("pkg/m.py", ast.parse("class C:\n    x = wrap(__doc__)\n"), "", bool)
     assert m is not None and {"__doc__", "__name__", "__module__", "__qualname__"} <= m.implicit
-    assigned = namereads._module("pkg/m.py", ast.parse("__doc__ = make()\n"), "")
+    assigned = namereads._module("pkg/m.py", ast.parse("__doc__ = make()\n"), "", bool)
     assert assigned is not None and "__doc__" not in assigned.implicit  # bound by its own statement

@@ -4,6 +4,8 @@ filesize.py, which imports i18n's ``_gettext as _`` as every sibling module does
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from device_matrix.changes import namereads
 from tests.unit.test_selection_reads import _names, _readers
 
@@ -136,3 +138,112 @@ def test_an_added_import_of_a_module_whose_import_calls_the_project_s_code_is_no
     assert _readers(quiet, {}, "from pkg import store\n" + CONSTS) == set()
     loud = {**sources, "pkg/store.py": "from pkg.locks import Lock\n\n_LOCK = Lock()\n"}
     assert _readers(loud, {}, "from pkg import store\n" + CONSTS) is None
+
+
+def test_a_project_package_named_as_a_standard_module_is_the_project_s() -> None:
+    # a package named ``profile``, as the standard library's profiler is: its ``field``
+    # registers what it is handed, and is no dataclasses.field
+    old = "from profile.registry import field\n\nTIMEOUT = field('timeout', 30)\n"
+    new = old.replace("30", "60")
+
+    def names(internal: Callable[[str], bool]) -> frozenset[str] | None:
+        change = namereads.changed_names(old, new, internal)
+        return None if change is None else change.names
+
+    assert names(lambda name: name.split(".", 1)[0] == "profile") is None
+    assert names(lambda name: False) == {"TIMEOUT"}  # the standard library's, where no file is
+
+
+def test_a_dunder_a_module_imports_is_no_implicit_one() -> None:
+    # #40: cli.py takes _usage.py's __doc__, made from a changed constant
+    cli = '"""placeholder"""\nfrom pkg._usage import __doc__\n\n\ndef usage():\n    return __doc__\n'
+    module = namereads._module("pkg/cli.py", namereads.ast.parse(cli), cli, bool)
+    assert module is not None and "__doc__" not in module.implicit and "__name__" in module.implicit
+    sources = {
+        "pkg/consts.py": CONSTS,
+        "pkg/_usage.py": "from pkg.consts import LABEL\n\n__doc__ = 'usage (%s)' % LABEL\n",
+        "pkg/cli.py": cli,
+    }
+    ran = {"tests/test_cli.py::test_usage": {"pkg/cli.py": ("usage",)}}
+    assert _readers(sources, ran, CONSTS.replace("'a'", "'b'")) == {"tests/test_cli.py::test_usage"}
+
+
+def test_a_test_that_runs_doctests_runs_for_an_example_naming_a_changed_name() -> None:
+    orders = (
+        "from pkg.consts import LABEL\n\n\nclass Order:\n"
+        '    """An order.\n\n    >>> Order().label == LABEL\n    True\n    """\n\n    label = "x"\n'
+    )
+    runner = "import doctest\n\nimport pkg.orders\n\n\ndef test_doctests():\n"
+    runner += "    assert not doctest.testmod(pkg.orders).failed\n"
+    sources = {"pkg/consts.py": CONSTS, "pkg/orders.py": orders, "tests/test_docs.py": runner}
+    ran = {"tests/test_docs.py::test_doctests": {"tests/test_docs.py": ("test_doctests",)}}
+    assert _readers(sources, ran, CONSTS.replace("'a'", "'b'")) == {"tests/test_docs.py::test_doctests"}
+    # prose naming it runs no test that runs doctests
+    prose = orders.replace(">>> Order().label == LABEL\n    True\n", "Labelled as LABEL says.\n")
+    assert _readers({**sources, "pkg/orders.py": prose}, ran, CONSTS.replace("'a'", "'b'")) == set()
+
+
+def _foreign(text: str, project: str = "pkg") -> frozenset[str]:
+    return namereads._foreign(namereads.ast.parse(text), lambda name: name.split(".", 1)[0] == project)
+
+
+def test_the_names_no_call_is_a_value_by_are_the_module_s_own_and_packages() -> None:
+    assert namereads._foreign(None, bool) == {namereads.ANY}  # not Python: any
+    assert _foreign("import os.path\nimport json as j\nfrom threading import Lock\n") == frozenset()
+    assert _foreign("import pkg.sub\nimport attrs as a\nfrom attrs import field\n") == {"pkg", "a", "field"}
+    assert _foreign("from . import helpers\nfrom .x import y as z\n") == {"helpers", "z"}
+    assert _foreign("from pkg.sub import *\n") == {namereads.ANY}
+    assert _foreign("from os.path import *\n") == frozenset()  # the standard library's star
+    # what the module binds after its imports, in any statement at module level
+    assert _foreign("import os\n\n\ndef f():\n    pass\n\n\nclass C:\n    pass\n\n\nX = 1\n") == {"f", "C", "X"}
+    assert _foreign("if X:\n    from attrs import define\n") == {"define"}
+    assert _foreign("def f():\n    global G\n    G = 1\n") == {"f", "G"}
+    # a project package bearing a standard module's name is the project's
+    assert _foreign("from profile import field\n", project="profile") == {"field"}
+    nothing = lambda name: False  # noqa: E731
+    assert not namereads._unknown("os.path", nothing) and namereads._unknown("os.path", lambda name: True)
+    assert namereads._unknown("attrs.validators", nothing) and not namereads._unknown("xml.etree.ElementTree", nothing)
+
+
+def test_what_a_module_s_own_imports_bind_is_told_in_every_statement_shape() -> None:
+    def own(text: str) -> frozenset[str]:
+        return namereads._own_imports(namereads.ast.parse(text), text)
+
+    assert own("from a import b, c\nmatch x:\n    case {**b}:\n        pass\n") == {"c"}
+    assert own("from a import b, c\n\n\ndef f():\n    from x import b\n    from y import c\n") == frozenset()
+    assert own("from a import *\nfrom b import c\n") == frozenset()
+
+
+def test_a_module_s_own_type_checking_flag_is_bound_once_and_read_any_number_of_times() -> None:
+    flag = "TYPE_CHECKING = False\nif TYPE_CHECKING:\n    import json\nif TYPE_CHECKING:\n    import csv\n"
+    assert namereads._bound_once(namereads.ast.parse(flag), "TYPE_CHECKING")
+    other = flag + "\n\ndef f():\n    global OTHER\n    OTHER = 1\n"
+    assert namereads._bound_once(namereads.ast.parse(other), "TYPE_CHECKING")
+    assert not namereads._bound_once(namereads.ast.parse(flag + "TYPE_CHECKING = True\n"), "TYPE_CHECKING")
+
+
+def test_a_relative_import_of_several_names_takes_each_from_where_it_is_bound() -> None:
+    relative = "from .consts import OTHER, LABEL\n\n\n" + SHOW
+    assert _other(relative) == {"tests/test_o.py::t"}
+    elsewhere = "from .words import LABEL\n\n\n" + SHOW
+    assert _other(elsewhere) == set()
+
+
+def test_a_name_only_stored_is_no_read_and_one_added_to_is() -> None:
+    def bound(text: str) -> frozenset[str]:
+        return namereads._mentions([namereads.ast.parse(text)], ()).bound
+
+    assert "X" not in bound("X = 1\n") and "X" in bound("X += 1\n") and "X" in bound("Y = X\n")
+    assert "X" not in bound("for X in Y:\n    pass\n") and "X" not in bound("del X\n")
+
+
+def test_a_module_that_may_bind_names_by_a_computed_one_is_opaque() -> None:
+    for text in (
+        "globals()['A'] = 1",
+        "__dict__['A'] = 1",
+        "setattr(m, 'A', 1)",
+        "def __getattr__(n): ...",
+        "from a import *",
+    ):
+        assert namereads._opaque(text), text
+    assert not namereads._opaque("from a import b\nX = b\n")
