@@ -336,3 +336,25 @@ def test_a_text_file_of_doctests_that_names_a_changed_constant_runs(tmp_path: Pa
     target.write_text(new)
     out, rec = _select(p)
     assert outcomes_of(rec) == {"test_usage.txt": "failed", "test_rate": "passed", "test_other": "deselected"}, out
+
+
+# a test that runs a module's doctests by its own code: an example reads a changed constant
+# through a class's default, running no line of the project's
+TESTMOD = {
+    "consts.py": "RATE = 2\n",
+    "orders.py": (
+        "from consts import RATE\n\n\nclass Order:\n"
+        '    """An order.\n\n    >>> Order.rate\n    2\n    """\n\n    rate = RATE\n'
+    ),
+    "test_docs.py": (
+        "import doctest\n\nimport orders\n\n\ndef test_docs():\n    assert not doctest.testmod(orders).failed\n"
+    ),
+    "test_other.py": OTHER,
+}
+
+
+def test_a_test_that_runs_doctests_whose_example_names_a_changed_constant_runs(tmp_path: Path) -> None:
+    p = recorded_git_project(tmp_path, TESTMOD)
+    (p.root / MINE / "consts.py").write_text("RATE = 3\n")
+    out, rec = _select(p)
+    assert outcomes_of(rec) == {"test_docs": "failed", "test_other": "deselected"}, out
