@@ -337,7 +337,7 @@ def _foreign(tree: ast.Module | None, internal: Callable[[str], bool]) -> frozen
             continue
         if isinstance(node, ast.ImportFrom):
             if node.level or _unknown(node.module or "", internal):
-                found.update(ANY if a.name == "*" else a.asname or a.name for a in node.names)
+                found.update(a.asname or a.name for a in node.names)  # a star's name is ANY
             continue
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             found.add(node.name)

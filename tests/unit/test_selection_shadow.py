@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from device_matrix.changes import namereads
+from device_matrix.records.testmap import TestMap
 from tests.unit.test_selection_reads import _names, _readers
 
 # the changed file binds LABEL; words.py binds another LABEL; every file may import every
@@ -247,3 +248,29 @@ def test_a_module_that_may_bind_names_by_a_computed_one_is_opaque() -> None:
     ):
         assert namereads._opaque(text), text
     assert not namereads._opaque("from a import b\nX = b\n")
+
+
+def test_every_name_a_module_binds_in_any_scope() -> None:
+    text = "import os.path\nimport a.b as c\nfrom d import e\n\n\ndef f():\n    global g\n\n\nclass H:\n    i = 1\n"
+    assert namereads._bound_anywhere(namereads.ast.parse(text)) == {"os", "c", "e", "f", "g", "H", "i"}
+
+
+def test_the_project_s_module_names_are_its_folders_and_python_files() -> None:
+    parsed = namereads.Parsed({"src/pkg/mod.py": "", "tools/run.py": ""})
+    assert parsed.internal("pkg.mod") and parsed.internal("mod.sub") and parsed.internal("run")
+    assert not parsed.internal("json") and not parsed.internal("py")
+
+
+def test_the_tests_that_run_doctests_by_their_own_code() -> None:
+    sources = {
+        "tests/test_docs.py": "import doctest\n",
+        "tests/sub/conftest.py": "import doctest\n",
+        "tests/test_plain.py": "def test_p():\n    pass\n",
+        "pkg/tool.py": "import doctest\n",  # not a test file: it runs no test
+    }
+    tests = ["tests/test_docs.py::TestDocs::test_d", "tests/sub/test_s.py::test_s", "tests/test_plain.py::test_p"]
+    m = TestMap("cpu", "a" * 40, "2026-12-01T00:00:00+00:00", {n: frozenset() for n in tests}, {}, {})
+    found = namereads._doctests({"pkg/b.py", "pkg/a.py"}, namereads.Parsed(sources), m, lambda f: "/test_" in f)
+    why = "it runs doctests, and an example in pkg/a.py names a name the change binds anew"
+    assert found == {"tests/test_docs.py::TestDocs::test_d": why, "tests/sub/test_s.py::test_s": why}
+    assert namereads._doctests(set(), namereads.Parsed(sources), m, lambda f: True) == {}
