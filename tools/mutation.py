@@ -130,14 +130,17 @@ def split_diff(diff: str) -> tuple[str, str]:
 
 
 def load_equivalents(path: Path) -> list[Equivalent]:
-    if not path.is_file():
-        return []
-    data = tomllib.loads(path.read_text())
+    return parse_equivalents(path.read_text(), str(path)) if path.is_file() else []
+
+
+def parse_equivalents(text: str, where: str) -> list[Equivalent]:
+    """The entries of an equivalents file's ``text`` (``where``: its name, for the error)."""
+    data = tomllib.loads(text)
     out = []
     for i, entry in enumerate(data.get("mutant", [])):
         missing = {"module", "function", "line", "mutated", "reason"} - set(entry)
         if missing or not str(entry.get("reason", "")).strip():
-            raise SystemExit(f"ERROR: {path} entry {i + 1} needs module, function, line, mutated and a reason")
+            raise SystemExit(f"ERROR: {where} entry {i + 1} needs module, function, line, mutated and a reason")
         out.append(
             Equivalent(
                 entry["module"],
@@ -253,8 +256,8 @@ def read_results(
         os.chdir(here)
         reset_config()
     errors = []
-    mine = [e for e in equivalents if e.module == module.path]
-    for eq in (e for e in mine if not module.functions or e.function in module.functions):
+    told = [e for e in equivalents if e.module == module.path]
+    for eq in (e for e in told if not module.functions or e.function in module.functions):
         hits = [m for m in mutants if m.function == eq.function and m.removed == eq.line and m.added == eq.mutated]
         if not hits:
             errors.append(f"equivalent entry matches no mutant (stale?): {eq.function}: {eq.mutated!r}")
@@ -277,12 +280,17 @@ def changed_modules(modules: list[Module], base: str, equivalents_file: str) -> 
     (:func:`touched_functions`) or whose equivalent entries changed; every one where a
     mapped test file lost or changed a line, or is new. Tests only added to can only kill
     more: a module whose source and entries are unchanged is left out then."""
-    changed = set(_git("diff", "--name-only", base, "--").split())
-    changed |= set(_git("ls-files", "--others", "--exclude-standard").split())
+    # each changed file, with whether the change removes or changes a line of it (not only adds)
+    removes: dict[str, bool] = {}
+    for line in _git("diff", "--numstat", "--no-renames", base, "--").splitlines():
+        _, deleted, path = line.split("\t", 2)
+        removes[path] = deleted != "0"  # "-": a binary file
+    changed = set(removes) | set(_git("ls-files", "--others", "--exclude-standard").split())
+    at_base = set(_git("ls-tree", "-r", "--name-only", base).splitlines())
     entries = _entries_changed(base, equivalents_file) if equivalents_file in changed else set()
     picked = []
     for m in modules:
-        if m.path not in _tracked(base, m.path) or any(t in changed and _removes(base, t) for t in m.tests):
+        if m.path not in at_base or any(removes.get(t, False) for t in m.tests):
             picked.append(m)
             continue
         functions = {f for path, f in entries if path == m.path}
@@ -295,20 +303,13 @@ def changed_modules(modules: list[Module], base: str, equivalents_file: str) -> 
     return picked
 
 
-def _tracked(base: str, path: str) -> set[str]:
-    """`{path}` when `base` has the file, else nothing (a new file is every function's)."""
-    return set(_git("ls-tree", "--name-only", base, "--", path).split())
-
-
 def _entries_changed(base: str, equivalents_file: str) -> set[tuple[str, str]]:
     """(module, function) of each equivalent entry added, removed or changed against `base`."""
-    was = ROOT / "build" / "mutation" / "equivalents-at-base.toml"
-    was.parent.mkdir(parents=True, exist_ok=True)
     shown = subprocess.run(
         ["git", "show", f"{base}:{equivalents_file}"], cwd=ROOT, capture_output=True, text=True, check=False
     )
-    was.write_text(shown.stdout if shown.returncode == 0 else "")
-    before, after = set(load_equivalents(was)), set(load_equivalents(ROOT / equivalents_file))
+    was = parse_equivalents(shown.stdout if shown.returncode == 0 else "", f"{base}:{equivalents_file}")
+    before, after = set(was), set(load_equivalents(ROOT / equivalents_file))
     return {(e.module, e.function) for e in before ^ after}
 
 
@@ -317,14 +318,6 @@ def _git(*args: str) -> str:
     if proc.returncode != 0:
         raise SystemExit(f"ERROR: git {' '.join(args)} failed: {proc.stderr.strip()}\nTIP: --changed BASE_REF")
     return proc.stdout
-
-
-def _removes(base: str, path: str) -> bool:
-    """Whether the change to `path` against `base` removes or changes a line (not only adds)."""
-    return any(
-        line.startswith("-") and not line.startswith("---")
-        for line in _git("diff", "-U0", base, "--", path).splitlines()
-    )
 
 
 def added_lines(diff: str) -> set[int]:
