@@ -329,24 +329,28 @@ def _foreign(tree: ast.Module | None, internal: Callable[[str], bool]) -> frozen
     if tree is None:
         return frozenset({ANY})
     found: set[str] = set()
+    for node in _module_scope(tree):
+        if isinstance(node, ast.Import):
+            found.update((a.asname or a.name).split(".")[0] for a in node.names if _unknown(a.name, internal))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level or _unknown(node.module or "", internal):
+                found.update(a.asname or a.name for a in node.names)  # a star's name is ANY
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(node.name)
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            found.add(node.id)
+    found.update(n for node in ast.walk(tree) if isinstance(node, (ast.Global, ast.Nonlocal)) for n in node.names)
+    return frozenset(found)
+
+
+def _module_scope(tree: ast.Module) -> Iterator[ast.AST]:
+    """Every node of the module's own scope: a def or a class itself, none of what it holds."""
     stack: list[ast.AST] = list(tree.body)
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.Import):
-            found.update((a.asname or a.name).split(".")[0] for a in node.names if _unknown(a.name, internal))
-            continue
-        if isinstance(node, ast.ImportFrom):
-            if node.level or _unknown(node.module or "", internal):
-                found.update(a.asname or a.name for a in node.names)  # a star's name is ANY
-            continue
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            found.add(node.name)
-            continue
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            found.add(node.id)
-        stack.extend(ast.iter_child_nodes(node))
-    found.update(n for node in ast.walk(tree) if isinstance(node, (ast.Global, ast.Nonlocal)) for n in node.names)
-    return frozenset(found)
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
 
 
 def _unknown(module: str, internal: Callable[[str], bool]) -> bool:
@@ -508,11 +512,10 @@ def _said(walked: Iterable[ast.AST], aliases: Collection[str]) -> _Said:
             loose.add(sub.arg)
         elif isinstance(sub, ast.alias):
             bound.update((sub.asname or sub.name).split("."), sub.name.split("."))
+        elif isinstance(sub, ast.Constant) and isinstance(sub.value, str) and id(sub) in docs:
+            doc.update(_doc_words(sub.value))
         elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
-            # "{0.RATE}", "c.RATE" in a program's text
-            (doc if id(sub) in docs else loose).update(
-                _doc_words(sub.value) if id(sub) in docs else WORD_RE.findall(sub.value)
-            )
+            loose.update(WORD_RE.findall(sub.value))  # "{0.RATE}", "c.RATE" in a program's text
         elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             bound.add(sub.name)
     return _Said(frozenset(bound), frozenset(loose | doc), frozenset(through), frozenset(doc - loose))
@@ -1306,19 +1309,15 @@ def _own_imports(tree: ast.Module, text: str) -> frozenset[str]:
                 return frozenset()
             imported |= _binds(stmt) or frozenset()
             top.add(id(stmt))
-    stack: list[ast.AST] = list(tree.body)  # an import's aliases are no names it stores
-    while stack:
-        node = stack.pop()
+    for node in _module_scope(tree):  # an import's aliases are no names it stores
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             other.add(node.name)  # its body's names are its own
-            continue
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             other.add(node.id)
         elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
             other.add(node.name)
         elif isinstance(node, ast.MatchMapping) and node.rest:
             other.add(node.rest)
-        stack.extend(ast.iter_child_nodes(node))
     for node in ast.walk(tree):
         if isinstance(node, (ast.Global, ast.Nonlocal)):
             other.update(node.names)

@@ -427,9 +427,11 @@ def _naming(root: Path, test_map: TestMap, changed: Collection[str]) -> Callable
         found: dict[str, str] = {}
         # a text file of doctests (pytest's test*.txt, --doctest-glob): its examples are the
         # test's code, read by pytest at collection, outside every test
+        own_files = {n.split("::", 1)[0] for n in test_map.tests}
+        naming_examples = {f for f in own_files if not f.endswith(".py") and word.search(text(f))}
         for nodeid in sorted(test_map.tests):
             own = nodeid.split("::", 1)[0]
-            if not own.endswith(".py") and word.search(text(own)):
+            if own in naming_examples:
                 found[nodeid] = f"its examples in {own} name a name the change binds anew"
         if test_map.reads is None:
             return found
