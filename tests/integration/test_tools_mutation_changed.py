@@ -77,3 +77,15 @@ def test_changed_mutates_a_new_module_whole_and_the_functions_of_changed_equival
     assert _picked("HEAD~1") == {"pkg/m.py": ["top"]}
     with pytest.raises(SystemExit, match="TIP: --changed BASE_REF"):
         _picked("no-such-ref")
+
+
+def test_ci_mutates_from_a_commit_this_one_descends_from() -> None:
+    """.ci/run hands `.ci/mutation-base` to --changed: a full commit id this checkout descends
+    from (a typo or a rewritten history would fail CI's gate instead of checking less)."""
+    root = Path(__file__).resolve().parents[2]
+    base = (root / ".ci" / "mutation-base").read_text().strip()
+    assert len(base) == 40 and all(c in "0123456789abcdef" for c in base), base
+    if not (root / ".git").exists():
+        pytest.skip("not a git checkout: the ancestry is checked by .ci/run itself")
+    ancestry = subprocess.run(["git", "merge-base", "--is-ancestor", base, "HEAD"], cwd=root, check=False)
+    assert ancestry.returncode == 0, f"{base} is not an ancestor of HEAD: write main's commit into .ci/mutation-base"
