@@ -52,6 +52,7 @@ from __future__ import annotations
 import ast
 import configparser
 import fnmatch
+import glob
 import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -920,11 +921,61 @@ def _narrowed(test_map: TestMap | None, functions: Mapping[str, Spans]) -> dict[
 
 def rules_of(cfg: Config) -> Rules:
     """The project's rules from its configuration; the project's own device-matrix files
-    (its disable list, its ledger's seed) always run every test when they change."""
+    (its disable list, its ledger's seed) and what its install commands name
+    (:func:`install_inputs`) always run every test when they change."""
     root = cfg.project_root
     own = [cfg.disable_list.relative_to(root).as_posix()] if cfg.disable_list.is_relative_to(root) else []
     return Rules(
         max_age=timedelta(days=cfg.select_map_max_age_days),
-        full=(*cfg.select_full, *own, cfg.tracker.ledger_seed),
+        full=(*cfg.select_full, *own, cfg.tracker.ledger_seed, *install_inputs(cfg)),
         ignore=cfg.select_ignore,
     )
+
+
+# pip's options whose value is a file or a folder to install from
+PATH_OPTIONS = ("-r", "--requirement", "-c", "--constraint", "-e", "--editable")
+
+
+def install_inputs(cfg: Config) -> tuple[str, ...]:
+    """#40: patterns of the project's files its install commands name (``project_install``,
+    each row's ``install`` and ``install_args``): a requirements or constraints file and what
+    it names in turn, a folder or a wheel installed from; not the project's own folder,
+    which the map follows. What is installed changes with them, whatever their names."""
+    root = cfg.project_root.resolve()
+    tokens = [t for step in cfg.project_install for t in step]
+    tokens += [t for row in cfg.rows.values() for t in (*row.install, *row.install_args)]
+    todo = [(root / p).resolve() for p in _named_paths(tokens)]
+    found: dict[str, str] = {}
+    while todo:
+        path = todo.pop()
+        if path == root or not path.is_relative_to(root):
+            continue
+        rel = path.relative_to(root).as_posix()
+        if rel in found:
+            continue
+        found[rel] = glob.escape(rel) + ("/*" if path.is_dir() else "")
+        if path.is_file():
+            try:
+                lines = path.read_text("utf-8", errors="replace").splitlines()
+            except OSError:
+                continue
+            words = [w for line in lines for w in line.split("#", 1)[0].split()]
+            todo += [(path.parent / p).resolve() for p in _named_paths(words)]
+    return tuple(found.values())
+
+
+def _named_paths(tokens: Sequence[str]) -> list[str]:
+    """The local paths among pip's arguments or a requirements file's words: an option's
+    value (``-r FILE``, ``-rFILE``, ``--constraint=FILE``) or a path written as one (``./x``,
+    ``../x``, ``dir/x.whl``), not a URL or a requirement."""
+    found: list[str] = []
+    for i, token in enumerate(tokens):
+        if token in PATH_OPTIONS:
+            found += tokens[i + 1 : i + 2]
+        elif token.startswith("--") and "=" in token and token.split("=", 1)[0] in PATH_OPTIONS:
+            found.append(token.split("=", 1)[1])
+        elif token[:2] in ("-r", "-c", "-e") and len(token) > 2 and not token.startswith("--"):
+            found.append(token[2:])
+        elif not token.startswith("-") and "://" not in token and (token.startswith(".") or "/" in token):
+            found.append(token)
+    return found

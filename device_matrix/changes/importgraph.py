@@ -17,8 +17,9 @@ Use::
 What counts, wherever it is written (a function's body too: it runs when called):
 ``import a.b``, ``from a import b`` (``b`` a module or a name), relative imports,
 ``from a import *`` (a package's submodules too), a name written out where a module is
-imported by name (``importlib.import_module("a.b")``, ``__import__``,
-``pytest.importorskip``), a dotted name in a string (``mock.patch("a.b.X")`` imports
+imported or asked for by name (``importlib.import_module("a.b")``, ``__import__``,
+``pytest.importorskip``, ``importlib.util.find_spec``, ``pkgutil.resolve_name("a.b:C")``,
+``pydoc.locate``), a dotted name in a string (``mock.patch("a.b.X")`` imports
 ``a.b``), ``pytest_plugins`` (a plugin: every test). A file imports the ``__init__.py``
 of each folder above it (a package's import runs them first).
 
@@ -42,8 +43,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TypeGuard
 
-# a module imported by the name given as the call's first argument
-BY_NAME = frozenset({"import_module", "__import__", "importorskip"})
+# a module imported (or asked for: ``find_spec``) by the name given as the call's first argument
+BY_NAME = frozenset({"import_module", "__import__", "importorskip", "find_spec", "find_loader", "get_loader"})
+# #40: an object imported by a dotted name, its module the name's longest part that is one
+# (``pkgutil.resolve_name("a.b:C")``, ``pydoc.locate("a.b.C")``, frameworks' ``import_string``)
+BY_OBJECT_NAME = frozenset({"resolve_name", "locate", "import_string"})
 # code loaded from a path, a spec, an entry point or a string: what it imports is unknown
 LOADERS = frozenset(
     {
@@ -215,10 +219,13 @@ class _File:
 
     def call(self, node: ast.Call, bodies: list[tuple[int, int]]) -> None:
         name = _call_name(node)
-        if name in BY_NAME:
+        if name in BY_NAME or name in BY_OBJECT_NAME:
             arg = node.args[0] if node.args else None
             if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and not arg.value.startswith("."):
-                self.absolute(arg.value)
+                if name in BY_NAME:
+                    self.absolute(arg.value)
+                else:
+                    self.string(arg.value.split(":", 1)[0])
             else:
                 self.unknown = self.unknown or f"imports a module by a name it computes ({name})"
                 self._where(node, bodies)
@@ -318,6 +325,27 @@ def _read(path: str, text: str | bytes | None, index: _Index) -> _File:
         return f
     f.read(tree)
     return f
+
+
+def imported_anew(graph: Graph, path: str, old: str | bytes | None, new: str | bytes | None) -> frozenset[str]:
+    """#40: the project's files whose import a change of ``path`` (``old`` to ``new``) may run
+    where it did not before: those reachable from what ``new`` imports and not from what
+    ``old`` did (the rest of the project as ``graph`` has it)."""
+    index = _Index([*graph.imports, path])
+    before, after = _read(path, old, index).targets, _read(path, new, index).targets
+    if not after - before:
+        return frozenset()
+    return frozenset(_reach(graph, after) - _reach(graph, before) - {path})
+
+
+def _reach(graph: Graph, start: Iterable[str]) -> set[str]:
+    seen, todo = set(start), list(start)
+    while todo:
+        for target in graph.imports.get(todo.pop(), frozenset()):
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
 
 
 def build(

@@ -534,16 +534,31 @@ def _doc_words(text: str) -> list[str]:
     return found + [w for field in FIELD_RE.findall(text) for w in WORD_RE.findall(field)]
 
 
+# #40: functions of the standard library that change the object handed as their first
+# argument (``bisect.insort(_TIERS, v)`` keeps ``v`` in ``_TIERS``, as ``_TIERS.append(v)``)
+MUTATING_CALLS = frozenset(
+    {"insort", "insort_left", "insort_right", "heappush", "heappushpop", "heapreplace", "heapify"}
+    | {"setitem", "delitem", "iadd", "iconcat", "ior", "iand", "ixor", "isub", "imul"}
+    | {"setattr", "delattr", "shuffle", "update_wrapper"}
+)
+
+
 def _writes(fn: Function) -> frozenset[str]:
     """The names whose object ``fn`` may change: ``global`` ones, and the bases of what it
-    assigns into (``_STATE[k] = ...``, ``CACHE.x = ...``) or calls a method of (``SEEN.add(x)``,
-    ``REG.items.append(x)``)."""
+    assigns into (``_STATE[k] = ...``, ``CACHE.x = ...``), calls a method of (``SEEN.add(x)``,
+    ``REG.items.append(x)``) or hands first to a function that changes it
+    (``bisect.insort(_TIERS, x)``: :data:`MUTATING_CALLS`)."""
     found: set[str] = set()
     for sub in ast.walk(fn):
         if isinstance(sub, ast.Global):
             found.update(sub.names)
         elif isinstance(sub, (ast.Subscript, ast.Attribute)) and isinstance(sub.ctx, (ast.Store, ast.Del)):
             base, _ = _stored_into(sub)
+            if isinstance(base, ast.Name):
+                found.add(base.id)
+        elif isinstance(sub, ast.Call) and _name(sub) in MUTATING_CALLS and sub.args:
+            first = sub.args[0]
+            base = _stored_into(first)[0] if isinstance(first, (ast.Attribute, ast.Subscript)) else first
             if isinstance(base, ast.Name):
                 found.add(base.id)
         elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute):
@@ -679,10 +694,13 @@ def _stores(fn: Function, own: Collection[str] = ()) -> tuple[frozenset[str] | N
 
 def _handed_to(call: ast.Call) -> tuple[list[ast.expr], list[str]]:
     """What ``call`` may keep its arguments in: the object of a method (``obj`` of ``obj.m(v)``,
-    ``super()`` of ``super().m(v)``), and the first argument of ``setattr`` or of a special
-    method called through a type (``object.__setattr__(obj, "n", v)``, ``dict.__setitem__(obj,
-    k, v)``: #40), with the name it stores on there (``n``) when written out."""
+    ``super()`` of ``super().m(v)``), and the first argument of a function that changes it
+    (:data:`MUTATING_CALLS`), of ``setattr`` or of a special method called through a type
+    (``object.__setattr__(obj, "n", v)``, ``dict.__setitem__(obj, k, v)``: #40), with the name
+    it stores on there (``n``) when written out."""
     objects = [call.func.value] if isinstance(call.func, ast.Attribute) else []
+    if _name(call) in MUTATING_CALLS - {"setattr"} and call.args:
+        return [*objects, call.args[0]], []  # ``heapq.heappush(heap, v)``: kept in ``heap``
     if _name(call) != "setattr" and not (objects and _special([_name(call)], member=True)):
         return objects, []
     names = [a.value for a in call.args[1:2] if isinstance(a, ast.Constant) and isinstance(a.value, str)]
@@ -818,7 +836,20 @@ def changed_names(old: str, new: str, internal: Callable[[str], bool], package: 
                 return None  # a member of a class made by more than its statement (a metaclass)
     if not names and not bodies:
         return None
+    if names and (_reads_by_computed_name(old_tree) or _reads_by_computed_name(new_tree)):
+        return None  # #40: what its import made from every name (globals(), dir()) changed too
     return Change(frozenset(names), tuple(bodies), tuple(modules))
+
+
+def _reads_by_computed_name(tree: ast.Module) -> bool:
+    """Whether the module's import reads names by a computed one (:func:`_dynamic`): its own
+    scope, with each def's and class's header (:func:`_header`), not their bodies."""
+    walked: list[ast.AST] = []
+    for node in _module_scope(tree):
+        walked.append(node)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            walked += [n for part in _header(node) for n in ast.walk(part)]
+    return _dynamic(walked)
 
 
 # bases that do nothing when a class is made from them (no registry, no metaclass of the project's)

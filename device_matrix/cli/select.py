@@ -10,6 +10,7 @@ failed or were skipped lately on the base branch or in this pull request, from t
 from __future__ import annotations
 
 import argparse
+import ast
 import configparser
 import contextlib
 import functools
@@ -291,7 +292,7 @@ def change_plan(
     # #40: a file that runs every test by a rule of its own (setup.py, the build; a module no
     # test of the map ran) says so, not that its import may write the process's state
     imported = [f for f in changed if not runs_all_alone(f, found, rules)]
-    foreign = foreign_writes(root, found, imported) if root is not None and found.commit else None
+    foreign = foreign_writes(root, found, imported, graph) if root is not None and found.commit else None
     foreign = foreign or unnamed
     return plan(
         found,
@@ -312,28 +313,68 @@ def change_plan(
     )
 
 
-def foreign_writes(root: Path, test_map: TestMap, changed: Sequence[str]) -> str | None:
+def foreign_writes(
+    root: Path, test_map: TestMap, changed: Sequence[str], graph: importgraph.Graph | None = None
+) -> str | None:
     """Why every test runs when a changed Python file writes, at import, into what is not its
-    own (:func:`device_matrix.changes.namereads.foreign_write`); None when none does (#34)."""
+    own (:func:`device_matrix.changes.namereads.foreign_write`) or may write the process's
+    state, or imports anew a module of the project whose import does (#40: the module is
+    unchanged, but its import now runs in the process); None when none does (#34)."""
     assert test_map.commit is not None
     internal = _internal(root)
     for path in [f for f in changed if f.endswith(".py")][:MAX_FOLLOWED]:
         old, new = _versions(root, test_map.commit, path)
         if old is None or new is None:
             continue  # not read: the file's other rules hold
-        write = namereads.foreign_write(old, new, internal)
-        if write is not None:
-            return (
-                f"{path} writes into another module's state when it is imported ({write}): every test "
-                "module is imported before the first test runs"
-            )
-        call = namereads.process_write(old, new, internal)
-        if call is not None:
-            return (
-                f"{path} may write the process's state when it is imported ({call}): every test "
-                "runs in the process that imported it"
-            )
+        why = _writes_at_import(path, old, new, internal)
+        if why is None and graph is not None:
+            why = _imports_a_writer(root, graph, path, old, new, internal=internal)
+        elif why is None and _imports(old) != _imports(new):
+            why = f"{path} changes what it imports, and the project's imports cannot be listed"
+        if why is not None:
+            return why
     return None
+
+
+def _writes_at_import(path: str, old: str, new: str, internal: Callable[[str], bool]) -> str | None:
+    write = namereads.foreign_write(old, new, internal)
+    if write is not None:
+        return (
+            f"{path} writes into another module's state when it is imported ({write}): every test "
+            "module is imported before the first test runs"
+        )
+    call = namereads.process_write(old, new, internal)
+    if call is not None:
+        return (
+            f"{path} may write the process's state when it is imported ({call}): every test "
+            "runs in the process that imported it"
+        )
+    return None
+
+
+def _imports_a_writer(
+    root: Path, graph: importgraph.Graph, path: str, old: str, new: str, *, internal: Callable[[str], bool]
+) -> str | None:
+    """#40: why every test runs when ``path``'s change imports anew a module whose import
+    writes what every test shares (the module unchanged: its whole import is new here)."""
+    for module in sorted(importgraph.imported_anew(graph, path, old, new)):
+        try:
+            text = (root / module).read_text("utf-8")
+        except (OSError, UnicodeDecodeError):
+            return f"{path} now imports {module}, which cannot be read"
+        why = _writes_at_import(module, "", text, internal)
+        if why is not None:
+            return f"{path} now imports {module}: {why}"
+    return None
+
+
+def _imports(text: str) -> list[str]:
+    """The import statements of ``text`` (any that do not parse: the text itself)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return [text]
+    return [ast.dump(n) for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
 
 
 def _internal(root: Path) -> Callable[[str], bool]:

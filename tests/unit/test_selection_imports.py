@@ -310,3 +310,43 @@ def test_a_conftest_with_session_hooks_imports_for_every_test() -> None:
     # a conftest of fixtures alone still acts on its folder's tests only
     fixtures = {**files, "tests/unit/conftest.py": "from pkg import limits\n"}
     assert _ran(_plan(fixtures, ["pkg/limits.py"])) == {"tests/unit/test_limit.py::test_limit"}
+
+
+@pytest.mark.parametrize(
+    "lookup",
+    [
+        "pkgutil.resolve_name('pkg.consts:SCALE')",
+        "pydoc.locate('pkg.consts.SCALE')",
+        "importlib.util.find_spec('pkg.consts')",
+    ],
+)
+def test_a_module_named_to_a_lookup_by_name_is_followed(lookup: str) -> None:
+    files = {**BASE, "tests/test_look.py": f"import importlib.util, pkgutil, pydoc\n\nV = {lookup}\n"}
+    p = _plan(files, ["pkg/consts.py"])
+    assert _ran(p) == {API, CONSTS, "tests/test_look.py::test_look"}
+    assert "cannot be followed" not in p.decide("tests/test_look.py::test_look").reason
+
+
+@pytest.mark.parametrize(
+    "lookup",
+    ["pkgutil.resolve_name(f'{n}:SCALE')", "pydoc.locate(n + '.SCALE')", "importlib.util.find_spec(n)"],
+)
+def test_a_module_a_lookup_is_handed_a_computed_name_of_cannot_be_followed(lookup: str) -> None:
+    files = {**BASE, "tests/test_look.py": f"import importlib.util, pkgutil, pydoc\n\nn = 'pkg.consts'\nV = {lookup}\n"}
+    d = _plan(files, ["pkg/other.py"]).decide("tests/test_look.py::test_look")
+    assert d.run and "imports a module by a name it computes" in d.reason
+
+
+def test_what_a_change_imports_anew_is_what_it_reaches_now_and_did_not_before() -> None:
+    files = {
+        **BASE,
+        "pkg/fakes.py": "from pkg import other\n\nother.triple = len\n",
+        "pkg/more.py": "from pkg import fakes\n",
+    }
+    graph = importgraph.build(files)
+    test = files["tests/test_api.py"]
+    anew = importgraph.imported_anew(graph, "tests/test_api.py", test, "import pkg.more\n" + test)
+    assert anew == {"pkg/more.py", "pkg/fakes.py", "pkg/other.py"}  # pkg/ and pkg/api.py: reached before
+    assert importgraph.imported_anew(graph, "tests/test_api.py", test, test + "\nX = 1\n") == frozenset()
+    # an import it had before, written again: nothing new runs
+    assert importgraph.imported_anew(graph, "tests/test_api.py", test, "import pkg.api\n" + test) == frozenset()

@@ -7,6 +7,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
+import pytest
+
 from device_matrix.changes import namereads
 from device_matrix.records.testmap import TestMap
 
@@ -1021,3 +1023,23 @@ def test_what_reaches_an_object_handed_is_named_by_what_is_not_the_caller_s_own(
     assert namereads._holders(ast.parse("'s'", mode="eval").body, constant, own) is None
     mutated = _fn("def f(p):\n    x = []\n    x.append(1)\n    p.append(2)\n    G.append(3)\n    m.V[0] = 1\n").node
     assert namereads._mutated(mutated) == {("G", ""), ("m", "V")}
+
+
+@pytest.mark.parametrize(
+    "call",
+    ["bisect.insort(_T, v)", "heapq.heappush(_T, v)", "operator.setitem(_T.d, 0, v)", "setattr(_T, 'x', v)"],
+)
+def test_a_standard_function_that_changes_what_it_is_handed_first_writes_it(call: str) -> None:
+    (fn,) = ast.parse(f"def fill(v):\n    {call}\n").body
+    assert isinstance(fn, ast.FunctionDef)
+    assert namereads._writes(fn) == {"_T"}
+    # handed a parameter: kept in what the caller hands it
+    (given,) = ast.parse(f"def fill(_T, v):\n    {call}\n").body
+    assert isinstance(given, ast.FunctionDef)
+    assert namereads._stores(given)[0] is not None
+
+
+def test_a_standard_function_handed_a_module_name_but_not_first_writes_nothing() -> None:
+    (fn,) = ast.parse("def f(v):\n    return bisect.bisect(_T, v) + len(_T) + heapq.nsmallest(1, _T)[0]\n").body
+    assert isinstance(fn, ast.FunctionDef)
+    assert "_T" not in namereads._writes(fn)

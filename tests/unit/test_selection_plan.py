@@ -180,6 +180,28 @@ def test_the_project_rules_come_from_its_configuration(tmp_path: Path) -> None:
     assert selection.unmappable(["ci/off.toml", "README.md"], rules) == ["ci/off.toml"]
 
 
+def test_what_the_install_commands_name_runs_every_test_when_it_changes(tmp_path: Path) -> None:
+    # #40: a requirements file of any name, what it names in turn, a folder installed from
+    (tmp_path / "reqs").mkdir()
+    (tmp_path / "reqs" / "test.txt").write_text("pytest\n-r ../extra/more.txt  # more\n-e ../vendor/shapes_v1\n")
+    (tmp_path / "vendor" / "shapes_v1").mkdir(parents=True)
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.device-matrix]\n"
+        'project_install = [["-e", "."], ["--no-build-isolation", "-r", "reqs/test.txt"], ["-cpins.txt"]]\n'
+        "[tool.device-matrix.devices.cpu]\n"
+        'install_args = ["--constraint=cpu-pins.txt"]\ninstall = ["./wheels/v[1].whl", "numpy>=2"]\n'
+    )
+    full = selection.rules_of(config.load(tmp_path, environ={})).full
+    named = ["reqs/test.txt", "extra/more.txt", "vendor/shapes_v1/shapes.py", "pins.txt", "cpu-pins.txt"]
+    assert [f for f in named if selection.matches(f, full)] == named
+    assert selection.matches("wheels/v[1].whl", full)
+    # the project itself (-e .) is what the map follows; what no command names is not here
+    assert not any(selection.matches(f, full) for f in ["pkg/mod.py", "vendor/other/shapes.py", "wheels/v1.whl"])
+    # whatever its name, a requirements file runs every test by the packaged list
+    requirements = ["test-requirements.txt", "requirements/dev.txt", "requirements.in", "dev-requirements.in"]
+    assert all(selection.matches(f, full) for f in requirements)
+
+
 def test_left_out_lists_the_maps_tests_that_do_not_run_with_why() -> None:
     p = _plan(["src/pkg/c.py"], recent={"tests/test_b.py::test_b": "recently failing"})
     assert p.left_out() == {

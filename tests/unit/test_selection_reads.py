@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 
+import pytest
+
 from device_matrix.changes import namereads
 from device_matrix.records.testmap import TestMap
 
@@ -202,6 +204,31 @@ def test_the_changed_names_are_the_bindings_that_differ() -> None:
     # a body alone changed: no name, its lines
     body = namereads.changed_names("def f():\n    return 1\n", "def f():\n    return 2\n", bool)
     assert body is not None and body.names == frozenset() and body.bodies == ((2, 2),)
+
+
+@pytest.mark.parametrize(
+    "made",
+    [
+        "H = {n: f for n, f in globals().items()}\n",
+        "__all__ = [n for n in dir() if not n.startswith('_')]\n",
+        "@register(vars())\ndef g():\n    pass\n",
+        "class C(*vars().values()):\n    pass\n",
+    ],
+    ids=["globals", "dir", "decorator", "bases"],
+)
+def test_a_name_bound_anew_where_the_import_reads_every_name_cannot_be_told(made: str) -> None:
+    old = "def handle_a():\n    return 1\n\n\n" + made
+    new = "def handle_b():\n    return 2\n\n\n" + old
+    assert namereads.changed_names(old, new, bool) is None
+    # a body alone changed: what the lookup made holds the same function
+    body = namereads.changed_names(old, old.replace("return 1", "return 3"), bool)
+    assert body is not None and body.names == frozenset()
+
+
+def test_a_lookup_by_a_computed_name_in_a_function_s_body_leaves_the_import_told() -> None:
+    old = "def handle_a():\n    return 1\n\n\ndef table():\n    return dict(globals())\n"
+    change = namereads.changed_names(old, "def handle_b():\n    return 2\n\n\n" + old, bool)
+    assert change is not None and change.names == {"handle_b"}
 
 
 def test_an_autouse_fixture_that_reads_a_name_runs_every_test_under_it() -> None:
