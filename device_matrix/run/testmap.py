@@ -33,6 +33,9 @@ PROBE_TIMEOUT = 120.0  # seconds for the row's interpreter to import coverage (a
 PROBE = "import sys; from device_matrix.child.testmap import coverage_problem as p; sys.exit(p())"
 
 
+UNTRACKED_FILE = "untracked.json"  # the project's untracked files as the run started (#40)
+
+
 def check(run: Run) -> None:
     """Before the first test: the row's interpreter on this host has what the map needs
     (a container's image is asked with its other imports)."""
@@ -53,10 +56,17 @@ def check(run: Run) -> None:
 def clear(run: Run, *, resumed: bool) -> None:
     """The last run's map goes with its record: a run that records none leaves none behind
     to stand for its commit. A resumed run keeps it (it adds to it), and so does a run that
-    selects by changes: it records no map, and the next one selects by the same map."""
+    selects by changes: it records no map, and the next one selects by the same map. A run
+    that records one keeps the project's untracked files as it starts (:func:`write_map`)."""
     selecting = run.options.test_plan is not None and run.options.test_plan.mode == "changed"
     if not resumed and not selecting:
         (run.setup.folder.path / testmap.FILE_NAME).unlink(missing_ok=True)
+    folder = run.setup.map_parts
+    if folder is not None and not (folder / UNTRACKED_FILE).exists():  # a resumed run's: as it first started
+        # #40: the project's untracked files as the run starts (:func:`write_map`)
+        out, _ = git(run.setup.cfg.project_root, "ls-files", "-z", "--others", "--exclude-standard")
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / UNTRACKED_FILE).write_text(json.dumps(sorted(p for p in (out or "").split("\0") if p)))
 
 
 class _Parts:
@@ -141,6 +151,7 @@ def write_map(run: Run) -> testmap.TestMap | None:
             parts.add_earlier(testmap.read(target))
         except ResultsError as exc:
             run.setup.note(f"the test map of the run resumed is not kept: {exc.message}")
+    untracked = _read_untracked(folder, parts)
     if died:
         run.setup.note(
             f"the test map leaves out the tests of {died} process(es) that died with none after them "
@@ -159,6 +170,14 @@ def write_map(run: Run) -> testmap.TestMap | None:
         run.setup.note(
             "the test map names no commit: the tree had uncommitted changes to tracked files "
             "(a selection by it runs every test; record it from a committed tree)",
+        )
+    if commit is not None and untracked:
+        # #40: what a test read is not in the commit: a selection by it could not see it go or change
+        commit = None
+        run.setup.note(
+            f"the test map names no commit: its tests read untracked files ({', '.join(untracked[:3])}"
+            f"{' ...' if len(untracked) > 3 else ''}; a selection by it runs every test; commit them, "
+            "ignore them in .gitignore, or remove them before recording)",
         )
     failed = frozenset(n for n, t in run.execution.tests.results.items() if t["outcome"] in FAILING_OUTCOMES)
     recorded = parts.map(run.setup.row.name, commit, failed)
@@ -253,6 +272,18 @@ def _full_id(run: Run, commit: str | None) -> str | None:
         "(a selection by it runs every test)",
     )
     return None
+
+
+def _read_untracked(folder: Path, parts: _Parts) -> list[str]:
+    """#40: the project's files untracked as the run started that it ran or read (a test's,
+    an import's): the map measured what its commit does not hold."""
+    try:
+        listed = json.loads((folder / UNTRACKED_FILE).read_text("utf-8"))
+    except (OSError, ValueError):
+        return []
+    seen = {*parts.imports, *(f for files in parts.tests.values() for f in files)}
+    seen |= {r.rstrip("/") for rels in (parts.reads or {}).values() for r in rels}
+    return sorted(f for f in listed if isinstance(f, str) and f in seen)
 
 
 def _changed_tree(root: Path) -> bool:

@@ -164,3 +164,38 @@ def test_a_list_filled_through_a_standard_function_runs_the_tests_that_read_it(t
     target.write_text(target.read_text().replace("'silver': 50", "'silver': 500"))
     out, rec = _select(p)
     assert outcomes_of(rec) == {"test_a": "passed", "test_b": "failed", "test_other": "deselected"}, out
+
+
+# a map recorded while an untracked file of the project is what a test reads
+TEMPLATE = {
+    "tpl.py": (
+        "import os\n\nHERE = os.path.dirname(__file__)\n\n\ndef template():\n"
+        "    local = os.path.join(HERE, 'local_template.txt')\n"
+        "    path = local if os.path.exists(local) else os.path.join(HERE, 'template.txt')\n"
+        "    with open(path) as f:\n        return f.read()\n"
+    ),
+    "template.txt": "Hello {name}\n",
+    "test_tpl.py": "from tpl import template\n\n\ndef test_tpl():\n    assert '{name}' in template()\n",
+    "test_other.py": OTHER,
+}
+
+
+@pytest.mark.parametrize("untracked", ["local_template.txt", "local_settings.py"])
+def test_a_map_recorded_while_a_test_read_an_untracked_file_names_no_commit(tmp_path: Path, untracked: str) -> None:
+    from tests.builders import git_project
+
+    suite = {
+        **TEMPLATE,
+        "test_tpl.py": TEMPLATE["test_tpl.py"] + "\n\ntry:\n    import local_settings\nexcept ImportError:\n    pass\n",
+    }
+    p = git_project(tmp_path, suite)
+    (p.root / MINE / untracked).write_text("Hi {name}\n" if untracked.endswith(".txt") else "X = 1\n")
+    full = p.run("run", "--device", "fixture", "--record-map")
+    assert full.returncode == 0, full.stdout + full.stderr
+    assert "untracked" in full.stdout + full.stderr and untracked in full.stdout + full.stderr
+    (p.root / MINE / untracked).unlink()
+    template = p.root / MINE / "template.txt"
+    template.write_text("Hello\n")
+    out, rec = _select(p)
+    assert outcomes_of(rec) == {"test_tpl": "failed", "test_other": "passed"}, out
+    assert "names no commit" in str(rec["test_selection"]["full_reason"]), out
