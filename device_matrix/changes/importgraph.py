@@ -327,15 +327,32 @@ def _read(path: str, text: str | bytes | None, index: _Index) -> _File:
     return f
 
 
-def imported_anew(graph: Graph, path: str, old: str | bytes | None, new: str | bytes | None) -> frozenset[str]:
-    """#40: the project's files whose import a change of ``path`` (``old`` to ``new``) may run
-    where it did not before: those reachable from what ``new`` imports and not from what
-    ``old`` did (the rest of the project as ``graph`` has it)."""
+def imports_changed(graph: Graph, path: str, old: str | bytes | None, new: str | bytes | None) -> frozenset[str]:
+    """#40: the project's files whose import a change of ``path`` (``old`` to ``new``) may
+    run where it did not before, or no longer run, or run at another time: those reachable
+    from what it imports anew, no longer, or now at import where it did in a function (or
+    the other way), and not from an import it kept as it was (the rest of the project as
+    ``graph`` has it)."""
     index = _Index([*graph.imports, path])
-    before, after = _read(path, old, index).targets, _read(path, new, index).targets
-    if not after - before:
+    before, after = _when(path, old, index), _when(path, new, index)
+    moved = {target for target, _ in before ^ after}
+    if not moved:
         return frozenset()
-    return frozenset(_reach(graph, after) - _reach(graph, before) - {path})
+    kept = {target for target, _ in before & after}
+    return frozenset(_reach(graph, moved) - _reach(graph, kept) - {path})
+
+
+def _when(path: str, text: str | bytes | None, index: _Index) -> set[tuple[str, bool]]:
+    """The files ``text`` imports, each with whether at import (else in a function's body)."""
+    every = _read(path, text, index).targets
+    try:
+        tree = ast.parse(text or "")
+    except (SyntaxError, ValueError):
+        return {(t, True) for t in every}
+    for fn in outermost(tree):
+        fn.body = [ast.Pass()]
+    at_import = _read(path, ast.unparse(tree), index).targets
+    return {(t, t in at_import) for t in every}
 
 
 def _reach(graph: Graph, start: Iterable[str]) -> set[str]:

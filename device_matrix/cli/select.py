@@ -355,16 +355,17 @@ def _writes_at_import(path: str, old: str, new: str, internal: Callable[[str], b
 def _imports_a_writer(
     root: Path, graph: importgraph.Graph, path: str, old: str, new: str, *, internal: Callable[[str], bool]
 ) -> str | None:
-    """#40: why every test runs when ``path``'s change imports anew a module whose import
-    writes what every test shares (the module unchanged: its whole import is new here)."""
-    for module in sorted(importgraph.imported_anew(graph, path, old, new)):
+    """#40: why every test runs when ``path``'s change imports anew, no longer or at another
+    time a module whose import writes what every test shares (the module unchanged: its
+    whole import is what the change adds or takes away)."""
+    for module in sorted(importgraph.imports_changed(graph, path, old, new)):
         try:
             text = (root / module).read_text("utf-8")
         except (OSError, UnicodeDecodeError):
-            return f"{path} now imports {module}, which cannot be read"
+            return f"{path} changes whether or when it imports {module}, which cannot be read"
         why = _writes_at_import(module, "", text, internal)
         if why is not None:
-            return f"{path} now imports {module}: {why}"
+            return f"{path} changes whether or when it imports {module}: {why}"
     return None
 
 

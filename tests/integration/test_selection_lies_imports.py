@@ -127,6 +127,19 @@ def test_an_import_added_of_a_module_whose_import_writes_shared_state_runs_every
     assert isinstance(reason, str) and f"{imported}.py" in reason, reason
 
 
+def test_an_import_taken_away_of_a_module_whose_import_writes_shared_state_runs_every_test(tmp_path: Path) -> None:
+    suite = {
+        **WRITERS,
+        "test_api.py": "import devmode  # noqa: F401\n" + WRITERS["test_api.py"],
+        "test_mode.py": "import os\n\n\ndef test_mode():\n    assert os.environ.get('DM_TRIAL_MODE') == 'dev'\n",
+    }
+    p = recorded_git_project(tmp_path, suite)
+    (p.root / MINE / "test_api.py").write_text(WRITERS["test_api.py"])
+    out, rec = _select(p)
+    assert outcomes_of(rec)["test_mode"] == "failed", out
+    assert "devmode.py" in str(rec["test_selection"]["full_reason"]), out
+
+
 def test_an_import_added_of_a_module_whose_import_only_binds_stays_narrow(tmp_path: Path) -> None:
     p = recorded_git_project(tmp_path, WRITERS)
     target = p.root / MINE / "test_api.py"

@@ -337,7 +337,7 @@ def test_a_module_a_lookup_is_handed_a_computed_name_of_cannot_be_followed(looku
     assert d.run and "imports a module by a name it computes" in d.reason
 
 
-def test_what_a_change_imports_anew_is_what_it_reaches_now_and_did_not_before() -> None:
+def test_what_a_change_imports_anew_no_longer_or_at_another_time_is_what_it_reaches_so() -> None:
     files = {
         **BASE,
         "pkg/fakes.py": "from pkg import other\n\nother.triple = len\n",
@@ -345,8 +345,16 @@ def test_what_a_change_imports_anew_is_what_it_reaches_now_and_did_not_before() 
     }
     graph = importgraph.build(files)
     test = files["tests/test_api.py"]
-    anew = importgraph.imported_anew(graph, "tests/test_api.py", test, "import pkg.more\n" + test)
-    assert anew == {"pkg/more.py", "pkg/fakes.py", "pkg/other.py"}  # pkg/ and pkg/api.py: reached before
-    assert importgraph.imported_anew(graph, "tests/test_api.py", test, test + "\nX = 1\n") == frozenset()
-    # an import it had before, written again: nothing new runs
-    assert importgraph.imported_anew(graph, "tests/test_api.py", test, "import pkg.api\n" + test) == frozenset()
+
+    def changed(old: str, new: str) -> frozenset[str]:
+        return importgraph.imports_changed(graph, "tests/test_api.py", old, new)
+
+    # pkg/__init__.py and pkg/api.py: reached before, and still, by the import it kept
+    assert changed(test, "import pkg.more\n" + test) == {"pkg/more.py", "pkg/fakes.py", "pkg/other.py"}
+    assert changed("import pkg.more\n" + test, test) == {"pkg/more.py", "pkg/fakes.py", "pkg/other.py"}
+    assert changed(test, test + "\nX = 1\n") == frozenset()
+    assert changed(test, "import pkg.api\n" + test) == frozenset()  # an import it had, written again
+    # from its import into a function's body: it runs when the function does, not at import
+    lazy = test + "\n\ndef later():\n    import pkg.more\n"
+    assert changed("import pkg.more\n" + test, lazy) == {"pkg/more.py", "pkg/fakes.py", "pkg/other.py"}
+    assert changed(lazy, lazy.replace("later", "later2")) == frozenset()
