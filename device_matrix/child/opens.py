@@ -36,8 +36,9 @@ _STDLIB = f"{sysconfig.get_paths()['stdlib']}{os.sep}"
 _LINECACHE = f"{_STDLIB}linecache.py"  # the source of code shown (tracebacks, warnings)
 _OWN = f"{Path(__file__).resolve().parent.parent}{os.sep}"  # the recording's own code (this package)
 # what a probe of a path calls (``exists()``, ``is_file()``, ``os.path.isdir``, ``glob`` of
-# a literal name): no audit event says it, so the recording wraps these of ``os``
-PROBES = ("stat", "lstat", "access")
+# a literal name, ``readlink()`` and ``resolve()`` asking a link where it leads): no audit
+# event says it, so the recording wraps these of ``os``
+PROBES = ("stat", "lstat", "access", "readlink")
 PROBE = "probe"  # the event a path asked about is told as
 _TELLING = threading.local()  # whether this thread is telling of a read now
 
@@ -115,10 +116,10 @@ def once(tell: Callable[..., None], *args: Any) -> None:
 
 
 def wrap_probes(tell: Callable[[Any], None]) -> None:
-    """``os.stat``, ``os.lstat`` and ``os.access`` (:data:`PROBES`) wrapped to ``tell`` the path
-    each asks about, as an open is told: ``exists()``, ``is_file()``, ``os.path.isdir`` call
-    them, and no audit event says it. The import system calls its own, unwrapped; a path
-    relative to a descriptor (``dir_fd``) is not told."""
+    """``os.stat``, ``os.lstat``, ``os.access`` and ``os.readlink`` (:data:`PROBES`) wrapped to
+    ``tell`` the path each asks about, as an open is told: ``exists()``, ``is_file()``,
+    ``os.path.isdir``, ``Path.readlink()`` call them, and no audit event says it. The import
+    system calls its own, unwrapped; a path relative to a descriptor (``dir_fd``) is not told."""
     for name in PROBES:
         original = getattr(os, name)
 
