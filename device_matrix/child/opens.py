@@ -149,6 +149,19 @@ def by_coverage() -> bool:
     return False
 
 
+def coverage_tracer() -> bool:
+    """Whether a line tracer being installed (``sys.settrace``) is coverage's own: coverage's
+    code installs it, or threading's start of a thread installs the hook coverage gave it
+    (``threading.settrace``). The code nearest past the recording's own says which."""
+    frame = _nearest(sys._getframe(1), _OWN)
+    if frame is None:
+        return False
+    if frame.f_code.co_filename == threading.__file__:
+        return type(getattr(threading.gettrace(), "__self__", None)).__module__.startswith("coverage")
+    name = frame.f_globals.get("__name__")
+    return isinstance(name, str) and (name == "coverage" or name.startswith("coverage."))
+
+
 def read_paths(path: Any, root: Path, maps: Path, top: Path | None = None) -> list[str]:
     """A path opened, listed or asked about, relative to the project root (POSIX; ``../``
     above it): as it was named and, where a link leads elsewhere, where it leads; each one

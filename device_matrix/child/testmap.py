@@ -23,6 +23,7 @@ it died is never in the map (it did not finish: the map cannot say what it ran).
 
 from __future__ import annotations
 
+import _thread
 import atexit
 import contextlib
 import json
@@ -158,10 +159,14 @@ class MapRecorder:
         # #40: a program the running test started (what it opens is unseen), and who started it
         self.unseen: dict[str, str] = {}
         self.starters: set[str] = set()
+        # #40: whether a line tracer other than coverage's replaced it: coverage starts again
+        # as the test ends, for the tests after it
+        self.retrace = False
         _RECORDERS[:] = [self]
         _audit_once()
         _probes_once()
         _follow_processes()
+        _follow_raw_threads()
         os.environ.pop(ENV_MAP_CONTEXT, None)  # the session's own context is the empty one
         self.cov = coverage.Coverage(config_file=str(config))
         # #40: the project's modules imported before the recording (a plugin's): what their
@@ -219,6 +224,17 @@ class MapRecorder:
             line = {"c": "", "nodeid": "", "reads": [], "unseen": why, "starters": [starter], "starter_lines": lines}
             _line(self.finished, line)
 
+    def unseen_work(self, why: str) -> None:
+        """#40: the running test ran code where coverage does not see it (``why``, in words):
+        under a line tracer of its own, on a thread coverage does not trace. The map lacks
+        that work, as a program's: the test runs on any change. Outside every test, what it
+        ran is lost to the files' imports; coverage starts again as the next test starts."""
+        self.retrace |= os.getpid() == self.pid
+        if os.getpid() != self.pid:
+            self._from_fork({"unseen": why, "starters": []})
+        elif self.context:
+            self.unseen.setdefault(self.context, why)
+
     def fork_started(self) -> None:
         """In a forked copy (multiprocessing's fork, pytest-forked): it is followed, and what it
         opens or starts is written at once to a file of its own (it may end by ``os._exit``)."""
@@ -265,7 +281,15 @@ class MapRecorder:
         else:
             os.environ.pop(ENV_MAP_CONTEXT, None)
 
+    def _retraced(self) -> None:
+        """coverage's tracer installed again where another replaced it (``sys.settrace``)."""
+        if self.retrace:
+            self.retrace = False
+            self.cov.stop()
+            self.cov.start()
+
     def pytest_runtest_logstart(self, nodeid: str) -> None:
+        self._retraced()
         self.count += 1
         # a context is a number, not the nodeid: a nodeid may hold what SQLite cannot store
         self._switch(f"t{self.count}")
@@ -276,6 +300,7 @@ class MapRecorder:
 
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
         context = f"t{self.count}"
+        self._retraced()
         self._switch("")  # the test's files are in the data file before it counts as finished
         reads = sorted(self.reads.pop(context, ()))
         openers = {rel: sorted(by) for rel, by in self.openers.items()}
@@ -544,6 +569,11 @@ def _audit_once() -> None:
     _AUDITED.append(True)
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
+        if event == "sys.settrace" and _RECORDERS:
+            with contextlib.suppress(Exception):
+                if not opens.coverage_tracer():
+                    _RECORDERS[0].unseen_work("it ran code under a line tracer of its own (sys.settrace)")
+            return
         if not (_RECORDERS and args):
             return
         if event == "open" or event in opens.LISTING:
@@ -573,6 +603,26 @@ def _probes_once() -> None:
             _RECORDERS[0]._saw(path, opens.PROBE)
 
     opens.wrap_probes(tell)
+
+
+def _follow_raw_threads() -> None:
+    """#40: a thread started by ``_thread`` itself runs no tracer (threading's own threads
+    start coverage's): the test that starts one ran code the map cannot see. threading keeps
+    its own reference to the function, unwrapped."""
+    original = _thread.start_new_thread
+    if getattr(original, "__device_matrix__", False):
+        return
+
+    def start_new_thread(function: Any, args: Any, *kwargs: Any) -> int:
+        if _RECORDERS:
+            with contextlib.suppress(Exception):  # never the starter's failure
+                _RECORDERS[0].unseen_work(
+                    "it ran code on a thread of _thread.start_new_thread, which coverage does not trace"
+                )
+        return original(function, args, *kwargs)
+
+    start_new_thread.__device_matrix__ = True  # type: ignore[attr-defined]
+    _thread.start_new_thread = _thread.start_new = start_new_thread
 
 
 def _work_tree_top(root: Path) -> Path:

@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.builders import git, git_project
+import pytest
+
+from tests.builders import git, git_project, recorded_git_project
 from tests.conftest import Project
 from tests.runs import outcomes_of
 
@@ -24,6 +26,47 @@ def _replace(p: Project, rel: str, old: str, new: str) -> None:
     text = target.read_text()
     assert old in text
     target.write_text(text.replace(old, new))
+
+
+# a test whose code ran where coverage does not see it: under a line tracer of its own, on a
+# thread started without threading
+UNTRACED = {
+    "lib.py": "def area(w, h):\n    return w * h\n\n\ndef perimeter(w, h):\n    return 2 * (w + h)\n",
+    # a thread of threading's is traced by coverage: what it runs is seen
+    "test_other.py": (
+        "import threading\n\n\ndef test_other():\n    t = threading.Thread(target=sorted, args=([2, 1],))\n"
+        "    t.start()\n    t.join()\n"
+    ),
+    # after the test that replaced the tracer, a test of the same process is seen again
+    "test_z.py": "from lib import perimeter\n\n\ndef test_later():\n    assert perimeter(1, 1) == 4\n",
+}
+TRACED = (
+    "import trace\n\nfrom lib import area\n\n\ndef test_hidden():\n"
+    "    assert trace.Trace(count=1, trace=0).runfunc(area, 2, 3) == 6\n"
+)
+THREADED = (
+    "import _thread\nimport time\n\nfrom lib import area\n\n\ndef test_hidden():\n    results = []\n"
+    "    _thread.start_new_thread(lambda: results.append(area(2, 3)), ())\n"
+    "    for _ in range(100):\n        if results:\n            break\n        time.sleep(0.05)\n"
+    "    assert results == [6]\n"
+)
+
+
+@pytest.mark.parametrize("hidden", [TRACED, THREADED], ids=["own-line-tracer", "raw-thread"])
+def test_a_test_that_ran_code_coverage_could_not_see_runs_on_a_change(tmp_path: Path, hidden: str) -> None:
+    p = recorded_git_project(tmp_path, {**UNTRACED, "test_hidden.py": hidden})
+    _replace(p, "lib.py", "w * h", "w + h")
+    out, rec = _select(p)
+    # test_later ran another function of lib.py: it may run too (area is handed outside the project)
+    assert {k: v for k, v in outcomes_of(rec).items() if k != "test_later"} == {
+        "test_hidden": "failed",
+        "test_other": "deselected",
+    }, out
+    # the tests after it in its process are seen again: a change to what they ran runs them alone
+    _replace(p, "lib.py", "w + h\n", "w * h\n")
+    _replace(p, "lib.py", "2 * (w + h)", "3 * (w + h)")
+    out, rec = _select(p)
+    assert outcomes_of(rec) == {"test_hidden": "passed", "test_other": "deselected", "test_later": "failed"}, out
 
 
 # a test that asks a link where it leads (``os.readlink``) reads the link
