@@ -162,6 +162,14 @@ class MapRecorder:
         # #40: whether a line tracer other than coverage's replaced it: coverage starts again
         # as the test ends, for the tests after it
         self.retrace = False
+        # #34: what coverage measures in now besides the test's own context: a wide fixture's
+        # setup (``f<k>``), innermost last
+        self.inner: list[str] = []
+        # #34: each wide fixture (its name, where it is defined) -> the context of its last
+        # setup, and those of them the running test requested
+        self.setups: dict[tuple[str, str], str] = {}
+        self.fixture_setups = 0
+        self.requested: list[str] = []
         _RECORDERS[:] = [self]
         _audit_once()
         _probes_once()
@@ -274,6 +282,7 @@ class MapRecorder:
 
     def _switch(self, context: str) -> None:
         self.context = context
+        self.inner = []
         # switching flushes what the last context measured into coverage's data file
         self.cov.switch_context(context)
         if context:
@@ -298,6 +307,43 @@ class MapRecorder:
             self.foreign = alive
         self.alive = alive - self.foreign
 
+    def _enter(self, context: str) -> None:
+        """coverage measures in ``context`` until :meth:`_leave`, within the test's."""
+        self.inner.append(context)
+        self.cov.switch_context(context)
+
+    def _leave(self) -> None:
+        self.inner.pop()
+        self.cov.switch_context(self.inner[-1] if self.inner else self.context)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_fixture_setup(self, fixturedef: Any) -> Iterator[None]:
+        """#34: a fixture of a wider scope than a test's is set up in the first test that
+        requests it, the tests after it get its value: what its setup ran counts for each
+        test that requests it, in a context of its own (``f<k>``)."""
+        if fixturedef.scope == "function" or os.getpid() != self.pid:
+            yield
+            return
+        self.fixture_setups += 1
+        context = f"f{self.fixture_setups}"
+        self.setups[(fixturedef.argname, fixturedef.baseid)] = context
+        self._enter(context)
+        try:
+            yield
+        finally:
+            self._leave()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_teardown(self, item: pytest.Item) -> None:
+        """#34: the setups of the wide fixtures the test requested: each of its fixtures'
+        names defined where the test sees it (its folder, its module, a plugin's)."""
+        names, nodeid = set(getattr(item, "fixturenames", ())), item.nodeid
+        self.requested = sorted(
+            context
+            for (name, where), context in self.setups.items()
+            if name in names and (not where or nodeid == where or nodeid.startswith((f"{where}/", f"{where}::")))
+        )
+
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
         context = f"t{self.count}"
         self._retraced()
@@ -306,6 +352,9 @@ class MapRecorder:
         openers = {rel: sorted(by) for rel, by in self.openers.items()}
         self.openers = {}
         entry = {"c": context, "nodeid": nodeid, "reads": reads, "openers": openers}
+        if self.requested:
+            entry.update(fixtures=self.requested)
+            self.requested = []
         if context in self.unseen:
             entry.update(unseen=self.unseen.pop(context), starters=sorted(self.starters))
         alive = self.alive | ((_alive() - self.foreign) if self.parent else set())
@@ -357,11 +406,15 @@ def fold(folder: Path, root: Path) -> None:
             continue  # what was read outside every test: no test's
         # #34: only what ran while the test ran: its module's import ran for whichever test
         # module imported the file first, and is kept apart (imports.json)
-        nodeid, measured = str(entry["nodeid"]), ran.get(str(entry["c"]), {})
-        part.setdefault(nodeid, set()).update(measured)  # a rerun: both
+        nodeid = str(entry["nodeid"])
         mine = lines.setdefault(nodeid, {})
-        for rel, numbers in measured.items():
-            mine.setdefault(rel, set()).update(numbers)
+        # #34: with what the setups of the wide fixtures it requested ran, whoever set them up
+        fixtures = entry.get("fixtures")
+        for context in [str(entry["c"]), *(fixtures if isinstance(fixtures, list) else ())]:
+            measured = ran.get(str(context), {})
+            part.setdefault(nodeid, set()).update(measured)  # a rerun: both
+            for rel, numbers in measured.items():
+                mine.setdefault(rel, set()).update(numbers)
     for pid, nodeids in shared.items():
         for nodeid, (rel, numbers) in ((n, r) for n in nodeids for r in by_pid.get(pid, {}).items()):
             part.setdefault(nodeid, set()).add(rel)
@@ -518,8 +571,8 @@ class _Measured(NamedTuple):
 def _measured(
     folder: Path, root: Path, followed: Mapping[str, frozenset[str] | None], shared: Collection[str] = ()
 ) -> _Measured:
-    """coverage's data in ``folder`` (:class:`_Measured`); a "t" context is a test's; who is
-    followed: :func:`_followed`."""
+    """coverage's data in ``folder`` (:class:`_Measured`); a "t" context is a test's, an "f"
+    context a wide fixture's setup; who is followed: :func:`_followed`."""
     import coverage
 
     out = _Measured({}, {}, {}, {}, set())
@@ -542,7 +595,7 @@ def _measured(
             for line, labels in one.contexts_by_lineno(path).items():
                 for context in labels:
                     out.ran.setdefault(context, {}).setdefault(rel, set()).add(line)
-                    if not context.startswith("t"):
+                    if not context.startswith(("t", "f")):  # a test's, a wide fixture's setup
                         out.imports.setdefault(rel, set()).add(line)
                 if pid in shared:
                     out.by_pid.setdefault(pid, {}).setdefault(rel, set()).add(line)

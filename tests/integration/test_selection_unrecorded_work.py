@@ -28,6 +28,56 @@ def _replace(p: Project, rel: str, old: str, new: str) -> None:
     target.write_text(text.replace(old, new))
 
 
+# a fixture of a wider scope is set up in the first test that asks for it: the tests after
+# it get its value without running its lines
+HELPER_FIXTURE = {
+    "helpers.py": (
+        "import pytest\n\n\n@pytest.fixture(scope='module')\ndef db():\n"
+        "    rows = [1, 2, 3]\n    yield {'rows': rows}\n    rows.clear()\n"
+    ),
+    "test_db.py": (
+        "from helpers import db  # noqa: F401\n\n\ndef test_first(db):\n    assert db['rows']\n\n\n"
+        "def test_middle(db):\n    assert sum(db['rows']) == 6\n\n\n"
+        "class TestLater:\n    def test_last(self, db):\n        assert len(db['rows']) >= 1\n"
+    ),
+    "test_other.py": OTHER,
+}
+PROGRAM_FIXTURE = {
+    "cli.py": "import sys\n\n\nif __name__ == '__main__':\n    print('usage: pkg [ARGS]')\n    print('ran')\n",
+    "test_cli.py": (
+        "import contextlib\nimport io\nimport runpy\n\nimport pytest\n\n\n@pytest.fixture(scope='class')\n"
+        "def output():\n    out = io.StringIO()\n    with contextlib.redirect_stdout(out):\n"
+        "        runpy.run_module('cli', run_name='__main__')\n    return out.getvalue().splitlines()\n\n\n"
+        "class TestCli:\n    def test_ran(self, output):\n        assert output[-1] == 'ran'\n\n"
+        "    def test_usage(self, output):\n        assert output[0] == 'usage: pkg [ARGS]'\n"
+    ),
+    "test_other.py": OTHER,
+}
+
+
+@pytest.mark.parametrize(
+    ("suite", "path", "old", "new", "outcomes"),
+    [
+        (
+            HELPER_FIXTURE,
+            "helpers.py",
+            "[1, 2, 3]",
+            "[1, 2, 4]",
+            {"test_first": "passed", "test_middle": "failed", "test_last": "passed"},
+        ),
+        (PROGRAM_FIXTURE, "cli.py", "pkg [ARGS]", "pkg [OPTIONS]", {"test_ran": "passed", "test_usage": "failed"}),
+    ],
+    ids=["module-fixture-of-a-helper", "class-fixture-runs-a-program"],
+)
+def test_a_change_to_a_wide_fixture_s_setup_runs_every_test_that_requests_it(
+    tmp_path: Path, suite: dict[str, str], path: str, old: str, new: str, outcomes: dict[str, str]
+) -> None:
+    p = recorded_git_project(tmp_path, suite)
+    _replace(p, path, old, new)
+    out, rec = _select(p)
+    assert outcomes_of(rec) == {**outcomes, "test_other": "deselected"}, out
+
+
 # a test whose code ran where coverage does not see it: under a line tracer of its own, on a
 # thread started without threading
 UNTRACED = {
