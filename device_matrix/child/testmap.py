@@ -26,11 +26,13 @@ from __future__ import annotations
 import _thread
 import atexit
 import contextlib
+import importlib.machinery
 import json
 import os
 import re
 import secrets
 import sys
+import types
 from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn, TextIO
@@ -163,7 +165,7 @@ class MapRecorder:
         # as the test ends, for the tests after it
         self.retrace = False
         # #34: what coverage measures in now besides the test's own context: a wide fixture's
-        # setup (``f<k>``), innermost last
+        # setup (``f<k>``), a module's import (``i`` and the context it is imported in), innermost last
         self.inner: list[str] = []
         # #34: each wide fixture (its name, where it is defined) -> the context of its last
         # setup, and those of them the running test requested
@@ -175,6 +177,7 @@ class MapRecorder:
         _probes_once()
         _follow_processes()
         _follow_raw_threads()
+        _follow_imports()
         os.environ.pop(ENV_MAP_CONTEXT, None)  # the session's own context is the empty one
         self.cov = coverage.Coverage(config_file=str(config))
         # #40: the project's modules imported before the recording (a plugin's): what their
@@ -203,10 +206,16 @@ class MapRecorder:
             elif self.context:
                 self.reads.setdefault(self.context, set()).add(rel)
                 self.openers.setdefault(rel, set()).add(opener or "")
-            elif rel not in self.read_at_import:
-                self.read_at_import.add(rel)
-                # at once: a process that dies keeps what ran before every test read
-                _line(self.finished, {"c": "", "nodeid": "", "reads": [rel]})
+                if self.inner and self.inner[-1].startswith("i"):
+                    self._read_at_import(rel)  # #34: by a module's import, in a test: at import too
+            else:
+                self._read_at_import(rel)
+
+    def _read_at_import(self, rel: str) -> None:
+        if rel not in self.read_at_import:
+            self.read_at_import.add(rel)
+            # at once: a process that dies keeps what ran before every test read
+            _line(self.finished, {"c": "", "nodeid": "", "reads": [rel]})
 
     def start(self, why: str) -> None:
         """A program (or a process of multiprocessing's spawn) started by the running test, or
@@ -315,6 +324,20 @@ class MapRecorder:
     def _leave(self) -> None:
         self.inner.pop()
         self.cov.switch_context(self.inner[-1] if self.inner else self.context)
+
+    def importing(self, path: str) -> bool:
+        """#34: whether a module of the project's file ``path``, executed by the import system
+        while a test runs, is measured in a context of its own until :meth:`imported`: what its
+        import runs counts as run at import, which the tests after it may see without running
+        it, and for the test (or the wide fixture's setup) that imported it too."""
+        if not self.context or os.getpid() != self.pid or not _project_file(path, self.root):
+            return False
+        current = self.inner[-1] if self.inner else self.context
+        self._enter(current if current.startswith("i") else f"i{current}")
+        return True
+
+    def imported(self) -> None:
+        self._leave()
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_fixture_setup(self, fixturedef: Any) -> Iterator[None]:
@@ -572,7 +595,8 @@ def _measured(
     folder: Path, root: Path, followed: Mapping[str, frozenset[str] | None], shared: Collection[str] = ()
 ) -> _Measured:
     """coverage's data in ``folder`` (:class:`_Measured`); a "t" context is a test's, an "f"
-    context a wide fixture's setup; who is followed: :func:`_followed`."""
+    context a wide fixture's setup, an "i" one a module's import within either; who is
+    followed: :func:`_followed`."""
     import coverage
 
     out = _Measured({}, {}, {}, {}, set())
@@ -594,7 +618,8 @@ def _measured(
                 continue
             for line, labels in one.contexts_by_lineno(path).items():
                 for context in labels:
-                    out.ran.setdefault(context, {}).setdefault(rel, set()).add(line)
+                    # an import in a test (``i`` and its context) ran for it and at import
+                    out.ran.setdefault(context.removeprefix("i"), {}).setdefault(rel, set()).add(line)
                     if not context.startswith(("t", "f")):  # a test's, a wide fixture's setup
                         out.imports.setdefault(rel, set()).add(line)
                 if pid in shared:
@@ -755,9 +780,52 @@ def _imported_already(root: Path) -> set[str]:
     for module in list(sys.modules.values()):
         path = getattr(module, "__file__", None)
         rel = opens.relative(path, root) if isinstance(path, str) and path.endswith(".py") else None
-        if rel is not None and not rel.startswith(".") and not any(f"/{n}/" in f"/{rel}" for n in opens.NOT_PROJECT):
+        if rel is not None and _project_rel(rel):
             found.add(rel)
     return found
+
+
+def _project_rel(rel: str) -> bool:
+    """Whether a path relative to the root is one the recording measures: not in a hidden
+    folder nor one of installed packages."""
+    return not rel.startswith(".") and not any(f"/{n}/" in f"/{rel}" for n in opens.NOT_PROJECT)
+
+
+def _project_file(path: str, root: Path) -> bool:
+    """Whether ``path`` (a module's file) is one of the project's the recording measures, told
+    from its name alone: asking the file system here would be a probe of the test's."""
+    full = os.path.abspath(path)  # noqa: PTH100
+    inside = f"{root}{os.sep}"
+    return full.startswith(inside) and _project_rel(Path(full[len(inside) :]).as_posix())
+
+
+def _follow_imports() -> None:
+    """#34: a module of the project's imported while a test runs (an import in a function)
+    runs its module's code then, and the functions it calls: those lines are run at import,
+    as the tests after it see them, and the test's. Source files the import system loads
+    (``SourceFileLoader``: not pytest's rewrite of test modules, nor any other loader) are
+    executed in a context of their own (:meth:`MapRecorder.importing`)."""
+    loader = importlib.machinery.SourceFileLoader
+    original = loader.exec_module
+    if getattr(original, "__device_matrix__", False):
+        return
+
+    def exec_module(self: importlib.machinery.SourceFileLoader, module: types.ModuleType) -> None:
+        recorder = _RECORDERS[0] if _RECORDERS else None
+        measured = False
+        with contextlib.suppress(Exception):  # never the import's failure
+            measured = recorder is not None and recorder.importing(str(self.path))
+        if recorder is None or not measured:
+            original(self, module)
+            return
+        try:
+            original(self, module)
+        finally:
+            with contextlib.suppress(Exception):  # never the import's failure
+                recorder.imported()
+
+    exec_module.__device_matrix__ = True  # type: ignore[attr-defined]
+    loader.exec_module = exec_module  # type: ignore[method-assign,assignment]
 
 
 def _early(path: Path) -> list[str]:

@@ -28,6 +28,47 @@ def _replace(p: Project, rel: str, old: str, new: str) -> None:
     target.write_text(text.replace(old, new))
 
 
+# a module imported for the first time inside a test: what its import ran (a call at module
+# level) is run at import, which a later test reads the result of without running it
+LAZY = {
+    "heavy.py": "def _detect():\n    return 'numpy'\n\n\nBACKEND = _detect()\n",
+    "api.py": "def backend_name():\n    import heavy\n\n    return heavy.BACKEND\n",
+    "test_a.py": "from api import backend_name\n\n\ndef test_a():\n    assert isinstance(backend_name(), str)\n",
+    "test_b.py": "from api import backend_name\n\n\ndef test_b():\n    assert backend_name() == 'numpy'\n",
+    "test_other.py": OTHER,
+}
+
+
+# ... and one whose import reads a file
+LAZY_READ = {
+    **LAZY,
+    "backend.txt": "numpy\n",
+    "heavy.py": (
+        "import os\n\n\ndef _detect():\n"
+        "    with open(os.path.join(os.path.dirname(__file__), 'backend.txt')) as f:\n"
+        "        return f.read().strip()\n\n\nBACKEND = _detect()\n"
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("suite", "path", "old", "new", "other"),
+    [
+        (LAZY, "heavy.py", "return 'numpy'", "return 'torch'", "deselected"),
+        # read at import: its readers cannot be told, every test runs
+        (LAZY_READ, "backend.txt", "numpy", "torch", "passed"),
+    ],
+    ids=["a-function-it-calls", "a-file-it-reads"],
+)
+def test_what_an_import_inside_a_test_ran_or_read_runs_the_tests_that_use_what_it_made(
+    tmp_path: Path, suite: dict[str, str], path: str, old: str, new: str, other: str
+) -> None:
+    p = recorded_git_project(tmp_path, suite)
+    _replace(p, path, old, new)
+    out, rec = _select(p)
+    assert outcomes_of(rec) == {"test_a": "passed", "test_b": "failed", "test_other": other}, out
+
+
 # a fixture of a wider scope is set up in the first test that asks for it: the tests after
 # it get its value without running its lines
 HELPER_FIXTURE = {
