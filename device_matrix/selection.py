@@ -200,9 +200,10 @@ class Plan:
         if read:
             return Decision(True, f"it opened {_named(read)}", "opens")
         if self.changed and nodeid in self.test_map.unseen:
-            # #40: what its program opened no hook saw: a data file, a source a linter reads
+            # #40: what its program opened no hook saw (a data file, a source a linter reads), what
+            # ran under a tracer of its own or on a thread coverage does not trace
             why = self.test_map.unseen[nodeid]
-            return Decision(True, f"{why}, whose opens the map cannot see, and {_named(self.changed)} changed", "opens")
+            return Decision(True, f"{why}: the map cannot see all it did, and {_named(self.changed)} changed", "opens")
         name = next((by[nodeid] for _, by in sorted({**self.kept, **self.readers}.items()) if nodeid in by), None)
         if name is not None:
             return Decision(True, name, "reads")

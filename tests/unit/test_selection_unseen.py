@@ -57,7 +57,7 @@ def test_a_test_that_started_a_program_runs_when_a_file_that_is_not_python_chang
     m = _map({"tests/test_t.py::test_run": "it started `true`"}, frozenset({"tests/conftest.py:11"}))
     assert _ran(m, "data/t.csv") == {"tests/test_t.py::test_run"}
     said = plan(m, ["data/t.csv"], row="cpu", rules=RULES, now=NOW).decide("tests/test_t.py::test_run")
-    assert said.reason == "it started `true`, whose opens the map cannot see, and data/t.csv changed"
+    assert said.reason == "it started `true`: the map cannot see all it did, and data/t.csv changed"
     assert said.why == "opens"
 
 
@@ -68,7 +68,7 @@ def test_a_test_that_started_a_program_runs_when_a_python_file_changes_too() -> 
     spans = {"tests/conftest.py": [(8, 8)]}
     p = plan(m, ["tests/conftest.py"], row="cpu", rules=RULES, now=NOW, bodies=["tests/conftest.py"], functions=spans)
     assert p.full_reason is None
-    assert p.decide("tests/test_t.py::test_run").reason.startswith("it started `ruff check`, whose opens")
+    assert p.decide("tests/test_t.py::test_run").reason.startswith("it started `ruff check`: the map cannot see all it did")
     assert p.decide("tests/test_t.py::test_table").run
     assert not p.decide("tests/test_t.py::test_plain").run
 
