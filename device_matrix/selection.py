@@ -54,6 +54,7 @@ import configparser
 import fnmatch
 import glob
 import re
+import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -933,50 +934,63 @@ def rules_of(cfg: Config) -> Rules:
     )
 
 
-# pip's options whose value is a file or a folder to install from
-PATH_OPTIONS = ("-r", "--requirement", "-c", "--constraint", "-e", "--editable")
+# pip's options whose value is a file to read more of its arguments from (a requirements or
+# constraints file), and those whose value is a folder or a file to install from
+LIST_OPTIONS = ("-r", "--requirement", "-c", "--constraint")
+PATH_OPTIONS = (*LIST_OPTIONS, "-e", "--editable", "-f", "--find-links")
 
 
 def install_inputs(cfg: Config) -> tuple[str, ...]:
     """#40: patterns of the project's files its install commands name (``project_install``,
     each row's ``install`` and ``install_args``): a requirements or constraints file and what
-    it names in turn, a folder or a wheel installed from; not the project's own folder,
-    which the map follows. What is installed changes with them, whatever their names."""
+    it names in turn, a folder, a wheel or a folder of wheels installed from (``-f``,
+    ``file://``); not the project's own folder, which the map follows. What is installed
+    changes with them, whatever their names."""
     root = cfg.project_root.resolve()
     tokens = [t for step in cfg.project_install for t in step]
     tokens += [t for row in cfg.rows.values() for t in (*row.install, *row.install_args)]
-    todo = [(root / p).resolve() for p in _named_paths(tokens)]
-    found: dict[str, str] = {}
+    todo = [((root / p).resolve(), listing) for p, listing in _named_paths(tokens)]
+    found: dict[str, tuple[str, ...]] = {}
     while todo:
-        path = todo.pop()
+        path, listing = todo.pop()
         if path == root or not path.is_relative_to(root):
             continue
         rel = path.relative_to(root).as_posix()
         if rel in found:
             continue
-        found[rel] = glob.escape(rel) + ("/*" if path.is_dir() else "")
-        if path.is_file():
+        # a folder's files; one not there now may be a file or a folder when pip runs
+        found[rel] = (glob.escape(rel),) + (() if path.is_file() else (glob.escape(rel) + "/*",))
+        if listing and path.is_file():
             try:
-                lines = path.read_text("utf-8", errors="replace").splitlines()
-            except OSError:
-                continue
+                lines = path.read_text("utf-8").splitlines()
+            except (OSError, UnicodeDecodeError):
+                continue  # pip cannot read it either: what it names is not known here
             words = [w for line in lines for w in line.split("#", 1)[0].split()]
-            todo += [(path.parent / p).resolve() for p in _named_paths(words)]
-    return tuple(found.values())
+            todo += [((path.parent / p).resolve(), more) for p, more in _named_paths(words)]
+    return tuple(pattern for patterns in found.values() for pattern in patterns)
 
 
-def _named_paths(tokens: Sequence[str]) -> list[str]:
-    """The local paths among pip's arguments or a requirements file's words: an option's
-    value (``-r FILE``, ``-rFILE``, ``--constraint=FILE``) or a path written as one (``./x``,
-    ``../x``, ``dir/x.whl``), not a URL or a requirement."""
-    found: list[str] = []
-    for i, token in enumerate(tokens):
-        if token in PATH_OPTIONS:
-            found += tokens[i + 1 : i + 2]
-        elif token.startswith("--") and "=" in token and token.split("=", 1)[0] in PATH_OPTIONS:
-            found.append(token.split("=", 1)[1])
-        elif token[:2] in ("-r", "-c", "-e") and len(token) > 2 and not token.startswith("--"):
-            found.append(token[2:])
-        elif not token.startswith("-") and "://" not in token and (token.startswith(".") or "/" in token):
-            found.append(token)
-    return found
+def _named_paths(tokens: Sequence[str]) -> list[tuple[str, bool]]:
+    """The local paths among pip's arguments or a requirements file's words, each with whether
+    it is a file of more of them (``-r``, ``-c``): an option's value (``-r FILE``, ``-rFILE``,
+    ``--constraint=FILE``, ``-f DIR``), a ``file://`` URL, or a path written as one (``./x``,
+    ``../x``, ``dir/x.whl``); not another URL, nor a requirement."""
+    found: list[tuple[str, bool]] = []
+    pairs = zip(["", *tokens], tokens, strict=False)  # each token with the one before it
+    for before, token in pairs:
+        option, _, value = token.partition("=") if token.startswith("--") else (token[:2], "", token[2:])
+        if before in PATH_OPTIONS:
+            found.append((token, before in LIST_OPTIONS))
+        elif option in PATH_OPTIONS and value:
+            found.append((value, option in LIST_OPTIONS))
+        elif not token.startswith("-") and (token.startswith(".") or "/" in token):
+            found.append((token, False))
+    local = [(_file_url(p), listing) for p, listing in found if "://" not in p or "file://" in p]
+    return [(p, listing) for p, listing in local if p and "\0" not in p]
+
+
+def _file_url(text: str) -> str:
+    """A path as it is, or the path of a ``file://`` URL in it (``dep @ file:///x/dep.whl``)."""
+    if "file://" not in text:
+        return text
+    return urllib.parse.unquote(urllib.parse.urlparse(text[text.index("file://") :]).path)

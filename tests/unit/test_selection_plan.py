@@ -202,6 +202,22 @@ def test_what_the_install_commands_name_runs_every_test_when_it_changes(tmp_path
     assert all(selection.matches(f, full) for f in requirements)
 
 
+def test_a_wheel_or_a_folder_of_wheels_the_install_commands_name_runs_every_test(tmp_path: Path) -> None:
+    (tmp_path / "wheels").mkdir()
+    (tmp_path / "wheels" / "dep-1.0-py3-none-any.whl").write_bytes(b"PK\x03\x04 ./x\x00y/z binary")
+    (tmp_path / "local").mkdir()
+    (tmp_path / "deps.txt").write_text("--find-links local\ndep\n")
+    wheel = (tmp_path / "wheels" / "dep-1.0-py3-none-any.whl").as_uri()
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.device-matrix]\n"
+        'project_install = [["./wheels/dep-1.0-py3-none-any.whl"], ["-f", "links", "--find-links=more", "dep"], '
+        f'["-r", "deps.txt"], ["dep @ {wheel}"]]\n'
+    )
+    full = selection.rules_of(config.load(tmp_path, environ={})).full
+    named = ["wheels/dep-1.0-py3-none-any.whl", "links/dep-2.whl", "more/dep-2.whl", "local/dep-2.whl"]
+    assert [f for f in named if selection.matches(f, full)] == named
+
+
 def test_left_out_lists_the_maps_tests_that_do_not_run_with_why() -> None:
     p = _plan(["src/pkg/c.py"], recent={"tests/test_b.py::test_b": "recently failing"})
     assert p.left_out() == {

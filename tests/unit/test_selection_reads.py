@@ -225,6 +225,24 @@ def test_a_name_bound_anew_where_the_import_reads_every_name_cannot_be_told(made
     assert body is not None and body.names == frozenset()
 
 
+def test_a_name_bound_anew_where_the_import_no_longer_reads_every_name_cannot_be_told() -> None:
+    registry = "H = {n: f for n, f in globals().items()}\n"
+    old = "def handle_a():\n    return 1\n\n\n" + registry
+    assert namereads.changed_names(old, "def handle_b():\n    return 2\n\n\n" + old.replace(registry, ""), bool) is None
+
+
+def test_how_annotations_compile_or_a_class_made_by_more_than_its_statement_cannot_be_told() -> None:
+    assert namereads.changed_names(RATE, "from __future__ import annotations\n" + RATE, bool) is None
+    # a member of a class a metaclass makes, however deep; a decorator of the module's own
+    nested = "class M(type):\n    pass\n\n\nclass A(metaclass=M):\n    class B:\n        x = 1\n"
+    assert namereads.changed_names(nested, nested.replace("x = 1", "x = 2"), bool) is None
+    own = "REG = []\n\n\ndef dataclass(c):\n    REG.append(c)\n    return c\n\n\n@dataclass\nclass C:\n    a = 1\n"
+    assert namereads.changed_names(own, own.replace("a = 1", "a = 2"), bool) is None
+    plain = own.replace("@dataclass\n", "")
+    change = namereads.changed_names(plain, plain.replace("a = 1", "a = 2"), bool)
+    assert change is not None and change.names == {"C", "a"}
+
+
 def test_a_lookup_by_a_computed_name_in_a_function_s_body_leaves_the_import_told() -> None:
     old = "def handle_a():\n    return 1\n\n\ndef table():\n    return dict(globals())\n"
     change = namereads.changed_names(old, "def handle_b():\n    return 2\n\n\n" + old, bool)
