@@ -275,15 +275,18 @@ def _full_id(run: Run, commit: str | None) -> str | None:
 
 
 def _read_untracked(folder: Path, parts: _Parts) -> list[str]:
-    """#40: the project's files untracked as the run started that it ran or read (a test's,
-    an import's): the map measured what its commit does not hold."""
+    """#40: the project's files untracked as the run started that it ran, read or listed (a
+    test's, an import's): the map measured what its commit does not hold."""
     try:
         listed = json.loads((folder / UNTRACKED_FILE).read_text("utf-8"))
     except (OSError, ValueError):
         return []
     seen = {*parts.imports, *(f for files in parts.tests.values() for f in files)}
-    seen |= {r.rstrip("/") for rels in (parts.reads or {}).values() for r in rels}
-    return sorted(f for f in listed if isinstance(f, str) and f in seen)
+    reads = {r for rels in (parts.reads or {}).values() for r in rels}
+    seen |= {r.rstrip("/") for r in reads}
+    # a folder listed (``data/``, ``data//``) sees the names in it, and a folder's, of what is below
+    folders = tuple(f"{r.rstrip('/')}/" for r in reads if r.endswith("/"))
+    return sorted(f for f in listed if isinstance(f, str) and (f in seen or f.startswith(folders)))
 
 
 def _changed_tree(root: Path) -> bool:

@@ -212,3 +212,24 @@ def test_a_map_recorded_while_a_test_read_an_untracked_file_names_no_commit(tmp_
     out, rec = _select(p)
     assert outcomes_of(rec) == {"test_tpl": "failed", "test_other": "passed"}, out
     assert "names no commit" in str(rec["test_selection"]["full_reason"]), out
+
+
+def test_a_map_recorded_while_a_test_listed_an_untracked_file_names_no_commit(tmp_path: Path) -> None:
+    from tests.builders import git_project
+
+    suite = {
+        "data/a.txt": "a\n",
+        "test_v.py": (
+            "import os\n\nHERE = os.path.dirname(__file__)\n\n\n"
+            "def test_count():\n    assert len(os.listdir(os.path.join(HERE, 'data'))) == 2\n"
+        ),
+        "test_other.py": OTHER,
+    }
+    p = git_project(tmp_path, suite)
+    (p.root / MINE / "data" / "b.txt").write_text("b\n")  # untracked: the test lists it
+    full = p.run("run", "--device", "fixture", "--record-map")
+    assert full.returncode == 0, full.stdout + full.stderr
+    assert "data/b.txt" in full.stdout + full.stderr
+    (p.root / MINE / "data" / "b.txt").unlink()
+    out, rec = _select(p)
+    assert outcomes_of(rec) == {"test_count": "failed", "test_other": "passed"}, out
