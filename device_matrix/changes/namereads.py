@@ -907,10 +907,56 @@ def foreign_write(old: str | None, new: str | None, internal: Callable[[str], bo
     for tree, changed in _changed_statements(old, new):
         assigned = [s for s in tree.body if isinstance(s, (ast.Assign, ast.AnnAssign))]
         own = {n for s in assigned for n in (_binds(s, foreign=_foreign(tree, internal)) or ())}
+        held = _held_elsewhere(tree, assigned, internal)
         for stmt, parts in changed:
-            if _writes_into(parts, own):
+            if _writes_into(parts, own - held.aliases, held):
                 return ast.unparse(stmt).splitlines()[0][:120]
     return None
+
+
+@dataclass(frozen=True)
+class _Held:
+    """#40: what a module's names hold of other modules: the names of the project's modules
+    it imports (``import pkg.reg as reg``), the names it imports from the project's modules
+    (``from pkg.reg import CONFIG``: an object of another, or a module), and its variables
+    bound to what another module holds (``ENV = os.environ``, ``R = reg.REGISTRY``)."""
+
+    modules: frozenset[str]
+    imported: frozenset[str]
+    aliases: frozenset[str]
+
+
+def _held_elsewhere(tree: ast.Module, assigned: Sequence[ast.stmt], internal: Callable[[str], bool]) -> _Held:
+    modules: set[str] = set()
+    imported: set[str] = set()
+    every: set[str] = set()
+    for stmt in (n for n in _module_scope(tree) if isinstance(n, (ast.Import, ast.ImportFrom))):
+        for a in stmt.names:
+            bound = (a.asname or a.name).split(".", 1)[0]
+            every.add(bound)
+            if isinstance(stmt, ast.Import) and internal(a.name):
+                modules.add(bound)
+            elif isinstance(stmt, ast.ImportFrom) and (stmt.level or internal(stmt.module or "")):
+                imported.add(bound)
+    aliases = {
+        t.id
+        for s in assigned
+        if isinstance(s, ast.Assign) and _root(s.value) in every and not _calls(s.value)
+        for t in s.targets
+        if isinstance(t, ast.Name)
+    }
+    return _Held(frozenset(modules), frozenset(imported), frozenset(aliases))
+
+
+def _calls(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Call) for n in ast.walk(node))
+
+
+# methods that read what they are called on, and change nothing of it
+READ_METHODS = frozenset(
+    {"copy", "count", "endswith", "format", "get", "index", "items", "join", "keys", "lower", "split"}
+    | {"startswith", "strip", "upper", "values", "match", "search", "fullmatch", "findall", "sub"}
+)
 
 
 def process_write(old: str | None, new: str | None, internal: Callable[[str], bool]) -> str | None:
@@ -1007,9 +1053,14 @@ def _at_import(parts: Iterable[ast.AST]) -> str:
     return repr([ast.dump(p) for p in parts])
 
 
-def _writes_into(parts: Iterable[ast.AST], own: Collection[str]) -> bool:
+def _writes_into(parts: Iterable[ast.AST], own: Collection[str], held: _Held | None = None) -> bool:
     """Whether what runs at import of a statement (``parts``: :func:`_top`'s) writes into
-    what is not one of the module's ``own`` variables."""
+    what is not one of the module's ``own`` variables: an assignment into it, or (with
+    ``held``, :func:`_held_elsewhere`) a method that may change it called on what another
+    module of the project holds (``reg.REGISTRY.append(x)``, ``CONFIG.update(...)``, ``R.clear()``
+    of ``R = reg.REGISTRY``; a function of a module, ``reg.setup()``, is a call of the project's
+    code, not followed) or an augmented assignment of a name imported (``REGISTRY += [x]``)."""
+    held = held or _Held(frozenset(), frozenset(), frozenset())
     for node in (n for part in parts for n in ast.walk(part)):
         if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
             base = node.value
@@ -1019,6 +1070,17 @@ def _writes_into(parts: Iterable[ast.AST], own: Collection[str]) -> bool:
                 return True
         if isinstance(node, ast.Call) and _name(node) in {"setattr", "delattr"}:
             return True
+        target = node.target if isinstance(node, ast.AugAssign) else None
+        if isinstance(target, ast.Name) and target.id in held.imported | held.aliases:
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr not in READ_METHODS:
+            obj = node.func.value
+            hops, root = 0, obj
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                hops, root = hops + 1, root.value
+            name = root.id if isinstance(root, ast.Name) else None
+            if name in held.imported | held.aliases or (name in held.modules and hops >= 1):
+                return True
     return False
 
 

@@ -966,6 +966,41 @@ def test_a_write_into_another_module_at_import_is_every_test_s() -> None:
     assert _foreign_write("X = (\n", "c.K = 1\n") is None  # not Python: other rules hold
 
 
+@pytest.mark.parametrize(
+    "write",
+    [
+        "import pkg.reg as reg\nreg.REGISTRY.append(1)",
+        "from pkg.reg import CONFIG\nCONFIG.update(a=1)",
+        "from pkg import reg as r\nr.REGISTRY.extend([1])",
+        "from pkg.reg import REGISTRY\nREGISTRY += [1]",
+        "import pkg.reg\npkg.reg.REGISTRY.clear()",
+        "import os\nENV = os.environ\nENV['MODE'] = 'fast'",
+        "import pkg.reg\nR = pkg.reg.REGISTRY\nR.append(1)",
+    ],
+    ids=[
+        "method-through-module",
+        "method-of-imported",
+        "extend-alias",
+        "augmented",
+        "clear",
+        "alias-store",
+        "alias-call",
+    ],
+)
+def test_a_change_of_another_module_s_object_in_place_at_import_is_every_test_s(write: str) -> None:
+    assert _foreign_write("X = 1\n", f"X = 1\n{write}\n") == write.splitlines()[-1]
+
+
+def test_a_call_of_a_project_module_s_function_or_a_read_of_its_object_is_no_write_into_it() -> None:
+    for code in (
+        "import pkg.reg as reg\nreg.setup()",  # a module-level call of the project's code: not followed
+        "from pkg.reg import NAMES\nN = NAMES.copy()",
+        "import pkg.reg\nK = pkg.reg.CONFIG.get('k')",
+        "import os\nHOME = os.environ\nX = HOME.get('HOME')",
+    ):
+        assert _foreign_write("X = 1\n", f"X = 1\n{code}\n") is None, code
+
+
 # a package that re-exports its version file's names, as python-slugify's does (#40)
 ABOUT = "__title__ = 'pkg'\n__version__ = '8.0.1'\n"
 INIT = "from .core import *\nfrom .__version__ import __title__\nfrom .__version__ import __version__\n"
