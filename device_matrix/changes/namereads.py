@@ -539,8 +539,25 @@ def _doc_words(text: str) -> list[str]:
 MUTATING_CALLS = frozenset(
     {"insort", "insort_left", "insort_right", "heappush", "heappushpop", "heapreplace", "heapify"}
     | {"setitem", "delitem", "iadd", "iconcat", "ior", "iand", "ixor", "isub", "imul"}
-    | {"setattr", "delattr", "shuffle", "update_wrapper"}
+    | {"setattr", "delattr", "shuffle", "update_wrapper", "next", "islice"}
 )
+# #40: types whose methods, called through the type (``list.append(_L, v)``), change the object
+# handed first
+MUTABLE_TYPES = frozenset({"list", "dict", "set", "bytearray", "deque", "OrderedDict", "defaultdict", "Counter"})
+
+
+def _changed_first(call: ast.Call) -> ast.expr | None:
+    """The argument ``call`` may change, handed first: to a function of :data:`MUTATING_CALLS`
+    (``bisect.insort(_T, v)``, ``next(_IT)``) or to a method called through its type."""
+    if not call.args:
+        return None
+    func = call.func
+    typed = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in MUTABLE_TYPES
+    # a special method through its type keeps on the name it is given (:func:`_handed_to`)
+    method = func.attr if isinstance(func, ast.Attribute) else ""
+    if typed and method not in READ_METHODS and not method.startswith("__"):
+        return call.args[0]
+    return call.args[0] if _name(call) in MUTATING_CALLS else None
 
 
 def _writes(fn: Function) -> frozenset[str]:
@@ -556,8 +573,7 @@ def _writes(fn: Function) -> frozenset[str]:
             base, _ = _stored_into(sub)
             if isinstance(base, ast.Name):
                 found.add(base.id)
-        elif isinstance(sub, ast.Call) and _name(sub) in MUTATING_CALLS and sub.args:
-            first = sub.args[0]
+        elif isinstance(sub, ast.Call) and (first := _changed_first(sub)) is not None:
             base = _stored_into(first)[0] if isinstance(first, (ast.Attribute, ast.Subscript)) else first
             if isinstance(base, ast.Name):
                 found.add(base.id)
@@ -699,8 +715,9 @@ def _handed_to(call: ast.Call) -> tuple[list[ast.expr], list[str]]:
     (``object.__setattr__(obj, "n", v)``, ``dict.__setitem__(obj, k, v)``: #40), with the name
     it stores on there (``n``) when written out."""
     objects = [call.func.value] if isinstance(call.func, ast.Attribute) else []
-    if _name(call) in MUTATING_CALLS - {"setattr"} and call.args:
-        return [*objects, call.args[0]], []  # ``heapq.heappush(heap, v)``: kept in ``heap``
+    first = _changed_first(call) if _name(call) != "setattr" else None
+    if first is not None:
+        return [*objects, first], []  # ``heapq.heappush(heap, v)``, ``list.append(heap, v)``: kept in ``heap``
     if _name(call) != "setattr" and not (objects and _special([_name(call)], member=True)):
         return objects, []
     names = [a.value for a in call.args[1:2] if isinstance(a, ast.Constant) and isinstance(a.value, str)]
@@ -1278,6 +1295,8 @@ class _Function:
     @functools.cached_property
     def writes(self) -> frozenset[str]:
         """The module-level names whose object it may change (:func:`_writes`)."""
+        if _writes_by_computed_name(self.node):
+            return self.variables  # #40: ``globals()[name] = v``: any of them, rebound or changed
         variables = self.variables & (self.changeable | _globals(self.node))
         return (_writes(self.node) | self._kept[1]) & variables
 
@@ -1481,6 +1500,18 @@ def _targets(stmt: ast.Assign | ast.AnnAssign | ast.AugAssign) -> frozenset[str]
         for n in ast.walk(t)
         if isinstance(n, ast.Name)
     )
+
+
+def _writes_by_computed_name(fn: Function) -> bool:
+    """#40: whether ``fn`` may write its module by an object that names none of its variables:
+    ``globals()``, its module from ``sys.modules`` (``sys.modules[__name__].__dict__[k] = v``,
+    ``setattr(sys.modules[__name__], k, v)``)."""
+    for sub in ast.walk(fn):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "globals":
+            return True
+        if isinstance(sub, ast.Attribute) and sub.attr == "modules" and _dotted_name(sub) == "sys.modules":
+            return True
+    return False
 
 
 def _globals(fn: Function) -> frozenset[str]:

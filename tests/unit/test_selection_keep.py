@@ -1039,6 +1039,41 @@ def test_a_standard_function_that_changes_what_it_is_handed_first_writes_it(call
     assert namereads._stores(given)[0] is not None
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        "list.append(_T, v)",
+        "dict.update(_T, v)",
+        "dict.setdefault(_T, 'k', v)",
+        "set.add(_T, v)",
+        "list.insert(_T, 0, v)",
+        "next(_T)",
+        "list(itertools.islice(_T, 2))",
+    ],
+)
+def test_a_method_called_through_its_type_or_an_iterator_advanced_writes_what_it_is_handed(call: str) -> None:
+    (fn,) = ast.parse(f"def fill(v):\n    {call}\n").body
+    assert isinstance(fn, ast.FunctionDef)
+    assert "_T" in namereads._writes(fn)
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        "globals()['_LAST'] = v",
+        "sys.modules[__name__].__dict__['_LAST'] = v",
+        "setattr(sys.modules[__name__], '_LAST', v)",
+        "object.__setattr__(sys.modules[__name__], '_LAST', v)",
+    ],
+)
+def test_a_function_that_writes_its_module_by_a_computed_name_may_write_every_variable(write: str) -> None:
+    source = f"import sys\n\n_LAST = None\nLIMIT = 3\n\n\ndef keep(v):\n    {write}\n\n\ndef plain(v):\n    return v\n"
+    keep, plain = ast.parse(source).body[-2:]
+    assert isinstance(keep, ast.FunctionDef) and isinstance(plain, ast.FunctionDef)
+    assert namereads._writes_by_computed_name(keep)
+    assert not namereads._writes_by_computed_name(plain)
+
+
 def test_a_standard_function_handed_a_module_name_but_not_first_writes_nothing() -> None:
     (fn,) = ast.parse("def f(v):\n    return bisect.bisect(_T, v) + len(_T) + heapq.nsmallest(1, _T)[0]\n").body
     assert isinstance(fn, ast.FunctionDef)
