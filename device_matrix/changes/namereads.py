@@ -847,6 +847,8 @@ def changed_names(old: str, new: str, internal: Callable[[str], bool], package: 
             if bound is None or _special(bound, member=bool(within[key])):
                 return None  # Python reads it by itself (__all__, __eq__...), no name of the code
             names |= bound | set(within[key])  # a class member: its classes are read where it is
+            if not within[key] and _annotation_changed(a, b):
+                names |= ANNOTATION_READERS  # #40: the module's __annotations__ changed
         outer = within[key]
         for cls in (was.get(outer[: i + 1]) or now.get(outer[: i + 1]) for i in range(len(outer))):
             if cls is None or _binds(cls, foreign=foreign) is None:
@@ -856,6 +858,17 @@ def changed_names(old: str, new: str, internal: Callable[[str], bool], package: 
     if names and (_reads_by_computed_name(old_tree) or _reads_by_computed_name(new_tree)):
         return None  # #40: what its import made from every name (globals(), dir()) changed too
     return Change(frozenset(names), tuple(bodies), tuple(modules))
+
+
+# #40: what reads a module's annotations without naming one of them
+ANNOTATION_READERS = frozenset({"__annotations__", "get_type_hints", "get_annotations"})
+
+
+def _annotation_changed(a: ast.AST | None, b: ast.AST | None) -> bool:
+    """Whether two versions of a module-level statement annotate differently (one added, one
+    removed, or another annotation)."""
+    was, now = (s.annotation if isinstance(s, ast.AnnAssign) else None for s in (a, b))
+    return (was is None) != (now is None) or (was is not None and now is not None and ast.dump(was) != ast.dump(now))
 
 
 def _reads_by_computed_name(tree: ast.Module) -> bool:

@@ -243,6 +243,19 @@ def test_how_annotations_compile_or_a_class_made_by_more_than_its_statement_cann
     assert change is not None and change.names == {"C", "a"}
 
 
+def test_a_module_s_annotation_changed_is_read_where_annotations_are() -> None:
+    readers = {"__annotations__", "get_type_hints", "get_annotations"}
+    for old, new in (("x: int = 5\n", "x: str = 5\n"), ("X = 1\n", "X = 1\ny: int\n"), ("y: int\nX = 1\n", "X = 1\n")):
+        change = namereads.changed_names(old, new, bool)
+        assert change is not None and readers <= change.names, (old, new)
+    # its value alone: the annotations are as they were
+    change = namereads.changed_names("x: int = 5\n", "x: int = 6\n", bool)
+    assert change is not None and change.names == {"x"}
+    # a class's: read where the class is (get_type_hints(C) names it)
+    change = namereads.changed_names("class C:\n    a: int = 1\n", "class C:\n    a: str = 1\n", bool)
+    assert change is not None and change.names == {"C", "a"}
+
+
 def test_a_lookup_by_a_computed_name_in_a_function_s_body_leaves_the_import_told() -> None:
     old = "def handle_a():\n    return 1\n\n\ndef table():\n    return dict(globals())\n"
     change = namereads.changed_names(old, "def handle_b():\n    return 2\n\n\n" + old, bool)
@@ -521,7 +534,8 @@ def test_a_class_s_header_is_its_bases_keywords_and_decorators() -> None:
 def test_a_binding_is_one_that_changes_a_name_of_its_own() -> None:
     base = "X = 1\n"
     assert _names(base, "X = 2\n") == {"X"}
-    assert _names(base, "X: int = 2\n") == {"X"}
+    # an annotation added: the module's __annotations__ too (read where annotations are)
+    assert _names(base, "X: int = 2\n") == {"X"} | namereads.ANNOTATION_READERS
     assert _names(base, base + "Y: int\n") == {"Y"}
     assert _names(base, base + "X += 1\n") is None  # X bound twice
     assert _names(base, base + "Y = Z = X\n") == {"Y", "Z"}
