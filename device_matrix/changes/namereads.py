@@ -41,7 +41,7 @@ import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from device_matrix.changes.importgraph import guards, main_guard
+from device_matrix.changes.importgraph import guards, main_guard, outermost
 from device_matrix.records.testmap import TestMap
 
 CONFTEST = "conftest.py"
@@ -980,6 +980,58 @@ def _held_elsewhere(tree: ast.Module, assigned: Sequence[ast.stmt], internal: Ca
 
 def _calls(node: ast.AST) -> bool:
     return any(isinstance(n, ast.Call) for n in ast.walk(node))
+
+
+# #40: calls through a module from outside that change the process's state (its folder,
+# its environment, its seeds, its warnings and loggers, its signals)
+STATE_CALLS = frozenset(
+    {"chdir", "putenv", "unsetenv", "umask", "seed", "manual_seed", "filterwarnings", "simplefilter"}
+    | {"resetwarnings", "basicConfig", "disable", "setLevel", "addHandler", "removeHandler", "setlocale"}
+    | {"setdefaulttimeout", "tzset", "signal", "setrecursionlimit", "settrace", "setprofile", "set_start_method"}
+)
+# what of the process's state a method called on it changes (``os.environ.update(...)``)
+STATE_OBJECTS = frozenset({"os.environ", "sys.path", "sys.modules", "sys.meta_path", "sys.path_hooks", "sys.argv"})
+
+
+def fixture_write(old: str | None, new: str | None, internal: Callable[[str], bool]) -> str | None:
+    """#40: the first line of a function of a ``conftest.py`` the change touched (a fixture, a
+    helper) that writes what outlives the tests that request it: into another module
+    (``clock.now = ...``, ``clock.CACHE.clear()``) or the process's state (``os.environ[...] =``,
+    ``os.environ.update``, ``sys.path.insert``, ``os.chdir``, a seed); None when none does.
+    ``monkeypatch`` restores what it sets, and is no such write."""
+    trees = [t for t in (_parsed(old or ""), _parsed(new or "")) if t is not None]
+    if len(trees) < 2:
+        return None
+    before, after = ({f.name: ast.dump(f) for f in outermost(t)} for t in trees)
+    for tree in trees:
+        held = _held_elsewhere(tree, [], internal)
+        imported = {
+            (a.asname or a.name).split(".", 1)[0]
+            for n in ast.walk(tree)
+            if isinstance(n, (ast.Import, ast.ImportFrom))
+            for a in n.names
+        }
+        for fn in outermost(tree):
+            if before.get(fn.name) == after.get(fn.name):
+                continue
+            for node in (n for stmt in fn.body for n in ast.walk(stmt)):
+                if _shared_write(node, imported, held):
+                    return ast.unparse(node).splitlines()[0][:120]
+    return None
+
+
+def _shared_write(node: ast.AST, imported: Collection[str], held: _Held) -> bool:
+    """Whether ``node`` of a function's body writes what outlives its call (:func:`fixture_write`)."""
+    if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        return _root(node) in imported
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    obj, method = node.func.value, node.func.attr
+    if _root(obj) in imported and method in STATE_CALLS:
+        return True
+    if _dotted_name(obj) in STATE_OBJECTS:
+        return method not in READ_METHODS
+    return method not in READ_METHODS and _writes_into([node], (), held)
 
 
 # methods that read what they are called on, and change nothing of it

@@ -679,13 +679,18 @@ LINK_MODE = "120000"  # git's mode of a symbolic link
 
 def conftests_changed(root: Path, test_map: TestMap, changed: Sequence[str]) -> list[str]:
     """The changed conftest.py files that held fixtures alone at the map's commit (or were not
-    there) and hold fixtures alone now (or are gone): each runs the tests under its folder
-    (:func:`device_matrix.selection.fixtures_only`); one git cannot show is not one of them."""
+    there) and hold fixtures alone now (or are gone), none of whose changed functions writes
+    what outlives its tests (:func:`device_matrix.changes.namereads.fixture_write`): each runs
+    the tests under its folder (:func:`device_matrix.selection.fixtures_only`); one git cannot
+    show is not one of them."""
     assert test_map.commit is not None
     found: list[str] = []
+    internal = _internal(root)
     for path in [f for f in changed if f.rsplit("/", 1)[-1] == CONFTEST][:MAX_FOLLOWED]:
         old, new = _versions(root, test_map.commit, path)  # deleted: its folder's tests lose its fixtures
-        if old is not None and new is not None and all(not text or fixtures_only(text) for text in (old, new)):
+        if old is None or new is None or not all(not text or fixtures_only(text) for text in (old, new)):
+            continue
+        if namereads.fixture_write(old, new, internal) is None:  # #40: one that writes is every test's
             found.append(path)
     return found
 

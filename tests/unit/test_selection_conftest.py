@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from device_matrix import selection
-from device_matrix.changes import importgraph
+from device_matrix.changes import importgraph, namereads
 from device_matrix.records.testmap import TestMap
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -124,3 +124,38 @@ def test_a_conftest_of_fixtures_a_plugin_imports_runs_every_test() -> None:
         "tests/unit/conftest.py changes code that runs when it is imported: "
         "the pytest plugin pkg.plug (pyproject.toml's pytest11 entry point) imports it, for every test"
     )
+
+
+def _fixture_write(old: str, new: str) -> str | None:
+    return namereads.fixture_write(old, new, lambda name: name.split(".", 1)[0] == "pkg")
+
+
+FIXTURE = (
+    "import os\nimport sys\nimport pytest\nfrom pkg import clock\n\n\n"
+    "@pytest.fixture\ndef env():\n    {body}\n    yield 1\n"
+)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "os.environ['MODE'] = 'dev'",
+        "os.environ.update(MODE='dev')",
+        "os.putenv('MODE', 'dev')",
+        "sys.path.insert(0, 'x')",
+        "os.chdir('/')",
+        "clock.now = lambda: 0",
+        "clock.CACHE.clear()",
+    ],
+)
+def test_a_fixture_of_a_conftest_that_writes_the_process_s_state_is_every_test_s(body: str) -> None:
+    """#40: what a fixture writes and does not restore outlives the tests under its folder."""
+    old = FIXTURE.format(body="pass")
+    assert _fixture_write(old, FIXTURE.format(body=body)) is not None
+    assert _fixture_write(FIXTURE.format(body=body), old) is not None  # a write taken away
+
+
+def test_a_fixture_that_reads_the_process_s_state_or_restores_it_writes_nothing_shared() -> None:
+    old = FIXTURE.format(body="pass")
+    for body in ("x = os.environ.get('MODE')", "monkeypatch = None", "d = {}\n    d['k'] = 1", "os.makedirs('x')"):
+        assert _fixture_write(old, FIXTURE.format(body=body)) is None, body
