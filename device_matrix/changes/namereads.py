@@ -574,13 +574,13 @@ def _writes(fn: Function) -> frozenset[str]:
             if isinstance(base, ast.Name):
                 found.add(base.id)
         elif isinstance(sub, ast.Call) and (first := _changed_first(sub)) is not None:
-            base = _stored_into(first)[0] if isinstance(first, (ast.Attribute, ast.Subscript)) else first
+            base = _stored_into(first)[0]
             if isinstance(base, ast.Name):
                 found.add(base.id)
         elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute):
             # ``SEEN.add(x)``, and what an object holds: ``REG.items.append(x)`` (#40)
             value = sub.func.value
-            root = _stored_into(value)[0] if isinstance(value, (ast.Attribute, ast.Subscript)) else value
+            root = _stored_into(value)[0]
             if isinstance(root, ast.Name):
                 found.add(root.id)
     return frozenset(found)
@@ -693,7 +693,7 @@ def _stores(fn: Function, own: Collection[str] = ()) -> tuple[frozenset[str] | N
             attrs.update(names)
             for obj in objects:
                 # ``self.items.append(v)``: kept in what ``self`` holds, on ``items``
-                root, chain = _stored_into(obj) if isinstance(obj, (ast.Attribute, ast.Subscript)) else (obj, [])
+                root, chain = _stored_into(obj)
                 held = root.id if isinstance(root, ast.Name) else None
                 if isinstance(root, ast.Call) and _name(root) == "super":
                     keeps = True  # a method of the instance's own (``super().__setitem__(k, v)``)
@@ -724,14 +724,25 @@ def _handed_to(call: ast.Call) -> tuple[list[ast.expr], list[str]]:
     return [*objects, *call.args[:1]], names
 
 
-def _stored_into(target: ast.Subscript | ast.Attribute) -> tuple[ast.expr, list[str]]:
+def _stored_into(target: ast.expr) -> tuple[ast.expr, list[str]]:
     """What an assignment's ``target`` (``a.b[k].c``) stores into at its root (``a``), and the
-    attribute names on the way (``c``, ``b``)."""
+    attribute names on the way (``c``, ``b``); through what names its object after all
+    (#40: ``(n := a).b``, ``getattr(a, "b")``, ``vars(a)[k]``)."""
     base: ast.expr = target
     names: list[str] = []
-    while isinstance(base, (ast.Subscript, ast.Attribute)):
-        names += [base.attr] if isinstance(base, ast.Attribute) else []
-        base = base.value
+    while True:
+        if isinstance(base, ast.Attribute):
+            names.append(base.attr)
+            base = base.value
+        elif isinstance(base, (ast.Subscript, ast.NamedExpr)):
+            base = base.value
+        elif isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id in ("getattr", "vars"):
+            if not base.args:
+                break
+            names += [a.value for a in base.args[1:2] if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            base = base.args[0]
+        else:
+            break
     return base, names
 
 

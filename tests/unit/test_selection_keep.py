@@ -1074,6 +1074,16 @@ def test_a_function_that_writes_its_module_by_a_computed_name_may_write_every_va
     assert not namereads._writes_by_computed_name(plain)
 
 
+@pytest.mark.parametrize(
+    "write",
+    ["(lst := _T).append(v)", "getattr(_T, 'items').append(v)", "vars(_T)['v'] = v", "getattr(_T, 'items')[0] = v"],
+)
+def test_a_write_through_what_names_its_object_after_all_writes_it(write: str) -> None:
+    (fn,) = ast.parse(f"def fill(v):\n    {write}\n").body
+    assert isinstance(fn, ast.FunctionDef)
+    assert "_T" in namereads._writes(fn)
+
+
 def test_a_standard_function_handed_a_module_name_but_not_first_writes_nothing() -> None:
     (fn,) = ast.parse("def f(v):\n    return bisect.bisect(_T, v) + len(_T) + heapq.nsmallest(1, _T)[0]\n").body
     assert isinstance(fn, ast.FunctionDef)
