@@ -328,7 +328,7 @@ def foreign_writes(
             continue  # not read: the file's other rules hold
         why = _writes_at_import(path, old, new, internal)
         if why is None and graph is not None:
-            why = _imports_a_writer(root, graph, path, old, new, internal=internal)
+            why = _imports_a_writer(root, graph, (path, old, new), commit=test_map.commit, internal=internal)
         elif why is None and _imports(old) != _imports(new):
             why = f"{path} changes what it imports, and the project's imports cannot be listed"
         if why is not None:
@@ -353,15 +353,26 @@ def _writes_at_import(path: str, old: str, new: str, internal: Callable[[str], b
 
 
 def _imports_a_writer(
-    root: Path, graph: importgraph.Graph, path: str, old: str, new: str, *, internal: Callable[[str], bool]
+    root: Path,
+    graph: importgraph.Graph,
+    change: tuple[str, str, str],
+    *,
+    commit: str,
+    internal: Callable[[str], bool],
 ) -> str | None:
     """#40: why every test runs when ``path``'s change imports anew, no longer or at another
     time a module whose import writes what every test shares (the module unchanged: its
-    whole import is what the change adds or takes away)."""
+    whole import is what the change adds or takes away; one deleted since, as it was at the
+    map's ``commit``). ``change``: the changed file, as it was and as it is."""
+    path, old, new = change
     for module in sorted(importgraph.imports_changed(graph, path, old, new)):
         try:
-            text = (root / module).read_text("utf-8")
+            text: str | None = (root / module).read_text("utf-8")
+        except FileNotFoundError:  # gone now: its import, as it was, no longer runs
+            text = _versions(root, commit, module)[0]
         except (OSError, UnicodeDecodeError):
+            text = None
+        if text is None:
             return f"{path} changes whether or when it imports {module}, which cannot be read"
         why = _writes_at_import(module, "", text, internal)
         if why is not None:
