@@ -1344,6 +1344,7 @@ class _Function:
     changeable: frozenset[str]
     within: tuple[str, ...] = ()  # the classes it is a method of, outermost first
     in_test: bool = False  # of a test file (told as a follow reaches its module)
+    classes: frozenset[str] = frozenset()  # the module's classes, whose attributes it may change
 
     @functools.cached_property
     def _kept(self) -> tuple[frozenset[str] | None, frozenset[str]]:
@@ -1372,9 +1373,9 @@ class _Function:
     def writes(self) -> frozenset[str]:
         """The module-level names whose object it may change (:func:`_writes`)."""
         if _writes_by_computed_name(self.node):
-            return self.variables  # #40: ``globals()[name] = v``: any of them, rebound or changed
+            return self.variables | self.classes  # #40: ``globals()[name] = v``: any of them
         variables = self.variables & (self.changeable | _globals(self.node))
-        return (_writes(self.node) | self._kept[1]) & variables
+        return ((_writes(self.node) | self._kept[1]) & variables) | _class_writes(self.node, self.classes)
 
     @property
     def protocol(self) -> bool:
@@ -1397,6 +1398,8 @@ def _function(
     variables: frozenset[str],
     changeable: frozenset[str],
     within: tuple[str, ...] = (),
+    *,
+    classes: frozenset[str] = frozenset(),
 ) -> _Function:
     # its body and parameters, walked once for all that is told of every function
     body = [sub for node in [*fn.body, fn.args] for sub in ast.walk(node)]
@@ -1406,7 +1409,7 @@ def _function(
     unread = _stored_only([*body, *header])
     dynamic = _dynamic([*body, *header])
     kept = _Said(said.bound - unread, said.loose - unread, said.through - unread, said.doc - unread)
-    return _Function(fn, kept, dynamic, variables, changeable, within)
+    return _Function(fn, kept, dynamic, variables, changeable, within, classes=classes)
 
 
 def _stored_only(walked: Iterable[ast.AST]) -> frozenset[str]:
@@ -1437,7 +1440,10 @@ def _module(path: str, tree: ast.Module | None, text: str, internal: Callable[[s
     # (whatever makes the value: a memo built by ``defaultdict(list)`` is written as one of ``{}``)
     variables = _variables(tree)
     changeable = frozenset(n for stmt in _assignments(tree) if not _unchangeable(stmt) for n in _targets(stmt))
-    functions = [_function(fn, aliases, variables, changeable, within) for fn, within in _members(tree.body)]
+    classes = frozenset(stmt.name for stmt in tree.body if isinstance(stmt, ast.ClassDef))
+    functions = [
+        _function(fn, aliases, variables, changeable, within, classes=classes) for fn, within in _members(tree.body)
+    ]
     # #40: an ``if __name__ == "__main__":`` is followed as a body: the tests that ran its lines
     none = frozenset[str]()
     functions += [_function(_as_body(stmt), aliases, none, none) for stmt in guards(tree)]
@@ -1576,6 +1582,26 @@ def _targets(stmt: ast.Assign | ast.AnnAssign | ast.AugAssign) -> frozenset[str]
         for n in ast.walk(t)
         if isinstance(n, ast.Name)
     )
+
+
+def _class_writes(fn: Function, classes: Collection[str]) -> frozenset[str]:
+    """#40: the module's ``classes`` whose attributes ``fn`` may change: assigned into
+    (``Reg.x = v``, ``Reg.items[k] = v``), a method called on one of them (``Reg.items.append(v)``),
+    handed first to what changes it (``bisect.insort(Reg.items, v)``); a method of the class
+    itself called (``Reg.make(v)``) is a call of the project's code, followed as one."""
+    found: set[str] = set()
+    for sub in ast.walk(fn):
+        held: ast.expr | None = None
+        if isinstance(sub, (ast.Attribute, ast.Subscript)) and isinstance(sub.ctx, (ast.Store, ast.Del)):
+            held = sub
+        elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr not in READ_METHODS:
+            held = sub.func.value if not isinstance(sub.func.value, ast.Name) else None
+        if held is None and isinstance(sub, ast.Call):
+            held = _changed_first(sub)
+        root = _stored_into(held)[0] if held is not None else None
+        if isinstance(root, ast.Name) and root.id in classes:
+            found.add(root.id)
+    return frozenset(found)
 
 
 def _writes_by_computed_name(fn: Function) -> bool:

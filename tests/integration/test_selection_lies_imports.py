@@ -233,3 +233,21 @@ def test_a_map_recorded_while_a_test_listed_an_untracked_file_names_no_commit(tm
     (p.root / MINE / "data" / "b.txt").unlink()
     out, rec = _select(p)
     assert outcomes_of(rec) == {"test_count": "failed", "test_other": "passed"}, out
+
+
+def test_a_value_kept_on_a_class_of_the_module_runs_the_tests_that_read_it(tmp_path: Path) -> None:
+    store = (
+        "from lib import compute\n\n\nclass Reg:\n    items = []\n\n\n"
+        "def add(x):\n    Reg.items.append(compute(x))\n\n\ndef last():\n    return Reg.items[-1]\n"
+    )
+    suite = {
+        "lib.py": "def compute(x):\n    return x * 2\n",
+        "store.py": store,
+        "test_1.py": "from store import add\n\n\ndef test_1():\n    add(2)\n",
+        "test_2.py": "from store import last\n\n\ndef test_2():\n    assert last() == 4\n",
+        "test_other.py": OTHER,
+    }
+    p = recorded_git_project(tmp_path, suite)
+    (p.root / MINE / "lib.py").write_text("def compute(x):\n    return x * 3\n")
+    out, rec = _select(p)
+    assert outcomes_of(rec) == {"test_1": "passed", "test_2": "failed", "test_other": "deselected"}, out

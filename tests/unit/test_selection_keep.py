@@ -1084,6 +1084,27 @@ def test_a_write_through_what_names_its_object_after_all_writes_it(write: str) -
     assert "_T" in namereads._writes(fn)
 
 
+@pytest.mark.parametrize(
+    ("write", "written"),
+    [
+        ("Reg.items.append(v)", {"Reg"}),
+        ("getattr(Reg, 'items').append(v)", {"Reg"}),
+        ("Reg.last = v", {"Reg"}),
+        ("Reg.items[0] = v", {"Reg"}),
+        ("bisect.insort(Reg.items, v)", {"Reg"}),
+        ("Reg.make(v)", set()),  # a method of the class: the project's code, followed as a call
+        ("Other.items.append(v)", set()),  # not a class of the module
+        ("x = Reg.items.copy()", set()),
+    ],
+)
+def test_a_function_that_changes_what_a_class_of_its_module_holds_writes_the_class(
+    write: str, written: set[str]
+) -> None:
+    (fn,) = ast.parse(f"def fill(v):\n    {write}\n").body
+    assert isinstance(fn, ast.FunctionDef)
+    assert namereads._class_writes(fn, {"Reg"}) == written
+
+
 def test_a_standard_function_handed_a_module_name_but_not_first_writes_nothing() -> None:
     (fn,) = ast.parse("def f(v):\n    return bisect.bisect(_T, v) + len(_T) + heapq.nsmallest(1, _T)[0]\n").body
     assert isinstance(fn, ast.FunctionDef)
