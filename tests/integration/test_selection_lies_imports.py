@@ -8,12 +8,24 @@ library fills."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.builders import recorded_git_project
 from tests.integration.test_selection_lies import MINE, OTHER, _select
 from tests.runs import outcomes_of
+
+
+def _recorded_then_changed(
+    tmp_path: Path, suite: dict[str, str], path: str, replace: tuple[str, str]
+) -> tuple[str, dict[str, Any]]:
+    """``suite``'s map recorded, then ``path`` changed by ``replace`` (old, new) and selected by."""
+    p = recorded_git_project(tmp_path, suite)
+    target = p.root / MINE / path
+    target.write_text(target.read_text().replace(*replace))
+    return _select(p)
+
 
 # a module imported by a name its caller computes, through the standard library
 ALPHA = "def _rate():\n    return 2\n\n\nRATE = _rate()\n"
@@ -35,10 +47,7 @@ def test_a_module_named_by_a_computed_string_runs_the_tests_of_who_names_it(tmp_
         "test_loader.py": "from loader import rate\n\n\ndef test_rate():\n    assert rate('alpha') == 2\n",
         "test_other.py": OTHER,
     }
-    p = recorded_git_project(tmp_path, suite)
-    target = p.root / MINE / "alpha.py"
-    target.write_text(target.read_text().replace("return 2", "return 3"))
-    out, rec = _select(p)
+    out, rec = _recorded_then_changed(tmp_path, suite, "alpha.py", ("return 2", "return 3"))
     assert outcomes_of(rec) == {"test_alpha": "passed", "test_rate": "failed", "test_other": "deselected"}, out
 
 
@@ -172,10 +181,7 @@ def test_a_list_filled_through_a_standard_function_runs_the_tests_that_read_it(t
         "test_b.py": "from tiers import tiers\n\n\ndef test_b():\n    assert tiers()[0] == (50, 'silver')\n",
         "test_other.py": OTHER,
     }
-    p = recorded_git_project(tmp_path, suite)
-    target = p.root / MINE / "tiers.py"
-    target.write_text(target.read_text().replace("'silver': 50", "'silver': 500"))
-    out, rec = _select(p)
+    out, rec = _recorded_then_changed(tmp_path, suite, "tiers.py", ("'silver': 50", "'silver': 500"))
     assert outcomes_of(rec) == {"test_a": "passed", "test_b": "failed", "test_other": "deselected"}, out
 
 
