@@ -13,13 +13,6 @@ from device_matrix.changes import namereads
 from device_matrix.records.testmap import TestMap
 
 
-def _fill(line: str) -> ast.FunctionDef:
-    """``def fill(v):`` whose body is ``line``."""
-    (fn,) = ast.parse(f"def fill(v):\n    {line}\n").body
-    assert isinstance(fn, ast.FunctionDef)
-    return fn
-
-
 def _body(source: str, name: str) -> tuple[int, int]:
     (fn,) = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef) and n.name == name]
     return fn.body[0].lineno, fn.end_lineno or fn.lineno
@@ -1037,7 +1030,8 @@ def test_what_reaches_an_object_handed_is_named_by_what_is_not_the_caller_s_own(
     ["bisect.insort(_T, v)", "heapq.heappush(_T, v)", "operator.setitem(_T.d, 0, v)", "setattr(_T, 'x', v)"],
 )
 def test_a_standard_function_that_changes_what_it_is_handed_first_writes_it(call: str) -> None:
-    fn = _fill(f"{call}")
+    (fn,) = ast.parse(f"def fill(v):\n    {call}\n").body
+    assert isinstance(fn, ast.FunctionDef)
     assert namereads._writes(fn) == {"_T"}
     # handed a parameter: kept in what the caller hands it
     (given,) = ast.parse(f"def fill(_T, v):\n    {call}\n").body
@@ -1058,7 +1052,8 @@ def test_a_standard_function_that_changes_what_it_is_handed_first_writes_it(call
     ],
 )
 def test_a_method_called_through_its_type_or_an_iterator_advanced_writes_what_it_is_handed(call: str) -> None:
-    fn = _fill(f"{call}")
+    (fn,) = ast.parse(f"def fill(v):\n    {call}\n").body
+    assert isinstance(fn, ast.FunctionDef)
     assert "_T" in namereads._writes(fn)
 
 
@@ -1084,7 +1079,8 @@ def test_a_function_that_writes_its_module_by_a_computed_name_may_write_every_va
     ["(lst := _T).append(v)", "getattr(_T, 'items').append(v)", "vars(_T)['v'] = v", "getattr(_T, 'items')[0] = v"],
 )
 def test_a_write_through_what_names_its_object_after_all_writes_it(write: str) -> None:
-    fn = _fill(f"{write}")
+    (fn,) = ast.parse(f"def fill(v):\n    {write}\n").body
+    assert isinstance(fn, ast.FunctionDef)
     assert "_T" in namereads._writes(fn)
 
 
@@ -1104,7 +1100,8 @@ def test_a_write_through_what_names_its_object_after_all_writes_it(write: str) -
 def test_a_function_that_changes_what_a_class_of_its_module_holds_writes_the_class(
     write: str, written: set[str]
 ) -> None:
-    fn = _fill(f"{write}")
+    (fn,) = ast.parse(f"def fill(v):\n    {write}\n").body
+    assert isinstance(fn, ast.FunctionDef)
     assert namereads._class_writes(fn, {"Reg"}) == written
 
 
