@@ -146,8 +146,8 @@ THREADED = (
 @pytest.mark.parametrize("hidden", [TRACED, THREADED], ids=["own-line-tracer", "raw-thread"])
 def test_a_test_that_ran_code_coverage_could_not_see_runs_on_a_change(tmp_path: Path, hidden: str) -> None:
     p = recorded_git_project(tmp_path, {**UNTRACED, "test_hidden.py": hidden})
-    # each change alters the file's size: Python's bytecode cache takes a file rewritten within
-    # the second of its last compile, at the same size, for the one it compiled
+    # each step's file differs in size from the step before: Python's bytecode cache takes a
+    # file rewritten within the second of its last compile, at the same size, for the one it compiled
     _replace(p, "lib.py", "w * h", "w + h + 0")
     out, rec = _select(p)
     # test_later ran another function of lib.py: it may run too (area is handed outside the project)
@@ -157,7 +157,8 @@ def test_a_test_that_ran_code_coverage_could_not_see_runs_on_a_change(tmp_path: 
     }, out
     # the tests after it in its process are seen again: a change to what they ran runs them alone
     _replace(p, "lib.py", "w + h + 0\n", "w * h\n")
-    _replace(p, "lib.py", "2 * (w + h)", "3 * (w + h) + 0")
+    _replace(p, "lib.py", "2 * (w + h)", "3 * (w + h)")
+    assert len((p.root / MINE / "lib.py").read_text()) == len(UNTRACED["lib.py"])  # 4 shorter than the step before
     out, rec = _select(p)
     assert outcomes_of(rec) == {"test_hidden": "passed", "test_other": "deselected", "test_later": "failed"}, out
 
