@@ -696,11 +696,12 @@ def conftests_changed(root: Path, test_map: TestMap, changed: Sequence[str]) -> 
     show is not one of them."""
     assert test_map.commit is not None
     found: list[str] = []
-    internal = _internal(root)
+    internal: Callable[[str], bool] | None = None  # git's list of the files, asked once a conftest needs it
     for path in [f for f in changed if f.rsplit("/", 1)[-1] == CONFTEST][:MAX_FOLLOWED]:
         old, new = _versions(root, test_map.commit, path)  # deleted: its folder's tests lose its fixtures
         if old is None or new is None or not all(not text or fixtures_only(text) for text in (old, new)):
             continue
+        internal = internal or _internal(root)
         if namereads.fixture_write(old, new, internal) is None:  # #40: one that writes is every test's
             found.append(path)
     return found
